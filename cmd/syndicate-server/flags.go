@@ -1,0 +1,118 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// options is the parsed command line. The flags are the reference server's
+// (services spec §1.1) plus our additions (--check, --log-format, --dry-run,
+// --admin-socket).
+type options struct {
+	configs      []string
+	ports        []uint16
+	sockets      []string
+	inferior     bool
+	debtReporter bool
+	noBanner     bool
+	traceFile    string
+	control      bool
+
+	check       bool
+	checkFiles  []string // positional arguments in --check mode
+	logFormat   string   // "", "console" or "json"
+	logLevel    string
+	dryRun      bool
+	adminSocket string // "" = default path; "-" = none
+}
+
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
+
+type portList []uint16
+
+func (l *portList) String() string {
+	var parts []string
+	for _, p := range *l {
+		parts = append(parts, strconv.Itoa(int(p)))
+	}
+	return strings.Join(parts, ",")
+}
+
+func (l *portList) Set(s string) error {
+	n, err := strconv.ParseUint(s, 10, 16)
+	if err != nil {
+		return fmt.Errorf("port %q is not a number from 0 to 65535", s)
+	}
+	*l = append(*l, uint16(n))
+	return nil
+}
+
+// errHelp is returned when the user asked for usage text.
+var errHelp = flag.ErrHelp
+
+// parseFlags parses args (without the program name). Both the short and the
+// long spelling of each flag are accepted, with one or two dashes, as Go's
+// flag package does.
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("syndicate-server", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg := (*stringList)(&o.configs)
+	fs.Var(cfg, "c", "")
+	fs.Var(cfg, "config", "watch the `PATH` (file or directory) for .pr scripts; repeatable")
+	ports := (*portList)(&o.ports)
+	fs.Var(ports, "p", "")
+	fs.Var(ports, "port", "listen for the Syndicate protocol on TCP `PORT` (0.0.0.0); repeatable")
+	socks := (*stringList)(&o.sockets)
+	fs.Var(socks, "s", "")
+	fs.Var(socks, "socket", "listen for the Syndicate protocol on the Unix socket `PATH`; repeatable")
+	fs.BoolVar(&o.inferior, "inferior", false, "speak the Syndicate protocol with the parent on stdin/stdout")
+	fs.BoolVar(&o.debtReporter, "debt-reporter", false, "run the debt reporter service")
+	fs.BoolVar(&o.noBanner, "no-banner", false, "do not print the start-up banner")
+	fs.StringVar(&o.traceFile, "t", "", "")
+	fs.StringVar(&o.traceFile, "trace-file", "", "write a causal trace to `PATH`")
+	fs.BoolVar(&o.control, "control", false, "offer $control to scripts (<exit N> ends the server)")
+	fs.BoolVar(&o.check, "check", false, "compile every script under the -c paths and the named files, run nothing, report every error")
+	fs.StringVar(&o.logFormat, "log-format", "", "diagnostic log format: console or json (default: console on a terminal, json otherwise)")
+	fs.StringVar(&o.logLevel, "log-level", "", "minimum diagnostic log level: debug, info, warn, error (default info, or $SYNDICATE_LOG)")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "run every script and service, but start no process and bind no socket")
+	fs.StringVar(&o.adminSocket, "admin-socket", "", "path of the admin socket (default under $XDG_RUNTIME_DIR or /run/syndicate; - for none)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: syndicate-server [flags] [FILE...]\n\n"+
+			"  -c, --config PATH       watch PATH for .pr scripts (repeatable)\n"+
+			"  -p, --port PORT         relay listener on TCP PORT (repeatable)\n"+
+			"  -s, --socket PATH       relay listener on Unix socket PATH (repeatable)\n"+
+			"      --inferior          relay with the parent process over stdin/stdout\n"+
+			"      --debt-reporter     run the debt reporter\n"+
+			"      --no-banner         no start-up banner\n"+
+			"  -t, --trace-file PATH   write a causal trace\n"+
+			"      --control           offer $control (<exit N>)\n"+
+			"      --check             compile scripts, run nothing, report errors\n"+
+			"      --dry-run           run scripts and services, start no process, bind no socket\n"+
+			"      --log-format F      console or json\n"+
+			"      --log-level L       debug, info, warn or error\n"+
+			"      --admin-socket PATH admin socket path (- for none)\n")
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	switch o.logFormat {
+	case "", "console", "json":
+	default:
+		return nil, fmt.Errorf("--log-format: %q is neither console nor json", o.logFormat)
+	}
+	if fs.NArg() > 0 {
+		if !o.check {
+			return nil, errors.New("file arguments are only accepted with --check (use -c PATH to run scripts)")
+		}
+		o.checkFiles = fs.Args()
+	}
+	return o, nil
+}
