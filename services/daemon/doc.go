@@ -1,0 +1,34 @@
+// Package daemon is the daemon supervisor of the services spec (§5): it runs
+// the processes described by `<daemon ID SPEC>` assertions while
+// `<run-service <daemon ID>>` is asserted, and reports
+// `<service-state <daemon ID> …>`.
+//
+// # Layers
+//
+// The package is split in two layers so that the process layer can be tested
+// without an actor runtime:
+//
+//   - spec.go parses a DaemonProcessSpec value into an elaborated [Spec]
+//     (§5.2), with one error type, [SpecError], of two classes
+//     ([ErrNotASpec], [ErrInvalidField]) because §5.3 treats them differently.
+//   - process.go runs one process: its own process group (Setpgid), stdin
+//     from /dev/null, stdout/stderr read line by line by two goroutines, one
+//     goroutine calling Wait. Stopping sends SIGTERM to the group and SIGKILL
+//     after the spec's stopTimeout. The pipes are drained (with a short
+//     grace) before the exit is reported, so the tail of the output is never
+//     lost (Q8).
+//   - restart.go is the restart loop of §5.5 ([Runner], [Decide]) with an
+//     injectable [Clock]; delays are exactly the spec's (200 ms after exit 0,
+//     1 s after an error).
+//   - reaper.go reaps orphans adopted when the server is PID 1 or a
+//     subreaper, without stealing our own children's exit statuses.
+//   - daemon.go is the dataspace integration: [Boot] observes run-service
+//     requests in the config dataspace and runs one worker per daemon.
+//
+// # Goroutines
+//
+// Per running process: one goroutine runs [Runner.Run] (a linked task of the
+// spec's facet), one waits for the child, two read its pipes. They report to
+// the worker actor only by activating its facets, so all dataspace state is
+// owned by the actor.
+package daemon

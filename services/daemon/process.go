@@ -1,0 +1,284 @@
+package daemon
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Stream names an output pipe of a child.
+type Stream uint8
+
+const (
+	Stdout Stream = iota
+	Stderr
+)
+
+func (s Stream) String() string {
+	if s == Stderr {
+		return "stderr"
+	}
+	return "stdout"
+}
+
+// Line is one line of child output. Text keeps its trailing newline; a final
+// unterminated line is delivered as it is (§5.6).
+type Line struct {
+	Stream Stream
+	Pid    int
+	Text   []byte
+	Time   time.Time // when the line was read
+}
+
+// Exit describes how a process run ended.
+type Exit struct {
+	Pid      int            // 0 when the spawn failed
+	Code     int            // exit status when the process exited normally
+	Signal   syscall.Signal // non-zero when killed by a signal
+	Core     bool           // core dumped
+	SpawnErr error          // non-nil when the process could not be started
+}
+
+// Success reports whether the process exited with status 0.
+func (e Exit) Success() bool { return e.SpawnErr == nil && e.Signal == 0 && e.Code == 0 }
+
+// String renders the exit the way the reference does (`exit status: 3`,
+// `signal: 9 (SIGKILL)`), or the spawn error text.
+func (e Exit) String() string {
+	switch {
+	case e.SpawnErr != nil:
+		return e.SpawnErr.Error()
+	case e.Signal != 0:
+		s := fmt.Sprintf("signal: %d (%s)", int(e.Signal), unix.SignalName(e.Signal))
+		if e.Core {
+			s += " (core dumped)"
+		}
+		return s
+	}
+	return fmt.Sprintf("exit status: %d", e.Code)
+}
+
+func exitOf(pid int, st *os.ProcessState, err error) Exit {
+	if st == nil {
+		// Wait failed without a state; only possible if something else
+		// reaped our child, which the reaper's table prevents.
+		return Exit{Pid: pid, Code: -1, SpawnErr: fmt.Errorf("wait: %w", err)}
+	}
+	ws, ok := st.Sys().(syscall.WaitStatus)
+	if !ok {
+		return Exit{Pid: pid, Code: st.ExitCode()}
+	}
+	if ws.Signaled() {
+		return Exit{Pid: pid, Signal: ws.Signal(), Core: ws.CoreDump()}
+	}
+	return Exit{Pid: pid, Code: ws.ExitStatus()}
+}
+
+const (
+	// drainGrace bounds how long we wait, after the child exits, for its
+	// pipes to reach EOF (a straggler in its group may hold them open).
+	// Draining first means no output is lost on exit (quirk Q8).
+	drainGrace = 250 * time.Millisecond
+	// maxLine splits pathological lines so memory stays bounded.
+	maxLine = 64 << 10
+	// groupPoll is how often we look whether a process group is gone.
+	groupPoll = 10 * time.Millisecond
+)
+
+// procHooks receive a process's life events; they are called from the
+// goroutines of runProcess and must not block for long.
+type procHooks struct {
+	started func(pid int)
+	line    func(Line)
+}
+
+// command builds the exec.Cmd for s: its own process group, stdin from
+// /dev/null, the environment of §5.2.
+func command(s *Spec) *exec.Cmd {
+	cmd := exec.Command(s.Argv[0], s.Argv[1:]...)
+	cmd.Dir = s.Dir
+	if s.ClearEnv || len(s.Env) > 0 {
+		cmd.Env = buildEnv(s)
+	}
+	// Setpgid puts the child in a fresh group whose id is its pid, so the
+	// whole tree it forks can be signalled at once (§5.8, Q9).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd
+}
+
+func buildEnv(s *Spec) []string {
+	env := []string{}
+	if !s.ClearEnv {
+		env = os.Environ()
+	}
+	for _, c := range s.Env {
+		prefix := c.Name + "="
+		kept := env[:0]
+		for _, kv := range env {
+			if !strings.HasPrefix(kv, prefix) {
+				kept = append(kept, kv)
+			}
+		}
+		env = kept
+		if !c.Remove {
+			env = append(env, prefix+c.Value)
+		}
+	}
+	return env
+}
+
+// runProcess runs one instance of s to completion. It returns when the child
+// has exited and been reaped and its output has been delivered. Cancelling
+// ctx stops the child: SIGTERM to its process group, SIGKILL to the group
+// after s.StopTimeout. Leftovers of the group (a background job of a shell
+// that exited) are terminated the same way by a goroutine tracked in wg, so
+// the exit is reported at once and no process outlives its daemon.
+//
+// Exactly one goroutine (started here) calls Wait on the child.
+func runProcess(ctx context.Context, s *Spec, h procHooks, now func() time.Time, wg *sync.WaitGroup) Exit {
+	cmd := command(s)
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return Exit{SpawnErr: err}
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return Exit{SpawnErr: err}
+	}
+	cmd.Stdout, cmd.Stderr = outW, errW
+	err = children.start(cmd)
+	// The child holds its own copies of the write ends; closing ours makes
+	// EOF arrive when the child's group lets go of them.
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return Exit{SpawnErr: err}
+	}
+	pid := cmd.Process.Pid
+
+	var readers sync.WaitGroup
+	readers.Add(2)
+	go func() { defer readers.Done(); readLines(outR, Stdout, pid, now, h.line) }()
+	go func() { defer readers.Done(); readLines(errR, Stderr, pid, now, h.line) }()
+
+	waited := make(chan Exit, 1)
+	go func() {
+		err := cmd.Wait()
+		children.remove(pid)
+		waited <- exitOf(pid, cmd.ProcessState, err)
+	}()
+
+	if h.started != nil {
+		h.started(pid)
+	}
+
+	var exit Exit
+	deadline := time.Time{}
+	select {
+	case exit = <-waited:
+	case <-ctx.Done():
+		// The leader is not reaped yet, so pid still names our group.
+		_ = unix.Kill(-pid, unix.SIGTERM)
+		deadline = time.Now().Add(s.StopTimeout)
+		timer := time.NewTimer(s.StopTimeout)
+		select {
+		case exit = <-waited:
+		case <-timer.C:
+			_ = unix.Kill(-pid, unix.SIGKILL)
+			exit = <-waited
+		}
+		timer.Stop()
+	}
+
+	// The leader is gone. If members of its group remain, they are orphans
+	// of this daemon: terminate them too, without delaying the exit report.
+	if groupAlive(pid) {
+		if deadline.IsZero() {
+			deadline = time.Now().Add(s.StopTimeout)
+		}
+		_ = unix.Kill(-pid, unix.SIGTERM)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			killGroupBy(pid, deadline)
+		}()
+	}
+
+	// Drain: give the readers a short while to reach EOF, then cut the
+	// pipes so that a straggler holding them cannot stall us; the readers
+	// still deliver whatever partial line they hold.
+	drained := make(chan struct{})
+	go func() { readers.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(drainGrace):
+		_ = outR.SetReadDeadline(time.Now())
+		_ = errR.SetReadDeadline(time.Now())
+		<-drained
+	}
+	outR.Close()
+	errR.Close()
+	return exit
+}
+
+// groupAlive reports whether process group pgid still has members (zombies
+// included).
+func groupAlive(pgid int) bool {
+	return unix.Kill(-pgid, 0) == nil
+}
+
+// killGroupBy waits until group pgid is empty or deadline passes, then
+// SIGKILLs whatever is left.
+func killGroupBy(pgid int, deadline time.Time) {
+	tick := time.NewTicker(groupPoll)
+	defer tick.Stop()
+	for groupAlive(pgid) {
+		if !time.Now().Before(deadline) {
+			_ = unix.Kill(-pgid, unix.SIGKILL)
+			return
+		}
+		<-tick.C
+	}
+}
+
+// readLines delivers r's content line by line until EOF, error or a read
+// deadline, always flushing a final partial line.
+func readLines(r io.Reader, stream Stream, pid int, now func() time.Time, emit func(Line)) {
+	br := bufio.NewReaderSize(r, 4096)
+	var acc []byte
+	flush := func() {
+		if len(acc) > 0 && emit != nil {
+			emit(Line{Stream: stream, Pid: pid, Text: acc, Time: now()})
+		}
+		acc = nil
+	}
+	for {
+		chunk, err := br.ReadSlice('\n')
+		acc = append(acc, chunk...)
+		switch {
+		case err == nil:
+			flush()
+		case errors.Is(err, bufio.ErrBufferFull):
+			if len(acc) >= maxLine {
+				flush()
+			}
+		default:
+			flush()
+			return
+		}
+	}
+}

@@ -1,0 +1,156 @@
+package daemon
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Restart delays of §5.5. They are fixed: no growth, no jitter.
+const (
+	DelayAfterSuccess = 200 * time.Millisecond
+	DelayAfterError   = 1000 * time.Millisecond
+)
+
+// Clock is the time source of restart delays; tests replace it.
+type Clock interface {
+	Now() time.Time
+	// After returns a channel that receives once d has passed, and a
+	// function that releases the timer early.
+	After(d time.Duration) (<-chan time.Time, func())
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+func (realClock) After(d time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTimer(d)
+	return t.C, func() { t.Stop() }
+}
+
+// RealClock is the wall clock.
+var RealClock Clock = realClock{}
+
+// Action is what happens after a process exits (§5.5).
+type Action uint8
+
+const (
+	ActRestart  Action = iota // run it again after Next.Delay
+	ActComplete               // counts as completed; not restarted
+	ActCrash                  // crash the worker: the whole daemon restarts
+)
+
+func (a Action) String() string {
+	switch a {
+	case ActRestart:
+		return "restart"
+	case ActComplete:
+		return "complete"
+	case ActCrash:
+		return "crash"
+	}
+	return "?"
+}
+
+// Next is the decision taken on an exit.
+type Next struct {
+	Action Action
+	Delay  time.Duration // for ActRestart
+}
+
+// Decide applies the restart policy table of §5.5 to an exit.
+func Decide(p RestartPolicy, e Exit) Next {
+	ok := e.Success()
+	switch p {
+	case RestartOnError:
+		if ok {
+			return Next{Action: ActComplete}
+		}
+		return Next{Action: ActRestart, Delay: DelayAfterError}
+	case RestartAll:
+		if ok {
+			return Next{Action: ActComplete}
+		}
+		return Next{Action: ActCrash}
+	case RestartNever:
+		return Next{Action: ActComplete}
+	}
+	if ok {
+		return Next{Action: ActRestart, Delay: DelayAfterSuccess}
+	}
+	return Next{Action: ActRestart, Delay: DelayAfterError}
+}
+
+// Events receives the life of one supervised spec. Callbacks run on the
+// goroutine of Runner.Run (Line on a reader goroutine) and must not block
+// for long; the dataspace integration forwards them into its actor.
+type Events struct {
+	Started func(pid int)           // a process was spawned
+	Line    func(Line)              // a line of output
+	Exited  func(e Exit, next Next) // a process is down; next is what follows
+}
+
+// Outcome is how Runner.Run ended.
+type Outcome uint8
+
+const (
+	Stopped   Outcome = iota // ctx was cancelled (the process was killed)
+	Completed                // the policy said complete
+	Crashed                  // the policy said crash the worker
+)
+
+// Runner runs process specs with their restart policy. The zero value is
+// not usable; use NewRunner.
+type Runner struct {
+	clock Clock
+	// run runs one process instance; replaced in tests of the policy loop.
+	run func(ctx context.Context, s *Spec, h procHooks) Exit
+	// cleanups tracks goroutines that terminate leftover process groups.
+	cleanups sync.WaitGroup
+}
+
+// NewRunner returns a Runner that starts real processes, timing restarts
+// with clock (RealClock when nil).
+func NewRunner(clock Clock) *Runner {
+	if clock == nil {
+		clock = RealClock
+	}
+	r := &Runner{clock: clock}
+	r.run = func(ctx context.Context, s *Spec, h procHooks) Exit {
+		return runProcess(ctx, s, h, r.clock.Now, &r.cleanups)
+	}
+	return r
+}
+
+// Run runs s until its policy says it is completed or crashed, or ctx is
+// cancelled, restarting it after the delays of §5.5 in between. When it
+// returns, the last process instance has exited and been reaped.
+func (r *Runner) Run(ctx context.Context, s *Spec, ev Events) Outcome {
+	for {
+		exit := r.run(ctx, s, procHooks{started: ev.Started, line: ev.Line})
+		if ctx.Err() != nil {
+			return Stopped
+		}
+		next := Decide(s.Restart, exit)
+		if ev.Exited != nil {
+			ev.Exited(exit, next)
+		}
+		switch next.Action {
+		case ActComplete:
+			return Completed
+		case ActCrash:
+			return Crashed
+		}
+		c, release := r.clock.After(next.Delay)
+		select {
+		case <-ctx.Done():
+			release()
+			return Stopped
+		case <-c:
+		}
+	}
+}
+
+// Wait waits until every leftover process group this runner is still
+// terminating is gone (at most the specs' stop timeouts).
+func (r *Runner) Wait() { r.cleanups.Wait() }
