@@ -306,12 +306,13 @@ func Strip(v Value) Value {
 	case *Annotated:
 		return Strip(x.Item)
 	case *Record:
-		l := Strip(x.Label)
+		// Labels may be uncomparable (e.g. a Sequence), so test for
+		// annotations rather than comparing the stripped label with ==.
 		fs, changed := stripSlice(x.Fields)
-		if !changed && l == x.Label {
+		if !changed && !hasAnn(x.Label) {
 			return x
 		}
-		return &Record{Label: l, Fields: fs}
+		return &Record{Label: Strip(x.Label), Fields: fs}
 	case Sequence:
 		fs, changed := stripSlice(x)
 		if !changed {
