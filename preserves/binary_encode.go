@@ -1,0 +1,309 @@
+package preserves
+
+// Binary encoding (spec §4). Three flavours share one encoder:
+//
+//   - canonical (EncodeCanonical, AppendCanonical, or EncodeBinary without
+//     Annotations): no annotations, minimal integers and lengths, set
+//     elements and dictionary entries sorted by the bytes of their canonical
+//     encodings. Equal values give identical bytes, so canonical form is
+//     what gets hashed and signed.
+//   - annotated (EncodeBinary with Annotations): the same bytes plus `85`
+//     annotations; the ordering of set elements and dictionary entries still
+//     comes from the canonical, annotation-free encodings, which is exactly
+//     how the conformance suite's samples.bin is written.
+//
+// The canonical sort key is the encoded bytes, not the Preserves value order
+// (lengths precede contents and tags do not follow kind ranks), so sets and
+// dictionaries are encoded entry by entry into a scratch buffer, the spans
+// are sorted bytewise and then copied out.
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math/big"
+	"slices"
+)
+
+// Binary tags (spec §4.1).
+const (
+	tagFalse      = 0x80
+	tagTrue       = 0x81
+	tagEnd        = 0x84
+	tagAnnotation = 0x85
+	tagEmbedded   = 0x86
+	tagDouble     = 0x87
+	tagInteger    = 0xB0
+	tagString     = 0xB1
+	tagByteString = 0xB2
+	tagSymbol     = 0xB3
+	tagRecord     = 0xB4
+	tagSequence   = 0xB5
+	tagSet        = 0xB6
+	tagDictionary = 0xB7
+)
+
+// EncodeOptions configures EncodeBinary.
+type EncodeOptions struct {
+	// Annotations writes annotations (tag 85). Without it the output is
+	// canonical.
+	Annotations bool
+	// Embedded converts an embedded payload that is not itself a Value into
+	// the Value to write after the 86 tag. Payloads that are Values are
+	// written as they are and never reach the hook.
+	Embedded func(any) (Value, error)
+}
+
+// EncodeCanonical returns the canonical binary encoding of v.
+//
+// It panics when v contains a nil Value or an embedded payload that is not a
+// Value; use EncodeBinary with an Embedded hook for domain payloads.
+func EncodeCanonical(v Value) []byte {
+	return AppendCanonical(nil, v)
+}
+
+// AppendCanonical appends the canonical binary encoding of v to dst. It
+// panics in the same situations as EncodeCanonical.
+func AppendCanonical(dst []byte, v Value) []byte {
+	var e encoder
+	dst = e.value(dst, v)
+	if e.err != nil {
+		panic(e.err)
+	}
+	return dst
+}
+
+// EncodeBinary returns the binary encoding of v: canonical unless
+// opts.Annotations is set.
+func EncodeBinary(v Value, opts EncodeOptions) ([]byte, error) {
+	return AppendBinary(nil, v, opts)
+}
+
+// AppendBinary appends the binary encoding of v to dst, as EncodeBinary. On
+// error the returned slice is dst unchanged in length.
+func AppendBinary(dst []byte, v Value, opts EncodeOptions) ([]byte, error) {
+	e := encoder{annotations: opts.Annotations, embedded: opts.Embedded}
+	n := len(dst)
+	out := e.value(dst, v)
+	if e.err != nil {
+		return dst[:n], e.err
+	}
+	return out, nil
+}
+
+// encoder carries the options and the first error through the recursion, so
+// the hot path returns only the grown slice.
+type encoder struct {
+	annotations bool
+	embedded    func(any) (Value, error)
+	err         error
+}
+
+func (e *encoder) value(dst []byte, v Value) []byte {
+	switch x := v.(type) {
+	case Bool:
+		if x {
+			return append(dst, tagTrue)
+		}
+		return append(dst, tagFalse)
+	case Int:
+		return appendInt(dst, int64(x))
+	case String:
+		return appendAtom(dst, tagString, string(x))
+	case Symbol:
+		return appendAtom(dst, tagSymbol, string(x))
+	case ByteString:
+		return appendAtom(dst, tagByteString, string(x))
+	case Double:
+		dst = append(dst, tagDouble, 8)
+		return binary.BigEndian.AppendUint64(dst, x.bits)
+	case *BigInt:
+		return appendBig(dst, x.v)
+	case *Record:
+		dst = append(dst, tagRecord)
+		dst = e.value(dst, x.Label)
+		for _, f := range x.Fields {
+			dst = e.value(dst, f)
+		}
+		return append(dst, tagEnd)
+	case Sequence:
+		dst = append(dst, tagSequence)
+		for _, f := range x {
+			dst = e.value(dst, f)
+		}
+		return append(dst, tagEnd)
+	case *Set:
+		return e.set(dst, x.elems)
+	case *Dictionary:
+		return e.dict(dst, x.entries)
+	case *Embedded:
+		dst = append(dst, tagEmbedded)
+		if pv, ok := x.Payload.(Value); ok && pv != nil {
+			return e.value(dst, pv)
+		}
+		if e.embedded == nil {
+			e.fail(fmt.Errorf("preserves: cannot encode embedded payload of type %T without an Embedded hook", x.Payload))
+			return dst
+		}
+		pv, err := e.embedded(x.Payload)
+		if err != nil {
+			e.fail(fmt.Errorf("preserves: encoding embedded payload: %w", err))
+			return dst
+		}
+		if pv == nil {
+			e.fail(fmt.Errorf("preserves: Embedded hook returned nil for payload of type %T", x.Payload))
+			return dst
+		}
+		return e.value(dst, pv)
+	case *Annotated:
+		if e.annotations {
+			for _, a := range x.Anns {
+				dst = append(dst, tagAnnotation)
+				dst = e.value(dst, a)
+			}
+		}
+		return e.value(dst, x.Item)
+	case nil:
+		e.fail(fmt.Errorf("preserves: cannot encode a nil Value"))
+		return dst
+	}
+	e.fail(fmt.Errorf("preserves: cannot encode value of type %T", v))
+	return dst
+}
+
+func (e *encoder) fail(err error) {
+	if e.err == nil {
+		e.err = err
+	}
+}
+
+// span locates, in a scratch buffer, the canonical sort key of one set
+// element or dictionary entry and the bytes to write for it.
+type span struct {
+	key, item [2]int
+}
+
+// canonical returns an encoder writing the canonical form with e's hook, used
+// to compute sort keys.
+func (e *encoder) canonical() *encoder {
+	if !e.annotations {
+		return e
+	}
+	return &encoder{embedded: e.embedded}
+}
+
+func (e *encoder) set(dst []byte, elems []Value) []byte {
+	dst = append(dst, tagSet)
+	if len(elems) == 1 {
+		return append(e.value(dst, elems[0]), tagEnd)
+	}
+	var scratch []byte
+	spans := make([]span, len(elems))
+	c := e.canonical()
+	for i, el := range elems {
+		s := len(scratch)
+		scratch = c.value(scratch, el)
+		spans[i].key = [2]int{s, len(scratch)}
+		if c != e {
+			s = len(scratch)
+			scratch = e.value(scratch, el)
+		}
+		spans[i].item = [2]int{s, len(scratch)}
+	}
+	e.fail(c.err)
+	return append(e.sorted(dst, scratch, spans), tagEnd)
+}
+
+func (e *encoder) dict(dst []byte, entries []DictEntry) []byte {
+	dst = append(dst, tagDictionary)
+	if len(entries) == 1 {
+		dst = e.value(dst, entries[0].Key)
+		return append(e.value(dst, entries[0].Value), tagEnd)
+	}
+	var scratch []byte
+	spans := make([]span, len(entries))
+	c := e.canonical()
+	for i, en := range entries {
+		s := len(scratch)
+		scratch = c.value(scratch, en.Key)
+		spans[i].key = [2]int{s, len(scratch)}
+		if c != e {
+			s = len(scratch)
+			scratch = e.value(scratch, en.Key)
+		}
+		scratch = e.value(scratch, en.Value)
+		spans[i].item = [2]int{s, len(scratch)}
+	}
+	e.fail(c.err)
+	return append(e.sorted(dst, scratch, spans), tagEnd)
+}
+
+func (e *encoder) sorted(dst, scratch []byte, spans []span) []byte {
+	slices.SortFunc(spans, func(a, b span) int {
+		return bytes.Compare(scratch[a.key[0]:a.key[1]], scratch[b.key[0]:b.key[1]])
+	})
+	for _, s := range spans {
+		dst = append(dst, scratch[s.item[0]:s.item[1]]...)
+	}
+	return dst
+}
+
+func appendAtom(dst []byte, tag byte, body string) []byte {
+	dst = append(dst, tag)
+	dst = appendVarint(dst, uint64(len(body)))
+	return append(dst, body...)
+}
+
+// appendVarint writes unsigned LEB128, which is minimal by construction.
+func appendVarint(dst []byte, n uint64) []byte {
+	for n >= 0x80 {
+		dst = append(dst, byte(n)|0x80)
+		n >>= 7
+	}
+	return append(dst, byte(n))
+}
+
+// appendInt writes the minimal big-endian two's-complement form of n.
+func appendInt(dst []byte, n int64) []byte {
+	if n == 0 {
+		return append(dst, tagInteger, 0)
+	}
+	// Count the bytes needed: drop leading bytes that merely repeat the
+	// sign bit of the byte after them.
+	size := 8
+	for size > 1 {
+		top := n >> (8*(size-1) - 1) // the top byte plus the next sign bit
+		if top != 0 && top != -1 {
+			break
+		}
+		size--
+	}
+	dst = append(dst, tagInteger, byte(size))
+	for i := size - 1; i >= 0; i-- {
+		dst = append(dst, byte(n>>(8*i)))
+	}
+	return dst
+}
+
+func appendBig(dst []byte, n *big.Int) []byte {
+	var body []byte
+	if n.Sign() >= 0 {
+		body = n.Bytes()
+		if len(body) > 0 && body[0] >= 0x80 {
+			body = append([]byte{0}, body...)
+		}
+	} else {
+		m := new(big.Int).Neg(n)
+		m.Sub(m, big.NewInt(1))
+		body = m.Bytes()
+		for i := range body {
+			body[i] = ^body[i]
+		}
+		if len(body) == 0 || body[0] < 0x80 {
+			body = append([]byte{0xFF}, body...)
+		}
+	}
+	dst = append(dst, tagInteger)
+	dst = appendVarint(dst, uint64(len(body)))
+	return append(dst, body...)
+}

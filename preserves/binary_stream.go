@@ -1,0 +1,287 @@
+package preserves
+
+// Incremental binary decoding. A Decoder accumulates bytes across Write calls
+// and hands out each value once all of its bytes have arrived.
+//
+// Re-running the full decoder on every Write would be quadratic when a large
+// value trickles in byte by byte, so a cheap resumable scanner first finds
+// where the pending value ends. Its state is three integers: the scan
+// position, the number of open compounds, and how many complete values are
+// still needed at top level (an 85 annotation at top level needs one more,
+// since the annotation and the annotated value are both values). Only when the
+// scanner reaches the end of a value, or meets something malformed, does the
+// full decoder run over exactly those bytes; it is authoritative for every
+// error.
+
+import (
+	"errors"
+	"io"
+)
+
+// Decoder decodes a stream of binary values delivered in arbitrary pieces.
+// It is not safe for concurrent use.
+type Decoder struct {
+	d    binDecoder
+	buf  []byte
+	off  int   // start of the pending value in buf
+	base int64 // stream offset of buf[0]
+	err  error // sticky syntax or limit error
+
+	// scanner state for the pending value
+	scan int // next byte to scan (index into buf)
+	open int // open compounds
+	need int // complete top-level values still needed
+}
+
+// NewDecoder returns a Decoder with the given options.
+func NewDecoder(opts DecodeOptions) *Decoder {
+	dec := &Decoder{}
+	dec.d.init(opts)
+	dec.need = 1
+	return dec
+}
+
+// Write appends p to the pending input. It never fails and does not retain p.
+func (dec *Decoder) Write(p []byte) {
+	dec.compact()
+	dec.buf = append(dec.buf, p...)
+}
+
+// Buffered reports how many bytes are waiting: zero means the stream is at a
+// value boundary.
+func (dec *Decoder) Buffered() int { return len(dec.buf) - dec.off }
+
+// Offset returns the stream offset of the next undecoded byte.
+func (dec *Decoder) Offset() int64 { return dec.base + int64(dec.off) }
+
+// Next returns the next complete value. When the buffered bytes do not yet
+// hold a complete value it returns an *Error of class ErrUnexpectedEOF:
+// write more bytes and call Next again. A syntax or limit error is final:
+// every later call returns it again.
+func (dec *Decoder) Next() (Value, error) {
+	if dec.err != nil {
+		return nil, dec.err
+	}
+	if dec.off == len(dec.buf) {
+		return nil, dec.needMore()
+	}
+	end, bad := dec.scanValue()
+	if end < 0 && !bad {
+		if dec.d.maxLength < len(dec.buf)-dec.off {
+			dec.err = &Error{Pos: Pos{Offset: int(dec.Offset())}, Msg: "value longer than MaxLength", Class: ErrLimit}
+			return nil, dec.err
+		}
+		return nil, dec.needMore()
+	}
+	if bad {
+		end = len(dec.buf)
+	}
+	if end-dec.off > dec.d.maxLength {
+		dec.err = &Error{Pos: Pos{Offset: int(dec.Offset())}, Msg: "value longer than MaxLength", Class: ErrLimit}
+		return nil, dec.err
+	}
+	d := &dec.d
+	d.buf = dec.buf[:end]
+	d.pos = dec.off
+	d.base = dec.base
+	d.dropping = 0
+	v, err := d.value(0)
+	d.buf = nil
+	if err != nil {
+		if errors.Is(err, ErrUnexpectedEOF) {
+			// Only possible after the scanner gave up early on input it
+			// could not judge; wait for more bytes and let the full
+			// decoder decide again.
+			dec.resetScan()
+			return nil, err
+		}
+		dec.err = err
+		return nil, err
+	}
+	if d.pos != end {
+		// The scanner's idea of the value's extent disagrees with the
+		// decoder's; report rather than silently desynchronise.
+		dec.err = d.errAt(ErrSyntax, d.pos, "malformed value")
+		return nil, dec.err
+	}
+	dec.off = end
+	dec.resetScan()
+	return v, nil
+}
+
+func (dec *Decoder) needMore() error {
+	return &Error{Pos: Pos{Offset: int(dec.base) + len(dec.buf)}, Msg: "need more bytes", Class: ErrUnexpectedEOF}
+}
+
+func (dec *Decoder) resetScan() {
+	dec.scan, dec.open, dec.need = dec.off, 0, 1
+}
+
+// compact drops consumed bytes once they dominate the buffer, so a
+// long-lived stream does not grow without bound.
+func (dec *Decoder) compact() {
+	if dec.off == 0 || dec.off < len(dec.buf)-dec.off {
+		return
+	}
+	n := copy(dec.buf, dec.buf[dec.off:])
+	dec.buf = dec.buf[:n]
+	dec.base += int64(dec.off)
+	dec.scan -= dec.off
+	dec.off = 0
+}
+
+// scanValue advances the resumable scanner. It returns the end index of the
+// pending value, or -1 when more bytes are needed; bad reports input the
+// scanner cannot accept (the full decoder then produces the error).
+func (dec *Decoder) scanValue() (end int, bad bool) {
+	buf := dec.buf
+	p := dec.scan
+	maxDepth := dec.d.maxDepth
+	for p < len(buf) {
+		tag := buf[p]
+		q := p + 1
+		atom := false
+		switch {
+		case tag == tagFalse || tag == tagTrue:
+			atom = true
+		case tag == tagEnd:
+			if dec.open == 0 {
+				return -1, true
+			}
+			dec.open--
+			atom = dec.open == 0
+		case tag == tagAnnotation:
+			if dec.open == 0 {
+				dec.need++
+				if dec.need > maxDepth+1 {
+					return -1, true
+				}
+			}
+		case tag == tagEmbedded:
+		case tag == tagDouble || (tag >= tagInteger && tag <= tagSymbol):
+			n, w, ok := scanVarint(buf[q:])
+			if !ok {
+				return -1, true
+			}
+			if w == 0 || len(buf)-q-w < n {
+				if n > dec.d.maxLength {
+					return -1, true
+				}
+				dec.scan = p
+				return -1, false
+			}
+			q += w + n
+			atom = true
+		case tag >= tagRecord && tag <= tagDictionary:
+			dec.open++
+			if dec.open > maxDepth {
+				return -1, true
+			}
+		default:
+			return -1, true
+		}
+		p = q
+		if atom && dec.open == 0 {
+			dec.need--
+			if dec.need == 0 {
+				dec.scan = p
+				return p, false
+			}
+		}
+	}
+	dec.scan = p
+	return -1, false
+}
+
+// scanVarint reads a varint from the front of b: its value and width, with
+// width 0 when b ends first. ok is false for a malformed varint.
+func scanVarint(b []byte) (n, width int, ok bool) {
+	var x uint64
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if i == 9 && c > 1 {
+			return 0, 0, false
+		}
+		x |= uint64(c&0x7F) << (7 * i)
+		if c < 0x80 {
+			if c == 0 && i > 0 {
+				return 0, 0, false
+			}
+			if x > uint64(maxInt) {
+				return 0, 0, false
+			}
+			return int(x), i + 1, true
+		}
+	}
+	return 0, 0, true
+}
+
+const maxInt = int(^uint(0) >> 1)
+
+// BinaryReader reads successive binary values from an io.Reader.
+type BinaryReader struct {
+	r   io.Reader
+	dec *Decoder
+	eof bool
+	err error
+}
+
+// readChunk is how many bytes BinaryReader asks its reader for at a time.
+const readChunk = 32 << 10
+
+// NewBinaryReader returns a reader of the values in r.
+func NewBinaryReader(r io.Reader, opts DecodeOptions) *BinaryReader {
+	return &BinaryReader{r: r, dec: NewDecoder(opts)}
+}
+
+// Next returns the next value. It returns io.EOF when the stream ends at a
+// value boundary and an *Error of class ErrUnexpectedEOF when it ends inside
+// a value. Errors from the underlying reader are returned as they are.
+func (br *BinaryReader) Next() (Value, error) {
+	if br.err != nil {
+		return nil, br.err
+	}
+	for {
+		v, err := br.dec.Next()
+		if err == nil {
+			return v, nil
+		}
+		if !errors.Is(err, ErrUnexpectedEOF) {
+			br.err = err
+			return nil, err
+		}
+		if br.eof {
+			if br.dec.Buffered() == 0 {
+				br.err = io.EOF
+			} else {
+				br.err = &Error{Pos: Pos{Offset: int(br.dec.base) + len(br.dec.buf)},
+					Msg: "input ends inside a value", Class: ErrUnexpectedEOF}
+			}
+			return nil, br.err
+		}
+		if err := br.fill(); err != nil {
+			br.err = err
+			return nil, err
+		}
+	}
+}
+
+// fill reads once from r straight into the decoder's buffer.
+func (br *BinaryReader) fill() error {
+	dec := br.dec
+	dec.compact()
+	if cap(dec.buf)-len(dec.buf) < readChunk/4 {
+		nb := make([]byte, len(dec.buf), 2*cap(dec.buf)+readChunk)
+		copy(nb, dec.buf)
+		dec.buf = nb
+	}
+	n, err := br.r.Read(dec.buf[len(dec.buf):cap(dec.buf)])
+	dec.buf = dec.buf[:len(dec.buf)+n]
+	switch {
+	case err == io.EOF:
+		br.eof = true
+	case err != nil:
+		return err
+	}
+	return nil
+}
