@@ -1,0 +1,465 @@
+package preserves
+
+// The text writer renders values into a byte slice. Compact output puts
+// everything on one line. Indented output uses a simple "fits or breaks"
+// layout: a compound is written on one line when that line stays within
+// textWidth columns and holds no comment; otherwise its items go on lines of
+// their own, one indentation level deeper. The compact attempt aborts as soon
+// as it passes the width, so the layout costs little more than a linear pass.
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
+
+// WriterOptions configures WriteText.
+type WriterOptions struct {
+	// Indent, when non-empty, selects indented output with this string per
+	// level; empty means compact output on one line.
+	Indent string
+	// Annotations writes annotations. In indented output, annotations flagged
+	// as comments (Annotated.Comment) are written back as `# …` lines and
+	// <interpreter "…"> annotations as `#!…` lines; in compact output they
+	// are written as ordinary `@` annotations.
+	Annotations bool
+	// Embedded converts an embedded payload that is not itself a Value into
+	// the Value written after `#:`. Without it such payloads are written as
+	// the String of their fmt %v rendering (which does not read back as the
+	// same payload, but keeps logs and diagnostics readable).
+	Embedded func(any) (Value, error)
+}
+
+// textWidth is the line width the indented layout aims for.
+const textWidth = 80
+
+// FormatText renders v compactly on one line, annotations included.
+func FormatText(v Value) string {
+	w := textWriter{opts: WriterOptions{Annotations: true}, limit: math.MaxInt}
+	w.compact(v)
+	return string(w.buf)
+}
+
+// FormatTextIndent renders v indented with indent per level, annotations
+// (and comments) included.
+func FormatTextIndent(v Value, indent string) string {
+	w := textWriter{opts: WriterOptions{Indent: indent, Annotations: true}, limit: math.MaxInt}
+	w.write(v)
+	return string(w.buf)
+}
+
+// WriteText writes the text of v to out.
+func WriteText(out io.Writer, v Value, opts WriterOptions) error {
+	w := textWriter{opts: opts, limit: math.MaxInt}
+	w.write(v)
+	if w.err != nil {
+		return w.err
+	}
+	_, err := out.Write(w.buf)
+	return err
+}
+
+// AppendText appends the compact text of v (annotations included) to dst.
+func AppendText(dst []byte, v Value) []byte {
+	w := textWriter{buf: dst, opts: WriterOptions{Annotations: true}, limit: math.MaxInt}
+	w.compact(v)
+	return w.buf
+}
+
+type textWriter struct {
+	buf   []byte
+	opts  WriterOptions
+	err   error // first error from the Embedded hook
+	limit int   // compact output must end by this buffer length
+}
+
+func (w *textWriter) write(v Value) {
+	if w.opts.Indent == "" {
+		w.compact(v)
+		return
+	}
+	w.pretty(v, 0)
+}
+
+func (w *textWriter) indented() bool { return w.opts.Indent != "" }
+
+// --- indented layout ---
+
+func (w *textWriter) newline(depth int) {
+	w.buf = append(w.buf, '\n')
+	for range depth {
+		w.buf = append(w.buf, w.opts.Indent...)
+	}
+}
+
+// column returns the column (in bytes) at which the next byte would go.
+func (w *textWriter) column() int {
+	return len(w.buf) - (bytes.LastIndexByte(w.buf, '\n') + 1)
+}
+
+func (w *textWriter) pretty(v Value, depth int) {
+	mark := len(w.buf)
+	w.limit = mark + max(textWidth-w.column(), 0)
+	ok := w.compact(v)
+	w.limit = math.MaxInt
+	if ok {
+		return
+	}
+	w.buf = w.buf[:mark]
+	item := v
+	if a, isAnn := v.(*Annotated); isAnn {
+		item = a.Item
+		if w.opts.Annotations {
+			for i, ann := range a.Anns {
+				if text, ok := textLineAnnotation(a, i); ok {
+					w.buf = append(w.buf, text...)
+					w.newline(depth)
+					continue
+				}
+				w.buf = append(w.buf, '@')
+				w.pretty(ann, depth)
+				w.buf = append(w.buf, ' ')
+			}
+		}
+	}
+	switch x := item.(type) {
+	case *Record:
+		w.buf = append(w.buf, '<')
+		w.pretty(x.Label, depth+1)
+		for _, f := range x.Fields {
+			w.newline(depth + 1)
+			w.pretty(f, depth+1)
+		}
+		w.buf = append(w.buf, '>')
+	case Sequence:
+		w.prettyItems("[", x, "]", depth)
+	case *Set:
+		w.prettyItems("#{", x.elems, "}", depth)
+	case *Dictionary:
+		if len(x.entries) == 0 {
+			w.buf = append(w.buf, "{}"...)
+			return
+		}
+		w.buf = append(w.buf, '{')
+		for _, e := range x.entries {
+			w.newline(depth + 1)
+			w.pretty(e.Key, depth+1)
+			w.buf = append(w.buf, ": "...)
+			w.pretty(e.Value, depth+1)
+		}
+		w.newline(depth)
+		w.buf = append(w.buf, '}')
+	case *Embedded:
+		w.buf = append(w.buf, "#:"...)
+		if pv := w.payload(x); pv != nil {
+			w.pretty(pv, depth)
+		}
+	default:
+		w.compact(item)
+	}
+}
+
+func (w *textWriter) prettyItems(open string, items []Value, close string, depth int) {
+	w.buf = append(w.buf, open...)
+	if len(items) > 0 {
+		for _, it := range items {
+			w.newline(depth + 1)
+			w.pretty(it, depth+1)
+		}
+		w.newline(depth)
+	}
+	w.buf = append(w.buf, close...)
+}
+
+// textLineAnnotation returns the line form ("# text" or "#!text") of
+// annotation i of a when it should be written as a line of its own: a
+// comment, or an interpreter annotation, whose text holds no line break.
+func textLineAnnotation(a *Annotated, i int) (string, bool) {
+	ann := a.Anns[i]
+	if i < len(a.Comment) && a.Comment[i] {
+		s, ok := ann.(String)
+		if !ok || bytes.ContainsAny([]byte(s), "\r\n") {
+			return "", false
+		}
+		if s == "" {
+			return "#", true
+		}
+		return "# " + string(s), true
+	}
+	if r, ok := ann.(*Record); ok && len(r.Fields) == 1 && r.Label == Symbol("interpreter") {
+		s, ok := r.Fields[0].(String)
+		if ok && !bytes.ContainsAny([]byte(s), "\r\n") {
+			return "#!" + string(s), true
+		}
+	}
+	return "", false
+}
+
+// --- compact layout ---
+
+// compact appends v on one line. It returns false, leaving partial output,
+// when the output passes w.limit, or in indented mode when v holds an
+// annotation that must go on a line of its own.
+func (w *textWriter) compact(v Value) bool {
+	switch x := v.(type) {
+	case *Annotated:
+		if w.opts.Annotations {
+			for i, ann := range x.Anns {
+				if w.indented() {
+					if _, line := textLineAnnotation(x, i); line {
+						return false
+					}
+				}
+				w.buf = append(w.buf, '@')
+				if !w.compact(ann) {
+					return false
+				}
+				w.buf = append(w.buf, ' ')
+			}
+		}
+		return w.compact(x.Item)
+	case *Record:
+		w.buf = append(w.buf, '<')
+		if !w.compact(x.Label) {
+			return false
+		}
+		for _, f := range x.Fields {
+			w.buf = append(w.buf, ' ')
+			if !w.compact(f) {
+				return false
+			}
+		}
+		w.buf = append(w.buf, '>')
+	case Sequence:
+		return w.compactItems("[", x, "]")
+	case *Set:
+		return w.compactItems("#{", x.elems, "}")
+	case *Dictionary:
+		w.buf = append(w.buf, '{')
+		for i, e := range x.entries {
+			if i > 0 {
+				w.buf = append(w.buf, ", "...)
+			}
+			if !w.compact(e.Key) {
+				return false
+			}
+			w.buf = append(w.buf, ": "...)
+			if !w.compact(e.Value) {
+				return false
+			}
+		}
+		w.buf = append(w.buf, '}')
+	case *Embedded:
+		w.buf = append(w.buf, "#:"...)
+		if pv := w.payload(x); pv != nil {
+			return w.compact(pv)
+		}
+	default:
+		w.buf = textAppendAtom(w.buf, v)
+	}
+	return len(w.buf) <= w.limit
+}
+
+func (w *textWriter) compactItems(open string, items []Value, close string) bool {
+	w.buf = append(w.buf, open...)
+	for i, it := range items {
+		if i > 0 {
+			w.buf = append(w.buf, ' ')
+		}
+		if !w.compact(it) {
+			return false
+		}
+	}
+	w.buf = append(w.buf, close...)
+	return len(w.buf) <= w.limit
+}
+
+// payload returns the Value to write after `#:`, or nil after recording a
+// hook error.
+func (w *textWriter) payload(e *Embedded) Value {
+	if pv, ok := e.Payload.(Value); ok {
+		return pv
+	}
+	if w.opts.Embedded != nil {
+		pv, err := w.opts.Embedded(e.Payload)
+		if err != nil {
+			if w.err == nil {
+				w.err = fmt.Errorf("preserves: writing embedded %T: %w", e.Payload, err)
+			}
+			w.buf = append(w.buf, "#f"...) // placeholder; WriteText returns the error
+			return nil
+		}
+		return pv
+	}
+	return String(fmt.Sprint(e.Payload))
+}
+
+// textAppendAtom appends an atom (any value without children).
+func textAppendAtom(buf []byte, v Value) []byte {
+	switch x := v.(type) {
+	case Bool:
+		if x {
+			return append(buf, "#t"...)
+		}
+		return append(buf, "#f"...)
+	case Double:
+		return textAppendDouble(buf, x)
+	case Int:
+		return strconv.AppendInt(buf, int64(x), 10)
+	case *BigInt:
+		return x.v.Append(buf, 10)
+	case String:
+		return textAppendQuoted(buf, string(x), '"')
+	case Symbol:
+		if textBareSymbol(string(x)) {
+			return append(buf, x...)
+		}
+		return textAppendQuoted(buf, string(x), '|')
+	case ByteString:
+		return textAppendBytes(buf, string(x))
+	case nil:
+		panic("preserves: writing a nil Value")
+	}
+	panic(fmt.Sprintf("preserves: writing unexpected value type %T", v))
+}
+
+// textAppendDouble writes the shortest decimal that reads back bit-exactly,
+// with ".0" added when it would otherwise read as an integer; non-finite
+// values use the #xd"…" bit-pattern form.
+func textAppendDouble(buf []byte, d Double) []byte {
+	f := d.Float64()
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		buf = append(buf, `#xd"`...)
+		for s := 60; s >= 0; s -= 4 {
+			buf = append(buf, "0123456789abcdef"[(d.bits>>uint(s))&15])
+		}
+		return append(buf, '"')
+	}
+	start := len(buf)
+	buf = strconv.AppendFloat(buf, f, 'g', -1, 64)
+	if bytes.IndexAny(buf[start:], ".eE") < 0 {
+		buf = append(buf, ".0"...)
+	}
+	return buf
+}
+
+// textBareSymbol reports whether s can be written without |…|: non-empty,
+// only ASCII bare-token characters (non-ASCII is quoted for the benefit of
+// other readers), and not reading back as a number.
+func textBareSymbol(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !textBareASCII[s[i]] {
+			return false
+		}
+	}
+	return textNumberKind(s) == textSymbol
+}
+
+// textAppendQuoted writes s between quote characters with the escapes of the
+// text syntax. Invalid UTF-8 (which a well-formed String or Symbol never
+// holds) is written as U+FFFD.
+func textAppendQuoted(buf []byte, s string, quote byte) []byte {
+	buf = append(buf, quote)
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && n == 1 {
+				buf = append(buf, `\uFFFD`...)
+			} else {
+				buf = append(buf, s[i:i+n]...)
+			}
+			i += n
+			continue
+		}
+		i++
+		switch c {
+		case quote, '\\':
+			buf = append(buf, '\\', c)
+		case '\b':
+			buf = append(buf, `\b`...)
+		case '\f':
+			buf = append(buf, `\f`...)
+		case '\n':
+			buf = append(buf, `\n`...)
+		case '\r':
+			buf = append(buf, `\r`...)
+		case '\t':
+			buf = append(buf, `\t`...)
+		default:
+			if c < 0x20 || c == 0x7f {
+				buf = append(buf, `\u00`...)
+				buf = append(buf, "0123456789abcdef"[c>>4], "0123456789abcdef"[c&15])
+			} else {
+				buf = append(buf, c)
+			}
+		}
+	}
+	return append(buf, quote)
+}
+
+// textAppendBytes picks the byte-string form: #"…" for mostly printable
+// ASCII, #x"…" for short binary data and #[…] (base64) for long.
+func textAppendBytes(buf []byte, b string) []byte {
+	printable := 0
+	for i := 0; i < len(b); i++ {
+		if b[i] >= 0x20 && b[i] < 0x7f {
+			printable++
+		}
+	}
+	const hex = "0123456789abcdef"
+	switch {
+	case printable*4 >= len(b)*3:
+		buf = append(buf, `#"`...)
+		for i := 0; i < len(b); i++ {
+			c := b[i]
+			switch {
+			case c == '"' || c == '\\':
+				buf = append(buf, '\\', c)
+			case c == '\n':
+				buf = append(buf, `\n`...)
+			case c == '\r':
+				buf = append(buf, `\r`...)
+			case c == '\t':
+				buf = append(buf, `\t`...)
+			case c < 0x20 || c >= 0x7f:
+				buf = append(buf, '\\', 'x', hex[c>>4], hex[c&15])
+			default:
+				buf = append(buf, c)
+			}
+		}
+		return append(buf, '"')
+	case len(b) <= 32:
+		buf = append(buf, `#x"`...)
+		for i := 0; i < len(b); i++ {
+			buf = append(buf, hex[b[i]>>4], hex[b[i]&15])
+		}
+		return append(buf, '"')
+	}
+	buf = append(buf, "#["...)
+	buf = base64.StdEncoding.AppendEncode(buf, []byte(b))
+	return append(buf, ']')
+}
+
+// String methods: every value renders as its compact text.
+
+func (b Bool) String() string        { return FormatText(b) }
+func (d Double) String() string      { return FormatText(d) }
+func (i Int) String() string         { return FormatText(i) }
+func (b *BigInt) String() string     { return FormatText(b) }
+func (s String) String() string      { return FormatText(s) }
+func (b ByteString) String() string  { return FormatText(b) }
+func (s Symbol) String() string      { return FormatText(s) }
+func (r *Record) String() string     { return FormatText(r) }
+func (s Sequence) String() string    { return FormatText(s) }
+func (s *Set) String() string        { return FormatText(s) }
+func (d *Dictionary) String() string { return FormatText(d) }
+func (e *Embedded) String() string   { return FormatText(e) }
+func (a *Annotated) String() string  { return FormatText(a) }
