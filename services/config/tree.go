@@ -1,0 +1,316 @@
+package config
+
+import (
+	"crypto/sha256"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"unicode/utf8"
+
+	"github.com/rs/zerolog"
+)
+
+// Change is one difference between what the watcher last reported for a path
+// and what is on disk now. A Change with Removed set means "the script at Path
+// is gone (or no longer qualifies)"; otherwise Src holds the file's complete new
+// content, whose SHA-256 is Hash. Changes are only ever reported for paths that
+// qualify as scripts (§3.2), and never for content identical to the content
+// last reported for the same path.
+type Change struct {
+	Path    string
+	Src     []byte
+	Hash    [sha256.Size]byte
+	Removed bool
+}
+
+// dirWatcher is the part of a filesystem-notification backend the tree needs:
+// one non-recursive watch per directory. It is an interface so the tree's
+// bookkeeping can be tested without inotify.
+type dirWatcher interface {
+	Add(dir string) error
+	Remove(dir string) error
+}
+
+// fileID identifies a directory by inode, so a path that now names a different
+// directory (one was moved away and another moved in) is noticed: inotify
+// watches follow inodes, not names, and a stale watch would report events under
+// the old name.
+type fileID struct{ dev, ino uint64 }
+
+func idOf(fi fs.FileInfo) fileID {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return fileID{uint64(st.Dev), uint64(st.Ino)}
+	}
+	return fileID{}
+}
+
+// tree is the watcher's model of the configuration directory: which scripts it
+// has reported (with the hash of the reported content) and which directories
+// it watches. It is owned by one goroutine at a time (first the worker's boot
+// turn for the initial scan, then the watcher goroutine) and has no locks.
+//
+// Every operation is a reconciliation: it looks at the filesystem as it is now
+// and reports the difference from what it reported before. Events therefore
+// only say where to look, never what happened, so lost, duplicated or
+// reordered events cannot make the model wrong, and a periodic full rescan
+// repairs anything the event stream missed.
+type tree struct {
+	root  string // canonical
+	log   zerolog.Logger
+	watch dirWatcher
+
+	files map[string][sha256.Size]byte // reported scripts → content hash
+	dirs  map[string]fileID            // watched directories → identity when watched
+
+	visiting map[fileID]bool // directories on the current recursion stack (symlink loops)
+}
+
+func newTree(root string, w dirWatcher, log zerolog.Logger) *tree {
+	return &tree{
+		root:     root,
+		log:      log,
+		watch:    w,
+		files:    map[string][sha256.Size]byte{},
+		dirs:     map[string]fileID{},
+		visiting: map[fileID]bool{},
+	}
+}
+
+// isScriptName reports whether a final path component names a script (§3.2):
+// not hidden, valid UTF-8, ending in ".pr".
+func isScriptName(name string) bool {
+	return !strings.HasPrefix(name, ".") && utf8.ValidString(name) && strings.HasSuffix(name, ".pr")
+}
+
+// within reports whether p is dir itself or lies under it.
+func within(p, dir string) bool {
+	if p == dir {
+		return true
+	}
+	if dir == "/" {
+		return strings.HasPrefix(p, "/")
+	}
+	return strings.HasPrefix(p, dir) && len(p) > len(dir) && p[len(dir)] == '/'
+}
+
+// scanAll reconciles the whole tree (initial scan and periodic backstop).
+func (t *tree) scanAll() []Change {
+	var out []Change
+	t.prune(t.root)
+	if fi, err := os.Stat(t.root); err == nil && !fi.IsDir() {
+		// A single-file root: watch its directory, since editors replace the
+		// file (a new inode) rather than rewrite it.
+		parent := filepath.Dir(t.root)
+		if pfi, err := os.Stat(parent); err == nil {
+			t.ensureWatched(parent, pfi)
+		}
+	}
+	t.reconcile(t.root, &out)
+	return out
+}
+
+// update reconciles the given paths, in order. Stale directory watches under
+// any of them are dropped first, before any new watch is added: inotify hands
+// out the existing watch for an inode that is already watched, so re-adding a
+// directory that moved within the tree before dropping its old watch would
+// keep the old name.
+func (t *tree) update(paths []string) []Change {
+	var out []Change
+	var todo []string
+	for _, p := range paths {
+		p = filepath.Clean(p)
+		if !within(p, t.root) {
+			continue
+		}
+		todo = append(todo, p)
+		t.prune(p)
+	}
+	for _, p := range todo {
+		t.reconcile(p, &out)
+	}
+	return out
+}
+
+// prune drops the watches of directories at or under p that no longer exist
+// or are now a different directory.
+func (t *tree) prune(p string) {
+	for d, id := range t.dirs {
+		if !within(d, p) {
+			continue
+		}
+		fi, err := os.Stat(d)
+		if err != nil || !fi.IsDir() || idOf(fi) != id {
+			t.unwatch(d)
+		}
+	}
+}
+
+func (t *tree) unwatch(d string) {
+	delete(t.dirs, d)
+	// The backend may already have dropped the watch (the directory was
+	// deleted or moved); that is not an error worth reporting.
+	_ = t.watch.Remove(d)
+}
+
+func (t *tree) ensureWatched(d string, fi fs.FileInfo) {
+	id := idOf(fi)
+	if old, ok := t.dirs[d]; ok {
+		if old == id {
+			return
+		}
+		t.unwatch(d)
+	}
+	if err := t.watch.Add(d); err != nil {
+		t.log.Warn().Err(err).Str("dir", d).Msg("cannot watch directory")
+		return
+	}
+	t.dirs[d] = id
+}
+
+// reconcile brings the model of p (and everything under it) in line with the
+// filesystem, appending what changed to out.
+func (t *tree) reconcile(p string, out *[]Change) {
+	name := filepath.Base(p)
+	if strings.HasPrefix(name, ".") {
+		// Hidden: never a script, and hidden directories are not descended
+		// into (§3.3; ignoring hidden ancestors is allowed, Q3).
+		t.forget(p, out)
+		return
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		if gone(err) {
+			t.forget(p, out)
+			return
+		}
+		// An I/O failure keeps whatever is running (§3.5 step 1).
+		t.log.Warn().Err(err).Str("path", p).Msg("cannot stat")
+		return
+	}
+	switch {
+	case fi.IsDir():
+		t.forgetFile(p, out)
+		t.reconcileDir(p, fi, out)
+	case fi.Mode().IsRegular() && isScriptName(name):
+		t.forgetDirs(p, out)
+		t.reconcileFile(p, out)
+	default:
+		t.forget(p, out)
+	}
+}
+
+func gone(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+}
+
+func (t *tree) reconcileDir(p string, fi fs.FileInfo, out *[]Change) {
+	id := idOf(fi)
+	if t.visiting[id] {
+		t.log.Warn().Str("dir", p).Msg("directory loop (symlink); not descending")
+		return
+	}
+	t.visiting[id] = true
+	defer delete(t.visiting, id)
+
+	// Watch before listing, so a file created between the two is either
+	// listed or reported by an event (then reconciled again, harmlessly).
+	t.ensureWatched(p, fi)
+	entries, err := os.ReadDir(p) // sorted by name, byte-wise (§3.3)
+	if err != nil {
+		if gone(err) {
+			t.forget(p, out)
+			return
+		}
+		t.log.Warn().Err(err).Str("dir", p).Msg("cannot list directory")
+		return
+	}
+	present := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		present[e.Name()] = true
+	}
+	// Whatever we knew under p whose top entry vanished is gone. (Entries
+	// still present are handled by the recursion below.)
+	var lost []string
+	for f := range t.files {
+		if within(f, p) && f != p && !present[firstComponent(f, p)] {
+			lost = append(lost, f)
+		}
+	}
+	t.removeFiles(lost, out)
+	for d := range t.dirs {
+		if within(d, p) && d != p && !present[firstComponent(d, p)] {
+			t.unwatch(d)
+		}
+	}
+	for _, e := range entries {
+		t.reconcile(filepath.Join(p, e.Name()), out)
+	}
+}
+
+// firstComponent returns the first path component of p below dir.
+func firstComponent(p, dir string) string {
+	rel := strings.TrimPrefix(p[len(dir):], "/")
+	if i := strings.IndexByte(rel, '/'); i >= 0 {
+		return rel[:i]
+	}
+	return rel
+}
+
+func (t *tree) reconcileFile(p string, out *[]Change) {
+	src, err := os.ReadFile(p)
+	if err != nil {
+		if gone(err) {
+			t.forget(p, out)
+			return
+		}
+		t.log.Error().Err(err).Str("path", p).Msg("cannot read script; keeping the running version")
+		return
+	}
+	h := sha256.Sum256(src)
+	if old, ok := t.files[p]; ok && old == h {
+		return // unchanged content: nothing to restart (Go addition, §3.4)
+	}
+	t.files[p] = h
+	*out = append(*out, Change{Path: p, Src: src, Hash: h})
+}
+
+// forget removes p and everything under it from the model.
+func (t *tree) forget(p string, out *[]Change) {
+	t.forgetFile(p, out)
+	t.forgetDirs(p, out)
+}
+
+func (t *tree) forgetFile(p string, out *[]Change) {
+	if _, ok := t.files[p]; ok {
+		t.removeFiles([]string{p}, out)
+	}
+}
+
+// forgetDirs forgets every script strictly under p and every watch at or
+// under p.
+func (t *tree) forgetDirs(p string, out *[]Change) {
+	var lost []string
+	for f := range t.files {
+		if f != p && within(f, p) {
+			lost = append(lost, f)
+		}
+	}
+	t.removeFiles(lost, out)
+	for d := range t.dirs {
+		if within(d, p) {
+			t.unwatch(d)
+		}
+	}
+}
+
+func (t *tree) removeFiles(paths []string, out *[]Change) {
+	sort.Strings(paths)
+	for _, f := range paths {
+		delete(t.files, f)
+		*out = append(*out, Change{Path: f, Removed: true})
+	}
+}

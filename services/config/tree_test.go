@@ -1,0 +1,130 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/rs/zerolog"
+)
+
+// fakeDirs records watch calls instead of talking to inotify, so the tree's
+// bookkeeping can be checked on its own.
+type fakeDirs struct{ watched map[string]bool }
+
+func (f *fakeDirs) Add(d string) error    { f.watched[d] = true; return nil }
+func (f *fakeDirs) Remove(d string) error { delete(f.watched, d); return nil }
+
+func (f *fakeDirs) list(root string) []string {
+	var out []string
+	for d := range f.watched {
+		r, _ := filepath.Rel(root, d)
+		out = append(out, filepath.ToSlash(r))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func changeList(root string, cs []Change) []string {
+	var out []string
+	for _, c := range cs {
+		r, _ := filepath.Rel(root, c.Path)
+		if c.Removed {
+			out = append(out, "-"+r)
+		} else {
+			out = append(out, "+"+r)
+		}
+	}
+	return out
+}
+
+func TestTreeWatchesVisibleDirectoriesOnly(t *testing.T) {
+	root := t.TempDir()
+	for _, f := range []string{"a/b/c.pr", "a/d.pr", ".git/x.pr", "a/.cache/y.pr", "e/f.txt"} {
+		mustWrite(t, filepath.Join(root, f), "<x>")
+	}
+	fd := &fakeDirs{map[string]bool{}}
+	tr := newTree(root, fd, zerolog.Nop())
+	if got := changeList(root, tr.scanAll()); !slices.Equal(got, []string{"+a/b/c.pr", "+a/d.pr"}) {
+		t.Fatalf("scan: %v", got)
+	}
+	if got := fd.list(root); !slices.Equal(got, []string{".", "a", "a/b", "e"}) {
+		t.Fatalf("watched: %v", got)
+	}
+	// A second full scan with nothing changed reports nothing.
+	if cs := tr.scanAll(); len(cs) != 0 {
+		t.Fatalf("rescan reported %v", changeList(root, cs))
+	}
+}
+
+func TestTreeRemovedDirectoryForgetsEverythingUnderIt(t *testing.T) {
+	root := t.TempDir()
+	for _, f := range []string{"a/b/c.pr", "a/d.pr", "ab.pr"} {
+		mustWrite(t, filepath.Join(root, f), "<x>")
+	}
+	fd := &fakeDirs{map[string]bool{}}
+	tr := newTree(root, fd, zerolog.Nop())
+	tr.scanAll()
+	if err := os.RemoveAll(filepath.Join(root, "a")); err != nil {
+		t.Fatal(err)
+	}
+	// The event names only the directory; "ab.pr" shares a name prefix and
+	// must survive.
+	got := changeList(root, tr.update([]string{filepath.Join(root, "a")}))
+	if !slices.Equal(got, []string{"-a/b/c.pr", "-a/d.pr"}) {
+		t.Fatalf("update: %v", got)
+	}
+	if got := fd.list(root); !slices.Equal(got, []string{"."}) {
+		t.Fatalf("watched: %v", got)
+	}
+}
+
+func TestTreeReplacedDirectoryIsRewatched(t *testing.T) {
+	root := t.TempDir()
+	mustWrite(t, filepath.Join(root, "a/x.pr"), "<x>")
+	fd := &fakeDirs{map[string]bool{}}
+	tr := newTree(root, fd, zerolog.Nop())
+	tr.scanAll()
+	oldID := tr.dirs[filepath.Join(root, "a")]
+	// Swap in a different directory with the same content under the same
+	// name: no script changed, but the watch must be renewed (new inode).
+	if err := os.Rename(filepath.Join(root, "a"), filepath.Join(root, ".old")); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, filepath.Join(root, "a/x.pr"), "<x>")
+	if cs := tr.update([]string{filepath.Join(root, "a")}); len(cs) != 0 {
+		t.Fatalf("same content reported: %v", changeList(root, cs))
+	}
+	if newID := tr.dirs[filepath.Join(root, "a")]; newID == oldID {
+		t.Fatal("watch not renewed for the replacement directory")
+	}
+}
+
+func TestTreeIgnoresPathsOutsideRoot(t *testing.T) {
+	root := t.TempDir()
+	tr := newTree(filepath.Join(root, "cfg"), &fakeDirs{map[string]bool{}}, zerolog.Nop())
+	mustWrite(t, filepath.Join(root, "cfgx/a.pr"), "<x>")
+	mustWrite(t, filepath.Join(root, "cfg/a.pr"), "<x>")
+	got := changeList(root, tr.update([]string{filepath.Join(root, "cfgx/a.pr"), filepath.Join(root, "cfg/a.pr")}))
+	if !slices.Equal(got, []string{"+cfg/a.pr"}) {
+		t.Fatalf("update: %v", got)
+	}
+}
+
+func TestTreeUnreadableFileKeepsReportedVersion(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root can read anything")
+	}
+	root := t.TempDir()
+	p := filepath.Join(root, "a.pr")
+	mustWrite(t, p, "<x>")
+	tr := newTree(root, &fakeDirs{map[string]bool{}}, zerolog.Nop())
+	tr.scanAll()
+	if err := os.Chmod(p, 0); err != nil {
+		t.Fatal(err)
+	}
+	if cs := tr.update([]string{p}); len(cs) != 0 {
+		t.Fatalf("unreadable file reported %v; want the running version kept", changeList(root, cs))
+	}
+}
