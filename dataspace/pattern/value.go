@@ -1,0 +1,179 @@
+package pattern
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/syndicate-go/syndicate/preserves"
+)
+
+// ErrMalformed is wrapped by every error FromValue and LiftChecked return:
+// the value is not a well-formed pattern (or, for LiftChecked, has no literal
+// pattern).
+var ErrMalformed = errors.New("pattern: malformed pattern")
+
+// Error describes a malformed pattern: what is wrong and, when the offending
+// value was read with positions, where it is.
+type Error struct {
+	Pos preserves.Pos
+	Msg string
+}
+
+func (e *Error) Error() string {
+	if e.Pos.IsValid() || e.Pos.File != "" {
+		return fmt.Sprintf("%s: %s", e.Pos, e.Msg)
+	}
+	return e.Msg
+}
+
+// Unwrap returns ErrMalformed.
+func (e *Error) Unwrap() error { return ErrMalformed }
+
+func malformed(at preserves.Value, format string, args ...any) *Error {
+	return &Error{Pos: preserves.PosOf(at), Msg: fmt.Sprintf(format, args...)}
+}
+
+// Record labels of the schema form.
+const (
+	symDiscard = preserves.Symbol("_")
+	symBind    = preserves.Symbol("bind")
+	symLit     = preserves.Symbol("lit")
+	symGroup   = preserves.Symbol("group")
+	symRec     = preserves.Symbol("rec")
+	symArr     = preserves.Symbol("arr")
+	symDict    = preserves.Symbol("dict")
+)
+
+// FromValue parses the schema form of a pattern. Annotations are ignored (the
+// result holds plain values) except that their positions are reported in
+// errors. Record arities are checked exactly, as the schema requires; a
+// `lit` must hold an atom or embedded value. Group keys are not checked
+// against the group type: a non-index key in a rec/arr group is well-formed
+// and simply never matches (§11.2).
+func FromValue(v preserves.Value) (Pattern, error) {
+	r, ok := preserves.Unwrap(v).(*preserves.Record)
+	if !ok {
+		return nil, malformed(v, "pattern: expected a pattern record, found %s", preserves.Unwrap(v).Kind())
+	}
+	label, _ := preserves.Unwrap(r.Label).(preserves.Symbol)
+	switch label {
+	case symDiscard:
+		if len(r.Fields) != 0 {
+			return nil, malformed(v, "pattern: <_> takes no fields, found %d", len(r.Fields))
+		}
+		return Discard{}, nil
+	case symBind:
+		if len(r.Fields) != 1 {
+			return nil, malformed(v, "pattern: <bind> takes one field, found %d", len(r.Fields))
+		}
+		p, err := FromValue(r.Fields[0])
+		if err != nil {
+			return nil, err
+		}
+		return Bind{Pattern: p}, nil
+	case symLit:
+		if len(r.Fields) != 1 {
+			return nil, malformed(v, "pattern: <lit> takes one field, found %d", len(r.Fields))
+		}
+		a := preserves.Unwrap(r.Fields[0])
+		if !isAtomic(a) {
+			return nil, malformed(r.Fields[0], "pattern: <lit> cannot hold a %s", a.Kind())
+		}
+		return Lit{Value: preserves.Strip(a)}, nil
+	case symGroup:
+		if len(r.Fields) != 2 {
+			return nil, malformed(v, "pattern: <group> takes two fields, found %d", len(r.Fields))
+		}
+		t, err := groupTypeFromValue(r.Fields[0])
+		if err != nil {
+			return nil, err
+		}
+		d, ok := preserves.Unwrap(r.Fields[1]).(*preserves.Dictionary)
+		if !ok {
+			return nil, malformed(r.Fields[1], "pattern: group entries must be a dictionary, found %s",
+				preserves.Unwrap(r.Fields[1]).Kind())
+		}
+		// The dictionary is already sorted by key in Preserves order, and
+		// stripping annotations does not change that order.
+		es := make([]Entry, d.Len())
+		for i, e := range d.Entries() {
+			p, err := FromValue(e.Value)
+			if err != nil {
+				return nil, err
+			}
+			es[i] = Entry{Key: preserves.Strip(e.Key), Pattern: p}
+		}
+		return Group{Type: t, Entries: es}, nil
+	}
+	return nil, malformed(v, "pattern: unknown pattern record label %v", labelText(r.Label))
+}
+
+func groupTypeFromValue(v preserves.Value) (GroupType, error) {
+	r, ok := preserves.Unwrap(v).(*preserves.Record)
+	if !ok {
+		return nil, malformed(v, "pattern: expected a group type record, found %s", preserves.Unwrap(v).Kind())
+	}
+	label, _ := preserves.Unwrap(r.Label).(preserves.Symbol)
+	want := 0
+	var t GroupType
+	switch label {
+	case symRec:
+		want = 1
+		if len(r.Fields) == 1 {
+			t = RecType{Label: preserves.Strip(r.Fields[0])}
+		}
+	case symArr:
+		t = ArrType{}
+	case symDict:
+		t = DictType{}
+	default:
+		return nil, malformed(v, "pattern: unknown group type label %v", labelText(r.Label))
+	}
+	if len(r.Fields) != want {
+		return nil, malformed(v, "pattern: <%s> takes %d field(s), found %d", string(label), want, len(r.Fields))
+	}
+	return t, nil
+}
+
+// labelText describes a record label for an error message without depending
+// on the text writer.
+func labelText(l preserves.Value) string {
+	switch x := preserves.Unwrap(l).(type) {
+	case preserves.Symbol:
+		return string(x)
+	case preserves.String:
+		return fmt.Sprintf("%q", string(x))
+	}
+	return "of kind " + preserves.Unwrap(l).Kind().String()
+}
+
+// ToValue renders p in the schema form FromValue parses. A nil sub-pattern is
+// rendered as `<_>`.
+func ToValue(p Pattern) preserves.Value {
+	switch x := orDiscard(p).(type) {
+	case Discard:
+		return preserves.Rec(string(symDiscard))
+	case Bind:
+		return preserves.Rec(string(symBind), ToValue(x.Pattern))
+	case Lit:
+		return preserves.Rec(string(symLit), x.Value)
+	case Group:
+		var t preserves.Value
+		switch gt := x.Type.(type) {
+		case RecType:
+			t = preserves.Rec(string(symRec), gt.Label)
+		case ArrType:
+			t = preserves.Rec(string(symArr))
+		case DictType:
+			t = preserves.Rec(string(symDict))
+		default:
+			panic(fmt.Sprintf("pattern: ToValue: unexpected group type %T", x.Type))
+		}
+		es := make([]preserves.DictEntry, len(x.Entries))
+		for i, e := range x.Entries {
+			es[i] = preserves.DictEntry{Key: e.Key, Value: ToValue(e.Pattern)}
+		}
+		return preserves.Rec(string(symGroup), t, preserves.NewDictionary(es...))
+	}
+	panic(fmt.Sprintf("pattern: ToValue: unexpected pattern type %T", p))
+}
