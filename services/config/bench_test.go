@@ -1,0 +1,75 @@
+package config
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+// reportLatencies adds p50/p99/max metrics (in milliseconds) to b.
+func reportLatencies(b *testing.B, lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	q := func(f float64) float64 {
+		i := int(f * float64(len(lat)-1))
+		return float64(lat[i]) / float64(time.Millisecond)
+	}
+	b.ReportMetric(q(0.50), "p50-ms")
+	b.ReportMetric(q(0.99), "p99-ms")
+	b.ReportMetric(q(1), "max-ms")
+}
+
+// BenchmarkWatcherWriteToChange measures the watcher layer alone: from a
+// write of a script (os.WriteFile, i.e. truncate + write) to the batch
+// carrying its new content being delivered.
+//
+//	go test -run '^$' -bench WatcherWriteToChange -benchtime 200x ./services/config/
+func BenchmarkWatcherWriteToChange(b *testing.B) {
+	root := b.TempDir()
+	p := filepath.Join(root, "bench.pr")
+	w, err := NewWatcher(root, WatchOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	w.Scan()
+	got := make(chan string, 64)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- w.Run(ctx, func(cs []Change) bool {
+			for _, c := range cs {
+				if !c.Removed {
+					got <- string(c.Src)
+				}
+			}
+			return true
+		})
+	}()
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		want := fmt.Sprintf("<bench %d>", i)
+		start := time.Now()
+		if err := os.WriteFile(p, []byte(want), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		for s := range got {
+			if s == want {
+				break
+			}
+		}
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	cancel()
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+	reportLatencies(b, lat)
+}
