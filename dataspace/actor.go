@@ -1,0 +1,393 @@
+package dataspace
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rs/zerolog"
+)
+
+// Options configures a System.
+type Options struct {
+	// Logger receives actor crash reports and warnings. The zero Logger
+	// discards everything.
+	Logger zerolog.Logger
+}
+
+// System owns a set of actors and every goroutine they start.
+type System struct {
+	log zerolog.Logger
+
+	mu      sync.Mutex // guards actors, closing
+	actors  map[*Actor]struct{}
+	closing bool
+}
+
+// NewSystem returns an empty actor system.
+func NewSystem(opts Options) *System {
+	return &System{log: opts.Logger, actors: make(map[*Actor]struct{})}
+}
+
+// Spawn creates a top-level actor and boots it at once: boot runs in a fresh
+// child facet of the actor's root facet, on the actor's goroutine. After
+// Shutdown has begun, Spawn returns an actor that is already Dropped.
+func (s *System) Spawn(name string, boot func(t *Turn) error) *Actor {
+	a := s.newActor(name)
+	s.start(a, boot)
+	return a
+}
+
+// Shutdown stops every actor cleanly (as if each called t.StopRoot in a
+// turn of its own) and waits until every actor goroutine and linked task has
+// finished, or ctx ends. Actors spawned after Shutdown begins never run.
+func (s *System) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	all := make([]*Actor, 0, len(s.actors))
+	for a := range s.actors {
+		all = append(all, a)
+	}
+	s.mu.Unlock()
+	for _, a := range all {
+		a.release()
+	}
+	for _, a := range all {
+		select {
+		case <-a.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	// Actors spawned while we were waiting were refused by start (closing
+	// is set), so the set is now empty or draining.
+	for {
+		s.mu.Lock()
+		var a *Actor
+		for x := range s.actors {
+			a = x
+			break
+		}
+		s.mu.Unlock()
+		if a == nil {
+			return nil
+		}
+		a.release()
+		select {
+		case <-a.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// start boots a (created by newActor) on its own goroutine, or drops it if
+// the system is shutting down.
+func (s *System) start(a *Actor, boot func(t *Turn) error) {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		a.drop(ErrShutdown)
+		return
+	}
+	s.actors[a] = struct{}{}
+	a.wg.Add(1)
+	s.mu.Unlock()
+	go a.run(boot)
+}
+
+func (s *System) forget(a *Actor) {
+	s.mu.Lock()
+	delete(s.actors, a)
+	s.mu.Unlock()
+}
+
+var actorIDs atomic.Uint64
+
+// Actor is an isolated single-threaded event loop with a mailbox. Its state
+// is touched only by the goroutine holding mu (see the package doc).
+type Actor struct {
+	id   uint64
+	name string
+	sys  *System
+	log  zerolog.Logger
+
+	mb mailbox
+
+	// wg counts the actor goroutine and its linked tasks; done closes once
+	// it reaches zero after termination.
+	wg   sync.WaitGroup
+	done chan struct{}
+
+	// ctx is the parent of every facet context; cancelled at termination
+	// so that every linked task ends.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// dead is set (under mu) when the actor terminates; read without mu
+	// by the run loop and by Done/Err users.
+	dead atomic.Bool
+
+	mu sync.Mutex // the turn lock: held while running any turn
+	// Guarded by mu:
+	root      *facet
+	facets    map[FacetID]*facet
+	outbound  map[Handle]outRec
+	exitHooks []func(t *Turn, err error)
+	turn      Turn
+	status    ExitStatus
+	err       error
+	started   bool
+}
+
+// outRec is the actor's record of one outbound assertion: where its
+// retraction goes and which facet made it.
+type outRec struct {
+	to *target
+	f  *facet
+}
+
+func (s *System) newActor(name string) *Actor {
+	a := &Actor{
+		id:       actorIDs.Add(1),
+		name:     name,
+		sys:      s,
+		done:     make(chan struct{}),
+		facets:   make(map[FacetID]*facet),
+		outbound: make(map[Handle]outRec),
+	}
+	a.log = s.log.With().Str("actor", name).Logger()
+	a.ctx, a.cancel = context.WithCancel(context.Background())
+	a.mb.init()
+	a.root = a.newFacet(nil)
+	a.turn.a = a
+	return a
+}
+
+// Name returns the name given at spawn.
+func (a *Actor) Name() string { return a.name }
+
+// ID returns the process-unique actor id.
+func (a *Actor) ID() uint64 { return a.id }
+
+// Done is closed once the actor has terminated, its cleanup has run and
+// every goroutine it started has returned.
+func (a *Actor) Done() <-chan struct{} { return a.done }
+
+// Err returns the error the actor failed with, or nil while running and
+// after a Normal or Dropped exit.
+func (a *Actor) Err() error {
+	if !a.dead.Load() {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.err
+}
+
+// Status reports how the actor ended (Running while it has not).
+func (a *Actor) Status() ExitStatus {
+	if !a.dead.Load() {
+		return Running
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.status
+}
+
+// Alive reports whether the actor has not terminated yet.
+func (a *Actor) Alive() bool { return !a.dead.Load() }
+
+// release queues an orderly shutdown (runtime spec §3.2 Release).
+func (a *Actor) release() {
+	b := getBatch()
+	b.kind = batchRelease
+	if !a.mb.push(b) {
+		putBatch(b)
+	}
+}
+
+// run is the actor goroutine: boot, then drain the mailbox many batches per
+// wake-up until the actor terminates.
+func (a *Actor) run(boot func(t *Turn) error) {
+	defer a.finish()
+	a.mu.Lock()
+	if !a.dead.Load() {
+		a.started = true
+		a.runTurn(a.root, func(t *Turn) error {
+			_, err := t.Facet(boot)
+			return err
+		}, nil)
+	}
+	a.mu.Unlock()
+	var q []*batch
+	for !a.dead.Load() {
+		<-a.mb.wake
+		q = a.mb.take(q)
+		if len(q) == 0 {
+			continue
+		}
+		a.mu.Lock()
+		for i, b := range q {
+			if !a.dead.Load() {
+				a.handle(b)
+			}
+			putBatch(b)
+			q[i] = nil
+		}
+		a.mu.Unlock()
+	}
+	// Anything still queued is discarded: a terminated actor ignores events.
+	for _, b := range a.mb.close() {
+		putBatch(b)
+	}
+}
+
+// finish runs when the actor goroutine returns: wait for linked tasks, then
+// announce termination.
+func (a *Actor) finish() {
+	a.wg.Done()
+	a.wg.Wait()
+	a.sys.forget(a)
+	close(a.done)
+}
+
+// handle runs one system message. Caller holds mu.
+func (a *Actor) handle(b *batch) {
+	switch b.kind {
+	case batchEvents:
+		a.runTurn(nil, nil, b)
+	case batchRelease:
+		a.runTurn(a.root, func(t *Turn) error { t.StopRoot(); return nil }, nil)
+	}
+}
+
+// runTurn runs one turn: either fn with facet f active, or the events of b.
+// On success the turn commits; on failure it rolls back and the actor
+// crashes. Caller holds mu.
+func (a *Actor) runTurn(f *facet, fn func(t *Turn) error, b *batch) {
+	t := &a.turn
+	t.begin(f)
+	if err := t.work(fn, b); err != nil {
+		t.rollback()
+		a.terminate(Failed, err)
+		return
+	}
+	t.commit()
+	if !a.root.alive {
+		a.terminate(Normal, nil)
+	}
+}
+
+// terminate runs the cleanup procedure of runtime spec §3.4 exactly once.
+// Caller holds mu.
+func (a *Actor) terminate(status ExitStatus, err error) {
+	if a.dead.Load() {
+		return
+	}
+	a.status, a.err = status, err
+	a.dead.Store(true)
+	if err != nil {
+		a.log.Error().Err(err).Uint64("actor_id", a.id).Msg("actor crashed")
+	}
+	// 2. Retract every remaining outbound assertion, newest first.
+	t := &a.turn
+	t.begin(a.root)
+	if len(a.outbound) > 0 {
+		hs := make([]Handle, 0, len(a.outbound))
+		for h := range a.outbound {
+			hs = append(hs, h)
+		}
+		slices.Sort(hs)
+		for i := len(hs) - 1; i >= 0; i-- {
+			rec := a.outbound[hs[i]]
+			delete(a.outbound, hs[i])
+			t.enqueue(rec.to.actor, event{kind: evRetract, to: rec.to, h: hs[i]})
+		}
+	}
+	t.deliver()
+	// 3. Exit hooks, in registration order. Their buffered events are
+	// discarded (runtime spec §3.4 QUIRK, copied): hooks are local cleanup.
+	for _, hook := range a.exitHooks {
+		t.begin(a.root)
+		_ = t.guard(func(t *Turn) error { hook(t, err); return nil }, nil)
+		t.discard()
+	}
+	a.exitHooks = nil
+	// 4. Drop all facets: cancel every linked task.
+	for _, f := range a.facets {
+		f.alive = false
+	}
+	clear(a.facets)
+	a.cancel()
+	// Wake the run loop so it notices and exits.
+	a.mb.signal()
+}
+
+// drop marks an actor that never ran as Dropped.
+func (a *Actor) drop(err error) {
+	a.mu.Lock()
+	if !a.dead.Load() {
+		a.status, a.err = Dropped, nil
+		a.dead.Store(true)
+		a.cancel()
+	}
+	a.mu.Unlock()
+	a.mb.close()
+	close(a.done)
+}
+
+// mailbox is an unbounded FIFO of batches. Senders append under its own
+// lock (never the actor's turn lock, so a send never waits for a turn); the
+// run loop swaps the whole queue out in one step.
+type mailbox struct {
+	mu     sync.Mutex
+	q      []*batch
+	closed bool
+	wake   chan struct{} // capacity 1: "the queue may be non-empty"
+}
+
+func (m *mailbox) init() { m.wake = make(chan struct{}, 1) }
+
+// push appends b; false if the mailbox is closed (the actor is gone).
+func (m *mailbox) push(b *batch) bool {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return false
+	}
+	m.q = append(m.q, b)
+	first := len(m.q) == 1
+	m.mu.Unlock()
+	if first {
+		m.signal()
+	}
+	return true
+}
+
+func (m *mailbox) signal() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take swaps the queue with spare (emptied), returning the old queue.
+func (m *mailbox) take(spare []*batch) []*batch {
+	m.mu.Lock()
+	q := m.q
+	m.q = spare[:0]
+	m.mu.Unlock()
+	return q
+}
+
+// close refuses further pushes and returns what was still queued.
+func (m *mailbox) close() []*batch {
+	m.mu.Lock()
+	m.closed = true
+	q := m.q
+	m.q = nil
+	m.mu.Unlock()
+	return q
+}

@@ -1,0 +1,87 @@
+// Package dataspace is the Syndicated Actor runtime: actors, facets, turns,
+// entities, capabilities (Refs) and the Dataspace entity, following
+// runtime.md §2–§13.
+//
+// # Object model
+//
+// A [System] owns actors. An [Actor] owns a tree of facets; the root facet
+// is created with the actor, and boot runs in a child of it. An [Entity]
+// lives in one facet and is addressed through a [Ref], a capability that
+// also carries attenuation caveats. Everything an actor does happens in a
+// [Turn]: the turn handles one batch of incoming events (or one
+// activation), applies immediate effects (facet creation and stop, stop
+// actions, entity creation, linked tasks) at once, and buffers outbound
+// events (assert, retract, message, sync, later). At commit, after the
+// pre-commit actions (inert checks of new facets included), spawned actors
+// boot and each destination actor receives exactly one batch holding the
+// events addressed to it, in issue order. If the work fails (an error or a
+// panic in any callback), the buffered events are discarded, assertion
+// bookkeeping is rolled back, spawned actors never boot, and the actor
+// terminates: every assertion it still holds is retracted newest first,
+// exit hooks run, linked tasks are cancelled. Stop actions do not run on a
+// crash. A panic never escapes an actor.
+//
+// # Goroutines and ownership
+//
+// Each started actor has one goroutine (run) that drains its mailbox. The
+// mailbox is a mutex-protected slice of batches plus a one-slot wake-up
+// channel; senders append under the mailbox lock only, so sending never
+// waits for the receiver's turn, and the actor swaps out the whole queue
+// per wake-up, handling many batches (one turn each) under one acquisition
+// of its turn lock.
+//
+// The turn lock (Actor.mu) guards all actor state: the facet tree and every
+// facet field except the atomic preventer counter, the outbound assertion
+// table, exit hooks, the reusable Turn, exit status, and the state of every
+// entity living in the actor. Whoever holds it owns the actor: the actor
+// goroutine while it handles batches, or a goroutine calling
+// [FacetRef.Activate] (linked tasks, timers, I/O loops), which runs its turn
+// on the calling goroutine. So at most one goroutine touches an actor's
+// state at a time, and turns of one actor never overlap. Activate must not
+// be called from inside a turn of the same actor (the lock is not
+// reentrant); use [Turn.Later].
+//
+// Linked tasks and timers each run on a goroutine registered in the
+// actor's WaitGroup; they observe cancellation through their context
+// (cancelled when their facet stops or the actor terminates) and re-enter
+// the actor only through Activate. [Actor.Done] closes only after the
+// actor has terminated and every one of these goroutines has returned, and
+// [System.Shutdown] waits for every actor's Done, so no goroutine outlives
+// its actor or the system.
+//
+// Values are immutable and shared freely between actors. Refs are
+// immutable. Batches are pooled: the receiver recycles a batch after
+// handling it, so steady-state delivery of an event allocates nothing in
+// the runtime itself.
+//
+// # Dataspaces
+//
+// [NewDataspace] returns the Dataspace entity of §10: a bag of assertions
+// (with multiplicity, keyed by the asserter's handle) over an observer
+// index. `<Observe pattern #:observer>` assertions ([Observe]) register
+// observers; the index tells the dataspace which capture tuples to assert,
+// retract or send to which observer Ref, and the dataspace does so in its
+// own turn. [Turn.During] and [Turn.OnMessage] are the usual helpers (§13).
+//
+// # Decisions on the spec's quirks (§19)
+//
+//   - 2 (exit-hook events are lost): copied; hooks get a Turn whose buffered
+//     events are discarded.
+//   - 3 (commit-time failure does not roll back): not copied; a failing
+//     pre-commit action rolls back like any other failure.
+//   - 4 (Later runs in the root facet): Later runs in the facet that
+//     scheduled it and is skipped if that facet has stopped.
+//   - 5 (retracted handles leave the facet only at commit): not copied; a
+//     retraction removes the handle from its facet at once.
+//   - 6 (no inert re-check on retraction, KeepFacet, disarm): copied.
+//   - 7 (during facets are never inert-stopped): copied.
+//   - 8 (descendants' stop actions run in a dead context): copied; their
+//     assertions vanish, their messages are sent.
+//   - 9 (Activate does not check facet liveness): not copied; Activate on a
+//     stopped facet skips fn.
+//   - 10 (reachability GC of actors): not implemented; actors live until
+//     their root facet stops, they crash, or the system shuts down.
+//   - 13 (identical analyses share an endpoint): inherited from the index.
+//   - 14 (order of embedded Caps): Refs order by target creation id, then
+//     caveats; consistent within a process.
+package dataspace

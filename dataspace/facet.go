@@ -1,0 +1,197 @@
+package dataspace
+
+import (
+	"context"
+	"slices"
+	"sync/atomic"
+)
+
+var facetIDs atomic.Uint64
+
+// facet is a node of an actor's facet tree. All fields but preventers are
+// guarded by the actor's turn lock.
+type facet struct {
+	id       FacetID
+	actor    *Actor
+	parent   *facet
+	children []*facet // live children in creation (= ascending id) order
+	alive    bool
+
+	// handles lists the outbound handles asserted while this facet was
+	// active, in ascending order (handles are allocated monotonically).
+	// Retracted handles are pruned lazily; nHandles counts the live ones.
+	handles  []Handle
+	nHandles int
+
+	stops  []func(t *Turn) error
+	nTasks int // running linked tasks (timers included)
+
+	// ctx is created on first use (first linked task) and cancelled when
+	// the facet stops.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// preventers is the inert-check preventer counter; disarm functions
+	// may run on any goroutine, hence atomic.
+	preventers atomic.Int32
+}
+
+// newFacet creates a live facet under parent (nil for the root). Caller
+// holds the actor's turn lock (or owns the actor exclusively).
+func (a *Actor) newFacet(parent *facet) *facet {
+	f := &facet{id: FacetID(facetIDs.Add(1)), actor: a, parent: parent, alive: true}
+	a.facets[f.id] = f
+	if parent != nil {
+		parent.children = append(parent.children, f)
+	}
+	return f
+}
+
+func (f *facet) context() context.Context {
+	if f.ctx == nil {
+		f.ctx, f.cancel = context.WithCancel(f.actor.ctx)
+	}
+	return f.ctx
+}
+
+func (f *facet) addHandle(h Handle) {
+	f.handles = append(f.handles, h)
+	f.nHandles++
+}
+
+// dropHandle records that one of f's handles is gone; the slice is
+// compacted when mostly stale, so churn in a long-lived facet stays
+// bounded.
+func (f *facet) dropHandle(out map[Handle]outRec) {
+	f.nHandles--
+	if len(f.handles) > 32 && len(f.handles) > 4*f.nHandles {
+		live := f.handles[:0]
+		for _, h := range f.handles {
+			if r, ok := out[h]; ok && r.f == f {
+				live = append(live, h)
+			}
+		}
+		clear(f.handles[len(live):])
+		f.handles = live
+	}
+}
+
+// inert implements runtime spec §4.3.
+func (f *facet) inert() bool {
+	if f.parent != nil && !f.parent.alive {
+		return true
+	}
+	return len(f.children) == 0 &&
+		(f.parent == nil || f.nHandles == 0) &&
+		f.nTasks == 0 &&
+		f.preventers.Load() == 0
+}
+
+// stopFacet implements terminate(F, direction) of runtime spec §4.6.
+// atOrAbove is true for an explicitly stopped facet (or one stopped by an
+// inert check) and false for its descendants.
+func (t *Turn) stopFacet(f *facet, atOrAbove bool) error {
+	a := t.a
+	if !f.alive {
+		return nil
+	}
+	// 2. Dead from now on.
+	f.alive = false
+	delete(a.facets, f.id)
+	// 3. Children first, depth-first, in creation order.
+	for _, c := range f.children {
+		if err := t.stopFacet(c, false); err != nil {
+			return err
+		}
+	}
+	f.children = nil
+	// 4. Detach from the parent.
+	p := f.parent
+	if atOrAbove && p != nil {
+		if i := slices.Index(p.children, f); i >= 0 {
+			p.children = slices.Delete(p.children, i, i+1)
+		}
+	}
+	// 5. Stop actions, in registration order, with the parent active (the
+	// root's own, now dead, facet for the root). A descendant's parent is
+	// already dead here, so assertions made by its stop actions vanish
+	// (runtime spec §4.8; §19 quirk 8, copied).
+	if len(f.stops) > 0 {
+		saved := t.active
+		t.active = f
+		if p != nil {
+			t.active = p
+		}
+		stops := f.stops
+		f.stops = nil
+		for _, s := range stops {
+			if err := s(t); err != nil {
+				t.active = saved
+				return err
+			}
+		}
+		t.active = saved
+	}
+	// 6. Retract the facet's outbound assertions, oldest first.
+	for _, h := range f.handles {
+		if r, ok := a.outbound[h]; ok && r.f == f {
+			t.retractOut(h, r)
+		}
+	}
+	f.handles = nil
+	// 7. Cancel its linked tasks.
+	if f.cancel != nil {
+		f.cancel()
+	}
+	f.nTasks = 0
+	// 8. Cascade upwards.
+	if atOrAbove && p != nil && p.alive && p.inert() {
+		return t.stopFacet(p, true)
+	}
+	return nil
+}
+
+// FacetRef names a facet so that code outside the actor (linked tasks, I/O
+// goroutines, timers) can run turns in it. It is a small value, safe to copy
+// and to use from any goroutine.
+type FacetRef struct {
+	a *Actor
+	f *facet
+}
+
+// ID returns the facet's id (0 for the zero FacetRef).
+func (r FacetRef) ID() FacetID {
+	if r.f == nil {
+		return 0
+	}
+	return r.f.id
+}
+
+// Actor returns the owning actor.
+func (r FacetRef) Actor() *Actor { return r.a }
+
+// Activate runs fn as a turn with the facet active, on the calling
+// goroutine, under the actor's turn lock, and commits it (or, if fn fails,
+// crashes the actor). It returns whether the actor is alive afterwards:
+// false without running fn if the actor has terminated. If the facet has
+// stopped but the actor lives, fn is skipped and Activate returns true
+// (runtime spec §5.5 / §19 quirk 9: Go skips dead facets).
+//
+// Activate blocks while the actor runs another turn. It must not be called
+// from inside a turn of the same actor (the turn lock is not reentrant):
+// use t.Later there.
+func (r FacetRef) Activate(fn func(t *Turn) error) bool {
+	a := r.a
+	if a == nil || a.dead.Load() {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.dead.Load() {
+		return false
+	}
+	if r.f.alive {
+		a.runTurn(r.f, fn, nil)
+	}
+	return !a.dead.Load()
+}
