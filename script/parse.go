@@ -1,0 +1,514 @@
+package script
+
+import (
+	"fmt"
+
+	"github.com/syndicate-go/syndicate/preserves"
+)
+
+// ParseValues turns the top-level values of one script file into a File,
+// collecting every error (the File is usable even when errors are returned).
+// Values may carry positions (*preserves.Annotated, as produced by the text
+// reader with Positions set) or be hand-made.
+func ParseValues(file string, vals []preserves.Value) (*File, ErrorList) {
+	p := &parser{file: file}
+	f := &File{Name: file, Body: p.block(vals, true)}
+	p.errs.Sort()
+	return f, p.errs
+}
+
+type parser struct {
+	file string
+	errs ErrorList
+	// truncated is set when the token stream was cut short by a Preserves
+	// syntax error; "missing operand" errors at the end of the top level are
+	// then artefacts of the cut and are not reported.
+	truncated bool
+}
+
+func (p *parser) pos(v preserves.Value) preserves.Pos {
+	pos := preserves.PosOf(v)
+	if pos.File == "" {
+		pos.File = p.file
+	}
+	return pos
+}
+
+func (p *parser) errorf(pos preserves.Pos, format string, args ...any) {
+	p.errs.Addf(pos, format, args...)
+}
+
+// missing reports an absent operand after the token at pos, unless the top
+// level was truncated by a syntax error.
+func (p *parser) missing(top bool, pos preserves.Pos, format string, args ...any) {
+	if top && p.truncated {
+		return
+	}
+	p.errorf(pos, format, args...)
+}
+
+// block parses a token sequence (a file's top level or a `[...]`).
+func (p *parser) block(toks []preserves.Value, top bool) []Instr {
+	var out []Instr
+	for i := 0; i < len(toks); {
+		ins, next := p.instr(toks, i, top)
+		if ins != nil {
+			out = append(out, ins)
+		}
+		i = next
+	}
+	return out
+}
+
+func symbolOf(v preserves.Value) (string, bool) {
+	s, ok := preserves.Unwrap(v).(preserves.Symbol)
+	return string(s), ok
+}
+
+// render gives a short text of a token for error messages.
+func render(v preserves.Value) string {
+	s := fmt.Sprint(preserves.Strip(v))
+	if len(s) > 40 {
+		s = s[:37] + "..."
+	}
+	return s
+}
+
+// instr parses the instruction starting at toks[i] and returns it with the
+// index of the first token after it. It returns a nil instruction (having
+// recorded an error) when the tokens do not form one.
+func (p *parser) instr(toks []preserves.Value, i int, top bool) (Instr, int) {
+	tok := toks[i]
+	pos := p.pos(tok)
+	switch x := preserves.Unwrap(tok).(type) {
+	case *preserves.Record, *preserves.Dictionary:
+		return &Assert{At: pos, Value: p.expr(tok, modeValue)}, i + 1
+	case preserves.Sequence:
+		return &Block{At: pos, Body: p.block(x, false)}, i + 1
+	case preserves.Symbol:
+		s := string(x)
+		switch {
+		case s == "?" || s == "??":
+			if i+1 >= len(toks) {
+				p.missing(top, pos, "%s needs a pattern and an instruction", s)
+				return nil, i + 1
+			}
+			pat := p.expr(toks[i+1], modePattern)
+			if i+2 >= len(toks) {
+				p.missing(top, pos, "%s %s needs an instruction", s, render(toks[i+1]))
+				return nil, i + 2
+			}
+			body, next := p.instr(toks, i+2, top)
+			if s == "?" {
+				return &During{At: pos, Pat: pat, Body: body}, next
+			}
+			return &OnMessage{At: pos, Pat: pat, Body: body}, next
+		case s == "?-":
+			if i+1 >= len(toks) {
+				p.missing(top, pos, "?- needs an instruction")
+				return nil, i + 1
+			}
+			body, next := p.instr(toks, i+1, top)
+			return &OnStop{At: pos, Body: body}, next
+		case s == "!" || s == "+=":
+			if i+1 >= len(toks) {
+				p.missing(top, pos, "%s needs a value", s)
+				return nil, i + 1
+			}
+			v := p.expr(toks[i+1], modeValue)
+			if s == "!" {
+				return &Send{At: pos, Value: v}, i + 2
+			}
+			return &Assert{At: pos, Value: v}, i + 2
+		case s == "let":
+			return p.let(toks, i, top)
+		case s == "=~":
+			if i+1 >= len(toks) {
+				p.missing(top, pos, "=~ needs a pattern and an instruction")
+				return nil, i + 1
+			}
+			pat := p.expr(toks[i+1], modePattern)
+			if i+2 >= len(toks) {
+				p.missing(top, pos, "=~ %s needs an instruction", render(toks[i+1]))
+				return nil, i + 2
+			}
+			then, next := p.instr(toks, i+2, top)
+			return &Cond{At: pos, Pat: pat, Then: then, Else: p.block(toks[next:], top)}, len(toks)
+		case s == "_":
+			p.errorf(pos, "discard _ is not an instruction")
+			return nil, i + 1
+		case s[0] == '?':
+			p.errorf(pos, "binder %s is not an instruction", s)
+			return nil, i + 1
+		case s[0] == '$':
+			if i+1 >= len(toks) {
+				p.missing(top, pos, "%s sets the target of the next instruction, but none follows", s)
+				return nil, i + 1
+			}
+			body, next := p.instr(toks, i+1, top)
+			return &Retarget{At: pos, Var: s[1:], Body: body}, next
+		}
+	}
+	p.errorf(pos, "invalid token %s in instruction position", render(tok))
+	return nil, i + 1
+}
+
+func (p *parser) let(toks []preserves.Value, i int, top bool) (Instr, int) {
+	pos := p.pos(toks[i])
+	if i+1 >= len(toks) {
+		p.missing(top, pos, "let needs PATTERN = EXPRESSION")
+		return nil, i + 1
+	}
+	pat := p.expr(toks[i+1], modePattern)
+	if i+2 >= len(toks) {
+		p.missing(top, pos, "let %s needs = EXPRESSION", render(toks[i+1]))
+		return nil, i + 2
+	}
+	if s, ok := symbolOf(toks[i+2]); !ok || s != "=" {
+		p.errorf(p.pos(toks[i+2]), "let %s must be followed by =, not %s", render(toks[i+1]), render(toks[i+2]))
+		return nil, i + 3
+	}
+	if i+3 >= len(toks) {
+		p.missing(top, p.pos(toks[i+2]), "let %s = needs an expression", render(toks[i+1]))
+		return nil, i + 3
+	}
+	e, next := p.conv(toks, i+3, top)
+	if e == nil {
+		return nil, next
+	}
+	return &Let{At: pos, Pat: pat, Expr: e}, next
+}
+
+// conv parses a convenience expression (the right-hand side of let).
+func (p *parser) conv(toks []preserves.Value, i int, top bool) (Expr, int) {
+	tok := toks[i]
+	pos := p.pos(tok)
+	if s, ok := symbolOf(tok); ok {
+		switch s {
+		case "dataspace":
+			return &DataspaceExpr{At: pos}, i + 1
+		case "timestamp":
+			return &TimestampExpr{At: pos}, i + 1
+		case "facet":
+			return &FacetExpr{At: pos}, i + 1
+		case "scriptdir":
+			return &ScriptDirExpr{At: pos}, i + 1
+		case "stringify":
+			if i+1 >= len(toks) {
+				p.missing(top, pos, "stringify needs an expression")
+				return nil, i + 1
+			}
+			x, next := p.conv(toks, i+1, top)
+			if x == nil {
+				return nil, next
+			}
+			return &StringifyExpr{At: pos, X: x}, next
+		case "join":
+			if i+2 >= len(toks) {
+				p.missing(top, pos, "join needs a separator and pieces")
+				return nil, len(toks)
+			}
+			sep, next := p.conv(toks, i+1, top)
+			if next >= len(toks) {
+				p.missing(top, pos, "join needs pieces after the separator")
+				return nil, next
+			}
+			pieces, next := p.conv(toks, next, top)
+			if sep == nil || pieces == nil {
+				return nil, next
+			}
+			return &JoinExpr{At: pos, Sep: sep, Pieces: pieces}, next
+		}
+	}
+	return p.expr(tok, modeValue), i + 1
+}
+
+// mode says which kind of expression is being parsed.
+type mode int
+
+const (
+	modeValue    mode = iota // ValueExpr: sets allowed, dictionary keys evaluated
+	modePattern              // PatternExpr: binders and _ allowed, no sets, literal keys
+	modeTemplate             // caveat TemplateExpr: no sets, literal keys, $x may be a capture
+	modeLabel                // record label of a pattern: must come out literal
+)
+
+// tmplScope is the capture scope of a caveat rewrite template.
+type tmplScope struct {
+	binders []string
+	// outer lists captures of enclosing rewrites, which a nested caveat's
+	// template cannot reach.
+	outer []string
+	// label is set while parsing a record label (the "literal-enough" rule).
+	label bool
+}
+
+func (p *parser) expr(v preserves.Value, m mode) Expr {
+	return p.exprIn(v, m, nil)
+}
+
+func (p *parser) exprIn(v preserves.Value, m mode, sc *tmplScope) Expr {
+	pos := p.pos(v)
+	switch x := preserves.Unwrap(v).(type) {
+	case preserves.Symbol:
+		s := string(x)
+		switch {
+		case s == "_":
+			if m == modePattern {
+				return &Discard{At: pos}
+			}
+			p.errorf(pos, "discard _ is not allowed in %s (write =_ for the symbol)", m.what())
+		case s != "" && s[0] == '?':
+			if m == modePattern {
+				return &Bind{At: pos, Name: s[1:], Pat: &Discard{At: pos}}
+			}
+			p.errorf(pos, "binder %s is not allowed in %s (write =%s for the symbol)", s, m.what(), s)
+		case s != "" && s[0] == '$':
+			return p.varRef(pos, s[1:], m, sc)
+		case s != "" && s[0] == '=':
+			return &Lit{At: pos, Value: preserves.Symbol(s[1:])}
+		default:
+			return &Lit{At: pos, Value: x}
+		}
+		return &Lit{At: pos, Value: x}
+	case *preserves.Record:
+		if s, ok := symbolOf(x.Label); ok {
+			if s == "*" {
+				return p.attenuate(pos, x, m, sc)
+			}
+			if len(s) > 0 && s[0] == '?' && m == modePattern {
+				if len(x.Fields) != 1 {
+					p.errorf(pos, "binder record <%s PATTERN> must have exactly one field, not %d", s, len(x.Fields))
+					return &Bind{At: pos, Name: s[1:], Pat: &Discard{At: pos}}
+				}
+				return &Bind{At: pos, Name: s[1:], Pat: p.exprIn(x.Fields[0], m, sc)}
+			}
+		}
+		r := &RecordExpr{At: pos}
+		switch m {
+		case modePattern:
+			r.Label = p.exprIn(x.Label, modeLabel, sc)
+		case modeTemplate:
+			r.Label = p.exprIn(x.Label, m, &tmplScope{binders: sc.binders, outer: sc.outer, label: true})
+		default:
+			r.Label = p.exprIn(x.Label, m, sc)
+		}
+		for _, f := range x.Fields {
+			r.Fields = append(r.Fields, p.exprIn(f, m, sc))
+		}
+		return r
+	case preserves.Sequence:
+		s := &SeqExpr{At: pos, Elems: make([]Expr, 0, len(x))}
+		for _, e := range x {
+			s.Elems = append(s.Elems, p.exprIn(e, m, sc))
+		}
+		return s
+	case *preserves.Set:
+		if m != modeValue {
+			p.errorf(pos, "sets are not allowed in %s", m.what())
+		}
+		s := &SetExpr{At: pos}
+		for _, e := range x.Elems() {
+			s.Elems = append(s.Elems, p.exprIn(e, m, sc))
+		}
+		return s
+	case *preserves.Dictionary:
+		d := &DictExpr{At: pos}
+		for _, en := range x.Entries() {
+			var k Expr
+			if m == modeValue {
+				k = p.exprIn(en.Key, m, sc)
+			} else {
+				// Pattern and template dictionary keys are taken literally
+				// (services spec §4.7).
+				k = &Lit{At: p.pos(en.Key), Value: preserves.Strip(en.Key)}
+			}
+			d.Entries = append(d.Entries, DictEntry{Key: k, Value: p.exprIn(en.Value, m, sc)})
+		}
+		return d
+	}
+	return &Lit{At: pos, Value: preserves.Strip(v)}
+}
+
+func (m mode) what() string {
+	switch m {
+	case modePattern:
+		return "a pattern"
+	case modeTemplate:
+		return "a rewrite template"
+	case modeLabel:
+		return "a record pattern label (it must be literal)"
+	}
+	return "a value"
+}
+
+func (p *parser) varRef(pos preserves.Pos, name string, m mode, sc *tmplScope) Expr {
+	if m == modeTemplate && sc != nil {
+		for i := len(sc.binders) - 1; i >= 0; i-- {
+			if sc.binders[i] != name {
+				continue
+			}
+			if sc.label {
+				p.errorf(pos, "record label of a rewrite template must be literal-enough: $%s is a capture of the rewrite pattern", name)
+			}
+			return &Capture{At: pos, Name: name, Index: i}
+		}
+		for _, o := range sc.outer {
+			if o == name {
+				p.errorf(pos, "$%s is a capture of an enclosing rewrite and is not visible in a nested caveat", name)
+				break
+			}
+		}
+	}
+	return &Var{At: pos, Name: name}
+}
+
+// attenuate parses `<* $var [CAVEAT ...]>`.
+func (p *parser) attenuate(pos preserves.Pos, r *preserves.Record, m mode, sc *tmplScope) Expr {
+	a := &Attenuate{At: pos}
+	if len(r.Fields) != 2 {
+		p.errorf(pos, "attenuation <* $var [CAVEAT ...]> needs exactly two fields, not %d", len(r.Fields))
+		a.Target = &Var{At: pos, Name: ""}
+		return a
+	}
+	if s, ok := symbolOf(r.Fields[0]); ok && len(s) > 0 && s[0] == '$' {
+		tm := modeValue
+		if m == modeTemplate {
+			tm = modeTemplate
+		}
+		a.Target = p.varRef(p.pos(r.Fields[0]), s[1:], tm, sc)
+	} else {
+		p.errorf(p.pos(r.Fields[0]), "attenuation target must be a variable reference $var, not %s", render(r.Fields[0]))
+		a.Target = &Var{At: p.pos(r.Fields[0]), Name: ""}
+	}
+	cs, ok := preserves.Unwrap(r.Fields[1]).(preserves.Sequence)
+	if !ok {
+		p.errorf(p.pos(r.Fields[1]), "attenuation caveats must be a sequence [CAVEAT ...], not %s", render(r.Fields[1]))
+		return a
+	}
+	// Captures of an enclosing rewrite are out of reach of nested caveats.
+	var outer []string
+	if sc != nil {
+		outer = append(append(outer, sc.outer...), sc.binders...)
+	}
+	for _, c := range cs {
+		if cv := p.caveat(c, outer, true); cv != nil {
+			a.Caveats = append(a.Caveats, cv)
+		}
+	}
+	return a
+}
+
+// caveat parses one caveat; allowOr is false inside an <or [...]>.
+func (p *parser) caveat(v preserves.Value, outer []string, allowOr bool) Caveat {
+	pos := p.pos(v)
+	r, ok := preserves.Unwrap(v).(*preserves.Record)
+	label := ""
+	if ok {
+		label, _ = symbolOf(r.Label)
+	}
+	arity := func(n int) bool {
+		if len(r.Fields) != n {
+			p.errorf(pos, "caveat <%s ...> needs exactly %d field(s), not %d", label, n, len(r.Fields))
+			return false
+		}
+		return true
+	}
+	switch label {
+	case "or":
+		if !allowOr {
+			break
+		}
+		if !arity(1) {
+			return nil
+		}
+		alts, ok := preserves.Unwrap(r.Fields[0]).(preserves.Sequence)
+		if !ok {
+			p.errorf(p.pos(r.Fields[0]), "<or ...> needs a sequence of <accept ...>/<rewrite ...>, not %s", render(r.Fields[0]))
+			return nil
+		}
+		o := &Or{At: pos}
+		for _, alt := range alts {
+			c := p.caveat(alt, outer, false)
+			if rw, ok := c.(*Rewrite); ok {
+				o.Alts = append(o.Alts, rw)
+			}
+		}
+		return o
+	case "reject":
+		if !allowOr {
+			break
+		}
+		if !arity(1) {
+			return nil
+		}
+		return &Reject{At: pos, Pat: p.caveatPattern(r.Fields[0], outer)}
+	case "accept":
+		if !arity(1) {
+			return nil
+		}
+		pat := p.caveatPattern(r.Fields[0], outer)
+		return &Rewrite{At: pos, Accept: true, Pat: pat, Binders: Binders(pat)}
+	case "rewrite":
+		if !arity(2) {
+			return nil
+		}
+		pat := p.caveatPattern(r.Fields[0], outer)
+		b := Binders(pat)
+		t := p.exprIn(r.Fields[1], modeTemplate, &tmplScope{binders: b, outer: outer})
+		return &Rewrite{At: pos, Pat: pat, Template: t, Binders: b}
+	}
+	if allowOr {
+		p.errorf(pos, "unknown caveat %s (expected <accept P>, <rewrite P T>, <reject P> or <or [...]>)", render(v))
+	} else {
+		p.errorf(pos, "alternative of <or ...> must be <accept P> or <rewrite P T>, not %s", render(v))
+	}
+	return nil
+}
+
+// caveatPattern parses a caveat's pattern; `$x` there names a script
+// variable, and must not name a capture of an enclosing rewrite.
+func (p *parser) caveatPattern(v preserves.Value, outer []string) Expr {
+	e := p.expr(v, modePattern)
+	if len(outer) > 0 {
+		walkVars(e, func(x *Var) {
+			for _, o := range outer {
+				if o == x.Name {
+					p.errorf(x.At, "$%s is a capture of an enclosing rewrite and is not visible in a nested caveat", x.Name)
+					return
+				}
+			}
+		})
+	}
+	return e
+}
+
+// walkVars calls f for each Var in e outside nested attenuations' caveats.
+func walkVars(e Expr, f func(*Var)) {
+	switch x := e.(type) {
+	case *Var:
+		f(x)
+	case *Bind:
+		walkVars(x.Pat, f)
+	case *RecordExpr:
+		walkVars(x.Label, f)
+		for _, y := range x.Fields {
+			walkVars(y, f)
+		}
+	case *SeqExpr:
+		for _, y := range x.Elems {
+			walkVars(y, f)
+		}
+	case *SetExpr:
+		for _, y := range x.Elems {
+			walkVars(y, f)
+		}
+	case *DictExpr:
+		for _, en := range x.Entries {
+			walkVars(en.Key, f)
+			walkVars(en.Value, f)
+		}
+	case *Attenuate:
+		walkVars(x.Target, f)
+	}
+}
