@@ -4,7 +4,7 @@ package preserves_test
 // of the upstream Preserves test data) declares 186 cases. TestConformance
 // runs each as a subtest named after the case, with one subtest per numbered
 // expectation (spec §5.2). The text expectations (5, 6, 20–22) are checked
-// here; the binary ones (1–4, 7, 8, 30–32) by conformanceBinary, defined in
+// here; the binary ones (1–4, 7, 8, 30–32) by checkBinaryExpectations in
 // conformance_binary_test.go.
 
 import (
@@ -91,11 +91,6 @@ func loadSuite(t testing.TB) (preserves.Value, []suiteCase) {
 	return doc, cases
 }
 
-// conformanceBinary checks the binary expectations of one case. It is set by
-// conformance_binary_test.go; while the binary codec is missing it stays nil
-// and those expectations are skipped.
-var conformanceBinary func(t *testing.T, c suiteCase)
-
 func TestConformanceSuiteShape(t *testing.T) {
 	_, cases := loadSuite(t)
 	counts := map[string]int{}
@@ -132,13 +127,7 @@ func TestConformance(t *testing.T) {
 			case "ParseEOF":
 				t.Run("22", func(t *testing.T) { checkParseFails(t, c.text, preserves.ErrEmpty) })
 			}
-			if conformanceBinary == nil {
-				if c.kind != "ParseError" && c.kind != "ParseShort" && c.kind != "ParseEOF" {
-					t.Skip("binary codec not built in")
-				}
-				return
-			}
-			conformanceBinary(t, c)
+			checkBinaryExpectations(t, c)
 		})
 	}
 }
