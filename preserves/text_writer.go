@@ -120,15 +120,20 @@ func (w *textWriter) pretty(v Value, depth int) {
 					w.newline(depth)
 					continue
 				}
+				// The item does not fit on this line: give each annotation
+				// a line of its own too.
 				w.buf = append(w.buf, '@')
 				w.pretty(ann, depth)
-				w.buf = append(w.buf, ' ')
+				w.newline(depth)
 			}
 		}
 	}
 	switch x := item.(type) {
 	case *Record:
 		w.buf = append(w.buf, '<')
+		if w.prettyHanging(x, depth) {
+			return
+		}
 		w.pretty(x.Label, depth+1)
 		for _, f := range x.Fields {
 			w.newline(depth + 1)
@@ -161,6 +166,49 @@ func (w *textWriter) pretty(v Value, depth int) {
 	default:
 		w.compact(item)
 	}
+}
+
+// prettyHanging writes a record whose last field is a sequence, set or
+// dictionary in the "hanging" style usual for configuration, when everything
+// before that field fits on the first line:
+//
+//	<daemon name {
+//	  argv: […]
+//	}>
+//
+// It reports false, having written nothing, when the style does not apply.
+func (w *textWriter) prettyHanging(x *Record, depth int) bool {
+	if len(x.Fields) == 0 {
+		return false
+	}
+	last := x.Fields[len(x.Fields)-1]
+	if a, ok := last.(*Annotated); ok && w.opts.Annotations && len(a.Anns) > 0 {
+		return false
+	}
+	switch Unwrap(last).(type) {
+	case Sequence, *Set, *Dictionary:
+	default:
+		return false
+	}
+	mark := len(w.buf)
+	w.limit = mark + max(textWidth-w.column(), 0)
+	ok := w.compact(x.Label)
+	for _, f := range x.Fields[:len(x.Fields)-1] {
+		if !ok {
+			break
+		}
+		w.buf = append(w.buf, ' ')
+		ok = w.compact(f)
+	}
+	w.limit = math.MaxInt
+	if !ok {
+		w.buf = w.buf[:mark]
+		return false
+	}
+	w.buf = append(w.buf, ' ')
+	w.pretty(last, depth)
+	w.buf = append(w.buf, '>')
+	return true
 }
 
 func (w *textWriter) prettyItems(open string, items []Value, close string, depth int) {
