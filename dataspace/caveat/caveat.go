@@ -33,7 +33,7 @@
 // preserves.
 //
 // Sturdy refs live in sturdy.go: [Mint], [SturdyRef.Attenuate] and
-// [ValidateSturdyRef] compute and check the signature chain
+// [SturdyRef.Validate] compute and check the signature chain
 // f(…f(f(k, e(oid)), e(c1))…, e(cn)) where f is HMAC-BLAKE2s-256 truncated to
 // 16 bytes and e is the canonical binary encoding.
 package caveat
