@@ -154,6 +154,3 @@ func (f *fakeClock) next(t testing.TB) fakeTimer {
 	}
 	return fakeTimer{}
 }
-
-// reaperChild is filled in by reaper_test.go.
-var reaperChild = func(args []string) int { return 2 }
