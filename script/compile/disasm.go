@@ -1,0 +1,261 @@
+package compile
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/preserves"
+)
+
+// Disassemble renders a program as indented text, one instruction per line
+// prefixed by its line:col. Values are printed in script syntax (`$x` is a
+// variable reference; a literal symbol that would read as a sigil is written
+// `=$x`), patterns in dataspacePatterns.prs syntax with `<lift E>` for a
+// literal computed at run time, caveats in sturdy.prs syntax. The format is
+// stable: golden tests compare it.
+func Disassemble(p *Program) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "program %q version %d instructions %d\n", p.File, p.Version, p.Instrs)
+	d := &disasm{b: &b}
+	for _, in := range p.Body.Body {
+		d.instr(in, 0)
+	}
+	return b.String()
+}
+
+type disasm struct{ b *strings.Builder }
+
+func (d *disasm) line(at preserves.Pos, depth int, format string, args ...any) {
+	loc := "-"
+	if at.IsValid() {
+		loc = fmt.Sprintf("%d:%d", at.Line, at.Col)
+	}
+	fmt.Fprintf(d.b, "%-8s%s", loc, strings.Repeat("  ", depth))
+	fmt.Fprintf(d.b, format, args...)
+	d.b.WriteByte('\n')
+}
+
+func binders(bs []string) string {
+	if len(bs) == 0 {
+		return ""
+	}
+	return " -> [" + strings.Join(bs, " ") + "]"
+}
+
+func (d *disasm) instr(in Instr, depth int) {
+	switch x := in.(type) {
+	case *Seq:
+		d.line(x.At, depth, "seq")
+		for _, y := range x.Body {
+			d.instr(y, depth+1)
+		}
+	case *Assert:
+		d.line(x.At, depth, "assert $%s %s", x.Target, ExprString(x.Value))
+	case *Send:
+		d.line(x.At, depth, "send $%s %s", x.Target, ExprString(x.Value))
+	case *During:
+		d.line(x.At, depth, "during $%s %s%s", x.Target, PatString(x.Pat), binders(x.Binders))
+		d.instr(x.Body, depth+1)
+	case *OnMessage:
+		d.line(x.At, depth, "on-message $%s %s%s", x.Target, PatString(x.Pat), binders(x.Binders))
+		d.instr(x.Body, depth+1)
+	case *OnStop:
+		d.line(x.At, depth, "on-stop")
+		d.instr(x.Body, depth+1)
+	case *Let:
+		d.line(x.At, depth, "let %s%s = %s", PatString(x.Pat), binders(x.Binders), ExprString(x.Expr))
+	case *Cond:
+		d.line(x.At, depth, "if $%s =~ %s%s", x.Var, PatString(x.Pat), binders(x.Binders))
+		d.instr(x.Then, depth+1)
+		d.line(x.Else.At, depth, "else")
+		for _, y := range x.Else.Body {
+			d.instr(y, depth+1)
+		}
+	default:
+		d.line(in.Pos(), depth, "?%T", in)
+	}
+}
+
+// ExprString renders a value expression in script syntax.
+func ExprString(e Expr) string {
+	var b strings.Builder
+	writeExpr(&b, e)
+	return b.String()
+}
+
+func writeExprs(b *strings.Builder, es []Expr) {
+	for i, e := range es {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		writeExpr(b, e)
+	}
+}
+
+func writeExpr(b *strings.Builder, e Expr) {
+	switch x := e.(type) {
+	case *Const:
+		writeValue(b, x.Value)
+	case *Ref:
+		b.WriteString("$" + x.Name)
+	case *MkRecord:
+		b.WriteByte('<')
+		writeExpr(b, x.Label)
+		for _, f := range x.Fields {
+			b.WriteByte(' ')
+			writeExpr(b, f)
+		}
+		b.WriteByte('>')
+	case *MkSeq:
+		b.WriteByte('[')
+		writeExprs(b, x.Elems)
+		b.WriteByte(']')
+	case *MkSet:
+		b.WriteString("#{")
+		writeExprs(b, x.Elems)
+		b.WriteByte('}')
+	case *MkDict:
+		b.WriteByte('{')
+		for i := range x.Keys {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writeExpr(b, x.Keys[i])
+			b.WriteString(": ")
+			writeExpr(b, x.Vals[i])
+		}
+		b.WriteByte('}')
+	case *MkAttenuate:
+		b.WriteString("<* $" + x.Var + " ")
+		writeExpr(b, x.Caveats)
+		b.WriteByte('>')
+	case *NewDataspace:
+		b.WriteString("dataspace")
+	case *Timestamp:
+		b.WriteString("timestamp")
+	case *FacetHandle:
+		b.WriteString("facet")
+	case *ScriptDir:
+		b.WriteString("scriptdir")
+	case *Stringify:
+		b.WriteString("stringify ")
+		writeExpr(b, x.X)
+	case *Join:
+		b.WriteString("join ")
+		writeExpr(b, x.Sep)
+		b.WriteByte(' ')
+		writeExpr(b, x.Pieces)
+	default:
+		fmt.Fprintf(b, "?%T", e)
+	}
+}
+
+// writeValue prints a constant in script syntax: symbols that the front end
+// would read as sigils get the `=` escape, everything else is Preserves text.
+func writeValue(b *strings.Builder, v preserves.Value) {
+	switch x := preserves.Unwrap(v).(type) {
+	case preserves.Symbol:
+		s := string(x)
+		if s == "_" || s == "*" || (s != "" && strings.ContainsRune("$?=", rune(s[0]))) {
+			b.WriteByte('=')
+		}
+		b.WriteString(preserves.FormatText(x))
+	case *preserves.Record:
+		b.WriteByte('<')
+		writeValue(b, x.Label)
+		for _, f := range x.Fields {
+			b.WriteByte(' ')
+			writeValue(b, f)
+		}
+		b.WriteByte('>')
+	case preserves.Sequence:
+		b.WriteByte('[')
+		for i, f := range x {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			writeValue(b, f)
+		}
+		b.WriteByte(']')
+	case *preserves.Set:
+		b.WriteString("#{")
+		for i, f := range x.Elems() {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			writeValue(b, f)
+		}
+		b.WriteByte('}')
+	case *preserves.Dictionary:
+		b.WriteByte('{')
+		for i, en := range x.Entries() {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writeValue(b, en.Key)
+			b.WriteString(": ")
+			writeValue(b, en.Value)
+		}
+		b.WriteByte('}')
+	default:
+		b.WriteString(preserves.FormatText(x))
+	}
+}
+
+// PatString renders a pattern expression.
+func PatString(p Pat) string {
+	var b strings.Builder
+	writePat(&b, p)
+	return b.String()
+}
+
+func writePat(b *strings.Builder, p Pat) {
+	switch x := p.(type) {
+	case *PConst:
+		b.WriteString(preserves.FormatText(pattern.ToValue(x.Pattern)))
+	case *PLift:
+		b.WriteString("<lift ")
+		writeExpr(b, x.Value)
+		b.WriteByte('>')
+	case *PBind:
+		b.WriteString("<bind ")
+		writePat(b, x.Sub)
+		b.WriteByte('>')
+	case *PRec:
+		b.WriteString("<group <rec ")
+		writeExpr(b, x.Label)
+		b.WriteString("> {")
+		for i, f := range x.Fields {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			fmt.Fprintf(b, "%d: ", i)
+			writePat(b, f)
+		}
+		b.WriteString("}>")
+	case *PArr:
+		b.WriteString("<group <arr> {")
+		for i, f := range x.Items {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			fmt.Fprintf(b, "%d: ", i)
+			writePat(b, f)
+		}
+		b.WriteString("}>")
+	case *PDict:
+		b.WriteString("<group <dict> {")
+		for i := range x.Keys {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(preserves.FormatText(x.Keys[i]))
+			b.WriteString(": ")
+			writePat(b, x.Vals[i])
+		}
+		b.WriteString("}>")
+	default:
+		fmt.Fprintf(b, "?%T", p)
+	}
+}

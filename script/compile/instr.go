@@ -1,0 +1,288 @@
+package compile
+
+import (
+	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/preserves"
+)
+
+// Version identifies the shape of the instruction tree. It changes whenever
+// an instruction or expression node changes meaning, so cached or serialised
+// programs from another version are never mistaken for current ones.
+const Version = 1
+
+// Program is a compiled script file.
+type Program struct {
+	// File is the script's path as given to the compiler ("" if none).
+	File string
+	// Version is the compiler Version that produced the program.
+	Version int
+	// Body holds the top-level instructions, in order.
+	Body *Seq
+	// Instrs counts the instructions in the whole tree.
+	Instrs int
+}
+
+// Instr is one instruction. Every instruction carries the source position of
+// the token it was compiled from, so run-time errors read file:line:col. The
+// set is closed; the VM switches on the concrete types.
+type Instr interface {
+	Pos() preserves.Pos
+	isInstr()
+}
+
+// Seq runs its instructions in order, in the same facet and environment.
+type Seq struct {
+	At   preserves.Pos
+	Body []Instr
+}
+
+// Assert asserts Value at the capability bound to Target.
+type Assert struct {
+	At     preserves.Pos
+	Target string
+	Value  Expr
+}
+
+// Send sends Value as a message to the capability bound to Target.
+type Send struct {
+	At     preserves.Pos
+	Target string
+	Value  Expr
+}
+
+// During subscribes to Pat at Target; for each distinct capture tuple Body
+// runs in a fresh facet that stops when the tuple is retracted. Binders names
+// the captures in order.
+type During struct {
+	At      preserves.Pos
+	Target  string
+	Pat     Pat
+	Binders []string
+	Body    Instr
+}
+
+// OnMessage runs Body in a fresh facet for each message matching Pat.
+type OnMessage struct {
+	At      preserves.Pos
+	Target  string
+	Pat     Pat
+	Binders []string
+	Body    Instr
+}
+
+// OnStop runs Body, in the parent facet, when the current facet stops.
+type OnStop struct {
+	At   preserves.Pos
+	Body Instr
+}
+
+// Let evaluates Expr, matches it against Pat and binds the captures.
+type Let struct {
+	At      preserves.Pos
+	Pat     Pat
+	Binders []string
+	Expr    Expr
+}
+
+// Cond matches the value of Var against Pat: on success the captures are
+// bound and Then runs, otherwise Else runs.
+type Cond struct {
+	At      preserves.Pos
+	Var     string
+	Pat     Pat
+	Binders []string
+	Then    Instr
+	Else    *Seq
+}
+
+func (i *Seq) Pos() preserves.Pos       { return i.At }
+func (i *Assert) Pos() preserves.Pos    { return i.At }
+func (i *Send) Pos() preserves.Pos      { return i.At }
+func (i *During) Pos() preserves.Pos    { return i.At }
+func (i *OnMessage) Pos() preserves.Pos { return i.At }
+func (i *OnStop) Pos() preserves.Pos    { return i.At }
+func (i *Let) Pos() preserves.Pos       { return i.At }
+func (i *Cond) Pos() preserves.Pos      { return i.At }
+
+func (*Seq) isInstr()       {}
+func (*Assert) isInstr()    {}
+func (*Send) isInstr()      {}
+func (*During) isInstr()    {}
+func (*OnMessage) isInstr() {}
+func (*OnStop) isInstr()    {}
+func (*Let) isInstr()       {}
+func (*Cond) isInstr()      {}
+
+// ---------------------------------------------------------------------------
+// Value expressions
+
+// Expr computes a value from the environment. Constant sub-trees are folded
+// into Const at compile time, so evaluating them costs nothing.
+type Expr interface {
+	Pos() preserves.Pos
+	isExpr()
+}
+
+// Const is a constant value.
+type Const struct {
+	At    preserves.Pos
+	Value preserves.Value
+}
+
+// Ref is the value of a variable; Name "." is the whole environment as a
+// dictionary.
+type Ref struct {
+	At   preserves.Pos
+	Name string
+}
+
+// MkRecord builds a record.
+type MkRecord struct {
+	At     preserves.Pos
+	Label  Expr
+	Fields []Expr
+}
+
+// MkSeq builds a sequence.
+type MkSeq struct {
+	At    preserves.Pos
+	Elems []Expr
+}
+
+// MkSet builds a set.
+type MkSet struct {
+	At    preserves.Pos
+	Elems []Expr
+}
+
+// MkDict builds a dictionary.
+type MkDict struct {
+	At   preserves.Pos
+	Keys []Expr
+	Vals []Expr
+}
+
+// MkAttenuate attenuates the capability bound to Var with Caveats, an
+// expression yielding a sequence of caveats in sturdy.prs syntax (so caveats
+// are built by the same machinery as any other value, and variables inside
+// them are substituted when the attenuation is evaluated).
+type MkAttenuate struct {
+	At      preserves.Pos
+	Var     string
+	Caveats Expr
+}
+
+// NewDataspace yields a fresh dataspace.
+type NewDataspace struct{ At preserves.Pos }
+
+// Timestamp yields the current time as an RFC 3339 string.
+type Timestamp struct{ At preserves.Pos }
+
+// FacetHandle yields an entity that stops the current facet on `stop`.
+type FacetHandle struct{ At preserves.Pos }
+
+// ScriptDir yields the directory holding the script.
+type ScriptDir struct{ At preserves.Pos }
+
+// Stringify renders X's value in Preserves text syntax.
+type Stringify struct {
+	At preserves.Pos
+	X  Expr
+}
+
+// Join concatenates the string forms of Pieces with Sep between them.
+type Join struct {
+	At     preserves.Pos
+	Sep    Expr
+	Pieces Expr
+}
+
+func (e *Const) Pos() preserves.Pos        { return e.At }
+func (e *Ref) Pos() preserves.Pos          { return e.At }
+func (e *MkRecord) Pos() preserves.Pos     { return e.At }
+func (e *MkSeq) Pos() preserves.Pos        { return e.At }
+func (e *MkSet) Pos() preserves.Pos        { return e.At }
+func (e *MkDict) Pos() preserves.Pos       { return e.At }
+func (e *MkAttenuate) Pos() preserves.Pos  { return e.At }
+func (e *NewDataspace) Pos() preserves.Pos { return e.At }
+func (e *Timestamp) Pos() preserves.Pos    { return e.At }
+func (e *FacetHandle) Pos() preserves.Pos  { return e.At }
+func (e *ScriptDir) Pos() preserves.Pos    { return e.At }
+func (e *Stringify) Pos() preserves.Pos    { return e.At }
+func (e *Join) Pos() preserves.Pos         { return e.At }
+
+func (*Const) isExpr()        {}
+func (*Ref) isExpr()          {}
+func (*MkRecord) isExpr()     {}
+func (*MkSeq) isExpr()        {}
+func (*MkSet) isExpr()        {}
+func (*MkDict) isExpr()       {}
+func (*MkAttenuate) isExpr()  {}
+func (*NewDataspace) isExpr() {}
+func (*Timestamp) isExpr()    {}
+func (*FacetHandle) isExpr()  {}
+func (*ScriptDir) isExpr()    {}
+func (*Stringify) isExpr()    {}
+func (*Join) isExpr()         {}
+
+// ---------------------------------------------------------------------------
+// Pattern expressions
+
+// Pat computes a dataspace pattern from the environment. Patterns that
+// mention no variable are folded into PConst at compile time.
+type Pat interface {
+	Pos() preserves.Pos
+	isPat()
+}
+
+// PConst is a constant dataspace pattern.
+type PConst struct {
+	At      preserves.Pos
+	Pattern pattern.Pattern
+}
+
+// PLift matches values equal to Value's result (pattern.Lift of it).
+type PLift struct {
+	At    preserves.Pos
+	Value Expr
+}
+
+// PBind captures the value at its position and matches it against Sub.
+type PBind struct {
+	At  preserves.Pos
+	Sub Pat
+}
+
+// PRec matches records labelled by Label's value whose first fields match.
+type PRec struct {
+	At     preserves.Pos
+	Label  Expr
+	Fields []Pat
+}
+
+// PArr matches sequences whose first items match.
+type PArr struct {
+	At    preserves.Pos
+	Items []Pat
+}
+
+// PDict matches dictionaries holding each key with a matching value.
+type PDict struct {
+	At   preserves.Pos
+	Keys []preserves.Value
+	Vals []Pat
+}
+
+func (p *PConst) Pos() preserves.Pos { return p.At }
+func (p *PLift) Pos() preserves.Pos  { return p.At }
+func (p *PBind) Pos() preserves.Pos  { return p.At }
+func (p *PRec) Pos() preserves.Pos   { return p.At }
+func (p *PArr) Pos() preserves.Pos   { return p.At }
+func (p *PDict) Pos() preserves.Pos  { return p.At }
+
+func (*PConst) isPat() {}
+func (*PLift) isPat()  {}
+func (*PBind) isPat()  {}
+func (*PRec) isPat()   {}
+func (*PArr) isPat()   {}
+func (*PDict) isPat()  {}
