@@ -193,7 +193,7 @@ func Instantiate(t Template, bs []preserves.Value) (preserves.Value, bool) {
 		if !ok {
 			return nil, false
 		}
-		p, err := a.Attenuate(x.Caveats)
+		p, err := a.AttenuateCaveats(x.Caveats)
 		if err != nil || p == nil {
 			return nil, false
 		}

@@ -15,7 +15,7 @@ type fakeCap struct {
 	cs   []Caveat
 }
 
-func (f *fakeCap) Attenuate(cs []Caveat) (any, error) {
+func (f *fakeCap) AttenuateCaveats(cs []Caveat) (any, error) {
 	if err := Validate(cs); err != nil {
 		return nil, err
 	}
@@ -77,11 +77,11 @@ func TestScenario46Order(t *testing.T) {
 
 	// Through a (fake) capability attenuated twice.
 	var cap Attenuable = &fakeCap{name: "ds"}
-	p, err := cap.Attenuate([]Caveat{c1})
+	p, err := cap.AttenuateCaveats([]Caveat{c1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err = p.(Attenuable).Attenuate([]Caveat{c2})
+	p, err = p.(Attenuable).AttenuateCaveats([]Caveat{c2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -248,10 +248,13 @@ func (TArr) isTemplate()       {}
 func (TDict) isTemplate()      {}
 
 // Attenuable is implemented by embedded payloads (the runtime's capability
-// type) that an `<attenuate T [C…]>` template can attenuate. Attenuate
-// returns the new payload, which is wrapped in a fresh *preserves.Embedded.
+// type) that an `<attenuate T [C…]>` template can attenuate.
+// AttenuateCaveats returns the new payload, which is wrapped in a fresh
+// *preserves.Embedded. The method is not called Attenuate so that the
+// runtime's *Ref can keep its typed `Attenuate(cs ...Caveat) (*Ref, error)`
+// alongside it.
 type Attenuable interface {
-	Attenuate(cs []Caveat) (any, error)
+	AttenuateCaveats(cs []Caveat) (any, error)
 }
 
 // Symbols and labels of the schema, compared against parsed values.
