@@ -1,0 +1,630 @@
+// Package vm runs compiled scripts (package script/compile) inside a facet
+// of the actor runtime (package dataspace).
+//
+// # Design
+//
+// A run is one *machine: the program, the injected logger and options, and
+// the shared error reporting. It belongs to the actor that called Run: every
+// activation of the script (the top-level body, each During facet, each
+// message handler, each stop handler) executes inside a turn of that actor,
+// so the machine is only ever touched by the goroutine holding that actor's
+// turn lock and needs no locking of its own. Values crossing actors are
+// immutable Preserves values.
+//
+// Each activation walks the instruction tree recursively with its own step
+// counter; before every instruction it checks the step budget
+// (Options.MaxSteps) and the cancellation context (Options.Context).
+//
+// The environment is a persistent list of bindings over the caller's map:
+// `let` and a matching `=~` push bindings that later instructions of the same
+// activation see (blocks are not scopes, services spec §4.9), while a
+// handler captures the list as it is when the handler is installed, in O(1),
+// so later bindings never leak into it.
+//
+// # Errors
+//
+// A run-time error (undefined variable, non-capability target, failed let
+// match, bad attenuation, …) abandons the activation, is logged at error
+// level as `file:line:col: message` through the injected zerolog logger, and
+// stops the facet of that activation: the script's own facet for top-level
+// code, the per-assertion or per-message facet for handler bodies. Nothing
+// else is affected: the actor does not crash (services spec §4.10). An error
+// in a `?-` body abandons only that body (quirk Q7 is not copied).
+package vm
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/caveat"
+	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/script/compile"
+)
+
+// Options configures a run. The zero value is usable (no logging).
+type Options struct {
+	// Logger receives run-time errors and facet-handle warnings.
+	Logger zerolog.Logger
+	// Now is the clock for `timestamp` (default time.Now).
+	Now func() time.Time
+	// MaxSteps bounds the instructions one activation may execute
+	// (0: unbounded). Scripts have no loops, so this only guards against
+	// pathological generated scripts.
+	MaxSteps int
+	// Context, when cancelled, makes every later activation fail with
+	// ErrCancelled before its next instruction.
+	Context context.Context
+	// OnError, if set, is called (inside the failing turn) with every
+	// run-time error after it has been logged.
+	OnError func(*RuntimeError)
+}
+
+// Run runs prog in a fresh child facet of t's active facet, with env as the
+// initial environment, and returns the facet's id. A run-time error is
+// logged and stops only that facet; the returned error is nil in that case
+// too (it reports failure to create the facet only), so callers inside a
+// turn can return it without crashing their actor.
+func Run(t *dataspace.Turn, prog *compile.Program, env map[string]preserves.Value, log zerolog.Logger) (dataspace.FacetID, error) {
+	return RunOptions(t, prog, env, Options{Logger: log})
+}
+
+// RunOptions is Run with options.
+func RunOptions(t *dataspace.Turn, prog *compile.Program, env map[string]preserves.Value, opts Options) (dataspace.FacetID, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	m := &machine{prog: prog, opts: opts, log: opts.Logger}
+	if prog.File != "" {
+		if abs, err := filepath.Abs(prog.File); err == nil {
+			m.dir = filepath.Dir(abs)
+		} else {
+			m.dir = filepath.Dir(prog.File)
+		}
+	} else if s, ok := env["scriptdir"].(preserves.String); ok {
+		m.dir = string(s)
+	} else {
+		m.dir = "."
+	}
+	base := make(map[string]preserves.Value, len(env))
+	for k, v := range env {
+		base[k] = v
+	}
+	return t.Facet(func(t *dataspace.Turn) error {
+		a := &activation{m: m}
+		sc := &scope{base: base}
+		if err := a.exec(t, prog.Body, sc); err != nil {
+			m.fail(t, err)
+			t.Stop()
+		}
+		return nil
+	})
+}
+
+type machine struct {
+	prog *compile.Program
+	opts Options
+	log  zerolog.Logger
+	dir  string
+}
+
+func (m *machine) fail(t *dataspace.Turn, err *RuntimeError) {
+	ev := m.log.Error().Str("file", m.prog.File)
+	if len(err.Trace) > 0 {
+		ev = ev.Str("backtrace", err.Backtrace())
+	}
+	ev.Msg(err.Error())
+	if m.opts.OnError != nil {
+		m.opts.OnError(err)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Environment
+
+type binding struct {
+	name string
+	val  preserves.Value
+	next *binding
+}
+
+// scope is an environment: bindings pushed by this activation over the base
+// map. Copying a scope snapshots it.
+type scope struct {
+	base map[string]preserves.Value
+	top  *binding
+}
+
+func (s *scope) lookup(name string) (preserves.Value, bool) {
+	if name == "." {
+		return s.dict(), true
+	}
+	for b := s.top; b != nil; b = b.next {
+		if b.name == name {
+			return b.val, true
+		}
+	}
+	v, ok := s.base[name]
+	return v, ok
+}
+
+func (s *scope) bind(name string, v preserves.Value) {
+	s.top = &binding{name: name, val: v, next: s.top}
+}
+
+func (s *scope) bindAll(names []string, vals []preserves.Value) {
+	for i, n := range names {
+		if i < len(vals) {
+			s.bind(n, vals[i])
+		}
+	}
+}
+
+// dict is `$.`: the whole environment as a dictionary with symbol keys.
+func (s *scope) dict() preserves.Value {
+	seen := make(map[string]bool)
+	var es []preserves.DictEntry
+	for b := s.top; b != nil; b = b.next {
+		if !seen[b.name] {
+			seen[b.name] = true
+			es = append(es, preserves.DictEntry{Key: preserves.Symbol(b.name), Value: b.val})
+		}
+	}
+	for k, v := range s.base {
+		if !seen[k] {
+			es = append(es, preserves.DictEntry{Key: preserves.Symbol(k), Value: v})
+		}
+	}
+	return preserves.NewDictionary(es...)
+}
+
+// ---------------------------------------------------------------------------
+// Instructions
+
+// activation is one execution of a piece of the program in one facet.
+type activation struct {
+	m     *machine
+	steps int
+	trace []preserves.Pos // enclosing handlers
+}
+
+func (a *activation) errorf(at preserves.Pos, class error, format string, args ...any) *RuntimeError {
+	return &RuntimeError{Pos: at, Msg: fmt.Sprintf(format, args...), Err: class, Trace: a.trace}
+}
+
+// child returns the activation for a handler installed at pos.
+func (a *activation) child(at preserves.Pos) *activation {
+	tr := make([]preserves.Pos, len(a.trace)+1)
+	copy(tr, a.trace)
+	tr[len(a.trace)] = at
+	return &activation{m: a.m, trace: tr}
+}
+
+func (a *activation) exec(t *dataspace.Turn, in compile.Instr, sc *scope) *RuntimeError {
+	a.steps++
+	if max := a.m.opts.MaxSteps; max > 0 && a.steps > max {
+		return a.errorf(in.Pos(), ErrBudget, "step budget of %d instructions exceeded", max)
+	}
+	if ctx := a.m.opts.Context; ctx != nil && ctx.Err() != nil {
+		return a.errorf(in.Pos(), ErrCancelled, "script cancelled: %v", ctx.Err())
+	}
+	switch x := in.(type) {
+	case *compile.Seq:
+		for _, y := range x.Body {
+			if err := a.exec(t, y, sc); err != nil {
+				return err
+			}
+		}
+	case *compile.Assert:
+		r, err := a.target(x.At, x.Target, sc)
+		if err != nil {
+			return err
+		}
+		v, err := a.eval(t, x.Value, sc)
+		if err != nil {
+			return err
+		}
+		t.Assert(r, v)
+	case *compile.Send:
+		r, err := a.target(x.At, x.Target, sc)
+		if err != nil {
+			return err
+		}
+		v, err := a.eval(t, x.Value, sc)
+		if err != nil {
+			return err
+		}
+		t.Message(r, v)
+	case *compile.During:
+		r, err := a.target(x.At, x.Target, sc)
+		if err != nil {
+			return err
+		}
+		p, err := a.pattern(t, x.Pat, sc)
+		if err != nil {
+			return err
+		}
+		snap := *sc
+		t.During(r, p, func(t *dataspace.Turn, caps []preserves.Value) error {
+			b := a.child(x.At)
+			s := snap
+			s.bindAll(x.Binders, caps)
+			if err := b.exec(t, x.Body, &s); err != nil {
+				a.m.fail(t, err)
+				t.Stop()
+			}
+			return nil
+		})
+	case *compile.OnMessage:
+		r, err := a.target(x.At, x.Target, sc)
+		if err != nil {
+			return err
+		}
+		p, err := a.pattern(t, x.Pat, sc)
+		if err != nil {
+			return err
+		}
+		snap := *sc
+		t.OnMessage(r, p, func(t *dataspace.Turn, caps []preserves.Value) error {
+			_, err := t.Facet(func(t *dataspace.Turn) error {
+				b := a.child(x.At)
+				s := snap
+				s.bindAll(x.Binders, caps)
+				if err := b.exec(t, x.Body, &s); err != nil {
+					a.m.fail(t, err)
+					t.Stop()
+				}
+				return nil
+			})
+			return err
+		})
+	case *compile.OnStop:
+		snap := *sc
+		t.OnStop(func(t *dataspace.Turn) error {
+			b := a.child(x.At)
+			s := snap
+			if err := b.exec(t, x.Body, &s); err != nil {
+				// Abandon this body only: its facet is stopping anyway,
+				// and the actor must not crash (quirk Q7).
+				a.m.fail(t, err)
+			}
+			return nil
+		})
+	case *compile.Let:
+		p, err := a.pattern(t, x.Pat, sc)
+		if err != nil {
+			return err
+		}
+		v, err := a.eval(t, x.Expr, sc)
+		if err != nil {
+			return err
+		}
+		caps, ok := pattern.Match(p, v)
+		if !ok {
+			return a.errorf(x.At, ErrNoMatch, "let: %s does not match %s", short(v), short(pattern.ToValue(p)))
+		}
+		sc.bindAll(x.Binders, caps)
+	case *compile.Cond:
+		v, ok := sc.lookup(x.Var)
+		if !ok {
+			return a.errorf(x.At, ErrUndefined, "=~: undefined variable $%s", x.Var)
+		}
+		p, err := a.pattern(t, x.Pat, sc)
+		if err != nil {
+			return err
+		}
+		if caps, ok := pattern.Match(p, v); ok {
+			sc.bindAll(x.Binders, caps)
+			return a.exec(t, x.Then, sc)
+		}
+		return a.exec(t, x.Else, sc)
+	default:
+		return a.errorf(in.Pos(), ErrPattern, "unknown instruction %T", in)
+	}
+	return nil
+}
+
+func (a *activation) target(at preserves.Pos, name string, sc *scope) (*dataspace.Ref, *RuntimeError) {
+	v, ok := sc.lookup(name)
+	if !ok {
+		return nil, a.errorf(at, ErrUndefined, "undefined target variable $%s", name)
+	}
+	r, ok := dataspace.RefOf(v)
+	if !ok {
+		return nil, a.errorf(at, ErrNotCapability, "target $%s is not a capability: %s", name, short(v))
+	}
+	return r, nil
+}
+
+// short renders v for an error message, truncated.
+func short(v preserves.Value) string {
+	s := preserves.FormatText(v)
+	if len(s) > 80 {
+		s = s[:77] + "..."
+	}
+	return s
+}
+
+// ---------------------------------------------------------------------------
+// Expressions
+
+func (a *activation) eval(t *dataspace.Turn, e compile.Expr, sc *scope) (preserves.Value, *RuntimeError) {
+	switch x := e.(type) {
+	case *compile.Const:
+		return x.Value, nil
+	case *compile.Ref:
+		v, ok := sc.lookup(x.Name)
+		if !ok {
+			return nil, a.errorf(x.At, ErrUndefined, "undefined variable $%s", x.Name)
+		}
+		return v, nil
+	case *compile.MkRecord:
+		l, err := a.eval(t, x.Label, sc)
+		if err != nil {
+			return nil, err
+		}
+		fs, err := a.evalAll(t, x.Fields, sc)
+		if err != nil {
+			return nil, err
+		}
+		return preserves.NewRecord(l, fs...), nil
+	case *compile.MkSeq:
+		fs, err := a.evalAll(t, x.Elems, sc)
+		if err != nil {
+			return nil, err
+		}
+		return preserves.Sequence(fs), nil
+	case *compile.MkSet:
+		fs, err := a.evalAll(t, x.Elems, sc)
+		if err != nil {
+			return nil, err
+		}
+		return preserves.NewSet(fs...), nil
+	case *compile.MkDict:
+		es := make([]preserves.DictEntry, len(x.Keys))
+		for i := range x.Keys {
+			k, err := a.eval(t, x.Keys[i], sc)
+			if err != nil {
+				return nil, err
+			}
+			v, err := a.eval(t, x.Vals[i], sc)
+			if err != nil {
+				return nil, err
+			}
+			es[i] = preserves.DictEntry{Key: k, Value: v}
+		}
+		return preserves.NewDictionary(es...), nil
+	case *compile.MkAttenuate:
+		return a.attenuate(t, x, sc)
+	case *compile.NewDataspace:
+		return dataspace.Embed(t.Create(dataspace.NewDataspace())), nil
+	case *compile.Timestamp:
+		return preserves.String(Timestamp(a.m.opts.Now())), nil
+	case *compile.FacetHandle:
+		return dataspace.Embed(t.Create(&facetEntity{id: t.ActiveFacet(), m: a.m, at: x.At})), nil
+	case *compile.ScriptDir:
+		return preserves.String(a.m.dir), nil
+	case *compile.Stringify:
+		v, err := a.eval(t, x.X, sc)
+		if err != nil {
+			return nil, err
+		}
+		if hasEmbedded(v) {
+			return nil, a.errorf(x.At, ErrStringify, "stringify: value contains a capability")
+		}
+		return preserves.String(preserves.FormatText(v)), nil
+	case *compile.Join:
+		sep, err := a.eval(t, x.Sep, sc)
+		if err != nil {
+			return nil, err
+		}
+		ps, err := a.eval(t, x.Pieces, sc)
+		if err != nil {
+			return nil, err
+		}
+		pieces, ok := preserves.Unwrap(ps).(preserves.Sequence)
+		if !ok {
+			pieces = preserves.Sequence{ps}
+		}
+		s, ok := textOf(sep)
+		if !ok {
+			return nil, a.errorf(x.At, ErrStringify, "join: separator contains a capability")
+		}
+		strs := make([]string, len(pieces))
+		for i, p := range pieces {
+			if strs[i], ok = textOf(p); !ok {
+				return nil, a.errorf(x.At, ErrStringify, "join: piece %d contains a capability", i)
+			}
+		}
+		return preserves.String(strings.Join(strs, s)), nil
+	}
+	return nil, a.errorf(e.Pos(), ErrPattern, "unknown expression %T", e)
+}
+
+func (a *activation) evalAll(t *dataspace.Turn, es []compile.Expr, sc *scope) ([]preserves.Value, *RuntimeError) {
+	out := make([]preserves.Value, len(es))
+	for i, e := range es {
+		v, err := a.eval(t, e, sc)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+func (a *activation) attenuate(t *dataspace.Turn, x *compile.MkAttenuate, sc *scope) (preserves.Value, *RuntimeError) {
+	v, ok := sc.lookup(x.Var)
+	if !ok {
+		return nil, a.errorf(x.At, ErrUndefined, "attenuation: undefined variable $%s", x.Var)
+	}
+	r, ok := dataspace.RefOf(v)
+	if !ok {
+		return nil, a.errorf(x.At, ErrNotCapability, "attenuation: $%s is not a capability: %s", x.Var, short(v))
+	}
+	cv, err := a.eval(t, x.Caveats, sc)
+	if err != nil {
+		return nil, err
+	}
+	cs, cerr := caveat.ListFromValue(cv)
+	if cerr != nil {
+		return nil, a.errorf(x.At, ErrAttenuation, "attenuation: %v", cerr)
+	}
+	nr, aerr := r.Attenuate(cs...)
+	if aerr != nil {
+		return nil, a.errorf(x.At, ErrAttenuation, "attenuation: %v", aerr)
+	}
+	return dataspace.Embed(nr), nil
+}
+
+// textOf is join's "converted to a string": a string's contents, any other
+// value's Preserves text; false if v holds a capability.
+func textOf(v preserves.Value) (string, bool) {
+	if s, ok := preserves.Unwrap(v).(preserves.String); ok {
+		return string(s), true
+	}
+	if hasEmbedded(v) {
+		return "", false
+	}
+	return preserves.FormatText(v), true
+}
+
+func hasEmbedded(v preserves.Value) bool {
+	switch x := preserves.Unwrap(v).(type) {
+	case *preserves.Embedded:
+		return true
+	case *preserves.Record:
+		if hasEmbedded(x.Label) {
+			return true
+		}
+		for _, f := range x.Fields {
+			if hasEmbedded(f) {
+				return true
+			}
+		}
+	case preserves.Sequence:
+		for _, f := range x {
+			if hasEmbedded(f) {
+				return true
+			}
+		}
+	case *preserves.Set:
+		for _, f := range x.Elems() {
+			if hasEmbedded(f) {
+				return true
+			}
+		}
+	case *preserves.Dictionary:
+		for _, en := range x.Entries() {
+			if hasEmbedded(en.Key) || hasEmbedded(en.Value) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Timestamp formats tm in UTC as RFC 3339 with a `+00:00` offset and 0, 3, 6
+// or 9 fractional digits, as few as represent it exactly (services spec
+// §4.5).
+func Timestamp(tm time.Time) string {
+	tm = tm.UTC()
+	ns := tm.Nanosecond()
+	var frac string
+	switch {
+	case ns == 0:
+	case ns%1_000_000 == 0:
+		frac = fmt.Sprintf(".%03d", ns/1_000_000)
+	case ns%1_000 == 0:
+		frac = fmt.Sprintf(".%06d", ns/1_000)
+	default:
+		frac = fmt.Sprintf(".%09d", ns)
+	}
+	return tm.Format("2006-01-02T15:04:05") + frac + "+00:00"
+}
+
+// ---------------------------------------------------------------------------
+// Patterns
+
+func (a *activation) pattern(t *dataspace.Turn, p compile.Pat, sc *scope) (pattern.Pattern, *RuntimeError) {
+	switch x := p.(type) {
+	case *compile.PConst:
+		return x.Pattern, nil
+	case *compile.PLift:
+		v, err := a.eval(t, x.Value, sc)
+		if err != nil {
+			return nil, err
+		}
+		lp, lerr := pattern.LiftChecked(v)
+		if lerr != nil {
+			return nil, a.errorf(x.At, ErrPattern, "cannot match %s: %v", short(v), lerr)
+		}
+		return lp, nil
+	case *compile.PBind:
+		sub, err := a.pattern(t, x.Sub, sc)
+		if err != nil {
+			return nil, err
+		}
+		return pattern.Bind{Pattern: sub}, nil
+	case *compile.PRec:
+		l, err := a.eval(t, x.Label, sc)
+		if err != nil {
+			return nil, err
+		}
+		fs := make([]pattern.Pattern, len(x.Fields))
+		for i, f := range x.Fields {
+			if fs[i], err = a.pattern(t, f, sc); err != nil {
+				return nil, err
+			}
+		}
+		return pattern.Rec(preserves.Strip(l), fs...), nil
+	case *compile.PArr:
+		is := make([]pattern.Pattern, len(x.Items))
+		for i, f := range x.Items {
+			var err *RuntimeError
+			if is[i], err = a.pattern(t, f, sc); err != nil {
+				return nil, err
+			}
+		}
+		return pattern.Arr(is...), nil
+	case *compile.PDict:
+		es := make([]pattern.Entry, len(x.Keys))
+		for i := range x.Keys {
+			sub, err := a.pattern(t, x.Vals[i], sc)
+			if err != nil {
+				return nil, err
+			}
+			es[i] = pattern.Entry{Key: x.Keys[i], Pattern: sub}
+		}
+		return pattern.Dict(es...), nil
+	}
+	return nil, a.errorf(p.Pos(), ErrPattern, "unknown pattern %T", p)
+}
+
+// ---------------------------------------------------------------------------
+// Facet handles
+
+// facetEntity is the value of `facet`: the message `stop` stops the facet
+// that created it; other messages are logged; assertions are ignored.
+type facetEntity struct {
+	dataspace.BaseEntity
+	id dataspace.FacetID
+	m  *machine
+	at preserves.Pos
+}
+
+func (e *facetEntity) Message(t *dataspace.Turn, v preserves.Value) error {
+	if s, ok := preserves.Unwrap(v).(preserves.Symbol); ok && s == "stop" {
+		t.StopFacet(e.id)
+		return nil
+	}
+	e.m.log.Warn().Str("file", e.m.prog.File).
+		Msgf("%s: facet handle ignores message %s (only stop is understood)", e.at, short(v))
+	return nil
+}
