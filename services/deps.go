@@ -1,0 +1,93 @@
+package services
+
+import (
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/preserves"
+)
+
+// BootDependencies starts the dependency tracker of §2.2 in the active
+// facet: during each distinct `<require-service NAME>` in env.Config, a
+// tracker facet asserts `<run-service NAME>` exactly while its obstacle
+// count is zero.
+//
+// The spec describes one tracker actor per NAME; a facet per NAME in this
+// actor behaves identically (everything it asserts vanishes when the
+// requirement does) and costs far less with thousands of services.
+func BootDependencies(t *dataspace.Turn, env Env) {
+	p := pattern.Rec(LabelRequireService, pattern.Capture())
+	t.During(env.Config, p, func(t *dataspace.Turn, caps []preserves.Value) error {
+		trackDependencies(t, env, caps[0])
+		return nil
+	})
+}
+
+// trackDependencies runs in the facet of one requirement.
+func trackDependencies(t *dataspace.Turn, env Env, name preserves.Value) {
+	obstacles := 1 // the initial obstacle, removed after the first sync
+	var run dataspace.Handle
+	rec := NewReconciler(t, func(t *dataspace.Turn) error {
+		switch {
+		case obstacles == 0 && run == 0:
+			run = t.Assert(env.Config, RunService(name))
+		case obstacles != 0 && run != 0:
+			t.Retract(run)
+			run = 0
+		}
+		return nil
+	})
+	change := func(t *dataspace.Turn, d int) {
+		obstacles += d
+		rec.Kick(t)
+	}
+
+	depPat := pattern.Rec(LabelDependsOn, literal(name), pattern.Capture())
+	t.During(env.Config, depPat, func(t *dataspace.Turn, caps []preserves.Value) error {
+		dep := caps[0]
+		if depName, ok := dependeeName(dep); ok {
+			t.Assert(env.Config, RequireService(depName))
+		} else {
+			env.Logger.Warn().Str("service", preserves.FormatText(name)).Str("dependee", preserves.FormatText(dep)).
+				Msg("cannot deduce dependee service name")
+		}
+		change(t, +1)
+		t.OnStop(func(t *dataspace.Turn) error { change(t, -1); return nil })
+		awaited, err := pattern.LiftChecked(dep)
+		if err != nil {
+			// A set cannot be a dataspace pattern: the obstacle stays.
+			env.Logger.Warn().Str("service", preserves.FormatText(name)).Str("dependee", preserves.FormatText(dep)).Err(err).
+				Msg("dependee cannot be observed")
+			return nil
+		}
+		// Several matching assertions yield one (empty) capture tuple,
+		// so they count once.
+		t.During(env.Config, awaited, func(t *dataspace.Turn, _ []preserves.Value) error {
+			change(t, -1)
+			t.OnStop(func(t *dataspace.Turn) error { change(t, +1); return nil })
+			return nil
+		})
+		return nil
+	})
+	t.Sync(env.Config, func(t *dataspace.Turn) error {
+		change(t, -1)
+		return nil
+	})
+}
+
+// dependeeName extracts DEPNAME from `<service-state DEPNAME _>`.
+func dependeeName(dep preserves.Value) (preserves.Value, bool) {
+	r, ok := preserves.Unwrap(dep).(*preserves.Record)
+	if !ok || preserves.Unwrap(r.Label) != LabelServiceState || len(r.Fields) < 2 {
+		return nil, false
+	}
+	return r.Fields[0], true
+}
+
+// literal is the pattern matching v field by field (extensibly), or
+// exactly when v cannot be lifted (it contains a set).
+func literal(v preserves.Value) pattern.Pattern {
+	if p, err := pattern.LiftChecked(v); err == nil {
+		return p
+	}
+	return pattern.Lit{Value: v}
+}

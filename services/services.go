@@ -1,0 +1,124 @@
+// Package services is the service framework of the server (services spec
+// §2): the vocabulary of service.prs, the dependency tracker that turns
+// `<require-service NAME>` into `<run-service NAME>` once NAME's
+// `depends-on` dependees are in their awaited states, the supervisor that
+// runs a service's worker actor with the restart rules of §2.3 and reports
+// `<service-state NAME S>`, and built-in milestones.
+//
+// Every service package (daemon, config watcher, gatekeeper, listeners)
+// exposes `Boot(t *dataspace.Turn, env services.Env) error` and reacts to
+// `<run-service NAME>` assertions in env.Config. Services never import each
+// other: they coordinate only through assertions in the config dataspace.
+//
+// # Facet ownership
+//
+// An assertion belongs to the facet that was active when it was made, and a
+// stop action runs with the stopped facet's parent active. Bookkeeping that
+// is changed from many nested facets (the tracker's obstacle count, a
+// daemon's ready counters) therefore does not assert directly: it kicks a
+// [Reconciler], an entity living in the owning facet, which recomputes the
+// assertion in a turn of its own with the right facet active.
+package services
+
+import (
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/preserves"
+)
+
+// Labels and states of service.prs.
+const (
+	LabelRequireService = preserves.Symbol("require-service")
+	LabelRunService     = preserves.Symbol("run-service")
+	LabelServiceState   = preserves.Symbol("service-state")
+	LabelServiceObject  = preserves.Symbol("service-object")
+	LabelDependsOn      = preserves.Symbol("depends-on")
+	LabelRestartService = preserves.Symbol("restart-service")
+
+	StateStarted  = preserves.Symbol("started")
+	StateReady    = preserves.Symbol("ready")
+	StateFailed   = preserves.Symbol("failed")
+	StateComplete = preserves.Symbol("complete")
+)
+
+// RequireService returns `<require-service name>`.
+func RequireService(name preserves.Value) preserves.Value {
+	return preserves.NewRecord(LabelRequireService, name)
+}
+
+// RunService returns `<run-service name>`.
+func RunService(name preserves.Value) preserves.Value {
+	return preserves.NewRecord(LabelRunService, name)
+}
+
+// ServiceState returns `<service-state name state>`.
+func ServiceState(name, state preserves.Value) preserves.Value {
+	return preserves.NewRecord(LabelServiceState, name, state)
+}
+
+// DependsOn returns `<depends-on depender dependee>`.
+func DependsOn(depender, dependee preserves.Value) preserves.Value {
+	return preserves.NewRecord(LabelDependsOn, depender, dependee)
+}
+
+// RestartService returns the message `<restart-service name>`.
+func RestartService(name preserves.Value) preserves.Value {
+	return preserves.NewRecord(LabelRestartService, name)
+}
+
+// Boot starts the framework's permanent observers in env.Config: the
+// dependency tracker (§2.2) and built-in milestones (§2.7).
+func Boot(t *dataspace.Turn, env Env) error {
+	BootDependencies(t, env)
+	BootMilestones(t, env)
+	return nil
+}
+
+// BootMilestones makes `<milestone NAME>` a built-in service: on
+// `<run-service <milestone NAME>>` it asserts `started` and `ready` for it,
+// exactly like the boot-script rule of §2.7 (the two coexist: the dataspace
+// merges the identical assertions).
+func BootMilestones(t *dataspace.Turn, env Env) {
+	p := pattern.Rec(LabelRunService, pattern.Bind{Pattern: pattern.Rec(preserves.Symbol("milestone"), pattern.Discard{})})
+	t.During(env.Config, p, func(t *dataspace.Turn, caps []preserves.Value) error {
+		t.Assert(env.Config, ServiceState(caps[0], StateStarted))
+		t.Assert(env.Config, ServiceState(caps[0], StateReady))
+		return nil
+	})
+}
+
+// Reconciler recomputes some derived state in the facet that created it.
+// Kick may be called from any facet of the same actor during a turn; the
+// reconcile function then runs once, in a later turn, with the creating
+// facet active (so what it asserts belongs to that facet). Kicks before the
+// reconcile turn are coalesced.
+type Reconciler struct {
+	ref     *dataspace.Ref
+	pending bool
+}
+
+type reconcileEntity struct {
+	dataspace.BaseEntity
+	r  *Reconciler
+	fn func(t *dataspace.Turn) error
+}
+
+func (e *reconcileEntity) Message(t *dataspace.Turn, _ preserves.Value) error {
+	e.r.pending = false
+	return e.fn(t)
+}
+
+// NewReconciler creates a Reconciler in the active facet.
+func NewReconciler(t *dataspace.Turn, fn func(t *dataspace.Turn) error) *Reconciler {
+	r := &Reconciler{}
+	r.ref = t.Create(&reconcileEntity{r: r, fn: fn})
+	return r
+}
+
+// Kick schedules a reconcile turn unless one is pending.
+func (r *Reconciler) Kick(t *dataspace.Turn) {
+	if !r.pending {
+		r.pending = true
+		t.Message(r.ref, preserves.Bool(true))
+	}
+}
