@@ -165,6 +165,10 @@ func (r *TextReader) Next() (v Value, err error) {
 	}()
 	defer r.recoverErr(&err)
 	r.compact()
+	if r.trk.off <= r.base+r.pos {
+		// Earlier positions in this value can be recomputed from here.
+		r.chk = r.trk
+	}
 	r.skipWS()
 	if !r.more() {
 		return nil, io.EOF
@@ -434,11 +438,14 @@ func (r *TextReader) readValue() Value {
 				continue
 			}
 		}
-		start := r.pos
-		v := r.readItem(c)
 		if r.opts.Positions {
-			return &Annotated{Anns: anns, Comment: comments, Pos: r.posAt(start), Item: v}
+			// Computed before the children's positions, so that position
+			// requests stay in source order and each costs only the bytes
+			// since the previous one.
+			p := r.posAt(r.pos)
+			return &Annotated{Anns: anns, Comment: comments, Pos: p, Item: r.readItem(c)}
 		}
+		v := r.readItem(c)
 		if len(anns) > 0 {
 			return &Annotated{Anns: anns, Comment: comments, Item: v}
 		}
