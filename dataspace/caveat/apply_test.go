@@ -159,6 +159,7 @@ func TestScenario48Validate(t *testing.T) {
 			if !errors.As(err, &e) || e.Msg == "" {
 				t.Fatalf("error %v is not a detailed *Error", err)
 			}
+			t.Log(err)
 			other := ErrUnboundRef
 			if tc.want == ErrUnboundRef {
 				other = ErrBindingUnderNegation
@@ -410,6 +411,15 @@ func TestHandBuiltNilsFailClosed(t *testing.T) {
 	for j, c := range cs {
 		if got, ok := Apply([]Caveat{c}, dict()); ok {
 			t.Errorf("caveat %d passed as %v", j, got)
+		}
+		// Validate refuses them all, before anything could render them.
+		if err := Validate([]Caveat{c}); !errors.Is(err, ErrNilValue) {
+			t.Errorf("Validate(caveat %d) = %v, want ErrNilValue", j, err)
+		}
+	}
+	for j, c := range []Caveat{Reject{}, Reject{Pattern: PNot{Pattern: PArr{Items: []Pattern{nil}}}}, Unknown{}} {
+		if err := Validate([]Caveat{c}); !errors.Is(err, ErrNilValue) {
+			t.Errorf("Validate(incomplete %d) = %v, want ErrNilValue", j, err)
 		}
 	}
 }

@@ -70,6 +70,8 @@ var (
 type Error struct {
 	Err error  // one of the sentinel errors above
 	Msg string // what exactly went wrong
+
+	named bool // Msg already quotes the offending rewrite
 }
 
 func (e *Error) Error() string {

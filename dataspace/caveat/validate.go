@@ -1,6 +1,7 @@
 package caveat
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/syndicate-go/syndicate/preserves"
@@ -30,6 +31,16 @@ func validateList(cs []Caveat, path string) error {
 					return err
 				}
 			}
+		case Reject:
+			// Binds are harmless in a reject (nothing is instantiated),
+			// so only completeness is checked.
+			if _, err := countBinds(x.Pattern, false, false, where); err != nil {
+				return err
+			}
+		case Unknown:
+			if x.Value == nil {
+				return errorf(ErrNilValue, "%s: unknown caveat without a value", where)
+			}
 		case nil:
 			return errorf(ErrNilValue, "%s is nil", where)
 		}
@@ -38,49 +49,69 @@ func validateList(cs []Caveat, path string) error {
 }
 
 func validateRewrite(r Rewrite, where string) error {
-	n, err := countBinds(r.Pattern, false, where)
-	if err != nil {
-		return err
+	n, err := countBinds(r.Pattern, false, true, where)
+	if err == nil {
+		err = validateTemplate(r.Template, n, where)
 	}
-	return validateTemplate(r.Template, n, where)
+	// Name the innermost offending rewrite, which is complete (no nils)
+	// unless the error says otherwise.
+	var e *Error
+	if errors.As(err, &e) && e.Err != ErrNilValue && !e.named {
+		e.Msg += " in " + preserves.FormatText(rewriteValue(r))
+		e.named = true
+	}
+	return err
 }
 
-// countBinds returns the number of binds in p, failing on a bind that sits
-// under a negation.
-func countBinds(p Pattern, negated bool, where string) (int, error) {
+// countBinds returns the number of binds in p. With strict, a bind under a
+// negation is an error. Hand-built patterns with nil parts are refused with
+// ErrNilValue, so that ToValue and Apply never meet them.
+func countBinds(p Pattern, negated, strict bool, where string) (int, error) {
 	switch x := p.(type) {
+	case nil:
+		return 0, errorf(ErrNilValue, "%s: missing pattern", where)
 	case PBind:
-		if negated {
+		if negated && strict {
 			return 0, errorf(ErrBindingUnderNegation, "%s: <bind …> inside <not …>", where)
 		}
-		n, err := countBinds(x.Pattern, negated, where)
+		n, err := countBinds(x.Pattern, negated, strict, where)
 		return n + 1, err
 	case PNot:
-		return countBinds(x.Pattern, true, where)
+		return countBinds(x.Pattern, true, strict, where)
 	case PAnd:
-		return countAll(x.Patterns, negated, where)
+		return countAll(x.Patterns, negated, strict, where)
 	case PRec:
-		return countAll(x.Fields, negated, where)
+		if x.Label == nil {
+			return 0, errorf(ErrNilValue, "%s: record pattern without a label", where)
+		}
+		return countAll(x.Fields, negated, strict, where)
 	case PArr:
-		return countAll(x.Items, negated, where)
+		return countAll(x.Items, negated, strict, where)
 	case PDict:
 		total := 0
 		for _, e := range x.Entries {
-			n, err := countBinds(e.Pattern, negated, where)
+			if e.Key == nil {
+				return 0, errorf(ErrNilValue, "%s: dictionary pattern with a nil key", where)
+			}
+			n, err := countBinds(e.Pattern, negated, strict, where)
 			if err != nil {
 				return 0, err
 			}
 			total += n
 		}
 		return total, nil
+	case Lit:
+		if x.Value == nil {
+			return 0, errorf(ErrNilValue, "%s: literal without a value", where)
+		}
 	}
 	return 0, nil
 }
 
-func countAll(ps []Pattern, negated bool, where string) (int, error) {
+func countAll(ps []Pattern, negated, strict bool, where string) (int, error) {
 	total := 0
 	for _, q := range ps {
-		n, err := countBinds(q, negated, where)
+		n, err := countBinds(q, negated, strict, where)
 		if err != nil {
 			return 0, err
 		}
@@ -91,6 +122,12 @@ func countAll(ps []Pattern, negated bool, where string) (int, error) {
 
 func validateTemplate(t Template, binds int, where string) error {
 	switch x := t.(type) {
+	case nil:
+		return errorf(ErrNilValue, "%s: missing template", where)
+	case Lit:
+		if x.Value == nil {
+			return errorf(ErrNilValue, "%s: literal without a value", where)
+		}
 	case TRef:
 		if x.big != nil || x.Binding < 0 || x.Binding >= int64(binds) {
 			n := fmt.Sprint(x.Binding)
@@ -105,6 +142,9 @@ func validateTemplate(t Template, binds int, where string) error {
 		}
 		return validateList(x.Caveats, where+": attenuate ")
 	case TRec:
+		if x.Label == nil {
+			return errorf(ErrNilValue, "%s: record template without a label", where)
+		}
 		for _, f := range x.Fields {
 			if err := validateTemplate(f, binds, where); err != nil {
 				return err
@@ -118,6 +158,9 @@ func validateTemplate(t Template, binds int, where string) error {
 		}
 	case TDict:
 		for _, e := range x.Entries {
+			if e.Key == nil {
+				return errorf(ErrNilValue, "%s: dictionary template with a nil key", where)
+			}
 			if err := validateTemplate(e.Template, binds, where); err != nil {
 				return err
 			}
