@@ -1,0 +1,72 @@
+package config
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/preserves"
+)
+
+// These tests exercise the integration with the real script compiler and VM.
+
+func TestScenario31ScriptdirAndEnvironment(t *testing.T) {
+	dir := tempRoot(t)
+	writeAtomic(t, filepath.Join(dir, "sub/x.pr"), "let ?d = scriptdir\n<dir $d>\n<greeting $extra>\n")
+	w := newWorld(t, testOptions())
+	env := preserves.NewDictionary(
+		preserves.DictEntry{Key: preserves.Symbol("config"), Value: dataspace.Embed(w.cfg)},
+		preserves.DictEntry{Key: preserves.Symbol("extra"), Value: preserves.String("hi")},
+	)
+	name := watcherName(dir, env)
+	w.run(name)
+	w.waitHas(stateText(name, "ready"))
+	for _, v := range []string{
+		fmt.Sprintf("<dir %s>", strconv.Quote(filepath.Join(dir, "sub"))),
+		`<greeting "hi">`,
+	} {
+		if !w.has(v) {
+			t.Errorf("missing %s; live: %v", v, w.liveWith("<"))
+		}
+	}
+}
+
+func TestBindingsArePrivateToEachFile(t *testing.T) {
+	dir := tempRoot(t)
+	writeAtomic(t, filepath.Join(dir, "a.pr"), "let ?x = 1\n<a $x>\n")
+	writeAtomic(t, filepath.Join(dir, "b.pr"), "<b-before>\n<b $x>\n")
+	w := newWorld(t, testOptions())
+	w.startWatcher(dir)
+	if !w.has("<a 1>") {
+		t.Fatal("a.pr did not run")
+	}
+	// b.pr's $x is undefined: a run-time error that stops only b's facet.
+	w.waitLog(filepath.Join(dir, "b.pr") + ":2:")
+	w.barrier(dir)
+	if w.has("<b-before>") {
+		t.Fatal("b.pr's facet survived its run-time error")
+	}
+	if !w.has("<a 1>") {
+		t.Fatal("a run-time error in b.pr affected a.pr")
+	}
+}
+
+func TestScenario36NestedWatcherSeesAllVariables(t *testing.T) {
+	outer := tempRoot(t)
+	inner := tempRoot(t)
+	writeAtomic(t, filepath.Join(inner, "in.pr"), "<inner $marker>\n")
+	writeAtomic(t, filepath.Join(outer, "out.pr"),
+		fmt.Sprintf("let ?marker = 7\n<run-service <config-watcher %s $.>>\n", strconv.Quote(inner)))
+	w := newWorld(t, testOptions())
+	w.startWatcher(outer)
+	w.waitHas("<inner 7>")
+	// Editing the inner tree works through the nested watcher.
+	writeAtomic(t, filepath.Join(inner, "in.pr"), "<inner2 $marker>\n")
+	w.waitHas("<inner2 7>")
+	w.waitGone("<inner 7>")
+	// Removing the outer file withdraws the nested watcher and its scripts.
+	writeAtomic(t, filepath.Join(outer, "out.pr"), "<empty>\n")
+	w.waitGone("<inner2 7>")
+}

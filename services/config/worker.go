@@ -1,0 +1,156 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/rs/zerolog"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/preserves"
+)
+
+// ErrCanonicalise wraps the failure to make PATH absolute and resolve its
+// symlinks (e.g. it does not exist yet); the worker fails and the supervisor
+// retries (§3.1 step 2).
+var ErrCanonicalise = errors.New("config: cannot canonicalise path")
+
+// runner is the script layer as the worker sees it: compile a file, run a
+// compiled program in a fresh child facet. The default is scriptRunner
+// (script/compile + script/vm); tests substitute a lighter one.
+type runner interface {
+	compile(file string, src []byte) (any, error)
+	run(t *dataspace.Turn, prog any, env map[string]preserves.Value, log zerolog.Logger) (dataspace.FacetID, error)
+}
+
+// worker is one incarnation of a config watcher: an actor whose main facet
+// holds one child facet per loaded script. Its fields are touched only in
+// turns of its actor.
+type worker struct {
+	name preserves.Value
+	path string
+	env  map[string]preserves.Value
+	cfg  *dataspace.Ref
+	log  zerolog.Logger
+	opts Options
+
+	files map[string]dataspace.FacetID // script path → facet running it
+}
+
+func (w *worker) boot(t *dataspace.Turn) error {
+	w.files = map[string]dataspace.FacetID{}
+	// §2.4: restart-service stops the worker normally; the supervisor
+	// ("always") then restarts it.
+	t.OnMessage(w.cfg, pattern.Rec(symRestartService, pattern.Lift(w.name)), func(t *dataspace.Turn, _ []preserves.Value) error {
+		w.log.Info().Msg("restart requested")
+		t.StopRoot()
+		return nil
+	})
+
+	abs, err := filepath.Abs(w.path)
+	if err == nil {
+		abs, err = filepath.EvalSymlinks(abs)
+	}
+	if err != nil {
+		return fmt.Errorf("%w %q: %w", ErrCanonicalise, w.path, err)
+	}
+	wopts := w.opts.Watch
+	wopts.Logger = w.log
+	wt, err := NewWatcher(abs, wopts)
+	if err != nil {
+		return err
+	}
+
+	// The watcher goroutine is a linked task of this (main) facet: it ends
+	// when the facet stops or the actor dies. It first waits for this boot
+	// turn to finish (Activate takes the turn lock), so the initial scan
+	// below hands the watcher's model over to it race-free, and a boot turn
+	// that fails still gets the watcher closed.
+	fr := t.FacetRef()
+	t.LinkedTask("config-watcher", func(ctx context.Context) error {
+		defer wt.Close()
+		if !fr.Activate(func(*dataspace.Turn) error { return nil }) {
+			return nil
+		}
+		return wt.Run(ctx, func(cs []Change) bool {
+			return fr.Activate(func(t *dataspace.Turn) error {
+				w.apply(t, cs)
+				return nil
+			})
+		})
+	})
+
+	// §3.3: the whole initial scan, and readiness, in this one turn.
+	w.apply(t, wt.Scan())
+	t.Assert(w.cfg, serviceState(w.name, stateReady))
+	return nil
+}
+
+// apply runs one batch of changes as part of the current turn, with the
+// worker's main facet active (§3.4). Every new version is started before any
+// replaced version is stopped, so assertions common to both never disappear.
+func (w *worker) apply(t *dataspace.Turn, cs []Change) {
+	var old []dataspace.FacetID
+	for _, c := range cs {
+		prev, had := w.files[c.Path]
+		if c.Removed {
+			if had {
+				delete(w.files, c.Path)
+				old = append(old, prev)
+				w.log.Info().Str("path", c.Path).Msg("removed")
+			}
+			continue
+		}
+		prog, err := w.opts.runner.compile(c.Path, c.Src)
+		if err != nil {
+			w.logErrors(err)
+			var syn *preserves.Error
+			if errors.As(err, &syn) {
+				// A Preserves syntax failure keeps the previous version
+				// running (§3.5 step 2).
+				continue
+			}
+			// Compile errors: the previous version stops and nothing
+			// replaces it (§3.5 step 3).
+			if had {
+				delete(w.files, c.Path)
+				old = append(old, prev)
+			}
+			continue
+		}
+		env := make(map[string]preserves.Value, len(w.env)+1)
+		for k, v := range w.env {
+			env[k] = v
+		}
+		env["scriptdir"] = preserves.String(filepath.Dir(c.Path))
+		id, err := w.opts.runner.run(t, prog, env, w.log)
+		if err != nil {
+			// A run-time error stops only the new facet; the file still
+			// counts as processed (§3.5 step 4).
+			w.log.Error().Err(err).Str("path", c.Path).Msg("script failed")
+		}
+		if had {
+			old = append(old, prev)
+		}
+		w.files[c.Path] = id
+		w.log.Info().Str("path", c.Path).Msg("processed")
+	}
+	for _, id := range old {
+		t.StopFacet(id)
+	}
+}
+
+// logErrors logs each error of a list on its own line, as
+// `file:line:col: message`.
+func (w *worker) logErrors(err error) {
+	if l, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range l.Unwrap() {
+			w.log.Error().Msg(e.Error())
+		}
+		return
+	}
+	w.log.Error().Msg(err.Error())
+}
