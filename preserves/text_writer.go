@@ -127,6 +127,15 @@ func (w *textWriter) pretty(v Value, depth int) {
 				w.newline(depth)
 			}
 		}
+		// With the annotations on lines of their own the item may fit.
+		mark = len(w.buf)
+		w.limit = mark + max(textWidth-w.column(), 0)
+		ok := w.compact(item)
+		w.limit = math.MaxInt
+		if ok {
+			return
+		}
+		w.buf = w.buf[:mark]
 	}
 	switch x := item.(type) {
 	case *Record:
