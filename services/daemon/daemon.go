@@ -31,6 +31,8 @@ type Options struct {
 	// Now stamps log records and drives the supervisor's window
 	// (time.Now if nil).
 	Now func() time.Time
+	// Supervise tunes the per-daemon supervisor (zero: the spec's delays).
+	Supervise services.SuperviseOptions
 }
 
 // Boot installs the daemon service in the active facet with default
@@ -45,15 +47,19 @@ func Boot(t *dataspace.Turn, env services.Env) error {
 type Service struct {
 	runner *Runner
 	now    func() time.Time
+	sup    services.SuperviseOptions
 }
 
 // BootWith is Boot with options. The returned Service's Wait reports when
 // leftover process groups have been terminated (after the actor system has
 // shut down).
 func BootWith(t *dataspace.Turn, env services.Env, opts Options) (*Service, error) {
-	s := &Service{runner: NewRunner(opts.Clock), now: opts.Now}
+	s := &Service{runner: NewRunner(opts.Clock), now: opts.Now, sup: opts.Supervise}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.sup.Now == nil {
+		s.sup.Now = s.now
 	}
 	p := pattern.Rec(services.LabelRunService, pattern.Bind{Pattern: pattern.Rec(labelDaemon)})
 	t.During(env.Config, p, func(t *dataspace.Turn, caps []preserves.Value) error {
@@ -85,7 +91,7 @@ func (s *Service) runDaemon(t *dataspace.Turn, env services.Env, name preserves.
 			services.Supervise(t, env, name, services.OnErrorOnly, preserves.FormatText(name),
 				func(t *dataspace.Turn, degrade *dataspace.Ref) error {
 					return s.worker(t, env, log, name, id, degrade)
-				}, services.SuperviseOptions{Now: s.now})
+				}, s.sup)
 			return nil
 		})
 	}

@@ -1,0 +1,208 @@
+package daemon
+
+// Test harness: an actor system with a config and a log dataspace, a
+// driver actor the test asserts through, and a mirror of every assertion in
+// the config dataspace plus every message sent to the log dataspace.
+// (A copy of services/harness_test.go: test helpers cannot be shared
+// between packages without exporting them.)
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services"
+)
+
+type harness struct {
+	tb     testing.TB
+	sys    *dataspace.System
+	env    services.Env
+	driver dataspace.FacetRef
+
+	mu       sync.Mutex
+	present  map[dataspace.Handle]preserves.Value
+	history  []string // "+V" / "-V" in arrival order
+	messages []preserves.Value
+	warns    *logSink
+}
+
+// logSink counts zerolog events by level and keeps their messages.
+type logSink struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (s *logSink) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	s.lines = append(s.lines, string(p))
+	s.mu.Unlock()
+	return len(p), nil
+}
+
+func (s *logSink) all() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.lines...)
+}
+
+type mirror struct {
+	dataspace.BaseEntity
+	h *harness
+}
+
+func (m *mirror) Assert(_ *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
+	caps := preserves.Unwrap(v).(preserves.Sequence)
+	m.h.mu.Lock()
+	m.h.present[h] = caps[0]
+	m.h.history = append(m.h.history, "+"+preserves.FormatText(caps[0]))
+	m.h.mu.Unlock()
+	return nil
+}
+
+func (m *mirror) Retract(_ *dataspace.Turn, h dataspace.Handle) error {
+	m.h.mu.Lock()
+	if v, ok := m.h.present[h]; ok {
+		m.h.history = append(m.h.history, "-"+preserves.FormatText(v))
+		delete(m.h.present, h)
+	}
+	m.h.mu.Unlock()
+	return nil
+}
+
+func (m *mirror) Message(_ *dataspace.Turn, v preserves.Value) error {
+	caps := preserves.Unwrap(v).(preserves.Sequence)
+	m.h.mu.Lock()
+	m.h.messages = append(m.h.messages, caps[0])
+	m.h.mu.Unlock()
+	return nil
+}
+
+// newHarness boots the dataspaces, the mirror and the given services.
+func newHarness(tb testing.TB, boots ...func(t *dataspace.Turn, env services.Env) error) *harness {
+	tb.Helper()
+	g0 := runtime.NumGoroutine()
+	h := &harness{tb: tb, present: map[dataspace.Handle]preserves.Value{}, warns: &logSink{}}
+	h.sys = dataspace.NewSystem(dataspace.Options{})
+	ready := make(chan struct{})
+	h.sys.Spawn("harness", func(t *dataspace.Turn) error {
+		t.PreventInertCheck()
+		cfg := t.Create(dataspace.NewDataspace())
+		logDS := t.Create(dataspace.NewDataspace())
+		h.env = services.Env{Config: cfg, Log: logDS, Logger: zerolog.New(h.warns)}
+		m := t.Create(&mirror{h: h})
+		everything := pattern.Capture()
+		t.Assert(cfg, dataspace.Observe(everything, m))
+		t.Assert(logDS, dataspace.Observe(everything, m))
+		for _, b := range boots {
+			if err := b(t, h.env); err != nil {
+				return err
+			}
+		}
+		_, _ = t.Facet(func(t *dataspace.Turn) error {
+			t.PreventInertCheck()
+			h.driver = t.FacetRef()
+			close(ready)
+			return nil
+		})
+		return nil
+	})
+	<-ready
+	fd0 := countFDs()
+	tb.Cleanup(func() {
+		defer func() {
+			eventually(tb, 10*time.Second, func() bool { return Len() == 0 && countFDs() <= fd0 },
+				"children %d, fds %d (was %d)", Len(), countFDs(), fd0)
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := h.sys.Shutdown(ctx); err != nil {
+			tb.Errorf("shutdown: %v", err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for runtime.NumGoroutine() > g0 {
+			if time.Now().After(deadline) {
+				buf := make([]byte, 1<<20)
+				tb.Errorf("goroutines leaked: %d > %d\n%s", runtime.NumGoroutine(), g0, buf[:runtime.Stack(buf, true)])
+				return
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	})
+	return h
+}
+
+// assert makes v in the config dataspace from the driver; the returned
+// function retracts it.
+func (h *harness) assert(v preserves.Value) func() {
+	var hd dataspace.Handle
+	h.driver.Activate(func(t *dataspace.Turn) error { hd = t.Assert(h.env.Config, v); return nil })
+	return func() {
+		h.driver.Activate(func(t *dataspace.Turn) error { t.Retract(hd); return nil })
+	}
+}
+
+func (h *harness) send(ds *dataspace.Ref, v preserves.Value) {
+	h.driver.Activate(func(t *dataspace.Turn) error { t.Message(ds, v); return nil })
+}
+
+func (h *harness) has(v preserves.Value) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, x := range h.present {
+		if preserves.Equal(x, v) {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *harness) countHistory(entry string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, e := range h.history {
+		if e == entry {
+			n++
+		}
+	}
+	return n
+}
+
+func (h *harness) waitHas(v preserves.Value, want bool) {
+	h.tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for h.has(v) != want {
+		if time.Now().After(deadline) {
+			h.tb.Fatalf("timed out waiting for %v present=%v", v, want)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// roundTrip waits until everything the driver sent so far has been
+// handled by the config dataspace and everything it triggered in the
+// harness actor itself: used to check that something did NOT happen.
+func (h *harness) settle() {
+	h.tb.Helper()
+	for i := 0; i < 5; i++ {
+		done := make(chan struct{})
+		h.driver.Activate(func(t *dataspace.Turn) error {
+			t.Sync(h.env.Config, func(t *dataspace.Turn) error { close(done); return nil })
+			return nil
+		})
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			h.tb.Fatal("sync timed out")
+		}
+	}
+}
+
