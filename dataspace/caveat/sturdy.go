@@ -231,9 +231,19 @@ func SturdyRefFromValue(v preserves.Value) (*SturdyRef, error) {
 	if !ok {
 		return nil, errorf(ErrNotSturdyRef, "expected <ref {…}>")
 	}
-	d, ok := preserves.Unwrap(r.Fields[0]).(*preserves.Dictionary)
+	return ParametersFromValue(r.Fields[0])
+}
+
+// ParametersFromValue parses the Parameters dictionary alone, as found in
+// the detail of a gatekeeper `ref` step: `{oid: any, sig: bytes, caveats:
+// […]}`.
+func ParametersFromValue(v preserves.Value) (*SturdyRef, error) {
+	if v == nil {
+		return nil, errorf(ErrNilValue, "sturdy ref parameters expected")
+	}
+	d, ok := preserves.Unwrap(v).(*preserves.Dictionary)
 	if !ok {
-		return nil, errorf(ErrNotSturdyRef, "ref parameters are a %s, not a dictionary", preserves.Unwrap(r.Fields[0]).Kind())
+		return nil, errorf(ErrNotSturdyRef, "ref parameters are a %s, not a dictionary", preserves.Unwrap(v).Kind())
 	}
 	oid, ok := d.Get(symOid)
 	if !ok {
@@ -262,6 +272,11 @@ func SturdyRefFromValue(v preserves.Value) (*SturdyRef, error) {
 // ToValue renders the ref as `<ref {oid: …, sig: …, caveats: […]}>`,
 // with the caveats key only when CaveatsPresent (or BadCaveats) says so.
 func (sr *SturdyRef) ToValue() preserves.Value {
+	return preserves.NewRecord(symRef, sr.Parameters())
+}
+
+// Parameters renders the Parameters dictionary alone (ToValue's field).
+func (sr *SturdyRef) Parameters() preserves.Value {
 	es := []preserves.DictEntry{
 		{Key: symOid, Value: sr.OID},
 		{Key: symSig, Value: preserves.ByteStringFrom(sr.Sig)},
@@ -272,5 +287,5 @@ func (sr *SturdyRef) ToValue() preserves.Value {
 	case sr.CaveatsPresent || len(sr.Caveats) > 0:
 		es = append(es, preserves.DictEntry{Key: symCaveats, Value: ListToValue(sr.Caveats)})
 	}
-	return preserves.NewRecord(symRef, preserves.NewDictionary(es...))
+	return preserves.NewDictionary(es...)
 }

@@ -266,6 +266,25 @@ func TestSturdyRefFromValueShapes(t *testing.T) {
 	if _, err := SturdyRefFromValue(nil); !errors.Is(err, ErrNilValue) {
 		t.Errorf("nil: %v", err)
 	}
+
+	// The Parameters dictionary on its own (a gatekeeper step's detail).
+	params := parseText(t, "{oid: a-service sig: #[JTTGQeYCgohMXW/2S2XH8g==]}")
+	sr, err := ParametersFromValue(params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sr.Validate([]byte("hello")); err != nil {
+		t.Errorf("parameters: %v", err)
+	}
+	if !preserves.Equal(sr.Parameters(), params) {
+		t.Errorf("Parameters() = %v", sr.Parameters())
+	}
+	if _, err := ParametersFromValue(parseText(t, "[oid a-service]")); !errors.Is(err, ErrNotSturdyRef) {
+		t.Errorf("non-dictionary parameters: %v", err)
+	}
+	if _, err := ParametersFromValue(nil); !errors.Is(err, ErrNilValue) {
+		t.Errorf("nil parameters: %v", err)
+	}
 }
 
 func TestSturdyAttenuate(t *testing.T) {
