@@ -73,3 +73,57 @@ func BenchmarkWatcherWriteToChange(b *testing.B) {
 	}
 	reportLatencies(b, lat)
 }
+
+// BenchmarkWriteToAssertion measures the whole service: from writing a
+// script to its assertion being visible to an observer of the config
+// dataspace (watcher, compile, VM, dataspace routing). Two write styles:
+// os.WriteFile (truncate + write) and an editor's atomic save (temporary
+// file renamed over the script).
+//
+//	go test -run '^$' -bench WriteToAssertion -benchtime 200x ./services/config/
+func BenchmarkWriteToAssertion(b *testing.B) {
+	for _, mode := range []string{"plain", "atomic"} {
+		b.Run(mode, func(b *testing.B) {
+			dir := tempRoot(b)
+			p := filepath.Join(dir, "bench.pr")
+			w := newWorld(b, testOptions())
+			w.rec.mu.Lock()
+			w.rec.notify = make(chan string, 1024)
+			w.rec.mu.Unlock()
+			w.startWatcher(dir)
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				want := fmt.Sprintf("<bench %d>", i)
+				start := time.Now()
+				if mode == "atomic" {
+					writeAtomic(b, p, want)
+				} else if err := os.WriteFile(p, []byte(want), 0o644); err != nil {
+					b.Fatal(err)
+				}
+				timeout := time.After(5 * time.Second)
+			wait:
+				for {
+					select {
+					case s := <-w.rec.notify:
+						if s == want {
+							break wait
+						}
+					case <-timeout:
+						b.Fatalf("%s never asserted", want)
+					}
+				}
+				lat = append(lat, time.Since(start))
+			}
+			b.StopTimer()
+			if os.Getenv("CONFIG_BENCH_DUMP") != "" {
+				for i, l := range lat {
+					if l > 20*time.Millisecond {
+						b.Logf("write %d: %v", i, l)
+					}
+				}
+			}
+			reportLatencies(b, lat)
+		})
+	}
+}

@@ -32,6 +32,8 @@ type recorder struct {
 	events  []recEvent
 	turn    int
 	inTurn  bool
+
+	notify chan string // if set, every new assertion's text (never blocks)
 }
 
 type recEvent struct {
@@ -66,6 +68,12 @@ func (r *recorder) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Hand
 	r.handles[h] = s
 	r.count[s]++
 	r.events = append(r.events, recEvent{true, s, r.mark(t)})
+	if r.notify != nil {
+		select {
+		case r.notify <- s:
+		default:
+		}
+	}
 	return nil
 }
 
@@ -105,7 +113,7 @@ func (l *lockedBuffer) String() string {
 // world is a running actor system with a config dataspace, the config
 // watcher service booted in it, and a recorder of everything asserted.
 type world struct {
-	t    *testing.T
+	t    testing.TB
 	sys  *dataspace.System
 	cfg  *dataspace.Ref
 	rec  *recorder
@@ -122,10 +130,13 @@ func testOptions() Options {
 	}
 }
 
-func newWorld(t *testing.T, opts Options) *world {
+func newWorld(t testing.TB, opts Options) *world {
 	t.Helper()
 	logs := &lockedBuffer{}
 	log := zerolog.New(zerolog.MultiLevelWriter(logs, zerolog.NewTestWriter(t)))
+	if _, bench := t.(*testing.B); bench {
+		log = zerolog.New(logs).Level(zerolog.WarnLevel)
+	}
 	w := &world{t: t, logs: logs, rec: &recorder{handles: map[dataspace.Handle]string{}, count: map[string]int{}}}
 	w.sys = dataspace.NewSystem(dataspace.Options{Logger: log})
 	booted := make(chan error, 1)

@@ -261,6 +261,8 @@ func TestScenario12RestartService(t *testing.T) {
 	if got := w.eventsOf("<a>"); got != "+-+" {
 		t.Fatalf("<a> events %q: the file's facet must be recreated", got)
 	}
+	// The old incarnation's watcher goroutine is gone; only the new one runs.
+	eventually(t, "exactly one watcher goroutine", func() bool { return countGoroutines("config.(*Watcher).Run") == 1 })
 }
 
 func TestUnchangedContentIsNotRestarted(t *testing.T) {
@@ -377,4 +379,36 @@ func TestMalformedRequestReportsFailure(t *testing.T) {
 		w.waitHas(stateText(name, "failed"))
 	}
 	w.waitLog("malformed config-watcher request")
+}
+
+func TestSingleFileConfigPath(t *testing.T) {
+	dir := tempRoot(t)
+	p := filepath.Join(dir, "only.pr")
+	writeAtomic(t, p, "<only 1>")
+	writeAtomic(t, filepath.Join(dir, "sibling.pr"), "<sibling>")
+	writeAtomic(t, filepath.Join(dir, "foo.txt"), "<txt>")
+	w := newWorld(t, testOptions())
+	w.startWatcher(p)
+	if !w.has("<only 1>") || w.has("<sibling>") {
+		t.Fatalf("live %v", w.liveWith("<"))
+	}
+	writeAtomic(t, p, "<only 2>")
+	w.waitHas("<only 2>")
+	w.waitGone("<only 1>")
+	// `-c foo.txt` does nothing, but the watcher is ready.
+	w.startWatcher(filepath.Join(dir, "foo.txt"))
+	if w.has("<txt>") {
+		t.Fatal("foo.txt was loaded")
+	}
+}
+
+func TestHiddenConfigPathLoadsNothing(t *testing.T) {
+	dir := filepath.Join(tempRoot(t), ".cfg")
+	writeAtomic(t, filepath.Join(dir, "a.pr"), "<a>")
+	w := newWorld(t, testOptions())
+	w.startWatcher(dir)
+	w.waitLog("config path is hidden")
+	if w.has("<a>") {
+		t.Fatal("script under a hidden PATH loaded (§3.3 skips it)")
+	}
 }

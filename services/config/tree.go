@@ -100,6 +100,11 @@ func within(p, dir string) bool {
 // scanAll reconciles the whole tree (initial scan and periodic backstop).
 func (t *tree) scanAll() []Change {
 	var out []Change
+	if strings.HasPrefix(filepath.Base(t.root), ".") {
+		// §3.3 applies the hidden-name rule to PATH itself, as the reference
+		// does; say so, since nothing at all will be loaded.
+		t.log.Warn().Str("path", t.root).Msg("config path is hidden (name starts with '.'); nothing under it is loaded")
+	}
 	t.prune(t.root)
 	if fi, err := os.Stat(t.root); err == nil && !fi.IsDir() {
 		// A single-file root: watch its directory, since editors replace the

@@ -39,6 +39,18 @@ func checkNoLeak(t testing.TB) {
 	})
 }
 
+// countGoroutines counts live goroutines whose stack mentions fn.
+func countGoroutines(fn string) int {
+	buf := make([]byte, 1<<20)
+	n := 0
+	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		if strings.Contains(g, fn) {
+			n++
+		}
+	}
+	return n
+}
+
 // harness runs a Watcher over a temporary directory and mirrors what it
 // reports: the live scripts (path relative to the root → content) and the
 // full history of changes.
