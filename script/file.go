@@ -1,9 +1,7 @@
 package script
 
 import (
-	"bytes"
 	"errors"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -46,28 +44,21 @@ func ReadValues(file string, src []byte) ([]preserves.Value, *Error) {
 }
 
 func readValues(file string, src []byte) ([]preserves.Value, *Error) {
-	r := preserves.NewTextReader(bytes.NewReader(src), preserves.TextOptions{File: file, Positions: true, Annotations: true})
-	var vals []preserves.Value
-	for {
-		v, err := r.Next()
-		if err == io.EOF {
-			return vals, nil
-		}
-		if err != nil {
-			e := &Error{Msg: err.Error(), Err: err}
-			var pe *preserves.Error
-			if errors.As(err, &pe) {
-				e.Pos, e.Msg = pe.Pos, pe.Msg
-				if e.Pos.File == "" {
-					e.Pos.File = file
-				}
-			} else {
-				e.Pos = preserves.Pos{File: file}
-			}
-			return vals, e
-		}
-		vals = append(vals, v)
+	vals, err := preserves.ReadAllText(src, preserves.TextOptions{File: file, Positions: true, Annotations: true})
+	if err == nil {
+		return vals, nil
 	}
+	e := &Error{Msg: err.Error(), Err: err}
+	var pe *preserves.Error
+	if errors.As(err, &pe) {
+		e.Pos, e.Msg = pe.Pos, pe.Msg
+		if e.Pos.File == "" {
+			e.Pos.File = file
+		}
+	} else {
+		e.Pos = preserves.Pos{File: file}
+	}
+	return vals, e
 }
 
 // Check parses and statically checks every script named by paths without

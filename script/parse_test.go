@@ -2,6 +2,7 @@ package script_test
 
 import (
 	"errors"
+	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -185,3 +186,7 @@ func TestErrorList(t *testing.T) {
 		t.Error("errors.Is through the list")
 	}
 }
+
+// update is accepted so that `go test ./script/... -update` (which
+// regenerates the compile package's golden files) runs in every package.
+var _ = flag.Bool("update", false, "regenerate golden files (used by script/compile)")

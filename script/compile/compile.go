@@ -120,6 +120,9 @@ func (c *compiler) instr(in script.Instr, target, outer string) Instr {
 // Values
 
 func (c *compiler) value(e script.Expr) Expr {
+	if v, ok := constValue(e); ok {
+		return &Const{At: e.Pos(), Value: v}
+	}
 	switch x := e.(type) {
 	case *script.Lit:
 		return &Const{At: x.At, Value: x.Value}
@@ -158,6 +161,68 @@ func (c *compiler) value(e script.Expr) Expr {
 		return &Join{At: x.At, Sep: c.value(x.Sep), Pieces: c.value(x.Pieces)}
 	}
 	return &Const{At: e.Pos(), Value: preserves.Sequence{}}
+}
+
+// constValue builds the value of an expression that mentions no variable
+// directly, without intermediate nodes (most of a typical script is
+// constant).
+func constValue(e script.Expr) (preserves.Value, bool) {
+	switch x := e.(type) {
+	case *script.Lit:
+		return x.Value, true
+	case *script.RecordExpr:
+		l, ok := constValue(x.Label)
+		if !ok {
+			return nil, false
+		}
+		fs, ok := constValues(x.Fields)
+		if !ok {
+			return nil, false
+		}
+		return &preserves.Record{Label: l, Fields: fs}, true
+	case *script.SeqExpr:
+		fs, ok := constValues(x.Elems)
+		if !ok {
+			return nil, false
+		}
+		return preserves.Sequence(fs), true
+	case *script.SetExpr:
+		fs, ok := constValues(x.Elems)
+		if !ok {
+			return nil, false
+		}
+		return preserves.NewSet(fs...), true
+	case *script.DictExpr:
+		es := make([]preserves.DictEntry, len(x.Entries))
+		for i, en := range x.Entries {
+			k, ok := constValue(en.Key)
+			if !ok {
+				return nil, false
+			}
+			v, ok := constValue(en.Value)
+			if !ok {
+				return nil, false
+			}
+			es[i] = preserves.DictEntry{Key: k, Value: v}
+		}
+		return preserves.NewDictionary(es...), true
+	}
+	return nil, false
+}
+
+func constValues(es []script.Expr) ([]preserves.Value, bool) {
+	if len(es) == 0 {
+		return nil, true
+	}
+	out := make([]preserves.Value, len(es))
+	for i, e := range es {
+		v, ok := constValue(e)
+		if !ok {
+			return nil, false
+		}
+		out[i] = v
+	}
+	return out, true
 }
 
 func (c *compiler) values(es []script.Expr) []Expr {

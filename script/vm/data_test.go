@@ -1,6 +1,7 @@
 package vm_test
 
 import (
+	"flag"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -152,3 +153,7 @@ func sameSet(a, b []string) bool {
 	}
 	return true
 }
+
+// update is accepted so that `go test ./script/... -update` (which
+// regenerates the compile package's golden files) runs in every package.
+var _ = flag.Bool("update", false, "regenerate golden files (used by script/compile)")

@@ -232,7 +232,7 @@ func (w *world) contents() []string {
 		if r, ok := preserves.Unwrap(v).(*preserves.Record); ok && preserves.Equal(r.Label, preserves.Symbol("Observe")) {
 			continue
 		}
-		out = append(out, preserves.FormatText(v))
+		out = append(out, preserves.FormatText(anonymise(v)))
 	}
 	sort.Strings(out)
 	return out
