@@ -67,6 +67,7 @@ type tree struct {
 	dirs  map[string]fileID            // watched directories → identity when watched
 
 	visiting map[fileID]bool // directories on the current recursion stack (symlink loops)
+	rewatch  bool            // during a full scan: re-add every watch, repairing lost ones
 }
 
 func newTree(root string, w dirWatcher, log zerolog.Logger) *tree {
@@ -105,6 +106,8 @@ func (t *tree) scanAll() []Change {
 		// does; say so, since nothing at all will be loaded.
 		t.log.Warn().Str("path", t.root).Msg("config path is hidden (name starts with '.'); nothing under it is loaded")
 	}
+	t.rewatch = true
+	defer func() { t.rewatch = false }()
 	t.prune(t.root)
 	if fi, err := os.Stat(t.root); err == nil && !fi.IsDir() {
 		// A single-file root: watch its directory, since editors replace the
@@ -164,11 +167,17 @@ func (t *tree) unwatch(d string) {
 func (t *tree) ensureWatched(d string, fi fs.FileInfo) {
 	id := idOf(fi)
 	if old, ok := t.dirs[d]; ok {
-		if old == id {
+		if old == id && !t.rewatch {
 			return
 		}
-		t.unwatch(d)
+		if old != id {
+			t.unwatch(d)
+		}
 	}
+	// Adding a watch that exists is cheap (inotify merges it), so the full
+	// scan re-adds every one: a watch lost behind our back (overflow, a
+	// race with the directory's creation) is restored, not just papered
+	// over by re-reading files.
 	if err := t.watch.Add(d); err != nil {
 		t.log.Warn().Err(err).Str("dir", d).Msg("cannot watch directory")
 		return

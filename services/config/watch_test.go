@@ -384,6 +384,7 @@ func TestWatcherRemoveDirectory(t *testing.T) {
 	if _, ok := m["keep.pr"]; !ok {
 		t.Fatal("keep.pr lost")
 	}
+	h.stop() // the tree belongs to Run's goroutine until Run returns
 	if n := len(h.w.tree.dirs); n != 1 {
 		t.Errorf("watching %d directories after removal, want 1 (the root): %v", n, h.w.tree.dirs)
 	}
@@ -471,6 +472,10 @@ func TestWatcherRescanBackstop(t *testing.T) {
 	h.w.Rescan()
 	h.waitLive("d/a.pr", "<a2>")
 	h.waitLive("d/b.pr", "<b>")
+	// The rescan also restored the lost watch: the next edit arrives as an
+	// event, without another rescan.
+	h.write("d/a.pr", "<a3>")
+	h.waitLive("d/a.pr", "<a3>")
 }
 
 func TestWatcherPeriodicRescan(t *testing.T) {
