@@ -20,7 +20,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "syndicate-server: %v\n", err)
 		return 2
 	}
-	_ = opts
-	fmt.Fprintln(stderr, "syndicate-server: the server is being wired up")
-	return 1
+	if opts.check {
+		return runCheck(opts, stdout, stderr)
+	}
+	return runServer(opts, stderr)
 }

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/script"
+	"github.com/syndicate-go/syndicate/services"
+	"github.com/syndicate-go/syndicate/services/config"
+	"github.com/syndicate-go/syndicate/services/control"
+	"github.com/syndicate-go/syndicate/services/daemon"
+	"github.com/syndicate-go/syndicate/services/logger"
+)
+
+// shutdownGrace bounds an orderly shutdown beyond the daemons' own stop
+// timeouts: after it, the server exits anyway.
+const shutdownGrace = 30 * time.Second
+
+// newLogger builds the diagnostic logger: console lines on a terminal, JSON
+// otherwise, at the level from --log-level or $SYNDICATE_LOG.
+func newLogger(o *options, stderr io.Writer) (zerolog.Logger, error) {
+	level := zerolog.InfoLevel
+	name := o.logLevel
+	if name == "" {
+		name = os.Getenv("SYNDICATE_LOG")
+	}
+	if name != "" {
+		l, err := zerolog.ParseLevel(name)
+		if err != nil || l == zerolog.NoLevel {
+			return zerolog.Logger{}, fmt.Errorf("log level %q is not one of trace, debug, info, warn, error", name)
+		}
+		level = l
+	}
+	format := o.logFormat
+	if format == "" {
+		format = "json"
+		if f, ok := stderr.(*os.File); ok {
+			if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+				format = "console"
+			}
+		}
+	}
+	var w io.Writer = stderr
+	if format == "console" {
+		w = zerolog.ConsoleWriter{Out: stderr, TimeFormat: "15:04:05.000"}
+	}
+	zerolog.TimeFieldFormat = time.RFC3339Nano
+	return zerolog.New(w).Level(level).With().Timestamp().Logger(), nil
+}
+
+// runCheck compiles every script under the -c paths and the named files
+// without running anything, printing each error as file:line:col: message.
+func runCheck(o *options, stdout, stderr io.Writer) int {
+	paths := append(append([]string(nil), o.configs...), o.checkFiles...)
+	if len(paths) == 0 {
+		fmt.Fprintln(stderr, "syndicate-server: --check needs -c PATH or file arguments")
+		return 2
+	}
+	err := script.Check(paths...)
+	if err == nil {
+		return 0
+	}
+	var list script.ErrorList
+	if errors.As(err, &list) {
+		for _, e := range list {
+			fmt.Fprintln(stdout, e.Error())
+		}
+		fmt.Fprintf(stderr, "syndicate-server: %d error(s)\n", len(list))
+	} else {
+		fmt.Fprintln(stdout, err.Error())
+	}
+	return 1
+}
+
+// server is one running instance: the actor system, the top-level actor
+// and the way out (a signal or $control).
+type server struct {
+	opts *options
+	log  zerolog.Logger
+	sys  *dataspace.System
+	top  *dataspace.Actor
+
+	exitOnce sync.Once
+	exitCode chan int // receives the requested status once
+}
+
+func runServer(o *options, stderr io.Writer) int {
+	log, err := newLogger(o, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "syndicate-server: %v\n", err)
+		return 2
+	}
+	if !o.noBanner && !o.inferior {
+		printBanner(stderr)
+	}
+	if o.traceFile != "" {
+		f, err := os.Create(o.traceFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "syndicate-server: trace file: %v\n", err)
+			return 1
+		}
+		// Tracing is best-effort diagnostics (services spec §1.6); the file
+		// is created as the reference does, but no entries are written yet.
+		f.Close()
+		log.Warn().Str("path", o.traceFile).Msg("trace file created; causal tracing is not implemented")
+	}
+
+	// As PID 1 we reap adopted orphans anyway; otherwise become a
+	// subreaper so that grandchildren of daemons are ours to reap too.
+	if os.Getpid() != 1 {
+		if err := daemon.BecomeSubreaper(); err != nil {
+			log.Debug().Err(err).Msg("could not become a child subreaper")
+		}
+	}
+	stopReaper := daemon.StartReaper(log)
+	defer stopReaper()
+
+	s := &server{opts: o, log: log, exitCode: make(chan int, 1)}
+	s.sys = dataspace.NewSystem(dataspace.Options{Logger: log})
+	s.top = s.sys.Spawn("syndicate-server", s.boot)
+
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+
+	code := 0
+	for running := true; running; {
+		select {
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				log.Info().Msg("SIGHUP: rescanning config directories")
+				config.RescanAll()
+				continue
+			}
+			log.Info().Str("signal", sig.String()).Msg("shutting down")
+			running = false
+		case code = <-s.exitCode:
+			running = false
+		case <-s.top.Done():
+			if err := s.top.Err(); err != nil {
+				log.Error().Err(err).Msg("top-level actor failed")
+				code = 1
+			}
+			running = false
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := s.sys.Shutdown(ctx); err != nil {
+		log.Error().Err(err).Msg("shutdown did not finish in time")
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+// boot is the top-level actor's first turn (services spec §1.2 step 4).
+func (s *server) boot(t *dataspace.Turn) error {
+	o := s.opts
+	cfg := t.Create(dataspace.NewDataspace())
+	logds := t.Create(dataspace.NewDataspace())
+	env := services.Env{Config: cfg, Log: logds, Logger: s.log}
+	env.Gatekeeper = s.bootGatekeeper(t, env)
+	if o.control {
+		env.Control = t.Create(&control.Entity{Log: s.log, Exit: s.requestExit})
+	}
+
+	for _, boot := range []func(*dataspace.Turn, services.Env) error{
+		services.Boot, daemon.Boot, config.Boot, logger.Boot,
+	} {
+		if err := boot(t, env); err != nil {
+			return err
+		}
+	}
+	if err := s.bootNetwork(t, env); err != nil {
+		return err
+	}
+
+	for _, path := range o.configs {
+		name := preserves.Rec("config-watcher", preserves.String(path), primordialEnv(env))
+		t.Assert(cfg, services.RunService(name))
+	}
+	// The server runs until told otherwise, even with nothing to do.
+	t.PreventInertCheck()
+	return nil
+}
+
+// primordialEnv is the environment dictionary of services spec §1.3.
+func primordialEnv(env services.Env) preserves.Value {
+	entries := []preserves.DictEntry{
+		{Key: preserves.Symbol("config"), Value: dataspace.Embed(env.Config)},
+		{Key: preserves.Symbol("log"), Value: dataspace.Embed(env.Log)},
+	}
+	if env.Gatekeeper != nil {
+		entries = append(entries, preserves.DictEntry{Key: preserves.Symbol("gatekeeper"), Value: dataspace.Embed(env.Gatekeeper)})
+	}
+	if env.Control != nil {
+		entries = append(entries, preserves.DictEntry{Key: preserves.Symbol("control"), Value: dataspace.Embed(env.Control)})
+	}
+	return preserves.NewDictionary(entries...)
+}
+
+func (s *server) requestExit(code int) {
+	s.exitOnce.Do(func() { s.exitCode <- code })
+}
+
+func printBanner(w io.Writer) {
+	fmt.Fprint(w, "  ____                 _ _           _\n"+
+		" / ___| _   _ _ __   __| (_) ___ __ _| |_ ___\n"+
+		" \\___ \\| | | | '_ \\ / _` | |/ __/ _` | __/ _ \\\n"+
+		"  ___) | |_| | | | | (_| | | (_| (_| | ||  __/\n"+
+		" |____/ \\__, |_| |_|\\__,_|_|\\___\\__,_|\\__\\___|\n"+
+		"        |___/   syndicate-go server\n"+
+		" docs: https://syndicate-lang.org/\n")
+}

@@ -1,0 +1,93 @@
+package logger
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services"
+)
+
+func mustParse(t *testing.T, s string) preserves.Value {
+	t.Helper()
+	v, err := preserves.ParseText(s)
+	require.NoError(t, err)
+	return v
+}
+
+func TestFormat(t *testing.T) {
+	for _, c := range []struct{ ts, detail, want string }{
+		{`"T"`, `{line: "hi", extra: 1}`, `T -[-] -: "hi" {extra: 1}`},
+		{`"-"`, `{line: "hello"}`, `- -[-] -: "hello"`},
+		{`"2025-01-02T03:04:05Z"`, `{pid: 4321, service: <daemon web>, stream: stderr, line: "oops\n"}`,
+			`2025-01-02T03:04:05Z <daemon web>[4321] stderr: "oops\n"`},
+		{`7`, `{line: #"\xff"}`, `- -[-] -: #x"ff"`},
+	} {
+		got, ok := Format(mustParse(t, c.ts), mustParse(t, c.detail))
+		require.True(t, ok)
+		require.Equal(t, c.want, got)
+	}
+	_, ok := Format(preserves.String("T"), preserves.Int(1))
+	require.False(t, ok, "a non-dictionary DETAIL is ignored")
+}
+
+// syncBuffer is written by the logger actor's goroutine and read by the test.
+type syncBuffer struct {
+	mu  chan struct{}
+	buf bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu <- struct{}{}
+	defer func() { <-s.mu }()
+	return s.buf.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu <- struct{}{}
+	defer func() { <-s.mu }()
+	return s.buf.String()
+}
+
+// Scenario 7 of services spec §13: a message to $log prints a line.
+func TestScenario07LogMessagePrinted(t *testing.T) {
+	out := &syncBuffer{mu: make(chan struct{}, 1)}
+	log := zerolog.New(out)
+	sys := dataspace.NewSystem(dataspace.Options{Logger: log})
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		require.NoError(t, sys.Shutdown(ctx))
+	}()
+	sys.Spawn("main", func(t *dataspace.Turn) error {
+		logds := t.Create(dataspace.NewDataspace())
+		env := services.Env{Log: logds, Logger: log}
+		if err := Boot(t, env); err != nil {
+			return err
+		}
+		// Send after the logger has subscribed: a sync with the dataspace
+		// from the logger's side is not visible here, so resend until seen.
+		t.Every(20*time.Millisecond, func(t *dataspace.Turn) error {
+			t.Message(logds, preserves.Rec("log", preserves.String("T"),
+				preserves.NewDictionary(
+					preserves.DictEntry{Key: preserves.Symbol("line"), Value: preserves.String("hi")},
+					preserves.DictEntry{Key: preserves.Symbol("extra"), Value: preserves.Int(1)})))
+			return nil
+		})
+		return nil
+	})
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(out.String(), `T -[-] -: \"hi\" {extra: 1}`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("log line not printed; output: %s", out.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
