@@ -69,9 +69,15 @@ func (w *worker) boot(t *dataspace.Turn) error {
 	// turn to finish (Activate takes the turn lock), so the initial scan
 	// below hands the watcher's model over to it race-free, and a boot turn
 	// that fails still gets the watcher closed.
+	t.OnMessage(w.cfg, pattern.Rec(symConfigRescan), func(*dataspace.Turn, []preserves.Value) error {
+		wt.Rescan() // never blocks; the watcher goroutine does the work
+		return nil
+	})
+
 	fr := t.FacetRef()
 	t.LinkedTask("config-watcher", func(ctx context.Context) error {
 		defer wt.Close()
+		defer register(wt)()
 		if !fr.Activate(func(*dataspace.Turn) error { return nil }) {
 			return nil
 		}
