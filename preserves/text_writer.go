@@ -262,6 +262,9 @@ func textLineAnnotation(a *Annotated, i int) (string, bool) {
 // when the output passes w.limit, or in indented mode when v holds an
 // annotation that must go on a line of its own.
 func (w *textWriter) compact(v Value) bool {
+	if len(w.buf) > w.limit {
+		return false // checked on entry too, so deep nesting aborts early
+	}
 	switch x := v.(type) {
 	case *Annotated:
 		if w.opts.Annotations {

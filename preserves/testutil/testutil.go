@@ -16,7 +16,33 @@ func EqualAnnotated(a, b preserves.Value) bool { return DiffAnnotated(a, b) == "
 
 // DiffAnnotated returns "" when EqualAnnotated(a, b), and otherwise a short
 // description of the first difference found, with its path.
-func DiffAnnotated(a, b preserves.Value) string { return diff("", a, b) }
+func DiffAnnotated(a, b preserves.Value) string {
+	d := diff(a, b)
+	if d == nil {
+		return ""
+	}
+	// The path was collected innermost first.
+	path := ""
+	for i := len(d.path) - 1; i >= 0; i-- {
+		path += "/" + d.path[i]
+	}
+	if path == "" {
+		path = "/"
+	}
+	return path + ": " + d.msg
+}
+
+// difference is built only on failure, so comparing equal values costs no
+// formatting however deep they are.
+type difference struct {
+	path []string
+	msg  string
+}
+
+func (d *difference) at(format string, args ...any) *difference {
+	d.path = append(d.path, fmt.Sprintf(format, args...))
+	return d
+}
 
 func anns(v preserves.Value) []preserves.Value {
 	if x, ok := v.(*preserves.Annotated); ok {
@@ -25,39 +51,36 @@ func anns(v preserves.Value) []preserves.Value {
 	return nil
 }
 
-func diff(path string, a, b preserves.Value) string {
-	if path == "" {
-		path = "."
-	}
+func diff(a, b preserves.Value) *difference {
 	aa, ba := anns(a), anns(b)
 	if len(aa) != len(ba) {
-		return fmt.Sprintf("%s: %d annotations vs %d (%v vs %v)", path, len(aa), len(ba), a, b)
+		return &difference{msg: fmt.Sprintf("%d annotations vs %d (%.100v vs %.100v)", len(aa), len(ba), a, b)}
 	}
 	for i := range aa {
-		if d := diff(fmt.Sprintf("%s@%d", path, i), aa[i], ba[i]); d != "" {
-			return d
+		if d := diff(aa[i], ba[i]); d != nil {
+			return d.at("@%d", i)
 		}
 	}
 	a, b = preserves.Unwrap(a), preserves.Unwrap(b)
 	if !preserves.Equal(a, b) {
-		return fmt.Sprintf("%s: values differ: %v vs %v", path, preserves.Strip(a), preserves.Strip(b))
+		return &difference{msg: fmt.Sprintf("values differ: %.100v vs %.100v", preserves.Strip(a), preserves.Strip(b))}
 	}
 	switch x := a.(type) {
 	case *preserves.Record:
 		y := b.(*preserves.Record)
-		if d := diff(path+"/label", x.Label, y.Label); d != "" {
-			return d
+		if d := diff(x.Label, y.Label); d != nil {
+			return d.at("label")
 		}
 		for i := range x.Fields {
-			if d := diff(fmt.Sprintf("%s/%d", path, i), x.Fields[i], y.Fields[i]); d != "" {
-				return d
+			if d := diff(x.Fields[i], y.Fields[i]); d != nil {
+				return d.at("%d", i)
 			}
 		}
 	case preserves.Sequence:
 		y := b.(preserves.Sequence)
 		for i := range x {
-			if d := diff(fmt.Sprintf("%s/%d", path, i), x[i], y[i]); d != "" {
-				return d
+			if d := diff(x[i], y[i]); d != nil {
+				return d.at("%d", i)
 			}
 		}
 	case *preserves.Set:
@@ -65,19 +88,18 @@ func diff(path string, a, b preserves.Value) string {
 		// and the sets are equal, so elements pair up by index.
 		xe, ye := x.Elems(), b.(*preserves.Set).Elems()
 		for i := range xe {
-			if d := diff(fmt.Sprintf("%s/#%v", path, preserves.Strip(xe[i])), xe[i], ye[i]); d != "" {
-				return d
+			if d := diff(xe[i], ye[i]); d != nil {
+				return d.at("#%.40v", preserves.Strip(xe[i]))
 			}
 		}
 	case *preserves.Dictionary:
 		xe, ye := x.Entries(), b.(*preserves.Dictionary).Entries()
 		for i := range xe {
-			p := fmt.Sprintf("%s/%v", path, preserves.Strip(xe[i].Key))
-			if d := diff(p+"(key)", xe[i].Key, ye[i].Key); d != "" {
-				return d
+			if d := diff(xe[i].Key, ye[i].Key); d != nil {
+				return d.at("%.40v(key)", preserves.Strip(xe[i].Key))
 			}
-			if d := diff(p, xe[i].Value, ye[i].Value); d != "" {
-				return d
+			if d := diff(xe[i].Value, ye[i].Value); d != nil {
+				return d.at("%.40v", preserves.Strip(xe[i].Key))
 			}
 		}
 	case *preserves.Embedded:
@@ -85,10 +107,12 @@ func diff(path string, a, b preserves.Value) string {
 		xv, ok1 := x.Payload.(preserves.Value)
 		yv, ok2 := y.Payload.(preserves.Value)
 		if ok1 && ok2 {
-			return diff(path+"/embedded", xv, yv)
+			if d := diff(xv, yv); d != nil {
+				return d.at("embedded")
+			}
 		}
 	}
-	return ""
+	return nil
 }
 
 // HasAnnotations reports whether v carries an *Annotated wrapper anywhere.
