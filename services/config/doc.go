@@ -33,6 +33,11 @@
 // its previous version running; a file with compile errors has its previous
 // version stopped and nothing replaces it (§3.5).
 //
+// Besides `<restart-service NAME>` (§2.4: stop and re-read everything), every
+// watcher listens for the message [RescanMessage], `<config-rescan>`, which
+// the server sends on SIGHUP: a full rescan that restarts only scripts whose
+// content changed.
+//
 // Goroutines: the watcher goroutine is the linked task of the worker's main
 // facet; it ends when that facet stops (context cancelled), and Run closes
 // fsnotify (whose own reader goroutine Close waits for) before returning.

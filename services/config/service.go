@@ -18,6 +18,7 @@ var (
 	symRestartService = preserves.Symbol("restart-service")
 	symServiceState   = preserves.Symbol("service-state")
 	symConfigWatcher  = preserves.Symbol("config-watcher")
+	symConfigRescan   = preserves.Symbol("config-rescan")
 
 	stateStarted  = preserves.Symbol("started")
 	stateReady    = preserves.Symbol("ready")
@@ -104,6 +105,14 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
 	})
 	return nil
 }
+
+// RescanMessage returns `<config-rescan>`: sent as a message to the config
+// dataspace, it makes every running config watcher rescan its whole tree at
+// once (what the server does on SIGHUP, services spec §1.2). Unlike
+// restart-service, a rescan keeps every script whose content is unchanged
+// running (§3.4); it picks up what filesystem events cannot show, such as an
+// edit to the target of a symlinked script.
+func RescanMessage() preserves.Value { return preserves.NewRecord(symConfigRescan) }
 
 // parseName checks `<config-watcher PATH ENV>` against its schema: PATH a
 // string, ENV a dictionary with symbol keys (extra trailing fields are

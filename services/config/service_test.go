@@ -412,3 +412,29 @@ func TestHiddenConfigPathLoadsNothing(t *testing.T) {
 		t.Fatal("script under a hidden PATH loaded (§3.3 skips it)")
 	}
 }
+
+func TestRescanMessagePicksUpSymlinkTargets(t *testing.T) {
+	dir := tempRoot(t)
+	outside := tempRoot(t)
+	target := filepath.Join(outside, "target.pr")
+	writeAtomic(t, target, "<target 1>")
+	if err := os.Symlink(target, filepath.Join(dir, "link.pr")); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "other.pr")
+	writeAtomic(t, other, "<other>")
+	w := newWorld(t, testOptions())
+	w.startWatcher(dir)
+	if !w.has("<target 1>") {
+		t.Fatal("symlinked script not loaded")
+	}
+	// No event reaches the watcher for an edit outside its tree; a rescan
+	// (SIGHUP in the server) finds it and leaves unchanged files alone.
+	writeAtomic(t, target, "<target 2>")
+	w.do(func(t *dataspace.Turn) { t.Message(w.cfg, RescanMessage()) })
+	w.waitHas("<target 2>")
+	w.waitGone("<target 1>")
+	if n := w.processedCount(other); n != 1 {
+		t.Fatalf("other.pr processed %d times by a rescan", n)
+	}
+}
