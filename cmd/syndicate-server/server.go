@@ -96,6 +96,12 @@ type server struct {
 }
 
 func runServer(o *options, stderr io.Writer) int {
+	// Catch signals first, so that a SIGTERM arriving during start-up is an
+	// orderly shutdown too.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+
 	log, err := newLogger(o, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "syndicate-server: %v\n", err)
@@ -129,10 +135,6 @@ func runServer(o *options, stderr io.Writer) int {
 	s := &server{opts: o, log: log, exitCode: make(chan int, 1)}
 	s.sys = dataspace.NewSystem(dataspace.Options{Logger: log})
 	s.top = s.sys.Spawn("syndicate-server", s.boot)
-
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	defer signal.Stop(sigs)
 
 	code := 0
 	for running := true; running; {
@@ -194,6 +196,7 @@ func (s *server) boot(t *dataspace.Turn) error {
 	}
 	// The server runs until told otherwise, even with nothing to do.
 	t.PreventInertCheck()
+	s.log.Info().Int("pid", os.Getpid()).Strs("config", o.configs).Msg("server running")
 	return nil
 }
 

@@ -1,0 +1,326 @@
+//go:build e2e
+
+package main
+
+// End-to-end tests: build the real binary and run it as a user would, on
+// temporary config directories, with real daemons. Run with
+//
+//	go test -race -tags e2e ./cmd/...
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+var serverBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "syndicate-e2e")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	serverBin = filepath.Join(dir, "syndicate-server")
+	build := exec.Command("go", "build", "-o", serverBin, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building syndicate-server:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// lockedBuffer collects a child's output while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+type running struct {
+	cmd    *exec.Cmd
+	stdout *lockedBuffer
+	stderr *lockedBuffer
+	done   chan struct{}
+	err    error
+}
+
+// start runs the server; the test's cleanup kills it (and its process group)
+// if the test did not stop it.
+func start(t *testing.T, args ...string) *running {
+	t.Helper()
+	r := &running{stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{})}
+	r.cmd = exec.Command(serverBin, append([]string{"--no-banner", "--log-format", "json", "--admin-socket", "-"}, args...)...)
+	r.cmd.Stdout, r.cmd.Stderr = r.stdout, r.stderr
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(t, r.cmd.Start())
+	go func() { r.err = r.cmd.Wait(); close(r.done) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(r.stderr.String(), `"message":"server running"`) {
+		select {
+		case <-r.done:
+			deadline = time.Now() // exited during start-up: let the test look at why
+		default:
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Cleanup(func() {
+		select {
+		case <-r.done:
+		default:
+			syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+			<-r.done
+		}
+		if t.Failed() {
+			t.Logf("server stderr:\n%s", r.stderr.String())
+		}
+	})
+	return r
+}
+
+// stop sends SIGTERM and waits for the exit status.
+func (r *running) stop(t *testing.T) int {
+	t.Helper()
+	require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-r.done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("server did not exit within 20 s of SIGTERM")
+	}
+	return exitCode(r.err)
+}
+
+func (r *running) wait(t *testing.T, within time.Duration) int {
+	t.Helper()
+	select {
+	case <-r.done:
+	case <-time.After(within):
+		t.Fatalf("server did not exit within %v", within)
+	}
+	return exitCode(r.err)
+}
+
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", within, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	tmp := path + ".tmp~"
+	require.NoError(t, os.WriteFile(tmp, []byte(content), 0o644))
+	require.NoError(t, os.Rename(tmp, path))
+}
+
+func fileExists(path string) bool { _, err := os.Stat(path); return err == nil }
+
+func readPid(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err)
+	return pid
+}
+
+// alive reports whether a process (or, for negative pid, a process group)
+// still exists and is not a zombie.
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	if pid < 0 {
+		return true
+	}
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
+}
+
+// daemonScript is a config file requiring a daemon that records its pid in
+// pidFile and then sleeps; grandchild adds a second process in its group.
+func daemonScript(name, pidFile string, grandchild bool) string {
+	cmd := fmt.Sprintf("echo $$ > %s; exec sleep 1000", pidFile)
+	if grandchild {
+		cmd = fmt.Sprintf("sleep 1000 & echo $$ > %s; wait", pidFile)
+	}
+	return fmt.Sprintf("<require-service <daemon %s>>\n<daemon %s %q>\n", name, name, cmd)
+}
+
+func TestE2EScenario01NoBannerStdoutQuiet(t *testing.T) {
+	r := start(t)
+	// With nothing to do the server keeps running until told to stop: a
+	// SIGTERM is answered with an orderly exit 0.
+	require.Equal(t, 0, r.stop(t))
+	require.Empty(t, r.stdout.String(), "nothing is printed to stdout")
+}
+
+func TestE2EDaemonsStartEditDelete(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config")
+	pidA := filepath.Join(dir, "a.pid")
+	pidB := filepath.Join(dir, "b.pid")
+	writeFile(t, filepath.Join(cfg, "a.pr"), daemonScript("a", pidA, false))
+	r := start(t, "-c", cfg)
+
+	eventually(t, 10*time.Second, "daemon a to start", func() bool { return fileExists(pidA) })
+	a := readPid(t, pidA)
+	require.True(t, alive(a))
+
+	// Editing the script live replaces what runs.
+	writeFile(t, filepath.Join(cfg, "a.pr"), daemonScript("b", pidB, false))
+	eventually(t, 10*time.Second, "daemon b to start", func() bool { return fileExists(pidB) })
+	eventually(t, 10*time.Second, "daemon a to be stopped", func() bool { return !alive(a) })
+	b := readPid(t, pidB)
+
+	// Deleting it stops the daemon.
+	require.NoError(t, os.Remove(filepath.Join(cfg, "a.pr")))
+	eventually(t, 10*time.Second, "daemon b to be stopped", func() bool { return !alive(b) })
+
+	require.Equal(t, 0, r.stop(t))
+}
+
+func TestE2EBrokenScriptNeverStopsOthers(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config")
+	pid := filepath.Join(dir, "good.pid")
+	writeFile(t, filepath.Join(cfg, "a-syntax.pr"), "<require-service <daemon x>\n")
+	writeFile(t, filepath.Join(cfg, "b-compile.pr"), "? <x> ?y\n")
+	writeFile(t, filepath.Join(cfg, "c-runtime.pr"), "<foo $undefined>\n")
+	writeFile(t, filepath.Join(cfg, "d-good.pr"), daemonScript("good", pid, false))
+	r := start(t, "-c", cfg)
+	eventually(t, 10*time.Second, "the good daemon to start", func() bool { return fileExists(pid) })
+	eventually(t, 5*time.Second, "every error to be logged with its place", func() bool {
+		s := r.stderr.String()
+		return strings.Contains(s, "a-syntax.pr:2:1") && strings.Contains(s, "b-compile.pr:1:") &&
+			strings.Contains(s, "c-runtime.pr:1:") && strings.Contains(s, "undefined")
+	})
+	require.True(t, alive(readPid(t, pid)))
+	require.Equal(t, 0, r.stop(t))
+}
+
+func TestE2ECheckReportsPositions(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "ok.pr"), "<hello>\n")
+	writeFile(t, filepath.Join(dir, "sub", "bad.pr"), "# comment\n<a>\n  ? <x> ?y\n")
+	extra := filepath.Join(t.TempDir(), "extra.pr")
+	writeFile(t, extra, "[\n")
+
+	cmd := exec.Command(serverBin, "--check", "-c", dir, extra)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	require.Equal(t, 1, exitCode(err), "stderr: %s", errb.String())
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Len(t, lines, 2, out.String())
+	require.Regexp(t, `^`+regexpQuote(filepath.Join(dir, "sub", "bad.pr"))+`:3:9: `, lines[0])
+	require.Regexp(t, `^`+regexpQuote(extra)+`:2:1: `, lines[1])
+
+	ok := exec.Command(serverBin, "--check", filepath.Join(dir, "ok.pr"))
+	require.NoError(t, ok.Run(), "a clean script checks with status 0")
+}
+
+func regexpQuote(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`\.+*?()|[]{}^$`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func TestE2ESigtermLeavesNoProcessBehind(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config")
+	pid := filepath.Join(dir, "g.pid")
+	writeFile(t, filepath.Join(cfg, "g.pr"), daemonScript("g", pid, true))
+	r := start(t, "-c", cfg)
+	eventually(t, 10*time.Second, "daemon g to start", func() bool { return fileExists(pid) })
+	g := readPid(t, pid)
+	require.True(t, alive(-g), "the daemon has its own process group")
+
+	begin := time.Now()
+	require.Equal(t, 0, r.stop(t))
+	require.Less(t, time.Since(begin), 10*time.Second)
+	require.False(t, alive(-g), "the daemon's process group is gone after shutdown")
+	require.False(t, alive(-r.cmd.Process.Pid), "nothing is left in the server's process group")
+}
+
+func TestE2EControlExit(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "f.pr"), "$control ! <exit 2>\n")
+	r := start(t, "--control", "-c", dir)
+	require.Equal(t, 2, r.wait(t, 10*time.Second))
+
+	// Without --control, $control is undefined: the file's facet stops and
+	// the server keeps running.
+	r = start(t, "-c", dir)
+	eventually(t, 5*time.Second, "the runtime error to be logged", func() bool {
+		return strings.Contains(r.stderr.String(), "f.pr:1:1")
+	})
+	require.Equal(t, 0, r.stop(t))
+}
+
+func TestE2EShippedConfig(t *testing.T) {
+	r := start(t, "-c", "../../etc/syndicate")
+	eventually(t, 10*time.Second, "the one-shot daemon's output", func() bool {
+		return strings.Contains(r.stderr.String(), "hello from a one-shot daemon")
+	})
+	eventually(t, 10*time.Second, "the heartbeat daemon", func() bool {
+		return strings.Contains(r.stderr.String(), "heartbeat from etc/services")
+	})
+	require.NotContains(t, r.stderr.String(), `"level":"error"`)
+	require.Equal(t, 0, r.stop(t))
+}
