@@ -1,0 +1,411 @@
+package relay
+
+// Framing. Packets on a byte stream are concatenated Preserves values, each
+// in binary or text syntax, chosen per packet by its first byte (≥ 0x80:
+// binary). The framer finds where each packet ends with a small resumable
+// scanner per syntax, so that
+//
+//   - bytes arriving in any chunking cost linear time in total (the scanner
+//     resumes where it stopped instead of re-parsing the pending packet);
+//   - a packet beyond the size limit, or nested beyond the depth limit, is
+//     refused as soon as the limit is passed, without buffering the rest;
+//   - the authoritative decoders (preserves.DecodeBinary and
+//     preserves.ParseTextOptions) then run exactly once per packet over its
+//     exact bytes, so syntax switches between packets need no decoder state.
+//
+// The scanners only need to find the end of a well-formed value; anything
+// they let through that is malformed is rejected by the decoder.
+
+import (
+	"github.com/syndicate-go/syndicate/preserves"
+)
+
+// Default limits.
+const (
+	DefaultMaxPacketSize = 16 << 20
+	DefaultMaxDepth      = 128
+)
+
+// framer splits an inbound byte stream into packets.
+type framer struct {
+	buf   []byte
+	start int   // start of the pending packet (or of skipped whitespace)
+	base  int64 // stream offset of buf[0]
+
+	maxSize, maxDepth int
+
+	active bool   // a packet has begun at start
+	syn    Syntax // its syntax
+	scan   int    // next byte to scan
+	open   int    // open compounds
+	need   int    // complete top-level values still needed
+	// text scanner state
+	mode  textMode
+	quote byte
+	esc   bool
+	// binary scanner: bytes of an atom body still to skip
+	skip int
+
+	err error // sticky
+}
+
+type textMode uint8
+
+const (
+	tmNormal textMode = iota
+	tmString          // inside "…", |…|, #"…", #x"…" (quote holds the closer)
+	tmBase64          // inside #[…]
+	tmComment         // to end of line
+	tmToken           // bare token (number, symbol, #t, …)
+)
+
+func newFramer(maxSize, maxDepth int) *framer {
+	if maxSize <= 0 {
+		maxSize = DefaultMaxPacketSize
+	}
+	if maxDepth <= 0 {
+		maxDepth = DefaultMaxDepth
+	}
+	return &framer{maxSize: maxSize, maxDepth: maxDepth}
+}
+
+// feed appends bytes to the pending input.
+func (f *framer) feed(p []byte) {
+	if f.start > 0 && (f.start >= len(f.buf)/2 || f.start > 64<<10) {
+		n := copy(f.buf, f.buf[f.start:])
+		f.buf = f.buf[:n]
+		f.base += int64(f.start)
+		f.scan -= f.start
+		f.start = 0
+	}
+	f.buf = append(f.buf, p...)
+}
+
+// pending reports whether a partial packet (not just whitespace) is buffered.
+func (f *framer) pending() bool { return f.active }
+
+// next returns the next complete packet's bytes, its syntax and its stream
+// offset. raw == nil with err == nil means more input is needed. Errors are
+// sticky *ProtocolError values.
+func (f *framer) next() (raw []byte, syn Syntax, off int64, err error) {
+	if f.err != nil {
+		return nil, 0, 0, f.err
+	}
+	if !f.active {
+		// Skip inter-packet whitespace (text packets end with a newline).
+		for f.start < len(f.buf) {
+			c := f.buf[f.start]
+			if c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ',' {
+				f.start++
+				continue
+			}
+			break
+		}
+		if f.start == len(f.buf) {
+			return nil, 0, 0, nil
+		}
+		f.active = true
+		f.scan = f.start
+		f.open, f.need, f.skip = 0, 1, 0
+		f.mode, f.esc = tmNormal, false
+		f.syn = Text
+		if f.buf[f.start] >= 0x80 {
+			f.syn = Binary
+		}
+	}
+	var done bool
+	if f.syn == Binary {
+		done, err = f.scanBinary()
+	} else {
+		done, err = f.scanText()
+	}
+	off = f.base + int64(f.start)
+	if err != nil {
+		f.err = err
+		return nil, 0, off, err
+	}
+	if !done {
+		if f.scan-f.start > f.maxSize {
+			f.err = protoErr(off, ErrLimit, nil, "packet longer than %d bytes", f.maxSize)
+			return nil, 0, off, f.err
+		}
+		return nil, 0, 0, nil
+	}
+	if f.scan-f.start > f.maxSize {
+		f.err = protoErr(off, ErrLimit, nil, "packet longer than %d bytes", f.maxSize)
+		return nil, 0, off, f.err
+	}
+	raw = f.buf[f.start:f.scan]
+	syn = f.syn
+	f.start = f.scan
+	f.active = false
+	return raw, syn, off, nil
+}
+
+func (f *framer) depthErr() error {
+	return protoErr(f.base+int64(f.start), ErrLimit, nil, "packet nested deeper than %d", f.maxDepth)
+}
+
+func (f *framer) syntaxErr(msg string) error {
+	return protoErr(f.base+int64(f.scan), ErrProtocol, nil, "%s", msg)
+}
+
+// value ends one value; at top level that may complete the packet.
+func (f *framer) valueEnd() bool {
+	if f.open == 0 {
+		f.need--
+		return f.need == 0
+	}
+	return false
+}
+
+// scanBinary advances over binary syntax; done when the packet's value is
+// complete.
+func (f *framer) scanBinary() (bool, error) {
+	b := f.buf
+	for f.scan < len(b) {
+		if f.skip > 0 {
+			n := min(f.skip, len(b)-f.scan)
+			f.scan += n
+			f.skip -= n
+			if f.skip > 0 {
+				return false, nil
+			}
+			if f.valueEnd() {
+				return true, nil
+			}
+			continue
+		}
+		tag := b[f.scan]
+		switch {
+		case tag == 0x80 || tag == 0x81:
+			f.scan++
+			if f.valueEnd() {
+				return true, nil
+			}
+		case tag == 0x84:
+			if f.open == 0 {
+				return false, f.syntaxErr("unexpected end marker")
+			}
+			f.scan++
+			f.open--
+			if f.valueEnd() {
+				return true, nil
+			}
+		case tag == 0x85:
+			f.scan++
+			if f.open == 0 {
+				f.need++
+			}
+		case tag == 0x86:
+			f.scan++
+		case tag == 0x87 || (tag >= 0xB0 && tag <= 0xB3):
+			n, w, ok, short := varint(b[f.scan+1:])
+			if short {
+				if len(b)-f.scan > 11 {
+					return false, f.syntaxErr("bad length")
+				}
+				return false, nil
+			}
+			if !ok || n > uint64(f.maxSize) {
+				return false, protoErr(f.base+int64(f.start), ErrLimit, nil, "atom longer than %d bytes", f.maxSize)
+			}
+			f.scan += 1 + w
+			if n == 0 {
+				if f.valueEnd() {
+					return true, nil
+				}
+				continue
+			}
+			f.skip = int(n)
+		case tag >= 0xB4 && tag <= 0xB7:
+			f.scan++
+			f.open++
+			if f.open > f.maxDepth {
+				return false, f.depthErr()
+			}
+		default:
+			return false, f.syntaxErr("invalid binary tag")
+		}
+	}
+	return false, nil
+}
+
+// varint reads a base-128 little-endian length. short: more bytes needed.
+func varint(b []byte) (n uint64, width int, ok, short bool) {
+	var shift uint
+	for i, c := range b {
+		if i >= 10 {
+			return 0, 0, false, false
+		}
+		n |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			return n, i + 1, true, false
+		}
+		shift += 7
+	}
+	return 0, 0, false, true
+}
+
+func isDelim(c byte) bool {
+	switch c {
+	case ' ', '\t', '\n', '\r', ',', '[', ']', '<', '>', '{', '}', '"', ';', '@', '|':
+		return true
+	}
+	return c == '\f' || c == '\v'
+}
+
+// scanText advances over text syntax; done when the packet's value is
+// complete. A bare atom at top level completes only at the next delimiter,
+// which is why text packets are written with a trailing newline.
+func (f *framer) scanText() (bool, error) {
+	b := f.buf
+	for f.scan < len(b) {
+		c := b[f.scan]
+		switch f.mode {
+		case tmString:
+			f.scan++
+			switch {
+			case f.esc:
+				f.esc = false
+			case c == '\\' && f.quote != ']':
+				f.esc = true
+			case c == f.quote:
+				f.mode = tmNormal
+				if f.valueEnd() {
+					return true, nil
+				}
+			}
+			continue
+		case tmBase64:
+			f.scan++
+			if c == ']' {
+				f.mode = tmNormal
+				if f.valueEnd() {
+					return true, nil
+				}
+			}
+			continue
+		case tmComment:
+			f.scan++
+			if c == '\n' || c == '\r' {
+				f.mode = tmNormal
+			}
+			continue
+		case tmToken:
+			if isDelim(c) {
+				f.mode = tmNormal
+				if f.valueEnd() {
+					return true, nil
+				}
+				continue // re-examine c in normal mode
+			}
+			f.scan++
+			continue
+		}
+		// tmNormal
+		switch c {
+		case ' ', '\t', '\n', '\r', ',', '\f', '\v':
+			f.scan++
+		case ';':
+			f.scan++
+			f.mode = tmComment
+		case '"', '|':
+			f.scan++
+			f.mode, f.quote = tmString, c
+		case '[', '<', '{':
+			f.scan++
+			f.open++
+			if f.open > f.maxDepth {
+				return false, f.depthErr()
+			}
+		case ']', '>', '}':
+			if f.open == 0 {
+				return false, f.syntaxErr("unbalanced closing bracket")
+			}
+			f.scan++
+			f.open--
+			if f.valueEnd() {
+				return true, nil
+			}
+		case '@':
+			f.scan++
+			if f.open == 0 {
+				f.need++
+			}
+		case '#':
+			if f.scan+1 >= len(b) {
+				return false, nil
+			}
+			switch d := b[f.scan+1]; d {
+			case ':':
+				f.scan += 2
+			case '"':
+				f.scan += 2
+				f.mode, f.quote = tmString, '"'
+			case '[':
+				f.scan += 2
+				f.mode = tmBase64
+			case '{':
+				f.scan += 2
+				f.open++
+				if f.open > f.maxDepth {
+					return false, f.depthErr()
+				}
+			case ' ', '\t', '\n', '\r', '!':
+				f.scan += 2
+				f.mode = tmComment
+				if d == '\n' || d == '\r' {
+					f.mode = tmNormal
+				}
+			case 'x':
+				// #x"hex" and #xd"hex-double" are strings; anything else
+				// a token.
+				if f.scan+2 >= len(b) {
+					return false, nil
+				}
+				if b[f.scan+2] == '"' {
+					f.scan += 3
+					f.mode, f.quote = tmString, '"'
+					break
+				}
+				if b[f.scan+2] == 'd' {
+					if f.scan+3 >= len(b) {
+						return false, nil
+					}
+					if b[f.scan+3] == '"' {
+						f.scan += 4
+						f.mode, f.quote = tmString, '"'
+						break
+					}
+				}
+				f.scan += 2
+				f.mode = tmToken
+			default:
+				f.scan++
+				f.mode = tmToken
+			}
+		default:
+			f.scan++
+			f.mode = tmToken
+		}
+	}
+	return false, nil
+}
+
+// decodePacket decodes one framed packet's bytes. Embedded payloads stay
+// plain Values (the WireRefs); the membrane interprets them later, in the
+// relay's turn.
+func decodePacket(raw []byte, syn Syntax, off int64, maxDepth, maxSize int) (preserves.Value, error) {
+	var v preserves.Value
+	var err error
+	if syn == Binary {
+		v, err = preserves.DecodeBinary(raw, preserves.DecodeOptions{MaxDepth: maxDepth, MaxLength: maxSize})
+	} else {
+		v, err = preserves.ParseTextOptions(raw, preserves.TextOptions{MaxDepth: maxDepth})
+	}
+	if err != nil {
+		return nil, protoErr(off, ErrProtocol, err, "undecodable %s packet", syn)
+	}
+	return v, nil
+}

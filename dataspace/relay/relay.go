@@ -1,0 +1,640 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/preserves"
+)
+
+// Options configures one relay connection.
+type Options struct {
+	// InitialRef, if set, is exported as oid 0, pinned forever.
+	InitialRef *dataspace.Ref
+	// ImportInitial makes the peer's oid 0 available as a local proxy
+	// (pinned forever), returned by Run and Spawn.
+	ImportInitial bool
+	// TextOutput selects the output syntax before any packet is received;
+	// afterwards replies use the syntax of the most recent inbound packet.
+	TextOutput bool
+	// MaxPacketSize bounds one inbound packet (bytes); 0 means 16 MiB.
+	MaxPacketSize int
+	// MaxDepth bounds inbound nesting; 0 means DefaultMaxDepth.
+	MaxDepth int
+	// MaxOutbound bounds the bytes queued for a peer that is not reading;
+	// past it the connection is closed with ErrSlowPeer. 0 means 4×
+	// MaxPacketSize.
+	MaxOutbound int
+	// Logger receives connection diagnostics; the zero Logger discards.
+	Logger zerolog.Logger
+}
+
+// Conn is one relay connection: a facet of its host actor holding the
+// membrane, the proxies for imported objects, and the assertions made on
+// the peer's behalf, plus a reader and a writer goroutine (linked tasks of
+// that facet).
+//
+// Everything but the outbound byte queue is owned by the host actor and
+// touched only in its turns.
+type Conn struct {
+	opts Options
+	log  zerolog.Logger
+	r    io.Reader
+	w    io.Writer
+	cl   io.Closer
+
+	fr    dataspace.FacetRef
+	facet dataspace.FacetID
+	peer  *dataspace.Ref
+
+	// Owned by the host actor's turns.
+	exported, imported table
+	nextOid            int64
+	inbound            map[int64]inRec
+	outbound           map[dataspace.Handle][]*symbol
+	pending            []preserves.Value
+	flushQueued        bool
+	syntax             Syntax
+	stopped            bool
+
+	// Outbound bytes, shared with the writer goroutine.
+	mu      sync.Mutex
+	out     []byte
+	closing bool // no more output will be queued: write what is left, then close
+	wake    chan struct{}
+
+	errv   atomic.Pointer[error]
+	done   chan struct{}
+	nTasks atomic.Int32
+	closed sync.Once
+}
+
+type inRec struct {
+	local dataspace.Handle
+	pins  []*symbol
+}
+
+// Run starts a relay over rw in a new child facet of the active facet and
+// returns the connection and, with ImportInitial, the proxy for the peer's
+// oid 0 (else nil). rw's Close must unblock its Read and Write: the relay
+// closes rw when the facet stops. The facet stops when the peer
+// disconnects or misbehaves; the host actor never crashes because of the
+// peer.
+func Run(t *dataspace.Turn, rw io.ReadWriteCloser, opts Options) (*Conn, *dataspace.Ref) {
+	return RunSplit(t, rw, rw, rw, opts)
+}
+
+// RunSplit is Run over separate input and output streams (e.g. a child
+// process's stdout and stdin, or the server's own stdin and stdout for
+// --inferior). closer is called once when the connection ends; it must
+// unblock pending reads and writes.
+func RunSplit(t *dataspace.Turn, r io.Reader, w io.Writer, closer io.Closer, opts Options) (*Conn, *dataspace.Ref) {
+	if opts.MaxPacketSize <= 0 {
+		opts.MaxPacketSize = DefaultMaxPacketSize
+	}
+	if opts.MaxDepth <= 0 {
+		opts.MaxDepth = DefaultMaxDepth
+	}
+	if opts.MaxOutbound <= 0 {
+		opts.MaxOutbound = 4 * opts.MaxPacketSize
+	}
+	c := &Conn{
+		opts:     opts,
+		log:      opts.Logger,
+		r:        r,
+		w:        w,
+		cl:       closer,
+		exported: newTable(),
+		imported: newTable(),
+		inbound:  make(map[int64]inRec),
+		outbound: make(map[dataspace.Handle][]*symbol),
+		wake:     make(chan struct{}, 1),
+		done:     make(chan struct{}),
+	}
+	if opts.TextOutput {
+		c.syntax = Text
+	}
+	_, _ = t.Facet(func(t *dataspace.Turn) error {
+		c.fr = t.FacetRef()
+		c.facet = t.ActiveFacet()
+		if opts.InitialRef != nil {
+			c.export(opts.InitialRef).count = 1 // pinned forever
+		}
+		if opts.ImportInitial {
+			s := c.importOid(t, 0)
+			s.count = 1 // pinned forever
+			c.peer = s.ref
+		}
+		t.OnStop(func(t *dataspace.Turn) error {
+			c.shutdown()
+			return nil
+		})
+		c.nTasks.Store(2)
+		t.LinkedTask("relay-reader", c.readLoop)
+		t.LinkedTask("relay-writer", c.writeLoop)
+		return nil
+	})
+	return c, c.peer
+}
+
+// Spawn runs a relay over rw in a new top-level actor of sys and waits for
+// it to boot. It returns ErrClosed if the actor could not start.
+func Spawn(sys *dataspace.System, name string, rw io.ReadWriteCloser, opts Options) (*Conn, *dataspace.Ref, error) {
+	type res struct {
+		c    *Conn
+		peer *dataspace.Ref
+	}
+	ch := make(chan res, 1)
+	a := sys.Spawn(name, func(t *dataspace.Turn) error {
+		c, peer := Run(t, rw, opts)
+		ch <- res{c, peer}
+		return nil
+	})
+	select {
+	case r := <-ch:
+		return r.c, r.peer, nil
+	case <-a.Done():
+		select {
+		case r := <-ch:
+			return r.c, r.peer, nil
+		default:
+		}
+		_ = rw.Close()
+		return nil, nil, ErrClosed
+	}
+}
+
+// Peer returns the proxy for the peer's oid 0 (nil without ImportInitial).
+func (c *Conn) Peer() *dataspace.Ref { return c.peer }
+
+// Facet returns the relay facet.
+func (c *Conn) Facet() dataspace.FacetRef { return c.fr }
+
+// Done is closed once the connection has ended and both of its goroutines
+// have returned.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Err returns why the connection ended: nil for a clean end (EOF, or the
+// facet stopped locally), a *ProtocolError, a *PeerError, ErrSlowPeer, an
+// I/O error.
+func (c *Conn) Err() error {
+	if p := c.errv.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Close ends the connection from any goroutine (not from inside a turn of
+// the host actor: use StopIn there): the relay facet stops, every assertion
+// made on the peer's behalf is retracted.
+func (c *Conn) Close() {
+	c.fr.Activate(func(t *dataspace.Turn) error {
+		c.stopIn(t, nil, false)
+		return nil
+	})
+}
+
+// StopIn ends the connection from inside a turn of the host actor.
+func (c *Conn) StopIn(t *dataspace.Turn) { c.stopIn(t, nil, false) }
+
+func (c *Conn) setErr(err error) {
+	if err != nil {
+		c.errv.CompareAndSwap(nil, &err)
+	}
+}
+
+// stopIn stops the relay facet; with err and sendErr, an Error packet is
+// queued first (best effort).
+func (c *Conn) stopIn(t *dataspace.Turn, err error, sendErr bool) {
+	if c.stopped {
+		return
+	}
+	if err != nil {
+		c.setErr(err)
+		c.log.Warn().Err(err).Msg("relay connection error")
+	}
+	if len(c.pending) > 0 {
+		_ = c.flush(t)
+	}
+	if err != nil && sendErr {
+		pkt := Packet{Kind: ErrorPacket, Msg: err.Error(), Detail: preserves.Bool(false)}
+		c.enqueueBytes(pkt.ToValue(), true)
+	}
+	c.stopped = true
+	t.StopFacet(c.facet)
+}
+
+// shutdown runs as the relay facet's stop action: no more output will be
+// queued, so the writer writes what is left and closes the stream.
+func (c *Conn) shutdown() {
+	c.stopped = true
+	c.mu.Lock()
+	c.closing = true
+	c.mu.Unlock()
+	c.signal()
+}
+
+func (c *Conn) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Conn) closeStream() {
+	c.closed.Do(func() {
+		if c.cl != nil {
+			_ = c.cl.Close()
+		}
+	})
+}
+
+func (c *Conn) taskDone() {
+	if c.nTasks.Add(-1) == 0 {
+		close(c.done)
+	}
+}
+
+// ---- outbound ----
+
+// proxy is the local stand-in for one of the peer's exported objects. It
+// lives in the relay facet; events to it become TurnEvents.
+type proxy struct {
+	c   *Conn
+	oid int64
+	sym *symbol
+}
+
+func (p *proxy) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
+	c := p.c
+	if c.stopped {
+		return nil
+	}
+	wv, pins, err := c.encodeValue(v, nil)
+	if err != nil {
+		c.release(pins)
+		c.log.Warn().Err(err).Msg("relay: assertion not sent")
+		return nil
+	}
+	if c.live(p.sym) {
+		p.sym.count++
+		c.outbound[h] = append(pins, p.sym)
+	} else {
+		// The peer has released this oid and will ignore the event: it
+		// takes no pins there, so none are kept here (§15.6).
+		c.release(pins)
+	}
+	c.queue(t, Event{Oid: p.oid, Kind: EvAssert, Value: wv, Handle: int64(h)})
+	return nil
+}
+
+func (p *proxy) Retract(t *dataspace.Turn, h dataspace.Handle) error {
+	c := p.c
+	if c.stopped {
+		return nil
+	}
+	c.queue(t, Event{Oid: p.oid, Kind: EvRetract, Handle: int64(h)})
+	if pins, ok := c.outbound[h]; ok {
+		delete(c.outbound, h)
+		c.release(pins)
+	}
+	return nil
+}
+
+func (p *proxy) Message(t *dataspace.Turn, v preserves.Value) error {
+	c := p.c
+	if c.stopped {
+		return nil
+	}
+	wv, pins, err := c.encodeValue(v, nil)
+	if err != nil {
+		c.release(pins)
+		c.log.Warn().Err(err).Msg("relay: message not sent")
+		return nil
+	}
+	c.queue(t, Event{Oid: p.oid, Kind: EvMessage, Value: wv})
+	if c.release(pins) {
+		// Transient-reference rule, sender side (§15.5).
+		c.stopIn(t, ErrTransient, true)
+	}
+	return nil
+}
+
+// Sync across the wire, outbound (§15.8): a one-shot local entity K is
+// exported fresh and sent as the peer; the target proxy is pinned until K
+// fires.
+func (p *proxy) Sync(t *dataspace.Turn, peer *dataspace.Ref) error {
+	c := p.c
+	if c.stopped {
+		return nil
+	}
+	k := &syncOut{c: c, peer: peer}
+	kref := t.Create(k)
+	w, ks := c.encodeRef(kref)
+	k.pins = []*symbol{ks}
+	if c.live(p.sym) {
+		p.sym.count++
+		k.pins = append(k.pins, p.sym)
+	}
+	c.queue(t, Event{Oid: p.oid, Kind: EvSync, Value: w})
+	return nil
+}
+
+type syncOut struct {
+	dataspace.BaseEntity
+	c    *Conn
+	peer *dataspace.Ref
+	pins []*symbol
+}
+
+func (k *syncOut) Message(t *dataspace.Turn, _ preserves.Value) error {
+	if k.pins == nil {
+		return nil
+	}
+	k.c.release(k.pins)
+	k.pins = nil
+	t.Message(k.peer, preserves.Bool(true))
+	return nil
+}
+
+// queue adds a TurnEvent to the packet this turn will send, scheduling the
+// flush once per turn (§15.6: one Turn packet per relay turn).
+func (c *Conn) queue(t *dataspace.Turn, ev Event) {
+	c.pending = append(c.pending, ev.ToValue())
+	if !c.flushQueued {
+		c.flushQueued = true
+		t.PreCommit(c.flush)
+	}
+}
+
+func (c *Conn) flush(t *dataspace.Turn) error {
+	c.flushQueued = false
+	if len(c.pending) == 0 {
+		return nil
+	}
+	pkt := preserves.Sequence(c.pending)
+	ok := c.enqueueBytes(pkt, false)
+	clear(c.pending)
+	c.pending = c.pending[:0]
+	if !ok && !c.stopped {
+		c.stopIn(t, ErrSlowPeer, false)
+	}
+	return nil
+}
+
+// enqueueBytes encodes v in the current output syntax and hands it to the
+// writer. It reports false when the bounded outbound buffer overflowed.
+// force appends even past the bound (a final Error packet).
+func (c *Conn) enqueueBytes(v preserves.Value, force bool) bool {
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return true
+	}
+	n := len(c.out)
+	out, err := AppendPacket(c.out, v, c.syntax)
+	if err != nil {
+		c.mu.Unlock()
+		c.log.Error().Err(err).Msg("relay: cannot encode packet")
+		return true
+	}
+	if !force && len(out) > c.opts.MaxOutbound && n > 0 {
+		c.out = out[:n]
+		c.mu.Unlock()
+		return false
+	}
+	c.out = out
+	c.mu.Unlock()
+	c.signal()
+	return true
+}
+
+// writeLoop is the writer goroutine: it writes everything queued since its
+// last write in one Write call (packets queued by several turns go out
+// together), and closes the stream once the facet has stopped.
+func (c *Conn) writeLoop(ctx context.Context) error {
+	defer c.taskDone()
+	var spare []byte
+	for {
+		c.mu.Lock()
+		buf, closing := c.out, c.closing
+		c.out = spare[:0]
+		c.mu.Unlock()
+		if closing || ctx.Err() != nil {
+			// Final flush, bounded: a peer that does not read cannot
+			// hold the goroutine (and so the actor) forever.
+			c.mu.Lock()
+			c.closing = true
+			buf = append(buf, c.out...)
+			c.out = nil
+			c.mu.Unlock()
+			if len(buf) > 0 {
+				tm := time.AfterFunc(time.Second, c.closeStream)
+				_, _ = c.w.Write(buf)
+				tm.Stop()
+			}
+			c.closeStream()
+			return ctx.Err()
+		}
+		if len(buf) > 0 {
+			if _, err := c.w.Write(buf); err != nil {
+				c.closeStream()
+				c.fr.Activate(func(t *dataspace.Turn) error {
+					c.stopIn(t, err, false)
+					return nil
+				})
+				return dataspace.ErrKeepFacet
+			}
+			if cap(buf) <= 1<<20 {
+				spare = buf
+			} else {
+				spare = nil
+			}
+		}
+		select {
+		case <-c.wake:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// ---- inbound ----
+
+const readBufSize = 16 << 10
+
+// readLoop is the reader goroutine: it frames and decodes packets and
+// handles each in one turn of the relay facet.
+func (c *Conn) readLoop(ctx context.Context) error {
+	defer c.taskDone()
+	f := newFramer(c.opts.MaxPacketSize, c.opts.MaxDepth)
+	buf := make([]byte, readBufSize)
+	for {
+		n, rerr := c.r.Read(buf)
+		if n > 0 {
+			f.feed(buf[:n])
+			for {
+				raw, syn, off, err := f.next()
+				if err == nil && raw == nil {
+					break
+				}
+				var pkt Packet
+				if err == nil {
+					var v preserves.Value
+					v, err = decodePacket(raw, syn, off, c.opts.MaxDepth, c.opts.MaxPacketSize)
+					if err == nil {
+						pkt, err = ParsePacket(v)
+						var pe *ProtocolError
+						if errors.As(err, &pe) {
+							pe.Offset = off
+						}
+					}
+				}
+				if err != nil {
+					c.fr.Activate(func(t *dataspace.Turn) error {
+						c.stopIn(t, err, true)
+						return nil
+					})
+					return dataspace.ErrKeepFacet
+				}
+				if !c.fr.Activate(func(t *dataspace.Turn) error {
+					c.handle(t, pkt, syn, off)
+					return nil
+				}) || ctx.Err() != nil {
+					return ctx.Err()
+				}
+			}
+		}
+		if rerr != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			var err error
+			if !errors.Is(rerr, io.EOF) {
+				err = rerr
+			} else if f.pending() {
+				c.log.Debug().Msg("relay: input ended inside a packet")
+			}
+			c.fr.Activate(func(t *dataspace.Turn) error {
+				c.stopIn(t, err, false)
+				return nil
+			})
+			return dataspace.ErrKeepFacet
+		}
+	}
+}
+
+// handle processes one inbound packet in one turn (§15.7).
+func (c *Conn) handle(t *dataspace.Turn, pkt Packet, syn Syntax, off int64) {
+	if c.stopped {
+		return
+	}
+	c.syntax = syn
+	switch pkt.Kind {
+	case TurnPacket:
+		for i := range pkt.Events {
+			if err := c.handleEvent(t, &pkt.Events[i]); err != nil {
+				var pe *ProtocolError
+				if errors.As(err, &pe) && pe.Offset < 0 {
+					pe.Offset = off
+				}
+				c.stopIn(t, err, true)
+				return
+			}
+		}
+	case ErrorPacket:
+		err := &PeerError{Message: pkt.Msg, Detail: abbreviate(pkt.Detail)}
+		c.stopIn(t, err, true)
+	case ExtensionPacket:
+		c.log.Debug().Str("packet", abbreviate(pkt.Detail)).Msg("relay: ignoring extension packet")
+	case NopPacket:
+	}
+}
+
+func (c *Conn) handleEvent(t *dataspace.Turn, ev *Event) error {
+	target := c.exported.byOid[ev.Oid]
+	if target == nil {
+		if ev.Oid >= c.nextOid || ev.Oid < 0 {
+			return protoErr(-1, ErrProtocol, nil, "event for oid %d, never issued", ev.Oid)
+		}
+		c.log.Debug().Int64("oid", ev.Oid).Msg("relay: event for a released oid ignored")
+		return nil
+	}
+	switch ev.Kind {
+	case EvAssert:
+		if _, dup := c.inbound[ev.Handle]; dup {
+			return protoErr(-1, ErrProtocol, nil, "duplicate remote handle %d", ev.Handle)
+		}
+		v, pins, err := c.decodeValue(t, ev.Value, nil)
+		if err != nil {
+			return err
+		}
+		h := t.Assert(target.ref, v)
+		if h == 0 {
+			c.release(pins) // rejected by attenuation
+			return nil
+		}
+		target.count++
+		c.inbound[ev.Handle] = inRec{local: h, pins: append(pins, target)}
+	case EvRetract:
+		rec, ok := c.inbound[ev.Handle]
+		if !ok {
+			return nil // e.g. after an attenuation rejection
+		}
+		delete(c.inbound, ev.Handle)
+		t.Retract(rec.local)
+		c.release(rec.pins)
+	case EvMessage:
+		v, pins, err := c.decodeValue(t, ev.Value, nil)
+		if err != nil {
+			return err
+		}
+		for _, s := range pins {
+			if s.count == 1 {
+				c.release(pins)
+				return protoErr(-1, ErrProtocol, nil, "cannot receive transient reference")
+			}
+		}
+		t.Message(target.ref, v)
+		c.release(pins)
+	case EvSync:
+		e, _ := preserves.Unwrap(ev.Value).(*preserves.Embedded)
+		w, ok := e.Payload.(preserves.Value)
+		if !ok {
+			return protoErr(-1, ErrProtocol, nil, "sync peer is not a WireRef")
+		}
+		peer, ps, err := c.decodeRef(t, w)
+		if err != nil {
+			return err
+		}
+		target.count++
+		k := t.Create(&syncIn{c: c, peer: peer, pins: []*symbol{target, ps}})
+		t.SyncPeer(target.ref, k)
+	}
+	return nil
+}
+
+// syncIn answers an inbound Sync once the local target has synced: the
+// reply goes to the peer's continuation, and the pins are dropped.
+type syncIn struct {
+	dataspace.BaseEntity
+	c    *Conn
+	peer *dataspace.Ref
+	pins []*symbol
+}
+
+func (k *syncIn) Message(t *dataspace.Turn, _ preserves.Value) error {
+	if k.pins == nil || k.c.stopped {
+		return nil
+	}
+	t.Message(k.peer, preserves.Bool(true))
+	k.c.release(k.pins)
+	k.pins = nil
+	return nil
+}
