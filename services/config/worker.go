@@ -77,7 +77,6 @@ func (w *worker) boot(t *dataspace.Turn) error {
 	fr := t.FacetRef()
 	t.LinkedTask("config-watcher", func(ctx context.Context) error {
 		defer wt.Close()
-		defer register(wt)()
 		if !fr.Activate(func(*dataspace.Turn) error { return nil }) {
 			return nil
 		}
