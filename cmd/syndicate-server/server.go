@@ -91,6 +91,11 @@ type server struct {
 	sys  *dataspace.System
 	top  *dataspace.Actor
 
+	// Set by the boot turn, which then closes booted; read only after that.
+	booted   chan struct{}
+	cfg      *dataspace.Ref
+	topFacet dataspace.FacetRef
+
 	exitOnce sync.Once
 	exitCode chan int // receives the requested status once
 }
@@ -132,7 +137,7 @@ func runServer(o *options, stderr io.Writer) int {
 	stopReaper := daemon.StartReaper(log)
 	defer stopReaper()
 
-	s := &server{opts: o, log: log, exitCode: make(chan int, 1)}
+	s := &server{opts: o, log: log, exitCode: make(chan int, 1), booted: make(chan struct{})}
 	s.sys = dataspace.NewSystem(dataspace.Options{Logger: log})
 	s.top = s.sys.Spawn("syndicate-server", s.boot)
 
@@ -141,8 +146,16 @@ func runServer(o *options, stderr io.Writer) int {
 		select {
 		case sig := <-sigs:
 			if sig == syscall.SIGHUP {
+				select {
+				case <-s.booted:
+				default:
+					continue // still starting: the initial scan is about to happen anyway
+				}
 				log.Info().Msg("SIGHUP: rescanning config directories")
-				config.RescanAll()
+				s.topFacet.Activate(func(t *dataspace.Turn) error {
+					t.Message(s.cfg, config.RescanMessage())
+					return nil
+				})
 				continue
 			}
 			log.Info().Str("signal", sig.String()).Msg("shutting down")
@@ -173,6 +186,7 @@ func (s *server) boot(t *dataspace.Turn) error {
 	o := s.opts
 	cfg := t.Create(dataspace.NewDataspace())
 	logds := t.Create(dataspace.NewDataspace())
+	s.cfg, s.topFacet = cfg, t.FacetRef()
 	env := services.Env{Config: cfg, Log: logds, Logger: s.log}
 	env.Gatekeeper = s.bootGatekeeper(t, env)
 	if o.control {
@@ -196,6 +210,10 @@ func (s *server) boot(t *dataspace.Turn) error {
 	}
 	// The server runs until told otherwise, even with nothing to do.
 	t.PreventInertCheck()
+	t.PreCommit(func(*dataspace.Turn) error {
+		close(s.booted)
+		return nil
+	})
 	s.log.Info().Int("pid", os.Getpid()).Strs("config", o.configs).Msg("server running")
 	return nil
 }
