@@ -199,6 +199,13 @@ func (w *world) waitHas(v string) {
 	eventually(w.t, v+" to be asserted", func() bool { return w.has(v) })
 }
 
+// waitSeen waits until v has been asserted at some point (it may be gone
+// again: short-lived states such as a restart's complete).
+func (w *world) waitSeen(v string) {
+	w.t.Helper()
+	eventually(w.t, v+" to have been asserted", func() bool { return strings.Contains(w.eventsOf(v), "+") })
+}
+
 func (w *world) waitGone(v string) {
 	w.t.Helper()
 	eventually(w.t, v+" to be retracted", func() bool { return !w.has(v) })

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -69,4 +70,27 @@ func TestScenario36NestedWatcherSeesAllVariables(t *testing.T) {
 	// Removing the outer file withdraws the nested watcher and its scripts.
 	writeAtomic(t, filepath.Join(outer, "out.pr"), "<empty>\n")
 	w.waitGone("<inner2 7>")
+}
+
+// Q18 (Go avoids the blip): an assertion made in a `?` handler body and
+// common to the old and new version of a file is never withdrawn by an edit.
+func TestEditKeepsHandlerBodyAssertions(t *testing.T) {
+	dir := tempRoot(t)
+	p := filepath.Join(dir, "h.pr")
+	writeAtomic(t, p, "? <go> [ <require-service <daemon d>> ]\n<x 1>\n")
+	w := newWorld(t, testOptions())
+	w.startWatcher(dir)
+	w.do(func(t *dataspace.Turn) { t.Assert(w.cfg, preserves.Rec("go")) })
+	w.waitHas("<require-service <daemon d>>")
+	writeAtomic(t, p, "? <go> [ <require-service <daemon d>> ]\n<x 2>\n")
+	w.waitHas("<x 2>")
+	w.waitGone("<x 1>")
+	if got := w.eventsOf("<require-service <daemon d>>"); got != "+" {
+		t.Fatalf("handler-body assertion events %q: it blinked during the edit", got)
+	}
+	// Removing the file still withdraws it.
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	w.waitGone("<require-service <daemon d>>")
 }

@@ -202,7 +202,7 @@ func TestScenario22MissingPathFailsAndRetries(t *testing.T) {
 	w := newWorld(t, testOptions())
 	name := watcherName(dir, w.env())
 	w.run(name)
-	w.waitHas(stateText(name, "failed"))
+	w.waitSeen(stateText(name, "failed"))
 	w.waitLog("cannot canonicalise path")
 	writeAtomic(t, filepath.Join(dir, "a.pr"), "<late>")
 	w.waitHas(stateText(name, "ready"))
@@ -252,7 +252,7 @@ func TestScenario12RestartService(t *testing.T) {
 	w := newWorld(t, testOptions())
 	name := w.startWatcher(dir)
 	w.do(func(t *dataspace.Turn) { t.Message(w.cfg, preserves.Rec("restart-service", name)) })
-	w.waitHas(stateText(name, "complete"))
+	w.waitSeen(stateText(name, "complete"))
 	w.waitHas(stateText(name, "ready"))
 	eventually(t, "a.pr re-read", func() bool { return w.processedCount(p) == 2 })
 	if got := w.eventsOf(stateText(name, "ready")); got != "+-+" {

@@ -97,8 +97,11 @@ func (w *worker) boot(t *dataspace.Turn) error {
 // apply runs one batch of changes as part of the current turn, with the
 // worker's main facet active (§3.4). Every new version is started before any
 // replaced version is stopped, so assertions common to both never disappear.
+// When the batch started new versions, the old ones stop one config-dataspace
+// round trip later (see below); otherwise at once.
 func (w *worker) apply(t *dataspace.Turn, cs []Change) {
 	var old []dataspace.FacetID
+	started := false
 	for _, c := range cs {
 		prev, had := w.files[c.Path]
 		if c.Removed {
@@ -141,10 +144,26 @@ func (w *worker) apply(t *dataspace.Turn, cs []Change) {
 			old = append(old, prev)
 		}
 		w.files[c.Path] = id
+		started = true
 		w.log.Info().Str("path", c.Path).Msg("processed")
 	}
-	for _, id := range old {
-		t.StopFacet(id)
+	stop := func(t *dataspace.Turn) error {
+		for _, id := range old {
+			t.StopFacet(id)
+		}
+		return nil
+	}
+	switch {
+	case len(old) == 0:
+	case started:
+		// Q18: stop the replaced versions only after a round trip through
+		// the config dataspace. By then it has answered the new versions'
+		// subscriptions, so their `?` handler bodies have run (in the same
+		// turn as this continuation) and an assertion common to both
+		// versions but made in a handler body does not blink either.
+		t.Sync(w.cfg, stop)
+	default:
+		_ = stop(t)
 	}
 }
 
