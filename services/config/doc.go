@@ -29,7 +29,10 @@
 // in one turn together with asserting `ready`, then hands the Watcher to a
 // linked task whose batches are applied, each as one turn of the worker's
 // main facet: new versions start before old versions stop, so assertions
-// common to both never flicker. A file whose Preserves syntax is broken keeps
+// common to both never flicker. The old versions stop one round trip through
+// the config dataspace later, once the new versions' subscriptions have been
+// answered, so even assertions made in `?` handler bodies survive an edit
+// that keeps them (Q18; the reference withdraws them briefly). A file whose Preserves syntax is broken keeps
 // its previous version running; a file with compile errors has its previous
 // version stopped and nothing replaces it (§3.5).
 //
