@@ -17,7 +17,9 @@ import (
 	"math"
 	"math/big"
 	"slices"
+	"sync"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Default limits used when DecodeOptions leaves them zero.
@@ -63,9 +65,8 @@ func (o DecodeOptions) limits() (depth, length int) {
 // class ErrEmpty; input ending inside the value is ErrUnexpectedEOF; bytes
 // left over after the value are a syntax error.
 func DecodeBinary(b []byte, opts DecodeOptions) (Value, error) {
-	var d binDecoder
-	var local [64]Value
-	d.stack = local[:0]
+	d := binDecoderPool.Get().(*binDecoder)
+	defer d.release()
 	d.init(opts)
 	if len(b) == 0 {
 		return nil, d.errAt(ErrEmpty, 0, "no input")
@@ -74,6 +75,13 @@ func DecodeBinary(b []byte, opts DecodeOptions) (Value, error) {
 		return nil, d.errAt(ErrLimit, 0, "input longer than MaxLength")
 	}
 	d.buf = b
+	d.resetSlabs()
+	// A prescan sizes the slabs exactly; it costs a fraction of decoding.
+	var sc extentScanner
+	sc.reset(0)
+	if end, _ := sc.scan(b, d.maxDepth, d.maxLength); end > 0 {
+		d.hintItems, d.hintRecs = sc.items-sc.recs, sc.recs
+	}
 	v, err := d.value(0)
 	if err != nil {
 		return nil, err
@@ -82,6 +90,21 @@ func DecodeBinary(b []byte, opts DecodeOptions) (Value, error) {
 		return nil, d.errAt(ErrSyntax, d.pos, "trailing bytes after value")
 	}
 	return v, nil
+}
+
+// binDecoderPool recycles decoders, and with them the scratch stack and the
+// unused tail of the string arena, across DecodeBinary calls.
+var binDecoderPool = sync.Pool{New: func() any { return &binDecoder{stack: make([]Value, 0, 64)} }}
+
+func (d *binDecoder) release() {
+	clear(d.stack) // an error may leave items behind
+	d.stack = d.stack[:0]
+	if cap(d.stack) > 1<<12 {
+		d.stack = make([]Value, 0, 64)
+	}
+	d.buf, d.pos, d.base, d.embedded, d.dropping = nil, 0, 0, nil, 0
+	d.resetSlabs()
+	binDecoderPool.Put(d)
 }
 
 // binDecoder decodes values from buf starting at pos. base is added to
@@ -99,6 +122,46 @@ type binDecoder struct {
 	// position; the Embedded hook is not called inside them.
 	dropping int
 	stack    []Value
+	// arena holds the bytes of decoded strings, symbols and byte strings,
+	// so each costs one allocation (its interface box) rather than two.
+	// Bytes are only ever appended, never overwritten, so strings handed
+	// out stay valid while the arena's spare capacity is reused.
+	arena []byte
+	vals  []Value  // slab for compound items of the current top-level value
+	recs  []Record // slab for records of the current top-level value
+	// slot usage of the current top-level value, which began at slabStart
+	itemsUsed, recsUsed, slabStart int
+	// upper bounds on the slots the current top-level value needs, from a
+	// prescan; zero when unknown
+	hintItems, hintRecs int
+}
+
+// Atom bodies longer than arenaMaxString get their own allocation, and arena
+// chunks are at most arenaChunk bytes, which bounds how much memory a small
+// retained string can keep alive.
+const (
+	arenaChunk     = 4096
+	arenaMaxString = 512
+)
+
+// str copies an atom body out of the input.
+func (d *binDecoder) str(body []byte) string {
+	n := len(body)
+	if n == 0 {
+		return ""
+	}
+	if n > arenaMaxString {
+		return string(body)
+	}
+	if cap(d.arena)-len(d.arena) < n {
+		// Size the chunk by the input still to come (every later body is
+		// part of it), so decoding a small packet allocates little.
+		size := min(arenaChunk, n+len(d.buf)-d.pos)
+		d.arena = make([]byte, 0, size)
+	}
+	start := len(d.arena)
+	d.arena = append(d.arena, body...)
+	return unsafe.String(&d.arena[start], n)
 }
 
 func (d *binDecoder) init(opts DecodeOptions) {
@@ -144,15 +207,15 @@ func (d *binDecoder) value(depth int) (Value, error) {
 			return nil, d.errAt(ErrSyntax, start, "invalid UTF-8 in string or symbol")
 		}
 		if tag == tagString {
-			return String(body), nil
+			return String(d.str(body)), nil
 		}
-		return Symbol(body), nil
+		return Symbol(d.str(body)), nil
 	case tagByteString:
 		body, err := d.body()
 		if err != nil {
 			return nil, err
 		}
-		return ByteString(body), nil
+		return ByteString(d.str(body)), nil
 	case tagDouble:
 		n, err := d.length()
 		if err != nil {
@@ -239,10 +302,6 @@ func (d *binDecoder) annotated(start, depth int) (Value, error) {
 // its end marker; d.pos is just past the opening tag.
 func (d *binDecoder) compound(tag byte, start, depth int) (Value, error) {
 	mark := len(d.stack)
-	defer func() {
-		clear(d.stack[mark:]) // drop references held by the scratch stack
-		d.stack = d.stack[:mark]
-	}()
 	for {
 		if d.pos >= len(d.buf) {
 			return nil, d.eof()
@@ -267,14 +326,25 @@ func (d *binDecoder) compound(tag byte, start, depth int) (Value, error) {
 		}
 	}
 	items := d.stack[mark:]
+	v, err := d.build(tag, start, items)
+	clear(items) // drop references held by the scratch stack
+	d.stack = d.stack[:mark]
+	return v, err
+}
+
+// build makes the compound value from its items, which it copies.
+func (d *binDecoder) build(tag byte, start int, items []Value) (Value, error) {
 	switch tag {
 	case tagSequence:
-		return Sequence(slices.Clone(items)), nil
+		if len(items) == 0 {
+			return Sequence{}, nil
+		}
+		return Sequence(d.itemSlice(items)), nil
 	case tagRecord:
 		if len(items) == 0 {
 			return nil, d.errAt(ErrSyntax, start, "record without a label")
 		}
-		return newRecordFrom(items), nil
+		return d.newRecord(items[0], items[1:]), nil
 	case tagSet:
 		elems := slices.Clone(items)
 		slices.SortFunc(elems, Compare)
@@ -299,53 +369,61 @@ func (d *binDecoder) compound(tag byte, start, depth int) (Value, error) {
 	}
 }
 
-// Records with few fields are allocated together with their field array, so
-// a small record costs one allocation instead of two.
-type record1 struct {
-	r Record
-	f [1]Value
-}
-type record2 struct {
-	r Record
-	f [2]Value
-}
-type record3 struct {
-	r Record
-	f [3]Value
-}
-type record4 struct {
-	r Record
-	f [4]Value
+// Slabs. Item arrays and Record structs of one top-level value are carved
+// out of shared chunks, so a small compound costs no allocation of its own.
+// A chunk never serves two top-level values: otherwise a value retained from
+// one packet could keep another packet's data reachable. A new chunk is sized
+// by extrapolating how many items (or records) per input byte the value has
+// used so far over the input still to come, and capped so that one retained
+// value pins a bounded amount of memory.
+const slabMax = 256
+
+// slabSize estimates how many more slots the current top-level value needs,
+// given the slots used so far and, when a prescan provided it, an upper bound
+// on the total (hint > 0).
+func (d *binDecoder) slabSize(used, hint int) int {
+	if hint > 0 {
+		return min(max(hint-used, 0), slabMax)
+	}
+	consumed := max(d.pos-d.slabStart, 1)
+	rest := len(d.buf) - d.pos
+	return min(rest*used/consumed+4, slabMax)
 }
 
-// newRecordFrom builds a record from label and fields (items[0] is the
-// label), copying items.
-func newRecordFrom(items []Value) *Record {
-	switch len(items) - 1 {
-	case 0:
-		return &Record{Label: items[0]}
-	case 1:
-		x := &record1{}
-		copy(x.f[:], items[1:])
-		x.r = Record{Label: items[0], Fields: x.f[:]}
-		return &x.r
-	case 2:
-		x := &record2{}
-		copy(x.f[:], items[1:])
-		x.r = Record{Label: items[0], Fields: x.f[:]}
-		return &x.r
-	case 3:
-		x := &record3{}
-		copy(x.f[:], items[1:])
-		x.r = Record{Label: items[0], Fields: x.f[:]}
-		return &x.r
-	case 4:
-		x := &record4{}
-		copy(x.f[:], items[1:])
-		x.r = Record{Label: items[0], Fields: x.f[:]}
-		return &x.r
+// itemSlice copies items into the value slab. The result's capacity equals
+// its length, so appending to it can never overwrite a neighbour.
+func (d *binDecoder) itemSlice(items []Value) []Value {
+	n := len(items)
+	d.itemsUsed += n
+	if cap(d.vals)-len(d.vals) < n {
+		if n > slabMax/2 {
+			return slices.Clone(items)
+		}
+		d.vals = make([]Value, 0, n+d.slabSize(d.itemsUsed, d.hintItems))
 	}
-	return &Record{Label: items[0], Fields: slices.Clone(items[1:])}
+	l := len(d.vals)
+	d.vals = append(d.vals, items...)
+	return d.vals[l : l+n : l+n]
+}
+
+func (d *binDecoder) newRecord(label Value, fields []Value) *Record {
+	d.recsUsed++
+	if len(d.recs) == cap(d.recs) {
+		d.recs = make([]Record, 0, 1+d.slabSize(d.recsUsed, d.hintRecs))
+	}
+	d.recs = append(d.recs, Record{Label: label})
+	r := &d.recs[len(d.recs)-1]
+	if len(fields) > 0 {
+		r.Fields = d.itemSlice(fields)
+	}
+	return r
+}
+
+// resetSlabs starts fresh chunks for a top-level value starting at d.pos.
+func (d *binDecoder) resetSlabs() {
+	d.vals, d.recs = nil, nil
+	d.itemsUsed, d.recsUsed, d.slabStart = 0, 0, d.pos
+	d.hintItems, d.hintRecs = 0, 0
 }
 
 // length reads a varint length, rejecting non-minimal encodings, values that

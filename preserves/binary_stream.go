@@ -27,17 +27,14 @@ type Decoder struct {
 	base int64 // stream offset of buf[0]
 	err  error // sticky syntax or limit error
 
-	// scanner state for the pending value
-	scan int // next byte to scan (index into buf)
-	open int // open compounds
-	need int // complete top-level values still needed
+	scan extentScanner // state for the pending value
 }
 
 // NewDecoder returns a Decoder with the given options.
 func NewDecoder(opts DecodeOptions) *Decoder {
 	dec := &Decoder{}
 	dec.d.init(opts)
-	dec.need = 1
+	dec.scan.reset(0)
 	return dec
 }
 
@@ -65,7 +62,7 @@ func (dec *Decoder) Next() (Value, error) {
 	if dec.off == len(dec.buf) {
 		return nil, dec.needMore()
 	}
-	end, bad := dec.scanValue()
+	end, bad := dec.scan.scan(dec.buf, dec.d.maxDepth, dec.d.maxLength)
 	if end < 0 && !bad {
 		if dec.d.maxLength < len(dec.buf)-dec.off {
 			dec.err = &Error{Pos: Pos{Offset: int(dec.Offset())}, Msg: "value longer than MaxLength", Class: ErrLimit}
@@ -85,6 +82,10 @@ func (dec *Decoder) Next() (Value, error) {
 	d.pos = dec.off
 	d.base = dec.base
 	d.dropping = 0
+	d.resetSlabs()
+	if !bad {
+		d.hintItems, d.hintRecs = dec.scan.items-dec.scan.recs, dec.scan.recs
+	}
 	v, err := d.value(0)
 	d.buf = nil
 	if err != nil {
@@ -109,12 +110,42 @@ func (dec *Decoder) Next() (Value, error) {
 	return v, nil
 }
 
+// End tells the decoder that no more bytes will arrive. It returns nil when
+// the stream ended at a value boundary; otherwise the error the whole-buffer
+// decoder reports for the pending bytes: a syntax or limit error if they are
+// malformed before their end, else an error of class ErrUnexpectedEOF.
+func (dec *Decoder) End() error {
+	if dec.err != nil {
+		return dec.err
+	}
+	if dec.off == len(dec.buf) {
+		return nil
+	}
+	d := &dec.d
+	d.buf = dec.buf
+	d.pos = dec.off
+	d.base = dec.base
+	d.dropping = 0
+	d.resetSlabs()
+	_, err := d.value(0)
+	d.buf = nil
+	if err == nil {
+		// Cannot happen while the scanner and decoder agree; Next would
+		// have returned the value.
+		err = d.errAt(ErrSyntax, dec.off, "malformed value")
+	}
+	if !errors.Is(err, ErrUnexpectedEOF) {
+		dec.err = err
+	}
+	return err
+}
+
 func (dec *Decoder) needMore() error {
 	return &Error{Pos: Pos{Offset: int(dec.base) + len(dec.buf)}, Msg: "need more bytes", Class: ErrUnexpectedEOF}
 }
 
 func (dec *Decoder) resetScan() {
-	dec.scan, dec.open, dec.need = dec.off, 0, 1
+	dec.scan.reset(dec.off)
 }
 
 // compact drops consumed bytes once they dominate the buffer, so a
@@ -126,17 +157,29 @@ func (dec *Decoder) compact() {
 	n := copy(dec.buf, dec.buf[dec.off:])
 	dec.buf = dec.buf[:n]
 	dec.base += int64(dec.off)
-	dec.scan -= dec.off
+	dec.scan.pos -= dec.off
 	dec.off = 0
 }
 
-// scanValue advances the resumable scanner. It returns the end index of the
-// pending value, or -1 when more bytes are needed; bad reports input the
-// scanner cannot accept (the full decoder then produces the error).
-func (dec *Decoder) scanValue() (end int, bad bool) {
-	buf := dec.buf
-	p := dec.scan
-	maxDepth := dec.d.maxDepth
+// extentScanner finds where a binary value ends without building it, and
+// counts, as an upper bound, the compound items and records inside it so the
+// decoder can size its slabs. It is resumable: when the bytes run out its
+// state stays valid for a later call on a longer buffer.
+type extentScanner struct {
+	pos   int // next byte to scan
+	open  int // open compounds
+	need  int // complete top-level values still needed
+	items int // value tokens seen inside compounds
+	recs  int // records opened
+}
+
+func (s *extentScanner) reset(pos int) { *s = extentScanner{pos: pos, need: 1} }
+
+// scan advances over buf. It returns the end index of the value, or -1 when
+// more bytes are needed; bad reports input the scanner cannot accept (the
+// full decoder then produces the error).
+func (s *extentScanner) scan(buf []byte, maxDepth, maxLength int) (end int, bad bool) {
+	p := s.pos
 	for p < len(buf) {
 		tag := buf[p]
 		q := p + 1
@@ -145,15 +188,24 @@ func (dec *Decoder) scanValue() (end int, bad bool) {
 		case tag == tagFalse || tag == tagTrue:
 			atom = true
 		case tag == tagEnd:
-			if dec.open == 0 {
+			if s.open == 0 {
 				return -1, true
 			}
-			dec.open--
-			atom = dec.open == 0
+			s.open--
+			atom = s.open == 0
+			p = q
+			if atom {
+				s.need--
+				if s.need == 0 {
+					s.pos = p
+					return p, false
+				}
+			}
+			continue
 		case tag == tagAnnotation:
-			if dec.open == 0 {
-				dec.need++
-				if dec.need > maxDepth+1 {
+			if s.open == 0 {
+				s.need++
+				if s.need > maxDepth+1 {
 					return -1, true
 				}
 			}
@@ -164,32 +216,43 @@ func (dec *Decoder) scanValue() (end int, bad bool) {
 				return -1, true
 			}
 			if w == 0 || len(buf)-q-w < n {
-				if n > dec.d.maxLength {
+				if n > maxLength {
 					return -1, true
 				}
-				dec.scan = p
+				s.pos = p
 				return -1, false
 			}
 			q += w + n
 			atom = true
 		case tag >= tagRecord && tag <= tagDictionary:
-			dec.open++
-			if dec.open > maxDepth {
+			if s.open > 0 {
+				s.items++
+			}
+			s.open++
+			if tag == tagRecord {
+				s.recs++
+			}
+			if s.open > maxDepth {
 				return -1, true
 			}
+			p = q
+			continue
 		default:
 			return -1, true
 		}
+		if s.open > 0 {
+			s.items++
+		}
 		p = q
-		if atom && dec.open == 0 {
-			dec.need--
-			if dec.need == 0 {
-				dec.scan = p
+		if atom && s.open == 0 {
+			s.need--
+			if s.need == 0 {
+				s.pos = p
 				return p, false
 			}
 		}
 	}
-	dec.scan = p
+	s.pos = p
 	return -1, false
 }
 
@@ -251,11 +314,9 @@ func (br *BinaryReader) Next() (Value, error) {
 			return nil, err
 		}
 		if br.eof {
-			if br.dec.Buffered() == 0 {
+			br.err = br.dec.End()
+			if br.err == nil {
 				br.err = io.EOF
-			} else {
-				br.err = &Error{Pos: Pos{Offset: int(br.dec.base) + len(br.dec.buf)},
-					Msg: "input ends inside a value", Class: ErrUnexpectedEOF}
 			}
 			return nil, br.err
 		}

@@ -1,0 +1,238 @@
+package preserves
+
+// Binary codec benchmarks against encoding/json on an equivalent corpus:
+// 10,000 wire-protocol-like packets
+//
+//	[[OID <A <Says "bench" #"…16–64 random bytes…"> HANDLE>] …]
+//
+// (one to three turn events each) plus every conformance Test value and the
+// whole conformance suite. The JSON corpus is the same values mapped to JSON
+// shapes (records become {"label": [fields…]}, byte strings base64 via
+// []byte, sets arrays, dictionaries objects), marshalled by encoding/json and
+// decoded into any. Each benchmark processes the whole corpus per op, so the
+// ns/op figures compare directly; MB/s uses each format's own byte count.
+//
+//	go test -run '^$' -bench 'Binary|JSON|DecoderStream' -benchmem ./preserves
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"testing"
+)
+
+type binBenchCorpus struct {
+	values     []Value
+	binary     [][]byte
+	binBytes   int64
+	stream     []byte
+	jsonValues []any
+	jsonText   [][]byte
+	jsonBytes  int64
+}
+
+var (
+	binCorpusOnce sync.Once
+	binCorpus     binBenchCorpus
+)
+
+func binLoadCorpus(b *testing.B) *binBenchCorpus {
+	binCorpusOnce.Do(func() {
+		c := &binCorpus
+		rng := rand.New(rand.NewPCG(1, 2))
+		handle := 0
+		for range 10000 {
+			var events Sequence
+			for range 1 + rng.IntN(3) {
+				payload := make([]byte, 16+rng.IntN(49))
+				for i := range payload {
+					payload[i] = byte(rng.Uint32())
+				}
+				handle++
+				events = append(events, Sequence{Int(rng.IntN(8)),
+					Rec("A", Rec("Says", String("bench"), ByteString(payload)), Int(handle))})
+			}
+			c.values = append(c.values, Sequence{events})
+		}
+		for _, tc := range binLoadCases(b) {
+			if tc.av != nil {
+				c.values = append(c.values, Strip(tc.av))
+			}
+		}
+		whole, err := DecodeBinary(binReadSamples(b), DecodeOptions{})
+		if err != nil {
+			panic(err)
+		}
+		c.values = append(c.values, whole)
+		for _, v := range c.values {
+			enc := EncodeCanonical(v)
+			c.binary = append(c.binary, enc)
+			c.binBytes += int64(len(enc))
+			c.stream = append(c.stream, enc...)
+			jv := binToJSON(v)
+			text, err := json.Marshal(jv)
+			if err != nil {
+				panic(err)
+			}
+			c.jsonValues = append(c.jsonValues, jv)
+			c.jsonText = append(c.jsonText, text)
+			c.jsonBytes += int64(len(text))
+		}
+	})
+	return &binCorpus
+}
+
+// binToJSON maps a Preserves value onto the closest JSON shape.
+func binToJSON(v Value) any {
+	switch x := Unwrap(v).(type) {
+	case Bool:
+		return bool(x)
+	case Int:
+		return int64(x)
+	case *BigInt:
+		return json.Number(x.v.String())
+	case Double:
+		f := x.Float64()
+		if math.IsInf(f, 0) || math.IsNaN(f) {
+			return hex.EncodeToString(EncodeCanonical(x))
+		}
+		return f
+	case String:
+		return string(x)
+	case Symbol:
+		return string(x)
+	case ByteString:
+		return []byte(x)
+	case *Record:
+		fields := make([]any, len(x.Fields))
+		for i, f := range x.Fields {
+			fields[i] = binToJSON(f)
+		}
+		return map[string]any{binJSONKey(x.Label): fields}
+	case Sequence:
+		out := make([]any, len(x))
+		for i, f := range x {
+			out[i] = binToJSON(f)
+		}
+		return out
+	case *Set:
+		out := make([]any, x.Len())
+		for i, f := range x.Elems() {
+			out[i] = binToJSON(f)
+		}
+		return out
+	case *Dictionary:
+		out := make(map[string]any, x.Len())
+		for _, e := range x.Entries() {
+			out[binJSONKey(e.Key)] = binToJSON(e.Value)
+		}
+		return out
+	case *Embedded:
+		return map[string]any{"embedded": binToJSON(x.Payload.(Value))}
+	}
+	panic("unreachable")
+}
+
+func binJSONKey(v Value) string {
+	switch x := Unwrap(v).(type) {
+	case Symbol:
+		return string(x)
+	case String:
+		return string(x)
+	}
+	return hex.EncodeToString(EncodeCanonical(v))
+}
+
+func BenchmarkBinaryDecode(b *testing.B) {
+	c := binLoadCorpus(b)
+	b.SetBytes(c.binBytes)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, in := range c.binary {
+			if _, err := DecodeBinary(in, DecodeOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+func BenchmarkJSONDecode(b *testing.B) {
+	c := binLoadCorpus(b)
+	b.SetBytes(c.jsonBytes)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, in := range c.jsonText {
+			var v any
+			if err := json.Unmarshal(in, &v); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkBinaryEncode allocates a fresh slice per value, like json.Marshal.
+func BenchmarkBinaryEncode(b *testing.B) {
+	c := binLoadCorpus(b)
+	b.SetBytes(c.binBytes)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, v := range c.values {
+			_ = EncodeCanonical(v)
+		}
+	}
+}
+
+// BenchmarkBinaryAppend reuses one buffer, as a connection writer does.
+func BenchmarkBinaryAppend(b *testing.B) {
+	c := binLoadCorpus(b)
+	b.SetBytes(c.binBytes)
+	b.ReportAllocs()
+	var buf []byte
+	for b.Loop() {
+		for _, v := range c.values {
+			buf = AppendCanonical(buf[:0], v)
+		}
+	}
+}
+
+func BenchmarkJSONEncode(b *testing.B) {
+	c := binLoadCorpus(b)
+	b.SetBytes(c.jsonBytes)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, v := range c.jsonValues {
+			if _, err := json.Marshal(v); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkDecoderStream decodes the corpus as one stream delivered in 4 KiB
+// writes through the incremental Decoder.
+func BenchmarkDecoderStream(b *testing.B) {
+	c := binLoadCorpus(b)
+	b.SetBytes(int64(len(c.stream)))
+	b.ReportAllocs()
+	for b.Loop() {
+		dec := NewDecoder(DecodeOptions{})
+		n := 0
+		for rest := c.stream; len(rest) > 0; {
+			k := min(4096, len(rest))
+			dec.Write(rest[:k])
+			rest = rest[k:]
+			for {
+				_, err := dec.Next()
+				if err != nil {
+					break
+				}
+				n++
+			}
+		}
+		if n != len(c.values) {
+			b.Fatalf("decoded %d values, want %d", n, len(c.values))
+		}
+	}
+}
