@@ -1,6 +1,8 @@
 package config
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -126,5 +128,21 @@ func TestTreeUnreadableFileKeepsReportedVersion(t *testing.T) {
 	}
 	if cs := tr.update([]string{p}); len(cs) != 0 {
 		t.Fatalf("unreadable file reported %v; want the running version kept", changeList(root, cs))
+	}
+}
+
+func TestCanonicalise(t *testing.T) {
+	real := tempRoot(t)
+	link := filepath.Join(tempRoot(t), "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	got, err := canonicalise(link)
+	if err != nil || got != real {
+		t.Fatalf("canonicalise(%s) = %q, %v; want %q", link, got, err, real)
+	}
+	_, err = canonicalise(filepath.Join(real, "missing"))
+	if !errors.Is(err, ErrCanonicalise) || !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("missing path: %v; want ErrCanonicalise wrapping ErrNotExist", err)
 	}
 }

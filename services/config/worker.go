@@ -50,12 +50,9 @@ func (w *worker) boot(t *dataspace.Turn) error {
 		return nil
 	})
 
-	abs, err := filepath.Abs(w.path)
-	if err == nil {
-		abs, err = filepath.EvalSymlinks(abs)
-	}
+	abs, err := canonicalise(w.path)
 	if err != nil {
-		return fmt.Errorf("%w %q: %w", ErrCanonicalise, w.path, err)
+		return err
 	}
 	wopts := w.opts.Watch
 	wopts.Logger = w.log
@@ -177,4 +174,17 @@ func (w *worker) logErrors(err error) {
 		return
 	}
 	w.log.Error().Msg(err.Error())
+}
+
+// canonicalise makes path absolute and resolves every symlink in it (§3.1
+// step 2). Failure wraps ErrCanonicalise.
+func canonicalise(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err == nil {
+		abs, err = filepath.EvalSymlinks(abs)
+	}
+	if err != nil {
+		return "", fmt.Errorf("%w %q: %w", ErrCanonicalise, path, err)
+	}
+	return abs, nil
 }
