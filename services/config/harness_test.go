@@ -40,6 +40,7 @@ type recEvent struct {
 	add  bool
 	v    string
 	turn int
+	at   time.Time
 }
 
 func (r *recorder) mark(t *dataspace.Turn) int {
@@ -67,7 +68,7 @@ func (r *recorder) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Hand
 	defer r.mu.Unlock()
 	r.handles[h] = s
 	r.count[s]++
-	r.events = append(r.events, recEvent{true, s, r.mark(t)})
+	r.events = append(r.events, recEvent{true, s, r.mark(t), time.Now()})
 	if r.notify != nil {
 		select {
 		case r.notify <- s:
@@ -88,7 +89,7 @@ func (r *recorder) Retract(t *dataspace.Turn, h dataspace.Handle) error {
 	if r.count[s]--; r.count[s] == 0 {
 		delete(r.count, s)
 	}
-	r.events = append(r.events, recEvent{false, s, r.mark(t)})
+	r.events = append(r.events, recEvent{false, s, r.mark(t), time.Now()})
 	return nil
 }
 

@@ -438,3 +438,38 @@ func TestRescanMessagePicksUpSymlinkTargets(t *testing.T) {
 		t.Fatalf("other.pr processed %d times by a rescan", n)
 	}
 }
+
+func TestScenario22RetryGaps(t *testing.T) {
+	dir := filepath.Join(tempRoot(t), "missing")
+	opts := testOptions()
+	opts.RestartDelay = 10 * time.Millisecond
+	opts.RepeatedRestartDelay = 300 * time.Millisecond
+	opts.RestartWindow = 5 * time.Second
+	w := newWorld(t, opts)
+	name := watcherName(dir, w.env())
+	w.run(name)
+	started, failed := stateText(name, "started"), stateText(name, "failed")
+	eventually(t, "three failures", func() bool { return strings.Count(w.eventsOf(failed), "+") >= 3 })
+	// Gap between each failure and the next start.
+	var gaps []time.Duration
+	var lastFail time.Time
+	for _, e := range w.events() {
+		switch {
+		case e.add && e.v == failed:
+			lastFail = e.at
+		case e.add && e.v == started && !lastFail.IsZero():
+			gaps = append(gaps, e.at.Sub(lastFail))
+		}
+	}
+	if len(gaps) < 2 {
+		t.Fatalf("gaps %v", gaps)
+	}
+	// §2.3: the first restart uses the short delay; a second failure within
+	// the window uses the long one.
+	if gaps[0] < opts.RestartDelay || gaps[1] < opts.RepeatedRestartDelay {
+		t.Fatalf("restart gaps %v; want ≥ %v then ≥ %v", gaps[:2], opts.RestartDelay, opts.RepeatedRestartDelay)
+	}
+	if gaps[0] >= opts.RepeatedRestartDelay {
+		t.Logf("note: first gap %v was slow (machine load?)", gaps[0])
+	}
+}
