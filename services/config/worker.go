@@ -61,16 +61,16 @@ func (w *worker) boot(t *dataspace.Turn) error {
 		return err
 	}
 
-	// The watcher goroutine is a linked task of this (main) facet: it ends
-	// when the facet stops or the actor dies. It first waits for this boot
-	// turn to finish (Activate takes the turn lock), so the initial scan
-	// below hands the watcher's model over to it race-free, and a boot turn
-	// that fails still gets the watcher closed.
 	t.OnMessage(w.cfg, pattern.Rec(symConfigRescan), func(*dataspace.Turn, []preserves.Value) error {
 		wt.Rescan() // never blocks; the watcher goroutine does the work
 		return nil
 	})
 
+	// The watcher goroutine is a linked task of this (main) facet: it ends
+	// when the facet stops or the actor dies. It first waits for this boot
+	// turn to finish (Activate takes the turn lock), so the initial scan
+	// below hands the watcher's model over to it race-free, and a boot turn
+	// that fails still gets the watcher closed.
 	fr := t.FacetRef()
 	t.LinkedTask("config-watcher", func(ctx context.Context) error {
 		defer wt.Close()
