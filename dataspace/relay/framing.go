@@ -52,11 +52,11 @@ type framer struct {
 type textMode uint8
 
 const (
-	tmNormal textMode = iota
-	tmString          // inside "…", |…|, #"…", #x"…" (quote holds the closer)
-	tmBase64          // inside #[…]
-	tmComment         // to end of line
-	tmToken           // bare token (number, symbol, #t, …)
+	tmNormal  textMode = iota
+	tmString           // inside "…", |…|, #"…", #x"…" (quote holds the closer)
+	tmBase64           // inside #[…]
+	tmComment          // to end of line
+	tmToken            // bare token (number, symbol, #t, …)
 )
 
 func newFramer(maxSize, maxDepth int) *framer {

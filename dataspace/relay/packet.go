@@ -57,9 +57,9 @@ type Event struct {
 // Packet is one parsed protocol packet.
 type Packet struct {
 	Kind   PacketKind
-	Events []Event          // TurnPacket
-	Msg    string           // ErrorPacket: message
-	Detail preserves.Value  // ErrorPacket: detail; ExtensionPacket: the whole record
+	Events []Event         // TurnPacket
+	Msg    string          // ErrorPacket: message
+	Detail preserves.Value // ErrorPacket: detail; ExtensionPacket: the whole record
 }
 
 var (

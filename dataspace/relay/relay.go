@@ -58,7 +58,8 @@ type Conn struct {
 	exported, imported table
 	nextOid            int64
 	inbound            map[int64]inRec
-	outbound           map[dataspace.Handle][]*symbol
+	outbound           map[dataspace.Handle]outRec
+	nextWireHandle     int64
 	pending            []preserves.Value
 	flushQueued        bool
 	syntax             Syntax
@@ -74,6 +75,12 @@ type Conn struct {
 	done   chan struct{}
 	nTasks atomic.Int32
 	closed sync.Once
+}
+
+// outRec is one assertion sent to the peer: its wire handle and pins.
+type outRec struct {
+	wire int64
+	pins []*symbol
 }
 
 type inRec struct {
@@ -114,7 +121,7 @@ func RunSplit(t *dataspace.Turn, r io.Reader, w io.Writer, closer io.Closer, opt
 		exported: newTable(),
 		imported: newTable(),
 		inbound:  make(map[int64]inRec),
-		outbound: make(map[dataspace.Handle][]*symbol),
+		outbound: make(map[dataspace.Handle]outRec),
 		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
 	}
@@ -285,13 +292,21 @@ func (p *proxy) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle)
 	}
 	if c.live(p.sym) {
 		p.sym.count++
-		c.outbound[h] = append(pins, p.sym)
+		pins = append(pins, p.sym)
 	} else {
 		// The peer has released this oid and will ignore the event: it
 		// takes no pins there, so none are kept here (§15.6).
 		c.release(pins)
+		pins = nil
 	}
-	c.queue(t, Event{Oid: p.oid, Kind: EvAssert, Value: wv, Handle: int64(h)})
+	// Wire handles are allocated per connection rather than reusing the
+	// process-wide local handle (the peer treats them as opaque): the
+	// byte stream of a session is then deterministic, and the numbers
+	// stay small.
+	wh := c.nextWireHandle
+	c.nextWireHandle++
+	c.outbound[h] = outRec{wire: wh, pins: pins}
+	c.queue(t, Event{Oid: p.oid, Kind: EvAssert, Value: wv, Handle: wh})
 	return nil
 }
 
@@ -300,11 +315,13 @@ func (p *proxy) Retract(t *dataspace.Turn, h dataspace.Handle) error {
 	if c.stopped {
 		return nil
 	}
-	c.queue(t, Event{Oid: p.oid, Kind: EvRetract, Handle: int64(h)})
-	if pins, ok := c.outbound[h]; ok {
-		delete(c.outbound, h)
-		c.release(pins)
+	o, ok := c.outbound[h]
+	if !ok {
+		return nil
 	}
+	delete(c.outbound, h)
+	c.queue(t, Event{Oid: p.oid, Kind: EvRetract, Handle: o.wire})
+	c.release(o.pins)
 	return nil
 }
 

@@ -1,0 +1,61 @@
+// Package relay implements the Syndicate wire protocol (runtime spec §15):
+// a relay connects the local actor world to one peer over a byte stream,
+// making local objects addressable by the peer and the peer's objects
+// usable locally as ordinary Refs. It never opens sockets; it works over an
+// io.Reader and an io.Writer (see the client subpackage for dialling).
+//
+// # Shape
+//
+// [Run] starts a connection as a child facet of the active facet: the
+// relay facet. It holds the membrane (the exported and imported wire-symbol
+// tables), the proxies standing for the peer's objects, and every assertion
+// made on the peer's behalf, so that stopping the facet — for whatever
+// reason: end of input, a protocol error, a local decision — retracts all of
+// them. [Spawn] does the same in a fresh top-level actor. Two linked tasks
+// of the relay facet do the I/O: a reader that frames and decodes packets
+// and hands each to one turn of the facet ([dataspace.FacetRef.Activate]),
+// and a writer that writes queued bytes. The host actor never crashes
+// because of the peer: connection errors stop the relay facet only.
+//
+// # Batching
+//
+// Events local actors address to proxies arrive at the host actor as one
+// batch per sending turn and are handled in one relay turn. The proxies
+// append TurnEvents to a pending list and the first of them schedules a
+// pre-commit action that encodes them all as ONE Turn packet (§15.6). The
+// writer swaps out everything queued since its last write and writes it in
+// one call, so a burst of turns becomes one system call. Inbound, one Turn
+// packet is one local turn (§15.7), so its effects on each local actor
+// arrive as one batch.
+//
+// # Framing
+//
+// Each packet's syntax is detected from its first byte (≥ 0x80: binary,
+// else text), and output follows the syntax of the most recent inbound
+// packet, starting from Options.TextOutput. Text packets are followed by a
+// newline. Packet extents are found by resumable scanners before decoding
+// (framing.go), which lets limits bite early: a packet over
+// Options.MaxPacketSize bytes or nested deeper than Options.MaxDepth is a
+// connection error as soon as the limit is passed.
+//
+// # Membranes and pins
+//
+// Embedded Refs in outbound values become WireRefs `[0 oid]` (an object
+// this side exports) or `[1 oid]` (the peer's own object, when sending a
+// proxy back); inbound `[1 oid caveat…]` yields the local Cap attenuated by
+// the caveats, so the peer can narrow but never widen what it was given.
+// Attenuated proxies are re-exported as fresh local objects, so the local
+// attenuation stays in force for the peer's events. Reference counts
+// follow §15.5 exactly; oids die when their count reaches zero (the initial
+// ref, oid 0, never), events for dead oids are ignored, events for oids
+// never issued are protocol errors.
+//
+// # Hostile input
+//
+// Malformed packets, unknown-oid events, duplicate remote handles,
+// transient references, invalid WireRefs and oversize or overdeep packets
+// produce an Error packet (best effort) and close that connection only. A
+// peer that stops reading fills the bounded outbound queue
+// (Options.MaxOutbound) and is disconnected with ErrSlowPeer; the final
+// flush on close is bounded in time, so a stuck peer cannot pin the actor.
+package relay

@@ -1,0 +1,124 @@
+package relay
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/preserves"
+)
+
+func TestLimitOversizePacketRefusedEarly(t *testing.T) {
+	h := newWire(t, Options{MaxPacketSize: 1024})
+	// A binary string claiming 1 MiB: refused from its header alone.
+	h.net.Write([]byte{0xB5, 0xB1, 0x80, 0x80, 0x40})
+	pkts := h.expectEOF()
+	if len(pkts) != 1 || !strings.Contains(pkts[0], "longer than") {
+		t.Fatalf("got %v", pkts)
+	}
+	if err := h.closed(); !errors.Is(err, ErrLimit) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestLimitOversizeTextPacket(t *testing.T) {
+	h := newWire(t, Options{MaxPacketSize: 1024})
+	h.net.Write([]byte(`[[0 <M "` + strings.Repeat("x", 2000)))
+	h.expectEOF()
+	if err := h.closed(); !errors.Is(err, ErrLimit) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestLimitDeepNesting(t *testing.T) {
+	for _, syn := range []Syntax{Text, Binary} {
+		t.Run(syn.String(), func(t *testing.T) {
+			h := newWire(t, Options{MaxDepth: 16})
+			open := bytes.Repeat([]byte{'['}, 100)
+			if syn == Binary {
+				open = bytes.Repeat([]byte{0xB5}, 100)
+			}
+			h.net.Write(open) // never closed: refused without waiting
+			pkts := h.expectEOF()
+			if len(pkts) != 1 || !strings.Contains(pkts[0], "deeper") {
+				t.Fatalf("got %v", pkts)
+			}
+			if err := h.closed(); !errors.Is(err, ErrLimit) {
+				t.Fatalf("err = %v", err)
+			}
+		})
+	}
+}
+
+func TestLimitMalformedPackets(t *testing.T) {
+	cases := map[string]string{
+		"bad syntax":       "[[0 <A <x> 1>]}\n",
+		"not a packet":     "42\n",
+		"bad event":        "[[0 <Q 1>]]\n",
+		"bad oid":          `[["zero" <M 1>]]` + "\n",
+		"bad handle":       "[[0 <A 1 x>]]\n",
+		"bad wireref":      "[[0 <A #:[2 0] 1>]]\n",
+		"wireref yours ne": "[[0 <A #:[1 55] 1>]]\n",
+		"bad caveat":       "[[0 <A #:[1 0 <rewrite <bind <_>> <ref 3>>] 1>]]\n",
+		"bad binary tag":   "\xB5\x01",
+		"negative oid":     "[[-1 <M 1>]]\n",
+	}
+	for name, in := range cases {
+		t.Run(name, func(t *testing.T) {
+			h := newWire(t, Options{})
+			h.net.Write([]byte(in))
+			pkts := h.expectEOF()
+			if len(pkts) != 1 || !strings.HasPrefix(pkts[0], "<error ") {
+				t.Fatalf("got %v", pkts)
+			}
+			if err := h.closed(); !errors.Is(err, ErrProtocol) {
+				t.Fatalf("err = %v", err)
+			}
+		})
+	}
+}
+
+func TestLimitSlowPeerDisconnected(t *testing.T) {
+	h := newWire(t, Options{MaxOutbound: 64 << 10})
+	h.send(`[[0 <A <present> 1>]]`)
+	waitFor(t, "assertion", func() bool { return h.rec.count() == 1 })
+	big := preserves.String(strings.Repeat("x", 32<<10))
+	// The test never reads: the kernel buffers fill, then the relay's
+	// bounded queue.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		select {
+		case <-h.conn.Done():
+		default:
+			if time.Now().After(deadline) {
+				t.Fatal("slow peer never disconnected")
+			}
+			h.drv.do(func(t *dataspace.Turn) {
+				for range 8 {
+					t.Message(h.peer, big)
+				}
+			})
+			continue
+		}
+		break
+	}
+	if err := h.conn.Err(); !errors.Is(err, ErrSlowPeer) {
+		t.Fatalf("err = %v", err)
+	}
+	waitFor(t, "teardown", func() bool { return h.rec.count() == 0 })
+}
+
+// Events from a driver to a proxy after the connection ended are ignored.
+func TestEventsAfterCloseIgnored(t *testing.T) {
+	h := newWire(t, Options{})
+	h.net.Close()
+	h.closed()
+	h.drv.do(func(t *dataspace.Turn) {
+		t.Assert(h.peer, rec("late"))
+		t.Message(h.peer, rec("late"))
+		t.Sync(h.peer, func(*dataspace.Turn) error { return nil })
+	})
+}
