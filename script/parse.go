@@ -137,10 +137,10 @@ func (p *parser) instr(toks []preserves.Value, i int, top bool) (Instr, int) {
 		case s == "_":
 			p.errorf(pos, "discard _ is not an instruction")
 			return nil, i + 1
-		case s[0] == '?':
+		case s != "" && s[0] == '?':
 			p.errorf(pos, "binder %s is not an instruction", s)
 			return nil, i + 1
-		case s[0] == '$':
+		case s != "" && s[0] == '$':
 			if i+1 >= len(toks) {
 				p.missing(top, pos, "%s sets the target of the next instruction, but none follows", s)
 				return nil, i + 1

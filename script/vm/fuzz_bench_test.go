@@ -68,6 +68,9 @@ func FuzzRun(f *testing.F) {
 			return nil
 		})
 		w.activate(t.Fatalf, func(tt *dataspace.Turn) error { tt.StopFacet(id); return nil })
+		w.rec.mu.Lock()
+		w.rec.msgs = nil // bound the recorder's memory across executions
+		w.rec.mu.Unlock()
 		if !w.fr.Actor().Alive() {
 			t.Fatalf("actor crashed: %v", w.fr.Actor().Err())
 		}
