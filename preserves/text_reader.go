@@ -636,7 +636,45 @@ func (r *TextReader) readRecord() Value {
 		r.stack = append(r.stack, v)
 	}
 	r.depth--
-	return &Record{Label: label, Fields: r.popItems(mark)}
+	rec := textNewRecord(label, r.stack[mark:])
+	clear(r.stack[mark:])
+	r.stack = r.stack[:mark]
+	return rec
+}
+
+// textNewRecord builds a record with a copy of fields. Records with few
+// fields (the common case) are allocated together with their field array:
+// one allocation instead of two.
+func textNewRecord(label Value, fields []Value) *Record {
+	switch len(fields) {
+	case 0:
+		return &Record{Label: label}
+	case 1:
+		x := &struct {
+			r Record
+			f [1]Value
+		}{}
+		copy(x.f[:], fields)
+		x.r = Record{label, x.f[:]}
+		return &x.r
+	case 2:
+		x := &struct {
+			r Record
+			f [2]Value
+		}{}
+		copy(x.f[:], fields)
+		x.r = Record{label, x.f[:]}
+		return &x.r
+	case 3:
+		x := &struct {
+			r Record
+			f [3]Value
+		}{}
+		copy(x.f[:], fields)
+		x.r = Record{label, x.f[:]}
+		return &x.r
+	}
+	return &Record{Label: label, Fields: slices.Clone(fields)}
 }
 
 func (r *TextReader) readSet() Value {
@@ -1044,6 +1082,15 @@ func (r *TextReader) readHex(start, want int) []byte {
 	out := r.scratch[:0]
 	i := r.pos
 	for {
+		// Fast path: whole pairs already in the buffer.
+		for i+1 < len(r.buf) {
+			hi, lo := textHexVal(r.buf[i]), textHexVal(r.buf[i+1])
+			if hi < 0 || lo < 0 || (want >= 0 && len(out) == want) {
+				break
+			}
+			out = append(out, byte(hi<<4|lo))
+			i += 2
+		}
 		c := r.need(i, what)
 		if textIsWS(c) {
 			i++
