@@ -102,6 +102,8 @@ type Turn struct {
 	pre    []preAction
 	spawns []spawnRec
 	undo   []undoRec
+
+	serial uint64 // counts turns of this actor (tests use it)
 }
 
 const outScanLimit = 8
@@ -109,6 +111,7 @@ const outScanLimit = 8
 // begin resets the turn for a fresh activation with f active.
 func (t *Turn) begin(f *facet) {
 	t.active = f
+	t.serial++
 }
 
 // work runs fn or the batch's events, then the pre-commit loop, turning
