@@ -14,6 +14,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -239,7 +240,7 @@ func textLineAnnotation(a *Annotated, i int) (string, bool) {
 	ann := a.Anns[i]
 	if i < len(a.Comment) && a.Comment[i] {
 		s, ok := ann.(String)
-		if !ok || bytes.ContainsAny([]byte(s), "\r\n") {
+		if !ok || strings.ContainsAny(string(s), "\r\n") {
 			return "", false
 		}
 		if s == "" {
@@ -249,7 +250,7 @@ func textLineAnnotation(a *Annotated, i int) (string, bool) {
 	}
 	if r, ok := ann.(*Record); ok && len(r.Fields) == 1 && r.Label == Symbol("interpreter") {
 		s, ok := r.Fields[0].(String)
-		if ok && !bytes.ContainsAny([]byte(s), "\r\n") {
+		if ok && !strings.ContainsAny(string(s), "\r\n") {
 			return "#!" + string(s), true
 		}
 	}
