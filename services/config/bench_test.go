@@ -127,3 +127,36 @@ func BenchmarkWriteToAssertion(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFullRescan measures the periodic backstop over an unchanged tree
+// of 50 directories × 10 scripts (stat, read and hash every file).
+//
+//	go test -run '^$' -bench FullRescan ./services/config/
+func BenchmarkFullRescan(b *testing.B) {
+	root := b.TempDir()
+	for d := 0; d < 50; d++ {
+		for f := 0; f < 10; f++ {
+			p := filepath.Join(root, fmt.Sprintf("d%02d", d), fmt.Sprintf("f%02d.pr", f))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				b.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(fmt.Sprintf("<script %d %d>", d, f)), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	w, err := NewWatcher(root, WatchOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	if n := len(w.Scan()); n != 500 {
+		b.Fatalf("initial scan found %d scripts", n)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if cs := w.Scan(); len(cs) != 0 {
+			b.Fatalf("unchanged tree reported %d changes", len(cs))
+		}
+	}
+}

@@ -64,7 +64,7 @@ type tree struct {
 	watch dirWatcher
 
 	files map[string][sha256.Size]byte // reported scripts → content hash
-	dirs  map[string]fileID            // watched directories → identity when watched
+	dirs  map[string]fileID            // listed (and watched) directories → identity then
 
 	visiting map[fileID]bool // directories on the current recursion stack (symlink loops)
 	rewatch  bool            // during a full scan: re-add every watch, repairing lost ones
@@ -179,8 +179,9 @@ func (t *tree) ensureWatched(d string, fi fs.FileInfo) {
 	// race with the directory's creation) is restored, not just papered
 	// over by re-reading files.
 	if err := t.watch.Add(d); err != nil {
+		// Still recorded: every directory whose scripts we know is in
+		// dirs (forgetting relies on it), and the next full scan retries.
 		t.log.Warn().Err(err).Str("dir", d).Msg("cannot watch directory")
-		return
 	}
 	t.dirs[d] = id
 }
@@ -210,7 +211,9 @@ func (t *tree) reconcile(p string, out *[]Change) {
 		t.forgetFile(p, out)
 		t.reconcileDir(p, fi, out)
 	case fi.Mode().IsRegular() && isScriptName(name):
-		t.forgetDirs(p, out)
+		if _, wasDir := t.dirs[p]; wasDir {
+			t.forgetDirs(p, out) // a directory was replaced by a file
+		}
 		t.reconcileFile(p, out)
 	default:
 		t.forget(p, out)
