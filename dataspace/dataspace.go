@@ -1,6 +1,7 @@
 package dataspace
 
 import (
+	"github.com/syndicate-go/syndicate/dataspace/index"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/preserves"
 )
@@ -32,22 +33,16 @@ func ParseObserve(v preserves.Value) (pattern.Pattern, *Ref, bool) {
 	return p, obs, true
 }
 
-// observerIndex is what the Dataspace entity needs from its index: a bag
-// of asserted values plus observer registrations (runtime spec §12.5). It
-// is pure; notifications go out through the emitter.
+// observerIndex is what the Dataspace entity needs from its index
+// (*index.Index; the tests also run a naive model behind it): a bag of
+// asserted values plus observer registrations (runtime spec §12.5). It is
+// pure; notifications go out through the emitter.
 type observerIndex interface {
-	Insert(v preserves.Value, em emitter) bool
-	Remove(v preserves.Value, em emitter) bool
-	Send(v preserves.Value, em emitter)
-	AddObserver(p pattern.Pattern, obs *Ref, em emitter)
-	RemoveObserver(p pattern.Pattern, obs *Ref, em emitter)
-}
-
-// emitter sends index notifications to observers in the current turn.
-type emitter interface {
-	AssertTo(obs *Ref, captures []preserves.Value) (uint64, bool)
-	RetractFrom(obs *Ref, h uint64)
-	SendTo(obs *Ref, captures []preserves.Value)
+	Insert(v preserves.Value, em index.Emitter) bool
+	Remove(v preserves.Value, em index.Emitter) bool
+	Send(v preserves.Value, em index.Emitter)
+	AddObserver(p pattern.Pattern, obs index.Observer, em index.Emitter)
+	RemoveObserver(p pattern.Pattern, obs index.Observer, em index.Emitter)
 }
 
 // dataspace is the Dataspace entity of runtime spec §10: a bag of
@@ -58,18 +53,58 @@ type dataspace struct {
 	idx     observerIndex
 	handles map[Handle]preserves.Value
 	t       *Turn // the turn of the callback in progress (emitter)
+
+	// observers maps each observer capability to one canonical *Ref,
+	// which is what the index sees: equal Refs may be distinct pointers
+	// (an Observe retracted by a different but equal value must find its
+	// registration), and the index needs a comparable identity.
+	observers map[RefKey]*canonObserver
+}
+
+type canonObserver struct {
+	ref *Ref
+	n   int // registrations using it
 }
 
 // NewDataspace returns a fresh Dataspace entity; place it with t.Create.
-func NewDataspace() Entity {
-	return &dataspace{idx: newNaiveIndex(), handles: make(map[Handle]preserves.Value)}
+func NewDataspace() Entity { return newDataspaceWith(index.New()) }
+
+func newDataspaceWith(idx observerIndex) *dataspace {
+	return &dataspace{
+		idx:       idx,
+		handles:   make(map[Handle]preserves.Value),
+		observers: make(map[RefKey]*canonObserver),
+	}
+}
+
+func (d *dataspace) addObserver(p pattern.Pattern, obs *Ref) {
+	k := obs.Key()
+	c := d.observers[k]
+	if c == nil {
+		c = &canonObserver{ref: obs}
+		d.observers[k] = c
+	}
+	c.n++
+	d.idx.AddObserver(p, c.ref, d)
+}
+
+func (d *dataspace) removeObserver(p pattern.Pattern, obs *Ref) {
+	k := obs.Key()
+	c := d.observers[k]
+	if c == nil {
+		return
+	}
+	d.idx.RemoveObserver(p, c.ref, d)
+	if c.n--; c.n == 0 {
+		delete(d.observers, k)
+	}
 }
 
 func (d *dataspace) Assert(t *Turn, v preserves.Value, h Handle) error {
 	d.t = t
 	if d.idx.Insert(v, d) {
 		if p, obs, ok := ParseObserve(v); ok {
-			d.idx.AddObserver(p, obs, d)
+			d.addObserver(p, obs)
 		}
 	}
 	d.handles[h] = v
@@ -87,7 +122,7 @@ func (d *dataspace) Retract(t *Turn, h Handle) error {
 	d.t = t
 	if d.idx.Remove(v, d) {
 		if p, obs, ok := ParseObserve(v); ok {
-			d.idx.RemoveObserver(p, obs, d)
+			d.removeObserver(p, obs)
 		}
 	}
 	d.t = nil
@@ -106,13 +141,17 @@ func (d *dataspace) Sync(t *Turn, peer *Ref) error {
 	return nil
 }
 
-func (d *dataspace) AssertTo(obs *Ref, captures []preserves.Value) (uint64, bool) {
-	h := d.t.Assert(obs, preserves.Sequence(captures))
+// AssertTo implements index.Emitter: assert the tuple to the observer
+// from the dataspace's facet, in the current turn.
+func (d *dataspace) AssertTo(obs index.Observer, captures preserves.Sequence) (uint64, bool) {
+	h := d.t.Assert(obs.(*Ref), captures)
 	return uint64(h), h != 0
 }
 
-func (d *dataspace) RetractFrom(_ *Ref, h uint64) { d.t.Retract(Handle(h)) }
+// RetractFrom implements index.Emitter.
+func (d *dataspace) RetractFrom(_ index.Observer, h uint64) { d.t.Retract(Handle(h)) }
 
-func (d *dataspace) SendTo(obs *Ref, captures []preserves.Value) {
-	d.t.Message(obs, preserves.Sequence(captures))
+// SendTo implements index.Emitter.
+func (d *dataspace) SendTo(obs index.Observer, captures preserves.Sequence) {
+	d.t.Message(obs.(*Ref), captures)
 }

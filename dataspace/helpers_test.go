@@ -3,8 +3,8 @@ package dataspace
 import (
 	"context"
 	"fmt"
-	"sort"
 	"runtime"
+	"sort"
 	"sync"
 	"testing"
 	"time"

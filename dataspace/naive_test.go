@@ -1,6 +1,7 @@
 package dataspace
 
 import (
+	"github.com/syndicate-go/syndicate/dataspace/index"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/preserves"
 )
@@ -66,7 +67,8 @@ func (vm *valueMap[T]) each(fn func(k preserves.Value, v *T)) {
 
 // naiveIndex is the reference model of runtime spec §12.5's last paragraph:
 // scan every observer, match with pattern.Match, keep counted tuple bags
-// per observer. It is the test oracle for the skeleton index.
+// per observer. The tests run the Dataspace over it as an oracle for the
+// skeleton index.
 type naiveIndex struct {
 	all valueMap[int]
 	obs []*naiveObs
@@ -74,7 +76,8 @@ type naiveIndex struct {
 
 type naiveObs struct {
 	p      pattern.Pattern
-	o      *Ref
+	o      index.Observer
+	refs   int
 	tuples valueMap[naiveTuple]
 }
 
@@ -86,7 +89,7 @@ type naiveTuple struct {
 
 func newNaiveIndex() *naiveIndex { return &naiveIndex{} }
 
-func (x *naiveIndex) Insert(v preserves.Value, em emitter) bool {
+func (x *naiveIndex) Insert(v preserves.Value, em index.Emitter) bool {
 	c := x.all.ptr(v, true)
 	*c++
 	if *c != 1 {
@@ -97,14 +100,14 @@ func (x *naiveIndex) Insert(v preserves.Value, em emitter) bool {
 			tp := o.tuples.ptr(preserves.Sequence(caps), true)
 			tp.count++
 			if tp.count == 1 {
-				tp.h, tp.has = em.AssertTo(o.o, caps)
+				tp.h, tp.has = em.AssertTo(o.o, preserves.Sequence(caps))
 			}
 		}
 	}
 	return true
 }
 
-func (x *naiveIndex) Remove(v preserves.Value, em emitter) bool {
+func (x *naiveIndex) Remove(v preserves.Value, em index.Emitter) bool {
 	c := x.all.ptr(v, false)
 	if c == nil {
 		return false
@@ -133,16 +136,22 @@ func (x *naiveIndex) Remove(v preserves.Value, em emitter) bool {
 	return true
 }
 
-func (x *naiveIndex) Send(v preserves.Value, em emitter) {
+func (x *naiveIndex) Send(v preserves.Value, em index.Emitter) {
 	for _, o := range x.obs {
 		if caps, ok := pattern.Match(o.p, v); ok {
-			em.SendTo(o.o, caps)
+			em.SendTo(o.o, preserves.Sequence(caps))
 		}
 	}
 }
 
-func (x *naiveIndex) AddObserver(p pattern.Pattern, obs *Ref, em emitter) {
-	o := &naiveObs{p: p, o: obs}
+func (x *naiveIndex) AddObserver(p pattern.Pattern, obs index.Observer, em index.Emitter) {
+	for _, o := range x.obs {
+		if o.o == obs && pattern.Equal(o.p, p) {
+			o.refs++
+			return
+		}
+	}
+	o := &naiveObs{p: p, o: obs, refs: 1}
 	x.obs = append(x.obs, o)
 	x.all.each(func(v preserves.Value, _ *int) {
 		if caps, ok := pattern.Match(p, v); ok {
@@ -154,9 +163,12 @@ func (x *naiveIndex) AddObserver(p pattern.Pattern, obs *Ref, em emitter) {
 	})
 }
 
-func (x *naiveIndex) RemoveObserver(p pattern.Pattern, obs *Ref, em emitter) {
+func (x *naiveIndex) RemoveObserver(p pattern.Pattern, obs index.Observer, em index.Emitter) {
 	for i, o := range x.obs {
-		if o.o.Equal(obs) && pattern.Equal(o.p, p) {
+		if o.o == obs && pattern.Equal(o.p, p) {
+			if o.refs--; o.refs > 0 {
+				return
+			}
 			o.tuples.each(func(_ preserves.Value, tp *naiveTuple) {
 				if tp.has {
 					em.RetractFrom(obs, tp.h)
