@@ -249,6 +249,14 @@ func (p *parser) expr(v preserves.Value, m mode) Expr {
 
 func (p *parser) exprIn(v preserves.Value, m mode, sc *tmplScope) Expr {
 	pos := p.pos(v)
+	switch preserves.Unwrap(v).(type) {
+	case *preserves.Record, preserves.Sequence, *preserves.Set, *preserves.Dictionary:
+		// Most of a configuration script is plain data: take a compound
+		// without sigils as one literal instead of a tree of nodes.
+		if plain(v, m) {
+			return &Lit{At: pos, Value: preserves.Strip(v)}
+		}
+	}
 	switch x := preserves.Unwrap(v).(type) {
 	case preserves.Symbol:
 		s := string(x)
@@ -328,6 +336,51 @@ func (p *parser) exprIn(v preserves.Value, m mode, sc *tmplScope) Expr {
 		return d
 	}
 	return &Lit{At: pos, Value: preserves.Strip(v)}
+}
+
+// plain reports whether v means itself in mode m: no symbol in it carries a
+// sigil, it holds no attenuation record, and (outside values) no set, whose
+// rejection the structural parse reports.
+func plain(v preserves.Value, m mode) bool {
+	switch x := preserves.Unwrap(v).(type) {
+	case preserves.Symbol:
+		s := string(x)
+		return s != "_" && (s == "" || (s[0] != '$' && s[0] != '?' && s[0] != '='))
+	case *preserves.Record:
+		if s, ok := symbolOf(x.Label); ok && s == "*" {
+			return false
+		}
+		if !plain(x.Label, m) {
+			return false
+		}
+		for _, f := range x.Fields {
+			if !plain(f, m) {
+				return false
+			}
+		}
+	case preserves.Sequence:
+		for _, f := range x {
+			if !plain(f, m) {
+				return false
+			}
+		}
+	case *preserves.Set:
+		if m != modeValue {
+			return false
+		}
+		for _, f := range x.Elems() {
+			if !plain(f, m) {
+				return false
+			}
+		}
+	case *preserves.Dictionary:
+		for _, e := range x.Entries() {
+			if !plain(e.Key, m) || !plain(e.Value, m) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (m mode) what() string {
