@@ -81,16 +81,8 @@ func RunOptions(t *dataspace.Turn, prog *compile.Program, env map[string]preserv
 		opts.Now = time.Now
 	}
 	m := &machine{prog: prog, opts: opts, log: opts.Logger}
-	if prog.File != "" {
-		if abs, err := filepath.Abs(prog.File); err == nil {
-			m.dir = filepath.Dir(abs)
-		} else {
-			m.dir = filepath.Dir(prog.File)
-		}
-	} else if s, ok := env["scriptdir"].(preserves.String); ok {
-		m.dir = string(s)
-	} else {
-		m.dir = "."
+	if s, ok := env["scriptdir"].(preserves.String); ok {
+		m.envDir = string(s)
 	}
 	base := make(map[string]preserves.Value, len(env))
 	for k, v := range env {
@@ -108,10 +100,31 @@ func RunOptions(t *dataspace.Turn, prog *compile.Program, env map[string]preserv
 }
 
 type machine struct {
-	prog *compile.Program
-	opts Options
-	log  zerolog.Logger
-	dir  string
+	prog   *compile.Program
+	opts   Options
+	log    zerolog.Logger
+	envDir string // the environment's scriptdir, used when the program has no file
+	dir    string // computed on first use: filepath.Abs asks the OS
+}
+
+// scriptDir is the value of `scriptdir`: the absolute directory of the
+// script file, else the environment's scriptdir, else ".".
+func (m *machine) scriptDir() string {
+	if m.dir == "" {
+		switch {
+		case m.prog.File != "":
+			if abs, err := filepath.Abs(m.prog.File); err == nil {
+				m.dir = filepath.Dir(abs)
+			} else {
+				m.dir = filepath.Dir(m.prog.File)
+			}
+		case m.envDir != "":
+			m.dir = m.envDir
+		default:
+			m.dir = "."
+		}
+	}
+	return m.dir
 }
 
 func (m *machine) fail(t *dataspace.Turn, err *RuntimeError) {
@@ -409,7 +422,7 @@ func (a *activation) eval(t *dataspace.Turn, e compile.Expr, sc *scope) (preserv
 	case *compile.FacetHandle:
 		return dataspace.Embed(t.Create(&facetEntity{id: t.ActiveFacet(), m: a.m, at: x.At})), nil
 	case *compile.ScriptDir:
-		return preserves.String(a.m.dir), nil
+		return preserves.String(a.m.scriptDir()), nil
 	case *compile.Stringify:
 		v, err := a.eval(t, x.X, sc)
 		if err != nil {
