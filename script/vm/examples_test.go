@@ -14,6 +14,44 @@ import (
 	"github.com/syndicate-go/syndicate/script/vm"
 )
 
+// Example 1 of the language document: constant assertions at $config.
+func TestExample1(t *testing.T) {
+	w := newWorld(t)
+	w.run(`<require-service <daemon console-getty>>
+<daemon console-getty "getty 0 /dev/console">`, nil)
+	w.wantContents(`<require-service <daemon console-getty>>`, `<daemon console-getty "getty 0 /dev/console">`)
+}
+
+// Example 2: during service-state ready/complete, assert up; the derived
+// assertion follows its trigger.
+func TestExample2(t *testing.T) {
+	w := newWorld(t)
+	w.run(`? <service-state ?x ready> <service-state $x up>
+? <service-state ?x complete> <service-state $x up>`, nil)
+	ha := w.assert(mustParse("<service-state a ready>"))
+	w.assert(mustParse("<service-state b complete>"))
+	w.assert(mustParse("<service-state c failed>"))
+	w.wantContents("<service-state a ready>", "<service-state b complete>", "<service-state c failed>",
+		"<service-state a up>", "<service-state b up>")
+	w.retract(ha)
+	w.wantContents("<service-state b complete>", "<service-state c failed>", "<service-state b up>")
+}
+
+// The "Using conditionals" idiom: a chain of =~ with a final default.
+func TestIdiomConditionals(t *testing.T) {
+	const src = `[
+  $val =~ pat1 [ <matched 1> ]
+  $val =~ <pat2 ?x> [ <matched 2 $x> ]
+  <matched none>
+]
+<after>`
+	for val, want := range map[string]string{"pat1": "<matched 1>", "<pat2 9>": "<matched 2 9>", "other": "<matched none>"} {
+		w := newWorld(t)
+		w.run(src, map[string]preserves.Value{"val": mustParse(val)})
+		w.wantContents(want, "<after>")
+	}
+}
+
 // Example 3 of the language document: an attenuated $config handed to a
 // nested config watcher rewrites require-service into require-core-service
 // and forwards everything else.
