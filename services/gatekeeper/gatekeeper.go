@@ -1,0 +1,321 @@
+// Package gatekeeper implements the gatekeeper of services spec §6 and
+// runtime spec §16: an entity that answers `<resolve STEP #:OBSERVER>` by
+// looking up `<bind DESCRIPTION #:TARGET OBSERVER>` assertions in its bind
+// space (a dataspace), validating sturdy refs (macaroons) and handing out
+// the bound target attenuated by the ref's caveats.
+//
+// [New] creates a gatekeeper over a bind space in the active facet; the
+// server uses it for the primordial gatekeeper over the config dataspace.
+// [Boot] installs the `<gatekeeper #:BS>` service: each
+// `<run-service <gatekeeper #:BS>>` spawns a linked actor owning a
+// gatekeeper over BS and publishing it as a service object.
+//
+// Only `ref` (sturdy) steps are handled; `noise` steps answer
+// `<error unsupported>` like any other unknown step type (Noise sessions
+// are out of this implementation's scope).
+//
+// # The direct-resolution race
+//
+// For a `ref` step the gatekeeper both forwards the Resolve into the bind
+// space with a fresh observer (so other parties may answer or refuse it)
+// and watches for a matching Bind. Whichever comes first wins: a direct
+// answer stops the Bind watch and is relayed verbatim; a Bind withdraws the
+// forwarded Resolve and ignores any later direct answer.
+//
+// # Decisions on the spec's quirks
+//
+//   - Q10 (several binds with one oid each answer): kept; each matching
+//     Bind contributes its answer while it lasts.
+//   - Q11 (a non-bytes key crashes the owning actor): not copied; answered
+//     with `<error invalid>`.
+//   - Malformed binds are logged and ignored; nothing is reported.
+package gatekeeper
+
+import (
+	"fmt"
+
+	"github.com/rs/zerolog"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/caveat"
+	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services"
+)
+
+var (
+	symResolve    = preserves.Symbol("resolve")
+	symBind       = preserves.Symbol("bind")
+	symBound      = preserves.Symbol("bound")
+	symRef        = preserves.Symbol("ref")
+	symOk         = preserves.Symbol("ok")
+	symError      = preserves.Symbol("error")
+	symOid        = preserves.Symbol("oid")
+	symKey        = preserves.Symbol("key")
+	symSig        = preserves.Symbol("sig")
+	symGatekeeper = preserves.Symbol("gatekeeper")
+	symRunService = preserves.Symbol("run-service")
+
+	errUnsupported = preserves.NewRecord(symError, preserves.Symbol("unsupported"))
+	errInvalid     = preserves.NewRecord(symError, preserves.Symbol("invalid"))
+	errValidation  = preserves.NewRecord(symError, preserves.Symbol("sturdyref-failed-validation"))
+)
+
+// gatekeeper is the entity behind a gatekeeper Ref.
+type gatekeeper struct {
+	dataspace.BaseEntity
+	bs     *dataspace.Ref
+	log    zerolog.Logger
+	facets map[dataspace.Handle]dataspace.FacetID
+}
+
+// New creates a gatekeeper entity over the bind space bs in the active
+// facet, installs the bind handler on bs (`<bound …>` answers to bind
+// observers), and returns the gatekeeper's Ref. Both live as long as the
+// active facet.
+func New(t *dataspace.Turn, bs *dataspace.Ref, log zerolog.Logger) *dataspace.Ref {
+	watchBinds(t, bs, log)
+	return t.Create(&gatekeeper{bs: bs, log: log, facets: make(map[dataspace.Handle]dataspace.FacetID)})
+}
+
+func (g *gatekeeper) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
+	r, ok := preserves.Unwrap(v).(*preserves.Record)
+	if !ok || !preserves.Equal(r.Label, symResolve) || len(r.Fields) != 2 {
+		return nil // only Resolve assertions are understood
+	}
+	obs, ok := dataspace.RefOf(r.Fields[1])
+	if !ok {
+		return nil
+	}
+	step := preserves.Strip(r.Fields[0])
+	id, err := t.Facet(func(t *dataspace.Turn) error {
+		t.PreventInertCheck() // lives exactly as long as the Resolve
+		g.resolve(t, step, obs)
+		return nil
+	})
+	g.facets[h] = id
+	return err
+}
+
+func (g *gatekeeper) Retract(t *dataspace.Turn, h dataspace.Handle) error {
+	if id, ok := g.facets[h]; ok {
+		delete(g.facets, h)
+		t.StopFacet(id)
+	}
+	return nil
+}
+
+// resolve answers one Resolve, in its own facet.
+func (g *gatekeeper) resolve(t *dataspace.Turn, step preserves.Value, obs *dataspace.Ref) {
+	sr, ok := preserves.Unwrap(step).(*preserves.Record)
+	if !ok {
+		t.Assert(obs, errInvalid)
+		return
+	}
+	if _, ok := preserves.Unwrap(sr.Label).(preserves.Symbol); !ok {
+		t.Assert(obs, errInvalid)
+		return
+	}
+	if !preserves.Equal(sr.Label, symRef) {
+		t.Assert(obs, errUnsupported)
+		return
+	}
+	if len(sr.Fields) != 1 {
+		t.Assert(obs, errInvalid)
+		return
+	}
+	ref, err := caveat.ParametersFromValue(sr.Fields[0])
+	if err != nil {
+		t.Assert(obs, errInvalid)
+		return
+	}
+	st := &race{}
+	// 1. Direct resolution: forward the Resolve with our own observer.
+	direct := t.Create(&directObserver{st: st, obs: obs, fr: t.FacetRef()})
+	st.directHandle = t.Assert(g.bs, preserves.NewRecord(symResolve, step, dataspace.Embed(direct)))
+	// 2. Bind lookup, in a child facet the direct answer can stop.
+	st.bindFacet, _ = t.Facet(func(t *dataspace.Turn) error {
+		p := pattern.Rec(symBind,
+			pattern.Rec(symRef, pattern.Dict(
+				pattern.Entry{Key: symOid, Pattern: pattern.Lift(ref.OID)},
+				pattern.Entry{Key: symKey, Pattern: pattern.Capture()},
+			)),
+			pattern.Capture(),
+		)
+		t.During(g.bs, p, func(t *dataspace.Turn, caps []preserves.Value) error {
+			if st.direct {
+				return nil
+			}
+			if !st.bound {
+				st.bound = true
+				// Withdraw the forwarded Resolve; later direct answers
+				// are ignored.
+				t.Retract(st.directHandle)
+			}
+			t.Assert(obs, g.answer(ref, caps[0], caps[1]))
+			return nil
+		})
+		return nil
+	})
+}
+
+// answer validates ref against a bind's key and attenuates its target.
+func (g *gatekeeper) answer(ref *caveat.SturdyRef, keyv, targetv preserves.Value) preserves.Value {
+	key, ok := preserves.Unwrap(keyv).(preserves.ByteString)
+	target, ok2 := dataspace.RefOf(targetv)
+	if !ok || !ok2 {
+		// Q11: the reference crashes here; we refuse the resolution.
+		g.log.Warn().Str("bind", preserves.FormatText(keyv)).Msg("gatekeeper: matching bind with a non-bytes key or non-capability target")
+		return errInvalid
+	}
+	if err := ref.Validate(key.Bytes()); err != nil {
+		g.log.Warn().Err(err).Str("oid", preserves.FormatText(ref.OID)).Msg("gatekeeper: sturdy ref failed validation")
+		return errValidation
+	}
+	att, err := target.Attenuate(ref.Caveats...)
+	if err != nil {
+		g.log.Warn().Err(err).Str("oid", preserves.FormatText(ref.OID)).Msg("gatekeeper: sturdy ref caveats invalid")
+		return errValidation
+	}
+	return preserves.NewRecord(symOk, dataspace.Embed(att))
+}
+
+// race is the state shared by the two prongs of one ref resolution.
+type race struct {
+	direct, bound bool
+	directHandle  dataspace.Handle
+	bindFacet     dataspace.FacetID
+}
+
+// directObserver receives answers to the forwarded Resolve and relays the
+// first ones (while no Bind has been seen) to the original observer,
+// mirroring their lifetime.
+type directObserver struct {
+	dataspace.BaseEntity
+	st      *race
+	obs     *dataspace.Ref
+	fr      dataspace.FacetRef
+	relayed map[dataspace.Handle]dataspace.Handle
+}
+
+func (d *directObserver) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
+	if d.st.bound {
+		return nil
+	}
+	if !d.st.direct {
+		d.st.direct = true
+		t.StopFacet(d.st.bindFacet) // stop waiting for Binds
+	}
+	if d.relayed == nil {
+		d.relayed = make(map[dataspace.Handle]dataspace.Handle)
+	}
+	d.relayed[h] = t.Assert(d.obs, v)
+	return nil
+}
+
+func (d *directObserver) Retract(t *dataspace.Turn, h dataspace.Handle) error {
+	if x, ok := d.relayed[h]; ok {
+		delete(d.relayed, h)
+		t.Retract(x)
+	}
+	return nil
+}
+
+// watchBinds answers every well-formed sturdy Bind in bs that names an
+// observer with `<bound <ref {oid: O sig: SIG}>>` (the root signature).
+func watchBinds(t *dataspace.Turn, bs *dataspace.Ref, log zerolog.Logger) {
+	p := pattern.Rec(symBind, pattern.Capture(), pattern.Capture(), pattern.Capture())
+	t.During(bs, p, func(t *dataspace.Turn, caps []preserves.Value) error {
+		desc, target, obsv := caps[0], caps[1], caps[2]
+		dr, ok := preserves.Unwrap(desc).(*preserves.Record)
+		if !ok || !preserves.Equal(dr.Label, symRef) {
+			return nil // other step types (noise) are not handled here
+		}
+		oid, key, err := parseSturdyDescription(dr)
+		if err == nil {
+			if _, ok := dataspace.RefOf(target); !ok {
+				err = fmt.Errorf("target is not a capability")
+			}
+		}
+		var obs *dataspace.Ref
+		if err == nil {
+			if b, isBool := preserves.Unwrap(obsv).(preserves.Bool); isBool && !bool(b) {
+				obs = nil
+			} else if obs, ok = dataspace.RefOf(obsv); !ok {
+				err = fmt.Errorf("observer is neither #f nor a capability")
+			}
+		}
+		if err != nil {
+			log.Error().Err(err).Str("bind", preserves.FormatText(preserves.NewRecord(symBind, desc, target, obsv))).Msg("gatekeeper: malformed bind")
+			return nil
+		}
+		if obs != nil {
+			sr := caveat.Mint(oid, key)
+			step := preserves.NewRecord(symRef, preserves.NewDictionary(
+				preserves.DictEntry{Key: symOid, Value: oid},
+				preserves.DictEntry{Key: symSig, Value: preserves.ByteStringFrom(sr.Sig)},
+			))
+			t.Assert(obs, preserves.NewRecord(symBound, step))
+		}
+		return nil
+	})
+}
+
+func parseSturdyDescription(dr *preserves.Record) (preserves.Value, []byte, error) {
+	if len(dr.Fields) != 1 {
+		return nil, nil, fmt.Errorf("description is not <ref {oid: … key: …}>")
+	}
+	d, ok := preserves.Unwrap(dr.Fields[0]).(*preserves.Dictionary)
+	if !ok {
+		return nil, nil, fmt.Errorf("description detail is not a dictionary")
+	}
+	oid, ok := d.Get(symOid)
+	if !ok {
+		return nil, nil, fmt.Errorf("description has no oid")
+	}
+	kv, ok := d.Get(symKey)
+	if !ok {
+		return nil, nil, fmt.Errorf("description has no key")
+	}
+	key, ok := preserves.Unwrap(kv).(preserves.ByteString)
+	if !ok {
+		return nil, nil, fmt.Errorf("description key is not a byte string")
+	}
+	return preserves.Strip(oid), key.Bytes(), nil
+}
+
+// Boot installs the gatekeeper service in env.Config: for each
+// `<run-service <gatekeeper #:BS>>` a linked actor creates a gatekeeper
+// over BS and asserts `<service-object NAME #:GK>` and `<service-state NAME
+// started>`/`ready` (§6.1). restart-service is ignored (§2.4).
+func Boot(t *dataspace.Turn, env services.Env) error {
+	if env.Config == nil {
+		return fmt.Errorf("gatekeeper: Boot needs a config dataspace")
+	}
+	p := pattern.Rec(symRunService, pattern.Bind{Pattern: pattern.Rec(symGatekeeper)})
+	t.During(env.Config, p, func(t *dataspace.Turn, caps []preserves.Value) error {
+		name := preserves.Strip(caps[0])
+		r := name.(*preserves.Record)
+		var bs *dataspace.Ref
+		ok := len(r.Fields) == 1
+		if ok {
+			bs, ok = dataspace.RefOf(r.Fields[0])
+		}
+		if !ok {
+			// Go deviation (services spec §0): reported, not ignored.
+			env.Logger.Warn().Str("service", preserves.FormatText(name)).Msg("gatekeeper: malformed <gatekeeper #:bindspace> request")
+			t.Assert(env.Config, services.ServiceState(name, services.StateFailed))
+			return nil
+		}
+		log := env.Logger.With().Str("service", preserves.FormatText(name)).Logger()
+		t.SpawnLink(preserves.FormatText(preserves.NewRecord(symGatekeeper, name)), func(t *dataspace.Turn) error {
+			gk := New(t, bs, log)
+			t.Assert(env.Config, preserves.NewRecord(services.LabelServiceObject, name, dataspace.Embed(gk)))
+			t.Assert(env.Config, services.ServiceState(name, services.StateStarted))
+			t.Assert(env.Config, services.ServiceState(name, services.StateReady))
+			return nil
+		})
+		return nil
+	})
+	return nil
+}
