@@ -50,8 +50,8 @@ type Observer = any
 
 // Emitter receives the index's notifications. The index calls it
 // synchronously during Insert, Remove, Send, AddObserver and RemoveObserver;
-// it must not call the index back. Capture sequences passed to it are fresh
-// and may be retained.
+// it must not call the index back. Capture sequences passed to it are
+// immutable and may be retained.
 type Emitter interface {
 	// AssertTo asserts a capture tuple to obs and returns the handle naming
 	// that assertion, or ok=false when obs rejected it (attenuation); a
@@ -69,7 +69,7 @@ const noHandle = ^uint64(0)
 
 // Index is the skeleton index. The zero value is not usable; call New.
 type Index struct {
-	all  bucketMap[*entry] // bag of asserted values, by preserves.Hash
+	all  table[*entry] // bag of asserted values, by preserves.Hash
 	root *node
 
 	// Scratch space reused by every traversal, so the hot paths do not
@@ -84,6 +84,8 @@ type Index struct {
 }
 
 // entry is one distinct asserted value, shared by every cache holding it.
+// It keeps the value's hash so that growing a table never has to touch (and
+// fault in) the values themselves.
 type entry struct {
 	v     preserves.Value
 	hash  uint64
@@ -122,8 +124,8 @@ func (ix *Index) Insert(v preserves.Value, e Emitter) (added bool) {
 		return false
 	}
 	ent := &entry{v: v, hash: h, count: 1}
-	ix.all.put(h, ent)
-	ix.traverse(opInsert, ent.v, ent, e)
+	ix.all.add(h, ent, entryHash)
+	ix.traverse(opInsert, ent.v, ent, h, e)
 	return true
 }
 
@@ -139,15 +141,15 @@ func (ix *Index) Remove(v preserves.Value, e Emitter) (removed bool) {
 	if ent.count--; ent.count > 0 {
 		return false
 	}
-	ix.all.del(h, func(x *entry) bool { return x == ent })
-	ix.traverse(opRemove, ent.v, ent, e)
+	ix.all.del(h, func(x *entry) bool { return x == ent }, entryHash)
+	ix.traverse(opRemove, ent.v, ent, h, e)
 	return true
 }
 
 // Send delivers message v to every observer whose pattern matches it, once
 // per registration; the index's state does not change.
 func (ix *Index) Send(v preserves.Value, e Emitter) {
-	ix.traverse(opMessage, v, nil, e)
+	ix.traverse(opMessage, v, nil, 0, e)
 }
 
 // AddObserver registers obs for p and asserts to it every distinct capture
@@ -176,12 +178,13 @@ func (ix *Index) AddObserver(p pattern.Pattern, obs Observer, e Emitter) {
 	}
 	ep.addObserver(obs)
 	lm.users++
+	slot := len(ep.obs) - 1
 	ep.captures.each(func(ce *capEntry) {
-		h, ok := e.AssertTo(obs, ce.tuple)
+		h, ok := e.AssertTo(obs, ce.tuple())
 		if !ok {
 			h = noHandle
 		}
-		ce.handles = append(ce.handles, h)
+		ce.addHandle(slot, h)
 	})
 }
 
@@ -217,7 +220,7 @@ func (ix *Index) RemoveObserver(p pattern.Pattern, obs Observer, e Emitter) {
 		return
 	}
 	ep.captures.each(func(ce *capEntry) {
-		if h := ce.handles[i]; h != noHandle {
+		if h := ce.handle(i); h != noHandle {
 			e.RetractFrom(obs, h)
 		}
 	})

@@ -421,7 +421,12 @@ func oracleRun(t *testing.T, seed uint64, nops int) int {
 func checkInvariants(t *testing.T, ix *Index) {
 	t.Helper()
 	var all []*entry
-	ix.all.each(func(e *entry) { all = append(all, e) })
+	ix.all.each(func(e *entry) {
+		all = append(all, e)
+		if e.hash != preserves.Hash(e.v) || e.count <= 0 {
+			t.Fatalf("entry %s: stale hash or count %d", text(e.v), e.count)
+		}
+	})
 	if len(all) != ix.all.len() {
 		t.Fatalf("bag length %d, but %d entries", ix.all.len(), len(all))
 	}
@@ -487,7 +492,7 @@ func checkInvariants(t *testing.T, ix *Index) {
 	visit(ix.root)
 }
 
-func collect(b *bucketMap[*node]) []*node {
+func collect(b *table[*node]) []*node {
 	var out []*node
 	b.each(func(n *node) { out = append(out, n) })
 	return out
@@ -558,11 +563,19 @@ func checkLeafMap(t *testing.T, ix *Index, n *node, lm *leafMap, reach map[*entr
 				t.Fatalf("endpoints hold %d tuples, want %d", ep.captures.len(), len(bag))
 			}
 			ep.captures.each(func(ce *capEntry) {
-				if bag[text(ce.tuple)] != ce.count {
-					t.Fatalf("tuple %s counted %d, want %d", text(ce.tuple), ce.count, bag[text(ce.tuple)])
+				tk := text(ce.tuple())
+				if bag[tk] != ce.count {
+					t.Fatalf("tuple %s counted %d, want %d", tk, ce.count, bag[tk])
 				}
-				if len(ce.handles) != len(ep.obs) {
-					t.Fatalf("tuple %s has %d handles for %d observers", text(ce.tuple), len(ce.handles), len(ep.obs))
+				if ce.hash != hashTuple(ce.tuple()) {
+					t.Fatalf("tuple %s has a stale hash", tk)
+				}
+				more := 0
+				if ce.moreH != nil {
+					more = len(*ce.moreH)
+				}
+				if len(ep.obs) != more+1 {
+					t.Fatalf("tuple %s has handles for %d observers, want %d", tk, more+1, len(ep.obs))
 				}
 			})
 			if ep.byObs != nil {

@@ -5,137 +5,174 @@ import (
 )
 
 // This file holds the small containers the trie is built from. Go maps cannot
-// key on Preserves values (slices and pointers compare by identity), so
-// everything keyed by a value is a map from its preserves.Hash to the item,
-// with a rarely used overflow list for distinct items whose 64-bit hashes
-// collide. Items are compared with preserves.Equal.
+// key on Preserves values (slices and pointers compare by identity), and a
+// map from hash to item costs about 38 bytes per item at a million items,
+// more than the rest of an assertion's bookkeeping. So everything keyed by a
+// value lives in a table: open addressing with linear probing over a slice
+// of item pointers, plus one tag byte per slot holding 7 bits of the hash so
+// that most mismatching slots are skipped without comparing values. Items do
+// not store their hash; the caller supplies it for each operation and a
+// hashOf function recomputes it when the table is rebuilt (amortised O(1)).
 
-// bucketMap maps 64-bit hashes to items, handling collisions.
-type bucketMap[T any] struct {
-	m    map[uint64]T
-	over map[uint64][]T // further items sharing a hash with m's item
-	n    int
+// Tag byte values: 0 empty, 1 deleted (tombstone), 2..129 full.
+const (
+	tagEmpty   = 0
+	tagDeleted = 1
+)
+
+func tagOf(h uint64) uint8 { return uint8(h>>57) + 2 }
+
+// table is a hash table of pointer-like items (the zero T is never stored).
+type table[T comparable] struct {
+	tags  []uint8
+	slots []T
+	n     int // live items
+	used  int // live items plus tombstones
 }
 
-func (b *bucketMap[T]) get(h uint64, eq func(T) bool) (T, bool) {
-	if t, ok := b.m[h]; ok {
-		if eq(t) {
-			return t, true
-		}
-		for _, u := range b.over[h] {
-			if eq(u) {
-				return u, true
+const minTable = 8
+
+func (t *table[T]) len() int { return t.n }
+
+// get returns the item under hash h satisfying eq.
+func (t *table[T]) get(h uint64, eq func(T) bool) (T, bool) {
+	var zero T
+	if t.n == 0 {
+		return zero, false
+	}
+	mask := uint64(len(t.tags) - 1)
+	tag := tagOf(h)
+	for i := h & mask; ; i = (i + 1) & mask {
+		switch t.tags[i] {
+		case tagEmpty:
+			return zero, false
+		case tag:
+			if eq(t.slots[i]) {
+				return t.slots[i], true
 			}
 		}
 	}
-	var zero T
-	return zero, false
 }
 
-// put adds t under h; the caller has checked that no equal item is present.
-func (b *bucketMap[T]) put(h uint64, t T) {
-	if b.m == nil {
-		b.m = make(map[uint64]T)
+// add inserts x under hash h; the caller has checked that no equal item is
+// present. hashOf recomputes items' hashes if the table must be rebuilt.
+func (t *table[T]) add(h uint64, x T, hashOf func(T) uint64) {
+	if (t.used+1)*4 > len(t.tags)*3 {
+		size := max(minTable, len(t.tags))
+		if (t.n+1)*2 > size { // mostly live: grow; mostly tombstones: just rebuild
+			size *= 2
+		}
+		t.rebuild(size, hashOf)
 	}
-	b.n++
-	if _, taken := b.m[h]; !taken {
-		b.m[h] = t
-		return
+	mask := uint64(len(t.tags) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		if t.tags[i] <= tagDeleted {
+			if t.tags[i] == tagEmpty {
+				t.used++
+			}
+			t.tags[i] = tagOf(h)
+			t.slots[i] = x
+			t.n++
+			return
+		}
 	}
-	if b.over == nil {
-		b.over = make(map[uint64][]T)
-	}
-	b.over[h] = append(b.over[h], t)
 }
 
-// del removes the item under h satisfying eq, if any.
-func (b *bucketMap[T]) del(h uint64, eq func(T) bool) bool {
-	t, ok := b.m[h]
-	if !ok {
+// del removes the item under hash h satisfying eq, shrinking the table when
+// it has become mostly empty.
+func (t *table[T]) del(h uint64, eq func(T) bool, hashOf func(T) uint64) bool {
+	if t.n == 0 {
 		return false
 	}
-	extra := b.over[h]
-	if eq(t) {
-		if len(extra) == 0 {
-			delete(b.m, h)
-		} else {
-			b.m[h] = extra[len(extra)-1]
-			b.setOver(h, extra[:len(extra)-1])
-		}
-		b.n--
-		return true
-	}
-	for i, u := range extra {
-		if eq(u) {
-			extra[i] = extra[len(extra)-1]
-			b.setOver(h, extra[:len(extra)-1])
-			b.n--
-			return true
-		}
-	}
-	return false
-}
-
-func (b *bucketMap[T]) setOver(h uint64, extra []T) {
-	if len(extra) == 0 {
-		delete(b.over, h)
-		if len(b.over) == 0 {
-			b.over = nil
-		}
-		return
-	}
-	b.over[h] = extra
-}
-
-func (b *bucketMap[T]) len() int { return b.n }
-
-// each calls fn for every item; fn must not modify the map.
-func (b *bucketMap[T]) each(fn func(T)) {
-	for h, t := range b.m {
-		fn(t)
-		for _, u := range b.over[h] {
-			fn(u)
+	mask := uint64(len(t.tags) - 1)
+	tag := tagOf(h)
+	for i := h & mask; ; i = (i + 1) & mask {
+		switch t.tags[i] {
+		case tagEmpty:
+			return false
+		case tag:
+			if eq(t.slots[i]) {
+				var zero T
+				t.slots[i] = zero
+				t.n--
+				if t.tags[(i+1)&mask] == tagEmpty {
+					t.tags[i] = tagEmpty // end of a run: no tombstone needed
+					t.used--
+				} else {
+					t.tags[i] = tagDeleted
+				}
+				if t.n == 0 {
+					*t = table[T]{}
+				} else if len(t.tags) > minTable && t.n*8 < len(t.tags) {
+					t.rebuild(len(t.tags)/4, hashOf)
+				}
+				return true
+			}
 		}
 	}
 }
+
+func (t *table[T]) rebuild(size int, hashOf func(T) uint64) {
+	old, oldTags := t.slots, t.tags
+	t.tags = make([]uint8, size)
+	t.slots = make([]T, size)
+	t.n, t.used = 0, 0
+	for i, tag := range oldTags {
+		if tag > tagDeleted {
+			t.add(hashOf(old[i]), old[i], hashOf)
+		}
+	}
+}
+
+// each calls fn for every item; fn must not modify the table.
+func (t *table[T]) each(fn func(T)) {
+	for i, tag := range t.tags {
+		if tag > tagDeleted {
+			fn(t.slots[i])
+		}
+	}
+}
+
+func entryHash(e *entry) uint64 { return e.hash }
 
 // entrySet is a set of distinct asserted values (by their shared *entry).
 // Most sets in the trie are tiny (one leaf per constant key), so small sets
-// are a slice searched linearly and only large ones pay for a map.
+// are a slice searched linearly and only large ones pay for a table. Entries
+// are hashed by their value's preserves.Hash, which the traversal computes
+// once per operation and passes down.
 type entrySet struct {
 	small []*entry
-	big   map[*entry]struct{}
+	big   table[*entry]
 }
 
 const smallSet = 8
 
 func (s *entrySet) len() int {
-	if s.big != nil {
-		return len(s.big)
+	if s.big.n > 0 {
+		return s.big.n
 	}
 	return len(s.small)
 }
 
-func (s *entrySet) add(e *entry) {
-	if s.big != nil {
-		s.big[e] = struct{}{}
+func (s *entrySet) add(e *entry, h uint64) {
+	if s.big.n > 0 {
+		s.big.add(h, e, entryHash)
 		return
 	}
 	if len(s.small) < smallSet {
 		s.small = append(s.small, e)
 		return
 	}
-	s.big = make(map[*entry]struct{}, 2*smallSet)
 	for _, x := range s.small {
-		s.big[x] = struct{}{}
+		s.big.add(entryHash(x), x, entryHash)
 	}
-	s.big[e] = struct{}{}
 	s.small = nil
+	s.big.add(h, e, entryHash)
 }
 
-func (s *entrySet) remove(e *entry) {
-	if s.big != nil {
-		delete(s.big, e)
+func (s *entrySet) remove(e *entry, h uint64) {
+	if s.big.n > 0 {
+		s.big.del(h, func(x *entry) bool { return x == e }, entryHash)
 		return
 	}
 	for i, x := range s.small {
@@ -153,12 +190,7 @@ func (s *entrySet) remove(e *entry) {
 }
 
 func (s *entrySet) each(fn func(*entry)) {
-	if s.big != nil {
-		for e := range s.big {
-			fn(e)
-		}
-		return
-	}
+	s.big.each(fn)
 	for _, e := range s.small {
 		fn(e)
 	}

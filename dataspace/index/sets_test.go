@@ -2,56 +2,63 @@ package index
 
 import (
 	"math/rand/v2"
-	"slices"
 	"testing"
+
+	"github.com/syndicate-go/syndicate/preserves"
 )
 
-// Distinct items whose 64-bit hashes collide practically never occur, so the
-// overflow path is tested by forcing every item under one hash.
-func TestBucketMapCollisions(t *testing.T) {
+// TestTable runs random adds and deletes against a Go map, with hashes drawn
+// from a tiny range so that long collision runs, tombstones, growth,
+// rebuilds and shrinking all happen.
+func TestTable(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	for round := 0; round < 200; round++ {
-		var b bucketMap[*int]
-		var items []*int
-		const h = 42
-		for i := 0; i < 1+r.IntN(6); i++ {
-			p := new(int)
-			*p = i
-			items = append(items, p)
-			b.put(h, p)
-			b.put(h+1+uint64(i), new(int)) // unrelated neighbours
-		}
-		for len(items) > 0 {
-			for _, p := range items {
-				got, ok := b.get(h, func(q *int) bool { return q == p })
-				if !ok || got != p {
-					t.Fatalf("round %d: item %d not found", round, *p)
+	for round := 0; round < 100; round++ {
+		var tb table[*int]
+		hashes := map[*int]uint64{}
+		hashOf := func(p *int) uint64 { return hashes[p] }
+		spread := uint64(1 + r.IntN(64))
+		var live []*int
+		for op := 0; op < 2000; op++ {
+			if len(live) == 0 || r.IntN(5) < 3 {
+				p := new(int)
+				*p = op
+				// Hashes share low bits (slot) and often high bits (tag).
+				hashes[p] = (r.Uint64N(spread) << 57) | r.Uint64N(spread)
+				tb.add(hashes[p], p, hashOf)
+				live = append(live, p)
+			} else {
+				i := r.IntN(len(live))
+				p := live[i]
+				live[i] = live[len(live)-1]
+				live = live[:len(live)-1]
+				if !tb.del(hashes[p], func(q *int) bool { return q == p }, hashOf) {
+					t.Fatalf("round %d op %d: del of a live item failed", round, op)
+				}
+				if tb.del(hashes[p], func(q *int) bool { return q == p }, hashOf) {
+					t.Fatalf("round %d op %d: second del succeeded", round, op)
+				}
+				if _, ok := tb.get(hashes[p], func(q *int) bool { return q == p }); ok {
+					t.Fatalf("round %d op %d: deleted item found", round, op)
 				}
 			}
-			var seen []*int
-			b.each(func(q *int) {
-				if _, ok := b.get(h, func(x *int) bool { return x == q }); ok {
-					seen = append(seen, q)
+			if tb.len() != len(live) {
+				t.Fatalf("round %d op %d: len %d, want %d", round, op, tb.len(), len(live))
+			}
+			if op%97 == 0 {
+				for _, p := range live {
+					if got, ok := tb.get(hashes[p], func(q *int) bool { return q == p }); !ok || got != p {
+						t.Fatalf("round %d op %d: live item %d not found", round, op, *p)
+					}
 				}
-			})
-			if len(seen) != len(items) {
-				t.Fatalf("round %d: each visits %d colliding items, want %d", round, len(seen), len(items))
+				n := 0
+				tb.each(func(*int) { n++ })
+				if n != len(live) {
+					t.Fatalf("round %d op %d: each visited %d, want %d", round, op, n, len(live))
+				}
+				if len(tb.tags) > 0 && tb.used*4 > len(tb.tags)*3 {
+					t.Fatalf("round %d op %d: table over-full: %d used of %d", round, op, tb.used, len(tb.tags))
+				}
 			}
-			i := r.IntN(len(items))
-			p := items[i]
-			items = slices.Delete(items, i, i+1)
-			if !b.del(h, func(q *int) bool { return q == p }) {
-				t.Fatalf("round %d: del failed", round)
-			}
-			if b.del(h, func(q *int) bool { return q == p }) {
-				t.Fatalf("round %d: second del succeeded", round)
-			}
-			if _, ok := b.get(h, func(q *int) bool { return q == p }); ok {
-				t.Fatalf("round %d: deleted item still found", round)
-			}
-		}
-		if _, ok := b.m[h]; ok || b.over != nil {
-			t.Fatalf("round %d: bucket not emptied", round)
 		}
 	}
 }
@@ -60,30 +67,28 @@ func TestEntrySet(t *testing.T) {
 	var s entrySet
 	es := make([]*entry, 3*smallSet)
 	for i := range es {
-		es[i] = &entry{count: i}
-		s.add(es[i])
+		es[i] = &entry{v: preserves.Int(i)}
+		s.add(es[i], entryHash(es[i]))
 		if s.len() != i+1 {
 			t.Fatalf("len %d after %d adds", s.len(), i+1)
 		}
 	}
 	for i, e := range es {
-		s.remove(e)
+		s.remove(e, entryHash(e))
 		if s.len() != len(es)-i-1 {
 			t.Fatalf("len %d after %d removals", s.len(), i+1)
 		}
-	}
-	s = entrySet{}
-	s.add(es[0])
-	s.add(es[1])
-	s.remove(es[0])
-	n := 0
-	s.each(func(e *entry) {
-		if e != es[1] {
-			t.Fatalf("wrong element left")
+		n := 0
+		s.each(func(x *entry) {
+			n++
+			for _, y := range es[:i+1] {
+				if x == y {
+					t.Fatalf("removed entry still present")
+				}
+			}
+		})
+		if n != s.len() {
+			t.Fatalf("each visited %d, len %d", n, s.len())
 		}
-		n++
-	})
-	if n != 1 {
-		t.Fatalf("each visited %d", n)
 	}
 }

@@ -216,8 +216,8 @@ type edge struct {
 	pop       int
 	st        step
 	arr, dict *node
-	recs      []*node          // while few labels: compared linearly
-	recMap    bucketMap[*node] // once many labels: by label hash
+	recs      []*node      // while few labels: compared linearly
+	recMap    table[*node] // once many labels: by label hash
 }
 
 const fewLabels = 4
@@ -273,10 +273,10 @@ func (ed *edge) addChild(n *node) {
 			return
 		}
 		for _, m := range ed.recs {
-			ed.recMap.put(preserves.Hash(m.cls.label), m)
+			ed.recMap.add(labelHash(m), m, labelHash)
 		}
 		ed.recs = nil
-		ed.recMap.put(preserves.Hash(n.cls.label), n)
+		ed.recMap.add(labelHash(n), n, labelHash)
 	}
 }
 
@@ -288,7 +288,7 @@ func (ed *edge) removeChild(n *node) {
 		ed.dict = nil
 	default:
 		if ed.recMap.len() > 0 {
-			ed.recMap.del(preserves.Hash(n.cls.label), func(m *node) bool { return m == n })
+			ed.recMap.del(labelHash(n), func(m *node) bool { return m == n }, labelHash)
 			return
 		}
 		for i, m := range ed.recs {
@@ -299,6 +299,8 @@ func (ed *edge) removeChild(n *node) {
 		}
 	}
 }
+
+func labelHash(n *node) uint64 { return preserves.Hash(n.cls.label) }
 
 func (ed *edge) empty() bool {
 	return ed.arr == nil && ed.dict == nil && len(ed.recs) == 0 && ed.recMap.len() == 0
@@ -313,8 +315,8 @@ type leafMap struct {
 	// alias: no constants and no checks, so the one leaf's cache would
 	// equal the node's; it uses the node's instead of keeping a copy.
 	alias bool
-	only  *leaf            // the leaf, when there are no constant positions
-	byKey bucketMap[*leaf] // leaves by hash of their constant tuple
+	only  *leaf        // the leaf, when there are no constant positions
+	byKey table[*leaf] // leaves by hash of their constant tuple
 }
 
 type leaf struct {
@@ -327,7 +329,7 @@ type leaf struct {
 // endpoints are the observers of one leaf capturing the same positions.
 type endpoints struct {
 	capPaths []path
-	captures bucketMap[*capEntry]
+	captures table[*capEntry]
 	obs      []obsSlot
 	byObs    map[Observer]int // index into obs, once there are many observers
 }
@@ -339,12 +341,77 @@ type obsSlot struct {
 
 // capEntry is one distinct capture tuple with the number of distinct values
 // producing it and the handle under which each observer (by slot index)
-// holds it.
+// holds it. There is one per distinct tuple, so it is laid out for the
+// common case (one captured value, one observer) in a single 64-byte
+// allocation: a one-value tuple lives in one, the first observer's handle in
+// h0, and only longer tuples and further observers use extra storage.
 type capEntry struct {
-	tuple   preserves.Sequence
-	hash    uint64
-	count   int
-	handles []uint64
+	hash  uint64 // hashTuple of the tuple, kept so that rebuilding a table never touches the values
+	count int
+	h0    uint64              // handle of observer slot 0
+	moreH *[]uint64           // handles of observer slots 1…
+	one   [1]preserves.Value  // the tuple, when it has one value
+	many  *preserves.Sequence // the tuple, otherwise
+}
+
+func newCapEntry(tuple []preserves.Value, h uint64) *capEntry {
+	ce := &capEntry{hash: h, count: 1}
+	if len(tuple) == 1 {
+		ce.one[0] = tuple[0]
+	} else {
+		s := append(make(preserves.Sequence, 0, len(tuple)), tuple...)
+		ce.many = &s
+	}
+	return ce
+}
+
+// tuple returns the capture tuple. It is immutable and may be handed to
+// emitters, which may keep it.
+func (ce *capEntry) tuple() preserves.Sequence {
+	if ce.many != nil {
+		return *ce.many
+	}
+	return ce.one[:]
+}
+
+func (ce *capEntry) handle(i int) uint64 {
+	if i == 0 {
+		return ce.h0
+	}
+	return (*ce.moreH)[i-1]
+}
+
+// addHandle records the handle of observer slot i, the next free slot.
+func (ce *capEntry) addHandle(i int, h uint64) {
+	if i == 0 {
+		ce.h0 = h
+		return
+	}
+	if ce.moreH == nil {
+		ce.moreH = new([]uint64)
+	}
+	*ce.moreH = append(*ce.moreH, h)
+}
+
+// dropHandle moves the handle of the last slot into slot i and forgets the
+// last slot, mirroring endpoints.removeObserver.
+func (ce *capEntry) dropHandle(i, last int) {
+	if last == 0 {
+		ce.h0 = 0
+		return
+	}
+	more := *ce.moreH
+	if i == 0 {
+		ce.h0 = more[last-1]
+	} else {
+		more[i-1] = more[last-1]
+	}
+	more = more[:last-1]
+	if len(more) == 0 {
+		ce.moreH = nil
+		return
+	}
+	*ce.moreH = more
 }
 
 const fewObservers = 8
@@ -384,10 +451,7 @@ func (ep *endpoints) removeObserver(i int) {
 	ep.obs[i] = ep.obs[last]
 	ep.obs[last] = obsSlot{}
 	ep.obs = ep.obs[:last]
-	ep.captures.each(func(ce *capEntry) {
-		ce.handles[i] = ce.handles[last]
-		ce.handles = ce.handles[:last]
-	})
+	ep.captures.each(func(ce *capEntry) { ce.dropHandle(i, last) })
 	if ep.byObs != nil {
 		delete(ep.byObs, gone)
 		if i < last {
@@ -428,7 +492,7 @@ func (lm *leafMap) leafFor(key []preserves.Value, create bool) *leaf {
 	lf, ok := lm.byKey.get(h, func(l *leaf) bool { return tupleEqual(l.key, key) })
 	if !ok && create {
 		lf = &leaf{key: append([]preserves.Value(nil), key...), hash: h}
-		lm.byKey.put(h, lf)
+		lm.byKey.add(h, lf, leafHash)
 	}
 	return lf
 }
@@ -438,8 +502,12 @@ func (lm *leafMap) removeLeaf(lf *leaf) {
 		lm.only = nil
 		return
 	}
-	lm.byKey.del(lf.hash, func(l *leaf) bool { return l == lf })
+	lm.byKey.del(lf.hash, func(l *leaf) bool { return l == lf }, leafHash)
 }
+
+func leafHash(l *leaf) uint64 { return l.hash }
+
+func capHash(ce *capEntry) uint64 { return ce.hash }
 
 func (lf *leaf) endpointsFor(caps []path) *endpoints {
 	for _, ep := range lf.eps {
@@ -516,7 +584,7 @@ func (ix *Index) walk(n *node, at path, pop int, st step, p pattern.Pattern, cre
 			child = &node{parent: n, in: ed, cls: cls}
 			ix.eachCached(n, func(ent *entry) {
 				if w, ok := project(ent.v, at); ok && cls.matches(w) {
-					child.cached.add(ent)
+					child.cached.add(ent, entryHash(ent))
 				}
 			})
 			ed.addChild(child)
@@ -578,7 +646,7 @@ func (ix *Index) buildLeafMap(n *node, a *analysis) *leafMap {
 		if !ok {
 			return
 		}
-		lm.leafFor(key, true).cached.add(ent)
+		lm.leafFor(key, true).cached.add(ent, entryHash(ent))
 	})
 	clear(ix.keyBuf[:cap(ix.keyBuf)])
 	return lm
@@ -596,11 +664,11 @@ func (ix *Index) buildEndpoints(n *node, lm *leafMap, lf *leaf, caps []path) *en
 			return
 		}
 		h := hashTuple(tuple)
-		if ce, ok := ep.captures.get(h, func(c *capEntry) bool { return tupleEqual(c.tuple, tuple) }); ok {
+		if ce, ok := ep.captures.get(h, func(c *capEntry) bool { return tupleEqual(c.tuple(), tuple) }); ok {
 			ce.count++
 			return
 		}
-		ep.captures.put(h, &capEntry{tuple: append(preserves.Sequence{}, tuple...), hash: h, count: 1})
+		ep.captures.add(h, newCapEntry(tuple, h), capHash)
 	}
 	if lm.alias {
 		ix.eachCached(n, add)
@@ -619,11 +687,12 @@ const (
 	opMessage
 )
 
-// traverse runs §12.4's walk for v. ent is v's entry (nil for messages).
-func (ix *Index) traverse(o op, v preserves.Value, ent *entry, e Emitter) {
+// traverse runs §12.4's walk for v. ent is v's entry and h its hash (nil and
+// 0 for messages).
+func (ix *Index) traverse(o op, v preserves.Value, ent *entry, h uint64, e Emitter) {
 	ix.wrap[0] = v
 	ix.stack = append(ix.stack[:0], ix.wrapVal)
-	ix.visit(ix.root, 1, o, v, ent, e)
+	ix.visit(ix.root, 1, o, v, ent, h, e)
 	// Drop references so the scratch space does not keep values alive.
 	ix.wrap[0] = nil
 	clear(ix.stack)
@@ -635,9 +704,9 @@ func (ix *Index) traverse(o op, v preserves.Value, ent *entry, e Emitter) {
 // value satisfies. The live stack is ix.stack[:sp]; a child overwrites one
 // slot and restores it afterwards, so siblings see the stack unchanged and
 // no stack is ever copied.
-func (ix *Index) visit(n *node, sp int, o op, v preserves.Value, ent *entry, e Emitter) {
+func (ix *Index) visit(n *node, sp int, o op, v preserves.Value, ent *entry, h uint64, e Emitter) {
 	if len(n.conts) > 0 || (n != ix.root && o != opMessage) {
-		ix.continuation(n, o, v, ent, e)
+		ix.continuation(n, o, v, ent, h, e)
 	}
 	for _, ed := range n.edges {
 		base := sp - ed.pop
@@ -651,23 +720,23 @@ func (ix *Index) visit(n *node, sp int, o op, v preserves.Value, ent *entry, e E
 		}
 		if base == len(ix.stack) {
 			ix.stack = append(ix.stack, w)
-			ix.visit(child, base+1, o, v, ent, e)
+			ix.visit(child, base+1, o, v, ent, h, e)
 			continue
 		}
 		old := ix.stack[base]
 		ix.stack[base] = w
-		ix.visit(child, base+1, o, v, ent, e)
+		ix.visit(child, base+1, o, v, ent, h, e)
 		ix.stack[base] = old
 	}
 }
 
-func (ix *Index) continuation(n *node, o op, v preserves.Value, ent *entry, e Emitter) {
+func (ix *Index) continuation(n *node, o op, v preserves.Value, ent *entry, h uint64, e Emitter) {
 	if n != ix.root {
 		switch o {
 		case opInsert:
-			n.cached.add(ent)
+			n.cached.add(ent, h)
 		case opRemove:
-			n.cached.remove(ent)
+			n.cached.remove(ent, h)
 		}
 	}
 	for _, lm := range n.conts {
@@ -695,9 +764,9 @@ func (ix *Index) continuation(n *node, o op, v preserves.Value, ent *entry, e Em
 		if !lm.alias {
 			switch o {
 			case opInsert:
-				lf.cached.add(ent)
+				lf.cached.add(ent, h)
 			case opRemove:
-				lf.cached.remove(ent)
+				lf.cached.remove(ent, h)
 			}
 		}
 		for _, ep := range lf.eps {
@@ -723,24 +792,21 @@ func (ix *Index) endpoint(ep *endpoints, o op, v preserves.Value, e Emitter) {
 		return
 	}
 	h := hashTuple(tuple)
-	ce, found := ep.captures.get(h, func(c *capEntry) bool { return tupleEqual(c.tuple, tuple) })
+	ce, found := ep.captures.get(h, func(c *capEntry) bool { return tupleEqual(c.tuple(), tuple) })
 	switch o {
 	case opInsert:
 		if found {
 			ce.count++
 			return
 		}
-		ce = &capEntry{tuple: append(make(preserves.Sequence, 0, len(tuple)), tuple...), hash: h, count: 1}
-		ep.captures.put(h, ce)
-		if len(ep.obs) > 0 {
-			ce.handles = make([]uint64, len(ep.obs))
-		}
+		ce = newCapEntry(tuple, h)
+		ep.captures.add(h, ce, capHash)
 		for i := range ep.obs {
-			hd, ok := e.AssertTo(ep.obs[i].key, ce.tuple)
+			hd, ok := e.AssertTo(ep.obs[i].key, ce.tuple())
 			if !ok {
 				hd = noHandle
 			}
-			ce.handles[i] = hd
+			ce.addHandle(i, hd)
 		}
 	case opRemove:
 		if !found {
@@ -749,9 +815,9 @@ func (ix *Index) endpoint(ep *endpoints, o op, v preserves.Value, e Emitter) {
 		if ce.count--; ce.count > 0 {
 			return
 		}
-		ep.captures.del(h, func(c *capEntry) bool { return c == ce })
+		ep.captures.del(h, func(c *capEntry) bool { return c == ce }, capHash)
 		for i := range ep.obs {
-			if hd := ce.handles[i]; hd != noHandle {
+			if hd := ce.handle(i); hd != noHandle {
 				e.RetractFrom(ep.obs[i].key, hd)
 			}
 		}
