@@ -110,6 +110,10 @@ func (s *Service) runDaemon(t *dataspace.Turn, env services.Env, name preserves.
 func (s *Service) worker(t *dataspace.Turn, env services.Env, log zerolog.Logger, name, id preserves.Value, degrade *dataspace.Ref) error {
 	total, unready, completed := 0, 1, 0
 	var ready dataspace.Handle
+	// Output is logged from the worker's boot facet, not the spec's, so
+	// that the last lines of a process killed because its spec was
+	// retracted are still delivered.
+	outFacet := t.FacetRef()
 	rec := services.NewReconciler(t, func(t *dataspace.Turn) error {
 		switch {
 		case unready == 0 && ready == 0:
@@ -174,7 +178,7 @@ func (s *Service) worker(t *dataspace.Turn, env services.Env, log zerolog.Logger
 					})
 				},
 				Line: func(l Line) {
-					fr.Activate(func(t *dataspace.Turn) error {
+					outFacet.Activate(func(t *dataspace.Turn) error {
 						t.Message(env.Log, LogRecord(l, name, s.now))
 						return nil
 					})

@@ -10,6 +10,7 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,6 +33,10 @@ type harness struct {
 	history  []string // "+V" / "-V" in arrival order
 	messages []preserves.Value
 	warns    *logSink
+
+	// quiet harnesses record nothing but count ready states (benchmarks).
+	quiet      bool
+	readyCount atomic.Int64
 }
 
 // logSink counts zerolog events by level and keeps their messages.
@@ -60,6 +65,12 @@ type mirror struct {
 
 func (m *mirror) Assert(_ *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
 	caps := preserves.Unwrap(v).(preserves.Sequence)
+	if m.h.quiet {
+		if r, ok := caps[0].(*preserves.Record); ok && r.Label == services.LabelServiceState && len(r.Fields) == 2 && r.Fields[1] == services.StateReady {
+			m.h.readyCount.Add(1)
+		}
+		return nil
+	}
 	m.h.mu.Lock()
 	m.h.present[h] = caps[0]
 	m.h.history = append(m.h.history, "+"+preserves.FormatText(caps[0]))
@@ -68,6 +79,9 @@ func (m *mirror) Assert(_ *dataspace.Turn, v preserves.Value, h dataspace.Handle
 }
 
 func (m *mirror) Retract(_ *dataspace.Turn, h dataspace.Handle) error {
+	if m.h.quiet {
+		return nil
+	}
 	m.h.mu.Lock()
 	if v, ok := m.h.present[h]; ok {
 		m.h.history = append(m.h.history, "-"+preserves.FormatText(v))
@@ -78,6 +92,9 @@ func (m *mirror) Retract(_ *dataspace.Turn, h dataspace.Handle) error {
 }
 
 func (m *mirror) Message(_ *dataspace.Turn, v preserves.Value) error {
+	if m.h.quiet {
+		return nil
+	}
 	caps := preserves.Unwrap(v).(preserves.Sequence)
 	m.h.mu.Lock()
 	m.h.messages = append(m.h.messages, caps[0])
@@ -88,8 +105,18 @@ func (m *mirror) Message(_ *dataspace.Turn, v preserves.Value) error {
 // newHarness boots the dataspaces, the mirror and the given services.
 func newHarness(tb testing.TB, boots ...func(t *dataspace.Turn, env services.Env) error) *harness {
 	tb.Helper()
+	return startHarness(tb, &harness{tb: tb, present: map[dataspace.Handle]preserves.Value{}, warns: &logSink{}}, boots)
+}
+
+// newQuietHarness is newHarness with a mirror that stores nothing.
+func newQuietHarness(tb testing.TB, boots ...func(t *dataspace.Turn, env services.Env) error) *harness {
+	tb.Helper()
+	return startHarness(tb, &harness{tb: tb, present: map[dataspace.Handle]preserves.Value{}, warns: &logSink{}, quiet: true}, boots)
+}
+
+func startHarness(tb testing.TB, h *harness, boots []func(t *dataspace.Turn, env services.Env) error) *harness {
+	tb.Helper()
 	g0 := runtime.NumGoroutine()
-	h := &harness{tb: tb, present: map[dataspace.Handle]preserves.Value{}, warns: &logSink{}}
 	h.sys = dataspace.NewSystem(dataspace.Options{})
 	ready := make(chan struct{})
 	h.sys.Spawn("harness", func(t *dataspace.Turn) error {
@@ -201,8 +228,17 @@ func (h *harness) settle() {
 		select {
 		case <-done:
 		case <-time.After(10 * time.Second):
-			h.tb.Fatal("sync timed out")
+			buf := make([]byte, 8<<20)
+			h.tb.Fatalf("sync timed out\n%s", buf[:runtime.Stack(buf, true)])
 		}
 	}
 }
 
+// ctxShutdown shuts the harness's actor system down now.
+func ctxShutdown(tb testing.TB, h *harness) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := h.sys.Shutdown(ctx); err != nil {
+		tb.Fatalf("shutdown: %v", err)
+	}
+}

@@ -181,7 +181,12 @@ func readStat(path string) (pid int, state byte, ppid int, ok bool) {
 	if err != nil {
 		return 0, 0, 0, false
 	}
-	s := string(b)
+	return parseStat(string(b))
+}
+
+// parseStat parses the content of a /proc/PID/stat file.
+func parseStat(s string) (pid int, state byte, ppid int, ok bool) {
+	var err error
 	open := strings.IndexByte(s, ' ')
 	closeIdx := strings.LastIndexByte(s, ')')
 	if open < 0 || closeIdx < 0 || closeIdx+4 > len(s) {

@@ -103,3 +103,26 @@ func childrenOf(ppid int) int {
 	}
 	return c
 }
+
+func TestParseStat(t *testing.T) {
+	pid, st, ppid, ok := parseStat("42 (a) b) c) Z 7 42 42 0")
+	if !ok || pid != 42 || st != 'Z' || ppid != 7 {
+		t.Errorf("parseStat = %d %c %d %v", pid, st, ppid, ok)
+	}
+	for _, bad := range []string{"", "42", "x (a) Z 7", "42 (a) ZZ 7", "42 (a) Z x", "42 (a)"} {
+		if _, _, _, ok := parseStat(bad); ok {
+			t.Errorf("parseStat(%q) accepted", bad)
+		}
+	}
+}
+
+func FuzzParseStat(f *testing.F) {
+	f.Add("1 (init) S 0 1 1 0 -1")
+	f.Add("42 (a) b) c) Z 7 42")
+	f.Fuzz(func(t *testing.T, s string) {
+		pid, _, ppid, ok := parseStat(s)
+		if ok && (pid < 0 && !strings.HasPrefix(s, "-") || ppid < 0 && !strings.Contains(s, "-")) {
+			t.Fatalf("parseStat(%q) = %d, %d", s, pid, ppid)
+		}
+	})
+}
