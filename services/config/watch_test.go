@@ -564,3 +564,28 @@ func TestWatcherCloseEndsRun(t *testing.T) {
 	}
 	checkNoLeak(t)
 }
+
+func TestWatcherSymlinkedDirectoriesAndLoops(t *testing.T) {
+	outside, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, filepath.Join(outside, "ext.pr"), "<ext>")
+	h := newHarness(t, func(root string) {
+		mustWrite(t, filepath.Join(root, "a.pr"), "<a>")
+		// A loop back to the root must not be followed forever.
+		if err := os.Symlink(root, filepath.Join(root, "loop")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(outside, filepath.Join(root, "linked")); err != nil {
+			t.Fatal(err)
+		}
+	}, WatchOptions{})
+	m, _ := h.snapshot()
+	if len(m) != 2 || m["a.pr"] != "<a>" || m["linked/ext.pr"] != "<ext>" {
+		t.Fatalf("live %v", m)
+	}
+	// The symlinked directory is watched through its link.
+	mustWrite(t, filepath.Join(outside, "ext.pr"), "<ext 2>")
+	h.waitLive("linked/ext.pr", "<ext 2>")
+}
