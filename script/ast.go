@@ -122,10 +122,13 @@ type Expr interface {
 }
 
 // Lit is a literal value: a non-symbol atom, a bare symbol, `=sym`, or (in
-// pattern and template dictionaries) a literal key. Value is annotation-free.
+// pattern and template dictionaries) a literal key. Value is annotation-free;
+// Src, when set, is the value as read, with the reader's positions at every
+// depth (compile.Options.Positions keeps them in asserted values).
 type Lit struct {
 	At    preserves.Pos
 	Value preserves.Value
+	Src   preserves.Value
 }
 
 // Var is `$name`; `$.` has Name ".".

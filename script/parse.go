@@ -254,7 +254,7 @@ func (p *parser) exprIn(v preserves.Value, m mode, sc *tmplScope) Expr {
 		// Most of a configuration script is plain data: take a compound
 		// without sigils as one literal instead of a tree of nodes.
 		if plain(v, m) {
-			return &Lit{At: pos, Value: preserves.Strip(v)}
+			return &Lit{At: pos, Value: preserves.Strip(v), Src: v}
 		}
 	}
 	switch x := preserves.Unwrap(v).(type) {
@@ -335,7 +335,7 @@ func (p *parser) exprIn(v preserves.Value, m mode, sc *tmplScope) Expr {
 		}
 		return d
 	}
-	return &Lit{At: pos, Value: preserves.Strip(v)}
+	return &Lit{At: pos, Value: preserves.Strip(v), Src: v}
 }
 
 // plain reports whether v means itself in mode m: no symbol in it carries a

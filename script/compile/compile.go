@@ -39,26 +39,47 @@ import (
 // DefaultTarget is the target variable at the start of every file.
 const DefaultTarget = "config"
 
+// Options tunes compilation. The zero value is the default.
+type Options struct {
+	// Positions keeps source positions in the values a script asserts and
+	// sends: every constant sub-value, and every compound built at run
+	// time, is wrapped in a *preserves.Annotated carrying its Pos (comments
+	// are dropped), so a service rejecting a value can say where in which
+	// script it came from (services spec §0). Equality, order, hashing and
+	// pattern matching look through the wrappers; consumers that inspect
+	// values must use preserves.Unwrap.
+	Positions bool
+}
+
 // CompileFile parses and compiles one script file. On error it returns a
 // script.ErrorList holding every error (Preserves syntax errors included);
 // the returned program is then nil.
 func CompileFile(file string, src []byte) (*Program, error) {
+	return CompileFileOptions(file, src, Options{})
+}
+
+// CompileFileOptions is CompileFile with options.
+func CompileFileOptions(file string, src []byte, opts Options) (*Program, error) {
 	f, errs := script.ParseFile(file, src)
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	return Compile(f), nil
+	return CompileOptions(f, opts), nil
 }
 
 // Compile compiles a parsed file. The file must be free of errors.
-func Compile(f *script.File) *Program {
-	c := &compiler{}
+func Compile(f *script.File) *Program { return CompileOptions(f, Options{}) }
+
+// CompileOptions is Compile with options.
+func CompileOptions(f *script.File, opts Options) *Program {
+	c := &compiler{pos: opts.Positions}
 	body := c.block(f.Body, preserves.Pos{File: f.Name, Line: 1, Col: 1}, DefaultTarget, DefaultTarget)
-	return &Program{File: f.Name, Version: Version, Body: body, Instrs: c.n}
+	return &Program{File: f.Name, Version: Version, Body: body, Instrs: c.n, Positions: opts.Positions}
 }
 
 type compiler struct {
-	n int // instructions emitted
+	n   int  // instructions emitted
+	pos bool // Options.Positions, switched off inside caveats
 }
 
 func (c *compiler) block(body []script.Instr, at preserves.Pos, target, outer string) *Seq {
@@ -120,7 +141,11 @@ func (c *compiler) instr(in script.Instr, target, outer string) Instr {
 // Values
 
 func (c *compiler) value(e script.Expr) Expr {
-	if v, ok := constValue(e); ok {
+	if c.pos {
+		if v, ok := constPositioned(e); ok {
+			return &Const{At: e.Pos(), Value: v}
+		}
+	} else if v, ok := constValue(e); ok {
 		return &Const{At: e.Pos(), Value: v}
 	}
 	switch x := e.(type) {
@@ -208,6 +233,106 @@ func constValue(e script.Expr) (preserves.Value, bool) {
 		return preserves.NewDictionary(es...), true
 	}
 	return nil, false
+}
+
+// constPositioned is constValue keeping source positions (Options.Positions).
+func constPositioned(e script.Expr) (preserves.Value, bool) {
+	switch x := e.(type) {
+	case *script.Lit:
+		if x.Src != nil {
+			return keepPositions(x.Src), true
+		}
+		return positioned(x.At, x.Value), true
+	case *script.RecordExpr:
+		l, ok := constPositioned(x.Label)
+		if !ok {
+			return nil, false
+		}
+		fs := make([]preserves.Value, len(x.Fields))
+		for i, f := range x.Fields {
+			if fs[i], ok = constPositioned(f); !ok {
+				return nil, false
+			}
+		}
+		return positioned(x.At, &preserves.Record{Label: l, Fields: fs}), true
+	case *script.SeqExpr:
+		fs := make([]preserves.Value, len(x.Elems))
+		for i, f := range x.Elems {
+			var ok bool
+			if fs[i], ok = constPositioned(f); !ok {
+				return nil, false
+			}
+		}
+		return positioned(x.At, preserves.Sequence(fs)), true
+	case *script.SetExpr:
+		fs := make([]preserves.Value, len(x.Elems))
+		for i, f := range x.Elems {
+			var ok bool
+			if fs[i], ok = constPositioned(f); !ok {
+				return nil, false
+			}
+		}
+		return positioned(x.At, preserves.NewSet(fs...)), true
+	case *script.DictExpr:
+		es := make([]preserves.DictEntry, len(x.Entries))
+		for i, en := range x.Entries {
+			k, ok := constPositioned(en.Key)
+			if !ok {
+				return nil, false
+			}
+			v, ok := constPositioned(en.Value)
+			if !ok {
+				return nil, false
+			}
+			es[i] = preserves.DictEntry{Key: k, Value: v}
+		}
+		return positioned(x.At, preserves.NewDictionary(es...)), true
+	}
+	return nil, false
+}
+
+// positioned wraps v with pos (if known).
+func positioned(pos preserves.Pos, v preserves.Value) preserves.Value {
+	if !pos.IsValid() {
+		return v
+	}
+	return &preserves.Annotated{Pos: pos, Item: preserves.Unwrap(v)}
+}
+
+// keepPositions rebuilds v keeping the reader's positions at every depth
+// and dropping annotations proper (comments).
+func keepPositions(v preserves.Value) preserves.Value {
+	pos := preserves.PosOf(v)
+	var out preserves.Value
+	switch x := preserves.Unwrap(v).(type) {
+	case *preserves.Record:
+		fs := make([]preserves.Value, len(x.Fields))
+		for i, f := range x.Fields {
+			fs[i] = keepPositions(f)
+		}
+		out = &preserves.Record{Label: keepPositions(x.Label), Fields: fs}
+	case preserves.Sequence:
+		fs := make([]preserves.Value, len(x))
+		for i, f := range x {
+			fs[i] = keepPositions(f)
+		}
+		out = preserves.Sequence(fs)
+	case *preserves.Set:
+		fs := make([]preserves.Value, 0, x.Len())
+		for _, f := range x.Elems() {
+			fs = append(fs, keepPositions(f))
+		}
+		out = preserves.NewSet(fs...)
+	case *preserves.Dictionary:
+		es := make([]preserves.DictEntry, 0, x.Len())
+		for _, e := range x.Entries() {
+			es = append(es, preserves.DictEntry{Key: keepPositions(e.Key), Value: keepPositions(e.Value)})
+		}
+		out = preserves.NewDictionary(es...)
+	default:
+		out = x
+	}
+	return positioned(pos, out)
 }
 
 func constValues(es []script.Expr) ([]preserves.Value, bool) {
@@ -366,6 +491,11 @@ func litValue(e script.Expr) preserves.Value {
 // Attenuation and caveats (sturdy.prs)
 
 func (c *compiler) attenuate(a *script.Attenuate) Expr {
+	// Caveats are capability machinery, not data a service reports on:
+	// build them without position wrappers.
+	saved := c.pos
+	c.pos = false
+	defer func() { c.pos = saved }()
 	name := ""
 	if v, ok := a.Target.(*script.Var); ok {
 		name = v.Name

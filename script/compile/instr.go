@@ -20,6 +20,9 @@ type Program struct {
 	Body *Seq
 	// Instrs counts the instructions in the whole tree.
 	Instrs int
+	// Positions is Options.Positions: the VM then also wraps compounds it
+	// builds in a *preserves.Annotated carrying the expression's Pos.
+	Positions bool
 }
 
 // Instr is one instruction. Every instruction carries the source position of

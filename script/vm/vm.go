@@ -386,19 +386,19 @@ func (a *activation) eval(t *dataspace.Turn, e compile.Expr, sc *scope) (preserv
 		if err != nil {
 			return nil, err
 		}
-		return preserves.NewRecord(l, fs...), nil
+		return a.positioned(x.At, preserves.NewRecord(l, fs...)), nil
 	case *compile.MkSeq:
 		fs, err := a.evalAll(t, x.Elems, sc)
 		if err != nil {
 			return nil, err
 		}
-		return preserves.Sequence(fs), nil
+		return a.positioned(x.At, preserves.Sequence(fs)), nil
 	case *compile.MkSet:
 		fs, err := a.evalAll(t, x.Elems, sc)
 		if err != nil {
 			return nil, err
 		}
-		return preserves.NewSet(fs...), nil
+		return a.positioned(x.At, preserves.NewSet(fs...)), nil
 	case *compile.MkDict:
 		es := make([]preserves.DictEntry, len(x.Keys))
 		for i := range x.Keys {
@@ -412,7 +412,7 @@ func (a *activation) eval(t *dataspace.Turn, e compile.Expr, sc *scope) (preserv
 			}
 			es[i] = preserves.DictEntry{Key: k, Value: v}
 		}
-		return preserves.NewDictionary(es...), nil
+		return a.positioned(x.At, preserves.NewDictionary(es...)), nil
 	case *compile.MkAttenuate:
 		return a.attenuate(t, x, sc)
 	case *compile.NewDataspace:
@@ -458,6 +458,15 @@ func (a *activation) eval(t *dataspace.Turn, e compile.Expr, sc *scope) (preserv
 		return preserves.String(strings.Join(strs, s)), nil
 	}
 	return nil, a.errorf(e.Pos(), ErrPattern, "unknown expression %T", e)
+}
+
+// positioned wraps a built compound with its source position when the
+// program was compiled with compile.Options.Positions.
+func (a *activation) positioned(at preserves.Pos, v preserves.Value) preserves.Value {
+	if !a.m.prog.Positions || !at.IsValid() {
+		return v
+	}
+	return &preserves.Annotated{Pos: at, Item: v}
 }
 
 func (a *activation) evalAll(t *dataspace.Turn, es []compile.Expr, sc *scope) ([]preserves.Value, *RuntimeError) {
