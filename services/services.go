@@ -56,6 +56,11 @@ func ServiceState(name, state preserves.Value) preserves.Value {
 	return preserves.NewRecord(LabelServiceState, name, state)
 }
 
+// ServiceObject returns `<service-object name object>`.
+func ServiceObject(name, object preserves.Value) preserves.Value {
+	return preserves.NewRecord(LabelServiceObject, name, object)
+}
+
 // DependsOn returns `<depends-on depender dependee>`.
 func DependsOn(depender, dependee preserves.Value) preserves.Value {
 	return preserves.NewRecord(LabelDependsOn, depender, dependee)
@@ -83,6 +88,17 @@ func BootMilestones(t *dataspace.Turn, env Env) {
 	t.During(env.Config, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 		t.Assert(env.Config, ServiceState(caps[0], StateStarted))
 		t.Assert(env.Config, ServiceState(caps[0], StateReady))
+		return nil
+	})
+}
+
+// StopOnRestart, called in a supervised worker, makes the message
+// `<restart-service name>` stop the worker's actor normally; under policy
+// Always its supervisor then reports `complete` and restarts it after the
+// usual delay (§2.4: config watcher, relay listeners).
+func StopOnRestart(t *dataspace.Turn, env Env, name preserves.Value) {
+	t.OnMessage(env.Config, pattern.Rec(LabelRestartService, literal(name)), func(t *dataspace.Turn, _ []preserves.Value) error {
+		t.StopRoot()
 		return nil
 	})
 }

@@ -232,3 +232,26 @@ func stopFacet(h *harness, id dataspace.FacetID) {
 		return nil
 	})
 }
+
+func TestStopOnRestartRestartsAlwaysWorker(t *testing.T) {
+	name := preserves.Rec("watcher", preserves.String("/etc"))
+	var runs atomic.Int32
+	h := newHarness(t, func(t *dataspace.Turn, env Env) error {
+		t.PreventInertCheck()
+		Supervise(t, env, name, Always, "watcher", func(t *dataspace.Turn, _ *dataspace.Ref) error {
+			runs.Add(1)
+			StopOnRestart(t, env, name)
+			t.Assert(env.Config, ServiceState(name, StateReady))
+			return nil
+		}, SuperviseOptions{})
+		return nil
+	})
+	h.waitHas(ServiceState(name, StateReady), true)
+	h.send(h.env.Config, RestartService(name))
+	h.waitHas(ServiceState(name, StateComplete), true)
+	h.waitHas(ServiceState(name, StateStarted), true)
+	h.waitHas(ServiceState(name, StateReady), true)
+	if runs.Load() != 2 {
+		t.Errorf("worker ran %d times", runs.Load())
+	}
+}
