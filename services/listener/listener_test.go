@@ -1,0 +1,361 @@
+package listener
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/caveat"
+	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/relay/client"
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services"
+	"github.com/syndicate-go/syndicate/services/gatekeeper"
+)
+
+func waitFor(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// server is a minimal server: config dataspace, primordial gatekeeper over
+// it, the listener service, and a mirror of the config dataspace.
+type server struct {
+	sys *dataspace.System
+	fr  dataspace.FacetRef
+	cfg *dataspace.Ref
+	gk  *dataspace.Ref
+
+	mu      sync.Mutex
+	present map[string]int
+	history []string
+}
+
+func newServer(tb testing.TB) *server {
+	s := &server{sys: dataspace.NewSystem(dataspace.Options{}), present: make(map[string]int)}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.sys.Shutdown(ctx); err != nil {
+			tb.Error(err)
+		}
+	})
+	ch := make(chan struct{})
+	s.sys.Spawn("server", func(t *dataspace.Turn) error {
+		t.PreventInertCheck()
+		s.fr = t.FacetRef()
+		s.cfg = t.Create(dataspace.NewDataspace())
+		s.gk = gatekeeper.New(t, s.cfg, zerolog.Nop())
+		t.During(s.cfg, pattern.Capture(), func(t *dataspace.Turn, caps []preserves.Value) error {
+			k := preserves.FormatText(caps[0])
+			s.mu.Lock()
+			s.present[k]++
+			s.history = append(s.history, "+"+k)
+			s.mu.Unlock()
+			t.OnStop(func(*dataspace.Turn) error {
+				s.mu.Lock()
+				if s.present[k]--; s.present[k] == 0 {
+					delete(s.present, k)
+				}
+				s.history = append(s.history, "-"+k)
+				s.mu.Unlock()
+				return nil
+			})
+			return nil
+		})
+		env := services.Env{Config: s.cfg, Gatekeeper: s.gk, Logger: zerolog.Nop()}
+		if err := BootWith(t, env, Options{Supervise: services.SuperviseOptions{Delay: 20 * time.Millisecond, Backoff: 200 * time.Millisecond}}); err != nil {
+			return err
+		}
+		close(ch)
+		return nil
+	})
+	<-ch
+	return s
+}
+
+func (s *server) do(fn func(t *dataspace.Turn)) {
+	s.fr.Activate(func(t *dataspace.Turn) error { fn(t); return nil })
+}
+
+func (s *server) has(v preserves.Value) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.present[preserves.FormatText(v)] > 0
+}
+
+func (s *server) hist() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.history...)
+}
+
+func freePort(tb testing.TB) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func tcpName(gk *dataspace.Ref, port int) preserves.Value {
+	return preserves.NewRecord(symRelayListener, preserves.NewRecord(symTCP, preserves.String("127.0.0.1"), preserves.Int(port)), dataspace.Embed(gk))
+}
+
+func state(name preserves.Value, st preserves.Symbol) preserves.Value {
+	return services.ServiceState(name, st)
+}
+
+// Services scenarios 2, 55, 56, 57 and 60 over a TCP listener.
+func TestTCPListener(t *testing.T) {
+	s := newServer(t)
+	port := freePort(t)
+	name := tcpName(s.gk, port)
+	s.do(func(t *dataspace.Turn) { t.Assert(s.cfg, services.RunService(name)) })
+	waitFor(t, "ready", func() bool { return s.has(state(name, services.StateReady)) && s.has(state(name, services.StateStarted)) })
+
+	// A bound dataspace behind sturdy ref "x" with the empty key, and a
+	// bind observer (scenario 56).
+	target := &sink{}
+	bound := &sink{}
+	s.do(func(t *dataspace.Turn) {
+		t.Assert(s.cfg, preserves.Rec("bind",
+			preserves.Rec("ref", preserves.NewDictionary(
+				preserves.DictEntry{Key: preserves.Symbol("oid"), Value: preserves.String("x")},
+				preserves.DictEntry{Key: preserves.Symbol("key"), Value: preserves.ByteString("")})),
+			dataspace.Embed(t.Create(target)), dataspace.Embed(t.Create(bound))))
+	})
+	root := caveat.Mint(preserves.String("x"), nil)
+	waitFor(t, "bound", func() bool {
+		return bound.hasAssert(preserves.FormatText(preserves.Rec("bound", root.ToValue())))
+	})
+
+	// Binary client (scenario 2, 55).
+	cli := dataspace.NewSystem(dataspace.Options{})
+	defer cli.Shutdown(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, gk, err := client.Dial(ctx, cli, preserves.Rec("tcp", preserves.String("127.0.0.1"), preserves.Int(port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, release, err := client.Resolve(ctx, cli, gk, root.ToValue())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := cli.Spawn("use", func(t *dataspace.Turn) error { t.Message(ds, preserves.Symbol("over-the-wire")); return nil })
+	<-a.Done()
+	waitFor(t, "message at target", func() bool { return target.hasMsg("over-the-wire") })
+	release()
+	wrong := caveat.Mint(preserves.String("x"), []byte("other key"))
+	if _, _, err := client.Resolve(ctx, cli, gk, wrong.ToValue()); !isResolveErr(err, "sturdyref-failed-validation") {
+		t.Fatalf("wrong sig: %v", err)
+	}
+	// Scenario 57.
+	if _, _, err := client.Resolve(ctx, cli, gk, preserves.Rec("frob", preserves.Int(1))); !isResolveErr(err, "unsupported") {
+		t.Fatalf("frob: %v", err)
+	}
+	if _, _, err := client.Resolve(ctx, cli, gk, preserves.Rec("ref", preserves.Int(3))); !isResolveErr(err, "invalid") {
+		t.Fatalf("<ref 3>: %v", err)
+	}
+	conn.Close()
+
+	// Text client (scenario 60): first byte '['.
+	tc, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	io.WriteString(tc, "[[0 <A <resolve <frob 1> #:[0 1]> 0>]]\n")
+	line, err := bufio.NewReader(tc).ReadString('\n')
+	if err != nil || line != "[[1 <A <error unsupported> 0>]]\n" {
+		t.Fatalf("text reply %q %v", line, err)
+	}
+
+	// Plain HTTP gets 503 and a close.
+	hc, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hc.Close()
+	io.WriteString(hc, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, err := io.ReadAll(hc)
+	if err != nil || !strings.HasPrefix(string(resp), "HTTP/1.1 503 ") {
+		t.Fatalf("http reply %q %v", resp, err)
+	}
+
+	// restart-service: complete, then started and ready again; the text
+	// connection survives (Q2).
+	s.do(func(t *dataspace.Turn) { t.Message(s.cfg, services.RestartService(name)) })
+	waitFor(t, "complete", func() bool {
+		for _, h := range s.hist() {
+			if h == "+"+preserves.FormatText(state(name, services.StateComplete)) {
+				return true
+			}
+		}
+		return false
+	})
+	waitFor(t, "ready again", func() bool { return s.has(state(name, services.StateReady)) })
+	io.WriteString(tc, "[[0 <A <resolve <frob 2> #:[0 2]> 1>]]\n")
+	tc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	rest := make([]byte, 64)
+	n, err := tc.Read(rest)
+	if err != nil || !strings.Contains(string(rest[:n]), "unsupported") {
+		t.Fatalf("connection did not survive the listener restart: %q %v", rest[:n], err)
+	}
+}
+
+func isResolveErr(err error, sym string) bool {
+	var re *client.ResolveError
+	return errors.As(err, &re) && preserves.Equal(re.Detail, preserves.Symbol(sym))
+}
+
+// sink records what reaches an entity.
+type sink struct {
+	dataspace.BaseEntity
+	mu  sync.Mutex
+	log []string
+}
+
+func (k *sink) Assert(_ *dataspace.Turn, v preserves.Value, _ dataspace.Handle) error {
+	k.mu.Lock()
+	k.log = append(k.log, "+"+preserves.FormatText(v))
+	k.mu.Unlock()
+	return nil
+}
+
+func (k *sink) Message(_ *dataspace.Turn, v preserves.Value) error {
+	k.mu.Lock()
+	k.log = append(k.log, "!"+preserves.FormatText(v))
+	k.mu.Unlock()
+	return nil
+}
+
+func (k *sink) hasAssert(s string) bool { return k.seen("+" + s) }
+func (k *sink) hasMsg(s string) bool    { return k.seen("!" + s) }
+func (k *sink) seen(s string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, l := range k.log {
+		if l == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Bind failure: failed, then retried; once the port is free, ready.
+func TestTCPListenerBindFailureRetries(t *testing.T) {
+	s := newServer(t)
+	blocker, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := blocker.Addr().(*net.TCPAddr).Port
+	name := tcpName(s.gk, port)
+	var h dataspace.Handle
+	s.do(func(t *dataspace.Turn) { h = t.Assert(s.cfg, services.RunService(name)) })
+	waitFor(t, "failed", func() bool { return s.has(state(name, services.StateFailed)) })
+	blocker.Close()
+	waitFor(t, "ready after the port frees up", func() bool { return s.has(state(name, services.StateReady)) })
+	s.do(func(t *dataspace.Turn) { t.Retract(h) })
+	waitFor(t, "states withdrawn", func() bool {
+		return !s.has(state(name, services.StateReady)) && !s.has(state(name, services.StateStarted))
+	})
+	// The port is released.
+	waitFor(t, "port free", func() bool {
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			ln.Close()
+		}
+		return err == nil
+	})
+}
+
+// The 3-field form reports state under the 2-field name; a bad port fails.
+func TestTCPListenerNames(t *testing.T) {
+	s := newServer(t)
+	port := freePort(t)
+	three := preserves.NewRecord(symRelayListener, preserves.NewRecord(symTCP, preserves.String("127.0.0.1"), preserves.Int(port)), dataspace.Embed(s.gk), dataspace.Embed(s.cfg))
+	bad := tcpName(s.gk, 70000)
+	malformed := preserves.NewRecord(symRelayListener, preserves.NewRecord(symTCP, preserves.Int(1), preserves.Int(1)), dataspace.Embed(s.gk))
+	s.do(func(t *dataspace.Turn) {
+		t.Assert(s.cfg, services.RunService(three))
+		t.Assert(s.cfg, services.RunService(bad))
+		t.Assert(s.cfg, services.RunService(malformed))
+	})
+	waitFor(t, "ready under the 2-field name", func() bool { return s.has(state(tcpName(s.gk, port), services.StateReady)) })
+	waitFor(t, "bad port failed", func() bool { return s.has(state(bad, services.StateFailed)) })
+	waitFor(t, "malformed failed", func() bool { return s.has(state(malformed, services.StateFailed)) })
+}
+
+// Services scenario 61.
+func TestUnixListener(t *testing.T) {
+	s := newServer(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "relay.sock")
+	// A stale socket file: bound, then its listener gone without unlinking.
+	stale, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale.(*net.UnixListener).SetUnlinkOnClose(false)
+	stale.Close()
+	name := preserves.NewRecord(symRelayListener, preserves.NewRecord(symUnix, preserves.String(path)), dataspace.Embed(s.gk))
+	s.do(func(t *dataspace.Turn) { t.Assert(s.cfg, services.RunService(name)) })
+	waitFor(t, "ready", func() bool { return s.has(state(name, services.StateReady)) })
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("socket file %v %v", fi.Mode(), err)
+	}
+	// A client works over it, text syntax included.
+	uc, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(uc, "[[0 <A <resolve <frob 1> #:[0 1]> 0>]]\n")
+	line, err := bufio.NewReader(uc).ReadString('\n')
+	if err != nil || line != "[[1 <A <error unsupported> 0>]]\n" {
+		t.Fatalf("reply %q %v", line, err)
+	}
+	uc.Close()
+	// A second server on the same path refuses to start: live owner.
+	s2 := newServer(t)
+	name2 := preserves.NewRecord(symRelayListener, preserves.NewRecord(symUnix, preserves.String(path)), dataspace.Embed(s2.gk))
+	s2.do(func(t *dataspace.Turn) { t.Assert(s2.cfg, services.RunService(name2)) })
+	waitFor(t, "second listener failed", func() bool { return s2.has(state(name2, services.StateFailed)) })
+	if s2.has(state(name2, services.StateReady)) {
+		t.Fatal("second listener took over a live socket")
+	}
+	// The first still serves.
+	if c, err := net.Dial("unix", path); err != nil {
+		t.Fatalf("first listener gone: %v", err)
+	} else {
+		c.Close()
+	}
+	// A regular file at the path is never clobbered.
+	reg := filepath.Join(dir, "file")
+	os.WriteFile(reg, []byte("keep"), 0o644)
+	if _, err := listenUnix(reg, zerolog.Nop()); !errors.Is(err, ErrAddrInUse) {
+		t.Fatalf("regular file: %v", err)
+	}
+}
