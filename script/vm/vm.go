@@ -235,31 +235,35 @@ func (a *activation) exec(t *dataspace.Turn, in compile.Instr, sc *scope) *Runti
 			}
 		}
 	case *compile.Assert:
-		r, err := a.target(x.At, x.Target, sc)
+		// The value first, then the target: the reference's order, which
+		// decides which error a doubly broken instruction reports.
+		v, err := a.eval(t, x.Value, sc)
 		if err != nil {
 			return err
 		}
-		v, err := a.eval(t, x.Value, sc)
+		r, err := a.target(x.At, x.Target, sc)
 		if err != nil {
 			return err
 		}
 		t.Assert(r, v)
 	case *compile.Send:
-		r, err := a.target(x.At, x.Target, sc)
+		// The value first, then the target: the reference's order, which
+		// decides which error a doubly broken instruction reports.
+		v, err := a.eval(t, x.Value, sc)
 		if err != nil {
 			return err
 		}
-		v, err := a.eval(t, x.Value, sc)
+		r, err := a.target(x.At, x.Target, sc)
 		if err != nil {
 			return err
 		}
 		t.Message(r, v)
 	case *compile.During:
-		r, err := a.target(x.At, x.Target, sc)
+		p, err := a.pattern(t, x.Pat, sc)
 		if err != nil {
 			return err
 		}
-		p, err := a.pattern(t, x.Pat, sc)
+		r, err := a.target(x.At, x.Target, sc)
 		if err != nil {
 			return err
 		}
@@ -275,11 +279,11 @@ func (a *activation) exec(t *dataspace.Turn, in compile.Instr, sc *scope) *Runti
 			return nil
 		})
 	case *compile.OnMessage:
-		r, err := a.target(x.At, x.Target, sc)
+		p, err := a.pattern(t, x.Pat, sc)
 		if err != nil {
 			return err
 		}
-		p, err := a.pattern(t, x.Pat, sc)
+		r, err := a.target(x.At, x.Target, sc)
 		if err != nil {
 			return err
 		}
