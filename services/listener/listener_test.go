@@ -131,7 +131,9 @@ func TestTCPListener(t *testing.T) {
 	port := freePort(t)
 	name := tcpName(s.gk, port)
 	s.do(func(t *dataspace.Turn) { t.Assert(s.cfg, services.RunService(name)) })
-	waitFor(t, "ready", func() bool { return s.has(state(name, services.StateReady)) && s.has(state(name, services.StateStarted)) })
+	waitFor(t, "ready", func() bool {
+		return s.has(state(name, services.StateReady)) && s.has(state(name, services.StateStarted))
+	})
 
 	// A bound dataspace behind sturdy ref "x" with the empty key, and a
 	// bind observer (scenario 56).
