@@ -27,7 +27,9 @@ func TestRunOverPipes(t *testing.T) {
 	}
 	var parent *Conn
 	var peer *dataspace.Ref
-	drv.do(func(t *dataspace.Turn) { parent, peer = RunOverPipes(t, r2, w1, Options{ImportInitial: true, TextOutput: true}) })
+	drv.do(func(t *dataspace.Turn) {
+		parent, peer = RunOverPipes(t, r2, w1, Options{ImportInitial: true, TextOutput: true})
+	})
 	drv.do(func(t *dataspace.Turn) { t.Assert(peer, preserves.Symbol("hello-child")) })
 	waitFor(t, "assertion through pipes", func() bool { return rec.has("+hello-child") })
 	// Closing the parent's end: the child sees EOF and retracts.
