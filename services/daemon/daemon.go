@@ -136,11 +136,17 @@ func (s *Service) worker(t *dataspace.Turn, env services.Env, log zerolog.Logger
 		unready++
 		rec.Kick(t)
 		done := false // this spec has completed
+		up := false   // its running process counts as ready (readyOnStart)
 		t.OnStop(func(t *dataspace.Turn) error {
 			total--
 			unready--
 			if done {
 				completed--
+			}
+			if up {
+				// Killed while running: its readiness goes with it.
+				up = false
+				unready++
 			}
 			rec.Kick(t)
 			return nil
@@ -163,7 +169,6 @@ func (s *Service) worker(t *dataspace.Turn, env services.Env, log zerolog.Logger
 				Msg("syndicate-protocol daemons are not supported here; running with stdin /dev/null and stdout logged")
 		}
 		fr := t.FacetRef()
-		up := false // counted as ready-on-start
 		command := fmt.Sprintf("%q", spec.Argv)
 		t.LinkedTask("daemon process", func(ctx context.Context) error {
 			out := s.runner.Run(ctx, spec, Events{

@@ -297,6 +297,17 @@ func TestScenario46TwoSpecsTwoProcesses(t *testing.T) {
 	if !alive(p200) {
 		t.Error("retracting one spec killed the other process")
 	}
+	if !h.has(state("d", services.StateReady)) {
+		t.Error("no longer ready after retracting one of two running specs")
+	}
+	// A new spec makes it un-ready until its process has spawned; a spec
+	// that cannot spawn keeps it un-ready.
+	h.assert(preserves.Rec("daemon", preserves.Symbol("d"), pv(t, `["/nonexistent"]`)))
+	h.waitHas(state("d", services.StateReady), false)
+	h.settle()
+	if h.has(state("d", services.StateReady)) {
+		t.Error("ready although a spec cannot spawn")
+	}
 }
 
 func TestScenario46ReadyOnlyWhenBothSpawned(t *testing.T) {
