@@ -23,8 +23,9 @@
 // name.
 //
 // The service layer (service.go, worker.go) is thin. On
-// `<run-service <config-watcher PATH ENV>>` a supervisor keeps one
-// `<service-state NAME S>` assertion up to date and runs a worker actor. The
+// `<run-service <config-watcher PATH ENV>>` the framework's supervisor
+// ([services.Supervise], policy "always") keeps one `<service-state NAME S>`
+// assertion up to date and runs a worker actor. The
 // worker canonicalises PATH, performs the initial scan and runs every script
 // in one turn together with asserting `ready`, then hands the Watcher to a
 // linked task whose batches are applied, each as one turn of the worker's

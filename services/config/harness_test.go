@@ -124,11 +124,10 @@ type world struct {
 
 // testOptions are fast restart delays for tests.
 func testOptions() Options {
-	return Options{
-		RestartDelay:         10 * time.Millisecond,
-		RepeatedRestartDelay: 50 * time.Millisecond,
-		RestartWindow:        time.Second,
-	}
+	return Options{Supervise: services.SuperviseOptions{
+		Delay:   10 * time.Millisecond,
+		Backoff: 50 * time.Millisecond,
+	}}
 }
 
 func newWorld(t testing.TB, opts Options) *world {
@@ -186,7 +185,7 @@ func (w *world) run(name preserves.Value) dataspace.Handle {
 }
 
 func stateText(name preserves.Value, st string) string {
-	return preserves.FormatText(serviceState(name, preserves.Symbol(st)))
+	return preserves.FormatText(services.ServiceState(name, preserves.Symbol(st)))
 }
 
 func (w *world) has(v string) bool {

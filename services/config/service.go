@@ -2,9 +2,6 @@ package config
 
 import (
 	"fmt"
-	"time"
-
-	"github.com/rs/zerolog"
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
@@ -12,18 +9,10 @@ import (
 	"github.com/syndicate-go/syndicate/services"
 )
 
-// Symbols of the service vocabulary (service.prs, internalServices.prs).
+// Labels of internalServices.prs and of the rescan message.
 var (
-	symRunService     = preserves.Symbol("run-service")
-	symRestartService = preserves.Symbol("restart-service")
-	symServiceState   = preserves.Symbol("service-state")
-	symConfigWatcher  = preserves.Symbol("config-watcher")
-	symConfigRescan   = preserves.Symbol("config-rescan")
-
-	stateStarted  = preserves.Symbol("started")
-	stateReady    = preserves.Symbol("ready")
-	stateFailed   = preserves.Symbol("failed")
-	stateComplete = preserves.Symbol("complete")
+	symConfigWatcher = preserves.Symbol("config-watcher")
+	symConfigRescan  = preserves.Symbol("config-rescan")
 )
 
 // Options tunes the service; the zero value means the spec's behaviour.
@@ -31,24 +20,14 @@ type Options struct {
 	// Watch tunes the filesystem watcher (its Logger is ignored: the
 	// service's logger is used).
 	Watch WatchOptions
-	// RestartDelay and RepeatedRestartDelay are the supervisor's delays
-	// after a worker terminates: the second applies when another termination
-	// happened within RestartWindow (§2.3: 200 ms, 10 s, 5 s).
-	RestartDelay, RepeatedRestartDelay, RestartWindow time.Duration
+	// Supervise tunes the supervisor's restart delays (§2.3: 200 ms, or 10 s
+	// after repeated terminations).
+	Supervise services.SuperviseOptions
 
 	runner runner // tests substitute the script layer; nil means compile+vm
 }
 
 func (o Options) withDefaults() Options {
-	if o.RestartDelay <= 0 {
-		o.RestartDelay = 200 * time.Millisecond
-	}
-	if o.RepeatedRestartDelay <= 0 {
-		o.RepeatedRestartDelay = 10 * time.Second
-	}
-	if o.RestartWindow <= 0 {
-		o.RestartWindow = 5 * time.Second
-	}
 	if o.runner == nil {
 		o.runner = scriptRunner{}
 	}
@@ -70,7 +49,7 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
 	opts = opts.withDefaults()
 	// Match every <config-watcher …> (by extensible matching, any arity) so
 	// that malformed ones are reported rather than silently missed.
-	p := pattern.Rec(symRunService, pattern.Bind{Pattern: pattern.Rec(symConfigWatcher)})
+	p := pattern.Rec(services.LabelRunService, pattern.Bind{Pattern: pattern.Rec(symConfigWatcher)})
 	t.During(env.Config, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 		name := preserves.Strip(caps[0])
 		log := env.Logger.With().Str("service", preserves.FormatText(name)).Logger()
@@ -79,28 +58,25 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
 			// Go deviation (§0): a malformed request is reported, not
 			// silently ignored.
 			log.Warn().Err(err).Msg("malformed config-watcher request")
-			t.Assert(env.Config, serviceState(name, stateFailed))
+			t.Assert(env.Config, services.ServiceState(name, services.StateFailed))
 			return nil
 		}
-		s := &supervisor{
-			name: name,
-			cfg:  env.Config,
-			log:  log,
-			opts: opts,
-			boot: func(t *dataspace.Turn) error {
+		// §3.1: a supervisor with policy "always", state reported for the
+		// full name, running the worker actor `<config PATH>`.
+		actorName := preserves.FormatText(preserves.Rec("config", preserves.String(path)))
+		services.Supervise(t, env, name, services.Always, actorName,
+			func(t *dataspace.Turn, _ *dataspace.Ref) error {
 				w := &worker{
 					name: name,
 					path: path,
 					env:  bindings,
 					cfg:  env.Config,
+					svc:  env,
 					log:  log,
 					opts: opts,
 				}
 				return w.boot(t)
-			},
-			actorName: preserves.FormatText(preserves.Rec("config", preserves.String(path))),
-		}
-		s.start(t)
+			}, opts.Supervise)
 		return nil
 	})
 	return nil
@@ -139,83 +115,4 @@ func parseName(name preserves.Value) (string, map[string]preserves.Value, error)
 		env[string(k)] = e.Value
 	}
 	return string(path), env, nil
-}
-
-func serviceState(name, state preserves.Value) preserves.Value {
-	return preserves.NewRecord(symServiceState, name, state)
-}
-
-// supervisor runs the worker actor with policy "always" and keeps exactly
-// one `<service-state NAME S>` assertion up to date (§2.3). It lives in the
-// facet of the `run-service` assertion: when that is withdrawn, the facet
-// stops, the link stops the worker, pending restarts are cancelled and the
-// state assertion is retracted. All fields are touched only in turns of the
-// owning actor.
-type supervisor struct {
-	name      preserves.Value
-	cfg       *dataspace.Ref
-	log       zerolog.Logger
-	opts      Options
-	boot      func(t *dataspace.Turn) error
-	actorName string
-
-	state dataspace.Handle
-	exits []time.Time // worker terminations within the restart window
-}
-
-func (s *supervisor) setState(t *dataspace.Turn, st preserves.Value) {
-	// Update asserts the new state before retracting the old one (§2.3).
-	t.Update(&s.state, s.cfg, serviceState(s.name, st))
-}
-
-// start spawns one worker incarnation, linked to a facet of its own so that
-// the worker's termination stops only that facet, whose stop action then
-// decides about the restart in the supervisor's facet.
-func (s *supervisor) start(t *dataspace.Turn) {
-	s.setState(t, stateStarted)
-	_, _ = t.Facet(func(t *dataspace.Turn) error {
-		child := t.SpawnLink(s.actorName, s.boot)
-		t.OnStop(func(t *dataspace.Turn) error {
-			if child.Alive() {
-				// The supervisor itself is stopping; the link stops the
-				// worker and nothing is restarted.
-				return nil
-			}
-			s.exited(t, child)
-			return nil
-		})
-		return nil
-	})
-}
-
-func (s *supervisor) exited(t *dataspace.Turn, child *dataspace.Actor) {
-	if err := child.Err(); err != nil {
-		s.log.Error().Err(err).Msg("config watcher failed")
-		s.setState(t, stateFailed)
-	} else {
-		s.setState(t, stateComplete)
-	}
-	now := time.Now()
-	keep := s.exits[:0]
-	for _, e := range s.exits {
-		if now.Sub(e) < s.opts.RestartWindow {
-			keep = append(keep, e)
-		}
-	}
-	s.exits = append(keep, now)
-	delay := restartDelay(len(s.exits), s.opts)
-	s.log.Debug().Dur("delay", delay).Msg("restarting config watcher")
-	t.After(delay, func(t *dataspace.Turn) error {
-		s.start(t)
-		return nil
-	})
-}
-
-// restartDelay is the §2.3 rule: more than one termination remembered in the
-// window → the long delay.
-func restartDelay(recent int, o Options) time.Duration {
-	if recent > 1 {
-		return o.RepeatedRestartDelay
-	}
-	return o.RestartDelay
 }

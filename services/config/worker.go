@@ -11,6 +11,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services"
 )
 
 // ErrCanonicalise wraps the failure to make PATH absolute and resolve its
@@ -34,6 +35,7 @@ type worker struct {
 	path string
 	env  map[string]preserves.Value
 	cfg  *dataspace.Ref
+	svc  services.Env
 	log  zerolog.Logger
 	opts Options
 
@@ -44,11 +46,7 @@ func (w *worker) boot(t *dataspace.Turn) error {
 	w.files = map[string]dataspace.FacetID{}
 	// §2.4: restart-service stops the worker normally; the supervisor
 	// ("always") then restarts it.
-	t.OnMessage(w.cfg, pattern.Rec(symRestartService, pattern.Lift(w.name)), func(t *dataspace.Turn, _ []preserves.Value) error {
-		w.log.Info().Msg("restart requested")
-		t.StopRoot()
-		return nil
-	})
+	services.StopOnRestart(t, w.svc, w.name)
 
 	abs, err := canonicalise(w.path)
 	if err != nil {
@@ -87,7 +85,7 @@ func (w *worker) boot(t *dataspace.Turn) error {
 
 	// §3.3: the whole initial scan, and readiness, in this one turn.
 	w.apply(t, wt.Scan())
-	t.Assert(w.cfg, serviceState(w.name, stateReady))
+	t.Assert(w.cfg, services.ServiceState(w.name, services.StateReady))
 	return nil
 }
 
