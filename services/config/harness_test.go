@@ -144,7 +144,14 @@ func newWorld(t testing.TB, opts Options) *world {
 		w.cfg = t.Create(dataspace.NewDataspace())
 		t.Assert(w.cfg, dataspace.Observe(pattern.Bind{Pattern: pattern.Discard{}}, t.Create(w.rec)))
 		w.fr = t.FacetRef()
-		err := BootWith(t, services.Env{Config: w.cfg, Logger: log}, opts)
+		env := services.Env{Config: w.cfg, Logger: log}
+		// The framework's dependency tracker turns require-service into
+		// run-service, as in the server.
+		if err := services.Boot(t, env); err != nil {
+			booted <- err
+			return err
+		}
+		err := BootWith(t, env, opts)
 		booted <- err
 		return err
 	})

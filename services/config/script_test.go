@@ -59,7 +59,7 @@ func TestScenario36NestedWatcherSeesAllVariables(t *testing.T) {
 	inner := tempRoot(t)
 	writeAtomic(t, filepath.Join(inner, "in.pr"), "<inner $marker>\n")
 	writeAtomic(t, filepath.Join(outer, "out.pr"),
-		fmt.Sprintf("let ?marker = 7\n<run-service <config-watcher %s $.>>\n", strconv.Quote(inner)))
+		fmt.Sprintf("let ?marker = 7\n<require-service <config-watcher %s $.>>\n", strconv.Quote(inner)))
 	w := newWorld(t, testOptions())
 	w.startWatcher(outer)
 	w.waitHas("<inner 7>")
