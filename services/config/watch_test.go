@@ -589,3 +589,18 @@ func TestWatcherSymlinkedDirectoriesAndLoops(t *testing.T) {
 	mustWrite(t, filepath.Join(outside, "ext.pr"), "<ext 2>")
 	h.waitLive("linked/ext.pr", "<ext 2>")
 }
+
+func TestWatcherRootRemovedAndRecreated(t *testing.T) {
+	h := newHarness(t, func(root string) { mustWrite(t, filepath.Join(root, "sub/a.pr"), "<a>") }, WatchOptions{})
+	if err := os.RemoveAll(h.root); err != nil {
+		t.Fatal(err)
+	}
+	h.waitGone("sub/a.pr")
+	// Nothing watches the root's parent: the backstop rescan finds the new
+	// tree and watches it again.
+	mustWrite(t, filepath.Join(h.root, "sub/b.pr"), "<b>")
+	h.w.Rescan()
+	h.waitLive("sub/b.pr", "<b>")
+	h.write("sub/c.pr", "<c>")
+	h.waitLive("sub/c.pr", "<c>")
+}
