@@ -19,11 +19,22 @@ func ParseValues(file string, vals []preserves.Value) (*File, ErrorList) {
 
 type parser struct {
 	file string
+	lits []Lit // slab: most nodes are literals, allocate them in bulk
 	errs ErrorList
 	// truncated is set when the token stream was cut short by a Preserves
 	// syntax error; "missing operand" errors at the end of the top level are
 	// then artefacts of the cut and are not reported.
 	truncated bool
+}
+
+func (p *parser) lit(at preserves.Pos, v, src preserves.Value) *Lit {
+	if len(p.lits) == 0 {
+		p.lits = make([]Lit, 128)
+	}
+	l := &p.lits[0]
+	p.lits = p.lits[1:]
+	*l = Lit{At: at, Value: v, Src: src}
+	return l
 }
 
 func (p *parser) pos(v preserves.Value) preserves.Pos {
@@ -254,10 +265,11 @@ func (p *parser) exprIn(v preserves.Value, m mode, sc *tmplScope) Expr {
 		// Most of a configuration script is plain data: take a compound
 		// without sigils as one literal instead of a tree of nodes.
 		if plain(v, m) {
-			return &Lit{At: pos, Value: preserves.Strip(v), Src: v}
+			return p.lit(pos, preserves.Strip(v), v)
 		}
 	}
-	switch x := preserves.Unwrap(v).(type) {
+	uv := preserves.Unwrap(v) // reused below: re-boxing x would allocate
+	switch x := uv.(type) {
 	case preserves.Symbol:
 		s := string(x)
 		switch {
@@ -274,11 +286,11 @@ func (p *parser) exprIn(v preserves.Value, m mode, sc *tmplScope) Expr {
 		case s != "" && s[0] == '$':
 			return p.varRef(pos, s[1:], m, sc)
 		case s != "" && s[0] == '=':
-			return &Lit{At: pos, Value: preserves.Symbol(s[1:])}
+			return p.lit(pos, preserves.Symbol(s[1:]), nil)
 		default:
-			return &Lit{At: pos, Value: x}
+			return p.lit(pos, uv, nil)
 		}
-		return &Lit{At: pos, Value: x}
+		return p.lit(pos, uv, nil)
 	case *preserves.Record:
 		if s, ok := symbolOf(x.Label); ok {
 			if s == "*" {
@@ -292,7 +304,7 @@ func (p *parser) exprIn(v preserves.Value, m mode, sc *tmplScope) Expr {
 				return &Bind{At: pos, Name: s[1:], Pat: p.exprIn(x.Fields[0], m, sc)}
 			}
 		}
-		r := &RecordExpr{At: pos}
+		r := &RecordExpr{At: pos, Fields: make([]Expr, 0, len(x.Fields))}
 		switch m {
 		case modePattern:
 			r.Label = p.exprIn(x.Label, modeLabel, sc)
@@ -321,7 +333,7 @@ func (p *parser) exprIn(v preserves.Value, m mode, sc *tmplScope) Expr {
 		}
 		return s
 	case *preserves.Dictionary:
-		d := &DictExpr{At: pos}
+		d := &DictExpr{At: pos, Entries: make([]DictEntry, 0, x.Len())}
 		for _, en := range x.Entries() {
 			var k Expr
 			if m == modeValue {
@@ -329,13 +341,16 @@ func (p *parser) exprIn(v preserves.Value, m mode, sc *tmplScope) Expr {
 			} else {
 				// Pattern and template dictionary keys are taken literally
 				// (services spec §4.7).
-				k = &Lit{At: p.pos(en.Key), Value: preserves.Strip(en.Key)}
+				k = p.lit(p.pos(en.Key), preserves.Strip(en.Key), nil)
 			}
 			d.Entries = append(d.Entries, DictEntry{Key: k, Value: p.exprIn(en.Value, m, sc)})
 		}
 		return d
 	}
-	return &Lit{At: pos, Value: preserves.Strip(v), Src: v}
+	if uv == v {
+		return p.lit(pos, uv, nil)
+	}
+	return p.lit(pos, preserves.Strip(v), v)
 }
 
 // plain reports whether v means itself in mode m: no symbol in it carries a

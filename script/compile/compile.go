@@ -78,8 +78,19 @@ func CompileOptions(f *script.File, opts Options) *Program {
 }
 
 type compiler struct {
-	n   int  // instructions emitted
+	consts []Const // slab: constants are the most common node
+	n      int     // instructions emitted
 	pos bool // Options.Positions, switched off inside caveats
+}
+
+func (c *compiler) konst(at preserves.Pos, v preserves.Value) *Const {
+	if len(c.consts) == 0 {
+		c.consts = make([]Const, 128)
+	}
+	k := &c.consts[0]
+	c.consts = c.consts[1:]
+	*k = Const{At: at, Value: v}
+	return k
 }
 
 func (c *compiler) block(body []script.Instr, at preserves.Pos, target, outer string) *Seq {
@@ -143,14 +154,14 @@ func (c *compiler) instr(in script.Instr, target, outer string) Instr {
 func (c *compiler) value(e script.Expr) Expr {
 	if c.pos {
 		if v, ok := constPositioned(e); ok {
-			return &Const{At: e.Pos(), Value: v}
+			return c.konst(e.Pos(), v)
 		}
 	} else if v, ok := constValue(e); ok {
-		return &Const{At: e.Pos(), Value: v}
+		return c.konst(e.Pos(), v)
 	}
 	switch x := e.(type) {
 	case *script.Lit:
-		return &Const{At: x.At, Value: x.Value}
+		return c.konst(x.At, x.Value)
 	case *script.Var:
 		return &Ref{At: x.At, Name: x.Name}
 	case *script.RecordExpr:
@@ -160,7 +171,7 @@ func (c *compiler) value(e script.Expr) Expr {
 	case *script.SetExpr:
 		elems := c.values(x.Elems)
 		if vs, ok := consts(elems); ok {
-			return &Const{At: x.At, Value: preserves.NewSet(vs...)}
+			return c.konst(x.At, preserves.NewSet(vs...))
 		}
 		return &MkSet{At: x.At, Elems: elems}
 	case *script.DictExpr:
@@ -185,7 +196,7 @@ func (c *compiler) value(e script.Expr) Expr {
 	case *script.JoinExpr:
 		return &Join{At: x.At, Sep: c.value(x.Sep), Pieces: c.value(x.Pieces)}
 	}
-	return &Const{At: e.Pos(), Value: preserves.Sequence{}}
+	return c.konst(e.Pos(), preserves.Sequence{})
 }
 
 // constValue builds the value of an expression that mentions no variable
@@ -422,7 +433,7 @@ func (c *compiler) pattern(e script.Expr) Pat {
 	case *script.Lit:
 		p, err := pattern.LiftChecked(x.Value)
 		if err != nil {
-			return &PLift{At: x.At, Value: &Const{At: x.At, Value: x.Value}}
+			return &PLift{At: x.At, Value: c.konst(x.At, x.Value)}
 		}
 		return &PConst{At: x.At, Pattern: p}
 	case *script.Var:
@@ -549,7 +560,7 @@ func (c *compiler) spat(e script.Expr) Expr {
 	case *script.Bind:
 		return rec(x.At, "bind", c.spat(x.Pat))
 	case *script.Lit:
-		return rec(x.At, "lit", &Const{At: x.At, Value: x.Value})
+		return rec(x.At, "lit", c.konst(x.At, x.Value))
 	case *script.Var:
 		return rec(x.At, "lit", &Ref{At: x.At, Name: x.Name})
 	case *script.Attenuate:
@@ -570,7 +581,7 @@ func (c *compiler) spat(e script.Expr) Expr {
 		keys := make([]Expr, len(x.Entries))
 		vals := make([]Expr, len(x.Entries))
 		for i, en := range x.Entries {
-			keys[i] = &Const{At: en.Key.Pos(), Value: litValue(en.Key)}
+			keys[i] = c.konst(en.Key.Pos(), litValue(en.Key))
 			vals[i] = c.spat(en.Value)
 		}
 		return rec(x.At, "dict", mkDict(x.At, keys, vals))
@@ -582,11 +593,11 @@ func (c *compiler) spat(e script.Expr) Expr {
 func (c *compiler) stmpl(e script.Expr) Expr {
 	switch x := e.(type) {
 	case *script.Lit:
-		return rec(x.At, "lit", &Const{At: x.At, Value: x.Value})
+		return rec(x.At, "lit", c.konst(x.At, x.Value))
 	case *script.Var:
 		return rec(x.At, "lit", &Ref{At: x.At, Name: x.Name})
 	case *script.Capture:
-		return rec(x.At, "ref", &Const{At: x.At, Value: preserves.Int(x.Index)})
+		return rec(x.At, "ref", c.konst(x.At, preserves.Int(x.Index)))
 	case *script.Attenuate:
 		if cp, ok := x.Target.(*script.Capture); ok {
 			return rec(x.At, "attenuate", rec(cp.At, "ref", &Const{Value: preserves.Int(cp.Index)}), c.caveats(x.At, x.Caveats))
@@ -608,7 +619,7 @@ func (c *compiler) stmpl(e script.Expr) Expr {
 		keys := make([]Expr, len(x.Entries))
 		vals := make([]Expr, len(x.Entries))
 		for i, en := range x.Entries {
-			keys[i] = &Const{At: en.Key.Pos(), Value: litValue(en.Key)}
+			keys[i] = c.konst(en.Key.Pos(), litValue(en.Key))
 			vals[i] = c.stmpl(en.Value)
 		}
 		return rec(x.At, "dict", mkDict(x.At, keys, vals))
