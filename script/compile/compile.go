@@ -80,7 +80,7 @@ func CompileOptions(f *script.File, opts Options) *Program {
 type compiler struct {
 	consts []Const // slab: constants are the most common node
 	n      int     // instructions emitted
-	pos bool // Options.Positions, switched off inside caveats
+	pos    bool    // Options.Positions, switched off inside caveats
 }
 
 func (c *compiler) konst(at preserves.Pos, v preserves.Value) *Const {
