@@ -228,7 +228,7 @@ func writePat(b *strings.Builder, p Pat) {
 		b.WriteString("> {")
 		for i, f := range x.Fields {
 			if i > 0 {
-				b.WriteByte(' ')
+				b.WriteString(", ")
 			}
 			fmt.Fprintf(b, "%d: ", i)
 			writePat(b, f)
@@ -238,7 +238,7 @@ func writePat(b *strings.Builder, p Pat) {
 		b.WriteString("<group <arr> {")
 		for i, f := range x.Items {
 			if i > 0 {
-				b.WriteByte(' ')
+				b.WriteString(", ")
 			}
 			fmt.Fprintf(b, "%d: ", i)
 			writePat(b, f)
@@ -248,7 +248,7 @@ func writePat(b *strings.Builder, p Pat) {
 		b.WriteString("<group <dict> {")
 		for i := range x.Keys {
 			if i > 0 {
-				b.WriteByte(' ')
+				b.WriteString(", ")
 			}
 			b.WriteString(preserves.FormatText(x.Keys[i]))
 			b.WriteString(": ")
