@@ -9,20 +9,20 @@ import (
 	"github.com/syndicate-go/syndicate/script/vm"
 )
 
-// scriptRunner is the real script layer: script/compile turns the file into
-// an instruction tree (every error, Preserves syntax errors included, comes
-// back as a script.ErrorList with positions), and script/vm runs it in a
-// fresh child facet of the worker's main facet.
-type scriptRunner struct{}
+// The whole dependency on the script layer: compiling one file and running
+// the result.
 
-func (scriptRunner) compile(file string, src []byte) (any, error) {
-	prog, err := compile.CompileFile(file, src)
-	if err != nil {
-		return nil, err
-	}
-	return prog, nil
+// compileScript compiles one script. On failure the error is a
+// script.ErrorList holding every error with its position; a Preserves
+// syntax error in it wraps a *preserves.Error, which is how apply tells a
+// syntax failure (keep the old version) from compile errors (stop it).
+func compileScript(file string, src []byte) (*compile.Program, error) {
+	return compile.CompileFile(file, src)
 }
 
-func (scriptRunner) run(t *dataspace.Turn, prog any, env map[string]preserves.Value, log zerolog.Logger) (dataspace.FacetID, error) {
-	return vm.Run(t, prog.(*compile.Program), env, log)
+// runScript runs prog in a fresh child facet of the active facet (the
+// worker's main facet). A run-time error is logged by the VM and stops only
+// that facet; the error result reports failure to create the facet.
+func runScript(t *dataspace.Turn, prog *compile.Program, env map[string]preserves.Value, log zerolog.Logger) (dataspace.FacetID, error) {
+	return vm.Run(t, prog, env, log)
 }

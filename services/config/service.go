@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/syndicate-go/syndicate/dataspace"
@@ -23,16 +24,10 @@ type Options struct {
 	// Supervise tunes the supervisor's restart delays (§2.3: 200 ms, or 10 s
 	// after repeated terminations).
 	Supervise services.SuperviseOptions
-
-	runner runner // tests substitute the script layer; nil means compile+vm
 }
 
-func (o Options) withDefaults() Options {
-	if o.runner == nil {
-		o.runner = scriptRunner{}
-	}
-	return o
-}
+// ErrNoConfig is returned by Boot when env has no config dataspace.
+var ErrNoConfig = errors.New("config: Boot needs a config dataspace")
 
 // Boot installs the config watcher service in env.Config: for every
 // `<run-service <config-watcher PATH ENV>>` it runs a supervised watcher of
@@ -44,9 +39,8 @@ func Boot(t *dataspace.Turn, env services.Env) error {
 // BootWith is Boot with explicit options.
 func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
 	if env.Config == nil {
-		return fmt.Errorf("config: Boot needs a config dataspace")
+		return ErrNoConfig
 	}
-	opts = opts.withDefaults()
 	// Match every <config-watcher …> (by extensible matching, any arity) so
 	// that malformed ones are reported rather than silently missed.
 	p := pattern.Rec(services.LabelRunService, pattern.Bind{Pattern: pattern.Rec(symConfigWatcher)})

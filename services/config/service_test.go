@@ -1,6 +1,8 @@
 package config
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services"
 )
 
 // startWatcher runs a config watcher over dir with $config bound and waits
@@ -456,5 +459,22 @@ func TestScenario22RetryGaps(t *testing.T) {
 	}
 	if gaps[0] >= opts.Supervise.Backoff {
 		t.Logf("note: first gap %v was slow (machine load?)", gaps[0])
+	}
+}
+
+func TestBootWithoutConfigDataspace(t *testing.T) {
+	sys := dataspace.NewSystem(dataspace.Options{})
+	got := make(chan error, 1)
+	sys.Spawn("boot", func(t *dataspace.Turn) error {
+		got <- Boot(t, services.Env{})
+		return nil
+	})
+	if err := <-got; !errors.Is(err, ErrNoConfig) {
+		t.Fatalf("Boot without $config: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := sys.Shutdown(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

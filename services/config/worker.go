@@ -19,14 +19,6 @@ import (
 // retries (§3.1 step 2).
 var ErrCanonicalise = errors.New("config: cannot canonicalise path")
 
-// runner is the script layer as the worker sees it: compile a file, run a
-// compiled program in a fresh child facet. The default is scriptRunner
-// (script/compile + script/vm); tests substitute a lighter one.
-type runner interface {
-	compile(file string, src []byte) (any, error)
-	run(t *dataspace.Turn, prog any, env map[string]preserves.Value, log zerolog.Logger) (dataspace.FacetID, error)
-}
-
 // worker is one incarnation of a config watcher: an actor whose main facet
 // holds one child facet per loaded script. Its fields are touched only in
 // turns of its actor.
@@ -107,7 +99,7 @@ func (w *worker) apply(t *dataspace.Turn, cs []Change) {
 			}
 			continue
 		}
-		prog, err := w.opts.runner.compile(c.Path, c.Src)
+		prog, err := compileScript(c.Path, c.Src)
 		if err != nil {
 			w.logErrors(err)
 			var syn *preserves.Error
@@ -129,7 +121,7 @@ func (w *worker) apply(t *dataspace.Turn, cs []Change) {
 			env[k] = v
 		}
 		env["scriptdir"] = preserves.String(filepath.Dir(c.Path))
-		id, err := w.opts.runner.run(t, prog, env, w.log)
+		id, err := runScript(t, prog, env, w.log)
 		if err != nil {
 			// A run-time error stops only the new facet; the file still
 			// counts as processed (§3.5 step 4).
