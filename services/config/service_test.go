@@ -3,6 +3,7 @@ package config
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -477,4 +478,19 @@ func TestBootWithoutConfigDataspace(t *testing.T) {
 	if err := sys.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestBurstOfFiles(t *testing.T) {
+	dir := tempRoot(t)
+	w := newWorld(t, testOptions())
+	w.startWatcher(dir)
+	const n = 200
+	for i := 0; i < n; i++ {
+		writeAtomic(t, filepath.Join(dir, fmt.Sprintf("d%d/f%03d.pr", i%7, i)), fmt.Sprintf("<burst %d>", i))
+	}
+	eventually(t, "every burst script loaded", func() bool { return len(w.liveWith("<burst ")) == n })
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "every burst script retracted", func() bool { return len(w.liveWith("<burst ")) == 0 })
 }
