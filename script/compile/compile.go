@@ -106,6 +106,12 @@ func (c *compiler) block(body []script.Instr, at preserves.Pos, target, outer st
 }
 
 func (c *compiler) instr(in script.Instr, target, outer string) Instr {
+	if in == nil {
+		// Only a file with errors has missing instructions; keep the
+		// tree well-formed anyway.
+		c.n++
+		return &Seq{}
+	}
 	switch x := in.(type) {
 	case *script.Block:
 		s := c.block(x.Body, x.At, target, outer)

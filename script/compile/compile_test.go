@@ -221,3 +221,14 @@ func FuzzCompile(f *testing.F) {
 		_ = compile.Disassemble(prog)
 	})
 }
+
+// Compile does not panic on a file that had errors (callers should not
+// compile one, but a partial AST must not crash them).
+func TestCompilePartialAST(t *testing.T) {
+	f, errs := script.ParseFile("p.pr", []byte("$x ?y\n? <a> ?z\n=~ _ ?w\nlet ?q = stringify _\n"))
+	if len(errs) == 0 {
+		t.Fatal("expected errors")
+	}
+	prog := compile.Compile(f)
+	_ = compile.Disassemble(prog)
+}
