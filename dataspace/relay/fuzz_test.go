@@ -3,6 +3,7 @@ package relay
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/preserves"
 )
 
 // chunks splits data into pieces whose sizes cycle through a pattern
@@ -48,8 +50,24 @@ func frameAll(pieces [][]byte) ([]framed, bool) {
 			if raw == nil {
 				break
 			}
-			// Decoding must never panic, whatever the scanner let through.
-			_, _ = decodePacket(raw, syn, off, 64, 1<<16)
+			// Decoding must never panic, whatever the scanner let through,
+			// and the fast Turn parser must agree with the general one.
+			v, derr := decodePacket(raw, syn, off, 64, 1<<16)
+			if evs, ok := fastTurnIf(raw, syn, 64, 1<<16); ok {
+				if derr != nil {
+					panic(fmt.Sprintf("fast path accepted undecodable %q: %v", raw, derr))
+				}
+				p, perr := ParsePacket(v)
+				if perr != nil || p.Kind != TurnPacket || len(p.Events) != len(evs) {
+					panic(fmt.Sprintf("fast path disagrees on %q: %v %v", raw, p, perr))
+				}
+				for i, ev := range evs {
+					g := p.Events[i]
+					if g.Oid != ev.Oid || g.Kind != ev.Kind || g.Handle != ev.Handle || (g.Value == nil) != (ev.Value == nil) || (g.Value != nil && !preserves.Equal(g.Value, ev.Value)) {
+						panic(fmt.Sprintf("fast path event %d differs on %q: %+v vs %+v", i, raw, ev, g))
+					}
+				}
+			}
 			out = append(out, framed{append([]byte(nil), raw...), syn})
 		}
 	}
@@ -69,6 +87,8 @@ func FuzzRelayReader(f *testing.F) {
 		"\xb5\xb5\xb0\x00\xb4\xb3\x01A\xb4\xb3\x05hello\x84\xb0\x01\x03\x84\x84\x84",
 		"\x85\xb1\x01a\x80",
 		"[[0 <M #:[1 0 <reject <_>>]>]]",
+		"\xb5\xb5\xb0\x01\x07\xb4\xb3\x01M\xb4\xb3\x01x\x84\x84\x84\xb5\xb0\x00\xb4\xb3\x01R\xb0\x02\x01\x00\x84\x84\x84",
+		"\xb5\xb5\xb0\x00\xb4\xb3\x01S\x86\xb5\xb0\x00\xb0\x01\x04\x84\x84\x84\x84",
 	}
 	for _, name := range []string{"testdata/session.bin", "testdata/session.txt"} {
 		if b, err := os.ReadFile(name); err == nil {

@@ -60,7 +60,8 @@ type Conn struct {
 	inbound            map[int64]inRec
 	outbound           map[dataspace.Handle]outRec
 	nextWireHandle     int64
-	pending            []preserves.Value
+	pending            []byte // the Turn packet being built this turn
+	pendingN           int    // events in it
 	flushQueued        bool
 	syntax             Syntax
 	stopped            bool
@@ -227,7 +228,7 @@ func (c *Conn) stopIn(t *dataspace.Turn, err error, sendErr bool) {
 		c.setErr(err)
 		c.log.Warn().Err(err).Msg("relay connection error")
 	}
-	if len(c.pending) > 0 {
+	if c.pendingN > 0 {
 		_ = c.flush(t)
 	}
 	if err != nil && sendErr {
@@ -384,7 +385,25 @@ func (k *syncOut) Message(t *dataspace.Turn, _ preserves.Value) error {
 // queue adds a TurnEvent to the packet this turn will send, scheduling the
 // flush once per turn (§15.6: one Turn packet per relay turn).
 func (c *Conn) queue(t *dataspace.Turn, ev Event) {
-	c.pending = append(c.pending, ev.ToValue())
+	n := len(c.pending)
+	if c.pendingN == 0 {
+		if c.syntax == Text {
+			c.pending = append(c.pending[:0], '[')
+		} else {
+			c.pending = append(c.pending[:0], 0xB5)
+		}
+		n = len(c.pending)
+	} else if c.syntax == Text {
+		c.pending = append(c.pending, ' ')
+	}
+	out, err := appendEvent(c.pending, &ev, c.syntax)
+	if err != nil {
+		c.pending = c.pending[:n]
+		c.log.Error().Err(err).Msg("relay: cannot encode event")
+		return
+	}
+	c.pending = out
+	c.pendingN++
 	if !c.flushQueued {
 		c.flushQueued = true
 		t.PreCommit(c.flush)
@@ -393,17 +412,41 @@ func (c *Conn) queue(t *dataspace.Turn, ev Event) {
 
 func (c *Conn) flush(t *dataspace.Turn) error {
 	c.flushQueued = false
-	if len(c.pending) == 0 {
+	if c.pendingN == 0 {
 		return nil
 	}
-	pkt := preserves.Sequence(c.pending)
-	ok := c.enqueueBytes(pkt, false)
-	clear(c.pending)
+	if c.syntax == Text {
+		c.pending = append(c.pending, ']', '\n')
+	} else {
+		c.pending = append(c.pending, 0x84)
+	}
+	ok := c.enqueueRaw(c.pending, false)
+	c.pendingN = 0
 	c.pending = c.pending[:0]
+	if cap(c.pending) > 1<<20 {
+		c.pending = nil
+	}
 	if !ok && !c.stopped {
 		c.stopIn(t, ErrSlowPeer, false)
 	}
 	return nil
+}
+
+// enqueueRaw hands encoded packet bytes to the writer, as enqueueBytes.
+func (c *Conn) enqueueRaw(b []byte, force bool) bool {
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return true
+	}
+	if !force && len(c.out) > 0 && len(c.out)+len(b) > c.opts.MaxOutbound {
+		c.mu.Unlock()
+		return false
+	}
+	c.out = append(c.out, b...)
+	c.mu.Unlock()
+	c.signal()
+	return true
 }
 
 // enqueueBytes encodes v in the current output syntax and hands it to the
@@ -502,7 +545,9 @@ func (c *Conn) readLoop(ctx context.Context) error {
 					break
 				}
 				var pkt Packet
-				if err == nil {
+				if evs, ok := fastTurnIf(raw, syn, c.opts.MaxDepth, c.opts.MaxPacketSize); ok && err == nil {
+					pkt = Packet{Kind: TurnPacket, Events: evs}
+				} else if err == nil {
 					var v preserves.Value
 					v, err = decodePacket(raw, syn, off, c.opts.MaxDepth, c.opts.MaxPacketSize)
 					if err == nil {
