@@ -1,8 +1,6 @@
 package script
 
 import (
-	"fmt"
-
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
@@ -78,9 +76,9 @@ func symbolOf(v preserves.Value) (string, bool) {
 
 // render gives a short text of a token for error messages.
 func render(v preserves.Value) string {
-	s := fmt.Sprint(preserves.Strip(v))
-	if len(s) > 40 {
-		s = s[:37] + "..."
+	s := preserves.FormatText(preserves.Strip(v))
+	if r := []rune(s); len(r) > 40 {
+		s = string(r[:37]) + "..."
 	}
 	return s
 }

@@ -348,7 +348,7 @@ func TestStepBudgetAndCancel(t *testing.T) {
 	cancel()
 	w.assert(mustParse("<go>"))
 	errs = w.runtimeErrors()
-	if len(errs) != 2 || !errors.Is(errs[1], vm.ErrCancelled) {
+	if len(errs) != 2 || !errors.Is(errs[1], vm.ErrCancelled) || errs[1].Pos.String() != "c.pr:1:8" {
 		t.Errorf("cancel: %v", errs)
 	}
 	w.wantContents("<go>", "<here>")

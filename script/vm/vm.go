@@ -362,8 +362,8 @@ func (a *activation) target(at preserves.Pos, name string, sc *scope) (*dataspac
 // short renders v for an error message, truncated.
 func short(v preserves.Value) string {
 	s := preserves.FormatText(v)
-	if len(s) > 80 {
-		s = s[:77] + "..."
+	if r := []rune(s); len(r) > 80 {
+		s = string(r[:77]) + "..."
 	}
 	return s
 }
