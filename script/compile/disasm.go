@@ -77,43 +77,49 @@ func (d *disasm) instr(in Instr, depth int) {
 	}
 }
 
-// ExprString renders a value expression in script syntax.
+// ExprString renders a value expression in script syntax. Caveats inside
+// an attenuation are sturdy.prs data and print as plain Preserves text (so
+// `<_>` is the discard pattern), with `$x` marking a substituted variable.
 func ExprString(e Expr) string {
 	var b strings.Builder
-	writeExpr(&b, e)
+	writeExpr(&b, e, false)
 	return b.String()
 }
 
-func writeExprs(b *strings.Builder, es []Expr) {
+func writeExprs(b *strings.Builder, es []Expr, raw bool) {
 	for i, e := range es {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		writeExpr(b, e)
+		writeExpr(b, e, raw)
 	}
 }
 
-func writeExpr(b *strings.Builder, e Expr) {
+func writeExpr(b *strings.Builder, e Expr, raw bool) {
 	switch x := e.(type) {
 	case *Const:
-		writeValue(b, x.Value)
+		if raw {
+			b.WriteString(preserves.FormatText(x.Value))
+		} else {
+			writeValue(b, x.Value)
+		}
 	case *Ref:
 		b.WriteString("$" + x.Name)
 	case *MkRecord:
 		b.WriteByte('<')
-		writeExpr(b, x.Label)
+		writeExpr(b, x.Label, raw)
 		for _, f := range x.Fields {
 			b.WriteByte(' ')
-			writeExpr(b, f)
+			writeExpr(b, f, raw)
 		}
 		b.WriteByte('>')
 	case *MkSeq:
 		b.WriteByte('[')
-		writeExprs(b, x.Elems)
+		writeExprs(b, x.Elems, raw)
 		b.WriteByte(']')
 	case *MkSet:
 		b.WriteString("#{")
-		writeExprs(b, x.Elems)
+		writeExprs(b, x.Elems, raw)
 		b.WriteByte('}')
 	case *MkDict:
 		b.WriteByte('{')
@@ -121,14 +127,14 @@ func writeExpr(b *strings.Builder, e Expr) {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			writeExpr(b, x.Keys[i])
+			writeExpr(b, x.Keys[i], raw)
 			b.WriteString(": ")
-			writeExpr(b, x.Vals[i])
+			writeExpr(b, x.Vals[i], raw)
 		}
 		b.WriteByte('}')
 	case *MkAttenuate:
 		b.WriteString("<* $" + x.Var + " ")
-		writeExpr(b, x.Caveats)
+		writeExpr(b, x.Caveats, true)
 		b.WriteByte('>')
 	case *NewDataspace:
 		b.WriteString("dataspace")
@@ -140,12 +146,12 @@ func writeExpr(b *strings.Builder, e Expr) {
 		b.WriteString("scriptdir")
 	case *Stringify:
 		b.WriteString("stringify ")
-		writeExpr(b, x.X)
+		writeExpr(b, x.X, raw)
 	case *Join:
 		b.WriteString("join ")
-		writeExpr(b, x.Sep)
+		writeExpr(b, x.Sep, raw)
 		b.WriteByte(' ')
-		writeExpr(b, x.Pieces)
+		writeExpr(b, x.Pieces, raw)
 	default:
 		fmt.Fprintf(b, "?%T", e)
 	}
@@ -216,7 +222,7 @@ func writePat(b *strings.Builder, p Pat) {
 		b.WriteString(preserves.FormatText(pattern.ToValue(x.Pattern)))
 	case *PLift:
 		b.WriteString("<lift ")
-		writeExpr(b, x.Value)
+		writeExpr(b, x.Value, false)
 		b.WriteByte('>')
 	case *PBind:
 		b.WriteString("<bind ")
@@ -224,7 +230,7 @@ func writePat(b *strings.Builder, p Pat) {
 		b.WriteByte('>')
 	case *PRec:
 		b.WriteString("<group <rec ")
-		writeExpr(b, x.Label)
+		writeExpr(b, x.Label, false)
 		b.WriteString("> {")
 		for i, f := range x.Fields {
 			if i > 0 {
