@@ -9,8 +9,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +25,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/caveat"
+	"github.com/syndicate-go/syndicate/dataspace/relay/client"
+	"github.com/syndicate-go/syndicate/preserves"
 )
 
 var serverBin string
@@ -322,5 +330,107 @@ func TestE2EShippedConfig(t *testing.T) {
 		return strings.Contains(r.stderr.String(), "heartbeat from etc/services")
 	})
 	require.NotContains(t, r.stderr.String(), `"level":"error"`)
+	require.Equal(t, 0, r.stop(t))
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Scenarios 2 and 55 of services spec §13: -p PORT starts a listener whose
+// oid 0 is the gatekeeper; a client resolves a sturdy ref bound in $config
+// and talks to the config dataspace through it.
+func TestE2ETCPListenerAndSturdyRef(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "bind.pr"), `<bind <ref {oid: "e2e", key: #"secret"}> $config #f>
+?? <ping ?x> $log ! <log "-" {line: $x}>
+`)
+	port := freePort(t)
+	r := start(t, "-p", strconv.Itoa(port), "-c", dir)
+	eventually(t, 10*time.Second, "the listener", func() bool { return strings.Contains(r.stderr.String(), `"message":"listening"`) })
+
+	sys := dataspace.NewSystem(dataspace.Options{})
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		require.NoError(t, sys.Shutdown(ctx))
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, gk, err := client.Dial(ctx, sys, preserves.Rec("tcp", preserves.String("127.0.0.1"), preserves.Int(int64(port))))
+	require.NoError(t, err)
+
+	bad := caveat.Mint(preserves.String("e2e"), []byte("wrong key"))
+	_, _, err = client.Resolve(ctx, sys, gk, bad.ToValue())
+	require.Error(t, err, "a forged sturdy ref is refused")
+
+	good := caveat.Mint(preserves.String("e2e"), []byte("secret"))
+	cfg, release, err := client.Resolve(ctx, sys, gk, good.ToValue())
+	require.NoError(t, err)
+	defer release()
+	sys.Spawn("pinger", func(t *dataspace.Turn) error {
+		t.Message(cfg, preserves.Rec("ping", preserves.String("over tcp")))
+		return nil
+	})
+	eventually(t, 10*time.Second, "the message to reach the script", func() bool {
+		return strings.Contains(r.stderr.String(), `- -[-] -: \"over tcp\"`)
+	})
+	require.Equal(t, 0, r.stop(t))
+}
+
+// Scenario 6: with --inferior the parent sees the config dataspace at oid 0.
+func TestE2EInferior(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "watch.pr"), `? <from-parent ?x> $log ! <log "-" {line: $x}>`+"\n")
+	cmd := exec.Command(serverBin, "--inferior", "--log-format", "json", "--admin-socket", "-", "-c", dir)
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(t, cmd.Start())
+	defer func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+	}()
+	// Text-syntax packets: assert <from-parent "hi"> at oid 0 with handle 1.
+	_, err = io.WriteString(stdin, `[[0 <A <from-parent "hi"> 1>]]`+"\n")
+	require.NoError(t, err)
+	go io.Copy(io.Discard, stdout)
+	eventually(t, 10*time.Second, "the parent's assertion to reach the script", func() bool {
+		return strings.Contains(stderr.String(), `- -[-] -: \"hi\"`)
+	})
+	// Closing stdin ends the session; the server keeps running (Q1).
+	stdin.Close()
+	eventually(t, 10*time.Second, "the disconnect to be logged", func() bool {
+		return strings.Contains(stderr.String(), "disconnect")
+	})
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, cmd.Wait())
+}
+
+// SIGHUP rescans the config directories; unchanged files keep running.
+func TestE2ESighupKeepsUnchangedDaemons(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config")
+	pid := filepath.Join(dir, "d.pid")
+	writeFile(t, filepath.Join(cfg, "d.pr"), daemonScript("d", pid, false))
+	r := start(t, "-c", cfg)
+	eventually(t, 10*time.Second, "daemon d", func() bool { return fileExists(pid) })
+	d := readPid(t, pid)
+	require.NoError(t, r.cmd.Process.Signal(syscall.SIGHUP))
+	eventually(t, 5*time.Second, "the rescan", func() bool { return strings.Contains(r.stderr.String(), "SIGHUP") })
+	// A later edit is still picked up after the rescan, and d was not
+	// restarted by it.
+	writeFile(t, filepath.Join(cfg, "e.pr"), `$log ! <log "-" {line: "after hup"}>`+"\n")
+	eventually(t, 10*time.Second, "the new file", func() bool { return strings.Contains(r.stderr.String(), "after hup") })
+	require.True(t, alive(d))
+	require.Equal(t, d, readPid(t, pid), "the daemon of an unchanged file was not restarted")
 	require.Equal(t, 0, r.stop(t))
 }
