@@ -170,7 +170,7 @@ func bigScript(n int) []byte {
 		fmt.Fprintf(&b, "<daemon d%d {argv: [\"/bin/d\" \"-n\" %d], readyOnStart: #f}>\n", i, i)
 		fmt.Fprintf(&b, "? <service-state <daemon d%d> ?s> [ $log ! <log \"-\" {line: \"state\", s: $s}> ]\n", i)
 		fmt.Fprintf(&b, "let ?v%d = <value %d $s>\n", i, i)
-		fmt.Fprintf(&b, "$v%d =~ <value ?n _> [ <ok $n> ] <bad>\n", i)
+		fmt.Fprintf(&b, "[ $v%d =~ <value ?n _> [ <ok $n> ] <bad> ]\n", i)
 		fmt.Fprintf(&b, "?? <ping%d ?x> ! <pong $x>\n", i)
 	}
 	return []byte(b.String())
