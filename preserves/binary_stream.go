@@ -181,39 +181,18 @@ func (s *extentScanner) reset(pos int) { *s = extentScanner{pos: pos, need: 1} }
 func (s *extentScanner) scan(buf []byte, maxDepth, maxLength int) (end int, bad bool) {
 	p := s.pos
 	for p < len(buf) {
-		tag := buf[p]
 		q := p + 1
-		atom := false
-		switch {
-		case tag == tagFalse || tag == tagTrue:
-			atom = true
-		case tag == tagEnd:
-			if s.open == 0 {
-				return -1, true
-			}
-			s.open--
-			atom = s.open == 0
-			p = q
-			if atom {
-				s.need--
-				if s.need == 0 {
-					s.pos = p
-					return p, false
-				}
-			}
-			continue
-		case tag == tagAnnotation:
-			if s.open == 0 {
-				s.need++
-				if s.need > maxDepth+1 {
+		switch tagClasses[buf[p]] {
+		case classAtom:
+		case classLength:
+			var n, w int
+			if q < len(buf) && buf[q] < 0x80 {
+				n, w = int(buf[q]), 1
+			} else {
+				var ok bool
+				if n, w, ok = scanVarint(buf[q:]); !ok {
 					return -1, true
 				}
-			}
-		case tag == tagEmbedded:
-		case tag == tagDouble || (tag >= tagInteger && tag <= tagSymbol):
-			n, w, ok := scanVarint(buf[q:])
-			if !ok {
-				return -1, true
 			}
 			if w == 0 || len(buf)-q-w < n {
 				if n > maxLength {
@@ -223,28 +202,53 @@ func (s *extentScanner) scan(buf []byte, maxDepth, maxLength int) (end int, bad 
 				return -1, false
 			}
 			q += w + n
-			atom = true
-		case tag >= tagRecord && tag <= tagDictionary:
+		case classOpen, classRecord:
 			if s.open > 0 {
 				s.items++
 			}
-			s.open++
-			if tag == tagRecord {
+			if buf[p] == tagRecord {
 				s.recs++
 			}
+			s.open++
 			if s.open > maxDepth {
 				return -1, true
 			}
 			p = q
 			continue
+		case classEnd:
+			if s.open == 0 {
+				return -1, true
+			}
+			s.open--
+			p = q
+			if s.open == 0 {
+				s.need--
+				if s.need == 0 {
+					s.pos = p
+					return p, false
+				}
+			}
+			continue
+		case classAnnotation:
+			if s.open == 0 {
+				s.need++
+				if s.need > maxDepth+1 {
+					return -1, true
+				}
+			}
+			p = q
+			continue
+		case classEmbedded:
+			p = q
+			continue
 		default:
 			return -1, true
 		}
+		// an atom ends here
+		p = q
 		if s.open > 0 {
 			s.items++
-		}
-		p = q
-		if atom && s.open == 0 {
+		} else {
 			s.need--
 			if s.need == 0 {
 				s.pos = p
@@ -255,6 +259,34 @@ func (s *extentScanner) scan(buf []byte, maxDepth, maxLength int) (end int, bad 
 	s.pos = p
 	return -1, false
 }
+
+// Tag classes for the scanner's dispatch table.
+const (
+	classInvalid = iota
+	classAtom
+	classLength // tag, varint length, body
+	classOpen
+	classRecord
+	classEnd
+	classAnnotation
+	classEmbedded
+)
+
+var tagClasses = func() (t [256]uint8) {
+	t[tagFalse], t[tagTrue] = classAtom, classAtom
+	t[tagDouble] = classLength
+	for tag := tagInteger; tag <= tagSymbol; tag++ {
+		t[tag] = classLength
+	}
+	for tag := tagRecord; tag <= tagDictionary; tag++ {
+		t[tag] = classOpen
+	}
+	t[tagRecord] = classRecord
+	t[tagEnd] = classEnd
+	t[tagAnnotation] = classAnnotation
+	t[tagEmbedded] = classEmbedded
+	return t
+}()
 
 // scanVarint reads a varint from the front of b: its value and width, with
 // width 0 when b ends first. ok is false for a malformed varint.
