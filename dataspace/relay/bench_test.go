@@ -99,13 +99,13 @@ func BenchmarkThroughputProducerDataspaceConsumer(b *testing.B) {
 		cnt.n.Store(0)
 		time.Sleep(20 * time.Millisecond)
 	}
-	const batch, window = 500, 200000
+	const batch, window = 500, 20000
 	b.ResetTimer()
 	start := time.Now()
 	sent := 0
 	for sent < b.N {
 		for int64(sent)-cnt.n.Load() > window {
-			runtime.Gosched()
+			time.Sleep(50 * time.Microsecond)
 		}
 		n := min(batch, b.N-sent)
 		base := sent
@@ -117,7 +117,7 @@ func BenchmarkThroughputProducerDataspaceConsumer(b *testing.B) {
 		sent += n
 	}
 	for cnt.n.Load() < int64(b.N) {
-		runtime.Gosched()
+		time.Sleep(50 * time.Microsecond)
 	}
 	el := time.Since(start)
 	b.StopTimer()

@@ -17,6 +17,8 @@ package relay
 // they let through that is malformed is rejected by the decoder.
 
 import (
+	"io"
+
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
@@ -46,6 +48,8 @@ type framer struct {
 	// binary scanner: bytes of an atom body still to skip
 	skip int
 
+	readSize int // current read size (readFrom)
+
 	err error // sticky
 }
 
@@ -71,6 +75,12 @@ func newFramer(maxSize, maxDepth int) *framer {
 
 // feed appends bytes to the pending input.
 func (f *framer) feed(p []byte) {
+	f.compact()
+	f.buf = append(f.buf, p...)
+}
+
+// compact drops consumed bytes once they make up much of the buffer.
+func (f *framer) compact() {
 	if f.start > 0 && (f.start >= len(f.buf)/2 || f.start > 64<<10) {
 		n := copy(f.buf, f.buf[f.start:])
 		f.buf = f.buf[:n]
@@ -78,7 +88,34 @@ func (f *framer) feed(p []byte) {
 		f.scan -= f.start
 		f.start = 0
 	}
-	f.buf = append(f.buf, p...)
+}
+
+// Read sizes: an idle connection holds minRead bytes; a busy one reads up
+// to maxRead at a time (the read size doubles whenever a read fills it).
+const (
+	minRead = 2 << 10
+	maxRead = 64 << 10
+)
+
+// readFrom reads once from r straight into the buffer (no intermediate
+// copy), growing it as traffic demands.
+func (f *framer) readFrom(r io.Reader) (int, error) {
+	f.compact()
+	if f.readSize == 0 {
+		f.readSize = minRead
+	}
+	if cap(f.buf)-len(f.buf) < f.readSize {
+		nb := make([]byte, len(f.buf), len(f.buf)+f.readSize)
+		copy(nb, f.buf)
+		f.buf = nb
+	}
+	free := cap(f.buf) - len(f.buf)
+	n, err := r.Read(f.buf[len(f.buf):cap(f.buf)])
+	f.buf = f.buf[:len(f.buf)+n]
+	if n == free && f.readSize < maxRead {
+		f.readSize *= 2
+	}
+	return n, err
 }
 
 // pending reports whether a partial packet (not just whitespace) is buffered.

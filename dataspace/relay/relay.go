@@ -527,18 +527,14 @@ func (c *Conn) writeLoop(ctx context.Context) error {
 
 // ---- inbound ----
 
-const readBufSize = 16 << 10
-
 // readLoop is the reader goroutine: it frames and decodes packets and
 // handles each in one turn of the relay facet.
 func (c *Conn) readLoop(ctx context.Context) error {
 	defer c.taskDone()
 	f := newFramer(c.opts.MaxPacketSize, c.opts.MaxDepth)
-	buf := make([]byte, readBufSize)
 	for {
-		n, rerr := c.r.Read(buf)
+		n, rerr := f.readFrom(c.r)
 		if n > 0 {
-			f.feed(buf[:n])
 			for {
 				raw, syn, off, err := f.next()
 				if err == nil && raw == nil {
