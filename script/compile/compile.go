@@ -427,6 +427,9 @@ func rec(at preserves.Pos, label string, fields ...Expr) Expr {
 // Patterns
 
 func (c *compiler) pattern(e script.Expr) Pat {
+	if p, ok := constPattern(e); ok {
+		return &PConst{At: e.Pos(), Pattern: p}
+	}
 	switch x := e.(type) {
 	case *script.Discard:
 		return &PConst{At: x.At, Pattern: pattern.Discard{}}
@@ -483,6 +486,63 @@ func (c *compiler) pattern(e script.Expr) Pat {
 		return d
 	}
 	return &PConst{At: e.Pos(), Pattern: pattern.Discard{}}
+}
+
+// constPattern builds the pattern of an expression that mentions no
+// variable directly, without intermediate nodes.
+func constPattern(e script.Expr) (pattern.Pattern, bool) {
+	switch x := e.(type) {
+	case *script.Discard:
+		return pattern.Discard{}, true
+	case *script.Bind:
+		sub, ok := constPattern(x.Pat)
+		if !ok {
+			return nil, false
+		}
+		return pattern.Bind{Pattern: sub}, true
+	case *script.Lit:
+		p, err := pattern.LiftChecked(x.Value)
+		return p, err == nil
+	case *script.RecordExpr:
+		l, ok := constValue(x.Label)
+		if !ok {
+			return nil, false
+		}
+		fs, ok := constPatterns(x.Fields)
+		if !ok {
+			return nil, false
+		}
+		return pattern.Rec(l, fs...), true
+	case *script.SeqExpr:
+		fs, ok := constPatterns(x.Elems)
+		if !ok {
+			return nil, false
+		}
+		return pattern.Arr(fs...), true
+	case *script.DictExpr:
+		es := make([]pattern.Entry, len(x.Entries))
+		for i, en := range x.Entries {
+			sub, ok := constPattern(en.Value)
+			if !ok {
+				return nil, false
+			}
+			es[i] = pattern.Entry{Key: litValue(en.Key), Pattern: sub}
+		}
+		return pattern.Dict(es...), true
+	}
+	return nil, false
+}
+
+func constPatterns(es []script.Expr) ([]pattern.Pattern, bool) {
+	out := make([]pattern.Pattern, len(es))
+	for i, e := range es {
+		p, ok := constPattern(e)
+		if !ok {
+			return nil, false
+		}
+		out[i] = p
+	}
+	return out, true
 }
 
 func constPats(ps []Pat) ([]pattern.Pattern, bool) {
