@@ -11,8 +11,9 @@
 // must not call back into the index.
 //
 // Every distinct asserted value is interned once as an *entry (value, hash,
-// bag count) in a hash-bucketed bag, since Go maps cannot key on values that
-// contain slices. Observers' patterns are analysed into a *shape* (the
+// bag count) in an open-addressing table keyed by preserves.Hash and
+// compared with preserves.Equal, since Go maps cannot key on values that
+// contain slices; every cache below shares these entries (see sets.go). Observers' patterns are analysed into a *shape* (the
 // class guards of their group sub-patterns, in pre-order) and a trie of
 // shapes is kept; patterns of the same shape share a node (§12.2). A node
 // caches the set of entries that pass its guards, so a new observer is
@@ -26,10 +27,13 @@
 // Inserting, removing or sending a value walks only the trie edges whose
 // guards the value satisfies, doing one hash lookup per leaf map at each
 // node visited: the cost depends on the shapes and on the matching observers,
-// not on the number of unrelated assertions or observers. The walk keeps its
-// value stack and projection buffers in the Index and reuses them, so a
-// message costs one allocation per matching endpoint (the capture tuple it
-// delivers) and nothing else.
+// not on the number of unrelated assertions or observers. (As in §12, it
+// does grow with the number of distinct constrained-position sets at a
+// visited node: many dictionary patterns over distinct keys, such as
+// {k1: ?x}, {k2: ?x}, …, are each looked at for every dictionary value.) The
+// walk keeps its value stack and projection buffers in the Index and reuses
+// them, so a message costs one allocation per matching endpoint (the capture
+// tuple it delivers) and nothing else.
 //
 // Departures from the letter of §12, none observable: a position that is both
 // captured and required to exist is checked when capturing rather than in

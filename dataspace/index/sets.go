@@ -101,10 +101,11 @@ func (t *table[T]) del(h uint64, eq func(T) bool, hashOf func(T) uint64) bool {
 				} else {
 					t.tags[i] = tagDeleted
 				}
-				if t.n == 0 {
-					*t = table[T]{}
-				} else if len(t.tags) > minTable && t.n*8 < len(t.tags) {
-					t.rebuild(len(t.tags)/4, hashOf)
+				// Shrink a mostly empty table, but keep the smallest
+				// size allocated: a value asserted and retracted over
+				// and over must not allocate each time.
+				if len(t.tags) > minTable && t.n*8 < len(t.tags) {
+					t.rebuild(max(minTable, len(t.tags)/4), hashOf)
 				}
 				return true
 			}
@@ -142,20 +143,23 @@ func entryHash(e *entry) uint64 { return e.hash }
 // once per operation and passes down.
 type entrySet struct {
 	small []*entry
-	big   table[*entry]
+	big   *table[*entry] // behind a pointer: most sets never need it
 }
 
 const smallSet = 8
 
+// isBig reports whether the set has switched to its table (it stays there).
+func (s *entrySet) isBig() bool { return s.big != nil }
+
 func (s *entrySet) len() int {
-	if s.big.n > 0 {
+	if s.isBig() {
 		return s.big.n
 	}
 	return len(s.small)
 }
 
 func (s *entrySet) add(e *entry, h uint64) {
-	if s.big.n > 0 {
+	if s.isBig() {
 		s.big.add(h, e, entryHash)
 		return
 	}
@@ -163,6 +167,7 @@ func (s *entrySet) add(e *entry, h uint64) {
 		s.small = append(s.small, e)
 		return
 	}
+	s.big = new(table[*entry])
 	for _, x := range s.small {
 		s.big.add(entryHash(x), x, entryHash)
 	}
@@ -171,7 +176,7 @@ func (s *entrySet) add(e *entry, h uint64) {
 }
 
 func (s *entrySet) remove(e *entry, h uint64) {
-	if s.big.n > 0 {
+	if s.isBig() {
 		s.big.del(h, func(x *entry) bool { return x == e }, entryHash)
 		return
 	}
@@ -180,17 +185,16 @@ func (s *entrySet) remove(e *entry, h uint64) {
 			last := len(s.small) - 1
 			s.small[i] = s.small[last]
 			s.small[last] = nil
-			s.small = s.small[:last]
-			if last == 0 {
-				s.small = nil
-			}
+			s.small = s.small[:last] // keep the array: sets often empty and refill
 			return
 		}
 	}
 }
 
 func (s *entrySet) each(fn func(*entry)) {
-	s.big.each(fn)
+	if s.big != nil {
+		s.big.each(fn)
+	}
 	for _, e := range s.small {
 		fn(e)
 	}

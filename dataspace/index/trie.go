@@ -354,8 +354,12 @@ type capEntry struct {
 	many  *preserves.Sequence // the tuple, otherwise
 }
 
-func newCapEntry(tuple []preserves.Value, h uint64) *capEntry {
+func newCapEntry(tuple []preserves.Value, h uint64, nobs int) *capEntry {
 	ce := &capEntry{hash: h, count: 1}
+	if nobs > 1 {
+		more := make([]uint64, 0, nobs-1)
+		ce.moreH = &more
+	}
 	if len(tuple) == 1 {
 		ce.one[0] = tuple[0]
 	} else {
@@ -668,7 +672,7 @@ func (ix *Index) buildEndpoints(n *node, lm *leafMap, lf *leaf, caps []path) *en
 			ce.count++
 			return
 		}
-		ep.captures.add(h, newCapEntry(tuple, h), capHash)
+		ep.captures.add(h, newCapEntry(tuple, h, 0), capHash)
 	}
 	if lm.alias {
 		ix.eachCached(n, add)
@@ -799,7 +803,7 @@ func (ix *Index) endpoint(ep *endpoints, o op, v preserves.Value, e Emitter) {
 			ce.count++
 			return
 		}
-		ce = newCapEntry(tuple, h)
+		ce = newCapEntry(tuple, h, len(ep.obs))
 		ep.captures.add(h, ce, capHash)
 		for i := range ep.obs {
 			hd, ok := e.AssertTo(ep.obs[i].key, ce.tuple())
