@@ -25,6 +25,9 @@ var (
 	ErrBudget = errors.New("vm: step budget exceeded")
 	// ErrCancelled: Options.Context was cancelled.
 	ErrCancelled = errors.New("vm: cancelled")
+	// ErrNilProgram is returned by Run (not a RuntimeError) when given no
+	// program.
+	ErrNilProgram = errors.New("vm: nil program")
 )
 
 // RuntimeError is a script error found while running. It prints as

@@ -3,6 +3,7 @@ package vm_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -424,5 +425,27 @@ func TestRunReturnsNilOnScriptError(t *testing.T) {
 	w.wantContents()
 	if !strings.Contains(w.log.String(), "r.pr:2:4: undefined variable $nope") {
 		t.Errorf("log:\n%s", w.log.String())
+	}
+}
+
+func TestRunNilProgram(t *testing.T) {
+	w := newWorld(t)
+	w.do(func(t *dataspace.Turn) error {
+		if _, err := vm.Run(t, nil, nil, w.options().Logger); !errors.Is(err, vm.ErrNilProgram) {
+			return fmt.Errorf("Run(nil) = %v", err)
+		}
+		return nil
+	})
+	// No environment at all: the default target is undefined, a run-time
+	// error, not a crash.
+	w.runProg(w.compile("n.pr", "<a>"), nil)
+	w.do(func(t *dataspace.Turn) error {
+		_, err := vm.RunOptions(t, w.compile("n.pr", "<a>"), nil, w.options())
+		return err
+	})
+	w.settle()
+	errs := w.runtimeErrors()
+	if len(errs) != 1 || !errors.Is(errs[0], vm.ErrUndefined) || errs[0].Error() != "n.pr:1:1: undefined target variable $config" {
+		t.Errorf("errors %v", errs)
 	}
 }

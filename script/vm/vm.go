@@ -77,6 +77,9 @@ func Run(t *dataspace.Turn, prog *compile.Program, env map[string]preserves.Valu
 
 // RunOptions is Run with options.
 func RunOptions(t *dataspace.Turn, prog *compile.Program, env map[string]preserves.Value, opts Options) (dataspace.FacetID, error) {
+	if prog == nil || prog.Body == nil {
+		return 0, ErrNilProgram
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
