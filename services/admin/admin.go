@@ -1,0 +1,272 @@
+// Package admin is the server's admin endpoint: a Unix socket, created at
+// start-up, that speaks the Syndicate relay protocol with the config
+// dataspace as its initial reference (oid 0). The `syndicate` command talks
+// to a running server through it (status, dump, observe, assert, send,
+// restart).
+//
+// # Who may connect
+//
+// The endpoint hands out the config dataspace without attenuation, which is
+// as powerful as editing the configuration, so only the server's own user may
+// use it. Two independent barriers enforce that:
+//
+//   - the socket file is mode 0600 inside a directory created 0700 when
+//     missing, and it is never visible at its final path with a wider mode:
+//     it is bound under a temporary name in a fresh private directory next to
+//     the path, chmod-ed, then renamed into place;
+//   - every accepted connection's peer credentials (SO_PEERCRED) are read and
+//     a peer whose uid differs from the server's is sent a protocol
+//     `<error "admin: permission denied" …>` packet and disconnected, so a
+//     root-owned or mis-permissioned directory still cannot leak the
+//     capability.
+//
+// # Socket path
+//
+// DefaultPath is `$XDG_RUNTIME_DIR/syndicate/admin.sock` when
+// XDG_RUNTIME_DIR is set, else `/run/syndicate/admin.sock` for root, else
+// `$TMPDIR/syndicate-UID/admin.sock` (os.TempDir; the directory is created
+// 0700 and must be owned by the user). Client and server compute the same
+// default, and both accept an explicit path.
+//
+// An existing file at the path is probed: a socket refusing connections is
+// stale (left by a server that died) and is replaced; a live one means
+// another server runs, and Listen fails with ErrInUse. The socket file is
+// removed again when the endpoint stops, so "no such file" afterwards means
+// "server not running".
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/relay"
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services"
+)
+
+var (
+	// ErrInUse: a live server already listens on the admin socket path, or
+	// the path exists and is not a socket.
+	ErrInUse = errors.New("admin: socket in use")
+	// ErrUnsafeDir: the socket's directory is not a directory owned by the
+	// server's user.
+	ErrUnsafeDir = errors.New("admin: unsafe socket directory")
+	// ErrPermission: a peer of another user tried to connect (the peer sees
+	// it as a protocol error packet with this message).
+	ErrPermission = errors.New("admin: permission denied")
+)
+
+// Options tunes Listen. The zero value is the production behaviour.
+type Options struct {
+	// UID is the only peer uid accepted; nil means the server's own
+	// (os.Getuid). Tests set another uid to exercise the refusal.
+	UID *int
+}
+
+// DefaultPath returns the admin socket path described in the package doc.
+func DefaultPath() string {
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+		return filepath.Join(d, "syndicate", "admin.sock")
+	}
+	if os.Geteuid() == 0 {
+		return "/run/syndicate/admin.sock"
+	}
+	return filepath.Join(os.TempDir(), "syndicate-"+strconv.Itoa(os.Getuid()), "admin.sock")
+}
+
+// Listen binds the admin socket at path and serves it from a new child facet
+// of the active facet: each accepted connection of the server's user runs a
+// relay (in an actor of its own) exporting env.Config as oid 0. Binding
+// happens before Listen returns, so its errors (ErrInUse, ErrUnsafeDir,
+// permissions) reach the caller; stopping the facet closes the listener and
+// removes the socket file.
+func Listen(t *dataspace.Turn, env services.Env, path string) error {
+	return ListenWith(t, env, path, Options{})
+}
+
+// ListenWith is Listen with options.
+func ListenWith(t *dataspace.Turn, env services.Env, path string, opts Options) error {
+	uid := os.Getuid()
+	if opts.UID != nil {
+		uid = *opts.UID
+	}
+	log := env.Logger.With().Str("service", "admin").Str("path", path).Logger()
+	ln, err := bind(path, log)
+	if err != nil {
+		return err
+	}
+	ino := inode(path)
+	_, err = t.Facet(func(t *dataspace.Turn) error {
+		fr := t.FacetRef()
+		t.OnStop(func(*dataspace.Turn) error {
+			ln.Close()
+			// Remove the file only if it is still ours: a successor server
+			// may already have replaced it.
+			if ino != 0 && inode(path) == ino {
+				os.Remove(path)
+			}
+			return nil
+		})
+		t.LinkedTask("admin-accept", func(ctx context.Context) error {
+			stop := context.AfterFunc(ctx, func() { ln.Close() })
+			defer stop()
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					// Losing the admin socket must not take the server
+					// down: log it and stop only this facet.
+					log.Error().Err(err).Msg("admin socket accept failed")
+					return nil
+				}
+				uc := c.(*net.UnixConn)
+				cred, err := peerCred(uc)
+				if err != nil || int(cred.Uid) != uid {
+					refuse(uc, cred, err, log)
+					continue
+				}
+				if !fr.Activate(func(t *dataspace.Turn) error {
+					serve(t, uc, cred, env, log)
+					return nil
+				}) {
+					c.Close()
+					return ctx.Err()
+				}
+			}
+		})
+		return nil
+	})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	log.Info().Msg("admin socket listening")
+	return nil
+}
+
+// serve runs the relay for one accepted connection in its own actor, so a
+// misbehaving client never disturbs the host facet.
+func serve(t *dataspace.Turn, c *net.UnixConn, cred *unix.Ucred, env services.Env, log zerolog.Logger) {
+	name := fmt.Sprintf("<admin %d>", cred.Pid)
+	clog := log.With().Int32("pid", cred.Pid).Logger()
+	t.Spawn(name, func(t *dataspace.Turn) error {
+		conn, _ := relay.Run(t, c, relay.Options{InitialRef: env.Config, Logger: clog})
+		clog.Debug().Msg("admin client connected")
+		t.OnStop(func(*dataspace.Turn) error {
+			ev := clog.Debug()
+			if err := conn.Err(); err != nil {
+				ev = ev.Err(err)
+			}
+			ev.Msg("admin client disconnected")
+			return nil
+		})
+		return nil
+	})
+}
+
+// refuse tells a foreign peer why it is being disconnected, in the protocol
+// (`<error MESSAGE DETAIL>`), and closes the connection.
+func refuse(c *net.UnixConn, cred *unix.Ucred, err error, log zerolog.Logger) {
+	detail := "peer credentials unavailable"
+	if err == nil {
+		detail = fmt.Sprintf("uid %d is not the server's user", cred.Uid)
+	}
+	log.Warn().Str("reason", detail).Msg("admin connection refused")
+	pkt, perr := relay.AppendPacket(nil, preserves.Rec("error", preserves.String(ErrPermission.Error()), preserves.String(detail)), relay.Binary)
+	if perr == nil {
+		_, _ = c.Write(pkt)
+	}
+	_ = c.CloseWrite()
+	c.Close()
+}
+
+func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return nil, err
+	}
+	return cred, cerr
+}
+
+// bind creates the socket file as described in the package doc.
+func bind(path string, log zerolog.Logger) (*net.UnixListener, error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%w: %s is not a directory", ErrUnsafeDir, dir)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() && st.Uid != 0 {
+		return nil, fmt.Errorf("%w: %s belongs to uid %d", ErrUnsafeDir, dir, st.Uid)
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("%w: %s exists and is not a socket", ErrInUse, path)
+		}
+		c, err := net.Dial("unix", path)
+		switch {
+		case err == nil:
+			c.Close()
+			return nil, fmt.Errorf("%w: another server listens on %s", ErrInUse, path)
+		case errors.Is(err, syscall.ECONNREFUSED):
+			log.Info().Msg("replacing stale admin socket")
+		default:
+			return nil, fmt.Errorf("%w: %s: %v", ErrInUse, path, err)
+		}
+	}
+	tmpDir, err := os.MkdirTemp(dir, ".admin-sock-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmpDir)
+	tmp := filepath.Join(tmpDir, "s")
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
+	if err != nil {
+		return nil, err
+	}
+	ln.SetUnlinkOnClose(false)
+	if err := os.Chmod(tmp, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
+}
+
+func inode(path string) uint64 {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return 0
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Ino
+	}
+	return 0
+}
