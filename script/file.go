@@ -44,7 +44,7 @@ func ReadValues(file string, src []byte) ([]preserves.Value, *Error) {
 }
 
 func readValues(file string, src []byte) ([]preserves.Value, *Error) {
-	vals, err := preserves.ReadAllText(src, preserves.TextOptions{File: file, Positions: true, Annotations: true})
+	vals, err := preserves.ReadAllText(src, preserves.TextOptions{File: file, Positions: true, Annotations: true, Embedded: noEmbedded})
 	if err == nil {
 		return vals, nil
 	}
@@ -60,6 +60,12 @@ func readValues(file string, src []byte) ([]preserves.Value, *Error) {
 	}
 	return vals, e
 }
+
+// ErrEmbeddedSyntax is why `#:v` in a script is a syntax error: scripts
+// name capabilities through variables, never literally (services spec §3.5).
+var ErrEmbeddedSyntax = errors.New("script: embedded-value syntax is not allowed in scripts")
+
+func noEmbedded(preserves.Value) (any, error) { return nil, ErrEmbeddedSyntax }
 
 // Check parses and statically checks every script named by paths without
 // running anything. A directory is searched recursively for *.pr files
