@@ -3,8 +3,11 @@ package preserves
 // Binary decoding (spec §4). The decoder works on a complete []byte with an
 // index, so the hot path is plain slice indexing with no per-byte interface
 // calls. Compound items are collected on a scratch stack shared by the whole
-// decode and copied out once into an exactly sized slice when the end marker
-// arrives, so each compound costs one allocation for its items.
+// decode and copied out once, when the end marker arrives, into an exactly
+// sized slice. Those slices, Record structs and the bytes of strings are
+// carved out of a few chunks per top-level value (sized by a cheap prescan of
+// the value's extent), so what remains per value is mostly the interface
+// boxes the value model needs. Nothing is interned.
 //
 // Hostile input is bounded three ways: nesting depth (compounds, embedded
 // values and annotations) is limited by MaxDepth, so recursion cannot exhaust

@@ -5,10 +5,11 @@ package preserves
 //
 // Re-running the full decoder on every Write would be quadratic when a large
 // value trickles in byte by byte, so a cheap resumable scanner first finds
-// where the pending value ends. Its state is three integers: the scan
+// where the pending value ends. Its state is a few integers: the scan
 // position, the number of open compounds, and how many complete values are
 // still needed at top level (an 85 annotation at top level needs one more,
-// since the annotation and the annotated value are both values). Only when the
+// since the annotation and the annotated value are both values), plus counts
+// that size the decoder's slabs. Only when the
 // scanner reaches the end of a value, or meets something malformed, does the
 // full decoder run over exactly those bytes; it is authoritative for every
 // error.
@@ -39,7 +40,12 @@ func NewDecoder(opts DecodeOptions) *Decoder {
 }
 
 // Write appends p to the pending input. It never fails and does not retain p.
+// After a syntax or limit error the input is discarded, since the stream
+// cannot be resynchronised.
 func (dec *Decoder) Write(p []byte) {
+	if dec.err != nil {
+		return
+	}
 	dec.compact()
 	dec.buf = append(dec.buf, p...)
 }
