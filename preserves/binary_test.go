@@ -674,6 +674,34 @@ func TestDecoderPartialThenError(t *testing.T) {
 	if _, err2 := dec.Next(); err2 != err {
 		t.Errorf("error not sticky: %v", err2)
 	}
+	if dec.Buffered() != 5 {
+		t.Errorf("input after a final error must be dropped; %d bytes buffered", dec.Buffered())
+	}
+	if err2 := dec.End(); err2 != err {
+		t.Errorf("End after error: %v", err2)
+	}
+	// End: nil at a boundary, premature EOF inside a value, and the syntax
+	// error when the pending bytes are malformed before they run out.
+	for _, tt := range []struct {
+		hex   string
+		class error
+	}{
+		{"", nil},
+		{"B0 00", nil},
+		{"B0 00 B5 B0", ErrUnexpectedEOF},
+		{"B0 00 85 B1 01 FF", ErrSyntax}, // invalid UTF-8 in an annotation still waiting for its value
+	} {
+		dec := NewDecoder(DecodeOptions{})
+		dec.Write(binHex(tt.hex))
+		for {
+			if _, err := dec.Next(); err != nil {
+				break
+			}
+		}
+		if err := dec.End(); binClass(err) != tt.class || (err == nil) != (tt.class == nil) {
+			t.Errorf("End after %q = %v, want class %v", tt.hex, err, tt.class)
+		}
+	}
 	// A syntax error the scanner cannot see (duplicate) is still reported.
 	dec = NewDecoder(DecodeOptions{})
 	dec.Write(binHex("B0 00 B6 80 80 84"))
