@@ -15,18 +15,21 @@ import (
 	"github.com/syndicate-go/syndicate/services"
 )
 
-// Boot spawns the logger actor, linked to the active facet, subscribed to
-// log messages in env.Log. Lines go to env.Logger at info level.
+// Boot subscribes, from the active facet, to log messages in env.Log; lines
+// go to env.Logger at info level.
+//
+// The reference runs the logger in an actor of its own, spawned last at
+// start-up, so a script's first messages can reach the log dataspace before
+// the logger's subscription does and be lost. Subscribing in the caller's
+// (boot) turn instead puts the Observe ahead of anything a script can send:
+// the config watchers only start after that turn has committed.
 func Boot(t *dataspace.Turn, env services.Env) error {
 	log := env.Logger
-	t.SpawnLink("logger", func(t *dataspace.Turn) error {
-		p := pattern.Rec(preserves.Symbol("log"), pattern.Capture(), pattern.Capture())
-		t.OnMessage(env.Log, p, func(t *dataspace.Turn, caps []preserves.Value) error {
-			if line, ok := Format(caps[0], caps[1]); ok {
-				log.Info().Msg(line)
-			}
-			return nil
-		})
+	p := pattern.Rec(preserves.Symbol("log"), pattern.Capture(), pattern.Capture())
+	t.OnMessage(env.Log, p, func(t *dataspace.Turn, caps []preserves.Value) error {
+		if line, ok := Format(caps[0], caps[1]); ok {
+			log.Info().Msg(line)
+		}
 		return nil
 	})
 	return nil

@@ -1,0 +1,91 @@
+//go:build e2e
+
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// BenchmarkStartup measures the time from exec to the first script's
+// effects being visible (its log message printed by the logger actor), and
+// reports p50/p99 over b.N starts.
+//
+//	go test -tags e2e -run '^$' -bench Startup -benchtime 30x ./cmd/syndicate-server/
+func BenchmarkStartup(b *testing.B) {
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "first.pr"), []byte(`<first-script-ran>
+$log ! <log "-" {line: "first script"}>
+`), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	var samples []time.Duration
+	for i := 0; i < b.N; i++ {
+		out := &lockedBuffer{}
+		cmd := exec.Command(serverBin, "--no-banner", "--log-format", "json", "--admin-socket", "-", "-c", dir)
+		cmd.Stderr = out
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		begin := time.Now()
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		for !strings.Contains(out.String(), "first script") {
+			if time.Since(begin) > 10*time.Second {
+				b.Fatalf("no output: %s", out.String())
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+		samples = append(samples, time.Since(begin))
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}
+	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
+	b.ReportMetric(float64(samples[len(samples)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(samples[len(samples)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// BenchmarkIdleRSS runs the shipped configuration until its daemons are up
+// and reports the server's resident memory.
+//
+//	go test -tags e2e -run '^$' -bench IdleRSS -benchtime 3x ./cmd/syndicate-server/
+func BenchmarkIdleRSS(b *testing.B) {
+	var total float64
+	for i := 0; i < b.N; i++ {
+		out := &lockedBuffer{}
+		cmd := exec.Command(serverBin, "--no-banner", "--log-format", "json", "--admin-socket", "-", "-c", "../../etc/syndicate")
+		cmd.Stderr = out
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		begin := time.Now()
+		for !strings.Contains(out.String(), "heartbeat daemon is ready") {
+			if time.Since(begin) > 10*time.Second {
+				b.Fatalf("shipped config did not come up: %s", out.String())
+			}
+			time.Sleep(time.Millisecond)
+		}
+		// Let start-up garbage settle before reading VmRSS.
+		time.Sleep(500 * time.Millisecond)
+		st, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/status")
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, line := range strings.Split(string(st), "\n") {
+			if strings.HasPrefix(line, "VmRSS:") {
+				kb, _ := strconv.Atoi(strings.Fields(line)[1])
+				total += float64(kb) / 1024
+			}
+		}
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}
+	b.ReportMetric(total/float64(b.N), "RSS-MB")
+}
