@@ -1,0 +1,246 @@
+// Package format lays out `.pr` script files canonically, keeping their
+// comments: a gofmt for configuration scripts (`syndicate fmt`).
+//
+// # Layout
+//
+// A script is a stream of Preserves values that the script parser groups into
+// instructions (`? PATTERN BODY`, `let ?x = EXPR`, `$target INSTR`, ...).
+// Formatting must not change that grouping, so the formatter applies the
+// same grouping rules (services spec §4.3) and writes:
+//
+//   - one instruction per line, its tokens separated by single spaces;
+//   - a `[...]` block in instruction position (a body, or a block on its own)
+//     as `[`, its instructions one per line indented by two spaces, `]`;
+//     an empty block as `[]`;
+//   - every other token (records, dictionaries, patterns, values) with the
+//     Preserves text writer's indented layout (lines of about 80 columns,
+//     records ending in a compound "hanging" as in `<daemon x {` … `}>`);
+//   - `#` comments on lines of their own directly before the token they
+//     annotate (in Preserves a comment belongs to the value after it); the
+//     comments at the very end of a file stay at the end;
+//   - one blank line between two instructions wherever the source had at
+//     least one, and none elsewhere; a final newline.
+//
+// Everything else is normalised by the writer: dictionary entries and set
+// elements in Preserves order, numbers, strings and symbols in their
+// canonical spelling. None of this changes the values, so a formatted script
+// means exactly what the original meant; and since the output depends only
+// on the values, their comments and where blank lines were, formatting
+// formatted text changes nothing (Source is idempotent).
+package format
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/script"
+)
+
+// indentUnit is one level of indentation.
+const indentUnit = "  "
+
+// Source returns the canonical layout of the script src (named file in error
+// positions). A Preserves syntax error is returned as a *script.Error with
+// its position; script errors (bad instructions) do not stop formatting:
+// tokens that do not form an instruction are laid out one per line.
+func Source(file string, src []byte) ([]byte, error) {
+	opts := preserves.TextOptions{File: file, Annotations: true, Positions: true}
+	vals, err := preserves.ReadAllText(src, opts)
+	trailing := false
+	if err != nil && errors.Is(err, preserves.ErrUnexpectedEOF) {
+		// A file may end in comments, which need a value to attach to:
+		// anchor them to an empty block, as the script reader does, and
+		// write them back without it.
+		anchored := append([]byte(nil), src...)
+		if !bytes.HasSuffix(anchored, []byte("\n")) {
+			anchored = append(anchored, '\n') // no blank line seen where there is none
+		}
+		anchored = append(anchored, "[]"...)
+		more, err2 := preserves.ReadAllText(anchored, opts)
+		if err2 == nil && len(more) == len(vals)+1 {
+			vals, err, trailing, src = more, nil, true, anchored
+		}
+	}
+	if err != nil {
+		e := &script.Error{Msg: err.Error(), Err: err, Pos: preserves.Pos{File: file}}
+		var pe *preserves.Error
+		if errors.As(err, &pe) {
+			e.Pos, e.Msg = pe.Pos, pe.Msg
+			if e.Pos.File == "" {
+				e.Pos.File = file
+			}
+		}
+		return nil, e
+	}
+	f := &formatter{src: src}
+	body := vals
+	var anchor preserves.Value
+	if trailing {
+		body, anchor = vals[:len(vals)-1], vals[len(vals)-1]
+	}
+	f.block(body, 0)
+	if anchor != nil {
+		if len(body) > 0 {
+			f.nl(0)
+			if f.blankBefore(body[len(body)-1], anchor) {
+				f.nl(0)
+			}
+		}
+		a := anchor.(*preserves.Annotated)
+		for i := range a.Anns {
+			if line, ok := lineAnnotation(a, i); ok {
+				if i > 0 {
+					f.nl(0)
+				}
+				f.buf.WriteString(line)
+			}
+		}
+	}
+	if f.buf.Len() > 0 {
+		f.buf.WriteByte('\n')
+	}
+	return f.buf.Bytes(), nil
+}
+
+type formatter struct {
+	src []byte
+	buf bytes.Buffer
+}
+
+// nl starts a new line indented to depth, trimming the current line's
+// trailing spaces.
+func (f *formatter) nl(depth int) {
+	b := f.buf.Bytes()
+	f.buf.Truncate(len(bytes.TrimRight(b, " ")))
+	f.buf.WriteByte('\n')
+	for range depth {
+		f.buf.WriteString(indentUnit)
+	}
+}
+
+// atLineStart reports whether only indentation has been written on the
+// current line.
+func (f *formatter) atLineStart() bool {
+	b := f.buf.Bytes()
+	line := b[bytes.LastIndexByte(b, '\n')+1:]
+	return len(bytes.TrimLeft(line, " ")) == 0
+}
+
+// block writes the instructions of toks one per line at depth (the caller
+// has positioned the first line).
+func (f *formatter) block(toks []preserves.Value, depth int) {
+	for i := 0; i < len(toks); {
+		end, blocks := group(toks, i)
+		if i > 0 {
+			f.nl(depth)
+			if f.blankBefore(toks[i-1], toks[i]) {
+				f.nl(depth)
+			}
+		}
+		for j := i; j < end; j++ {
+			if j > i && !f.atLineStart() {
+				f.buf.WriteByte(' ')
+			}
+			f.token(toks[j], depth, blocks[j-i])
+		}
+		i = end
+	}
+}
+
+// token writes one token: its annotations (comments on lines of their own),
+// then the item, as a block when isBlock.
+func (f *formatter) token(v preserves.Value, depth int, isBlock bool) {
+	item := v
+	if a, ok := v.(*preserves.Annotated); ok {
+		item = a.Item
+		for i, ann := range a.Anns {
+			if line, ok := lineAnnotation(a, i); ok {
+				if !f.atLineStart() {
+					f.nl(depth)
+				}
+				f.buf.WriteString(line)
+				f.nl(depth)
+				continue
+			}
+			f.buf.WriteByte('@')
+			f.data(ann, depth)
+			f.buf.WriteByte(' ')
+		}
+	}
+	if seq, ok := preserves.Unwrap(item).(preserves.Sequence); ok && isBlock {
+		if len(seq) == 0 {
+			f.buf.WriteString("[]")
+			return
+		}
+		f.buf.WriteByte('[')
+		f.nl(depth + 1)
+		f.block(seq, depth+1)
+		f.nl(depth)
+		f.buf.WriteByte(']')
+		return
+	}
+	f.data(item, depth)
+}
+
+// data writes a value with the Preserves writer's indented layout, its
+// continuation lines shifted to depth.
+func (f *formatter) data(v preserves.Value, depth int) {
+	text := preserves.FormatTextIndent(v, indentUnit)
+	if depth > 0 && strings.Contains(text, "\n") {
+		text = strings.ReplaceAll(text, "\n", "\n"+strings.Repeat(indentUnit, depth))
+	}
+	f.buf.WriteString(text)
+}
+
+// blankBefore reports whether the source has a blank line between the end
+// of token prev and the start of token next (its comments included).
+func (f *formatter) blankBefore(prev, next preserves.Value) bool {
+	ps, ns := preserves.PosOf(prev), preserves.PosOf(next)
+	if !ps.IsValid() || !ns.IsValid() || ns.Offset > len(f.src) || ps.Offset >= ns.Offset {
+		return false
+	}
+	end := skipValue(f.src, ps.Offset)
+	if end >= ns.Offset {
+		return false
+	}
+	gap := f.src[end:ns.Offset]
+	for {
+		i := bytes.IndexByte(gap, '\n')
+		if i < 0 {
+			return false
+		}
+		gap = gap[i+1:]
+		j := 0
+		for j < len(gap) && (gap[j] == ' ' || gap[j] == '\t' || gap[j] == '\r') {
+			j++
+		}
+		if j < len(gap) && gap[j] == '\n' {
+			return true
+		}
+	}
+}
+
+// lineAnnotation returns the line form of annotation i of a when it is a
+// comment (`# text`) or an interpreter line (`#!text`), as the Preserves
+// writer renders them.
+func lineAnnotation(a *preserves.Annotated, i int) (string, bool) {
+	ann := a.Anns[i]
+	if i < len(a.Comment) && a.Comment[i] {
+		s, ok := ann.(preserves.String)
+		if !ok || strings.ContainsAny(string(s), "\r\n") {
+			return "", false
+		}
+		if s == "" {
+			return "#", true
+		}
+		return "# " + string(s), true
+	}
+	if r, ok := ann.(*preserves.Record); ok && len(r.Fields) == 1 && preserves.Equal(r.Label, preserves.Symbol("interpreter")) {
+		if s, ok := r.Fields[0].(preserves.String); ok && !strings.ContainsAny(string(s), "\r\n") {
+			return "#!" + string(s), true
+		}
+	}
+	return "", false
+}
