@@ -30,6 +30,9 @@ func FuzzBinaryDecode(f *testing.F) {
 		opts := DecodeOptions{Annotations: true}
 		v, err := DecodeBinary(data, opts)
 		binCheckChunked(t, data, opts)
+		// A small depth limit and dropped annotations exercise the limit
+		// and skipping paths of both decoders.
+		binCheckChunked(t, data, DecodeOptions{MaxDepth: 4})
 		if err != nil {
 			var pe *Error
 			if !errors.As(err, &pe) || binClass(err) == nil {

@@ -31,6 +31,18 @@
 // comes back wrapped in *Annotated with its Pos filled in, so plain values pay
 // nothing for positions while the script compiler can ask any node where it
 // came from.
+//
+// # Binary syntax
+//
+// [EncodeCanonical] writes the canonical form (no annotations; set elements
+// and dictionary entries ordered by the bytes of their encodings, which is
+// not the value order), the form that is hashed and signed;
+// [EncodeBinary] can also keep annotations. [DecodeBinary] reads one value
+// from a buffer, and [Decoder] and [BinaryReader] read streams. Decoding is
+// bounded against hostile input (nesting depth, value length, no allocation
+// from a claimed length) and reports malformed input, truncated input and
+// exceeded limits as distinct error classes. See binary_decode.go and
+// binary_stream.go for the design.
 package preserves
 
 import (
