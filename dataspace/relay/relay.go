@@ -486,6 +486,7 @@ func (c *Conn) writeLoop(ctx context.Context) error {
 		c.mu.Lock()
 		buf, closing := c.out, c.closing
 		c.out = spare[:0]
+		spare = nil // now owned by c.out; buf becomes the next spare
 		c.mu.Unlock()
 		if closing || ctx.Err() != nil {
 			// Final flush, bounded: a peer that does not read cannot
@@ -512,11 +513,9 @@ func (c *Conn) writeLoop(ctx context.Context) error {
 				})
 				return dataspace.ErrKeepFacet
 			}
-			if cap(buf) <= 1<<20 {
-				spare = buf
-			} else {
-				spare = nil
-			}
+		}
+		if cap(buf) <= 1<<20 {
+			spare = buf
 		}
 		select {
 		case <-c.wake:

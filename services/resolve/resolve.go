@@ -1,0 +1,373 @@
+// Package resolve implements the client-side resolution services of
+// services spec §10, for TCP transports and `ref` (sturdy) path steps:
+//
+//   - `<q <connect-transport <tcp HOST PORT>>>`: keep a relay connection
+//     open (importing the peer's oid 0), answering
+//     `<a <connect-transport ADDR> <ok <connected-transport ADDR #:CTL #:PEER>>>`,
+//     or `<error KIND>` while connecting fails; reconnect with the §2.3
+//     delays when it ends. `<force-disconnect>` to CTL drops it.
+//   - `<q <resolve-path <route [TRANSPORT…] STEP…>>>`: connect the
+//     transports, pick the least connected one in Preserves order, resolve
+//     the steps in turn through `resolve-path-step` questions, and answer
+//     `<ok <resolved-path ADDR #:CTL #:TARGET>>`. Step errors are propagated
+//     as the route's answer (Q13's recommendation).
+//   - `<q <resolve-path-step #:ORIGIN <ref PARAMS>>>`: assert
+//     `<resolve <ref PARAMS> #:OBS>` at ORIGIN and mirror each answer.
+//
+// Everything lives in facets of the actor that calls Boot (no worker
+// actors): a connection attempt is a facet, its relay a child facet, and a
+// retracted question stops its facet, which closes what it opened.
+// Noise steps, WebSocket and Unix transports are not handled here.
+package resolve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/relay"
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services"
+)
+
+var (
+	symQ                  = preserves.Symbol("q")
+	symA                  = preserves.Symbol("a")
+	symOk                 = preserves.Symbol("ok")
+	symError              = preserves.Symbol("error")
+	symConnectTransport   = preserves.Symbol("connect-transport")
+	symConnectedTransport = preserves.Symbol("connected-transport")
+	symResolvePath        = preserves.Symbol("resolve-path")
+	symResolvedPath       = preserves.Symbol("resolved-path")
+	symResolvePathStep    = preserves.Symbol("resolve-path-step")
+	symRoute              = preserves.Symbol("route")
+	symTCP                = preserves.Symbol("tcp")
+	symRef                = preserves.Symbol("ref")
+	symResolve            = preserves.Symbol("resolve")
+	symForceDisconnect    = preserves.Symbol("force-disconnect")
+)
+
+// Options tunes the services; the zero value is the spec's behaviour.
+type Options struct {
+	// Delay and Backoff replace services.RestartDelay and RestartBackoff
+	// between connection attempts (tests shorten them).
+	Delay, Backoff time.Duration
+}
+
+// Boot installs the three resolution services in env.Config.
+func Boot(t *dataspace.Turn, env services.Env) error { return BootWith(t, env, Options{}) }
+
+// BootWith is Boot with explicit options.
+func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
+	if env.Config == nil {
+		return fmt.Errorf("resolve: Boot needs a config dataspace")
+	}
+	if opts.Delay <= 0 {
+		opts.Delay = services.RestartDelay
+	}
+	if opts.Backoff <= 0 {
+		opts.Backoff = services.RestartBackoff
+	}
+	s := &svc{cfg: env.Config, log: env.Logger, opts: opts}
+	q := func(p pattern.Pattern) pattern.Pattern { return pattern.Rec(symQ, p) }
+	t.During(env.Config, q(pattern.Rec(symConnectTransport, pattern.Capture())), func(t *dataspace.Turn, caps []preserves.Value) error {
+		s.connectTransport(t, preserves.Strip(caps[0]))
+		return nil
+	})
+	t.During(env.Config, q(pattern.Rec(symResolvePath, pattern.Capture())), func(t *dataspace.Turn, caps []preserves.Value) error {
+		s.resolvePath(t, preserves.Strip(caps[0]))
+		return nil
+	})
+	t.During(env.Config, q(pattern.Rec(symResolvePathStep, pattern.Capture(), pattern.Rec(symRef, pattern.Capture()))), func(t *dataspace.Turn, caps []preserves.Value) error {
+		s.sturdyStep(t, caps[0], caps[1])
+		return nil
+	})
+	return nil
+}
+
+type svc struct {
+	cfg  *dataspace.Ref
+	log  zerolog.Logger
+	opts Options
+}
+
+func answer(req, result preserves.Value) preserves.Value {
+	return preserves.NewRecord(symA, req, result)
+}
+
+func ok(v preserves.Value) preserves.Value   { return preserves.NewRecord(symOk, v) }
+func fail(v preserves.Value) preserves.Value { return preserves.NewRecord(symError, v) }
+
+// ---- transport connector ----
+
+func (s *svc) connectTransport(t *dataspace.Turn, addr preserves.Value) {
+	r, isRec := addr.(*preserves.Record)
+	if !isRec || !preserves.Equal(r.Label, symTCP) || len(r.Fields) != 2 {
+		return // non-TCP addresses are ignored
+	}
+	host, ok1 := r.Fields[0].(preserves.String)
+	port, ok2 := r.Fields[1].(preserves.Int)
+	if !ok1 || !ok2 || port < 0 || port > 65535 {
+		return
+	}
+	hostport := net.JoinHostPort(string(host), strconv.Itoa(int(port)))
+	req := preserves.NewRecord(symConnectTransport, addr)
+	log := s.log.With().Str("transport", preserves.FormatText(addr)).Logger()
+	var terms []time.Time
+	var attempt func(t *dataspace.Turn)
+	// The error answer of a failed attempt belongs to the question's facet
+	// and stays up until an attempt succeeds (re-asserting an equal value
+	// is invisible to observers).
+	var errHandle dataspace.Handle
+	// retry stops the attempt facet (withdrawing its answer) and schedules
+	// the next attempt in the question's facet after the §2.3 delay.
+	retry := func(t *dataspace.Turn, id dataspace.FacetID, failure preserves.Value) {
+		t.StopFacetAndContinue(id, func(t *dataspace.Turn) error {
+			if failure != nil {
+				t.Update(&errHandle, s.cfg, answer(req, fail(failure)))
+			}
+			now := time.Now()
+			kept := terms[:0]
+			for _, x := range terms {
+				if now.Sub(x) < services.TerminationWindow {
+					kept = append(kept, x)
+				}
+			}
+			terms = append(kept, now)
+			d := s.opts.Delay
+			if len(terms) > 1 {
+				d = s.opts.Backoff
+			}
+			t.After(d, func(t *dataspace.Turn) error { attempt(t); return nil })
+			return nil
+		})
+	}
+	attempt = func(t *dataspace.Turn) {
+		_, _ = t.Facet(func(t *dataspace.Turn) error {
+			fr := t.FacetRef()
+			id := t.ActiveFacet()
+			t.LinkedTask("connect", func(ctx context.Context) error {
+				var d net.Dialer
+				nc, err := d.DialContext(ctx, "tcp", hostport)
+				if err != nil {
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					log.Debug().Err(err).Msg("connect failed")
+					fr.Activate(func(t *dataspace.Turn) error {
+						retry(t, id, errKind(err))
+						return nil
+					})
+					return dataspace.ErrKeepFacet
+				}
+				var conn *relay.Conn
+				if !fr.Activate(func(t *dataspace.Turn) error {
+					c, peer := relay.Run(t, nc, relay.Options{ImportInitial: true, Logger: log})
+					conn = c
+					ctl := t.Create(&control{conn: c})
+					t.Assert(s.cfg, answer(req, ok(preserves.NewRecord(symConnectedTransport, addr, dataspace.Embed(ctl), dataspace.Embed(peer)))))
+					t.Retract(errHandle)
+					errHandle = 0
+					return nil
+				}) || conn == nil {
+					nc.Close()
+					return ctx.Err()
+				}
+				select {
+				case <-conn.Done():
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+				log.Debug().Err(conn.Err()).Msg("connection ended")
+				fr.Activate(func(t *dataspace.Turn) error { retry(t, id, nil); return nil })
+				return dataspace.ErrKeepFacet
+			})
+			return nil
+		})
+	}
+	attempt(t)
+}
+
+// control accepts `<force-disconnect>`.
+type control struct {
+	dataspace.BaseEntity
+	conn *relay.Conn
+}
+
+func (c *control) Message(t *dataspace.Turn, v preserves.Value) error {
+	if r, ok := v.(*preserves.Record); ok && preserves.Equal(r.Label, symForceDisconnect) {
+		c.conn.StopIn(t)
+	}
+	return nil
+}
+
+// errKind names an OS error kind the way the reference does (Rust's
+// io::ErrorKind).
+func errKind(err error) preserves.Symbol {
+	var dns *net.DNSError
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "ConnectionRefused"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "ConnectionReset"
+	case errors.Is(err, syscall.EHOSTUNREACH):
+		return "HostUnreachable"
+	case errors.Is(err, syscall.ENETUNREACH):
+		return "NetworkUnreachable"
+	case errors.Is(err, syscall.EADDRNOTAVAIL):
+		return "AddrNotAvailable"
+	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, syscall.ETIMEDOUT):
+		return "TimedOut"
+	case errors.Is(err, os.ErrPermission):
+		return "PermissionDenied"
+	case errors.As(err, &dns):
+		return "NotFound"
+	}
+	return "Other"
+}
+
+// ---- sturdy path step ----
+
+func (s *svc) sturdyStep(t *dataspace.Turn, originv, params preserves.Value) {
+	origin, isRef := dataspace.RefOf(originv)
+	if !isRef {
+		return
+	}
+	step := preserves.NewRecord(symRef, params)
+	req := preserves.NewRecord(symResolvePathStep, originv, step)
+	obs := t.Create(&mirror{cfg: s.cfg, req: req, out: make(map[dataspace.Handle]dataspace.Handle)})
+	t.Assert(origin, preserves.NewRecord(symResolve, step, dataspace.Embed(obs)))
+}
+
+// mirror relays each answer asserted to it as `<a REQ ANSWER>`.
+type mirror struct {
+	dataspace.BaseEntity
+	cfg *dataspace.Ref
+	req preserves.Value
+	out map[dataspace.Handle]dataspace.Handle
+}
+
+func (m *mirror) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
+	m.out[h] = t.Assert(m.cfg, answer(m.req, v))
+	return nil
+}
+
+func (m *mirror) Retract(t *dataspace.Turn, h dataspace.Handle) error {
+	if x, ok := m.out[h]; ok {
+		delete(m.out, h)
+		t.Retract(x)
+	}
+	return nil
+}
+
+// ---- path resolver ----
+
+type connected struct {
+	addr     preserves.Value
+	ctl, ref preserves.Value
+}
+
+func (s *svc) resolvePath(t *dataspace.Turn, route preserves.Value) {
+	r, isRec := route.(*preserves.Record)
+	if !isRec || !preserves.Equal(r.Label, symRoute) || len(r.Fields) < 1 {
+		return
+	}
+	transports, isSeq := r.Fields[0].(preserves.Sequence)
+	if !isSeq {
+		return
+	}
+	steps := r.Fields[1:]
+	for _, st := range steps {
+		sr, ok := st.(*preserves.Record)
+		if !ok {
+			return
+		}
+		if _, ok := sr.Label.(preserves.Symbol); !ok {
+			return
+		}
+	}
+	req := preserves.NewRecord(symResolvePath, route)
+	up := make(map[string]connected)
+	var chosen string
+	var stepsFacet dataspace.FacetID
+	var rec *services.Reconciler
+	rec = services.NewReconciler(t, func(t *dataspace.Turn) error {
+		best := ""
+		var bestV preserves.Value
+		for k, c := range up {
+			if bestV == nil || preserves.Compare(c.addr, bestV) < 0 {
+				best, bestV = k, c.addr
+			}
+		}
+		if best == chosen && (best == "" || stepsFacet != 0) {
+			return nil
+		}
+		if stepsFacet != 0 {
+			t.StopFacet(stepsFacet)
+			stepsFacet = 0
+		}
+		chosen = best
+		if best == "" {
+			return nil
+		}
+		c := up[best]
+		stepsFacet, _ = t.Facet(func(t *dataspace.Turn) error {
+			t.PreventInertCheck()
+			s.resolveSteps(t, req, c, c.ref, steps)
+			return nil
+		})
+		return nil
+	})
+	for _, tr := range transports {
+		tr := preserves.Strip(tr)
+		creq := preserves.NewRecord(symConnectTransport, tr)
+		t.Assert(s.cfg, preserves.NewRecord(symQ, creq))
+		p := pattern.Rec(symA, pattern.Lift(creq), pattern.Rec(symOk, pattern.Rec(symConnectedTransport, pattern.Capture(), pattern.Capture(), pattern.Capture())))
+		t.During(s.cfg, p, func(t *dataspace.Turn, caps []preserves.Value) error {
+			k := preserves.FormatText(tr)
+			up[k] = connected{addr: caps[0], ctl: caps[1], ref: caps[2]}
+			rec.Kick(t)
+			t.OnStop(func(t *dataspace.Turn) error {
+				delete(up, k)
+				rec.Kick(t)
+				return nil
+			})
+			return nil
+		})
+	}
+}
+
+// resolveSteps asks for step 0 at origin and continues with the rest at
+// its answer, in nested facets: a withdrawn answer stops everything
+// downstream of it.
+func (s *svc) resolveSteps(t *dataspace.Turn, req preserves.Value, c connected, origin preserves.Value, steps []preserves.Value) {
+	if len(steps) == 0 {
+		t.Assert(s.cfg, answer(req, ok(preserves.NewRecord(symResolvedPath, c.addr, c.ctl, origin))))
+		return
+	}
+	sreq := preserves.NewRecord(symResolvePathStep, origin, steps[0])
+	t.Assert(s.cfg, preserves.NewRecord(symQ, sreq))
+	t.During(s.cfg, pattern.Rec(symA, pattern.Lift(sreq), pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
+		res, isRec := caps[0].(*preserves.Record)
+		switch {
+		case isRec && preserves.Equal(res.Label, symOk) && len(res.Fields) == 1:
+			if _, isRef := dataspace.RefOf(res.Fields[0]); !isRef {
+				t.Assert(s.cfg, answer(req, fail(preserves.Symbol("invalid-path-step-result"))))
+				return nil
+			}
+			s.resolveSteps(t, req, c, res.Fields[0], steps[1:])
+		case isRec && preserves.Equal(res.Label, symError) && len(res.Fields) == 1:
+			t.Assert(s.cfg, answer(req, caps[0])) // Q13: propagated
+		}
+		return nil
+	})
+}

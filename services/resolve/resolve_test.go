@@ -1,0 +1,229 @@
+package resolve
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/relay"
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services"
+)
+
+func waitFor(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func newSys(tb testing.TB) *dataspace.System {
+	s := dataspace.NewSystem(dataspace.Options{})
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			tb.Error(err)
+		}
+	})
+	return s
+}
+
+// fakeGK answers `<resolve <ref {oid: "good" …}> #:k>` with `<ok #:target>`
+// and other steps with `<error nope>`.
+type fakeGK struct {
+	dataspace.BaseEntity
+	target *dataspace.Ref
+}
+
+func (g *fakeGK) Assert(t *dataspace.Turn, v preserves.Value, _ dataspace.Handle) error {
+	r := v.(*preserves.Record)
+	k, _ := dataspace.RefOf(r.Fields[1])
+	step := r.Fields[0].(*preserves.Record)
+	if d, ok := step.Fields[0].(*preserves.Dictionary); ok {
+		if oid, _ := d.Get(preserves.Symbol("oid")); preserves.Equal(oid, preserves.String("good")) {
+			t.Assert(k, ok1(dataspace.Embed(g.target)))
+			return nil
+		}
+	}
+	t.Assert(k, fail(preserves.Symbol("nope")))
+	return nil
+}
+
+func ok1(v preserves.Value) preserves.Value { return ok(v) }
+
+type sink struct {
+	dataspace.BaseEntity
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (s *sink) Message(_ *dataspace.Turn, v preserves.Value) error {
+	s.mu.Lock()
+	s.msgs = append(s.msgs, preserves.FormatText(v))
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *sink) n() int { s.mu.Lock(); defer s.mu.Unlock(); return len(s.msgs) }
+
+// startServer listens on loopback and serves a fake gatekeeper as oid 0.
+func startServer(tb testing.TB) (port int, target *sink, conns func() int) {
+	sys := newSys(tb)
+	target = &sink{}
+	gkc := make(chan *dataspace.Ref, 1)
+	sys.Spawn("server", func(t *dataspace.Turn) error {
+		t.PreventInertCheck()
+		gkc <- t.Create(&fakeGK{target: t.Create(target)})
+		return nil
+	})
+	gk := <-gkc
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ln.Close() })
+	var mu sync.Mutex
+	n := 0
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			n++
+			mu.Unlock()
+			relay.Spawn(sys, "conn", c, relay.Options{InitialRef: gk})
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port, target, func() int { mu.Lock(); defer mu.Unlock(); return n }
+}
+
+// client is the resolving side: a config dataspace with the services and
+// a mirror of `<a …>` answers.
+type client struct {
+	fr  dataspace.FacetRef
+	cfg *dataspace.Ref
+	mu  sync.Mutex
+	ans map[string]preserves.Value // request text → answer
+}
+
+func newClient(tb testing.TB) *client {
+	sys := newSys(tb)
+	c := &client{ans: make(map[string]preserves.Value)}
+	ch := make(chan struct{})
+	sys.Spawn("client", func(t *dataspace.Turn) error {
+		t.PreventInertCheck()
+		c.fr = t.FacetRef()
+		c.cfg = t.Create(dataspace.NewDataspace())
+		if err := BootWith(t, services.Env{Config: c.cfg, Logger: zerolog.Nop()}, Options{Delay: 10 * time.Millisecond, Backoff: 50 * time.Millisecond}); err != nil {
+			return err
+		}
+		t.During(c.cfg, pattern.Rec(symA, pattern.Capture(), pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
+			k := preserves.FormatText(caps[0])
+			c.mu.Lock()
+			c.ans[k] = caps[1]
+			c.mu.Unlock()
+			t.OnStop(func(*dataspace.Turn) error {
+				c.mu.Lock()
+				delete(c.ans, k)
+				c.mu.Unlock()
+				return nil
+			})
+			return nil
+		})
+		close(ch)
+		return nil
+	})
+	<-ch
+	return c
+}
+
+func (c *client) do(fn func(t *dataspace.Turn)) {
+	c.fr.Activate(func(t *dataspace.Turn) error { fn(t); return nil })
+}
+
+func (c *client) answer(req preserves.Value) preserves.Value {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ans[preserves.FormatText(req)]
+}
+
+func tcp(port int) preserves.Value {
+	return preserves.NewRecord(symTCP, preserves.String("127.0.0.1"), preserves.Int(port))
+}
+
+func TestConnectTransport(t *testing.T) {
+	port, _, conns := startServer(t)
+	c := newClient(t)
+	req := preserves.NewRecord(symConnectTransport, tcp(port))
+	c.do(func(t *dataspace.Turn) { t.Assert(c.cfg, preserves.NewRecord(symQ, req)) })
+	waitFor(t, "connected", func() bool { return c.answer(req) != nil })
+	a := c.answer(req).(*preserves.Record)
+	ct := a.Fields[0].(*preserves.Record)
+	if a.Label != symOk || ct.Label != symConnectedTransport || !preserves.Equal(ct.Fields[0], tcp(port)) {
+		t.Fatalf("answer %v", a)
+	}
+	ctl, _ := dataspace.RefOf(ct.Fields[1])
+	peer, _ := dataspace.RefOf(ct.Fields[2])
+	// The peer is the server's oid 0: a resolve through it works.
+	k := &sink{}
+	c.do(func(t *dataspace.Turn) {
+		t.Assert(peer, preserves.NewRecord(symResolve, preserves.NewRecord(symRef, preserves.NewDictionary(
+			preserves.DictEntry{Key: preserves.Symbol("oid"), Value: preserves.String("good")})), dataspace.Embed(t.Create(k))))
+	})
+	// force-disconnect: the connection is dropped and re-established.
+	c.do(func(t *dataspace.Turn) { t.Message(ctl, preserves.NewRecord(symForceDisconnect)) })
+	waitFor(t, "reconnect", func() bool { return conns() == 2 && c.answer(req) != nil })
+}
+
+func TestConnectTransportRefused(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	c := newClient(t)
+	req := preserves.NewRecord(symConnectTransport, tcp(port))
+	c.do(func(t *dataspace.Turn) { t.Assert(c.cfg, preserves.NewRecord(symQ, req)) })
+	want := fail(preserves.Symbol("ConnectionRefused"))
+	waitFor(t, "error answer", func() bool { a := c.answer(req); return a != nil && preserves.Equal(a, want) })
+}
+
+func TestResolvePath(t *testing.T) {
+	port, target, _ := startServer(t)
+	c := newClient(t)
+	good := preserves.NewRecord(symRef, preserves.NewDictionary(
+		preserves.DictEntry{Key: preserves.Symbol("oid"), Value: preserves.String("good")},
+		preserves.DictEntry{Key: preserves.Symbol("sig"), Value: preserves.ByteString("")}))
+	route := preserves.NewRecord(symRoute, preserves.Sequence{tcp(port)}, good)
+	req := preserves.NewRecord(symResolvePath, route)
+	c.do(func(t *dataspace.Turn) { t.Assert(c.cfg, preserves.NewRecord(symQ, req)) })
+	waitFor(t, "resolved", func() bool { return c.answer(req) != nil })
+	a := c.answer(req).(*preserves.Record)
+	rp, isRec := a.Fields[0].(*preserves.Record)
+	if a.Label != symOk || !isRec || rp.Label != symResolvedPath || !preserves.Equal(rp.Fields[0], tcp(port)) {
+		t.Fatalf("answer %v", a)
+	}
+	tgt, _ := dataspace.RefOf(rp.Fields[2])
+	c.do(func(t *dataspace.Turn) { t.Message(tgt, preserves.Symbol("via-route")) })
+	waitFor(t, "message at the target", func() bool { return target.n() == 1 })
+
+	// A step the gatekeeper refuses: the error is the route's answer.
+	bad := preserves.NewRecord(symRef, preserves.NewDictionary(
+		preserves.DictEntry{Key: preserves.Symbol("oid"), Value: preserves.String("bad")},
+		preserves.DictEntry{Key: preserves.Symbol("sig"), Value: preserves.ByteString("")}))
+	req2 := preserves.NewRecord(symResolvePath, preserves.NewRecord(symRoute, preserves.Sequence{tcp(port)}, bad))
+	c.do(func(t *dataspace.Turn) { t.Assert(c.cfg, preserves.NewRecord(symQ, req2)) })
+	want := fail(preserves.Symbol("nope"))
+	waitFor(t, "error answer", func() bool { a := c.answer(req2); return a != nil && preserves.Equal(a, want) })
+}
