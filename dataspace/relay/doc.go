@@ -50,6 +50,20 @@
 // ref, oid 0, never), events for dead oids are ignored, events for oids
 // never issued are protocol errors.
 //
+// # Deviations from the reference, and why
+//
+//   - Wire handles are allocated per connection from 0 instead of reusing
+//     the process-wide local handle (§15.6): the peer treats them as
+//     opaque, and a per-connection counter makes a session's byte stream
+//     deterministic (the golden tests depend on it) and keeps varints
+//     short.
+//   - Outbound Sync is implemented (§15.8, quirk 1) as the spec asks.
+//   - Quirks 11 and 12 are not copied: symbols reaching zero leave both
+//     indexes, memoised attenuations with them.
+//   - Errors caused by the peer stop the relay facet instead of crashing
+//     the host actor, so a relay can share an actor with other work (the
+//     connection's assertions are retracted either way).
+//
 // # Hostile input
 //
 // Malformed packets, unknown-oid events, duplicate remote handles,

@@ -81,7 +81,7 @@ func appendEvent(dst []byte, ev *Event, syn Syntax) ([]byte, error) {
 
 // fastTurn parses a binary Turn packet made of well-formed events. ok is
 // false when anything is unusual; the caller then uses the general path.
-func fastTurn(raw []byte, maxDepth, maxSize int) (evs []Event, ok bool) {
+func fastTurn(evs []Event, raw []byte, maxDepth, maxSize int) ([]Event, bool) {
 	if len(raw) < 2 || raw[0] != 0xB5 || raw[len(raw)-1] != 0x84 {
 		return nil, false
 	}
@@ -214,9 +214,11 @@ func skipValue(b []byte, p, depth, maxDepth int) (int, bool) {
 	return 0, false
 }
 
-func fastTurnIf(raw []byte, syn Syntax, maxDepth, maxSize int) ([]Event, bool) {
+// fastTurnIf appends the events of a binary Turn packet to dst (which the
+// reader reuses from packet to packet).
+func fastTurnIf(dst []Event, raw []byte, syn Syntax, maxDepth, maxSize int) ([]Event, bool) {
 	if syn != Binary {
 		return nil, false
 	}
-	return fastTurn(raw, maxDepth, maxSize)
+	return fastTurn(dst, raw, maxDepth, maxSize)
 }

@@ -531,6 +531,7 @@ func (c *Conn) writeLoop(ctx context.Context) error {
 func (c *Conn) readLoop(ctx context.Context) error {
 	defer c.taskDone()
 	f := newFramer(c.opts.MaxPacketSize, c.opts.MaxDepth)
+	var evBuf []Event
 	for {
 		n, rerr := f.readFrom(c.r)
 		if n > 0 {
@@ -540,8 +541,9 @@ func (c *Conn) readLoop(ctx context.Context) error {
 					break
 				}
 				var pkt Packet
-				if evs, ok := fastTurnIf(raw, syn, c.opts.MaxDepth, c.opts.MaxPacketSize); ok && err == nil {
+				if evs, ok := fastTurnIf(evBuf[:0], raw, syn, c.opts.MaxDepth, c.opts.MaxPacketSize); ok && err == nil {
 					pkt = Packet{Kind: TurnPacket, Events: evs}
+					evBuf = evs
 				} else if err == nil {
 					var v preserves.Value
 					v, err = decodePacket(raw, syn, off, c.opts.MaxDepth, c.opts.MaxPacketSize)
@@ -560,10 +562,17 @@ func (c *Conn) readLoop(ctx context.Context) error {
 					})
 					return dataspace.ErrKeepFacet
 				}
-				if !c.fr.Activate(func(t *dataspace.Turn) error {
+				alive := c.fr.Activate(func(t *dataspace.Turn) error {
 					c.handle(t, pkt, syn, off)
 					return nil
-				}) || ctx.Err() != nil {
+				})
+				// The events are not retained past their turn: reuse the
+				// slice, without pinning the values.
+				clear(evBuf)
+				if cap(evBuf) > 4096 {
+					evBuf = nil
+				}
+				if !alive || ctx.Err() != nil {
 					return ctx.Err()
 				}
 			}
