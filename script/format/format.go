@@ -77,7 +77,7 @@ func Source(file string, src []byte) ([]byte, error) {
 	f := &formatter{src: src}
 	body := vals
 	var anchor preserves.Value
-	if trailing {
+	if trailing && onlyLineAnnotations(vals[len(vals)-1]) {
 		body, anchor = vals[:len(vals)-1], vals[len(vals)-1]
 	}
 	f.block(body, 0)
@@ -90,12 +90,11 @@ func Source(file string, src []byte) ([]byte, error) {
 		}
 		a := anchor.(*preserves.Annotated)
 		for i := range a.Anns {
-			if line, ok := lineAnnotation(a, i); ok {
-				if i > 0 {
-					f.nl(0)
-				}
-				f.buf.WriteString(line)
+			line, _ := lineAnnotation(a, i)
+			if i > 0 {
+				f.nl(0)
 			}
+			f.buf.WriteString(line)
 		}
 	}
 	if f.buf.Len() > 0 {
@@ -243,4 +242,20 @@ func lineAnnotation(a *preserves.Annotated, i int) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// onlyLineAnnotations reports whether every annotation of v is a comment or
+// interpreter line. Only then can the anchor of trailing comments be left
+// out: an `@` annotation needs the value after it.
+func onlyLineAnnotations(v preserves.Value) bool {
+	a, ok := v.(*preserves.Annotated)
+	if !ok {
+		return false
+	}
+	for i := range a.Anns {
+		if _, ok := lineAnnotation(a, i); !ok {
+			return false
+		}
+	}
+	return true
 }

@@ -173,6 +173,7 @@ func TestIdempotentOnRepository(t *testing.T) {
 func FuzzSource(f *testing.F) {
 	f.Add([]byte("? <a ?x> [<b $x>]\n# c\n<d>"))
 	f.Add([]byte("let ?x = join \"/\" [\"a\"]\n\n$log ! <log>"))
+	f.Add([]byte("@0#"))
 	f.Add([]byte("<a #{1 2} #\"bytes\" #x\"00ff\" |sym bol| #:<e>>\n# trailing"))
 	f.Fuzz(func(t *testing.T, src []byte) {
 		out, err := Source("f.pr", src)
