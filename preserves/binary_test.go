@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/big"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -573,6 +574,26 @@ func TestBinaryLimits(t *testing.T) {
 	}
 	if _, err := DecodeBinary(claim, DecodeOptions{MaxLength: -1}); !errors.Is(err, ErrUnexpectedEOF) {
 		t.Errorf("unlimited: claimed length without bytes is premature EOF, got %v", err)
+	}
+	// Within the limit, a claimed length is not allocated before its bytes
+	// arrive, neither by DecodeBinary nor by the incremental Decoder.
+	claim = binHex("B2 80 80 80 10") // 2^25 bytes: under DefaultMaxLength
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 10 {
+		if _, err := DecodeBinary(claim, DecodeOptions{}); !errors.Is(err, ErrUnexpectedEOF) {
+			t.Fatalf("claimed length within the limit: %v", err)
+		}
+		dec := NewDecoder(DecodeOptions{})
+		dec.Write(claim)
+		dec.Write([]byte("some bytes"))
+		if _, err := dec.Next(); !errors.Is(err, ErrUnexpectedEOF) {
+			t.Fatalf("decoder, claimed length within the limit: %v", err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
+		t.Errorf("claims of 2^25 bytes allocated %d bytes", grew)
 	}
 	if _, err := DecodeBinary(EncodeCanonical(String("hello")), DecodeOptions{MaxLength: 4}); !errors.Is(err, ErrLimit) {
 		t.Errorf("input beyond MaxLength: %v", err)
