@@ -1,8 +1,10 @@
 package relay
 
 import (
+	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/syndicate-go/syndicate/dataspace"
@@ -70,3 +72,27 @@ func TestRunOverPipesWithProcess(t *testing.T) {
 	conn.Close()
 	<-conn.Done()
 }
+
+// The detached reader used for blocking descriptors: Close unblocks Read
+// even though the underlying Read never returns.
+func TestAsyncReaderClose(t *testing.T) {
+	block := make(chan struct{})
+	defer close(block)
+	a := newAsyncReader(readerFunc(func(p []byte) (int, error) { <-block; return 0, io.EOF }))
+	done := make(chan error, 1)
+	go func() { _, err := a.Read(make([]byte, 8)); done <- err }()
+	a.Close()
+	if err := <-done; err != io.ErrClosedPipe {
+		t.Fatalf("err = %v", err)
+	}
+	// Data and errors pass through in order.
+	b := newAsyncReader(strings.NewReader("hello"))
+	got, err := io.ReadAll(b)
+	if err != nil || string(got) != "hello" {
+		t.Fatalf("%q %v", got, err)
+	}
+}
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
