@@ -68,6 +68,8 @@ type tree struct {
 
 	visiting map[fileID]bool // directories on the current recursion stack (symlink loops)
 	rewatch  bool            // during a full scan: re-add every watch, repairing lost ones
+
+	warnedHidden bool // the hidden-PATH warning is given once, not every rescan
 }
 
 func newTree(root string, w dirWatcher, log zerolog.Logger) *tree {
@@ -101,7 +103,8 @@ func within(p, dir string) bool {
 // scanAll reconciles the whole tree (initial scan and periodic backstop).
 func (t *tree) scanAll() []Change {
 	var out []Change
-	if strings.HasPrefix(filepath.Base(t.root), ".") {
+	if strings.HasPrefix(filepath.Base(t.root), ".") && !t.warnedHidden {
+		t.warnedHidden = true
 		// §3.3 applies the hidden-name rule to PATH itself, as the reference
 		// does; say so, since nothing at all will be loaded.
 		t.log.Warn().Str("path", t.root).Msg("config path is hidden (name starts with '.'); nothing under it is loaded")
