@@ -177,3 +177,25 @@ func TestParseAddress(t *testing.T) {
 		}
 	}
 }
+
+func FuzzParseAddress(f *testing.F) {
+	for _, s := range []string{"127.0.0.1:9", "unix:/x", "/y", "tcp:[::1]:1", "<tcp \"h\" 1>", "<unix \"/p\">", "<tcp \"h\" 99999>", "[1 2]"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		// As a Go string and, when it parses, as a Preserves value: never
+		// a panic; success means a usable network.
+		check := func(a Address, err error) {
+			if err == nil && a.Network != "tcp" && a.Network != "unix" {
+				t.Fatalf("network %q", a.Network)
+			}
+			if err != nil && !errors.Is(err, ErrAddress) {
+				t.Fatalf("error %v does not wrap ErrAddress", err)
+			}
+		}
+		check(ParseAddress(s))
+		if v, err := preserves.ParseText(s); err == nil {
+			check(ParseAddress(v))
+		}
+	})
+}
