@@ -37,7 +37,9 @@ func BenchmarkWatcherWriteToChange(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	w.Scan()
+	if _, err := w.Scan(); err != nil {
+		b.Fatal(err)
+	}
 	got := make(chan string, 64)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -150,12 +152,13 @@ func BenchmarkFullRescan(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer w.Close()
-	if n := len(w.Scan()); n != 500 {
+	if cs, _ := w.Scan(); len(cs) != 500 {
+		n := len(cs)
 		b.Fatalf("initial scan found %d scripts", n)
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if cs := w.Scan(); len(cs) != 0 {
+		if cs, _ := w.Scan(); len(cs) != 0 {
 			b.Fatalf("unchanged tree reported %d changes", len(cs))
 		}
 	}

@@ -3,6 +3,7 @@ package config
 import (
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -101,9 +102,13 @@ func within(p, dir string) bool {
 }
 
 // scanAll reconciles the whole tree (initial scan and periodic backstop).
-func (t *tree) scanAll() []Change {
+// The error reports that the root itself (or, for a single-file root, its
+// directory) exists but cannot be watched: at start-up that fails the worker
+// (§3.1 step 3); on a periodic rescan it is only logged.
+func (t *tree) scanAll() ([]Change, error) {
 	var out []Change
-	if strings.HasPrefix(filepath.Base(t.root), ".") && !t.warnedHidden {
+	hidden := strings.HasPrefix(filepath.Base(t.root), ".")
+	if hidden && !t.warnedHidden {
 		t.warnedHidden = true
 		// §3.3 applies the hidden-name rule to PATH itself, as the reference
 		// does; say so, since nothing at all will be loaded.
@@ -112,16 +117,24 @@ func (t *tree) scanAll() []Change {
 	t.rewatch = true
 	defer func() { t.rewatch = false }()
 	t.prune(t.root)
-	if fi, err := os.Stat(t.root); err == nil && !fi.IsDir() {
-		// A single-file root: watch its directory, since editors replace the
-		// file (a new inode) rather than rewrite it.
-		parent := filepath.Dir(t.root)
-		if pfi, err := os.Stat(parent); err == nil {
-			t.ensureWatched(parent, pfi)
+	var rootErr error
+	if fi, err := os.Stat(t.root); err == nil && !hidden {
+		d := t.root
+		if !fi.IsDir() {
+			// A single-file root: watch its directory, since editors
+			// replace the file (a new inode) rather than rewrite it.
+			d = filepath.Dir(t.root)
+			fi, err = os.Stat(d)
+		}
+		if err == nil {
+			err = t.ensureWatched(d, fi)
+		}
+		if err != nil {
+			rootErr = fmt.Errorf("config: watching %s: %w", d, err)
 		}
 	}
 	t.reconcile(t.root, &out)
-	return out
+	return out, rootErr
 }
 
 // update reconciles the given paths, in order. Stale directory watches under
@@ -167,11 +180,11 @@ func (t *tree) unwatch(d string) {
 	_ = t.watch.Remove(d)
 }
 
-func (t *tree) ensureWatched(d string, fi fs.FileInfo) {
+func (t *tree) ensureWatched(d string, fi fs.FileInfo) error {
 	id := idOf(fi)
 	if old, ok := t.dirs[d]; ok {
 		if old == id && !t.rewatch {
-			return
+			return nil
 		}
 		if old != id {
 			t.unwatch(d)
@@ -181,12 +194,14 @@ func (t *tree) ensureWatched(d string, fi fs.FileInfo) {
 	// scan re-adds every one: a watch lost behind our back (overflow, a
 	// race with the directory's creation) is restored, not just papered
 	// over by re-reading files.
-	if err := t.watch.Add(d); err != nil {
+	err := t.watch.Add(d)
+	if err != nil {
 		// Still recorded: every directory whose scripts we know is in
 		// dirs (forgetting relies on it), and the next full scan retries.
 		t.log.Warn().Err(err).Str("dir", d).Msg("cannot watch directory")
 	}
 	t.dirs[d] = id
+	return err
 }
 
 // reconcile brings the model of p (and everything under it) in line with the
@@ -238,7 +253,7 @@ func (t *tree) reconcileDir(p string, fi fs.FileInfo, out *[]Change) {
 
 	// Watch before listing, so a file created between the two is either
 	// listed or reported by an event (then reconciled again, harmlessly).
-	t.ensureWatched(p, fi)
+	_ = t.ensureWatched(p, fi)    // logged; a full scan retries
 	entries, err := os.ReadDir(p) // sorted by name, byte-wise (§3.3)
 	if err != nil {
 		if gone(err) {

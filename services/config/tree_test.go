@@ -12,10 +12,22 @@ import (
 )
 
 // fakeDirs records watch calls instead of talking to inotify, so the tree's
-// bookkeeping can be checked on its own.
-type fakeDirs struct{ watched map[string]bool }
+// bookkeeping can be checked on its own. Adding a directory named in fail
+// fails.
+type fakeDirs struct {
+	watched map[string]bool
+	fail    map[string]bool
+}
 
-func (f *fakeDirs) Add(d string) error    { f.watched[d] = true; return nil }
+var errFakeWatch = errors.New("fake: cannot watch")
+
+func (f *fakeDirs) Add(d string) error {
+	if f.fail[d] {
+		return errFakeWatch
+	}
+	f.watched[d] = true
+	return nil
+}
 func (f *fakeDirs) Remove(d string) error { delete(f.watched, d); return nil }
 
 func (f *fakeDirs) list(root string) []string {
@@ -46,16 +58,16 @@ func TestTreeWatchesVisibleDirectoriesOnly(t *testing.T) {
 	for _, f := range []string{"a/b/c.pr", "a/d.pr", ".git/x.pr", "a/.cache/y.pr", "e/f.txt"} {
 		mustWrite(t, filepath.Join(root, f), "<x>")
 	}
-	fd := &fakeDirs{map[string]bool{}}
+	fd := &fakeDirs{watched: map[string]bool{}}
 	tr := newTree(root, fd, zerolog.Nop())
-	if got := changeList(root, tr.scanAll()); !slices.Equal(got, []string{"+a/b/c.pr", "+a/d.pr"}) {
+	if got := changeList(root, mustScan(t, tr)); !slices.Equal(got, []string{"+a/b/c.pr", "+a/d.pr"}) {
 		t.Fatalf("scan: %v", got)
 	}
 	if got := fd.list(root); !slices.Equal(got, []string{".", "a", "a/b", "e"}) {
 		t.Fatalf("watched: %v", got)
 	}
 	// A second full scan with nothing changed reports nothing.
-	if cs := tr.scanAll(); len(cs) != 0 {
+	if cs := mustScan(t, tr); len(cs) != 0 {
 		t.Fatalf("rescan reported %v", changeList(root, cs))
 	}
 }
@@ -65,9 +77,9 @@ func TestTreeRemovedDirectoryForgetsEverythingUnderIt(t *testing.T) {
 	for _, f := range []string{"a/b/c.pr", "a/d.pr", "ab.pr"} {
 		mustWrite(t, filepath.Join(root, f), "<x>")
 	}
-	fd := &fakeDirs{map[string]bool{}}
+	fd := &fakeDirs{watched: map[string]bool{}}
 	tr := newTree(root, fd, zerolog.Nop())
-	tr.scanAll()
+	mustScan(t, tr)
 	if err := os.RemoveAll(filepath.Join(root, "a")); err != nil {
 		t.Fatal(err)
 	}
@@ -85,9 +97,9 @@ func TestTreeRemovedDirectoryForgetsEverythingUnderIt(t *testing.T) {
 func TestTreeReplacedDirectoryIsRewatched(t *testing.T) {
 	root := t.TempDir()
 	mustWrite(t, filepath.Join(root, "a/x.pr"), "<x>")
-	fd := &fakeDirs{map[string]bool{}}
+	fd := &fakeDirs{watched: map[string]bool{}}
 	tr := newTree(root, fd, zerolog.Nop())
-	tr.scanAll()
+	mustScan(t, tr)
 	oldID := tr.dirs[filepath.Join(root, "a")]
 	// Swap in a different directory with the same content under the same
 	// name: no script changed, but the watch must be renewed (new inode).
@@ -105,7 +117,7 @@ func TestTreeReplacedDirectoryIsRewatched(t *testing.T) {
 
 func TestTreeIgnoresPathsOutsideRoot(t *testing.T) {
 	root := t.TempDir()
-	tr := newTree(filepath.Join(root, "cfg"), &fakeDirs{map[string]bool{}}, zerolog.Nop())
+	tr := newTree(filepath.Join(root, "cfg"), &fakeDirs{watched: map[string]bool{}}, zerolog.Nop())
 	mustWrite(t, filepath.Join(root, "cfgx/a.pr"), "<x>")
 	mustWrite(t, filepath.Join(root, "cfg/a.pr"), "<x>")
 	got := changeList(root, tr.update([]string{filepath.Join(root, "cfgx/a.pr"), filepath.Join(root, "cfg/a.pr")}))
@@ -121,8 +133,8 @@ func TestTreeUnreadableFileKeepsReportedVersion(t *testing.T) {
 	root := t.TempDir()
 	p := filepath.Join(root, "a.pr")
 	mustWrite(t, p, "<x>")
-	tr := newTree(root, &fakeDirs{map[string]bool{}}, zerolog.Nop())
-	tr.scanAll()
+	tr := newTree(root, &fakeDirs{watched: map[string]bool{}}, zerolog.Nop())
+	mustScan(t, tr)
 	if err := os.Chmod(p, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -144,5 +156,43 @@ func TestCanonicalise(t *testing.T) {
 	_, err = canonicalise(filepath.Join(real, "missing"))
 	if !errors.Is(err, ErrCanonicalise) || !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("missing path: %v; want ErrCanonicalise wrapping ErrNotExist", err)
+	}
+}
+
+func mustScan(t *testing.T, tr *tree) []Change {
+	t.Helper()
+	cs, err := tr.scanAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// §3.1 step 3: a root that exists but cannot be watched is an error (the
+// worker fails and is retried); an unwatchable subdirectory is only logged.
+func TestTreeRootWatchFailure(t *testing.T) {
+	root := t.TempDir()
+	mustWrite(t, filepath.Join(root, "sub/a.pr"), "<a>")
+	mustWrite(t, filepath.Join(root, "b.pr"), "<b>")
+	fd := &fakeDirs{watched: map[string]bool{}, fail: map[string]bool{filepath.Join(root, "sub"): true}}
+	tr := newTree(root, fd, zerolog.Nop())
+	cs, err := tr.scanAll()
+	if err != nil || len(cs) != 2 {
+		t.Fatalf("unwatchable subdirectory: %v, %v", changeList(root, cs), err)
+	}
+	fd.fail[root] = true
+	tr = newTree(root, fd, zerolog.Nop())
+	if _, err := tr.scanAll(); !errors.Is(err, errFakeWatch) {
+		t.Fatalf("unwatchable root: %v", err)
+	}
+	// A single-file root needs its directory watched.
+	tr = newTree(filepath.Join(root, "b.pr"), fd, zerolog.Nop())
+	if _, err := tr.scanAll(); !errors.Is(err, errFakeWatch) {
+		t.Fatalf("unwatchable directory of a single-file root: %v", err)
+	}
+	// A missing root is not a watch failure (it may appear later).
+	tr = newTree(filepath.Join(root, "missing"), fd, zerolog.Nop())
+	if _, err := tr.scanAll(); err != nil {
+		t.Fatalf("missing root: %v", err)
 	}
 }

@@ -78,8 +78,9 @@ func NewWatcher(root string, opts WatchOptions) (*Watcher, error) {
 
 // Scan reconciles the whole tree and returns every change since the last
 // scan; the first call returns every script, in the order of §3.3 (sorted,
-// depth-first).
-func (w *Watcher) Scan() []Change { return w.tree.scanAll() }
+// depth-first). The error says the root exists but cannot be watched (the
+// changes are still valid, but no events will come for it).
+func (w *Watcher) Scan() ([]Change, error) { return w.tree.scanAll() }
 
 // Rescan asks a running [Watcher.Run] for a full rescan soon (e.g. on SIGHUP).
 // It never blocks.
@@ -131,7 +132,7 @@ func (w *Watcher) Run(ctx context.Context, deliver func([]Change) bool) error {
 	flush := func() bool {
 		var cs []Change
 		if full {
-			cs = w.tree.scanAll()
+			cs, _ = w.tree.scanAll() // logged; retried by the next one
 		} else {
 			cs = w.tree.update(pending)
 		}

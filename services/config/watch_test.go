@@ -88,7 +88,11 @@ func startHarness(t *testing.T, root string, opts WatchOptions) *harness {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, root: root, w: w, live: map[string]string{}, done: make(chan error, 1)}
-	h.apply(w.Scan())
+	cs, err := w.Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.apply(cs)
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	go func() { h.done <- w.Run(ctx, func(cs []Change) bool { h.apply(cs); return true }) }()
@@ -517,7 +521,7 @@ func TestWatcherNonScriptRootFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if cs := w.Scan(); len(cs) != 0 {
+	if cs, _ := w.Scan(); len(cs) != 0 {
 		t.Fatalf("foo.txt produced %v", cs)
 	}
 }
@@ -528,7 +532,9 @@ func TestWatcherRunStopsWhenDeliverRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Scan()
+	if _, err := w.Scan(); err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan error, 1)
 	go func() { done <- w.Run(context.Background(), func([]Change) bool { return false }) }()
 	mustWrite(t, filepath.Join(root, "a.pr"), "<a>")
@@ -548,7 +554,9 @@ func TestWatcherCloseEndsRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Scan()
+	if _, err := w.Scan(); err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan error, 1)
 	go func() { done <- w.Run(context.Background(), func([]Change) bool { return true }) }()
 	if err := w.Close(); err != nil {

@@ -76,7 +76,11 @@ func (w *worker) boot(t *dataspace.Turn) error {
 	})
 
 	// §3.3: the whole initial scan, and readiness, in this one turn.
-	w.apply(t, wt.Scan())
+	cs, err := wt.Scan()
+	if err != nil {
+		return err // §3.1 step 3: a watch set-up error fails the worker
+	}
+	w.apply(t, cs)
 	t.Assert(w.cfg, services.ServiceState(w.name, services.StateReady))
 	return nil
 }
