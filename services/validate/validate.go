@@ -1,0 +1,292 @@
+// Package validate checks the literal service declarations of `.pr` scripts
+// against the server's schemas (service.prs, externalServices.prs,
+// internalServices.prs, transportAddress.prs) without running anything. It
+// is what `syndicate-server --check` and `syndicate check` add to the
+// script compiler's own checks, so that `restart: sometimes` or an empty
+// argv is reported as `file:line:col: message` before the server ever sees
+// it (at run time such a declaration would only produce a warning and a
+// `failed` service state).
+//
+// # What is checked
+//
+// Every value a script asserts or sends (at any depth: top level, `?`
+// bodies, `?-` bodies, retargeted instructions, conditionals) whose label is
+// one of the service vocabulary:
+//
+//   - `<daemon ID SPEC>`: SPEC is a DaemonProcessSpec — a command string,
+//     `[PROGRAM ARG...]` (non-empty, strings only), `<one-shot CMD>`, or a
+//     dictionary with a valid `argv` and, when present, `dir` (string),
+//     `clearEnv`/`readyOnStart` (booleans), `env` (dictionary of string or
+//     symbol keys to strings or #f), `restart` (always, on-error, all,
+//     never), `protocol` (none, application/syndicate, text/syndicate), and
+//     our extensions `stopTimeout`, `restartDelay`, `restartMaxDelay`,
+//     `restartWindow` (non-negative seconds) and `restartLimit`
+//     (non-negative integer). Other keys are ignored, as by the reference.
+//   - `<require-service NAME>`, `<run-service NAME>`, `<restart-service
+//     NAME>`, `<service-state NAME STATE>`, `<service-object NAME OBJ>`:
+//     their arity, and NAME when it has the shape of a built-in service
+//     (`<daemon ID>`, `<config-watcher PATH ENV>`, `<relay-listener ADDR
+//     GK>`, `<gatekeeper BINDSPACE>`, `<milestone NAME>`,
+//     `<http-static-files DIR N>`, `<http-router HTTPD>`, `<debt-reporter
+//     SECONDS>`), including the transport address `<tcp HOST PORT>` or
+//     `<unix PATH>`.
+//   - `<depends-on DEPENDER <service-state DEPENDEE STATE>>`: the dependee
+//     must be a service-state record (otherwise the dependency tracker cannot
+//     deduce which service to require).
+//   - a built-in service name asserted on its own.
+//
+// Script variables make a value's shape undecidable: a part written `$x` (or
+// any other non-literal expression) is skipped, and only what is literal is
+// checked. Capabilities are always variables in scripts, so a literal where
+// the schema wants one (the gatekeeper of a relay listener) is an error.
+//
+// Patterns (`? PATTERN …`) and `let` values are not declarations and are not
+// checked. Every error wraps ErrInvalid and is a *script.Error, so that the
+// lists of the compiler and of this package merge into one script.ErrorList.
+package validate
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/script"
+)
+
+// ErrInvalid is the class of every validation error (test with errors.Is).
+var ErrInvalid = errors.New("validate: invalid service declaration")
+
+// Source validates the declarations of one script file and returns the
+// errors, sorted (nil if none). Script syntax and compile errors are not
+// reported here (script.ParseFile reports them); the declarations that
+// could be read are still checked.
+func Source(file string, src []byte) script.ErrorList {
+	f, _ := script.ParseFile(file, src)
+	v := &validator{file: file}
+	v.instrs(f.Body)
+	v.errs.Sort()
+	return v.errs
+}
+
+// Check validates every script named by paths; a directory is searched
+// recursively for *.pr files, hidden files and directories skipped, as
+// script.Check does. It returns nil or a sorted script.ErrorList (I/O errors
+// included).
+func Check(paths ...string) error {
+	var all script.ErrorList
+	walk(paths, func(path string, src []byte, err error) {
+		if err != nil {
+			all = append(all, &script.Error{Pos: preserves.Pos{File: path}, Msg: err.Error(), Err: err})
+			return
+		}
+		all = append(all, Source(path, src)...)
+	})
+	all.Sort()
+	return all.Err()
+}
+
+// CheckAll is script.Check followed by Check: every compile error and every
+// validation error of the scripts under paths, in one sorted
+// script.ErrorList (nil if there are none). This is what `--check` runs.
+func CheckAll(paths ...string) error {
+	var all script.ErrorList
+	if err := script.Check(paths...); err != nil {
+		var l script.ErrorList
+		if !errors.As(err, &l) {
+			return err
+		}
+		all = append(all, l...)
+	}
+	walk(paths, func(path string, src []byte, err error) {
+		if err == nil { // I/O errors were reported by script.Check
+			all = append(all, Source(path, src)...)
+		}
+	})
+	all.Sort()
+	return all.Err()
+}
+
+func walk(paths []string, visit func(path string, src []byte, err error)) {
+	read := func(path string) {
+		src, err := os.ReadFile(path)
+		visit(path, src, err)
+	}
+	for _, root := range paths {
+		info, err := os.Stat(root)
+		if err != nil {
+			visit(root, nil, err)
+			continue
+		}
+		if !info.IsDir() {
+			read(root)
+			continue
+		}
+		_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				visit(path, nil, err)
+				return nil
+			}
+			if path != root && strings.HasPrefix(d.Name(), ".") {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if !d.IsDir() && strings.HasSuffix(d.Name(), ".pr") {
+				read(path)
+			}
+			return nil
+		})
+	}
+}
+
+type validator struct {
+	file string
+	errs script.ErrorList
+}
+
+func (v *validator) errorf(at preserves.Value, format string, args ...any) {
+	pos := preserves.PosOf(at)
+	if pos.File == "" {
+		pos.File = v.file
+	}
+	v.errs = append(v.errs, &script.Error{Pos: pos, Msg: fmt.Sprintf(format, args...), Err: ErrInvalid})
+}
+
+// instrs walks instructions, checking what they assert or send.
+func (v *validator) instrs(body []script.Instr) {
+	for _, in := range body {
+		v.instr(in)
+	}
+}
+
+func (v *validator) instr(in script.Instr) {
+	switch x := in.(type) {
+	case *script.Assert:
+		v.declaration(value(x.Value))
+	case *script.Send:
+		v.declaration(value(x.Value))
+	case *script.Block:
+		v.instrs(x.Body)
+	case *script.During:
+		v.instr(x.Body)
+	case *script.OnMessage:
+		v.instr(x.Body)
+	case *script.OnStop:
+		v.instr(x.Body)
+	case *script.Retarget:
+		v.instr(x.Body)
+	case *script.Cond:
+		v.instr(x.Then)
+		v.instrs(x.Else)
+	}
+}
+
+// unknown marks a non-literal part of a value (a variable, an attenuation,
+// a convenience expression): its shape cannot be decided statically.
+type unknown struct{}
+
+// value converts an expression to a Value with positions at every depth,
+// non-literal parts replaced by an embedded unknown{} (scripts cannot
+// contain literal embedded values, so the marker is unambiguous).
+func value(e script.Expr) preserves.Value {
+	wrap := func(at preserves.Pos, item preserves.Value) preserves.Value {
+		return &preserves.Annotated{Pos: at, Item: item}
+	}
+	switch x := e.(type) {
+	case nil:
+		return wrap(preserves.Pos{}, preserves.NewEmbedded(unknown{}))
+	case *script.Lit:
+		if x.Src != nil {
+			return x.Src
+		}
+		return wrap(x.At, x.Value)
+	case *script.RecordExpr:
+		fields := make([]preserves.Value, len(x.Fields))
+		for i, f := range x.Fields {
+			fields[i] = value(f)
+		}
+		return wrap(x.At, preserves.NewRecord(value(x.Label), fields...))
+	case *script.SeqExpr:
+		elems := make(preserves.Sequence, len(x.Elems))
+		for i, el := range x.Elems {
+			elems[i] = value(el)
+		}
+		return wrap(x.At, elems)
+	case *script.SetExpr:
+		elems := make([]preserves.Value, len(x.Elems))
+		for i, el := range x.Elems {
+			elems[i] = value(el)
+		}
+		return wrap(x.At, preserves.NewSet(elems...))
+	case *script.DictExpr:
+		entries := make([]preserves.DictEntry, 0, len(x.Entries))
+		for _, en := range x.Entries {
+			k := value(en.Key)
+			if isUnknown(k) {
+				// A computed key could be any key: the dictionary's shape
+				// is undecidable.
+				return wrap(x.At, preserves.NewEmbedded(unknown{}))
+			}
+			entries = append(entries, preserves.DictEntry{Key: k, Value: value(en.Value)})
+		}
+		return wrap(x.At, preserves.NewDictionary(entries...))
+	}
+	return wrap(e.Pos(), preserves.NewEmbedded(unknown{}))
+}
+
+func isUnknown(v preserves.Value) bool {
+	e, ok := preserves.Unwrap(v).(*preserves.Embedded)
+	if !ok {
+		return false
+	}
+	_, ok = e.Payload.(unknown)
+	return ok
+}
+
+// render is the short text of a value for messages (unknown parts as `$…`).
+func render(v preserves.Value) string {
+	s := preserves.FormatText(strip(v))
+	if r := []rune(s); len(r) > 40 {
+		s = string(r[:37]) + "..."
+	}
+	return s
+}
+
+// strip removes positions and turns unknown markers into the symbol `$…`.
+func strip(v preserves.Value) preserves.Value {
+	v = preserves.Strip(v)
+	var walk func(v preserves.Value) preserves.Value
+	walk = func(v preserves.Value) preserves.Value {
+		switch x := v.(type) {
+		case *preserves.Embedded:
+			if _, ok := x.Payload.(unknown); ok {
+				return preserves.Symbol("$…")
+			}
+		case *preserves.Record:
+			fs := make([]preserves.Value, len(x.Fields))
+			for i, f := range x.Fields {
+				fs[i] = walk(f)
+			}
+			return preserves.NewRecord(walk(x.Label), fs...)
+		case preserves.Sequence:
+			out := make(preserves.Sequence, len(x))
+			for i, e := range x {
+				out[i] = walk(e)
+			}
+			return out
+		case *preserves.Dictionary:
+			es := make([]preserves.DictEntry, 0, x.Len())
+			for _, e := range x.Entries() {
+				es = append(es, preserves.DictEntry{Key: walk(e.Key), Value: walk(e.Value)})
+			}
+			return preserves.NewDictionary(es...)
+		}
+		return v
+	}
+	return walk(v)
+}
