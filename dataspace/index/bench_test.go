@@ -99,7 +99,7 @@ func benchInsertRemove(b *testing.B, ix *Index, e *countEmitter) {
 
 // loaded returns an index holding 100,000 assertions and 10,000 observers
 // unrelated to <item …> values (plus one observer of <item ?x>).
-func loaded(b *testing.B) (*Index, *countEmitter) {
+func loaded(_ testing.TB) (*Index, *countEmitter) {
 	ix, e := New(), &countEmitter{}
 	for i := 0; i < 10_000; i++ {
 		label := preserves.Symbol(fmt.Sprintf("svc%d", i))

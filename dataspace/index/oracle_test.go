@@ -479,23 +479,15 @@ func checkInvariants(t *testing.T, ix *Index) {
 			if ed.empty() {
 				t.Fatalf("empty edge left in the trie")
 			}
-			for _, c := range append(append([]*node{ed.arr, ed.dict}, ed.recs...), collect(&ed.recMap)...) {
-				if c != nil {
-					if c.parent != n || c.in != ed {
-						t.Fatalf("bad parent link")
-					}
-					visit(c)
+			for _, c := range ed.children() {
+				if c.parent != n || c.in != ed {
+					t.Fatalf("bad parent link")
 				}
+				visit(c)
 			}
 		}
 	}
 	visit(ix.root)
-}
-
-func collect(b *table[*node]) []*node {
-	var out []*node
-	b.each(func(n *node) { out = append(out, n) })
-	return out
 }
 
 func checkLeafMap(t *testing.T, ix *Index, n *node, lm *leafMap, reach map[*entry]bool) {

@@ -216,30 +216,47 @@ type edge struct {
 	pop       int
 	st        step
 	arr, dict *node
-	recs      []*node      // while few labels: compared linearly
-	recMap    table[*node] // once many labels: by label hash
+	// Record children: a short list compared linearly while there are few
+	// labels; then symbol labels (nearly all of them) in a Go map, whose
+	// string hashing is much cheaper than preserves.Hash, and any other
+	// labels in a table.
+	recs    []*node
+	many    bool
+	bySym   map[preserves.Symbol]*node
+	byOther table[*node]
 }
 
 const fewLabels = 4
 
+func labelHash(n *node) uint64 { return preserves.Hash(n.cls.label) }
+
 func (ed *edge) child(w preserves.Value) *node {
 	switch x := preserves.Unwrap(w).(type) {
 	case *preserves.Record:
-		if ed.recMap.len() > 0 {
-			n, _ := ed.recMap.get(preserves.Hash(x.Label), func(n *node) bool { return preserves.Equal(n.cls.label, x.Label) })
-			return n
-		}
-		for _, n := range ed.recs {
-			if preserves.Equal(n.cls.label, x.Label) {
-				return n
-			}
-		}
+		return ed.recChild(x.Label)
 	case preserves.Sequence:
 		return ed.arr
 	case *preserves.Dictionary:
 		return ed.dict
 	}
 	return nil
+}
+
+func (ed *edge) recChild(label preserves.Value) *node {
+	if !ed.many {
+		for _, n := range ed.recs {
+			if preserves.Equal(n.cls.label, label) {
+				return n
+			}
+		}
+		return nil
+	}
+	label = preserves.Unwrap(label)
+	if s, ok := label.(preserves.Symbol); ok {
+		return ed.bySym[s]
+	}
+	n, _ := ed.byOther.get(preserves.Hash(label), func(n *node) bool { return preserves.Equal(n.cls.label, label) })
+	return n
 }
 
 func (ed *edge) childOf(c class) *node {
@@ -249,16 +266,7 @@ func (ed *edge) childOf(c class) *node {
 	case classDict:
 		return ed.dict
 	}
-	if ed.recMap.len() > 0 {
-		n, _ := ed.recMap.get(preserves.Hash(c.label), func(n *node) bool { return preserves.Equal(n.cls.label, c.label) })
-		return n
-	}
-	for _, n := range ed.recs {
-		if preserves.Equal(n.cls.label, c.label) {
-			return n
-		}
-	}
-	return nil
+	return ed.recChild(c.label)
 }
 
 func (ed *edge) addChild(n *node) {
@@ -268,16 +276,28 @@ func (ed *edge) addChild(n *node) {
 	case classDict:
 		ed.dict = n
 	default:
-		if ed.recMap.len() == 0 && len(ed.recs) < fewLabels {
+		if !ed.many && len(ed.recs) < fewLabels {
 			ed.recs = append(ed.recs, n)
 			return
 		}
-		for _, m := range ed.recs {
-			ed.recMap.add(labelHash(m), m, labelHash)
+		if !ed.many {
+			ed.many = true
+			ed.bySym = make(map[preserves.Symbol]*node)
+			for _, m := range ed.recs {
+				ed.addMany(m)
+			}
+			ed.recs = nil
 		}
-		ed.recs = nil
-		ed.recMap.add(labelHash(n), n, labelHash)
+		ed.addMany(n)
 	}
+}
+
+func (ed *edge) addMany(n *node) {
+	if s, ok := preserves.Unwrap(n.cls.label).(preserves.Symbol); ok {
+		ed.bySym[s] = n
+		return
+	}
+	ed.byOther.add(labelHash(n), n, labelHash)
 }
 
 func (ed *edge) removeChild(n *node) {
@@ -287,23 +307,41 @@ func (ed *edge) removeChild(n *node) {
 	case classDict:
 		ed.dict = nil
 	default:
-		if ed.recMap.len() > 0 {
-			ed.recMap.del(labelHash(n), func(m *node) bool { return m == n }, labelHash)
+		if !ed.many {
+			for i, m := range ed.recs {
+				if m == n {
+					ed.recs = append(ed.recs[:i], ed.recs[i+1:]...)
+					return
+				}
+			}
 			return
 		}
-		for i, m := range ed.recs {
-			if m == n {
-				ed.recs = append(ed.recs[:i], ed.recs[i+1:]...)
-				return
-			}
+		if s, ok := preserves.Unwrap(n.cls.label).(preserves.Symbol); ok {
+			delete(ed.bySym, s)
+			return
 		}
+		ed.byOther.del(labelHash(n), func(m *node) bool { return m == n }, labelHash)
 	}
 }
 
-func labelHash(n *node) uint64 { return preserves.Hash(n.cls.label) }
-
 func (ed *edge) empty() bool {
-	return ed.arr == nil && ed.dict == nil && len(ed.recs) == 0 && ed.recMap.len() == 0
+	return ed.arr == nil && ed.dict == nil && len(ed.recs) == 0 && len(ed.bySym) == 0 && ed.byOther.len() == 0
+}
+
+// children lists every child node (for pruning checks and tests).
+func (ed *edge) children() []*node {
+	var out []*node
+	for _, n := range []*node{ed.arr, ed.dict} {
+		if n != nil {
+			out = append(out, n)
+		}
+	}
+	out = append(out, ed.recs...)
+	for _, n := range ed.bySym {
+		out = append(out, n)
+	}
+	ed.byOther.each(func(n *node) { out = append(out, n) })
+	return out
 }
 
 // leafMap groups a node's observers by the positions they constrain
