@@ -310,3 +310,32 @@ func TestBootService(t *testing.T) {
 		t.Fatalf("got %v", r)
 	}
 }
+
+// Go deviation (services spec §0): a <gatekeeper …> request that does not
+// parse is reported as failed rather than ignored.
+func TestBootMalformedRequest(t *testing.T) {
+	w := newWorld(t)
+	mirror := newBox()
+	var cfgRef *dataspace.Ref
+	w.do(func(t *dataspace.Turn) {
+		cfgRef = t.Create(dataspace.NewDataspace())
+		m := t.Create(mirror)
+		t.During(cfgRef, pattern.Capture(), func(t *dataspace.Turn, caps []preserves.Value) error {
+			t.Assert(m, caps[0])
+			return nil
+		})
+		if err := Boot(t, services.Env{Config: cfgRef, Logger: zerolog.Nop()}); err != nil {
+			panic(err)
+		}
+		t.Assert(cfgRef, services.RunService(preserves.NewRecord(symGatekeeper, preserves.String("not a ref"))))
+	})
+	want := services.ServiceState(preserves.NewRecord(symGatekeeper, preserves.String("not a ref")), services.StateFailed)
+	waitFor(t, "failed state", func() bool {
+		for _, v := range mirror.all() {
+			if preserves.Equal(v, want) {
+				return true
+			}
+		}
+		return false
+	})
+}
