@@ -167,3 +167,47 @@ func FuzzFromValueMatch(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFromValueText feeds FromValue what the Preserves text reader makes of
+// arbitrary input, with annotations and positions kept, and matches the
+// result against a second value from the same input.
+func FuzzFromValueText(f *testing.F) {
+	for _, s := range []string{
+		`<_>`, `<bind <_>>`, `<lit 1>`, `<lit [1]>`, `<group <arr> {1: <_>}>`,
+		`<group <rec p> {0: <bind <group <arr> {0: <bind <_>>}>>, 1: <bind <_>>}> <p [7 8] 9>`,
+		`<group <dict> {a: <bind <_>>}> {a: 1 b: 2}`,
+		`@ann <group <rec foo> {10: <bind <_>> 2: <lit "x">}> <foo 0 1 "x" 3 4 5 6 7 8 9 10>`,
+		`<group <rec foo> {x: <_>}> #f`, `<bind> <bind 1 2>`, `<lit #:<x>>`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		vs, err := preserves.ReadAllText([]byte(src), preserves.TextOptions{Annotations: true, Positions: true})
+		if err != nil || len(vs) == 0 {
+			return
+		}
+		p, err := FromValue(vs[0])
+		if err != nil {
+			var pe *Error
+			if !errors.Is(err, ErrMalformed) || !errors.As(err, &pe) {
+				t.Fatalf("FromValue(%q): error %v is not a *Error wrapping ErrMalformed", src, err)
+			}
+			if !pe.Pos.IsValid() {
+				t.Fatalf("FromValue(%q): error %v has no position", src, err)
+			}
+			return
+		}
+		if q, err := FromValue(ToValue(p)); err != nil || !Equal(p, q) {
+			t.Fatalf("round trip of %q: %v", src, err)
+		}
+		for _, v := range vs[1:] {
+			caps, ok := Match(p, v)
+			if ok && len(caps) != countBinds(p) {
+				t.Fatalf("Match(%q) captured %d values for %d binds", src, len(caps), countBinds(p))
+			}
+			if _, ok2 := Match(p, preserves.Strip(v)); ok2 != ok {
+				t.Fatalf("annotations changed the match in %q", src)
+			}
+		}
+	})
+}
