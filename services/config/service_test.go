@@ -433,7 +433,7 @@ func TestScenario22RetryGaps(t *testing.T) {
 	dir := filepath.Join(tempRoot(t), "missing")
 	opts := testOptions()
 	opts.Supervise.Delay = 10 * time.Millisecond
-	opts.Supervise.Backoff = 300 * time.Millisecond
+	opts.Supervise.Backoff = 500 * time.Millisecond
 	w := newWorld(t, opts)
 	name := watcherName(dir, w.env())
 	w.run(name)
@@ -455,11 +455,13 @@ func TestScenario22RetryGaps(t *testing.T) {
 	}
 	// §2.3: the first restart uses the short delay; a second failure within
 	// the window uses the long one.
-	if gaps[0] < opts.Supervise.Delay || gaps[1] < opts.Supervise.Backoff {
-		t.Fatalf("restart gaps %v; want ≥ %v then ≥ %v", gaps[:2], opts.Supervise.Delay, opts.Supervise.Backoff)
+	// The gaps are observed through the dataspace, so each end may be
+	// delayed a little differently: allow 100 ms of jitter on the long one.
+	if gaps[1] < opts.Supervise.Backoff-100*time.Millisecond {
+		t.Fatalf("restart gaps %v; want the second ≈ %v", gaps[:2], opts.Supervise.Backoff)
 	}
-	if gaps[0] >= opts.Supervise.Backoff {
-		t.Logf("note: first gap %v was slow (machine load?)", gaps[0])
+	if gaps[0] >= opts.Supervise.Backoff-100*time.Millisecond {
+		t.Fatalf("restart gaps %v; want the first ≈ %v", gaps[:2], opts.Supervise.Delay)
 	}
 }
 

@@ -68,7 +68,7 @@ type tree struct {
 	dirs  map[string]fileID            // listed (and watched) directories → identity then
 
 	visiting map[fileID]bool // directories on the current recursion stack (symlink loops)
-	rewatch  bool            // during a full scan: re-add every watch, repairing lost ones
+	rewatch  bool            // re-add every watch reconciled, repairing lost ones
 
 	warnedHidden bool // the hidden-PATH warning is given once, not every rescan
 }
@@ -141,9 +141,14 @@ func (t *tree) scanAll() ([]Change, error) {
 // any of them are dropped first, before any new watch is added: inotify hands
 // out the existing watch for an inode that is already watched, so re-adding a
 // directory that moved within the tree before dropping its old watch would
-// keep the old name.
+// keep the old name. Every directory reconciled gets its watch re-added even
+// when it looks unchanged: a directory moved away and back between two
+// batches is the same inode at the same path, but the backend dropped its
+// watch when it moved.
 func (t *tree) update(paths []string) []Change {
 	var out []Change
+	t.rewatch = true
+	defer func() { t.rewatch = false }()
 	var todo []string
 	for _, p := range paths {
 		p = filepath.Clean(p)

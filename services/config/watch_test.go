@@ -612,3 +612,18 @@ func TestWatcherRootRemovedAndRecreated(t *testing.T) {
 	h.write("sub/c.pr", "<c>")
 	h.waitLive("sub/c.pr", "<c>")
 }
+
+func TestWatcherDirectoryMovedAwayAndBack(t *testing.T) {
+	h := newHarness(t, func(root string) { mustWrite(t, filepath.Join(root, "A/x.pr"), "<x>") }, WatchOptions{})
+	// Both moves usually land in one batch: the path then names the same
+	// directory as before, but the backend dropped its watch on the move.
+	if err := os.Rename(h.path("A"), h.path("B")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(h.path("B"), h.path("A")); err != nil {
+		t.Fatal(err)
+	}
+	h.barrier()
+	h.write("A/x.pr", "<x 2>")
+	h.waitLive("A/x.pr", "<x 2>")
+}
