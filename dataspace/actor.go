@@ -125,8 +125,8 @@ type Actor struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	// dead is set (under mu) when the actor terminates; read without mu
-	// by the run loop and by Done/Err users.
+	// dead is set (under mu) when the actor terminates, after status and
+	// err; read without mu by the run loop, Activate, Err and Status.
 	dead atomic.Bool
 
 	mu sync.Mutex // the turn lock: held while running any turn
@@ -136,8 +136,8 @@ type Actor struct {
 	outbound  map[Handle]outRec
 	exitHooks []func(t *Turn, err error)
 	turn      Turn
-	status    ExitStatus
-	err       error
+	status    ExitStatus // final once dead is set
+	err       error      // final once dead is set
 	started   bool
 }
 
@@ -181,9 +181,7 @@ func (a *Actor) Err() error {
 	if !a.dead.Load() {
 		return nil
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.err
+	return a.err // written before dead was set, never after
 }
 
 // Status reports how the actor ended (Running while it has not).
@@ -191,9 +189,7 @@ func (a *Actor) Status() ExitStatus {
 	if !a.dead.Load() {
 		return Running
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.status
+	return a.status // written before dead was set, never after
 }
 
 // Alive reports whether the actor has not terminated yet.
