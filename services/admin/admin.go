@@ -39,11 +39,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
@@ -189,7 +191,14 @@ func refuse(c *net.UnixConn, cred *unix.Ucred, err error, log zerolog.Logger) {
 		_, _ = c.Write(pkt)
 	}
 	_ = c.CloseWrite()
-	c.Close()
+	// Read (and drop) what the peer sends for a moment before closing:
+	// closing with unread input would reset the connection, and the peer
+	// could see a broken pipe instead of the reason.
+	go func() {
+		_ = c.SetReadDeadline(time.Now().Add(time.Second))
+		_, _ = io.Copy(io.Discard, io.LimitReader(c, 64<<10))
+		c.Close()
+	}()
 }
 
 func peerCred(c *net.UnixConn) (*unix.Ucred, error) {

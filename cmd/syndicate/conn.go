@@ -1,0 +1,176 @@
+package main
+
+// Reaching the server: the admin socket by default (its oid 0 is the config
+// dataspace), or a relay listener plus a sturdy ref resolved at its
+// gatekeeper. Connection failures become one-line errors that say what to
+// do ("server not running", "permission denied").
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/relay"
+	"github.com/syndicate-go/syndicate/dataspace/relay/client"
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services/admin"
+)
+
+// session is one connection to a server.
+type session struct {
+	sys  *dataspace.System
+	conn *relay.Conn
+	cfg  *dataspace.Ref // the config dataspace (or what --ref resolved to)
+	what string         // how the server was reached, for messages
+}
+
+func (cl *cli) connect(ctx context.Context) (*session, error) {
+	c := cl.conn
+	s := &session{sys: dataspace.NewSystem(dataspace.Options{})}
+	dctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	if c.connect == "" {
+		if c.ref != "" {
+			s.close()
+			return nil, usagef("--ref needs --connect ADDRESS (the admin socket needs no ref)")
+		}
+		path := c.admin
+		if path == "" {
+			path = admin.DefaultPath()
+		}
+		s.what = "admin socket " + path
+		conn, cfg, err := client.Dial(dctx, s.sys, path)
+		if err != nil {
+			s.close()
+			return nil, dialError(s.what, err)
+		}
+		s.conn, s.cfg = conn, cfg
+		return s, nil
+	}
+	if c.ref == "" {
+		s.close()
+		return nil, usagef("--connect needs --ref STURDYREF (listeners export the gatekeeper, not the config dataspace)")
+	}
+	var addr any = c.connect
+	if v, err := preserves.ParseText(c.connect); err == nil {
+		if _, ok := v.(*preserves.Record); ok {
+			addr = v
+		}
+	}
+	s.what = c.connect
+	conn, gk, err := client.Dial(dctx, s.sys, addr)
+	if err != nil {
+		s.close()
+		return nil, dialError(s.what, err)
+	}
+	s.conn = conn
+	ref, err := preserves.ParseText(c.ref)
+	if err != nil {
+		s.close()
+		return nil, usagef("--ref: %v", err)
+	}
+	cap, _, err := client.Resolve(dctx, s.sys, gk, ref)
+	if err != nil {
+		s.close()
+		if errors.Is(err, client.ErrResolve) {
+			return nil, fmt.Errorf("the gatekeeper at %s refused the ref: %v", s.what, err)
+		}
+		if e := s.connErr(); e != nil {
+			return nil, e
+		}
+		return nil, fmt.Errorf("resolving the ref at %s: %v", s.what, err)
+	}
+	s.cfg = cap
+	return s, nil
+}
+
+// dialError explains a failed connection in one line.
+func dialError(what string, err error) error {
+	switch {
+	case errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOENT):
+		return fmt.Errorf("server not running (no %s)", what)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Errorf("server not running (%s refuses connections)", what)
+	case errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EACCES):
+		return fmt.Errorf("permission denied: %s belongs to another user", what)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("timed out connecting to %s", what)
+	}
+	return fmt.Errorf("connecting to %s: %v", what, err)
+}
+
+// connErr is the reason the connection ended, as a one-line error (nil
+// while it is up).
+func (s *session) connErr() error {
+	if s.conn == nil {
+		return nil
+	}
+	select {
+	case <-s.conn.Done():
+	default:
+		return nil
+	}
+	err := s.conn.Err()
+	var pe *relay.PeerError
+	switch {
+	case errors.As(err, &pe) && strings.Contains(pe.Message, "permission denied"):
+		return fmt.Errorf("permission denied by %s: %s", s.what, strings.Trim(pe.Detail, `"`))
+	case err != nil:
+		return fmt.Errorf("connection to %s lost: %v", s.what, err)
+	}
+	return fmt.Errorf("connection to %s closed by the server", s.what)
+}
+
+// wait blocks until ch is closed, the connection ends (an error), or ctx
+// ends (nil: the caller treats that as an interrupt).
+func (s *session) wait(ctx context.Context, ch <-chan struct{}) error {
+	select {
+	case <-ch:
+		return nil
+	case <-s.conn.Done():
+		return s.connErr()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// spawn runs boot in a new actor of the session; the returned facet
+// reference lets the command act later (e.g. retract on interrupt).
+func (s *session) spawn(name string, boot func(t *dataspace.Turn) error) (dataspace.FacetRef, error) {
+	frc := make(chan dataspace.FacetRef, 1)
+	a := s.sys.Spawn(name, func(t *dataspace.Turn) error {
+		t.PreventInertCheck()
+		frc <- t.FacetRef()
+		return boot(t)
+	})
+	select {
+	case fr := <-frc:
+		return fr, nil
+	case <-a.Done():
+		return dataspace.FacetRef{}, fmt.Errorf("client actor failed: %v", a.Err())
+	}
+}
+
+// flush waits until everything sent so far has reached the server's
+// dataspace (a sync round trip through the relay).
+func (s *session) flush(ctx context.Context, fr dataspace.FacetRef) error {
+	done := make(chan struct{})
+	fr.Activate(func(t *dataspace.Turn) error {
+		t.Sync(s.cfg, func(*dataspace.Turn) error { close(done); return nil })
+		return nil
+	})
+	return s.wait(ctx, done)
+}
+
+func (s *session) close() {
+	if s.conn != nil {
+		s.conn.Close()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5e9)
+	defer cancel()
+	_ = s.sys.Shutdown(ctx)
+}

@@ -1,0 +1,127 @@
+package main
+
+// check and fmt work on files and need no server.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/syndicate-go/syndicate/script"
+	"github.com/syndicate-go/syndicate/script/format"
+	"github.com/syndicate-go/syndicate/services/validate"
+)
+
+func runCheck(ctx context.Context, cl *cli, args []string) error {
+	fs := cl.flagSet("check", false)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return usagef("check needs FILE or DIR arguments")
+	}
+	err := validate.CheckAll(fs.Args()...)
+	if err == nil {
+		return nil
+	}
+	var list script.ErrorList
+	if !errors.As(err, &list) {
+		return err
+	}
+	for _, e := range list {
+		fmt.Fprintln(cl.stdout, e.Error())
+	}
+	fmt.Fprintf(cl.stderr, "syndicate: %d error(s)\n", len(list))
+	return exitStatus(1)
+}
+
+func runFmt(ctx context.Context, cl *cli, args []string) error {
+	fs := cl.flagSet("fmt", false)
+	write := fs.Bool("w", false, "write the result to the file instead of stdout")
+	list := fs.Bool("l", false, "list the files whose layout differs, print nothing else")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		if *write {
+			return usagef("fmt -w needs FILE arguments")
+		}
+		src, err := io.ReadAll(cl.stdin)
+		if err != nil {
+			return err
+		}
+		out, err := format.Source("<stdin>", src)
+		if err != nil {
+			return err
+		}
+		_, err = cl.stdout.Write(out)
+		return err
+	}
+	failed := false
+	for _, path := range fs.Args() {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			fmt.Fprintf(cl.stderr, "syndicate: %v\n", err)
+			failed = true
+			continue
+		}
+		out, err := format.Source(path, src)
+		if err != nil {
+			fmt.Fprintf(cl.stderr, "%v\n", err)
+			failed = true
+			continue
+		}
+		changed := !bytes.Equal(src, out)
+		switch {
+		case *list:
+			if changed {
+				fmt.Fprintln(cl.stdout, path)
+			}
+		case *write:
+			if changed {
+				if err := writeFileAtomic(path, out); err != nil {
+					fmt.Fprintf(cl.stderr, "syndicate: %v\n", err)
+					failed = true
+				}
+			}
+		default:
+			cl.stdout.Write(out)
+		}
+	}
+	if failed {
+		return exitStatus(1)
+	}
+	return nil
+}
+
+// writeFileAtomic replaces path by data through a temporary file in the same
+// directory, keeping the file's mode, so a config watcher never reads a
+// half-written script.
+func writeFileAtomic(path string, data []byte) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	dir, base := filepath.Dir(path), filepath.Base(path)
+	tmp, err := os.CreateTemp(dir, "."+base+".fmt-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(fi.Mode().Perm()); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

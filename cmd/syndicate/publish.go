@@ -1,0 +1,89 @@
+package main
+
+// assert, send and restart: making assertions and sending messages in the
+// config dataspace. Each waits for a sync round trip, so that when the
+// command reports success the server's dataspace has the value.
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services"
+)
+
+func oneValue(ctx context.Context, cl *cli, name, what string, args []string) (preserves.Value, error) {
+	fs := cl.flagSet(name, true)
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() != 1 {
+		return nil, usagef("%s needs exactly one %s", name, what)
+	}
+	return parseValue(fs.Arg(0))
+}
+
+func runAssert(ctx context.Context, cl *cli, args []string) error {
+	v, err := oneValue(ctx, cl, "assert", "VALUE", args)
+	if err != nil {
+		return err
+	}
+	s, err := cl.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	fr, err := s.spawn("assert", func(t *dataspace.Turn) error {
+		t.Assert(s.cfg, v)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.flush(ctx, fr); err != nil {
+		return err
+	}
+	fmt.Fprintf(cl.stderr, "asserted %s; interrupt (Ctrl-C) to retract\n", preserves.FormatText(v))
+	if err := s.wait(ctx, nil); err != nil && ctx.Err() == nil {
+		return err
+	}
+	// Interrupted: retract explicitly and wait for the server to see it,
+	// rather than relying on the disconnect.
+	fr.Activate(func(t *dataspace.Turn) error { t.StopRoot(); return nil })
+	return nil
+}
+
+func (cl *cli) sendMessage(ctx context.Context, v preserves.Value) error {
+	s, err := cl.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	fr, err := s.spawn("send", func(t *dataspace.Turn) error {
+		t.Message(s.cfg, v)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	tctx, cancel := context.WithTimeout(ctx, cl.conn.timeout)
+	defer cancel()
+	return s.flush(tctx, fr)
+}
+
+func runSend(ctx context.Context, cl *cli, args []string) error {
+	v, err := oneValue(ctx, cl, "send", "VALUE", args)
+	if err != nil {
+		return err
+	}
+	return cl.sendMessage(ctx, v)
+}
+
+func runRestart(ctx context.Context, cl *cli, args []string) error {
+	name, err := oneValue(ctx, cl, "restart", "service NAME (e.g. '<daemon web>')", args)
+	if err != nil {
+		return err
+	}
+	return cl.sendMessage(ctx, services.RestartService(name))
+}

@@ -1,0 +1,184 @@
+package main
+
+// dump and observe: subscriptions to the config dataspace. Both subscribe
+// with the pattern wrapped in a capture, so that the whole matching
+// assertion (not only its captures) comes back.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/preserves"
+)
+
+// observer is an entity receiving the captures of one subscription.
+type observer struct {
+	dataspace.BaseEntity
+	held      map[dataspace.Handle][]preserves.Value
+	onAssert  func(t *dataspace.Turn, caps []preserves.Value)
+	onRetract func(t *dataspace.Turn, caps []preserves.Value)
+	onMessage func(t *dataspace.Turn, caps []preserves.Value)
+}
+
+func captures(v preserves.Value) []preserves.Value {
+	s, _ := preserves.Unwrap(v).(preserves.Sequence)
+	return s
+}
+
+func (o *observer) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
+	caps := captures(v)
+	if o.held == nil {
+		o.held = map[dataspace.Handle][]preserves.Value{}
+	}
+	o.held[h] = caps
+	if o.onAssert != nil {
+		o.onAssert(t, caps)
+	}
+	return nil
+}
+
+func (o *observer) Retract(t *dataspace.Turn, h dataspace.Handle) error {
+	caps, ok := o.held[h]
+	if !ok {
+		return nil
+	}
+	delete(o.held, h)
+	if o.onRetract != nil {
+		o.onRetract(t, caps)
+	}
+	return nil
+}
+
+func (o *observer) Message(t *dataspace.Turn, v preserves.Value) error {
+	if o.onMessage != nil {
+		o.onMessage(t, captures(v))
+	}
+	return nil
+}
+
+// subscribe asserts interest in p (wrapped in a capture of the whole value)
+// at ds, delivering to o; it returns o's ref.
+func subscribe(t *dataspace.Turn, ds *dataspace.Ref, p pattern.Pattern, o *observer) *dataspace.Ref {
+	ref := t.Create(o)
+	t.Assert(ds, dataspace.Observe(pattern.Bind{Pattern: p}, ref))
+	return ref
+}
+
+// isObserve reports whether v is an `<Observe …>` subscription record.
+func isObserve(v preserves.Value) bool {
+	r, ok := preserves.Unwrap(v).(*preserves.Record)
+	return ok && preserves.Equal(r.Label, preserves.Symbol("Observe"))
+}
+
+// render writes a value for people: indented text; capabilities appear as
+// `#:` followed by a description of the reference.
+func render(v preserves.Value) string {
+	return preserves.FormatTextIndent(preserves.Strip(v), "  ")
+}
+
+func runDump(ctx context.Context, cl *cli, args []string) error {
+	fs := cl.flagSet("dump", true)
+	all := fs.Bool("all", false, "include <Observe …> subscriptions")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	var p pattern.Pattern = pattern.Discard{}
+	switch fs.NArg() {
+	case 0:
+	case 1:
+		var err error
+		if p, err = parsePattern(fs.Arg(0)); err != nil {
+			return err
+		}
+		*all = true // a pattern says exactly what is wanted
+	default:
+		return usagef("dump takes at most one PATTERN")
+	}
+	s, err := cl.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	var mu sync.Mutex
+	var vals []preserves.Value
+	done := make(chan struct{})
+	_, err = s.spawn("dump", func(t *dataspace.Turn) error {
+		o := &observer{}
+		subscribe(t, s.cfg, p, o)
+		t.Sync(s.cfg, func(*dataspace.Turn) error {
+			mu.Lock()
+			for _, caps := range o.held {
+				if len(caps) > 0 && (*all || !isObserve(caps[0])) {
+					vals = append(vals, caps[0])
+				}
+			}
+			mu.Unlock()
+			close(done)
+			return nil
+		})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	tctx, cancel := context.WithTimeout(ctx, cl.conn.timeout)
+	defer cancel()
+	if err := s.wait(tctx, done); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("no answer from %s within %v", s.what, cl.conn.timeout)
+		}
+		return err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	slices.SortFunc(vals, preserves.Compare)
+	for _, v := range vals {
+		fmt.Fprintln(cl.stdout, render(v))
+	}
+	return nil
+}
+
+func runObserve(ctx context.Context, cl *cli, args []string) error {
+	fs := cl.flagSet("observe", true)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("observe needs exactly one PATTERN (use _ for everything)")
+	}
+	p, err := parsePattern(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	s, err := cl.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	line := func(sign string, caps []preserves.Value) {
+		if len(caps) > 0 {
+			fmt.Fprintf(cl.stdout, "%s %s\n", sign, preserves.FormatText(preserves.Strip(caps[0])))
+		}
+	}
+	_, err = s.spawn("observe", func(t *dataspace.Turn) error {
+		subscribe(t, s.cfg, p, &observer{
+			onAssert:  func(_ *dataspace.Turn, caps []preserves.Value) { line("+", caps) },
+			onRetract: func(_ *dataspace.Turn, caps []preserves.Value) { line("-", caps) },
+			onMessage: func(_ *dataspace.Turn, caps []preserves.Value) { line("!", caps) },
+		})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// Until interrupted, or until the connection ends.
+	if err := s.wait(ctx, nil); err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
+}
