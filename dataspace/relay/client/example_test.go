@@ -24,7 +24,7 @@ func Example() {
 	}
 	defer conn.Close()
 
-	ref, err := preserves.ParseText(`<ref {oid: "x" sig: #[...]}>`)
+	ref, err := preserves.ParseText(`<ref {oid: "x" sig: #[JTTGQeYCgohMXW/2S2XH8g==]}>`)
 	if err != nil {
 		log.Fatal(err)
 	}
