@@ -1,0 +1,58 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/caveat"
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services"
+	"github.com/syndicate-go/syndicate/services/admin"
+	"github.com/syndicate-go/syndicate/services/gatekeeper"
+	"github.com/syndicate-go/syndicate/services/listener"
+)
+
+// TestConnectWithSturdyRef reaches the config dataspace through a Unix relay
+// listener (the `-s PATH` of the server) and a sturdy ref bound at the
+// primordial gatekeeper, instead of the admin socket.
+func TestConnectWithSturdyRef(t *testing.T) {
+	s := newTestServer(t, admin.Options{})
+	sock := filepath.Join(t.TempDir(), "relay.sock")
+	key := []byte("secret key")
+	done := make(chan error, 1)
+	s.fr.Activate(func(t *dataspace.Turn) error {
+		gk := gatekeeper.New(t, s.cfg, zerolog.Nop())
+		env := services.Env{Config: s.cfg, Gatekeeper: gk}
+		if err := listener.Boot(t, env); err != nil {
+			done <- err
+			return nil
+		}
+		t.Assert(s.cfg, services.RunService(preserves.Rec("relay-listener", preserves.Rec("unix", preserves.String(sock)), dataspace.Embed(gk))))
+		t.Assert(s.cfg, preserves.Rec("bind",
+			preserves.Rec("ref", preserves.NewDictionary(
+				preserves.DictEntry{Key: preserves.Symbol("oid"), Value: preserves.String("config")},
+				preserves.DictEntry{Key: preserves.Symbol("key"), Value: preserves.ByteStringFrom(key)})),
+			dataspace.Embed(s.cfg), preserves.Bool(false)))
+		done <- nil
+		return nil
+	})
+	require.NoError(t, <-done)
+	waitFor(t, "relay listener socket", func() bool { _, err := os.Stat(sock); return err == nil })
+	s.assert(t, "<probe 1>")
+
+	ref := preserves.FormatText(caveat.Mint(preserves.String("config"), key).ToValue())
+	addr := `<unix "` + sock + `">`
+	code, out, errs := cliRun(t, "--connect", addr, "--ref", ref, "dump", "<probe _>")
+	require.Equal(t, 0, code, errs)
+	require.Equal(t, "<probe 1>\n", out)
+
+	bad := preserves.FormatText(caveat.Mint(preserves.String("config"), []byte("wrong")).ToValue())
+	code, _, errs = cliRun(t, "dump", "--connect", addr, "--ref", bad)
+	require.Equal(t, 1, code)
+	require.Regexp(t, `^syndicate: the gatekeeper at .* refused the ref: .*\n$`, errs)
+}

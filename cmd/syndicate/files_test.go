@@ -1,0 +1,103 @@
+package main
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestCheckReportsPositions(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.pr"), []byte(
+		"<daemon web {argv: [], restart: sometimes}>\n? <x ?y>\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "ok.pr"), []byte("<require-service <daemon web>>\n"), 0o644))
+	code, out, errs := cliRun(t, "check", dir)
+	require.Equal(t, 1, code)
+	a := filepath.Join(dir, "a.pr")
+	require.Equal(t,
+		a+":1:20: argv: the command line is empty: it needs at least a program\n"+
+			a+":1:33: restart: sometimes is not a restart policy (always, on-error, all, never)\n"+
+			a+":2:1: ? <x ?y> needs an instruction\n", out)
+	require.Equal(t, "syndicate: 3 error(s)\n", errs)
+
+	code, out, _ = cliRun(t, "check", filepath.Join(dir, "ok.pr"))
+	require.Equal(t, 0, code)
+	require.Empty(t, out)
+
+	code, _, errs = cliRun(t, "check")
+	require.Equal(t, 2, code)
+	require.Contains(t, errs, "check needs FILE or DIR")
+}
+
+func TestFmt(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s.pr")
+	require.NoError(t, os.WriteFile(path, []byte("# hello\n<a>   ? <b ?x> [<c $x>]\n"), 0o640))
+	want := "# hello\n<a>\n? <b ?x> [\n  <c $x>\n]\n"
+
+	code, out, _ := cliRun(t, "fmt", path)
+	require.Equal(t, 0, code)
+	require.Equal(t, want, out)
+
+	code, out, _ = cliRun(t, "fmt", "-l", path)
+	require.Equal(t, 0, code)
+	require.Equal(t, path+"\n", out)
+
+	code, out, _ = cliRun(t, "fmt", "-w", path)
+	require.Equal(t, 0, code)
+	require.Empty(t, out)
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, want, string(got))
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o640), fi.Mode().Perm(), "mode kept")
+
+	code, out, _ = cliRun(t, "fmt", "-l", path)
+	require.Equal(t, 0, code)
+	require.Empty(t, out, "formatted file is stable")
+
+	require.NoError(t, os.WriteFile(path, []byte("<a\n"), 0o644))
+	code, _, errs := cliRun(t, "fmt", path)
+	require.Equal(t, 1, code)
+	require.True(t, strings.HasPrefix(errs, path+":2:1: "), errs)
+}
+
+// TestFmtIdempotentOnRepository runs `syndicate fmt` over every .pr file of
+// the module, then over its own output: the second pass changes nothing.
+func TestFmtIdempotentOnRepository(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	_, err = os.Stat(filepath.Join(root, "go.mod"))
+	require.NoError(t, err)
+	out := t.TempDir()
+	n := 0
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != root && strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".pr") {
+			return nil
+		}
+		code, first, _ := cliRun(t, "fmt", path)
+		if code != 0 {
+			return nil // deliberately broken test data
+		}
+		n++
+		copy := filepath.Join(out, "f.pr")
+		require.NoError(t, os.WriteFile(copy, []byte(first), 0o644))
+		code, list, errs := cliRun(t, "fmt", "-l", copy)
+		require.Equal(t, 0, code, errs)
+		require.Empty(t, list, "%s: formatting twice changes nothing", path)
+		return nil
+	})
+	require.NoError(t, err)
+	require.Greater(t, n, 3)
+}
