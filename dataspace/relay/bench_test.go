@@ -2,10 +2,11 @@ package relay
 
 // Loopback TCP benchmarks. Report figures with:
 //
-//	go test -run '^$' -bench . -benchtime 2000000x ./dataspace/relay   (throughput)
+//	go test -run '^$' -bench Throughput -benchtime 2000000x ./dataspace/relay
 //	go test -run '^$' -bench 'PingPong|Idle' ./dataspace/relay
 
 import (
+	"fmt"
 	"net"
 	"runtime"
 	"slices"
@@ -78,9 +79,17 @@ func (c *counter) Message(*dataspace.Turn, preserves.Value) error {
 }
 
 // One producer → server dataspace → one consumer, small messages. The
-// producer sends batches of 500 messages per turn (one Turn packet each)
-// and keeps at most 20,000 messages in flight end to end.
+// producer sends batches of N messages per turn (one Turn packet each) and
+// keeps at most 20,000 messages in flight end to end. batch=500 is the
+// headline figure; batch=1 (every message its own turn and packet) shows
+// the per-packet overhead.
 func BenchmarkThroughputProducerDataspaceConsumer(b *testing.B) {
+	for _, batch := range []int{500, 20, 1} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) { benchThroughput(b, batch) })
+	}
+}
+
+func benchThroughput(b *testing.B, batch int) {
 	s := newBenchServer(b)
 	_, cpeer, cdrv := s.dial(b)
 	_, ppeer, pdrv := s.dial(b)
@@ -100,7 +109,7 @@ func BenchmarkThroughputProducerDataspaceConsumer(b *testing.B) {
 		cnt.n.Store(0)
 		time.Sleep(20 * time.Millisecond)
 	}
-	const batch, window = 500, 20000
+	const window = 20000
 	b.ResetTimer()
 	cpu0 := cpuTime()
 	start := time.Now()
