@@ -1,0 +1,45 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/syndicate-go/syndicate/services/validate"
+)
+
+// fence matches a fenced block tagged pr or pr-error.
+var fence = regexp.MustCompile("(?ms)^```(pr|pr-error)\\n(.*?)^```\\s*$")
+
+// TestDocsExamples compiles and validates every ```pr example of docs/*.md;
+// ```pr-error examples must be rejected.
+func TestDocsExamples(t *testing.T) {
+	files, err := filepath.Glob("../../docs/*.md")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	dir := t.TempDir()
+	n := 0
+	for _, md := range files {
+		src, err := os.ReadFile(md)
+		require.NoError(t, err)
+		for i, m := range fence.FindAllStringSubmatchIndex(string(src), -1) {
+			kind := string(src[m[2]:m[3]])
+			body := src[m[4]:m[5]]
+			line := 1 + strings.Count(string(src[:m[4]]), "\n")
+			name := filepath.Join(dir, filepath.Base(md)+"-"+itoa(i)+".pr")
+			require.NoError(t, os.WriteFile(name, body, 0o644))
+			err := validate.CheckAll(name)
+			if kind == "pr" {
+				require.NoError(t, err, "%s:%d: example does not check", md, line)
+			} else {
+				require.Error(t, err, "%s:%d: example should be rejected", md, line)
+			}
+			n++
+		}
+	}
+	require.Greater(t, n, 10, "examples found")
+}
