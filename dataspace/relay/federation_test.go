@@ -5,6 +5,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
@@ -159,5 +160,59 @@ func TestDisconnectMidTurnRetractsAll(t *testing.T) {
 		<-cconn.Done()
 		<-sconn.Done()
 		waitFor(t, "dataspace empty but for the mirror's own Observe", func() bool { return srv.size() == 1 })
+	}
+}
+
+// Capabilities travel through an intermediary: client 1 publishes a local
+// entity in the server's dataspace, client 2 finds it there (a proxy of
+// the server's connection to client 1, re-exported on the connection to
+// client 2) and messages it; the message reaches client 1's entity. When
+// client 1 leaves, its publication disappears for client 2.
+func TestCapabilityThroughIntermediary(t *testing.T) {
+	checkGoroutines(t)
+	srv := newServer(t, "srv")
+	dial := func(name string) (*server, *Conn, *dataspace.Ref) {
+		cc, sc := tcpPair(t)
+		if _, _, err := Spawn(srv.sys, "conn-"+name, sc, Options{InitialRef: srv.ds}); err != nil {
+			t.Fatal(err)
+		}
+		cli := newServer(t, name)
+		conn, peer, err := Spawn(cli.sys, "relay", cc, Options{ImportInitial: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cli, conn, peer
+	}
+	c1, conn1, peer1 := dial("c1")
+	c2, _, peer2 := dial("c2")
+	e := newRecorder()
+	c1.drv.do(func(t *dataspace.Turn) {
+		t.Assert(peer1, rec("service", dataspace.Embed(t.Create(e))))
+	})
+	var mu sync.Mutex
+	var found *dataspace.Ref
+	gone := make(chan struct{})
+	c2.drv.do(func(t *dataspace.Turn) {
+		t.During(peer2, pattern.Rec(preserves.Symbol("service"), pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
+			r, _ := dataspace.RefOf(caps[0])
+			mu.Lock()
+			found = r
+			mu.Unlock()
+			t.Message(r, rec("hello", preserves.String("from c2")))
+			t.OnStop(func(*dataspace.Turn) error { close(gone); return nil })
+			return nil
+		})
+	})
+	waitFor(t, "message at c1's entity", func() bool { return e.has(`!<hello "from c2">`) })
+	mu.Lock()
+	if found == nil || found.Entity() == e {
+		t.Fatal("c2 should hold a proxy, not c1's entity")
+	}
+	mu.Unlock()
+	conn1.Close()
+	select {
+	case <-gone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("c1's publication outlived its connection")
 	}
 }
