@@ -192,7 +192,7 @@ func TestScenario63Gatekeeper(t *testing.T) {
 			t.Fatalf("got %v", v)
 		}
 	})
-	t.Run("direct answer before any bind", func(t *testing.T) {
+	t.Run("scenario 58: direct answer before any bind", func(t *testing.T) {
 		// A party answers forwarded Resolves for oid "y" in the bind
 		// space; no bind for "y" exists.
 		w.do(func(t *dataspace.Turn) {
@@ -247,7 +247,7 @@ func TestScenario63Gatekeeper(t *testing.T) {
 
 // Services scenario 56: a bind with an observer is answered with the
 // root-signature path step.
-func TestBoundAnswer(t *testing.T) {
+func TestScenario56BoundAnswer(t *testing.T) {
 	w := newWorld(t)
 	obs := newBox()
 	w.do(func(t *dataspace.Turn) {
@@ -261,7 +261,7 @@ func TestBoundAnswer(t *testing.T) {
 }
 
 // Services scenario 59: the gatekeeper service.
-func TestBootService(t *testing.T) {
+func TestScenario59GatekeeperService(t *testing.T) {
 	w := newWorld(t)
 	var cfgRef *dataspace.Ref
 	mirror := newBox()

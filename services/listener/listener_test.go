@@ -126,7 +126,7 @@ func state(name preserves.Value, st preserves.Symbol) preserves.Value {
 }
 
 // Services scenarios 2, 55, 56, 57 and 60 over a TCP listener.
-func TestTCPListener(t *testing.T) {
+func TestScenarios2And55To57And60OverTCP(t *testing.T) {
 	s := newServer(t)
 	port := freePort(t)
 	name := tcpName(s.gk, port)
@@ -311,7 +311,7 @@ func TestTCPListenerNames(t *testing.T) {
 }
 
 // Services scenario 61.
-func TestUnixListener(t *testing.T) {
+func TestScenario61UnixListener(t *testing.T) {
 	s := newServer(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "relay.sock")
