@@ -127,8 +127,9 @@ func (w *worker) apply(t *dataspace.Turn, cs []Change) {
 		env["scriptdir"] = preserves.String(filepath.Dir(c.Path))
 		id, err := runScript(t, prog, env, w.log)
 		if err != nil {
-			// A run-time error stops only the new facet; the file still
-			// counts as processed (§3.5 step 4).
+			// Only a failure to create the facet is returned; run-time
+			// errors are logged by the VM and stop only the new facet.
+			// Either way the file counts as processed (§3.5 step 4).
 			w.log.Error().Err(err).Str("path", c.Path).Msg("script failed")
 		}
 		if had {
