@@ -80,7 +80,7 @@ func Source(file string, src []byte) ([]byte, error) {
 	if trailing && onlyLineAnnotations(vals[len(vals)-1]) {
 		body, anchor = vals[:len(vals)-1], vals[len(vals)-1]
 	}
-	f.block(body, 0)
+	f.block(body, 0, 0)
 	if anchor != nil {
 		if len(body) > 0 {
 			f.nl(0)
@@ -128,8 +128,9 @@ func (f *formatter) atLineStart() bool {
 }
 
 // block writes the instructions of toks one per line at depth (the caller
-// has positioned the first line).
-func (f *formatter) block(toks []preserves.Value, depth int) {
+// has positioned the first line); from is the source offset where the
+// block's content starts.
+func (f *formatter) block(toks []preserves.Value, depth int, from int) {
 	for i := 0; i < len(toks); {
 		end, blocks := group(toks, i)
 		if i > 0 {
@@ -137,60 +138,102 @@ func (f *formatter) block(toks []preserves.Value, depth int) {
 			if f.blankBefore(toks[i-1], toks[i]) {
 				f.nl(depth)
 			}
+			from = -1
+			if ps := preserves.PosOf(toks[i-1]); ps.IsValid() && ps.Offset < len(f.src) {
+				from = skipValue(f.src, ps.Offset)
+			}
 		}
 		for j := i; j < end; j++ {
 			if j > i && !f.atLineStart() {
 				f.buf.WriteByte(' ')
 			}
-			f.token(toks[j], depth, blocks[j-i])
+			tok := toks[j]
+			if j == i {
+				if blanks := f.commentBlanks(tok, from); blanks != nil {
+					a := tok.(*preserves.Annotated)
+					f.annotations(a, depth, blanks)
+					tok = &preserves.Annotated{Pos: a.Pos, Item: a.Item}
+				}
+			}
+			f.token(tok, depth, blocks[j-i])
 		}
 		i = end
 	}
 }
 
-// token writes one token: its annotations (comments on lines of their own),
-// then the item, as a block when isBlock.
+// token writes one token: a block, or a value (with its annotations).
 func (f *formatter) token(v preserves.Value, depth int, isBlock bool) {
-	item := v
-	if a, ok := v.(*preserves.Annotated); ok {
-		item = a.Item
-		for i, ann := range a.Anns {
-			if line, ok := lineAnnotation(a, i); ok {
-				if !f.atLineStart() {
-					f.nl(depth)
-				}
-				f.buf.WriteString(line)
-				f.nl(depth)
-				continue
-			}
-			f.buf.WriteByte('@')
-			f.data(ann, depth)
-			f.buf.WriteByte(' ')
-		}
-	}
-	if seq, ok := preserves.Unwrap(item).(preserves.Sequence); ok && isBlock {
-		if len(seq) == 0 {
-			f.buf.WriteString("[]")
-			return
-		}
-		f.buf.WriteByte('[')
-		f.nl(depth + 1)
-		f.block(seq, depth+1)
-		f.nl(depth)
-		f.buf.WriteByte(']')
+	seq, ok := preserves.Unwrap(v).(preserves.Sequence)
+	if !ok || !isBlock {
+		f.data(v, depth)
 		return
 	}
-	f.data(item, depth)
+	if a, ok := v.(*preserves.Annotated); ok {
+		f.annotations(a, depth, nil)
+	}
+	if len(seq) == 0 {
+		f.buf.WriteString("[]")
+		return
+	}
+	f.buf.WriteByte('[')
+	f.nl(depth + 1)
+	f.block(seq, depth+1, preserves.PosOf(v).Offset+1)
+	f.nl(depth)
+	f.buf.WriteByte(']')
 }
 
-// data writes a value with the Preserves writer's indented layout, its
-// continuation lines shifted to depth.
-func (f *formatter) data(v preserves.Value, depth int) {
-	text := preserves.FormatTextIndent(v, indentUnit)
-	if depth > 0 && strings.Contains(text, "\n") {
-		text = strings.ReplaceAll(text, "\n", "\n"+strings.Repeat(indentUnit, depth))
+// annotations writes a's annotations: comments on lines of their own
+// (preceded by a blank line where blanks says so), others as `@ann `.
+func (f *formatter) annotations(a *preserves.Annotated, depth int, blanks []bool) {
+	for i, ann := range a.Anns {
+		if line, ok := lineAnnotation(a, i); ok {
+			if !f.atLineStart() {
+				f.nl(depth)
+			}
+			if i < len(blanks) && blanks[i] {
+				f.nl(depth)
+			}
+			f.buf.WriteString(line)
+			f.nl(depth)
+			continue
+		}
+		f.buf.WriteByte('@')
+		f.data(ann, depth)
+		f.buf.WriteByte(' ')
 	}
-	f.buf.WriteString(text)
+}
+
+// commentBlanks says, for each comment of v (all of whose annotations must
+// be comments), whether a blank line precedes it in the source between
+// offset from and v's item. It returns nil when the source does not line up
+// (the first comment's blank line is the instruction's, see blankBefore).
+func (f *formatter) commentBlanks(v preserves.Value, from int) []bool {
+	a, ok := v.(*preserves.Annotated)
+	if !ok || len(a.Anns) < 2 || !onlyLineAnnotations(v) {
+		return nil
+	}
+	to := a.Pos.Offset
+	if !a.Pos.IsValid() || from < 0 || from > to || to > len(f.src) {
+		return nil
+	}
+	blanks := make([]bool, 0, len(a.Anns))
+	pending := false
+	for _, line := range bytes.Split(f.src[from:to], []byte("\n")) {
+		t := bytes.TrimSpace(line)
+		switch {
+		case len(t) == 0:
+			pending = true
+		case t[0] == '#':
+			blanks = append(blanks, pending && len(blanks) > 0)
+			pending = false
+		default:
+			pending = false
+		}
+	}
+	if len(blanks) != len(a.Anns) {
+		return nil
+	}
+	return blanks
 }
 
 // blankBefore reports whether the source has a blank line between the end

@@ -45,6 +45,14 @@ func TestLayout(t *testing.T) {
 			"<daemon d {\n  argv: [\"sh\" \"-c\" \"a very long command line that does not fit on one line\"]\n  restart: always\n}>\n"},
 		{"interpreter line", "#!/usr/bin/env syndicate-server\n<a>", "#!/usr/bin/env syndicate-server\n<a>\n"},
 		{"empty file", "", ""},
+		{"blank lines between comments kept", "# header\n\n\n# about a\n# more\n<a>\n\n# x\n\n# y\n<b>",
+			"# header\n\n# about a\n# more\n<a>\n\n# x\n\n# y\n<b>\n"},
+		{"nested records hang", `<require-service <config-watcher $servicesDir {config: $servicesConfig, log: $log, gatekeeper: $gatekeeper}>>`,
+			"<require-service <config-watcher $servicesDir {\n  config: $servicesConfig\n  gatekeeper: $gatekeeper\n  log: $log\n}>>\n"},
+		{"argv of atoms stays on one line", `<daemon d ["sh" "-c" "a very long command line that does not fit on one line at all, really"]>`,
+			"<daemon d [\"sh\" \"-c\" \"a very long command line that does not fit on one line at all, really\"]>\n"},
+		{"comment on a dictionary key", "<daemon d {# the program\nargv: \"x\"}>", "<daemon d {\n  # the program\n  argv: \"x\"\n}>\n"},
+		{"comments inside a block", "? <a> [\n# first\n\n# second\n<b>]", "? <a> [\n  # first\n\n  # second\n  <b>\n]\n"},
 		{"nested block indentation", "? <a> [? <b> [<c {k: \"v\"}>]]", "? <a> [\n  ? <b> [\n    <c {k: \"v\"}>\n  ]\n]\n"},
 	}
 	for _, c := range cases {
