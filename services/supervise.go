@@ -1,6 +1,7 @@
 package services
 
 import (
+	"context"
 	"time"
 
 	"github.com/syndicate-go/syndicate/dataspace"
@@ -58,41 +59,57 @@ func Supervise(t *dataspace.Turn, env Env, name preserves.Value, policy Policy, 
 	degrade := t.Create(&degradeEntity{s: s})
 	var terms []time.Time
 	var start func(t *dataspace.Turn)
+	var onExit func(t *dataspace.Turn, err error)
 	start = func(t *dataspace.Turn) {
 		s.base = StateStarted
 		s.publish(t)
+		// The worker reports its own termination through an exit hook:
+		// the link alone cannot tell a worker that stopped normally (its
+		// link assertion is retracted before it is marked dead) from a
+		// supervisor being stopped. The hook only writes to a buffered
+		// channel, because it runs under the worker's turn lock.
+		exited := make(chan error, 1)
 		_, _ = t.Facet(func(t *dataspace.Turn) error {
-			w := t.SpawnLink(workerName, func(t *dataspace.Turn) error { return boot(t, degrade) })
-			// This facet stops when the worker terminates (link), or
-			// when the supervisor is stopped (the worker still runs
-			// then, and is stopped by the link in turn).
-			t.OnStop(func(t *dataspace.Turn) error {
-				st := w.Status()
-				if st == dataspace.Running {
-					return nil
-				}
-				failed := st == dataspace.Failed
-				if failed {
-					env.Logger.Warn().Str("service", preserves.FormatText(name)).Err(w.Err()).Msg("service worker failed")
-				}
-				if policy == OnErrorOnly && !failed {
-					s.base = StateComplete
-					s.publish(t)
-					return nil
-				}
-				if failed {
-					s.base = StateFailed
-				} else {
-					s.base = StateComplete
-				}
-				s.publish(t)
-				var delay time.Duration
-				terms, delay = nextDelay(terms, now(), opts)
-				t.After(delay, func(t *dataspace.Turn) error { start(t); return nil })
-				return nil
+			// Linked, so that stopping the supervisor stops the worker.
+			t.SpawnLink(workerName, func(t *dataspace.Turn) error {
+				t.AddExitHook(func(_ *dataspace.Turn, err error) { exited <- err })
+				return boot(t, degrade)
 			})
 			return nil
 		})
+		fr := t.FacetRef()
+		t.LinkedTask("supervise", func(ctx context.Context) error {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case err := <-exited:
+				fr.Activate(func(t *dataspace.Turn) error {
+					onExit(t, err)
+					return nil
+				})
+				return dataspace.ErrKeepFacet
+			}
+		})
+	}
+	onExit = func(t *dataspace.Turn, err error) {
+		failed := err != nil
+		if failed {
+			env.Logger.Warn().Str("service", preserves.FormatText(name)).Err(err).Msg("service worker failed")
+		}
+		if policy == OnErrorOnly && !failed {
+			s.base = StateComplete
+			s.publish(t)
+			return
+		}
+		if failed {
+			s.base = StateFailed
+		} else {
+			s.base = StateComplete
+		}
+		s.publish(t)
+		var delay time.Duration
+		terms, delay = nextDelay(terms, now(), opts)
+		t.After(delay, func(t *dataspace.Turn) error { start(t); return nil })
 	}
 	start(t)
 }

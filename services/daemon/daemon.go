@@ -50,9 +50,11 @@ type Service struct {
 	sup    services.SuperviseOptions
 }
 
-// BootWith is Boot with options. The returned Service's Wait reports when
-// leftover process groups have been terminated (after the actor system has
-// shut down).
+// BootWith is Boot with options. Every process runs in a linked task of
+// its spec's facet and the task returns only once the process and the rest
+// of its group are gone, so shutting the actor system down stops every
+// daemon (SIGTERM, SIGKILL after stopTimeout) before System.Shutdown
+// returns.
 func BootWith(t *dataspace.Turn, env services.Env, opts Options) (*Service, error) {
 	s := &Service{runner: NewRunner(opts.Clock), now: opts.Now, sup: opts.Supervise}
 	if s.now == nil {
@@ -69,7 +71,7 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) (*Service, erro
 	return s, nil
 }
 
-// Wait waits until every leftover process group is gone.
+// Wait waits until no process runner is active (all daemons stopped).
 func (s *Service) Wait() { s.runner.Wait() }
 
 // runDaemon runs in the facet of one `<run-service <daemon …>>`.

@@ -38,12 +38,18 @@ func bootDaemons(t testing.TB, opts Options) (*harness, *recClock) {
 	clock := &recClock{}
 	opts.Clock = clock
 	var svc *Service
+	// Registered first, so it runs after the harness has shut the system
+	// down: by then every Run call must have returned.
+	t.Cleanup(func() {
+		if svc != nil {
+			svc.Wait()
+		}
+	})
 	h := newHarness(t, services.Boot, func(tt *dataspace.Turn, env services.Env) error {
 		var err error
 		svc, err = BootWith(tt, env, opts)
 		return err
 	})
-	t.Cleanup(func() { svc.Wait() }) // runs before the harness shutdown
 	return h, clock
 }
 

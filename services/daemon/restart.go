@@ -103,10 +103,12 @@ const (
 // not usable; use NewRunner.
 type Runner struct {
 	clock Clock
-	// run runs one process instance; replaced in tests of the policy loop.
-	run func(ctx context.Context, s *Spec, h procHooks) Exit
-	// cleanups tracks goroutines that terminate leftover process groups.
-	cleanups sync.WaitGroup
+	// run runs one process instance, adding goroutines that terminate
+	// leftover process groups to cleanups; replaced in tests of the policy
+	// loop.
+	run func(ctx context.Context, s *Spec, h procHooks, cleanups *sync.WaitGroup) Exit
+	// active counts Run calls in progress.
+	active sync.WaitGroup
 }
 
 // NewRunner returns a Runner that starts real processes, timing restarts
@@ -116,18 +118,24 @@ func NewRunner(clock Clock) *Runner {
 		clock = RealClock
 	}
 	r := &Runner{clock: clock}
-	r.run = func(ctx context.Context, s *Spec, h procHooks) Exit {
-		return runProcess(ctx, s, h, r.clock.Now, &r.cleanups)
+	r.run = func(ctx context.Context, s *Spec, h procHooks, cleanups *sync.WaitGroup) Exit {
+		return runProcess(ctx, s, h, r.clock.Now, cleanups)
 	}
 	return r
 }
 
 // Run runs s until its policy says it is completed or crashed, or ctx is
 // cancelled, restarting it after the delays of §5.5 in between. When it
-// returns, the last process instance has exited and been reaped.
+// returns, every process it started is gone, leftovers of their process
+// groups included, so a caller that waits for Run (the actor runtime waits
+// for linked tasks at shutdown) leaves no process behind.
 func (r *Runner) Run(ctx context.Context, s *Spec, ev Events) Outcome {
+	r.active.Add(1)
+	defer r.active.Done()
+	var cleanups sync.WaitGroup
+	defer cleanups.Wait()
 	for {
-		exit := r.run(ctx, s, procHooks{started: ev.Started, line: ev.Line})
+		exit := r.run(ctx, s, procHooks{started: ev.Started, line: ev.Line}, &cleanups)
 		if ctx.Err() != nil {
 			return Stopped
 		}
@@ -151,6 +159,5 @@ func (r *Runner) Run(ctx context.Context, s *Spec, ev Events) Outcome {
 	}
 }
 
-// Wait waits until every leftover process group this runner is still
-// terminating is gone (at most the specs' stop timeouts).
-func (r *Runner) Wait() { r.cleanups.Wait() }
+// Wait waits until no Run call is in progress.
+func (r *Runner) Wait() { r.active.Wait() }

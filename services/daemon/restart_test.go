@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 )
@@ -12,7 +13,7 @@ import (
 func scriptedRunner(clock Clock, exits ...Exit) (*Runner, *int) {
 	n := 0
 	r := &Runner{clock: clock}
-	r.run = func(ctx context.Context, s *Spec, h procHooks) Exit {
+	r.run = func(ctx context.Context, s *Spec, h procHooks, _ *sync.WaitGroup) Exit {
 		e := exits[min(n, len(exits)-1)]
 		n++
 		if h.started != nil && e.SpawnErr == nil {
