@@ -107,26 +107,9 @@ func (g *gatekeeper) Retract(t *dataspace.Turn, h dataspace.Handle) error {
 
 // resolve answers one Resolve, in its own facet.
 func (g *gatekeeper) resolve(t *dataspace.Turn, step preserves.Value, obs *dataspace.Ref) {
-	sr, ok := preserves.Unwrap(step).(*preserves.Record)
-	if !ok {
-		t.Assert(obs, errInvalid)
-		return
-	}
-	if _, ok := preserves.Unwrap(sr.Label).(preserves.Symbol); !ok {
-		t.Assert(obs, errInvalid)
-		return
-	}
-	if !preserves.Equal(sr.Label, symRef) {
-		t.Assert(obs, errUnsupported)
-		return
-	}
-	if len(sr.Fields) != 1 {
-		t.Assert(obs, errInvalid)
-		return
-	}
-	ref, err := caveat.ParametersFromValue(sr.Fields[0])
-	if err != nil {
-		t.Assert(obs, errInvalid)
+	ref, refusal := parseStep(step)
+	if refusal != nil {
+		t.Assert(obs, refusal)
 		return
 	}
 	st := &race{}
@@ -157,6 +140,30 @@ func (g *gatekeeper) resolve(t *dataspace.Turn, step preserves.Value, obs *datas
 		})
 		return nil
 	})
+}
+
+// parseStep accepts a `ref` step with well-formed Parameters, or returns
+// the answer refusing the step: `<error unsupported>` for another step
+// type, `<error invalid>` for anything malformed.
+func parseStep(step preserves.Value) (*caveat.SturdyRef, preserves.Value) {
+	sr, ok := preserves.Unwrap(step).(*preserves.Record)
+	if !ok {
+		return nil, errInvalid
+	}
+	if _, ok := preserves.Unwrap(sr.Label).(preserves.Symbol); !ok {
+		return nil, errInvalid
+	}
+	if !preserves.Equal(sr.Label, symRef) {
+		return nil, errUnsupported
+	}
+	if len(sr.Fields) != 1 {
+		return nil, errInvalid
+	}
+	ref, err := caveat.ParametersFromValue(sr.Fields[0])
+	if err != nil {
+		return nil, errInvalid
+	}
+	return ref, nil
 }
 
 // answer validates ref against a bind's key and attenuates its target.
