@@ -1,0 +1,98 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/preserves"
+)
+
+func TestParsePattern(t *testing.T) {
+	cases := []struct {
+		pat   string
+		value string
+		match bool
+		caps  []string
+	}{
+		{"_", "<anything 1>", true, nil},
+		{"<daemon ?>", "<daemon web>", true, []string{"web"}},
+		{"<daemon _>", `<daemon web "spec">`, true, nil},
+		{"<daemon ?id>", "<milestone web>", false, nil},
+		{"[?a _ ?c]", "[1 2 3 4]", true, []string{"1", "3"}},
+		{"{port: ?p}", `{host: "h", port: 80}`, true, []string{"80"}},
+		{"<x =_ =?y ==>", "<x _ ?y =>", true, nil},
+		{"<x =_>", "<x 1>", false, nil},
+		{`<s "str" 1.5 #t #"b">`, `<s "str" 1.5 #t #"b">`, true, nil},
+	}
+	for _, c := range cases {
+		p, err := parsePattern(c.pat)
+		require.NoError(t, err, c.pat)
+		v, err := preserves.ParseText(c.value)
+		require.NoError(t, err)
+		caps, ok := pattern.Match(p, v)
+		require.Equal(t, c.match, ok, "%s vs %s", c.pat, c.value)
+		if ok {
+			var got []string
+			for _, x := range caps {
+				got = append(got, preserves.FormatText(x))
+			}
+			require.Equal(t, c.caps, got, c.pat)
+		}
+	}
+}
+
+func TestBadPatternsAndValues(t *testing.T) {
+	for pat, want := range map[string]string{
+		"<?x 1>":       "bad pattern at 1:2: a record label must be literal",
+		"{?k: 1}":      "bad pattern at 1:2: dictionary keys must be literal",
+		"[1\n #{2}]":   "bad pattern at 2:2: sets are not allowed in patterns",
+		"<unclosed":    "bad pattern at 1:10:",
+		"":             "bad pattern",
+		"<a> <b>":      "bad pattern at 1:5:",
+		"#:<embedded>": "bad pattern at 1:1: embedded values are not allowed in patterns",
+	} {
+		_, err := parsePattern(pat)
+		require.Error(t, err, pat)
+		require.True(t, strings.HasPrefix(err.Error(), want), "%q: %v", pat, err)
+	}
+	_, err := parseValue("<a #:<b>>")
+	require.EqualError(t, err, "bad value at 1:4: embedded values cannot be written on the command line")
+}
+
+func FuzzParsePattern(f *testing.F) {
+	for _, s := range []string{"<daemon ?>", "[_ ?x {k: ?v}]", "<?x 1>", "#{1}", "=?x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := parsePattern(s)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "bad pattern") {
+				t.Fatalf("error not about the pattern: %v", err)
+			}
+			return
+		}
+		// A parsed pattern is a valid dataspace pattern.
+		if _, err := pattern.FromValue(pattern.ToValue(p)); err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+	})
+}
+
+func TestUsageAndFmtStdin(t *testing.T) {
+	code, out, _ := cliRun(t, "help")
+	require.Equal(t, 0, code)
+	for _, c := range commands {
+		require.Contains(t, out, "  "+c.name+" ")
+	}
+	code, _, errs := cliRun(t)
+	require.Equal(t, 2, code)
+	require.Contains(t, errs, "usage: syndicate")
+
+	var o, e syncBuffer
+	code = runCtx(t.Context(), []string{"fmt"}, strings.NewReader("<a>   <b>"), &o, &e)
+	require.Equal(t, 0, code, e.String())
+	require.Equal(t, "<a>\n<b>\n", o.String())
+}
