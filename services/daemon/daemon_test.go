@@ -500,3 +500,20 @@ func readFile(p string) (string, error) {
 	b, err := os.ReadFile(p)
 	return string(b), err
 }
+
+func TestSystemShutdownStopsDaemonsFirst(t *testing.T) {
+	h, _ := bootDaemons(t, Options{})
+	require(h, "d", pv(t, `"echo $$; sleep 100 & exec sleep 100"`))
+	require(h, "stubborn", pv(t, `{argv: "echo $$; trap '' TERM; sleep 100 & wait", stopTimeout: 0.3}`))
+	p1 := printedPid(t, h.waitOutput("d", 1)[0])
+	p2 := printedPid(t, h.waitOutput("stubborn", 1)[0])
+	h.waitHas(state("d", services.StateReady), true)
+	h.waitHas(state("stubborn", services.StateReady), true)
+	ctxShutdown(t, h)
+	// Shutdown returns only once every linked task has returned, and a
+	// daemon's task returns only once its whole process group is gone.
+	live := liveGroups()
+	if live[p1] || live[p2] || Len() != 0 {
+		t.Errorf("after shutdown: group %d live %v, group %d live %v, children %d", p1, live[p1], p2, live[p2], Len())
+	}
+}

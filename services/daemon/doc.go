@@ -30,5 +30,15 @@
 // Per running process: one goroutine runs [Runner.Run] (a linked task of the
 // spec's facet), one waits for the child, two read its pipes. They report to
 // the worker actor only by activating its facets, so all dataspace state is
-// owned by the actor.
+// owned by the actor. Per daemon there is also the worker actor's goroutine
+// and the supervisor's task waiting for the worker to exit.
+//
+// # Stopping and shutdown
+//
+// Stopping a spec's facet (spec retracted, daemon no longer required,
+// restart-service, worker crash) cancels the linked task: the process group
+// gets SIGTERM, then SIGKILL after stopTimeout. The task returns only once
+// the child is reaped and the rest of its group is gone, and the actor
+// runtime waits for linked tasks, so System.Shutdown stops every daemon
+// before it returns (§5.8, Q9).
 package daemon
