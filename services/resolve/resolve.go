@@ -276,24 +276,34 @@ type connected struct {
 	ctl, ref preserves.Value
 }
 
-func (s *svc) resolvePath(t *dataspace.Turn, route preserves.Value) {
+// parseRoute checks `<route [TRANSPORT …] STEP …>` (gatekeeper.prs Route):
+// every step a record with a symbol label.
+func parseRoute(route preserves.Value) (transports, steps []preserves.Value, ok bool) {
 	r, isRec := route.(*preserves.Record)
 	if !isRec || !preserves.Equal(r.Label, symRoute) || len(r.Fields) < 1 {
-		return
+		return nil, nil, false
 	}
-	transports, isSeq := r.Fields[0].(preserves.Sequence)
+	ts, isSeq := r.Fields[0].(preserves.Sequence)
 	if !isSeq {
-		return
+		return nil, nil, false
 	}
-	steps := r.Fields[1:]
-	for _, st := range steps {
-		sr, ok := st.(*preserves.Record)
-		if !ok {
-			return
+	for _, st := range r.Fields[1:] {
+		sr, isRec := st.(*preserves.Record)
+		if !isRec {
+			return nil, nil, false
 		}
-		if _, ok := sr.Label.(preserves.Symbol); !ok {
-			return
+		if _, isSym := sr.Label.(preserves.Symbol); !isSym {
+			return nil, nil, false
 		}
+	}
+	return ts, r.Fields[1:], true
+}
+
+func (s *svc) resolvePath(t *dataspace.Turn, route preserves.Value) {
+	transports, steps, valid := parseRoute(route)
+	if !valid {
+		s.log.Warn().Str("route", preserves.FormatText(route)).Msg("resolve-path: malformed route ignored")
+		return
 	}
 	req := preserves.NewRecord(symResolvePath, route)
 	up := make(map[string]connected)
