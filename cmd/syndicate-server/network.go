@@ -10,6 +10,7 @@ import (
 	"github.com/syndicate-go/syndicate/services"
 	"github.com/syndicate-go/syndicate/services/gatekeeper"
 	"github.com/syndicate-go/syndicate/services/listener"
+	"github.com/syndicate-go/syndicate/services/resolve"
 )
 
 // bootGatekeeper creates the primordial gatekeeper over the config
@@ -25,6 +26,10 @@ func (s *server) bootNetwork(t *dataspace.Turn, env services.Env) error {
 		return err
 	}
 	if err := listener.Boot(t, env); err != nil {
+		return err
+	}
+	// Client-side resolution services run always (services spec §10).
+	if err := resolve.Boot(t, env); err != nil {
 		return err
 	}
 	gk := dataspace.Embed(env.Gatekeeper)
