@@ -91,6 +91,9 @@ const (
 	drainGrace = 250 * time.Millisecond
 	// maxLine splits pathological lines so memory stays bounded.
 	maxLine = 64 << 10
+	// readBuf is each pipe reader's buffer; longer lines are assembled
+	// across reads, so it only trades syscalls for idle memory.
+	readBuf = 1024
 	// groupPoll is how often we look whether a process group is gone.
 	groupPoll = 10 * time.Millisecond
 )
@@ -144,7 +147,7 @@ func buildEnv(s *Spec) []string {
 // that exited) are terminated the same way by a goroutine tracked in wg, so
 // the exit is reported at once and no process outlives its daemon.
 //
-// Exactly one goroutine (started here) calls Wait on the child.
+// The calling goroutine is the only one that calls Wait on the child.
 func runProcess(ctx context.Context, s *Spec, h procHooks, now func() time.Time, wg *sync.WaitGroup) Exit {
 	cmd := command(s)
 	outR, outW, err := os.Pipe()
@@ -175,34 +178,48 @@ func runProcess(ctx context.Context, s *Spec, h procHooks, now func() time.Time,
 	go func() { defer readers.Done(); readLines(outR, Stdout, pid, now, h.line) }()
 	go func() { defer readers.Done(); readLines(errR, Stderr, pid, now, h.line) }()
 
-	waited := make(chan Exit, 1)
-	go func() {
-		err := cmd.Wait()
-		children.remove(pid)
-		waited <- exitOf(pid, cmd.ProcessState, err)
-	}()
-
 	if h.started != nil {
 		h.started(pid)
 	}
 
-	var exit Exit
-	deadline := time.Time{}
-	select {
-	case exit = <-waited:
-	case <-ctx.Done():
-		// The leader is not reaped yet, so pid still names our group.
+	// Stopping is armed with context.AfterFunc and time.AfterFunc rather
+	// than a goroutine selecting on ctx, so that a running process costs
+	// no goroutine besides this one (blocked in Wait) and its two readers.
+	// mu orders the signals against the reap: once Wait has returned, the
+	// pid may be recycled and must not be signalled any more.
+	var (
+		mu       sync.Mutex
+		reaped   bool
+		deadline time.Time // when the group gets SIGKILL, once stopping
+		kill     *time.Timer
+	)
+	stopWatch := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if reaped {
+			return
+		}
 		_ = unix.Kill(-pid, unix.SIGTERM)
 		deadline = time.Now().Add(s.StopTimeout)
-		timer := time.NewTimer(s.StopTimeout)
-		select {
-		case exit = <-waited:
-		case <-timer.C:
-			_ = unix.Kill(-pid, unix.SIGKILL)
-			exit = <-waited
-		}
-		timer.Stop()
+		kill = time.AfterFunc(s.StopTimeout, func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if !reaped {
+				_ = unix.Kill(-pid, unix.SIGKILL)
+			}
+		})
+	})
+	// The one and only Wait for this child.
+	werr := cmd.Wait()
+	mu.Lock()
+	reaped = true
+	if kill != nil {
+		kill.Stop()
 	}
+	mu.Unlock()
+	stopWatch()
+	children.remove(pid)
+	exit := exitOf(pid, cmd.ProcessState, werr)
 
 	// The leader is gone. If members of its group remain, they are orphans
 	// of this daemon: terminate them too, without delaying the exit report.
@@ -258,7 +275,7 @@ func killGroupBy(pgid int, deadline time.Time) {
 // readLines delivers r's content line by line until EOF, error or a read
 // deadline, always flushing a final partial line.
 func readLines(r io.Reader, stream Stream, pid int, now func() time.Time, emit func(Line)) {
-	br := bufio.NewReaderSize(r, 4096)
+	br := bufio.NewReaderSize(r, readBuf)
 	var acc []byte
 	flush := func() {
 		if len(acc) > 0 && emit != nil {

@@ -186,6 +186,7 @@ func BenchmarkMemoryPerDaemon(b *testing.B) {
 		runtime.GC()
 		runtime.ReadMemStats(&m1)
 		b.ReportMetric(float64(m1.HeapInuse-m0.HeapInuse)/n, "heap-B/daemon")
+		b.ReportMetric(float64(m1.StackInuse-m0.StackInuse)/n, "stack-B/daemon")
 		b.ReportMetric(float64(runtime.NumGoroutine()-g0)/n, "goroutines/daemon")
 		b.ReportMetric(float64(Len()), "children")
 		// The harness cleanup (end of benchmark) stops them all; do it
