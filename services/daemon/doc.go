@@ -12,8 +12,8 @@
 //     (§5.2), with one error type, [SpecError], of two classes
 //     ([ErrNotASpec], [ErrInvalidField]) because §5.3 treats them differently.
 //   - process.go runs one process: its own process group (Setpgid), stdin
-//     from /dev/null, stdout/stderr read line by line by two goroutines, one
-//     goroutine calling Wait. Stopping sends SIGTERM to the group and SIGKILL
+//     from /dev/null, stdout/stderr read line by line by two goroutines,
+//     exactly one goroutine calling Wait. Stopping sends SIGTERM to the group and SIGKILL
 //     after the spec's stopTimeout. The pipes are drained (with a short
 //     grace) before the exit is reported, so the tail of the output is never
 //     lost (Q8).
@@ -28,7 +28,9 @@
 // # Goroutines
 //
 // Per running process: one goroutine runs [Runner.Run] (a linked task of the
-// spec's facet), one waits for the child, two read its pipes. They report to
+// spec's facet) and is the only caller of Wait for the child; two read its
+// pipes. Stopping is armed with context.AfterFunc, so it costs no goroutine
+// until it happens. They report to
 // the worker actor only by activating its facets, so all dataspace state is
 // owned by the actor. Per daemon there is also the worker actor's goroutine
 // and the supervisor's task waiting for the worker to exit.
