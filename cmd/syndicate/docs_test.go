@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/syndicate-go/syndicate/services/validate"
+	"github.com/syndicate-go/syndicate/script/validate"
 )
 
 // fence matches a fenced block tagged pr or pr-error.

@@ -213,9 +213,12 @@ func TestSendAndRestartDeliver(t *testing.T) {
 	require.Equal(t, 0, code, errs)
 	code, _, errs = cliRun(t, "--admin", s.path, "restart", "<daemon web>")
 	require.Equal(t, 0, code, errs)
-	// Each command returns after a sync round trip, so both have arrived.
-	waitFor(t, "messages", func() bool { return len(s.messages()) >= 2 })
-	require.Equal(t, []string{`<ping "x">`, "<restart-service <daemon web>>"}, s.messages())
+	code, _, errs = cliRun(t, "--admin", s.path, "send", "<daemon x {argv: []}>")
+	require.Equal(t, 0, code, errs)
+	require.Equal(t, "syndicate: warning: 1:18: argv: the command line is empty: it needs at least a program\n", errs,
+		"an invalid declaration is sent, with a warning")
+	waitFor(t, "messages", func() bool { return len(s.messages()) >= 3 })
+	require.Equal(t, []string{`<ping "x">`, "<restart-service <daemon web>>", `<daemon x {argv: []}>`}, s.messages())
 }
 
 func TestStatus(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/script"
 	"github.com/syndicate-go/syndicate/script/format"
-	"github.com/syndicate-go/syndicate/services/validate"
+	"github.com/syndicate-go/syndicate/script/validate"
 )
 
 func runCheck(ctx context.Context, cl *cli, args []string) error {

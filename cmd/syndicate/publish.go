@@ -10,6 +10,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/script/validate"
 	"github.com/syndicate-go/syndicate/services"
 )
 
@@ -21,7 +22,20 @@ func oneValue(ctx context.Context, cl *cli, name, what string, args []string) (p
 	if fs.NArg() != 1 {
 		return nil, usagef("%s needs exactly one %s", name, what)
 	}
-	return parseValue(fs.Arg(0))
+	v, err := parseValue(fs.Arg(0))
+	if err == nil {
+		cl.positioned, _ = readArg("value", fs.Arg(0))
+	}
+	return v, err
+}
+
+// warnInvalid prints a warning for each way v (read with positions from the
+// command line) breaks the service schemas. The value is still sent: an
+// operator may want to see how the server handles a bad request.
+func (cl *cli) warnInvalid(v preserves.Value) {
+	for _, e := range validate.Declaration(v) {
+		fmt.Fprintf(cl.stderr, "syndicate: warning: %v\n", e)
+	}
 }
 
 func runAssert(ctx context.Context, cl *cli, args []string) error {
@@ -29,6 +43,7 @@ func runAssert(ctx context.Context, cl *cli, args []string) error {
 	if err != nil {
 		return err
 	}
+	cl.warnInvalid(cl.positioned)
 	s, err := cl.connect(ctx)
 	if err != nil {
 		return err
@@ -77,6 +92,7 @@ func runSend(ctx context.Context, cl *cli, args []string) error {
 	if err != nil {
 		return err
 	}
+	cl.warnInvalid(cl.positioned)
 	return cl.sendMessage(ctx, v)
 }
 
@@ -85,5 +101,6 @@ func runRestart(ctx context.Context, cl *cli, args []string) error {
 	if err != nil {
 		return err
 	}
+	cl.warnInvalid(services.RestartService(cl.positioned))
 	return cl.sendMessage(ctx, services.RestartService(name))
 }

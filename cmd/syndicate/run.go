@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services/admin"
 )
 
@@ -68,6 +69,9 @@ type cli struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	conn           connFlags
+	// positioned is the VALUE argument as read, with source positions
+	// (for validation messages).
+	positioned preserves.Value
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

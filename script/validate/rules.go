@@ -191,10 +191,11 @@ func (v *validator) transportAddress(a preserves.Value, tcpOnly bool) {
 }
 
 // capability checks a field the schema wants embedded: in a script that is
-// always a variable (`$gatekeeper`), never a literal.
+// always a variable (`$gatekeeper`), never a literal; in a value checked
+// with Declaration, an embedded value.
 func (v *validator) capability(x preserves.Value, what string) {
-	if isUnknown(x) {
-		return
+	if _, ok := preserves.Unwrap(x).(*preserves.Embedded); ok {
+		return // a capability, or (in a script) a variable
 	}
 	v.errorf(x, "%s must be a capability (a variable such as $gatekeeper), not %s", what, render(x))
 }

@@ -72,6 +72,19 @@ func Source(file string, src []byte) script.ErrorList {
 	return v.errs
 }
 
+// Declaration validates one value that is about to be asserted or sent
+// (for example by `syndicate assert`, or a service checking a request at
+// run time). Positions are reported when v carries them (a value read with
+// preserves.TextOptions.Positions, or compiled with compile.Options.Positions);
+// otherwise the errors have the zero position and print as the message alone.
+// Embedded values count as capabilities.
+func Declaration(v preserves.Value) script.ErrorList {
+	val := &validator{}
+	val.declaration(v)
+	val.errs.Sort()
+	return val.errs
+}
+
 // Check validates every script named by paths; a directory is searched
 // recursively for *.pr files, hidden files and directories skipped, as
 // script.Check does. It returns nil or a sorted script.ErrorList (I/O errors

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/script"
 )
 
@@ -62,6 +63,26 @@ func TestCheckAllMergesCompileAndValidationErrors(t *testing.T) {
 
 	require.Error(t, Check(filepath.Join(dir, "missing.pr")), "I/O errors are reported")
 	require.Error(t, Check(filepath.Join(dir, ".hidden")), "a directory named explicitly is searched even when hidden")
+}
+
+func TestDeclaration(t *testing.T) {
+	gk := preserves.NewEmbedded("a capability")
+	ok := preserves.Rec("require-service", preserves.Rec("relay-listener",
+		preserves.Rec("tcp", preserves.String("127.0.0.1"), preserves.Int(9001)), gk))
+	require.Empty(t, Declaration(ok), "an embedded value is a capability")
+
+	bad, err := preserves.ParseText(`<daemon x {argv: "x", restart: sometimes}>`)
+	require.NoError(t, err)
+	errs := Declaration(bad)
+	require.Len(t, errs, 1)
+	require.Equal(t, "restart: sometimes is not a restart policy (always, on-error, all, never)", errs[0].Error(),
+		"without positions the message stands alone")
+	require.ErrorIs(t, errs[0], ErrInvalid)
+
+	withPos, err := preserves.ParseTextOptions([]byte("<require-service <daemon a b>>"), preserves.TextOptions{Positions: true, File: "x.pr"})
+	require.NoError(t, err)
+	require.Equal(t, "x.pr:1:18: daemon: a daemon service is named <daemon ID>, with one field, not 2 (the spec goes in a separate <daemon ID SPEC> assertion)",
+		Declaration(withPos)[0].Error())
 }
 
 func FuzzSource(f *testing.F) {
