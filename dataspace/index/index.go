@@ -11,18 +11,18 @@
 // must not call back into the index.
 //
 // Every distinct asserted value is interned once as an *entry (value, hash,
-// bag count) in an open-addressing table keyed by preserves.Hash and
-// compared with preserves.Equal, since Go maps cannot key on values that
-// contain slices; every cache below shares these entries (see sets.go). Observers' patterns are analysed into a *shape* (the
-// class guards of their group sub-patterns, in pre-order) and a trie of
-// shapes is kept; patterns of the same shape share a node (§12.2). A node
-// caches the set of entries that pass its guards, so a new observer is
-// answered from the caches without scanning unrelated assertions. Below a
-// node, observers are grouped by the positions they constrain to constants
-// or merely require to exist (a *leaf map*), then by the constants
-// themselves (a *leaf*, found by one hash lookup), then by the positions they
-// capture (*endpoints*), which hold the counted bag of capture tuples and,
-// per observer, the handle of each tuple asserted to it.
+// bag count) in an open-addressing table keyed by preserves.Hash and compared
+// with preserves.Equal, since Go maps cannot key on values that contain
+// slices; every cache below shares these entries (see sets.go). Observers'
+// patterns are analysed into a *shape* (the class guards of their group
+// sub-patterns, in pre-order) and a trie of shapes is kept; patterns of the
+// same shape share a node (§12.2). A node caches the set of entries that pass
+// its guards, so a new observer is answered from the caches without scanning
+// unrelated assertions. Below a node, observers are grouped by the positions
+// they constrain to constants or merely require to exist (a *leaf map*), then
+// by the constants themselves (a *leaf*, found by one hash lookup), then by
+// the positions they capture (*endpoints*), which hold the counted bag of
+// capture tuples and, per observer, the handle of each tuple asserted to it.
 //
 // Inserting, removing or sending a value walks only the trie edges whose
 // guards the value satisfies, doing one hash lookup per leaf map at each
