@@ -195,6 +195,7 @@ func TestDumpShowsCurrentAssertions(t *testing.T) {
 	code, out, _ = cliRun(t, "--admin", s.path, "dump", "--all")
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "<Observe", "--all shows subscriptions (the framework's, at least)")
+	require.NotContains(t, out, "ref<dump", "but not dump's own")
 
 	code, out, _ = cliRun(t, "--admin", s.path, "dump", "<zeta {a: ?}>")
 	require.Equal(t, 0, code)

@@ -75,6 +75,17 @@ func isObserve(v preserves.Value) bool {
 	return ok && preserves.Equal(r.Label, preserves.Symbol("Observe"))
 }
 
+// observes reports whether v is the `<Observe PATTERN #:ref>` subscription
+// of ref (dump leaves its own subscription out).
+func observes(v preserves.Value, ref *dataspace.Ref) bool {
+	r, ok := preserves.Unwrap(v).(*preserves.Record)
+	if !ok || !isObserve(r) || len(r.Fields) != 2 {
+		return false
+	}
+	got, ok := dataspace.RefOf(r.Fields[1])
+	return ok && got == ref
+}
+
 // render writes a value for people: indented text; capabilities appear as
 // `#:` followed by a description of the reference.
 func render(v preserves.Value) string {
@@ -109,11 +120,11 @@ func runDump(ctx context.Context, cl *cli, args []string) error {
 	done := make(chan struct{})
 	_, err = s.spawn("dump", func(t *dataspace.Turn) error {
 		o := &observer{}
-		subscribe(t, s.cfg, p, o)
+		self := subscribe(t, s.cfg, p, o)
 		t.Sync(s.cfg, func(*dataspace.Turn) error {
 			mu.Lock()
 			for _, caps := range o.held {
-				if len(caps) > 0 && (*all || !isObserve(caps[0])) {
+				if len(caps) > 0 && (*all || !isObserve(caps[0])) && !observes(caps[0], self) {
 					vals = append(vals, caps[0])
 				}
 			}
