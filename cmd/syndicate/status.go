@@ -233,6 +233,52 @@ func (s service) wanted() string {
 	return "-"
 }
 
+// maxNameWidth bounds the SERVICE column of the table (JSON has full names).
+const maxNameWidth = 72
+
+// shortName renders a service name for the table: capabilities as `#:ref`
+// (their descriptions are long and say little), and at most maxNameWidth
+// characters.
+func shortName(name preserves.Value) string {
+	s := preserves.FormatText(hideRefs(name))
+	if r := []rune(s); len(r) > maxNameWidth {
+		s = string(r[:maxNameWidth-1]) + "…"
+	}
+	return s
+}
+
+func hideRefs(v preserves.Value) preserves.Value {
+	switch x := preserves.Unwrap(v).(type) {
+	case *preserves.Embedded:
+		return preserves.NewEmbedded(preserves.Symbol("ref"))
+	case *preserves.Record:
+		fs := make([]preserves.Value, len(x.Fields))
+		for i, f := range x.Fields {
+			fs[i] = hideRefs(f)
+		}
+		return preserves.NewRecord(hideRefs(x.Label), fs...)
+	case preserves.Sequence:
+		out := make(preserves.Sequence, len(x))
+		for i, e := range x {
+			out[i] = hideRefs(e)
+		}
+		return out
+	case *preserves.Set:
+		out := make([]preserves.Value, 0, x.Len())
+		for _, e := range x.Elems() {
+			out = append(out, hideRefs(e))
+		}
+		return preserves.NewSet(out...)
+	case *preserves.Dictionary:
+		es := make([]preserves.DictEntry, 0, x.Len())
+		for _, e := range x.Entries() {
+			es = append(es, preserves.DictEntry{Key: hideRefs(e.Key), Value: hideRefs(e.Value)})
+		}
+		return preserves.NewDictionary(es...)
+	}
+	return v
+}
+
 func writeTable(w io.Writer, svcs []service, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "SERVICE\tWANTED\tSTATE\tPID\tRESTARTS\tUPTIME")
@@ -254,7 +300,7 @@ func writeTable(w io.Writer, svcs []service, now time.Time) {
 				uptime = now.Sub(since).Truncate(time.Second).String()
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.wanted(), s.state(), pid, restarts, uptime)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", shortName(s.name), s.wanted(), s.state(), pid, restarts, uptime)
 	}
 	tw.Flush()
 }

@@ -125,8 +125,8 @@ func ListenWith(t *dataspace.Turn, env services.Env, path string, opts Options) 
 			for {
 				c, err := ln.Accept()
 				if err != nil {
-					if ctx.Err() != nil {
-						return ctx.Err()
+					if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+						return nil // stopping: the facet closed the listener
 					}
 					// Losing the admin socket must not take the server
 					// down: log it and stop only this facet.
