@@ -88,7 +88,7 @@ func (s *System) start(a *Actor, boot func(t *Turn) error) {
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
-		a.drop(ErrShutdown)
+		a.drop()
 		return
 	}
 	s.actors[a] = struct{}{}
@@ -321,12 +321,21 @@ func (a *Actor) terminate(status ExitStatus, err error) {
 	a.mb.signal()
 }
 
-// drop marks an actor that never ran as Dropped.
-func (a *Actor) drop(err error) {
+// drop marks an actor that never ran as Dropped. A SpawnLink child may
+// already hold its link assertion to the spawning facet; it is retracted
+// (so a live parent facet stops as if the child had exited).
+func (a *Actor) drop() {
 	a.mu.Lock()
 	if !a.dead.Load() {
-		a.status, a.err = Dropped, nil
+		a.status = Dropped
 		a.dead.Store(true)
+		t := &a.turn
+		t.begin(a.root)
+		for h, rec := range a.outbound {
+			delete(a.outbound, h)
+			t.enqueue(rec.to.actor, event{kind: evRetract, to: rec.to, h: h})
+		}
+		t.deliver()
 		a.cancel()
 	}
 	a.mu.Unlock()

@@ -12,9 +12,6 @@ var (
 	ErrKeepFacet = errors.New("dataspace: keep facet")
 	// ErrPanic is wrapped by the error of an actor whose callback panicked.
 	ErrPanic = errors.New("dataspace: panic in actor")
-	// ErrShutdown is the exit error of an actor forcibly dropped because
-	// the system shut down before it could stop cleanly.
-	ErrShutdown = errors.New("dataspace: system shut down")
 )
 
 // PanicError is the exit error of an actor whose callback panicked. It

@@ -21,20 +21,17 @@ const (
 	evRetract
 	evMessage
 	evSync
-	evLater
 )
 
-// event is one buffered action addressed to an entity (or, for evLater, to
-// a facet of the sending actor itself). Events travel by value inside
-// pooled batches, so delivering one allocates nothing.
+// event is one buffered action addressed to an entity. Events travel by
+// value inside pooled batches, so delivering one allocates nothing; the
+// struct is kept at 48 bytes.
 type event struct {
 	kind evKind
 	h    Handle
 	to   *target
 	v    preserves.Value
-	peer *Ref                // evSync
-	fn   func(t *Turn) error // evLater
-	f    *facet              // evLater: the scheduling facet
+	peer *Ref // evSync
 }
 
 type batchKind uint8
@@ -152,13 +149,6 @@ func (t *Turn) guard(fn func(t *Turn) error, b *batch) (err error) {
 // dispatch delivers one incoming event to its entity with the entity's
 // facet active; events for dead facets are ignored (runtime spec §4.8).
 func (t *Turn) dispatch(ev *event) error {
-	if ev.kind == evLater {
-		if !ev.f.alive {
-			return nil
-		}
-		t.active = ev.f
-		return ev.fn(t)
-	}
 	tg := ev.to
 	if !tg.facet.alive {
 		return nil
@@ -245,7 +235,7 @@ func (t *Turn) discard() {
 	clear(t.pre)
 	t.pre = t.pre[:0]
 	for _, s := range t.spawns {
-		s.a.drop(nil)
+		s.a.drop()
 	}
 	clear(t.spawns)
 	t.spawns = t.spawns[:0]
@@ -526,8 +516,18 @@ func (t *Turn) PreCommit(fn func(t *Turn) error) {
 // (The reference runs it in the root facet; runtime spec §19 quirk 4 allows
 // either.)
 func (t *Turn) Later(fn func(t *Turn) error) {
-	t.enqueue(t.a, event{kind: evLater, fn: fn, f: t.active})
+	// A throwaway entity in the active facet: delivery then skips it if
+	// the facet has stopped, exactly like any other event.
+	tg := &target{id: targetIDs.Add(1), actor: t.a, facet: t.active, entity: laterEntity{fn: fn}}
+	t.enqueue(t.a, event{kind: evMessage, to: tg})
 }
+
+type laterEntity struct {
+	BaseEntity
+	fn func(t *Turn) error
+}
+
+func (l laterEntity) Message(t *Turn, _ preserves.Value) error { return l.fn(t) }
 
 // Shutdown asks this actor to stop cleanly: a later turn stops the root
 // facet.
