@@ -92,6 +92,13 @@ type Ref struct {
 	cavKey  string // injective encoding of caveats; "" when there are none
 }
 
+// Ref is the capability type embedded in Preserves values and attenuated
+// by `<attenuate …>` caveat templates.
+var (
+	_ preserves.EmbeddedPayload = (*Ref)(nil)
+	_ caveat.Attenuable         = (*Ref)(nil)
+)
+
 // RefKey is a comparable key with the same equality as Ref, for maps.
 type RefKey struct {
 	tgt     *target

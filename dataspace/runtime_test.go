@@ -635,3 +635,38 @@ func splitTrace(r *recorder) (msgs, asserts []string, retracts int) {
 	slices.Sort(asserts)
 	return msgs, asserts, retracts
 }
+
+// An `<attenuate …>` template attenuates an embedded *Ref (runtime spec
+// §18 scenario 49, the runtime's side of it).
+func TestAttenuateTemplateAttenuatesRefs(t *testing.T) {
+	s := newSys(t)
+	e := &recorder{}
+	_, eref := hold(t, s, "e", e)
+	fr, _, _ := client(t, s, "a")
+	// <rewrite <bind Embedded> <attenuate <ref 0> [<reject <_>>]>>
+	c := mustCaveat(t, preserves.Rec("rewrite",
+		preserves.Rec("bind", sym("Embedded")),
+		preserves.Rec("attenuate", preserves.Rec("ref", i(0)), seq(preserves.Rec("reject", preserves.Rec("_"))))))
+	out, ok := caveat.Apply([]caveat.Caveat{c}, Embed(eref))
+	if !ok {
+		t.Fatal("rewrite rejected an embedded ref")
+	}
+	weak, ok := RefOf(out)
+	if !ok || weak.Unattenuated() != eref.Unattenuated() || len(weak.Caveats()) != 1 {
+		t.Fatalf("got %v", out)
+	}
+	if _, ok := caveat.Apply([]caveat.Caveat{c}, i(1)); ok {
+		t.Fatal("non-embedded value passed")
+	}
+	do(t, fr, func(t *Turn) error {
+		if h := t.Assert(weak, sym("x")); h != 0 {
+			return errors.New("weakened ref accepted an assertion")
+		}
+		t.Message(weak, sym("m"))
+		return nil
+	})
+	settle(t, fr, weak)
+	if tr := e.trace(); !slices.Equal(tr, []string{"sync"}) {
+		t.Fatalf("got %v", tr)
+	}
+}
