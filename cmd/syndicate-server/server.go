@@ -16,7 +16,9 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/script"
+	"github.com/syndicate-go/syndicate/script/validate"
 	"github.com/syndicate-go/syndicate/services"
+	"github.com/syndicate-go/syndicate/services/admin"
 	"github.com/syndicate-go/syndicate/services/config"
 	"github.com/syndicate-go/syndicate/services/control"
 	"github.com/syndicate-go/syndicate/services/daemon"
@@ -67,7 +69,7 @@ func runCheck(o *options, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "syndicate-server: --check needs -c PATH or file arguments")
 		return 2
 	}
-	err := script.Check(paths...)
+	err := validate.CheckAll(paths...)
 	if err == nil {
 		return 0
 	}
@@ -203,6 +205,9 @@ func (s *server) boot(t *dataspace.Turn) error {
 	if err := s.bootNetwork(t, env); err != nil {
 		return err
 	}
+	if err := s.bootAdmin(t, env); err != nil {
+		return err
+	}
 
 	for _, path := range o.configs {
 		name := preserves.Rec("config-watcher", preserves.String(path), primordialEnv(env))
@@ -245,4 +250,28 @@ func printBanner(w io.Writer) {
 		" |____/ \\__, |_| |_|\\__,_|_|\\___\\__,_|\\__\\___|\n"+
 		"        |___/   syndicate-go server\n"+
 		" docs: https://syndicate-lang.org/\n")
+}
+
+// bootAdmin opens the admin socket (operator issue): a Unix socket, mode
+// 0600, whose oid 0 is the config dataspace, for the `syndicate` client. An
+// explicitly named path that cannot be used is fatal; the default path is
+// best-effort (the server still runs without it).
+func (s *server) bootAdmin(t *dataspace.Turn, env services.Env) error {
+	o := s.opts
+	if o.adminSocket == "-" {
+		return nil
+	}
+	path := o.adminSocket
+	if path == "" {
+		path = admin.DefaultPath()
+	}
+	if err := admin.Listen(t, env, path); err != nil {
+		if o.adminSocket != "" {
+			return fmt.Errorf("admin socket: %w", err)
+		}
+		s.log.Warn().Err(err).Str("path", path).Msg("admin socket not available")
+		return nil
+	}
+	s.log.Info().Str("path", path).Msg("admin socket listening")
+	return nil
 }
