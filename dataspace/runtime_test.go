@@ -670,3 +670,15 @@ func TestAttenuateTemplateAttenuatesRefs(t *testing.T) {
 		t.Fatalf("got %v", tr)
 	}
 }
+
+func TestPanickingLinkedTaskCrashesItsActor(t *testing.T) {
+	s := newSys(t)
+	a := s.Spawn("a", func(t *Turn) error {
+		t.LinkedTask("panics", func(context.Context) error { panic("task bug") })
+		return nil
+	})
+	waitDone(t, a)
+	if a.Status() != Failed || !errors.Is(a.Err(), ErrPanic) {
+		t.Fatalf("status %v err %v", a.Status(), a.Err())
+	}
+}

@@ -3,6 +3,7 @@ package dataspace
 import (
 	"context"
 	"errors"
+	"runtime/debug"
 	"time"
 )
 
@@ -13,7 +14,7 @@ import (
 //
 //   - nil: in a new turn, the facet is stopped;
 //   - ErrKeepFacet: the task is just forgotten (no inert check, §4.4);
-//   - another error: the actor crashes with it;
+//   - another error (or a panic): the actor crashes with it;
 //   - after cancellation: nothing further happens.
 func (t *Turn) LinkedTask(name string, task func(ctx context.Context) error) {
 	f := t.active
@@ -26,12 +27,23 @@ func (t *Turn) LinkedTask(name string, task func(ctx context.Context) error) {
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
-		err := task(ctx)
+		err := runTask(ctx, task)
 		if ctx.Err() != nil {
 			return
 		}
 		a.taskDone(f, name, err)
 	}()
+}
+
+// runTask runs task, turning a panic into an error so that a panicking
+// task crashes its actor rather than the process.
+func runTask(ctx context.Context, task func(ctx context.Context) error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return task(ctx)
 }
 
 // taskDone applies a finished task's outcome, under the turn lock.
