@@ -23,6 +23,11 @@ package preserves
 //     together with their fields; short symbols are interned as ready-boxed
 //     Values. A parse therefore allocates about once or twice per value and
 //     never per byte.
+//   - Positions mode (used for whole source files such as scripts) wraps every
+//     value, so it carves its wrappers, records, dictionaries and item slices
+//     from per-reader chunks (textSlab) rather than allocating each: one
+//     object per chunk for the allocator and the garbage collector instead of
+//     one per value.
 
 import (
 	"bytes"
@@ -82,6 +87,13 @@ type TextReader struct {
 	scratch []byte  // decoded bodies of escaped strings and byte strings
 	syms    map[string]Value
 
+	// Positions mode carves its objects from chunks (see textSlab).
+	annSlab  textSlab[Annotated]
+	valSlab  textSlab[Value]
+	recSlab  textSlab[Record]
+	entSlab  textSlab[DictEntry]
+	dictSlab textSlab[Dictionary]
+
 	trk textPosTrack // last computed position
 	chk textPosTrack // position of buf[0]: restart point for earlier offsets
 }
@@ -139,16 +151,39 @@ func ParseTextOptions(src []byte, opts TextOptions) (v Value, err error) {
 // values read before the error, and the error.
 func ReadAllText(src []byte, opts TextOptions) ([]Value, error) {
 	r := newTextReader(src, opts)
-	var out []Value
+	// Values are gathered in chunks and copied once into an exactly-sized
+	// result: append's growth (by 1.25 for long slices) would allocate
+	// several times the result on a file of thousands of values.
+	var full [][]Value
+	cur := make([]Value, 0, 32)
+	n := 0
+	collect := func() []Value {
+		if len(full) == 0 {
+			if len(cur) == 0 {
+				return nil
+			}
+			return cur
+		}
+		out := make([]Value, 0, n)
+		for _, c := range full {
+			out = append(out, c...)
+		}
+		return append(out, cur...)
+	}
 	for {
 		v, err := r.Next()
 		if err == io.EOF {
-			return out, nil
+			return collect(), nil
 		}
 		if err != nil {
-			return out, err
+			return collect(), err
 		}
-		out = append(out, v)
+		if len(cur) == cap(cur) {
+			full = append(full, cur)
+			cur = make([]Value, 0, min(2*cap(cur), 4096))
+		}
+		cur = append(cur, v)
+		n++
 	}
 }
 
@@ -444,8 +479,10 @@ func (r *TextReader) readValue() Value {
 			// Computed before the children's positions, so that position
 			// requests stay in source order and each costs only the bytes
 			// since the previous one.
-			p := r.posAt(r.pos)
-			return &Annotated{Anns: anns, Comment: comments, Pos: p, Item: r.readItem(c)}
+			a := r.newAnnotated()
+			a.Anns, a.Comment, a.Pos = anns, comments, r.posAt(r.pos)
+			a.Item = r.readItem(c)
+			return a
 		}
 		v := r.readItem(c)
 		if len(anns) > 0 {
@@ -453,6 +490,46 @@ func (r *TextReader) readValue() Value {
 		}
 		return v
 	}
+}
+
+// textSlab hands out elements of T carved from chunks, for Positions mode.
+// That mode wraps every value in an *Annotated and is used to read whole
+// source files whose values all live as long as each other (a script's AST
+// keeps them); allocating wrappers, records and item slices one by one made
+// the allocator and the garbage collector, which pay per object, the larger
+// part of its cost. Chunks start at a size guessed from the input (so a small
+// parse stays small) and double up to a limit, so a value kept from a
+// long stream pins at most one chunk of its neighbours.
+type textSlab[T any] struct {
+	free  []T
+	chunk int // size of the next chunk; 0 before the first
+}
+
+// take returns n zeroed elements (len and cap n, so appending to them
+// copies). hint estimates how many elements the rest of the input needs.
+func (s *textSlab[T]) take(n, hint, limit int) []T {
+	if n > len(s.free) {
+		if n > limit/4 {
+			return make([]T, n) // big: its own allocation, wasting no chunk
+		}
+		c := s.chunk
+		if c == 0 {
+			c = min(max(hint, 8), limit)
+		}
+		s.free = make([]T, max(c, n))
+		s.chunk = min(2*c, limit)
+	}
+	out := s.free[:n:n]
+	s.free = s.free[n:]
+	return out
+}
+
+// slabHint guesses how many objects of one kind the unread input needs, at
+// one per div bytes (a script averages about one value per 4 to 8 bytes).
+func (r *TextReader) slabHint(div int) int { return (len(r.buf) - r.pos) / div }
+
+func (r *TextReader) newAnnotated() *Annotated {
+	return &r.annSlab.take(1, r.slabHint(8), 256)[0]
 }
 
 // readComment reads a `#` comment line or a `#!` interpreter line, up to and
@@ -611,7 +688,12 @@ func (r *TextReader) popItems(mark int) []Value {
 	if n == 0 {
 		return nil
 	}
-	out := make([]Value, n)
+	var out []Value
+	if r.opts.Positions {
+		out = r.valSlab.take(n, r.slabHint(4), 1024)
+	} else {
+		out = make([]Value, n)
+	}
 	copy(out, r.stack[mark:])
 	clear(r.stack[mark:])
 	r.stack = r.stack[:mark]
@@ -638,7 +720,17 @@ func (r *TextReader) readRecord() Value {
 		r.stack = append(r.stack, v)
 	}
 	r.depth--
-	rec := textNewRecord(label, r.stack[mark:])
+	var rec *Record
+	if r.opts.Positions {
+		rec = &r.recSlab.take(1, r.slabHint(32), 256)[0]
+		rec.Label = label
+		if n := len(r.stack) - mark; n > 0 {
+			rec.Fields = r.valSlab.take(n, r.slabHint(4), 1024)
+			copy(rec.Fields, r.stack[mark:])
+		}
+	} else {
+		rec = textNewRecord(label, r.stack[mark:])
+	}
 	clear(r.stack[mark:])
 	r.stack = r.stack[:mark]
 	return rec
@@ -738,7 +830,11 @@ func (r *TextReader) readDict() Value {
 	n := len(kv) / 2
 	var entries []DictEntry
 	if n > 0 {
-		entries = make([]DictEntry, n)
+		if r.opts.Positions {
+			entries = r.entSlab.take(n, r.slabHint(64), 256)
+		} else {
+			entries = make([]DictEntry, n)
+		}
 		for i := range entries {
 			entries[i] = DictEntry{kv[2*i], kv[2*i+1]}
 		}
@@ -755,6 +851,11 @@ func (r *TextReader) readDict() Value {
 	clear(kv)
 	r.stack = r.stack[:mark]
 	r.offs = r.offs[:omark]
+	if r.opts.Positions {
+		d := &r.dictSlab.take(1, r.slabHint(256), 64)[0]
+		d.entries = entries
+		return d
+	}
 	return &Dictionary{entries: entries}
 }
 
