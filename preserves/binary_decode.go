@@ -69,7 +69,13 @@ func (o DecodeOptions) limits() (depth, length int) {
 // left over after the value are a syntax error.
 func DecodeBinary(b []byte, opts DecodeOptions) (Value, error) {
 	d := binDecoderPool.Get().(*binDecoder)
-	defer d.release()
+	v, err := d.whole(b, opts)
+	d.release()
+	return v, err
+}
+
+// whole decodes all of b as one value.
+func (d *binDecoder) whole(b []byte, opts DecodeOptions) (Value, error) {
 	d.init(opts)
 	if len(b) == 0 {
 		return nil, d.errAt(ErrEmpty, 0, "no input")
@@ -100,8 +106,10 @@ func DecodeBinary(b []byte, opts DecodeOptions) (Value, error) {
 var binDecoderPool = sync.Pool{New: func() any { return &binDecoder{stack: make([]Value, 0, 64)} }}
 
 func (d *binDecoder) release() {
-	clear(d.stack) // an error may leave items behind
-	d.stack = d.stack[:0]
+	if len(d.stack) > 0 { // an error may leave items behind
+		clear(d.stack)
+		d.stack = d.stack[:0]
+	}
 	if cap(d.stack) > 1<<12 {
 		d.stack = make([]Value, 0, 64)
 	}
