@@ -23,5 +23,5 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if opts.check {
 		return runCheck(opts, stdout, stderr)
 	}
-	return runServer(opts, stderr)
+	return runServer(opts, stdout, stderr)
 }

@@ -88,10 +88,11 @@ func runCheck(o *options, stdout, stderr io.Writer) int {
 // server is one running instance: the actor system, the top-level actor
 // and the way out (a signal or $control).
 type server struct {
-	opts *options
-	log  zerolog.Logger
-	sys  *dataspace.System
-	top  *dataspace.Actor
+	opts   *options
+	log    zerolog.Logger
+	stdout io.Writer
+	sys    *dataspace.System
+	top    *dataspace.Actor
 
 	// Set by the boot turn, which then closes booted; read only after that.
 	booted   chan struct{}
@@ -102,7 +103,7 @@ type server struct {
 	exitCode chan int // receives the requested status once
 }
 
-func runServer(o *options, stderr io.Writer) int {
+func runServer(o *options, stdout, stderr io.Writer) int {
 	// Catch signals first, so that a SIGTERM arriving during start-up is an
 	// orderly shutdown too.
 	sigs := make(chan os.Signal, 4)
@@ -139,7 +140,7 @@ func runServer(o *options, stderr io.Writer) int {
 	stopReaper := daemon.StartReaper(log)
 	defer stopReaper()
 
-	s := &server{opts: o, log: log, exitCode: make(chan int, 1), booted: make(chan struct{})}
+	s := &server{opts: o, log: log, stdout: stdout, exitCode: make(chan int, 1), booted: make(chan struct{})}
 	s.sys = dataspace.NewSystem(dataspace.Options{Logger: log})
 	s.top = s.sys.Spawn("syndicate-server", s.boot)
 
@@ -205,7 +206,9 @@ func (s *server) boot(t *dataspace.Turn) error {
 	if err := s.bootNetwork(t, env); err != nil {
 		return err
 	}
-	if err := s.bootAdmin(t, env); err != nil {
+	if o.dryRun {
+		s.startDryRun(t, cfg, s.stdout)
+	} else if err := s.bootAdmin(t, env); err != nil {
 		return err
 	}
 

@@ -1,0 +1,273 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/preserves"
+)
+
+// A dry run (operator issue) runs every script and service, but the daemon
+// and listener services start no process and bind no socket. Once the config
+// dataspace has been quiet for dryRunQuiet, the server prints the services
+// that would run, dependencies first, and the ones still waiting, then
+// exits 0.
+const (
+	dryRunQuiet   = 400 * time.Millisecond
+	dryRunTimeout = 60 * time.Second
+)
+
+// dryRunModel mirrors the service vocabulary of the config dataspace. It is
+// touched only in turns of the top-level actor.
+type dryRunModel struct {
+	names    map[string]preserves.Value
+	required map[string]int
+	running  map[string]int
+	states   map[string]map[string]int
+	deps     map[string]map[string]int // depender → dependee → count
+	needs    map[string]map[string]int // depender → awaited assertion text → count
+	last     time.Time
+}
+
+func newDryRunModel() *dryRunModel {
+	return &dryRunModel{names: map[string]preserves.Value{}, required: map[string]int{},
+		running: map[string]int{}, states: map[string]map[string]int{},
+		deps: map[string]map[string]int{}, needs: map[string]map[string]int{}, last: time.Now()}
+}
+
+// display renders a value with every capability shown as #:ref, so that the
+// summary does not depend on object identities.
+func display(v preserves.Value) string { return preserves.FormatText(hideRefs(preserves.Strip(v))) }
+
+func hideRefs(v preserves.Value) preserves.Value {
+	switch x := v.(type) {
+	case *preserves.Embedded:
+		return preserves.NewEmbedded(preserves.Symbol("ref"))
+	case *preserves.Record:
+		fs := make([]preserves.Value, len(x.Fields))
+		for i, f := range x.Fields {
+			fs[i] = hideRefs(f)
+		}
+		return preserves.NewRecord(hideRefs(x.Label), fs...)
+	case preserves.Sequence:
+		out := make(preserves.Sequence, len(x))
+		for i, f := range x {
+			out[i] = hideRefs(f)
+		}
+		return out
+	case *preserves.Set:
+		var out []preserves.Value
+		for _, e := range x.Elems() {
+			out = append(out, hideRefs(e))
+		}
+		return preserves.NewSet(out...)
+	case *preserves.Dictionary:
+		var out []preserves.DictEntry
+		for _, e := range x.Entries() {
+			out = append(out, preserves.DictEntry{Key: hideRefs(e.Key), Value: hideRefs(e.Value)})
+		}
+		return preserves.NewDictionary(out...)
+	}
+	return v
+}
+
+func (m *dryRunModel) key(v preserves.Value) string {
+	k := display(v)
+	m.names[k] = v
+	return k
+}
+
+func count(mp map[string]int, k string, d int) {
+	mp[k] += d
+	if mp[k] <= 0 {
+		delete(mp, k)
+	}
+}
+
+func count2(mp map[string]map[string]int, k1, k2 string, d int) {
+	inner := mp[k1]
+	if inner == nil {
+		inner = map[string]int{}
+		mp[k1] = inner
+	}
+	count(inner, k2, d)
+	if len(inner) == 0 {
+		delete(mp, k1)
+	}
+}
+
+// track keeps the model up to date: each matching assertion adjusts it when
+// it appears and again when it goes.
+func (m *dryRunModel) track(t *dataspace.Turn, cfg *dataspace.Ref, p pattern.Pattern, apply func(caps []preserves.Value, d int)) {
+	t.During(cfg, p, func(t *dataspace.Turn, caps []preserves.Value) error {
+		apply(caps, 1)
+		m.last = time.Now()
+		t.OnStop(func(*dataspace.Turn) error {
+			apply(caps, -1)
+			m.last = time.Now()
+			return nil
+		})
+		return nil
+	})
+}
+
+// startDryRun installs the observers and the quiet-period check in the
+// active facet of the top-level actor.
+func (s *server) startDryRun(t *dataspace.Turn, cfg *dataspace.Ref, out io.Writer) {
+	m := newDryRunModel()
+	sym := func(s string) preserves.Symbol { return preserves.Symbol(s) }
+	m.track(t, cfg, pattern.Rec(sym("require-service"), pattern.Capture()), func(c []preserves.Value, d int) {
+		count(m.required, m.key(c[0]), d)
+	})
+	m.track(t, cfg, pattern.Rec(sym("run-service"), pattern.Capture()), func(c []preserves.Value, d int) {
+		count(m.running, m.key(c[0]), d)
+	})
+	m.track(t, cfg, pattern.Rec(sym("service-state"), pattern.Capture(), pattern.Capture()), func(c []preserves.Value, d int) {
+		count2(m.states, m.key(c[0]), display(c[1]), d)
+	})
+	m.track(t, cfg, pattern.Rec(sym("depends-on"), pattern.Capture(), pattern.Capture()), func(c []preserves.Value, d int) {
+		depender := m.key(c[0])
+		count2(m.needs, depender, display(c[1]), d)
+		if r, ok := preserves.Strip(c[1]).(*preserves.Record); ok && len(r.Fields) == 2 &&
+			preserves.Equal(r.Label, sym("service-state")) {
+			count2(m.deps, depender, m.key(r.Fields[0]), d)
+		}
+	})
+
+	fr := t.FacetRef()
+	begin := time.Now()
+	t.LinkedTask("dry-run", func(ctx context.Context) error {
+		tick := time.NewTicker(dryRunQuiet / 4)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-tick.C:
+			}
+			done := false
+			fr.Activate(func(*dataspace.Turn) error {
+				if time.Since(m.last) < dryRunQuiet && time.Since(begin) < dryRunTimeout {
+					return nil
+				}
+				if time.Since(begin) >= dryRunTimeout {
+					s.log.Warn().Msg("dry run: the system did not become quiet; reporting what it has now")
+				}
+				m.report(out)
+				done = true
+				return nil
+			})
+			if done {
+				s.requestExit(0)
+				return dataspace.ErrKeepFacet
+			}
+		}
+	})
+}
+
+// order lists keys so that every service comes after the services it
+// depends on; ties, and services in a dependency cycle, go in Preserves
+// order of their names.
+func (m *dryRunModel) order(keys []string) []string {
+	in := map[string]bool{}
+	for _, k := range keys {
+		in[k] = true
+	}
+	sortKeys := func(ks []string) {
+		slices.SortFunc(ks, func(a, b string) int { return preserves.Compare(m.names[a], m.names[b]) })
+	}
+	pending := map[string]int{} // unmet dependencies within keys
+	for _, k := range keys {
+		for dep := range m.deps[k] {
+			if in[dep] && dep != k {
+				pending[k]++
+			}
+		}
+	}
+	var out, ready []string
+	for _, k := range keys {
+		if pending[k] == 0 {
+			ready = append(ready, k)
+		}
+	}
+	placed := map[string]bool{}
+	for len(out) < len(keys) {
+		if len(ready) == 0 { // a cycle: take the least remaining service
+			for _, k := range keys {
+				if !placed[k] {
+					ready = append(ready, k)
+				}
+			}
+			sortKeys(ready)
+			ready = ready[:1]
+		}
+		sortKeys(ready)
+		k := ready[0]
+		ready = ready[1:]
+		if placed[k] {
+			continue
+		}
+		placed[k] = true
+		out = append(out, k)
+		for _, other := range keys {
+			if !placed[other] && m.deps[other][k] > 0 {
+				pending[other]--
+				if pending[other] == 0 {
+					ready = append(ready, other)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (m *dryRunModel) report(w io.Writer) {
+	var run, waiting []string
+	for k := range m.running {
+		run = append(run, k)
+	}
+	for k := range m.required {
+		if m.running[k] == 0 {
+			waiting = append(waiting, k)
+		}
+	}
+	run = m.order(run)
+	waiting = m.order(waiting)
+	fmt.Fprintf(w, "dry run: %d service(s) would run, dependencies first:\n", len(run))
+	for _, k := range run {
+		fmt.Fprintf(w, "  %s%s\n", k, m.stateText(k))
+	}
+	if len(waiting) > 0 {
+		fmt.Fprintf(w, "waiting (required, not running):\n")
+		for _, k := range waiting {
+			var needs []string
+			for n := range m.needs[k] {
+				needs = append(needs, n)
+			}
+			slices.Sort(needs)
+			fmt.Fprintf(w, "  %s%s", k, m.stateText(k))
+			if len(needs) > 0 {
+				fmt.Fprintf(w, "  needs %s", strings.Join(needs, ", "))
+			}
+			fmt.Fprintln(w)
+		}
+	}
+}
+
+func (m *dryRunModel) stateText(k string) string {
+	var ss []string
+	for st := range m.states[k] {
+		ss = append(ss, st)
+	}
+	if len(ss) == 0 {
+		return ""
+	}
+	slices.Sort(ss)
+	return "  [" + strings.Join(ss, " ") + "]"
+}
