@@ -298,28 +298,28 @@ func (*Or) caveat()      {}
 // Binders returns the capture names of pattern p in pre-order (an enclosing
 // `<?r ...>` before the captures inside it), which is the order the dataspace
 // delivers captured values in (services spec §4.7, quirk Q6).
-func Binders(p Expr) []string {
-	var out []string
-	var walk func(Expr)
-	walk = func(e Expr) {
-		switch x := e.(type) {
-		case *Bind:
-			out = append(out, x.Name)
-			walk(x.Pat)
-		case *RecordExpr:
-			for _, f := range x.Fields {
-				walk(f)
-			}
-		case *SeqExpr:
-			for _, f := range x.Elems {
-				walk(f)
-			}
-		case *DictExpr:
-			for _, en := range x.Entries {
-				walk(en.Value)
-			}
+func Binders(p Expr) []string { return AppendBinders(nil, p) }
+
+// AppendBinders appends the capture names of pattern p, in the order of
+// Binders, to dst and returns the extended slice (so a caller can gather
+// them in a reused buffer).
+func AppendBinders(dst []string, p Expr) []string {
+	switch x := p.(type) {
+	case *Bind:
+		dst = append(dst, x.Name)
+		dst = AppendBinders(dst, x.Pat)
+	case *RecordExpr:
+		for _, f := range x.Fields {
+			dst = AppendBinders(dst, f)
+		}
+	case *SeqExpr:
+		for _, f := range x.Elems {
+			dst = AppendBinders(dst, f)
+		}
+	case *DictExpr:
+		for _, en := range x.Entries {
+			dst = AppendBinders(dst, en.Value)
 		}
 	}
-	walk(p)
-	return out
+	return dst
 }

@@ -17,7 +17,7 @@ func ParseValues(file string, vals []preserves.Value) (*File, ErrorList) {
 
 type parser struct {
 	file string
-	lits []Lit // slab: most nodes are literals, allocate them in bulk
+	arena
 	errs ErrorList
 	// truncated is set when the token stream was cut short by a Preserves
 	// syntax error; "missing operand" errors at the end of the top level are
@@ -26,11 +26,7 @@ type parser struct {
 }
 
 func (p *parser) lit(at preserves.Pos, v, src preserves.Value) *Lit {
-	if len(p.lits) == 0 {
-		p.lits = make([]Lit, 128)
-	}
-	l := &p.lits[0]
-	p.lits = p.lits[1:]
+	l := p.lits.new()
 	*l = Lit{At: at, Value: v, Src: src}
 	return l
 }
@@ -58,15 +54,15 @@ func (p *parser) missing(top bool, pos preserves.Pos, format string, args ...any
 
 // block parses a token sequence (a file's top level or a `[...]`).
 func (p *parser) block(toks []preserves.Value, top bool) []Instr {
-	var out []Instr
+	mark := len(p.stack)
 	for i := 0; i < len(toks); {
 		ins, next := p.instr(toks, i, top)
 		if ins != nil {
-			out = append(out, ins)
+			p.stack = append(p.stack, ins)
 		}
 		i = next
 	}
-	return out
+	return p.popInstrs(mark)
 }
 
 func symbolOf(v preserves.Value) (string, bool) {
@@ -91,9 +87,13 @@ func (p *parser) instr(toks []preserves.Value, i int, top bool) (Instr, int) {
 	pos := p.pos(tok)
 	switch x := preserves.Unwrap(tok).(type) {
 	case *preserves.Record, *preserves.Dictionary:
-		return &Assert{At: pos, Value: p.expr(tok, modeValue)}, i + 1
+		a := p.asserts.new()
+		*a = Assert{At: pos, Value: p.expr(tok, modeValue)}
+		return a, i + 1
 	case preserves.Sequence:
-		return &Block{At: pos, Body: p.block(x, false)}, i + 1
+		b := p.blocks.new()
+		*b = Block{At: pos, Body: p.block(x, false)}
+		return b, i + 1
 	case preserves.Symbol:
 		s := string(x)
 		switch {
@@ -109,9 +109,13 @@ func (p *parser) instr(toks []preserves.Value, i int, top bool) (Instr, int) {
 			}
 			body, next := p.instr(toks, i+2, top)
 			if s == "?" {
-				return &During{At: pos, Pat: pat, Body: body}, next
+				d := p.durings.new()
+				*d = During{At: pos, Pat: pat, Body: body}
+				return d, next
 			}
-			return &OnMessage{At: pos, Pat: pat, Body: body}, next
+			m := p.onMsgs.new()
+			*m = OnMessage{At: pos, Pat: pat, Body: body}
+			return m, next
 		case s == "?-":
 			if i+1 >= len(toks) {
 				p.missing(top, pos, "?- needs an instruction")
@@ -126,9 +130,13 @@ func (p *parser) instr(toks []preserves.Value, i int, top bool) (Instr, int) {
 			}
 			v := p.expr(toks[i+1], modeValue)
 			if s == "!" {
-				return &Send{At: pos, Value: v}, i + 2
+				sd := p.sends.new()
+				*sd = Send{At: pos, Value: v}
+				return sd, i + 2
 			}
-			return &Assert{At: pos, Value: v}, i + 2
+			a := p.asserts.new()
+			*a = Assert{At: pos, Value: v}
+			return a, i + 2
 		case s == "let":
 			return p.let(toks, i, top)
 		case s == "=~":
@@ -142,7 +150,9 @@ func (p *parser) instr(toks []preserves.Value, i int, top bool) (Instr, int) {
 				return nil, i + 2
 			}
 			then, next := p.instr(toks, i+2, top)
-			return &Cond{At: pos, Pat: pat, Then: then, Else: p.block(toks[next:], top)}, len(toks)
+			c := p.conds.new()
+			*c = Cond{At: pos, Pat: pat, Then: then, Else: p.block(toks[next:], top)}
+			return c, len(toks)
 		case s == "_":
 			p.errorf(pos, "discard _ is not an instruction")
 			return nil, i + 1
@@ -155,7 +165,9 @@ func (p *parser) instr(toks []preserves.Value, i int, top bool) (Instr, int) {
 				return nil, i + 1
 			}
 			body, next := p.instr(toks, i+1, top)
-			return &Retarget{At: pos, Var: s[1:], Body: body}, next
+			rt := p.retargets.new()
+			*rt = Retarget{At: pos, Var: s[1:], Body: body}
+			return rt, next
 		}
 	}
 	p.errorf(pos, "invalid token %s in instruction position", render(tok))
@@ -185,7 +197,9 @@ func (p *parser) let(toks []preserves.Value, i int, top bool) (Instr, int) {
 	if e == nil {
 		return nil, next
 	}
-	return &Let{At: pos, Pat: pat, Expr: e}, next
+	l := p.lets.new()
+	*l = Let{At: pos, Pat: pat, Expr: e}
+	return l, next
 }
 
 // conv parses a convenience expression (the right-hand side of let).
@@ -263,7 +277,7 @@ func (p *parser) exprIn(v preserves.Value, m mode, sc *tmplScope) Expr {
 		// Most of a configuration script is plain data: take a compound
 		// without sigils as one literal instead of a tree of nodes.
 		if plain(v, m) {
-			return p.lit(pos, preserves.Strip(v), v)
+			return p.lit(pos, p.strip(v), v)
 		}
 	}
 	uv := preserves.Unwrap(v) // reused below: re-boxing x would allocate
@@ -273,12 +287,12 @@ func (p *parser) exprIn(v preserves.Value, m mode, sc *tmplScope) Expr {
 		switch {
 		case s == "_":
 			if m == modePattern {
-				return &Discard{At: pos}
+				return p.discard(pos)
 			}
 			p.errorf(pos, "discard _ is not allowed in %s (write =_ for the symbol)", m.what())
 		case s != "" && s[0] == '?':
 			if m == modePattern {
-				return &Bind{At: pos, Name: s[1:], Pat: &Discard{At: pos}}
+				return p.bind(pos, s[1:], p.discard(pos))
 			}
 			p.errorf(pos, "binder %s is not allowed in %s (write =%s for the symbol)", s, m.what(), s)
 		case s != "" && s[0] == '$':
@@ -299,10 +313,11 @@ func (p *parser) exprIn(v preserves.Value, m mode, sc *tmplScope) Expr {
 					p.errorf(pos, "binder record <%s PATTERN> must have exactly one field, not %d", s, len(x.Fields))
 					return &Bind{At: pos, Name: s[1:], Pat: &Discard{At: pos}}
 				}
-				return &Bind{At: pos, Name: s[1:], Pat: p.exprIn(x.Fields[0], m, sc)}
+				return p.bind(pos, s[1:], p.exprIn(x.Fields[0], m, sc))
 			}
 		}
-		r := &RecordExpr{At: pos, Fields: make([]Expr, 0, len(x.Fields))}
+		r := p.recs.new()
+		*r = RecordExpr{At: pos, Fields: p.exprs.slice(len(x.Fields))[:0]}
 		switch m {
 		case modePattern:
 			r.Label = p.exprIn(x.Label, modeLabel, sc)
@@ -316,7 +331,8 @@ func (p *parser) exprIn(v preserves.Value, m mode, sc *tmplScope) Expr {
 		}
 		return r
 	case preserves.Sequence:
-		s := &SeqExpr{At: pos, Elems: make([]Expr, 0, len(x))}
+		s := p.seqs.new()
+		*s = SeqExpr{At: pos, Elems: p.exprs.slice(len(x))[:0]}
 		for _, e := range x {
 			s.Elems = append(s.Elems, p.exprIn(e, m, sc))
 		}
@@ -331,7 +347,8 @@ func (p *parser) exprIn(v preserves.Value, m mode, sc *tmplScope) Expr {
 		}
 		return s
 	case *preserves.Dictionary:
-		d := &DictExpr{At: pos, Entries: make([]DictEntry, 0, x.Len())}
+		d := p.dicts.new()
+		*d = DictExpr{At: pos, Entries: p.entries.slice(x.Len())[:0]}
 		for _, en := range x.Entries() {
 			var k Expr
 			if m == modeValue {
@@ -339,7 +356,7 @@ func (p *parser) exprIn(v preserves.Value, m mode, sc *tmplScope) Expr {
 			} else {
 				// Pattern and template dictionary keys are taken literally
 				// (services spec §4.7).
-				k = p.lit(p.pos(en.Key), preserves.Strip(en.Key), nil)
+				k = p.lit(p.pos(en.Key), p.strip(en.Key), nil)
 			}
 			d.Entries = append(d.Entries, DictEntry{Key: k, Value: p.exprIn(en.Value, m, sc)})
 		}
@@ -348,7 +365,19 @@ func (p *parser) exprIn(v preserves.Value, m mode, sc *tmplScope) Expr {
 	if uv == v {
 		return p.lit(pos, uv, nil)
 	}
-	return p.lit(pos, preserves.Strip(v), v)
+	return p.lit(pos, p.strip(v), v)
+}
+
+func (p *parser) discard(pos preserves.Pos) *Discard {
+	d := p.discards.new()
+	d.At = pos
+	return d
+}
+
+func (p *parser) bind(pos preserves.Pos, name string, pat Expr) *Bind {
+	b := p.binds.new()
+	*b = Bind{At: pos, Name: name, Pat: pat}
+	return b
 }
 
 // plain reports whether v means itself in mode m: no symbol in it carries a
@@ -426,7 +455,9 @@ func (p *parser) varRef(pos preserves.Pos, name string, m mode, sc *tmplScope) E
 			}
 		}
 	}
-	return &Var{At: pos, Name: name}
+	v := p.vars.new()
+	*v = Var{At: pos, Name: name}
+	return v
 }
 
 // attenuate parses `<* $var [CAVEAT ...]>`.
