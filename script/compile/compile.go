@@ -78,29 +78,22 @@ func CompileOptions(f *script.File, opts Options) *Program {
 }
 
 type compiler struct {
-	consts []Const // slab: constants are the most common node
-	n      int     // instructions emitted
-	pos    bool    // Options.Positions, switched off inside caveats
-}
-
-func (c *compiler) konst(at preserves.Pos, v preserves.Value) *Const {
-	if len(c.consts) == 0 {
-		c.consts = make([]Const, 128)
-	}
-	k := &c.consts[0]
-	c.consts = c.consts[1:]
-	*k = Const{At: at, Value: v}
-	return k
+	arena
+	n   int  // instructions emitted
+	pos bool // Options.Positions, switched off inside caveats
 }
 
 func (c *compiler) block(body []script.Instr, at preserves.Pos, target, outer string) *Seq {
 	c.n++
-	s := &Seq{At: at, Body: make([]Instr, 0, len(body))}
+	s := c.seqs.new()
+	*s = Seq{At: at, Body: c.instrs.slice(len(body))}
 	if len(body) > 0 {
 		s.At = body[0].Pos()
+	} else {
+		s.Body = []Instr{}
 	}
-	for _, in := range body {
-		s.Body = append(s.Body, c.instr(in, target, outer))
+	for i, in := range body {
+		s.Body[i] = c.instr(in, target, outer)
 	}
 	return s
 }
@@ -121,32 +114,45 @@ func (c *compiler) instr(in script.Instr, target, outer string) Instr {
 		return c.instr(x.Body, x.Var, target)
 	case *script.Assert:
 		c.n++
-		return &Assert{At: x.At, Target: target, Value: c.value(x.Value)}
+		a := c.asserts.new()
+		*a = Assert{At: x.At, Target: target, Value: c.value(x.Value)}
+		return a
 	case *script.Send:
 		c.n++
-		return &Send{At: x.At, Target: target, Value: c.value(x.Value)}
+		sd := c.sends.new()
+		*sd = Send{At: x.At, Target: target, Value: c.value(x.Value)}
+		return sd
 	case *script.During:
 		c.n++
-		return &During{At: x.At, Target: target, Pat: c.pattern(x.Pat), Binders: script.Binders(x.Pat),
-			Body: c.instr(x.Body, target, outer)}
+		d := c.durings.new()
+		*d = During{At: x.At, Target: target, Pat: c.pattern(x.Pat), Binders: c.bindersOf(x.Pat)}
+		d.Body = c.instr(x.Body, target, outer)
+		return d
 	case *script.OnMessage:
 		c.n++
-		return &OnMessage{At: x.At, Target: target, Pat: c.pattern(x.Pat), Binders: script.Binders(x.Pat),
-			Body: c.instr(x.Body, target, outer)}
+		m := c.onMsgs.new()
+		*m = OnMessage{At: x.At, Target: target, Pat: c.pattern(x.Pat), Binders: c.bindersOf(x.Pat)}
+		m.Body = c.instr(x.Body, target, outer)
+		return m
 	case *script.OnStop:
 		c.n++
 		return &OnStop{At: x.At, Body: c.instr(x.Body, target, outer)}
 	case *script.Let:
 		c.n++
-		return &Let{At: x.At, Pat: c.pattern(x.Pat), Binders: script.Binders(x.Pat), Expr: c.value(x.Expr)}
+		l := c.lets.new()
+		*l = Let{At: x.At, Pat: c.pattern(x.Pat), Binders: c.bindersOf(x.Pat), Expr: c.value(x.Expr)}
+		return l
 	case *script.Cond:
 		c.n++
 		at := x.At
 		if len(x.Else) > 0 {
 			at = x.Else[0].Pos()
 		}
-		return &Cond{At: x.At, Var: target, Pat: c.pattern(x.Pat), Binders: script.Binders(x.Pat),
-			Then: c.instr(x.Then, outer, outer), Else: c.block(x.Else, at, outer, outer)}
+		k := c.conds.new()
+		*k = Cond{At: x.At, Var: target, Pat: c.pattern(x.Pat), Binders: c.bindersOf(x.Pat)}
+		k.Then = c.instr(x.Then, outer, outer)
+		k.Else = c.block(x.Else, at, outer, outer)
+		return k
 	}
 	// Unreachable for ASTs built by package script; an empty Seq keeps the
 	// tree well-formed for hand-built ones.
@@ -156,37 +162,40 @@ func (c *compiler) instr(in script.Instr, target, outer string) Instr {
 
 // ---------------------------------------------------------------------------
 // Values
+//
+// Each expression is converted once: isConst decides, without building
+// anything, whether a whole sub-tree folds into one constant; if not, the
+// node is built from its children, and only those children are considered
+// again.
 
 func (c *compiler) value(e script.Expr) Expr {
-	if c.pos {
-		if v, ok := constPositioned(e); ok {
+	if isConst(e) {
+		if c.pos {
+			v, _ := constPositioned(e)
 			return c.konst(e.Pos(), v)
 		}
-	} else if v, ok := constValue(e); ok {
-		return c.konst(e.Pos(), v)
+		return c.konst(e.Pos(), c.constValue(e))
 	}
 	switch x := e.(type) {
-	case *script.Lit:
-		return c.konst(x.At, x.Value)
 	case *script.Var:
-		return &Ref{At: x.At, Name: x.Name}
+		return c.ref(x.At, x.Name)
 	case *script.RecordExpr:
-		return mkRecord(x.At, c.value(x.Label), c.values(x.Fields))
+		return c.mkRecord(x.At, c.value(x.Label), c.values(x.Fields))
 	case *script.SeqExpr:
-		return mkSeq(x.At, c.values(x.Elems))
+		return c.mkSeq(x.At, c.values(x.Elems))
 	case *script.SetExpr:
 		elems := c.values(x.Elems)
-		if vs, ok := consts(elems); ok {
+		if vs, ok := c.consts(elems); ok {
 			return c.konst(x.At, preserves.NewSet(vs...))
 		}
 		return &MkSet{At: x.At, Elems: elems}
 	case *script.DictExpr:
-		keys := make([]Expr, len(x.Entries))
-		vals := make([]Expr, len(x.Entries))
+		keys := c.exprs.slice(len(x.Entries))
+		vals := c.exprs.slice(len(x.Entries))
 		for i, en := range x.Entries {
 			keys[i], vals[i] = c.value(en.Key), c.value(en.Value)
 		}
-		return mkDict(x.At, keys, vals)
+		return c.mkDict(x.At, keys, vals)
 	case *script.Attenuate:
 		return c.attenuate(x)
 	case *script.DataspaceExpr:
@@ -205,51 +214,69 @@ func (c *compiler) value(e script.Expr) Expr {
 	return c.konst(e.Pos(), preserves.Sequence{})
 }
 
-// constValue builds the value of an expression that mentions no variable
-// directly, without intermediate nodes (most of a typical script is
-// constant).
-func constValue(e script.Expr) (preserves.Value, bool) {
+// isConst reports whether e mentions no variable: a literal, or a compound
+// of constants (most of a typical script).
+func isConst(e script.Expr) bool {
 	switch x := e.(type) {
 	case *script.Lit:
-		return x.Value, true
+		return true
 	case *script.RecordExpr:
-		l, ok := constValue(x.Label)
-		if !ok {
-			return nil, false
-		}
-		fs, ok := constValues(x.Fields)
-		if !ok {
-			return nil, false
-		}
-		return &preserves.Record{Label: l, Fields: fs}, true
+		return isConst(x.Label) && allConst(x.Fields)
 	case *script.SeqExpr:
-		fs, ok := constValues(x.Elems)
-		if !ok {
-			return nil, false
-		}
-		return preserves.Sequence(fs), true
+		return allConst(x.Elems)
 	case *script.SetExpr:
-		fs, ok := constValues(x.Elems)
-		if !ok {
-			return nil, false
+		return allConst(x.Elems)
+	case *script.DictExpr:
+		for _, en := range x.Entries {
+			if !isConst(en.Key) || !isConst(en.Value) {
+				return false
+			}
 		}
-		return preserves.NewSet(fs...), true
+		return true
+	}
+	return false
+}
+
+func allConst(es []script.Expr) bool {
+	for _, e := range es {
+		if !isConst(e) {
+			return false
+		}
+	}
+	return true
+}
+
+// constValue builds the value of an expression for which isConst holds,
+// without intermediate nodes.
+func (c *compiler) constValue(e script.Expr) preserves.Value {
+	switch x := e.(type) {
+	case *script.Lit:
+		return x.Value
+	case *script.RecordExpr:
+		r := c.records.new()
+		r.Label = c.constValue(x.Label)
+		r.Fields = c.constValues(x.Fields)
+		return r
+	case *script.SeqExpr:
+		return preserves.Sequence(c.constValues(x.Elems))
+	case *script.SetExpr:
+		return preserves.NewSet(c.constValues(x.Elems)...)
 	case *script.DictExpr:
 		es := make([]preserves.DictEntry, len(x.Entries))
 		for i, en := range x.Entries {
-			k, ok := constValue(en.Key)
-			if !ok {
-				return nil, false
-			}
-			v, ok := constValue(en.Value)
-			if !ok {
-				return nil, false
-			}
-			es[i] = preserves.DictEntry{Key: k, Value: v}
+			es[i] = preserves.DictEntry{Key: c.constValue(en.Key), Value: c.constValue(en.Value)}
 		}
-		return preserves.NewDictionary(es...), true
+		return preserves.NewDictionary(es...)
 	}
-	return nil, false
+	return nil
+}
+
+func (c *compiler) constValues(es []script.Expr) []preserves.Value {
+	out := c.vals.slice(len(es))
+	for i, e := range es {
+		out[i] = c.constValue(e)
+	}
+	return out
 }
 
 // constPositioned is constValue keeping source positions (Options.Positions).
@@ -352,177 +379,214 @@ func keepPositions(v preserves.Value) preserves.Value {
 	return positioned(pos, out)
 }
 
-func constValues(es []script.Expr) ([]preserves.Value, bool) {
-	if len(es) == 0 {
-		return nil, true
-	}
-	out := make([]preserves.Value, len(es))
-	for i, e := range es {
-		v, ok := constValue(e)
-		if !ok {
-			return nil, false
-		}
-		out[i] = v
-	}
-	return out, true
-}
-
 func (c *compiler) values(es []script.Expr) []Expr {
-	out := make([]Expr, len(es))
+	out := c.exprs.slice(len(es))
 	for i, e := range es {
 		out[i] = c.value(e)
 	}
 	return out
 }
 
-func consts(es []Expr) ([]preserves.Value, bool) {
-	vs := make([]preserves.Value, len(es))
-	for i, e := range es {
-		k, ok := e.(*Const)
-		if !ok {
+// consts returns the values of es if every one is a Const.
+func (c *compiler) consts(es []Expr) ([]preserves.Value, bool) {
+	for _, e := range es {
+		if _, ok := e.(*Const); !ok {
 			return nil, false
 		}
-		vs[i] = k.Value
+	}
+	if len(es) == 0 {
+		return []preserves.Value{}, true
+	}
+	vs := c.vals.slice(len(es))
+	for i, e := range es {
+		vs[i] = e.(*Const).Value
 	}
 	return vs, true
 }
 
-func mkRecord(at preserves.Pos, label Expr, fields []Expr) Expr {
+func (c *compiler) mkRecord(at preserves.Pos, label Expr, fields []Expr) Expr {
 	if l, ok := label.(*Const); ok {
-		if fs, ok := consts(fields); ok {
-			return &Const{At: at, Value: preserves.NewRecord(l.Value, fs...)}
+		if fs, ok := c.consts(fields); ok {
+			return c.konst(at, preserves.NewRecord(l.Value, fs...))
 		}
 	}
-	return &MkRecord{At: at, Label: label, Fields: fields}
+	r := c.mkRecs.new()
+	*r = MkRecord{At: at, Label: label, Fields: fields}
+	return r
 }
 
-func mkSeq(at preserves.Pos, elems []Expr) Expr {
-	if vs, ok := consts(elems); ok {
-		return &Const{At: at, Value: preserves.Sequence(vs)}
+func (c *compiler) mkSeq(at preserves.Pos, elems []Expr) Expr {
+	if vs, ok := c.consts(elems); ok {
+		return c.konst(at, preserves.Sequence(vs))
 	}
-	return &MkSeq{At: at, Elems: elems}
+	s := c.mkSeqs.new()
+	*s = MkSeq{At: at, Elems: elems}
+	return s
 }
 
-func mkDict(at preserves.Pos, keys, vals []Expr) Expr {
-	ks, ok1 := consts(keys)
-	vs, ok2 := consts(vals)
+func (c *compiler) mkDict(at preserves.Pos, keys, vals []Expr) Expr {
+	ks, ok1 := c.consts(keys)
+	vs, ok2 := c.consts(vals)
 	if ok1 && ok2 {
 		es := make([]preserves.DictEntry, len(ks))
 		for i := range ks {
 			es[i] = preserves.DictEntry{Key: ks[i], Value: vs[i]}
 		}
-		return &Const{At: at, Value: preserves.NewDictionary(es...)}
+		return c.konst(at, preserves.NewDictionary(es...))
 	}
-	return &MkDict{At: at, Keys: keys, Vals: vals}
+	d := c.mkDicts.new()
+	*d = MkDict{At: at, Keys: keys, Vals: vals}
+	return d
 }
 
-func sym(s string) Expr { return &Const{Value: preserves.Symbol(s)} }
+func (c *compiler) sym(s string) Expr { return c.konst(preserves.Pos{}, preserves.Symbol(s)) }
 
 // rec builds `<label fields...>` with a symbol label.
-func rec(at preserves.Pos, label string, fields ...Expr) Expr {
-	return mkRecord(at, sym(label), fields)
+func (c *compiler) rec(at preserves.Pos, label string, fields ...Expr) Expr {
+	return c.mkRecord(at, c.sym(label), fields)
 }
 
 // ---------------------------------------------------------------------------
 // Patterns
 
 func (c *compiler) pattern(e script.Expr) Pat {
-	if p, ok := constPattern(e); ok {
-		return &PConst{At: e.Pos(), Pattern: p}
+	if isConstPat(e) {
+		if p, ok := c.constPattern(e); ok {
+			return c.pconst(e.Pos(), p)
+		}
 	}
 	switch x := e.(type) {
 	case *script.Discard:
-		return &PConst{At: x.At, Pattern: pattern.Discard{}}
+		return c.pconst(x.At, pattern.Discard{})
 	case *script.Bind:
 		sub := c.pattern(x.Pat)
 		if k, ok := sub.(*PConst); ok {
-			return &PConst{At: x.At, Pattern: pattern.Bind{Pattern: k.Pattern}}
+			return c.pconst(x.At, pattern.Bind{Pattern: k.Pattern})
 		}
-		return &PBind{At: x.At, Sub: sub}
+		b := c.pbinds.new()
+		*b = PBind{At: x.At, Sub: sub}
+		return b
 	case *script.Lit:
-		p, err := pattern.LiftChecked(x.Value)
-		if err != nil {
-			return &PLift{At: x.At, Value: c.konst(x.At, x.Value)}
+		p, ok := c.lift(x.Value)
+		if !ok {
+			l := c.plifts.new()
+			*l = PLift{At: x.At, Value: c.konst(x.At, x.Value)}
+			return l
 		}
-		return &PConst{At: x.At, Pattern: p}
+		return c.pconst(x.At, p)
 	case *script.Var:
-		return &PLift{At: x.At, Value: &Ref{At: x.At, Name: x.Name}}
+		l := c.plifts.new()
+		*l = PLift{At: x.At, Value: c.ref(x.At, x.Name)}
+		return l
 	case *script.Attenuate:
 		return &PLift{At: x.At, Value: c.attenuate(x)}
 	case *script.RecordExpr:
 		label := c.value(x.Label)
-		fields := make([]Pat, len(x.Fields))
+		fields := c.pats.slice(len(x.Fields))
 		for i, f := range x.Fields {
 			fields[i] = c.pattern(f)
 		}
 		if l, ok := label.(*Const); ok {
-			if ps, ok := constPats(fields); ok {
-				return &PConst{At: x.At, Pattern: pattern.Rec(l.Value, ps...)}
+			if ps, ok := c.constPats(fields); ok {
+				return c.pconst(x.At, c.group(pattern.RecType{Label: l.Value}, ps))
 			}
 		}
-		return &PRec{At: x.At, Label: label, Fields: fields}
+		r := c.precs.new()
+		*r = PRec{At: x.At, Label: label, Fields: fields}
+		return r
 	case *script.SeqExpr:
-		items := make([]Pat, len(x.Elems))
+		items := c.pats.slice(len(x.Elems))
 		for i, f := range x.Elems {
 			items[i] = c.pattern(f)
 		}
-		if ps, ok := constPats(items); ok {
-			return &PConst{At: x.At, Pattern: pattern.Arr(ps...)}
+		if ps, ok := c.constPats(items); ok {
+			return c.pconst(x.At, c.group(pattern.ArrType{}, ps))
 		}
-		return &PArr{At: x.At, Items: items}
+		a := c.parrs.new()
+		*a = PArr{At: x.At, Items: items}
+		return a
 	case *script.DictExpr:
-		d := &PDict{At: x.At}
-		for _, en := range x.Entries {
-			d.Keys = append(d.Keys, litValue(en.Key))
-			d.Vals = append(d.Vals, c.pattern(en.Value))
+		d := c.pdicts.new()
+		*d = PDict{At: x.At, Keys: c.vals.slice(len(x.Entries)), Vals: c.pats.slice(len(x.Entries))}
+		for i, en := range x.Entries {
+			d.Keys[i] = litValue(en.Key)
+			d.Vals[i] = c.pattern(en.Value)
 		}
-		if ps, ok := constPats(d.Vals); ok {
+		if ps, ok := c.constPats(d.Vals); ok {
 			es := make([]pattern.Entry, len(ps))
 			for i := range ps {
 				es[i] = pattern.Entry{Key: d.Keys[i], Pattern: ps[i]}
 			}
-			return &PConst{At: x.At, Pattern: pattern.Dict(es...)}
+			return c.pconst(x.At, pattern.Dict(es...))
 		}
 		return d
 	}
-	return &PConst{At: e.Pos(), Pattern: pattern.Discard{}}
+	return c.pconst(e.Pos(), pattern.Discard{})
 }
 
-// constPattern builds the pattern of an expression that mentions no
-// variable directly, without intermediate nodes.
-func constPattern(e script.Expr) (pattern.Pattern, bool) {
+// isConstPat reports whether the pattern e mentions no variable, so that
+// constPattern can build it in one go.
+func isConstPat(e script.Expr) bool {
+	switch x := e.(type) {
+	case *script.Discard, *script.Lit:
+		return true
+	case *script.Bind:
+		return isConstPat(x.Pat)
+	case *script.RecordExpr:
+		return isConst(x.Label) && allConstPat(x.Fields)
+	case *script.SeqExpr:
+		return allConstPat(x.Elems)
+	case *script.DictExpr:
+		for _, en := range x.Entries {
+			if !isConstPat(en.Value) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+func allConstPat(es []script.Expr) bool {
+	for _, e := range es {
+		if !isConstPat(e) {
+			return false
+		}
+	}
+	return true
+}
+
+// constPattern builds the pattern of an expression for which isConstPat
+// holds, without intermediate nodes. It fails only when a literal holds a
+// set, which no pattern can match literally.
+func (c *compiler) constPattern(e script.Expr) (pattern.Pattern, bool) {
 	switch x := e.(type) {
 	case *script.Discard:
 		return pattern.Discard{}, true
 	case *script.Bind:
-		sub, ok := constPattern(x.Pat)
+		sub, ok := c.constPattern(x.Pat)
 		if !ok {
 			return nil, false
 		}
 		return pattern.Bind{Pattern: sub}, true
 	case *script.Lit:
-		p, err := pattern.LiftChecked(x.Value)
-		return p, err == nil
+		return c.lift(x.Value)
 	case *script.RecordExpr:
-		l, ok := constValue(x.Label)
+		fs, ok := c.constPatterns(x.Fields)
 		if !ok {
 			return nil, false
 		}
-		fs, ok := constPatterns(x.Fields)
-		if !ok {
-			return nil, false
-		}
-		return pattern.Rec(l, fs...), true
+		return c.group(pattern.RecType{Label: c.constValue(x.Label)}, fs), true
 	case *script.SeqExpr:
-		fs, ok := constPatterns(x.Elems)
+		fs, ok := c.constPatterns(x.Elems)
 		if !ok {
 			return nil, false
 		}
-		return pattern.Arr(fs...), true
+		return c.group(pattern.ArrType{}, fs), true
 	case *script.DictExpr:
 		es := make([]pattern.Entry, len(x.Entries))
 		for i, en := range x.Entries {
-			sub, ok := constPattern(en.Value)
+			sub, ok := c.constPattern(en.Value)
 			if !ok {
 				return nil, false
 			}
@@ -533,10 +597,10 @@ func constPattern(e script.Expr) (pattern.Pattern, bool) {
 	return nil, false
 }
 
-func constPatterns(es []script.Expr) ([]pattern.Pattern, bool) {
-	out := make([]pattern.Pattern, len(es))
+func (c *compiler) constPatterns(es []script.Expr) ([]pattern.Pattern, bool) {
+	out := c.patterns.slice(len(es))
 	for i, e := range es {
-		p, ok := constPattern(e)
+		p, ok := c.constPattern(e)
 		if !ok {
 			return nil, false
 		}
@@ -545,14 +609,81 @@ func constPatterns(es []script.Expr) ([]pattern.Pattern, bool) {
 	return out, true
 }
 
-func constPats(ps []Pat) ([]pattern.Pattern, bool) {
-	out := make([]pattern.Pattern, len(ps))
-	for i, p := range ps {
-		k, ok := p.(*PConst)
+// group is pattern.Rec or pattern.Arr (by t) of items, its entries carved
+// from the arena.
+func (c *compiler) group(t pattern.GroupType, items []pattern.Pattern) pattern.Group {
+	es := c.entries.slice(len(items))
+	for i, p := range items {
+		es[i] = pattern.Entry{Key: preserves.Int(i), Pattern: p}
+	}
+	if es == nil {
+		es = []pattern.Entry{}
+	}
+	return pattern.Group{Type: t, Entries: es}
+}
+
+// lift is pattern.LiftChecked, its group entries carved from the arena
+// (literal patterns are the bulk of a script's patterns); false when v holds
+// a set.
+func (c *compiler) lift(v preserves.Value) (pattern.Pattern, bool) {
+	switch x := preserves.Unwrap(v).(type) {
+	case *preserves.Record:
+		es, ok := c.liftItems(x.Fields)
 		if !ok {
 			return nil, false
 		}
-		out[i] = k.Pattern
+		return pattern.Group{Type: pattern.RecType{Label: preserves.Strip(x.Label)}, Entries: es}, true
+	case preserves.Sequence:
+		es, ok := c.liftItems(x)
+		if !ok {
+			return nil, false
+		}
+		return pattern.Group{Type: pattern.ArrType{}, Entries: es}, true
+	case *preserves.Dictionary:
+		es := c.entries.slice(x.Len())
+		if es == nil {
+			es = []pattern.Entry{}
+		}
+		for i, e := range x.Entries() {
+			p, ok := c.lift(e.Value)
+			if !ok {
+				return nil, false
+			}
+			es[i] = pattern.Entry{Key: preserves.Strip(e.Key), Pattern: p}
+		}
+		return pattern.Group{Type: pattern.DictType{}, Entries: es}, true
+	case *preserves.Set:
+		return nil, false
+	default:
+		return pattern.Lit{Value: preserves.Strip(x)}, true
+	}
+}
+
+func (c *compiler) liftItems(vs []preserves.Value) ([]pattern.Entry, bool) {
+	es := c.entries.slice(len(vs))
+	if es == nil {
+		es = []pattern.Entry{}
+	}
+	for i, f := range vs {
+		p, ok := c.lift(f)
+		if !ok {
+			return nil, false
+		}
+		es[i] = pattern.Entry{Key: preserves.Int(i), Pattern: p}
+	}
+	return es, true
+}
+
+// constPats returns the patterns of ps if every one is a PConst.
+func (c *compiler) constPats(ps []Pat) ([]pattern.Pattern, bool) {
+	for _, p := range ps {
+		if _, ok := p.(*PConst); !ok {
+			return nil, false
+		}
+	}
+	out := c.patterns.slice(len(ps))
+	for i, p := range ps {
+		out[i] = p.(*PConst).Pattern
 	}
 	return out, true
 }
@@ -585,7 +716,7 @@ func (c *compiler) caveats(at preserves.Pos, cs []script.Caveat) Expr {
 	for _, cv := range cs {
 		out = append(out, c.caveat(cv))
 	}
-	return mkSeq(at, out)
+	return c.mkSeq(at, out)
 }
 
 func (c *compiler) caveat(cv script.Caveat) Expr {
@@ -593,7 +724,7 @@ func (c *compiler) caveat(cv script.Caveat) Expr {
 	case *script.Rewrite:
 		return c.rewrite(x)
 	case *script.Reject:
-		return rec(x.At, "reject", c.spat(x.Pat))
+		return c.rec(x.At, "reject", c.spat(x.Pat))
 	case *script.Or:
 		// A one-alternative <or> is the same as its alternative
 		// (services spec §4.8).
@@ -604,17 +735,17 @@ func (c *compiler) caveat(cv script.Caveat) Expr {
 		for i, r := range x.Alts {
 			alts[i] = c.rewrite(r)
 		}
-		return rec(x.At, "or", mkSeq(x.At, alts))
+		return c.rec(x.At, "or", c.mkSeq(x.At, alts))
 	}
-	return rec(cv.Pos(), "or", &Const{Value: preserves.Sequence{}})
+	return c.rec(cv.Pos(), "or", &Const{Value: preserves.Sequence{}})
 }
 
 func (c *compiler) rewrite(r *script.Rewrite) Expr {
 	if r.Accept {
 		// <accept P> is <rewrite <bind P> <ref 0>>.
-		return rec(r.At, "rewrite", rec(r.At, "bind", c.spat(r.Pat)), rec(r.At, "ref", &Const{Value: preserves.Int(0)}))
+		return c.rec(r.At, "rewrite", c.rec(r.At, "bind", c.spat(r.Pat)), c.rec(r.At, "ref", &Const{Value: preserves.Int(0)}))
 	}
-	return rec(r.At, "rewrite", c.spat(r.Pat), c.stmpl(r.Template))
+	return c.rec(r.At, "rewrite", c.spat(r.Pat), c.stmpl(r.Template))
 }
 
 // spat lowers a pattern to a sturdy.prs Pattern expression. Unlike dataspace
@@ -622,27 +753,27 @@ func (c *compiler) rewrite(r *script.Rewrite) Expr {
 func (c *compiler) spat(e script.Expr) Expr {
 	switch x := e.(type) {
 	case *script.Discard:
-		return rec(x.At, "_")
+		return c.rec(x.At, "_")
 	case *script.Bind:
-		return rec(x.At, "bind", c.spat(x.Pat))
+		return c.rec(x.At, "bind", c.spat(x.Pat))
 	case *script.Lit:
-		return rec(x.At, "lit", c.konst(x.At, x.Value))
+		return c.rec(x.At, "lit", c.konst(x.At, x.Value))
 	case *script.Var:
-		return rec(x.At, "lit", &Ref{At: x.At, Name: x.Name})
+		return c.rec(x.At, "lit", &Ref{At: x.At, Name: x.Name})
 	case *script.Attenuate:
-		return rec(x.At, "lit", c.attenuate(x))
+		return c.rec(x.At, "lit", c.attenuate(x))
 	case *script.RecordExpr:
 		fs := make([]Expr, len(x.Fields))
 		for i, f := range x.Fields {
 			fs[i] = c.spat(f)
 		}
-		return rec(x.At, "rec", c.value(x.Label), mkSeq(x.At, fs))
+		return c.rec(x.At, "rec", c.value(x.Label), c.mkSeq(x.At, fs))
 	case *script.SeqExpr:
 		fs := make([]Expr, len(x.Elems))
 		for i, f := range x.Elems {
 			fs[i] = c.spat(f)
 		}
-		return rec(x.At, "arr", mkSeq(x.At, fs))
+		return c.rec(x.At, "arr", c.mkSeq(x.At, fs))
 	case *script.DictExpr:
 		keys := make([]Expr, len(x.Entries))
 		vals := make([]Expr, len(x.Entries))
@@ -650,37 +781,37 @@ func (c *compiler) spat(e script.Expr) Expr {
 			keys[i] = c.konst(en.Key.Pos(), litValue(en.Key))
 			vals[i] = c.spat(en.Value)
 		}
-		return rec(x.At, "dict", mkDict(x.At, keys, vals))
+		return c.rec(x.At, "dict", c.mkDict(x.At, keys, vals))
 	}
-	return rec(e.Pos(), "_")
+	return c.rec(e.Pos(), "_")
 }
 
 // stmpl lowers a rewrite template to a sturdy.prs Template expression.
 func (c *compiler) stmpl(e script.Expr) Expr {
 	switch x := e.(type) {
 	case *script.Lit:
-		return rec(x.At, "lit", c.konst(x.At, x.Value))
+		return c.rec(x.At, "lit", c.konst(x.At, x.Value))
 	case *script.Var:
-		return rec(x.At, "lit", &Ref{At: x.At, Name: x.Name})
+		return c.rec(x.At, "lit", &Ref{At: x.At, Name: x.Name})
 	case *script.Capture:
-		return rec(x.At, "ref", c.konst(x.At, preserves.Int(x.Index)))
+		return c.rec(x.At, "ref", c.konst(x.At, preserves.Int(x.Index)))
 	case *script.Attenuate:
 		if cp, ok := x.Target.(*script.Capture); ok {
-			return rec(x.At, "attenuate", rec(cp.At, "ref", &Const{Value: preserves.Int(cp.Index)}), c.caveats(x.At, x.Caveats))
+			return c.rec(x.At, "attenuate", c.rec(cp.At, "ref", &Const{Value: preserves.Int(cp.Index)}), c.caveats(x.At, x.Caveats))
 		}
-		return rec(x.At, "lit", c.attenuate(x))
+		return c.rec(x.At, "lit", c.attenuate(x))
 	case *script.RecordExpr:
 		fs := make([]Expr, len(x.Fields))
 		for i, f := range x.Fields {
 			fs[i] = c.stmpl(f)
 		}
-		return rec(x.At, "rec", c.value(x.Label), mkSeq(x.At, fs))
+		return c.rec(x.At, "rec", c.value(x.Label), c.mkSeq(x.At, fs))
 	case *script.SeqExpr:
 		fs := make([]Expr, len(x.Elems))
 		for i, f := range x.Elems {
 			fs[i] = c.stmpl(f)
 		}
-		return rec(x.At, "arr", mkSeq(x.At, fs))
+		return c.rec(x.At, "arr", c.mkSeq(x.At, fs))
 	case *script.DictExpr:
 		keys := make([]Expr, len(x.Entries))
 		vals := make([]Expr, len(x.Entries))
@@ -688,7 +819,7 @@ func (c *compiler) stmpl(e script.Expr) Expr {
 			keys[i] = c.konst(en.Key.Pos(), litValue(en.Key))
 			vals[i] = c.stmpl(en.Value)
 		}
-		return rec(x.At, "dict", mkDict(x.At, keys, vals))
+		return c.rec(x.At, "dict", c.mkDict(x.At, keys, vals))
 	}
-	return rec(e.Pos(), "lit", &Const{Value: preserves.Sequence{}})
+	return c.rec(e.Pos(), "lit", &Const{Value: preserves.Sequence{}})
 }
