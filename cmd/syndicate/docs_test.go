@@ -15,12 +15,13 @@ import (
 // fence matches a fenced block tagged pr or pr-error.
 var fence = regexp.MustCompile("(?ms)^```(pr|pr-error)\\n(.*?)^```\\s*$")
 
-// TestDocsExamples compiles and validates every ```pr example of docs/*.md;
-// ```pr-error examples must be rejected.
+// TestDocsExamples compiles and validates every ```pr example of docs/*.md
+// and the README; ```pr-error examples must be rejected.
 func TestDocsExamples(t *testing.T) {
 	files, err := filepath.Glob("../../docs/*.md")
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
+	files = append(files, "../../README.md")
 	dir := t.TempDir()
 	n := 0
 	for _, md := range files {
