@@ -204,8 +204,8 @@ func (a *Actor) release() {
 	}
 }
 
-// run is the actor goroutine: boot, then drain the mailbox many batches per
-// wake-up until the actor terminates.
+// run is the actor goroutine: boot, then drain the mailbox, many batches
+// per wake-up, until the actor terminates.
 func (a *Actor) run(boot func(t *Turn) error) {
 	defer a.finish()
 	a.mu.Lock()
@@ -224,15 +224,18 @@ func (a *Actor) run(boot func(t *Turn) error) {
 		if len(q) == 0 {
 			continue
 		}
-		a.mu.Lock()
 		for i, b := range q {
+			// The lock is taken per batch, not per drain, so that a
+			// goroutine waiting in Activate gets in between batches
+			// instead of after a whole backlog.
+			a.mu.Lock()
 			if !a.dead.Load() {
 				a.handle(b)
 			}
+			a.mu.Unlock()
 			putBatch(b)
 			q[i] = nil
 		}
-		a.mu.Unlock()
 	}
 	// Anything still queued is discarded: a terminated actor ignores events.
 	for _, b := range a.mb.close() {

@@ -27,8 +27,7 @@
 // mailbox is a mutex-protected slice of batches plus a one-slot wake-up
 // channel; senders append under the mailbox lock only, so sending never
 // waits for the receiver's turn, and the actor swaps out the whole queue
-// per wake-up, handling many batches (one turn each) under one acquisition
-// of its turn lock.
+// per wake-up, handling many batches (one turn each) per wake-up.
 //
 // The turn lock (Actor.mu) guards all actor state: the facet tree and every
 // facet field except the atomic preventer counter, the outbound assertion
