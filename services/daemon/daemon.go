@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 	"unicode/utf8"
 
@@ -33,6 +34,11 @@ type Options struct {
 	Now func() time.Time
 	// Supervise tunes the per-daemon supervisor (zero: the spec's delays).
 	Supervise services.SuperviseOptions
+	// DryRun starts no process (operator issue, `--dry-run`): each spec is
+	// logged with what would be started (argv, env, dir) and counts as
+	// started at once, so `started`, `ready` (readyOnStart) and, for a
+	// one-shot, `complete` are reported and dependants proceed.
+	DryRun bool
 }
 
 // Boot installs the daemon service in the active facet with default
@@ -48,6 +54,7 @@ type Service struct {
 	runner *Runner
 	now    func() time.Time
 	sup    services.SuperviseOptions
+	dryRun bool
 }
 
 // BootWith is Boot with options. Every process runs in a linked task of
@@ -56,7 +63,10 @@ type Service struct {
 // daemon (SIGTERM, SIGKILL after stopTimeout) before System.Shutdown
 // returns.
 func BootWith(t *dataspace.Turn, env services.Env, opts Options) (*Service, error) {
-	s := &Service{runner: NewRunner(opts.Clock), now: opts.Now, sup: opts.Supervise}
+	s := &Service{runner: NewRunner(opts.Clock), now: opts.Now, sup: opts.Supervise, dryRun: opts.DryRun}
+	if opts.DryRun {
+		s.runner = newDryRunner(opts.Clock)
+	}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -87,12 +97,13 @@ func (s *Service) runDaemon(t *dataspace.Turn, env services.Env, name preserves.
 	}
 	id := r.Fields[0]
 	log := env.Logger.With().Str("service", preserves.FormatText(name)).Logger()
+	starts := newStartCounter()
 	var sup dataspace.FacetID
 	startSupervisor := func(t *dataspace.Turn) {
 		sup, _ = t.Facet(func(t *dataspace.Turn) error {
 			services.Supervise(t, env, name, services.OnErrorOnly, preserves.FormatText(name),
 				func(t *dataspace.Turn, degrade *dataspace.Ref) error {
-					return s.worker(t, env, log, name, id, degrade)
+					return s.worker(t, env, log, name, id, degrade, starts)
 				}, s.sup)
 			return nil
 		})
@@ -109,7 +120,7 @@ func (s *Service) runDaemon(t *dataspace.Turn, env services.Env, name preserves.
 }
 
 // worker is the boot of a daemon's worker actor (§5.3).
-func (s *Service) worker(t *dataspace.Turn, env services.Env, log zerolog.Logger, name, id preserves.Value, degrade *dataspace.Ref) error {
+func (s *Service) worker(t *dataspace.Turn, env services.Env, log zerolog.Logger, name, id preserves.Value, degrade *dataspace.Ref, starts *startCounter) error {
 	total, unready, completed := 0, 1, 0
 	var ready dataspace.Handle
 	// Output is logged from the worker's boot facet, not the spec's, so
@@ -166,23 +177,36 @@ func (s *Service) worker(t *dataspace.Turn, env services.Env, log zerolog.Logger
 			ev.Msg("invalid process configuration; crashing the daemon worker")
 			return err
 		}
-		if spec.Protocol != ProtocolNone {
-			log.Warn().Str("protocol", spec.Protocol.String()).
-				Msg("syndicate-protocol daemons are not supported here; running with stdin /dev/null and stdout logged")
-		}
 		fr := t.FacetRef()
 		command := fmt.Sprintf("%q", spec.Argv)
+		key := specKey(raw)
+		// The running process's facet (§5.4): set in the turn reporting
+		// Started, read by the runner goroutine right after (Activate is
+		// synchronous), stopped when the exit is handled.
+		var proc dataspace.FacetID
+		var procRef dataspace.FacetRef
+		running := false
 		t.LinkedTask("daemon process", func(ctx context.Context) error {
 			out := s.runner.Run(ctx, spec, Events{
-				Started: func(int) {
+				Started: func(pid int) {
 					fr.Activate(func(t *dataspace.Turn) error {
 						if spec.ReadyOnStart && !up {
 							up = true
 							unready--
 							rec.Kick(t)
 						}
+						restarts := starts.next(key)
+						if s.dryRun {
+							logDryRun(log, spec)
+							return nil
+						}
+						proc, procRef = processFacet(t, env.Config, name, pid, restarts, s.now())
+						running = true
 						return nil
 					})
+				},
+				Stdio: func(pid int, stdout, stdin *os.File) <-chan struct{} {
+					return attachRelay(procRef, env.Config, name, spec, log.With().Int("pid", pid).Logger(), stdout, stdin)
 				},
 				Line: func(l Line) {
 					outFacet.Activate(func(t *dataspace.Turn) error {
@@ -192,6 +216,12 @@ func (s *Service) worker(t *dataspace.Turn, env services.Env, log zerolog.Logger
 				},
 				Exited: func(e Exit, next Next) {
 					fr.Activate(func(t *dataspace.Turn) error {
+						// §5.5: the process facet stops first (its
+						// process-status and service-object go).
+						if running {
+							running = false
+							t.StopFacet(proc)
+						}
 						if up {
 							up = false
 							unready++
@@ -206,7 +236,18 @@ func (s *Service) worker(t *dataspace.Turn, env services.Env, log zerolog.Logger
 						if next.Action == ActRestart {
 							ev = ev.Dur("delay", next.Delay)
 						}
-						ev.Msg("process exited")
+						switch {
+						case s.dryRun:
+							ev.Msg("dry run: one-shot assumed to succeed")
+						case next.Action == ActGiveUp:
+							// Logged once: the loop ends here, and the
+							// daemon reports failed while this spec stays.
+							ev.Int("restartLimit", spec.Limits.Limit).Dur("restartWindow", spec.Limits.Window).
+								Msg("process exited; restart limit reached, giving up")
+							t.Assert(degrade, preserves.Bool(true))
+						default:
+							ev.Msg("process exited")
+						}
 						if next.Action == ActComplete {
 							done = true
 							completed++
@@ -219,8 +260,8 @@ func (s *Service) worker(t *dataspace.Turn, env services.Env, log zerolog.Logger
 			switch out {
 			case Crashed:
 				return ErrCrash
-			case Completed:
-				return dataspace.ErrKeepFacet // the spec facet stays: completed
+			case Completed, GaveUp:
+				return dataspace.ErrKeepFacet // the spec facet stays: completed or failed
 			}
 			return ctx.Err()
 		})

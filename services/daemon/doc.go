@@ -24,6 +24,16 @@
 //     subreaper, without stealing our own children's exit statuses.
 //   - daemon.go is the dataspace integration: [Boot] observes run-service
 //     requests in the config dataspace and runs one worker per daemon.
+//   - running.go is the dataspace side of one running process: its process
+//     facet holds `<process-status NAME {pid restarts since}>` (our
+//     protocol extension) and, for `protocol: application/syndicate` or
+//     `text/syndicate`, a relay over the child's stdout/stdin importing
+//     its oid 0, published as `<service-object NAME #:C>` (§5.7); stdin is
+//     then a pipe instead of /dev/null. It also holds the dry-run runner
+//     ([Options.DryRun]: nothing is started, states are reported as if).
+//   - limits.go applies the optional restart keys (restartDelay,
+//     restartMaxDelay, restartLimit, restartWindow) to the decisions of
+//     restart.go; without them the reference's delays apply exactly.
 //
 // # Goroutines
 //

@@ -103,6 +103,9 @@ const (
 type procHooks struct {
 	started func(pid int)
 	line    func(Line)
+	// stdio takes over stdout and stdin of a Syndicate-protocol child
+	// (Events.Stdio); without it such a child runs like protocol none.
+	stdio func(pid int, stdout, stdin *os.File) <-chan struct{}
 }
 
 // command builds the exec.Cmd for s: its own process group, stdin from
@@ -161,25 +164,53 @@ func runProcess(ctx context.Context, s *Spec, h procHooks, now func() time.Time,
 		return Exit{SpawnErr: err}
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
+	// A Syndicate-protocol child gets a pipe as stdin (§5.4 step 1) and its
+	// stdout goes to the relay instead of the log.
+	proto := s.Protocol != ProtocolNone && h.stdio != nil
+	var inR, inW *os.File
+	if proto {
+		if inR, inW, err = os.Pipe(); err != nil {
+			outR.Close()
+			outW.Close()
+			errR.Close()
+			errW.Close()
+			return Exit{SpawnErr: err}
+		}
+		cmd.Stdin = inR
+	}
 	err = children.start(cmd)
 	// The child holds its own copies of the write ends; closing ours makes
 	// EOF arrive when the child's group lets go of them.
 	outW.Close()
 	errW.Close()
+	if inR != nil {
+		inR.Close()
+	}
 	if err != nil {
 		outR.Close()
 		errR.Close()
+		if inW != nil {
+			inW.Close()
+		}
 		return Exit{SpawnErr: err}
 	}
 	pid := cmd.Process.Pid
 
 	var readers sync.WaitGroup
-	readers.Add(2)
-	go func() { defer readers.Done(); readLines(outR, Stdout, pid, now, h.line) }()
+	readers.Add(1)
 	go func() { defer readers.Done(); readLines(errR, Stderr, pid, now, h.line) }()
+	if !proto {
+		readers.Add(1)
+		go func() { defer readers.Done(); readLines(outR, Stdout, pid, now, h.line) }()
+	}
 
 	if h.started != nil {
 		h.started(pid)
+	}
+	// The relay owns outR and inW from here on, and closes them.
+	var relayDone <-chan struct{}
+	if proto {
+		relayDone = h.stdio(pid, outR, inW)
 	}
 
 	// Stopping is armed with context.AfterFunc and time.AfterFunc rather
@@ -240,14 +271,28 @@ func runProcess(ctx context.Context, s *Spec, h procHooks, now func() time.Time,
 	// still deliver whatever partial line they hold.
 	drained := make(chan struct{})
 	go func() { readers.Wait(); close(drained) }()
+	grace := time.NewTimer(drainGrace)
+	defer grace.Stop()
 	select {
 	case <-drained:
-	case <-time.After(drainGrace):
-		_ = outR.SetReadDeadline(time.Now())
+		// A relay gets what is left of the grace to handle the child's
+		// last packets; past it, stopping the process facet cuts it.
+		if relayDone != nil {
+			select {
+			case <-relayDone:
+			case <-grace.C:
+			}
+		}
+	case <-grace.C:
+		if !proto {
+			_ = outR.SetReadDeadline(time.Now())
+		}
 		_ = errR.SetReadDeadline(time.Now())
 		<-drained
 	}
-	outR.Close()
+	if !proto {
+		outR.Close()
+	}
 	errR.Close()
 	return exit
 }

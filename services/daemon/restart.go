@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"os"
 	"sync"
 	"time"
 )
@@ -38,6 +39,7 @@ const (
 	ActRestart  Action = iota // run it again after Next.Delay
 	ActComplete               // counts as completed; not restarted
 	ActCrash                  // crash the worker: the whole daemon restarts
+	ActGiveUp                 // restartLimit reached: no restart, daemon failed
 )
 
 func (a Action) String() string {
@@ -48,6 +50,8 @@ func (a Action) String() string {
 		return "complete"
 	case ActCrash:
 		return "crash"
+	case ActGiveUp:
+		return "give up"
 	}
 	return "?"
 }
@@ -88,6 +92,12 @@ type Events struct {
 	Started func(pid int)           // a process was spawned
 	Line    func(Line)              // a line of output
 	Exited  func(e Exit, next Next) // a process is down; next is what follows
+	// Stdio, for Syndicate-protocol specs, is called after Started with
+	// the child's stdout (read end) and stdin (write end). The callee owns
+	// both and must close them; it returns a channel closed once it has
+	// finished reading stdout. The exit is reported after that (or after a
+	// short grace), so the child's last packets are handled first.
+	Stdio func(pid int, stdout, stdin *os.File) <-chan struct{}
 }
 
 // Outcome is how Runner.Run ended.
@@ -97,6 +107,7 @@ const (
 	Stopped   Outcome = iota // ctx was cancelled (the process was killed)
 	Completed                // the policy said complete
 	Crashed                  // the policy said crash the worker
+	GaveUp                   // the spec's restartLimit was reached
 )
 
 // Runner runs process specs with their restart policy. The zero value is
@@ -134,12 +145,14 @@ func (r *Runner) Run(ctx context.Context, s *Spec, ev Events) Outcome {
 	defer r.active.Done()
 	var cleanups sync.WaitGroup
 	defer cleanups.Wait()
+	lim := limiter{l: s.Limits}
 	for {
-		exit := r.run(ctx, s, procHooks{started: ev.Started, line: ev.Line}, &cleanups)
+		began := r.clock.Now()
+		exit := r.run(ctx, s, procHooks{started: ev.Started, line: ev.Line, stdio: ev.Stdio}, &cleanups)
 		if ctx.Err() != nil {
 			return Stopped
 		}
-		next := Decide(s.Restart, exit)
+		next := lim.next(Decide(s.Restart, exit), began, r.clock.Now())
 		if ev.Exited != nil {
 			ev.Exited(exit, next)
 		}
@@ -148,6 +161,8 @@ func (r *Runner) Run(ctx context.Context, s *Spec, ev Events) Outcome {
 			return Completed
 		case ActCrash:
 			return Crashed
+		case ActGiveUp:
+			return GaveUp
 		}
 		c, release := r.clock.After(next.Delay)
 		select {

@@ -105,6 +105,13 @@ type Spec struct {
 	Restart      RestartPolicy
 	Protocol     Protocol
 	StopTimeout  time.Duration
+	// OneShot: the spec was written `<one-shot CMD>` (dry runs assume it
+	// succeeds at once).
+	OneShot bool
+	// Limits holds the optional restart keys of the dictionary form (Go
+	// extensions, ignored by the reference); the zero value means the
+	// reference's fixed delays.
+	Limits Limits
 }
 
 // ParseSpec parses and elaborates a DaemonProcessSpec. The error, when not
@@ -130,7 +137,7 @@ func ParseSpec(v preserves.Value) (*Spec, error) {
 		if !ok {
 			return nil, notASpec(x.Fields[0], "a command line must be a string or a non-empty array of strings")
 		}
-		s.Argv, s.ReadyOnStart, s.Restart = argv, false, RestartOnError
+		s.Argv, s.ReadyOnStart, s.Restart, s.OneShot = argv, false, RestartOnError, true
 		return s, nil
 	case *preserves.Dictionary:
 		if err := s.full(x, top); err != nil {
@@ -238,7 +245,7 @@ func (s *Spec) full(d *preserves.Dictionary, top preserves.Value) error {
 		}
 		s.StopTimeout = secs
 	}
-	return nil
+	return s.Limits.parse(get)
 }
 
 // commandLine elaborates a CommandLine: a string S runs `sh -c S`; an array

@@ -1,0 +1,123 @@
+package daemon
+
+import (
+	"time"
+
+	"github.com/syndicate-go/syndicate/preserves"
+)
+
+// Restart limits: optional keys of the dictionary form of a daemon spec
+// (operator issue; docs/protocol.md "Extra daemon-spec keys"). The
+// reference ignores them, so a configuration using them stays portable,
+// and without them the reference's fixed delays of §5.5 apply exactly.
+//
+//   - restartDelay D (seconds): the delay before a restart, whatever the
+//     exit (instead of 200 ms after exit 0 and 1 s after an error).
+//   - restartMaxDelay M (seconds): exponential back-off. The delay doubles
+//     after each consecutive restart, starting from D (or the reference's
+//     delay for that exit when D is absent), capped at M. A process that
+//     stayed up at least M before exiting counts as healthy: the next delay
+//     starts from the base again.
+//   - restartLimit N within restartWindow W (seconds): when a restart would
+//     be the (N+1)-th within the last W seconds (the whole life of the spec
+//     when W is absent or 0), the daemon gives up instead: the process is
+//     not restarted, the daemon reports `failed` while the spec stays
+//     asserted, and this is logged once.
+//
+// The limits count only restarts of one spec's process (§5.5); a crash of
+// the whole worker under policy `all` is the supervisor's business (§2.3).
+
+// Limits are the parsed restart keys. The zero value means none is set.
+type Limits struct {
+	Delay    time.Duration // restartDelay, if HasDelay
+	MaxDelay time.Duration // restartMaxDelay, if HasMaxDelay
+	Limit    int           // restartLimit, if HasLimit
+	Window   time.Duration // restartWindow; 0 = unbounded
+
+	HasDelay, HasMaxDelay, HasLimit bool
+}
+
+// IsZero reports whether no restart key was given.
+func (l Limits) IsZero() bool { return !l.HasDelay && !l.HasMaxDelay && !l.HasLimit && l.Window == 0 }
+
+// parse reads the restart keys through get (a dictionary lookup). A key of
+// the wrong type is an invalid field (§5.3: the worker crashes), like
+// stopTimeout.
+func (l *Limits) parse(get func(string) (preserves.Value, bool)) error {
+	secs := func(key string, dst *time.Duration, has *bool) error {
+		x, ok := get(key)
+		if !ok {
+			return nil
+		}
+		d, ok := seconds(x)
+		if !ok {
+			return invalid(x, key+" must be a non-negative number of seconds")
+		}
+		*dst = d
+		if has != nil {
+			*has = true
+		}
+		return nil
+	}
+	if err := secs("restartDelay", &l.Delay, &l.HasDelay); err != nil {
+		return err
+	}
+	if err := secs("restartMaxDelay", &l.MaxDelay, &l.HasMaxDelay); err != nil {
+		return err
+	}
+	if err := secs("restartWindow", &l.Window, nil); err != nil {
+		return err
+	}
+	if x, ok := get("restartLimit"); ok {
+		n, ok := preserves.Unwrap(x).(preserves.Int)
+		if !ok || n < 0 || int64(n) > int64(^uint32(0)>>1) {
+			return invalid(x, "restartLimit must be a non-negative integer")
+		}
+		l.Limit, l.HasLimit = int(n), true
+	}
+	return nil
+}
+
+// limiter applies Limits to the decisions of one spec's restart loop. It
+// is owned by the goroutine running Runner.Run.
+type limiter struct {
+	l        Limits
+	streak   int         // consecutive restarts without a healthy run
+	restarts []time.Time // restarts within the window (all, when unbounded)
+}
+
+// next adjusts the policy's decision n for an exit of a process that ran
+// from began until now.
+func (m *limiter) next(n Next, began, now time.Time) Next {
+	if n.Action != ActRestart || m.l.IsZero() {
+		return n
+	}
+	if m.l.HasLimit {
+		kept := m.restarts[:0]
+		for _, at := range m.restarts {
+			if m.l.Window <= 0 || now.Sub(at) < m.l.Window {
+				kept = append(kept, at)
+			}
+		}
+		m.restarts = kept
+		if len(kept) >= m.l.Limit {
+			return Next{Action: ActGiveUp}
+		}
+		m.restarts = append(m.restarts, now)
+	}
+	if m.l.HasDelay {
+		n.Delay = m.l.Delay
+	}
+	if m.l.HasMaxDelay {
+		if now.Sub(began) >= m.l.MaxDelay {
+			m.streak = 0 // a healthy run: back to the base delay
+		}
+		d := n.Delay
+		for i := 0; i < m.streak && d < m.l.MaxDelay; i++ {
+			d *= 2
+		}
+		n.Delay = min(d, m.l.MaxDelay)
+		m.streak++
+	}
+	return n
+}
