@@ -62,6 +62,10 @@ var (
 type Options struct {
 	// Supervise tunes the restart delays (tests shorten them).
 	Supervise services.SuperviseOptions
+	// DryRun binds no socket (operator issue, `--dry-run`): each listener
+	// logs what it would bind and reports `started` and `ready`, so that
+	// dependants proceed.
+	DryRun bool
 }
 
 // Boot installs the relay listener services in env.Config.
@@ -87,6 +91,7 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
 		}
 		spec.log = log
 		spec.env = env
+		spec.dryRun = opts.DryRun
 		services.Supervise(t, env, spec.name, services.Always, "<relay "+preserves.FormatText(spec.name)+">",
 			func(t *dataspace.Turn, _ *dataspace.Ref) error { return spec.boot(t) }, opts.Supervise)
 		return nil
@@ -104,6 +109,7 @@ type spec struct {
 	gk      *dataspace.Ref
 	log     zerolog.Logger
 	env     services.Env
+	dryRun  bool
 }
 
 func parseName(v preserves.Value) (spec, error) {
@@ -150,10 +156,19 @@ func (s *spec) boot(t *dataspace.Turn) error {
 	})
 	var ln net.Listener
 	var err error
-	if s.network == "tcp" {
-		if s.port < 0 || s.port > 65535 {
-			return fmt.Errorf("%w: %d", ErrBadPort, s.port)
+	if s.network == "tcp" && (s.port < 0 || s.port > 65535) {
+		return fmt.Errorf("%w: %d", ErrBadPort, s.port)
+	}
+	if s.dryRun {
+		addr := s.path
+		if s.network == "tcp" {
+			addr = net.JoinHostPort(s.host, strconv.FormatInt(s.port, 10))
 		}
+		s.log.Info().Str("network", s.network).Str("addr", addr).Msg("dry run: would listen")
+		t.Assert(s.env.Config, services.ServiceState(s.name, services.StateReady))
+		return nil
+	}
+	if s.network == "tcp" {
 		ln, err = net.Listen("tcp", net.JoinHostPort(s.host, strconv.FormatInt(s.port, 10)))
 	} else {
 		ln, err = listenUnix(s.path, s.log)
