@@ -138,7 +138,6 @@ type Actor struct {
 	turn      Turn
 	status    ExitStatus // final once dead is set
 	err       error      // final once dead is set
-	started   bool
 }
 
 // outRec is the actor's record of one outbound assertion: where its
@@ -210,7 +209,6 @@ func (a *Actor) run(boot func(t *Turn) error) {
 	defer a.finish()
 	a.mu.Lock()
 	if !a.dead.Load() {
-		a.started = true
 		a.runTurn(a.root, func(t *Turn) error {
 			_, err := t.Facet(boot)
 			return err

@@ -83,4 +83,10 @@
 //   - 13 (identical analyses share an endpoint): inherited from the index.
 //   - 14 (order of embedded Caps): Refs order by target creation id, then
 //     caveats; consistent within a process.
+//   - 1, 11, 12, 15 and 16 concern the relay and caveats and are decided in
+//     those packages.
+//
+// Optional parts of the spec not implemented here: flow-control accounts
+// (§9), fields and dataflow (§7.12), reachability-triggered release
+// (§3.5), SpawnForEntity and the Guard entity (§6, §7.6).
 package dataspace
