@@ -124,3 +124,52 @@ func (o *oneByteReader) Read(p []byte) (int, error) {
 	}
 	return o.r.Read(p)
 }
+
+// TestTextSymbolCache: symbols go through a small direct-mapped cache; names
+// that collide or overflow it must still read back as themselves.
+func TestTextSymbolCache(t *testing.T) {
+	var b strings.Builder
+	var want []preserves.Value
+	for i := range 6000 {
+		name := fmt.Sprintf("s%d", i%2500)
+		if i%3 == 0 {
+			name = "label"
+		}
+		if i%7 == 0 {
+			name = strings.Repeat("long", 9) // not cached (over 32 bytes)
+		}
+		fmt.Fprintf(&b, "%s ", name)
+		want = append(want, preserves.Symbol(name))
+	}
+	b.WriteString("|| |a b|")
+	want = append(want, preserves.Symbol(""), preserves.Symbol("a b"))
+	for _, stream := range []bool{false, true} {
+		var got []preserves.Value
+		if stream {
+			r := preserves.NewTextReader(strings.NewReader(b.String()), preserves.TextOptions{})
+			for {
+				v, err := r.Next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, v)
+			}
+		} else {
+			var err error
+			if got, err = preserves.ReadAllText([]byte(b.String()), preserves.TextOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(got) != len(want) {
+			t.Fatalf("stream=%v: %d values", stream, len(got))
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("stream=%v: value %d is %v, want %v", stream, i, got[i], want[i])
+			}
+		}
+	}
+}

@@ -82,10 +82,10 @@ type TextReader struct {
 	maxDepth int
 	depth    int
 
-	stack   []Value // children of the compounds being read
-	offs    []int   // source offsets of set elements / dictionary keys
-	scratch []byte  // decoded bodies of escaped strings and byte strings
-	syms    map[string]Value
+	stack   []Value   // children of the compounds being read
+	offs    []int     // source offsets of set elements / dictionary keys
+	scratch []byte    // decoded bodies of escaped strings and byte strings
+	syms    []textSym // direct-mapped symbol cache; see symbol
 
 	// Positions mode carves its objects from chunks (see textSlab).
 	annSlab  textSlab[Annotated]
@@ -871,22 +871,44 @@ func textSortedStrictly(n int, at func(int) Value) bool {
 	return true
 }
 
+// textSym is one slot of the symbol cache: a name and its boxed Value.
+type textSym struct {
+	name string
+	v    Value
+}
+
 // symbol returns the Symbol s as a Value, interning short names so that
-// repeated labels cost no allocation.
+// repeated labels cost no allocation. The cache is direct-mapped by a hash of
+// the name: a lookup is a hash and one string comparison, and a name missing
+// from the cache simply takes its slot. (A map grown to thousands of names,
+// per reader, cost about a fifth of reading a large script full of distinct
+// names.) Its size is chosen once, from the input at hand: small inputs get
+// a small table.
 func (r *TextReader) symbol(s []byte) Value {
 	if len(s) > 32 {
 		return Symbol(s)
 	}
-	if v, ok := r.syms[string(s)]; ok {
-		return v
-	}
 	if r.syms == nil {
-		r.syms = make(map[string]Value)
+		n := 256 // a stream: its size is unknown
+		if r.src == nil {
+			n = 16
+			for n < 1024 && n*64 < len(r.buf) {
+				n *= 2
+			}
+		}
+		r.syms = make([]textSym, n)
 	}
-	var v Value = Symbol(s)
-	if len(r.syms) < 4096 {
-		r.syms[string(s)] = v
+	h := uint32(2166136261) // FNV-1a
+	for _, c := range s {
+		h = (h ^ uint32(c)) * 16777619
 	}
+	e := &r.syms[h&uint32(len(r.syms)-1)]
+	if e.v != nil && e.name == string(s) {
+		return e.v
+	}
+	name := string(s)
+	var v Value = Symbol(name)
+	*e = textSym{name, v}
 	return v
 }
 
