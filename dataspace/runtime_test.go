@@ -682,3 +682,36 @@ func TestPanickingLinkedTaskCrashesItsActor(t *testing.T) {
 		t.Fatalf("status %v err %v", a.Status(), a.Err())
 	}
 }
+
+// Done closes only after every goroutine the actor started has returned.
+func TestDoneWaitsForLinkedTasks(t *testing.T) {
+	s := newSys(t)
+	cancelled := make(chan struct{})
+	release := make(chan struct{})
+	var fr FacetRef
+	ready := make(chan struct{})
+	a := s.Spawn("a", func(t *Turn) error {
+		fr = t.FacetRef()
+		t.LinkedTask("slow", func(ctx context.Context) error {
+			<-ctx.Done()
+			close(cancelled)
+			<-release
+			return nil
+		})
+		close(ready)
+		return nil
+	})
+	<-ready
+	fr.Activate(func(t *Turn) error { t.StopRoot(); return nil })
+	<-cancelled
+	if a.Alive() {
+		t.Fatal("actor still alive after StopRoot")
+	}
+	select {
+	case <-a.Done():
+		t.Fatal("Done closed while a linked task was still running")
+	default:
+	}
+	close(release)
+	waitDone(t, a)
+}
