@@ -212,7 +212,7 @@ func (a *Actor) run(boot func(t *Turn) error) {
 		a.runTurn(a.root, func(t *Turn) error {
 			_, err := t.Facet(boot)
 			return err
-		}, nil)
+		}, nil, nil)
 	}
 	a.mu.Unlock()
 	var q []*batch
@@ -254,18 +254,19 @@ func (a *Actor) finish() {
 func (a *Actor) handle(b *batch) {
 	switch b.kind {
 	case batchEvents:
-		a.runTurn(nil, nil, b)
+		a.runTurn(nil, nil, b, b.acct)
 	case batchRelease:
-		a.runTurn(a.root, func(t *Turn) error { t.StopRoot(); return nil }, nil)
+		a.runTurn(a.root, func(t *Turn) error { t.StopRoot(); return nil }, nil, nil)
 	}
 }
 
-// runTurn runs one turn: either fn with facet f active, or the events of b.
-// On success the turn commits; on failure it rolls back and the actor
-// crashes. Caller holds mu.
-func (a *Actor) runTurn(f *facet, fn func(t *Turn) error, b *batch) {
+// runTurn runs one turn on account acct (nil: none): either fn with facet
+// f active, or the events of b. On success the turn commits; on failure it
+// rolls back and the actor crashes. Caller holds mu.
+func (a *Actor) runTurn(f *facet, fn func(t *Turn) error, b *batch, acct *Account) {
 	t := &a.turn
 	t.begin(f)
+	t.acct = acct
 	if err := t.work(fn, b); err != nil {
 		t.rollback()
 		a.terminate(Failed, err)

@@ -181,6 +181,12 @@ func (r FacetRef) Actor() *Actor { return r.a }
 // from inside a turn of the same actor (the turn lock is not reentrant):
 // use t.Later there.
 func (r FacetRef) Activate(fn func(t *Turn) error) bool {
+	return r.ActivateAccount(nil, fn)
+}
+
+// ActivateAccount is Activate with the turn's output charged to acct
+// (runtime spec §9); nil means no accounting.
+func (r FacetRef) ActivateAccount(acct *Account, fn func(t *Turn) error) bool {
 	a := r.a
 	if a == nil || a.dead.Load() {
 		return false
@@ -191,7 +197,7 @@ func (r FacetRef) Activate(fn func(t *Turn) error) bool {
 		return false
 	}
 	if r.f.alive {
-		a.runTurn(r.f, fn, nil)
+		a.runTurn(r.f, fn, nil, acct)
 	}
 	return !a.dead.Load()
 }

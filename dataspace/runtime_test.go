@@ -715,3 +715,63 @@ func TestDoneWaitsForLinkedTasks(t *testing.T) {
 	close(release)
 	waitDone(t, a)
 }
+
+// forwarder passes every message on to next.
+type forwarder struct {
+	BaseEntity
+	next *Ref
+	n    atomic.Int32
+}
+
+func (f *forwarder) Message(t *Turn, v preserves.Value) error {
+	t.Message(f.next, v)
+	f.n.Add(1)
+	return nil
+}
+
+// Accounts (§9): work caused by a turn, including the fan-out of the
+// turns handling its output, stays charged until it has been handled.
+func TestAccountCoversDownstreamWork(t *testing.T) {
+	s := newSys(t)
+	c := &blocker{entered: make(chan struct{}), release: make(chan struct{})}
+	_, cref := hold(t, s, "c", c)
+	fw := &forwarder{next: cref}
+	_, bref := hold(t, s, "b", fw)
+	fr, _, _ := client(t, s, "a")
+	do(t, fr, func(t *Turn) error { t.Message(cref, sym("block")); return nil })
+	<-c.entered
+	acct := NewAccount()
+	fr.ActivateAccount(acct, func(t *Turn) error {
+		for range 10 {
+			t.Message(bref, sym("x"))
+		}
+		return nil
+	})
+	waited := make(chan error, 1)
+	go func() { waited <- acct.Wait(context.Background(), 0) }()
+	// b forwards promptly; c is stuck, so the debt cannot reach zero.
+	waitFor(t, "forwarding", func() bool { return fw.n.Load() == 10 && acct.Debt() == 10 })
+	select {
+	case err := <-waited:
+		t.Fatalf("Wait returned %v with debt %d", err, acct.Debt())
+	default:
+	}
+	close(c.release)
+	select {
+	case err := <-waited:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("Wait still blocked with debt %d", acct.Debt())
+	}
+	waitFor(t, "messages", func() bool { return c.len() == 10 })
+	if acct.Debt() != 0 {
+		t.Fatalf("debt %d after everything was handled", acct.Debt())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := acct.Wait(ctx, 0); err != nil {
+		t.Fatalf("Wait with no debt: %v", err)
+	}
+}

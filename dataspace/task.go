@@ -56,7 +56,7 @@ func (a *Actor) taskDone(f *facet, name string, err error) {
 	f.nTasks--
 	switch {
 	case err == nil:
-		a.runTurn(f, func(t *Turn) error { t.Stop(); return nil }, nil)
+		a.runTurn(f, func(t *Turn) error { t.Stop(); return nil }, nil, nil)
 	case errors.Is(err, ErrKeepFacet):
 	default:
 		a.log.Debug().Str("task", name).Err(err).Msg("linked task failed")

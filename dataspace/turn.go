@@ -47,14 +47,21 @@ type batch struct {
 	kind   batchKind
 	dest   *Actor
 	events []event
+	acct   *Account // charged len(events) at delivery; repaid in putBatch
 }
 
 var batchPool = sync.Pool{New: func() any { return new(batch) }}
 
 func getBatch() *batch { return batchPool.Get().(*batch) }
 
-// putBatch recycles b; its events are cleared so the pool pins no values.
+// putBatch recycles b, repaying its account: every delivered batch ends
+// here, handled or dropped. Its events are cleared so the pool pins no
+// values.
 func putBatch(b *batch) {
+	if b.acct != nil {
+		b.acct.repay(len(b.events))
+		b.acct = nil
+	}
 	if cap(b.events) > 4096 {
 		b.events = nil // do not let one burst pin a huge buffer forever
 	} else {
@@ -90,6 +97,7 @@ type undoRec struct {
 type Turn struct {
 	a      *Actor
 	active *facet
+	acct   *Account // charged for this turn's output; may be nil
 
 	outs      []*batch
 	outMap    map[*Actor]*batch // used once outs grows past a few entries
@@ -108,6 +116,7 @@ const outScanLimit = 8
 // begin resets the turn for a fresh activation with f active.
 func (t *Turn) begin(f *facet) {
 	t.active = f
+	t.acct = nil
 	t.serial++
 }
 
@@ -209,6 +218,10 @@ func (t *Turn) commit() {
 // deliver sends each destination its batch.
 func (t *Turn) deliver() {
 	for i, b := range t.outs {
+		if t.acct != nil {
+			b.acct = t.acct
+			t.acct.borrow(len(b.events))
+		}
 		if !b.dest.mb.push(b) {
 			putBatch(b)
 		}

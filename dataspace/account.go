@@ -1,0 +1,74 @@
+package dataspace
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+)
+
+// Account is a debt counter for internal flow control (runtime spec §9).
+// A turn runs on behalf of an account: when it commits, every outbound
+// batch borrows its number of events against the turn's account, and the
+// debt is repaid once the receiving actor has handled (or dropped) the
+// batch. A turn handling a batch runs on that batch's account, so fan-out
+// is charged to the original cause. A producer ingesting external input
+// (a relay's reader loop) calls Wait before each read, so it cannot run
+// ahead of the actors its input keeps busy.
+//
+// Turns started by FacetRef.Activate run on no account (nothing is
+// counted) unless started with ActivateAccount.
+type Account struct {
+	debt    atomic.Int64
+	waiting atomic.Int32
+
+	mu     sync.Mutex
+	waitCh chan struct{} // closed to wake waiters; nil when nobody waits
+}
+
+// NewAccount returns an account with no debt.
+func NewAccount() *Account { return &Account{} }
+
+// Debt returns the number of events charged to the account and not yet
+// handled.
+func (a *Account) Debt() int64 { return a.debt.Load() }
+
+func (a *Account) borrow(n int) { a.debt.Add(int64(n)) }
+
+func (a *Account) repay(n int) {
+	a.debt.Add(-int64(n))
+	// A waiter increments waiting before it reads debt, and we read waiting
+	// after updating debt, so one of us sees the other.
+	if a.waiting.Load() > 0 {
+		a.mu.Lock()
+		if a.waitCh != nil {
+			close(a.waitCh)
+			a.waitCh = nil
+		}
+		a.mu.Unlock()
+	}
+}
+
+// Wait blocks until the account's debt is at most limit, or ctx ends.
+func (a *Account) Wait(ctx context.Context, limit int64) error {
+	for {
+		a.mu.Lock()
+		a.waiting.Add(1)
+		if a.debt.Load() <= limit {
+			a.waiting.Add(-1)
+			a.mu.Unlock()
+			return nil
+		}
+		if a.waitCh == nil {
+			a.waitCh = make(chan struct{})
+		}
+		ch := a.waitCh
+		a.mu.Unlock()
+		select {
+		case <-ch:
+			a.waiting.Add(-1)
+		case <-ctx.Done():
+			a.waiting.Add(-1)
+			return ctx.Err()
+		}
+	}
+}
