@@ -38,7 +38,8 @@
 // on the calling goroutine. So at most one goroutine touches an actor's
 // state at a time, and turns of one actor never overlap. Activate must not
 // be called from inside a turn of the same actor (the lock is not
-// reentrant); use [Turn.Later].
+// reentrant; use [Turn.Later]), and [System.Shutdown] must not be called
+// from inside any turn (it waits for every actor).
 //
 // Linked tasks and timers each run on a goroutine registered in the
 // actor's WaitGroup; they observe cancellation through their context
@@ -86,7 +87,12 @@
 //   - 1, 11, 12, 15 and 16 concern the relay and caveats and are decided in
 //     those packages.
 //
-// Optional parts of the spec not implemented here: flow-control accounts
-// (§9), fields and dataflow (§7.12), reachability-triggered release
-// (§3.5), SpawnForEntity and the Guard entity (§6, §7.6).
+// Flow control (§9) is available through [Account]: batches borrow against
+// the account of the turn that committed them and repay once handled, and
+// producers of external input wait with [Account.Wait] before reading
+// more ([FacetRef.ActivateAccount]).
+//
+// Optional parts of the spec not implemented here: fields and dataflow
+// (§7.12), reachability-triggered release (§3.5), SpawnForEntity and the
+// Guard entity (§6, §7.6).
 package dataspace
