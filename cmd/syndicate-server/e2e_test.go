@@ -171,10 +171,31 @@ func fileExists(path string) bool { _, err := os.Stat(path); return err == nil }
 
 func readPid(t *testing.T, path string) int {
 	t.Helper()
+	pid, ok := tryReadPid(path)
+	require.True(t, ok, "no pid in %s", path)
+	return pid
+}
+
+// tryReadPid reads a pid file, which the daemon may not have finished
+// writing yet (the shell creates it before writing).
+func tryReadPid(path string) (int, bool) {
 	b, err := os.ReadFile(path)
-	require.NoError(t, err)
+	if err != nil {
+		return 0, false
+	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	require.NoError(t, err)
+	return pid, err == nil && pid > 0
+}
+
+// waitPid waits until path holds a pid and returns it.
+func waitPid(t *testing.T, path, what string) int {
+	t.Helper()
+	var pid int
+	eventually(t, 10*time.Second, what, func() bool {
+		var ok bool
+		pid, ok = tryReadPid(path)
+		return ok
+	})
 	return pid
 }
 
@@ -221,13 +242,12 @@ func TestE2EDaemonsStartEditDelete(t *testing.T) {
 	writeFile(t, filepath.Join(cfg, "a.pr"), daemonScript("a", pidA, false))
 	r := start(t, "-c", cfg)
 
-	eventually(t, 10*time.Second, "daemon a to start", func() bool { return fileExists(pidA) })
-	a := readPid(t, pidA)
+	a := waitPid(t, pidA, "daemon a to start")
 	require.True(t, alive(a))
 
 	// Editing the script live replaces what runs.
 	writeFile(t, filepath.Join(cfg, "a.pr"), daemonScript("b", pidB, false))
-	eventually(t, 10*time.Second, "daemon b to start", func() bool { return fileExists(pidB) })
+	waitPid(t, pidB, "daemon b to start")
 	eventually(t, 10*time.Second, "daemon a to be stopped", func() bool { return !alive(a) })
 	b := readPid(t, pidB)
 
@@ -247,7 +267,7 @@ func TestE2EBrokenScriptNeverStopsOthers(t *testing.T) {
 	writeFile(t, filepath.Join(cfg, "c-runtime.pr"), "<foo $undefined>\n")
 	writeFile(t, filepath.Join(cfg, "d-good.pr"), daemonScript("good", pid, false))
 	r := start(t, "-c", cfg)
-	eventually(t, 10*time.Second, "the good daemon to start", func() bool { return fileExists(pid) })
+	waitPid(t, pid, "the good daemon to start")
 	eventually(t, 5*time.Second, "every error to be logged with its place", func() bool {
 		s := r.stderr.String()
 		return strings.Contains(s, "a-syntax.pr:2:1") && strings.Contains(s, "b-compile.pr:1:") &&
@@ -295,8 +315,7 @@ func TestE2ESigtermLeavesNoProcessBehind(t *testing.T) {
 	pid := filepath.Join(dir, "g.pid")
 	writeFile(t, filepath.Join(cfg, "g.pr"), daemonScript("g", pid, true))
 	r := start(t, "-c", cfg)
-	eventually(t, 10*time.Second, "daemon g to start", func() bool { return fileExists(pid) })
-	g := readPid(t, pid)
+	g := waitPid(t, pid, "daemon g to start")
 	require.True(t, alive(-g), "the daemon has its own process group")
 
 	begin := time.Now()
@@ -422,8 +441,7 @@ func TestE2ESighupKeepsUnchangedDaemons(t *testing.T) {
 	pid := filepath.Join(dir, "d.pid")
 	writeFile(t, filepath.Join(cfg, "d.pr"), daemonScript("d", pid, false))
 	r := start(t, "-c", cfg)
-	eventually(t, 10*time.Second, "daemon d", func() bool { return fileExists(pid) })
-	d := readPid(t, pid)
+	d := waitPid(t, pid, "daemon d")
 	require.NoError(t, r.cmd.Process.Signal(syscall.SIGHUP))
 	eventually(t, 5*time.Second, "the rescan", func() bool { return strings.Contains(r.stderr.String(), "SIGHUP") })
 	// A later edit is still picked up after the rescan, and d was not
