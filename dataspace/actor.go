@@ -14,6 +14,9 @@ type Options struct {
 	// Logger receives actor crash reports and warnings. The zero Logger
 	// discards everything.
 	Logger zerolog.Logger
+	// Trace, when set, receives a causal trace of every actor start, turn
+	// and stop (services spec §1.6; see Tracer). Nil costs nothing.
+	Trace Tracer
 }
 
 // System owns a set of actors and every goroutine they start.
@@ -23,11 +26,14 @@ type System struct {
 	mu      sync.Mutex // guards actors, closing
 	actors  map[*Actor]struct{}
 	closing bool
+	retired uint64 // batches taken by actors already forgotten (Stats)
+
+	tracer Tracer // Options.Trace; nil when not tracing
 }
 
 // NewSystem returns an empty actor system.
 func NewSystem(opts Options) *System {
-	return &System{log: opts.Logger, actors: make(map[*Actor]struct{})}
+	return &System{log: opts.Logger, actors: make(map[*Actor]struct{}), tracer: opts.Trace}
 }
 
 // Spawn creates a top-level actor and boots it at once: boot runs in a fresh
@@ -100,6 +106,7 @@ func (s *System) start(a *Actor, boot func(t *Turn) error) {
 func (s *System) forget(a *Actor) {
 	s.mu.Lock()
 	delete(s.actors, a)
+	s.retired += a.mb.takenCount()
 	s.mu.Unlock()
 }
 
@@ -128,6 +135,10 @@ type Actor struct {
 	// dead is set (under mu) when the actor terminates, after status and
 	// err; read without mu by the run loop, Activate, Err and Status.
 	dead atomic.Bool
+
+	// tr records the causal trace; nil unless the system traces. Its
+	// state is guarded by mu.
+	tr *actorTrace
 
 	mu sync.Mutex // the turn lock: held while running any turn
 	// Guarded by mu:
@@ -161,6 +172,7 @@ func (s *System) newActor(name string) *Actor {
 	a.mb.init()
 	a.root = a.newFacet(nil)
 	a.turn.a = a
+	s.traceActor(a)
 	return a
 }
 
@@ -209,6 +221,9 @@ func (a *Actor) run(boot func(t *Turn) error) {
 	defer a.finish()
 	a.mu.Lock()
 	if !a.dead.Load() {
+		if a.tr != nil {
+			a.tr.started()
+		}
 		a.runTurn(a.root, func(t *Turn) error {
 			_, err := t.Facet(boot)
 			return err
@@ -256,6 +271,9 @@ func (a *Actor) handle(b *batch) {
 	case batchEvents:
 		a.runTurn(nil, nil, b, b.acct)
 	case batchRelease:
+		if a.tr != nil {
+			a.tr.external("release")
+		}
 		a.runTurn(a.root, func(t *Turn) error { t.StopRoot(); return nil }, nil, nil)
 	}
 }
@@ -267,10 +285,19 @@ func (a *Actor) runTurn(f *facet, fn func(t *Turn) error, b *batch, acct *Accoun
 	t := &a.turn
 	t.begin(f)
 	t.acct = acct
+	if a.tr != nil {
+		a.tr.beginTurn(b)
+	}
 	if err := t.work(fn, b); err != nil {
+		if a.tr != nil {
+			a.tr.endTurn(t, err)
+		}
 		t.rollback()
 		a.terminate(Failed, err)
 		return
+	}
+	if a.tr != nil {
+		a.tr.endTurn(t, nil)
 	}
 	t.commit()
 	if !a.root.alive {
@@ -292,6 +319,9 @@ func (a *Actor) terminate(status ExitStatus, err error) {
 	// 2. Retract every remaining outbound assertion, newest first.
 	t := &a.turn
 	t.begin(a.root)
+	if a.tr != nil {
+		a.tr.beginCleanup()
+	}
 	if len(a.outbound) > 0 {
 		hs := make([]Handle, 0, len(a.outbound))
 		for h := range a.outbound {
@@ -303,6 +333,9 @@ func (a *Actor) terminate(status ExitStatus, err error) {
 			delete(a.outbound, hs[i])
 			t.enqueue(rec.to.actor, event{kind: evRetract, to: rec.to, h: hs[i]})
 		}
+	}
+	if a.tr != nil {
+		a.tr.endTurn(t, nil)
 	}
 	t.deliver()
 	// 3. Exit hooks, in registration order. Their buffered events are
@@ -319,6 +352,9 @@ func (a *Actor) terminate(status ExitStatus, err error) {
 	}
 	clear(a.facets)
 	a.cancel()
+	if a.tr != nil {
+		a.tr.stopped(status, err)
+	}
 	// Wake the run loop so it notices and exits.
 	a.mb.signal()
 }
@@ -353,6 +389,7 @@ type mailbox struct {
 	q      []*batch
 	closed bool
 	wake   chan struct{} // capacity 1: "the queue may be non-empty"
+	taken  uint64        // batches handed to the run loop so far (Stats)
 }
 
 func (m *mailbox) init() { m.wake = make(chan struct{}, 1) }
@@ -385,6 +422,7 @@ func (m *mailbox) take(spare []*batch) []*batch {
 	m.mu.Lock()
 	q := m.q
 	m.q = spare[:0]
+	m.taken += uint64(len(q))
 	m.mu.Unlock()
 	return q
 }

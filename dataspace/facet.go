@@ -95,6 +95,9 @@ func (t *Turn) stopFacet(f *facet, atOrAbove bool) error {
 	if !f.alive {
 		return nil
 	}
+	if a.tr != nil {
+		a.tr.facetStop(f, atOrAbove)
+	}
 	// 2. Dead from now on.
 	f.alive = false
 	delete(a.facets, f.id)
@@ -146,6 +149,9 @@ func (t *Turn) stopFacet(f *facet, atOrAbove bool) error {
 	f.nTasks = 0
 	// 8. Cascade upwards.
 	if atOrAbove && p != nil && p.alive && p.inert() {
+		if a.tr != nil {
+			a.tr.inert = true
+		}
 		return t.stopFacet(p, true)
 	}
 	return nil

@@ -24,6 +24,10 @@ func (t *Turn) LinkedTask(name string, task func(ctx context.Context) error) {
 	a := t.a
 	ctx := f.context()
 	f.nTasks++
+	var tid uint64 // trace id of the task; 0 when not tracing
+	if a.tr != nil {
+		tid = a.tr.taskStart(name)
+	}
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
@@ -31,7 +35,7 @@ func (t *Turn) LinkedTask(name string, task func(ctx context.Context) error) {
 		if ctx.Err() != nil {
 			return
 		}
-		a.taskDone(f, name, err)
+		a.taskDone(f, name, tid, err)
 	}()
 }
 
@@ -47,7 +51,7 @@ func runTask(ctx context.Context, task func(ctx context.Context) error) (err err
 }
 
 // taskDone applies a finished task's outcome, under the turn lock.
-func (a *Actor) taskDone(f *facet, name string, err error) {
+func (a *Actor) taskDone(f *facet, name string, tid uint64, err error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.dead.Load() || !f.alive {
@@ -56,6 +60,9 @@ func (a *Actor) taskDone(f *facet, name string, err error) {
 	f.nTasks--
 	switch {
 	case err == nil:
+		if a.tr != nil {
+			a.tr.taskReleased(tid)
+		}
 		a.runTurn(f, func(t *Turn) error { t.Stop(); return nil }, nil, nil)
 	case errors.Is(err, ErrKeepFacet):
 	default:

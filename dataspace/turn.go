@@ -48,6 +48,7 @@ type batch struct {
 	dest   *Actor
 	events []event
 	acct   *Account // charged len(events) at delivery; repaid in putBatch
+	cause  uint64   // tracing only: the sending turn's id (| selfSent)
 }
 
 var batchPool = sync.Pool{New: func() any { return new(batch) }}
@@ -68,7 +69,7 @@ func putBatch(b *batch) {
 		clear(b.events)
 		b.events = b.events[:0]
 	}
-	b.kind, b.dest = batchEvents, nil
+	b.kind, b.dest, b.cause = batchEvents, nil, 0
 	batchPool.Put(b)
 }
 
@@ -158,6 +159,9 @@ func (t *Turn) guard(fn func(t *Turn) error, b *batch) (err error) {
 // dispatch delivers one incoming event to its entity with the entity's
 // facet active; events for dead facets are ignored (runtime spec §4.8).
 func (t *Turn) dispatch(ev *event) error {
+	if t.a.tr != nil {
+		t.a.tr.dequeue(ev)
+	}
 	tg := ev.to
 	if !tg.facet.alive {
 		return nil
@@ -185,6 +189,9 @@ func (t *Turn) runPreCommit() error {
 		if p.inert {
 			if p.f.alive && p.f.inert() {
 				t.active = p.f
+				if t.a.tr != nil {
+					t.a.tr.inert = true
+				}
 				if err := t.stopFacet(p.f, true); err != nil {
 					return err
 				}
@@ -273,6 +280,9 @@ func (t *Turn) rollback() {
 
 // enqueue buffers ev for dest's actor, in the one batch this turn sends it.
 func (t *Turn) enqueue(dest *Actor, ev event) {
+	if t.a.tr != nil {
+		t.a.tr.enqueue(dest, ev)
+	}
 	b := t.lastBatch
 	if t.lastDest != dest {
 		b = t.batchFor(dest)
@@ -440,6 +450,9 @@ func (t *Turn) Create(e Entity) *Ref {
 // returned (returning it from the callback fails the turn).
 func (t *Turn) Facet(boot func(t *Turn) error) (FacetID, error) {
 	f := t.a.newFacet(t.active)
+	if t.a.tr != nil {
+		t.a.tr.facetStart(f)
+	}
 	saved := t.active
 	t.active = f
 	var err error
@@ -551,6 +564,9 @@ func (t *Turn) Shutdown() { t.a.release() }
 func (t *Turn) Spawn(name string, boot func(t *Turn) error) *Actor {
 	c := t.a.sys.newActor(name)
 	t.spawns = append(t.spawns, spawnRec{a: c, boot: boot})
+	if t.a.tr != nil {
+		t.a.tr.spawn(c)
+	}
 	return c
 }
 
@@ -578,6 +594,9 @@ func (t *Turn) SpawnLink(name string, boot func(t *Turn) error) *Actor {
 	h := newHandle()
 	c.outbound[h] = outRec{to: ptg, f: c.root}
 	c.root.addHandle(h)
+	if t.a.tr != nil {
+		t.a.tr.link(t, c)
+	}
 	return c
 }
 

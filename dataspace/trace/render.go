@@ -1,0 +1,276 @@
+package trace
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/preserves"
+)
+
+// Labels and symbols of trace.prs (and protocol.prs Error).
+var (
+	symTrace          = preserves.Symbol("trace")
+	symStart          = preserves.Symbol("start")
+	symStop           = preserves.Symbol("stop")
+	symTurn           = preserves.Symbol("turn")
+	symNamed          = preserves.Symbol("named")
+	symAnonymous      = preserves.Symbol("anonymous")
+	symOK             = preserves.Symbol("ok")
+	symError          = preserves.Symbol("error")
+	symCausedBy       = preserves.Symbol("caused-by")
+	symCleanup        = preserves.Symbol("cleanup")
+	symTaskRelease    = preserves.Symbol("linked-task-release")
+	symNormal         = preserves.Symbol("normal")
+	symExternal       = preserves.Symbol("external")
+	symDequeue        = preserves.Symbol("dequeue")
+	symEnqueue        = preserves.Symbol("enqueue")
+	symDequeueInt     = preserves.Symbol("dequeue-internal")
+	symEnqueueInt     = preserves.Symbol("enqueue-internal")
+	symSpawn          = preserves.Symbol("spawn")
+	symLink           = preserves.Symbol("link")
+	symFacetStart     = preserves.Symbol("facet-start")
+	symFacetStop      = preserves.Symbol("facet-stop")
+	symTaskStart      = preserves.Symbol("linked-task-start")
+	symEvent          = preserves.Symbol("event")
+	symEntity         = preserves.Symbol("entity")
+	symAssert         = preserves.Symbol("assert")
+	symRetract        = preserves.Symbol("retract")
+	symMessage        = preserves.Symbol("message")
+	symSync           = preserves.Symbol("sync")
+	symValue          = preserves.Symbol("value")
+	symOpaque         = preserves.Symbol("opaque")
+	symExplicit       = preserves.Symbol("explicit-action")
+	symInert          = preserves.Symbol("inert")
+	symParentStopping = preserves.Symbol("parent-stopping")
+	symActorStopping  = preserves.Symbol("actor-stopping")
+)
+
+// Entry renders r as a trace.prs TraceEntry:
+// `<trace TIMESTAMP ACTOR-ID ACTIVATION>`. Embedded values inside
+// assertions and messages become descriptive strings (services spec §1.6),
+// so the result holds no embedded value and reads back as itself.
+func Entry(r *dataspace.TraceRecord) preserves.Value {
+	ts := float64(r.Time.UnixNano()) / 1e9
+	var item preserves.Value
+	switch r.Kind {
+	case dataspace.TraceKindStart:
+		item = preserves.NewRecord(symStart, actorName(r.Name))
+	case dataspace.TraceKindTurn:
+		item = turn(r.Turn, r.Actor)
+	default:
+		item = preserves.NewRecord(symStop, exitStatus(r.Status, r.Err))
+	}
+	return preserves.NewRecord(symTrace, preserves.NewDouble(ts), id(r.Actor), item)
+}
+
+func id(n uint64) preserves.Value {
+	if n > math.MaxInt64 {
+		return preserves.String(fmt.Sprint(n)) // never happens: ids count up from 1
+	}
+	return preserves.Int(n)
+}
+
+func actorName(name string) preserves.Value {
+	if name == "" {
+		return preserves.NewRecord(symAnonymous)
+	}
+	return preserves.NewRecord(symNamed, preserves.String(name))
+}
+
+// exitStatus is `ok` or protocol.prs `<error MESSAGE DETAIL>`; the detail
+// of a panic is the panic value's text, otherwise #f.
+func exitStatus(status dataspace.ExitStatus, err error) preserves.Value {
+	if status != dataspace.Failed || err == nil {
+		return symOK
+	}
+	var detail preserves.Value = preserves.Bool(false)
+	var pe *dataspace.PanicError
+	if errors.As(err, &pe) {
+		detail = preserves.String(fmt.Sprint(pe.Value))
+	}
+	return preserves.NewRecord(symError, preserves.String(err.Error()), detail)
+}
+
+func turn(t *dataspace.TraceTurn, actor uint64) preserves.Value {
+	if t == nil {
+		return preserves.NewRecord(symTurn, preserves.Int(0), cause(dataspace.TraceCause{}), preserves.Sequence{})
+	}
+	acts := make(preserves.Sequence, len(t.Actions))
+	for i := range t.Actions {
+		acts[i] = action(&t.Actions[i], actor)
+	}
+	return preserves.NewRecord(symTurn, id(t.ID), cause(t.Cause), acts)
+}
+
+func cause(c dataspace.TraceCause) preserves.Value {
+	switch c.Kind {
+	case dataspace.CauseTurn:
+		return preserves.NewRecord(symCausedBy, id(c.Turn))
+	case dataspace.CauseCleanup:
+		return preserves.NewRecord(symCleanup)
+	case dataspace.CauseTaskRelease:
+		return preserves.NewRecord(symTaskRelease, id(c.Task), symNormal)
+	}
+	desc := c.Description
+	if desc == "" {
+		desc = "unknown"
+	}
+	return preserves.NewRecord(symExternal, preserves.String(desc))
+}
+
+func target(t dataspace.TraceTarget) preserves.Value {
+	return preserves.NewRecord(symEntity, id(t.Actor), id(uint64(t.Facet)), id(t.OID))
+}
+
+// body is an AssertionDescription: the value, or opaque for the
+// runtime's internal continuations (which carry none).
+func body(v preserves.Value) preserves.Value {
+	if v == nil {
+		return preserves.NewRecord(symOpaque, preserves.String("internal continuation"))
+	}
+	return preserves.NewRecord(symValue, Describe(v))
+}
+
+func event(a *dataspace.TraceAction) preserves.Value {
+	var detail preserves.Value
+	switch a.Event {
+	case dataspace.TraceAssert:
+		detail = preserves.NewRecord(symAssert, body(a.Value), id(uint64(a.Handle)))
+	case dataspace.TraceRetract:
+		detail = preserves.NewRecord(symRetract, id(uint64(a.Handle)))
+	case dataspace.TraceMessage:
+		detail = preserves.NewRecord(symMessage, body(a.Value))
+	default:
+		detail = preserves.NewRecord(symSync, target(a.Peer))
+	}
+	return preserves.NewRecord(symEvent, target(a.Target), detail)
+}
+
+func path(p []dataspace.FacetID) preserves.Value {
+	s := make(preserves.Sequence, len(p))
+	for i, f := range p {
+		s[i] = id(uint64(f))
+	}
+	return s
+}
+
+// action renders one ActionDescription of a turn of actor.
+func action(a *dataspace.TraceAction, actor uint64) preserves.Value {
+	switch a.Kind {
+	case dataspace.ActDequeue:
+		return preserves.NewRecord(symDequeue, event(a))
+	case dataspace.ActEnqueue:
+		return preserves.NewRecord(symEnqueue, event(a))
+	case dataspace.ActDequeueInternal:
+		return preserves.NewRecord(symDequeueInt, event(a))
+	case dataspace.ActEnqueueInternal:
+		return preserves.NewRecord(symEnqueueInt, event(a))
+	case dataspace.ActSpawn:
+		return preserves.NewRecord(symSpawn, preserves.Bool(a.Link), id(a.Child))
+	case dataspace.ActLink:
+		return preserves.NewRecord(symLink, id(actor), id(uint64(a.ChildToParent)), id(a.Child), id(uint64(a.ParentToChild)))
+	case dataspace.ActFacetStart:
+		return preserves.NewRecord(symFacetStart, path(a.Path))
+	case dataspace.ActFacetStop:
+		return preserves.NewRecord(symFacetStop, path(a.Path), stopReason(a.Reason))
+	case dataspace.ActLinkedTaskStart:
+		return preserves.NewRecord(symTaskStart, actorName(a.TaskName), id(a.Task))
+	}
+	return preserves.NewRecord(symOpaque, preserves.String(fmt.Sprintf("action %d", a.Kind)))
+}
+
+func stopReason(r dataspace.FacetStopReason) preserves.Value {
+	switch r {
+	case dataspace.StopInert:
+		return symInert
+	case dataspace.StopParent:
+		return symParentStopping
+	case dataspace.StopActor:
+		return symActorStopping
+	}
+	return symExplicit
+}
+
+// Describe returns v with annotations dropped and every embedded value
+// replaced by a descriptive string (a capability's Ref.String,
+// `ref<actor/oid>`). Values without embedded parts come back as they are.
+func Describe(v preserves.Value) preserves.Value {
+	out, _ := describe(v)
+	return out
+}
+
+// describe reports whether it changed anything, so that unchanged
+// compounds are shared rather than copied.
+func describe(v preserves.Value) (preserves.Value, bool) {
+	switch x := v.(type) {
+	case *preserves.Annotated:
+		out, _ := describe(x.Item)
+		return out, true
+	case *preserves.Embedded:
+		if s, ok := x.Payload.(fmt.Stringer); ok {
+			return preserves.String(s.String()), true
+		}
+		if pv, ok := x.Payload.(preserves.Value); ok {
+			return preserves.String("embedded<" + preserves.FormatText(Describe(pv)) + ">"), true
+		}
+		return preserves.String(fmt.Sprintf("embedded<%T>", x.Payload)), true
+	case *preserves.Record:
+		label, lc := describe(x.Label)
+		fields, fc := describeSlice(x.Fields)
+		if !lc && !fc {
+			return v, false
+		}
+		return preserves.NewRecord(label, fields...), true
+	case preserves.Sequence:
+		items, c := describeSlice(x)
+		if !c {
+			return v, false
+		}
+		return preserves.Sequence(items), true
+	case *preserves.Set:
+		items, c := describeSlice(x.Elems())
+		if !c {
+			return v, false
+		}
+		return preserves.NewSet(items...), true
+	case *preserves.Dictionary:
+		es := x.Entries()
+		var out []preserves.DictEntry
+		for i, e := range es {
+			k, kc := describe(e.Key)
+			val, vc := describe(e.Value)
+			if (kc || vc) && out == nil {
+				out = make([]preserves.DictEntry, i, len(es))
+				copy(out, es[:i])
+			}
+			if out != nil {
+				out = append(out, preserves.DictEntry{Key: k, Value: val})
+			}
+		}
+		if out == nil {
+			return v, false
+		}
+		return preserves.NewDictionary(out...), true
+	}
+	return v, false
+}
+
+func describeSlice(vs []preserves.Value) ([]preserves.Value, bool) {
+	var out []preserves.Value
+	for i, v := range vs {
+		d, c := describe(v)
+		if c && out == nil {
+			out = make([]preserves.Value, i, len(vs))
+			copy(out, vs[:i])
+		}
+		if out != nil {
+			out = append(out, d)
+		}
+	}
+	if out == nil {
+		return vs, false
+	}
+	return out, true
+}
