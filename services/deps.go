@@ -29,6 +29,9 @@ func trackDependencies(t *dataspace.Turn, env Env, name preserves.Value) {
 	rec := NewReconciler(t, func(t *dataspace.Turn) error {
 		switch {
 		case obstacles == 0 && run == 0:
+			// name is passed on as requested: when a script asked, it
+			// carries the script position, which the service reports if
+			// it rejects the name (equality ignores it).
 			run = t.Assert(env.Config, RunService(name))
 		case obstacles != 0 && run != 0:
 			t.Retract(run)

@@ -16,8 +16,14 @@ import (
 // script.ErrorList holding every error with its position; a Preserves
 // syntax error in it wraps a *preserves.Error, which is how apply tells a
 // syntax failure (keep the old version) from compile errors (stop it).
+//
+// Scripts are compiled with positions: the values they assert and send
+// carry their `file:line:col` (as *preserves.Annotated wrappers, which
+// equality, hashing, matching and the wire encoders ignore), so that a
+// service rejecting a malformed request can say where in which script it
+// was made (operator issue, services spec §5.3 "Go deviation").
 func compileScript(file string, src []byte) (*compile.Program, error) {
-	return compile.CompileFile(file, src)
+	return compile.CompileFileOptions(file, src, compile.Options{Positions: true})
 }
 
 // runScript runs prog in a fresh child facet of the active facet (the

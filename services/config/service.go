@@ -45,13 +45,19 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
 	// that malformed ones are reported rather than silently missed.
 	p := pattern.Rec(services.LabelRunService, pattern.Bind{Pattern: pattern.Rec(symConfigWatcher)})
 	t.During(env.Config, p, func(t *dataspace.Turn, caps []preserves.Value) error {
+		// Stripped: the name is compared and used as a key; a script's
+		// value carries positions, reported below.
 		name := preserves.Strip(caps[0])
 		log := env.Logger.With().Str("service", preserves.FormatText(name)).Logger()
 		path, bindings, err := parseName(name)
 		if err != nil {
 			// Go deviation (§0): a malformed request is reported, not
 			// silently ignored.
-			log.Warn().Err(err).Msg("malformed config-watcher request")
+			ev := log.Warn().Err(err)
+			if pos := preserves.PosOf(caps[0]); pos.IsValid() {
+				ev = ev.Str("pos", pos.String())
+			}
+			ev.Msg("malformed config-watcher request")
 			t.Assert(env.Config, services.ServiceState(name, services.StateFailed))
 			return nil
 		}

@@ -86,11 +86,16 @@ func (s *Service) Wait() { s.runner.Wait() }
 
 // runDaemon runs in the facet of one `<run-service <daemon …>>`.
 func (s *Service) runDaemon(t *dataspace.Turn, env services.Env, name preserves.Value) {
-	r := preserves.Unwrap(name).(*preserves.Record)
+	// A name a script asserted carries its position: keep that for the
+	// warning, and use the plain value from here on (it is asserted in
+	// states and log records, and used in patterns).
+	pos := posText(name)
+	name = preserves.Strip(name)
+	r := name.(*preserves.Record)
 	if len(r.Fields) < 1 {
 		// Go deviation (§0): a request of our label that the schema
 		// rejects is reported, never silently ignored.
-		env.Logger.Warn().Str("service", preserves.FormatText(name)).Str("pos", posText(name)).
+		env.Logger.Warn().Str("service", preserves.FormatText(name)).Str("pos", pos).
 			Msg("malformed daemon service name: expected <daemon ID>")
 		t.Assert(env.Config, services.ServiceState(name, services.StateFailed))
 		return

@@ -310,7 +310,11 @@ func Boot(t *dataspace.Turn, env services.Env) error {
 		}
 		if !ok {
 			// Go deviation (services spec §0): reported, not ignored.
-			env.Logger.Warn().Str("service", preserves.FormatText(name)).Msg("gatekeeper: malformed <gatekeeper #:bindspace> request")
+			ev := env.Logger.Warn().Str("service", preserves.FormatText(name))
+			if pos := preserves.PosOf(caps[0]); pos.IsValid() {
+				ev = ev.Str("pos", pos.String()) // where a script asked
+			}
+			ev.Msg("gatekeeper: malformed <gatekeeper #:bindspace> request")
 			t.Assert(env.Config, services.ServiceState(name, services.StateFailed))
 			return nil
 		}

@@ -152,3 +152,17 @@ func TestMalformedRequestsWarnAndFail(t *testing.T) {
 		t.Errorf("no warning naming the request: %q", logs.lines)
 	}
 }
+
+// A malformed request made by a script names the script position.
+func TestMalformedRequestFromScriptNamesPosition(t *testing.T) {
+	s, logs := newServerOpts(t, Options{})
+	plain := preserves.NewRecord(symRelayListener, preserves.NewRecord(symTCP, preserves.String("h")), dataspace.Embed(s.gk))
+	at := preserves.Pos{File: "/etc/syndicate/net.pr", Line: 2, Col: 18}
+	s.do(func(t *dataspace.Turn) {
+		t.Assert(s.cfg, services.RunService(&preserves.Annotated{Pos: at, Item: plain}))
+	})
+	waitFor(t, "failed", func() bool { return s.has(state(plain, services.StateFailed)) })
+	waitFor(t, "warning", func() bool {
+		return logs.has("malformed relay-listener request", `"pos":"/etc/syndicate/net.pr:2:18"`)
+	})
+}

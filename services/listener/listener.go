@@ -85,7 +85,11 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
 		log := env.Logger.With().Str("service", preserves.FormatText(spec.name)).Logger()
 		if err != nil {
 			// Go deviation (services spec §0): reported, not ignored.
-			log.Warn().Err(err).Msg("malformed relay-listener request")
+			ev := log.Warn().Err(err)
+			if pos := preserves.PosOf(caps[0]); pos.IsValid() {
+				ev = ev.Str("pos", pos.String()) // where a script asked
+			}
+			ev.Msg("malformed relay-listener request")
 			t.Assert(env.Config, services.ServiceState(full, services.StateFailed))
 			return nil
 		}

@@ -204,7 +204,8 @@ type control struct {
 }
 
 func (c *control) Message(t *dataspace.Turn, v preserves.Value) error {
-	if r, ok := v.(*preserves.Record); ok && preserves.Equal(r.Label, symForceDisconnect) {
+	// Unwrap: a script's message carries its source position.
+	if r, ok := preserves.Unwrap(v).(*preserves.Record); ok && preserves.Equal(r.Label, symForceDisconnect) {
 		c.conn.StopIn(t)
 	}
 	return nil
@@ -367,7 +368,7 @@ func (s *svc) resolveSteps(t *dataspace.Turn, req preserves.Value, c connected, 
 	sreq := preserves.NewRecord(symResolvePathStep, origin, steps[0])
 	t.Assert(s.cfg, preserves.NewRecord(symQ, sreq))
 	t.During(s.cfg, pattern.Rec(symA, pattern.Lift(sreq), pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
-		res, isRec := caps[0].(*preserves.Record)
+		res, isRec := preserves.Strip(caps[0]).(*preserves.Record)
 		switch {
 		case isRec && preserves.Equal(res.Label, symOk) && len(res.Fields) == 1:
 			if _, isRef := dataspace.RefOf(res.Fields[0]); !isRef {

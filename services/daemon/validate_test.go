@@ -1,0 +1,74 @@
+package daemon
+
+import (
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/script/compile"
+	"github.com/syndicate-go/syndicate/script/vm"
+	"github.com/syndicate-go/syndicate/services"
+)
+
+// runScript runs src as the config watcher does (compiled with positions)
+// in the harness's driver facet, with $config bound.
+func (h *harness) runScript(file, src string) {
+	h.tb.Helper()
+	prog, err := compile.CompileFileOptions(file, []byte(src), compile.Options{Positions: true})
+	if err != nil {
+		h.tb.Fatal(err)
+	}
+	h.driver.Activate(func(t *dataspace.Turn) error {
+		_, err := vm.Run(t, prog, map[string]preserves.Value{"config": dataspace.Embed(h.env.Config)}, zerolog.Nop())
+		return err
+	})
+}
+
+// Operator issue "Validated service requests": a malformed spec or name
+// asserted by a script is a warning naming the value and its file:line:col,
+// and the daemon reports failed; the states are those of the plain name.
+func TestMalformedFromScriptNamesPosition(t *testing.T) {
+	h, _ := bootDaemons(t, Options{})
+	h.runScript("/etc/syndicate/bad.pr", `<require-service <daemon d>>
+<daemon d 42>
+<require-service <daemon e>>
+<daemon e {argv: "x", restart: sometimes}>
+<require-service <daemon>>
+<require-service <daemon ok>>
+<daemon ok "exec sleep 100">
+`)
+	h.waitHas(state("d", services.StateFailed), true)
+	h.waitHas(state("e", services.StateFailed), true)
+	h.waitHas(services.ServiceState(preserves.Rec("daemon"), services.StateFailed), true)
+	h.waitHas(state("ok", services.StateReady), true)
+	for _, want := range [][]string{
+		{"invalid process specification", `"spec":"42"`, `"pos":"/etc/syndicate/bad.pr:2:11"`},
+		{"invalid process configuration", `"pos":"/etc/syndicate/bad.pr:4:11"`, "bad.pr:4:32", "sometimes"},
+		{"malformed daemon service name", `"service":"<daemon>"`, `"pos":"/etc/syndicate/bad.pr:5:18"`},
+	} {
+		if !h.logged(append(want, `"level":"warn"`)...) {
+			t.Errorf("no warning with %q in %q", want, h.warns.all())
+		}
+	}
+	// The state assertions carry no positions: rendered, they are the
+	// plain values, and Preserves equality with the plain name holds.
+	if !h.everHad(state("ok", services.StateReady)) {
+		t.Error("history does not show the plain name")
+	}
+}
+
+// Several <daemon ID SPEC> for one ID stay legal: they are several
+// processes, and one bad spec among good ones fails the daemon while the
+// good ones run.
+func TestOneBadSpecAmongGood(t *testing.T) {
+	h, _ := bootDaemons(t, Options{})
+	require(h, "d", pv(t, `"exec sleep 100"`), pv(t, `[]`))
+	h.waitHas(state("d", services.StateFailed), true)
+	eventually(t, 10*time.Second, func() bool { return len(h.processStatuses(t, "d")) == 1 }, "the good spec runs")
+	if !h.logged("invalid process specification", `"spec":"[]"`) {
+		t.Errorf("no warning: %q", h.warns.all())
+	}
+}

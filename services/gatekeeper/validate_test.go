@@ -1,0 +1,76 @@
+package gatekeeper
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services"
+)
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Every malformed <gatekeeper …> request is a warning naming it (with the
+// script position when it has one) and a failed state under the plain
+// name.
+func TestMalformedRequestsWarnWithPosition(t *testing.T) {
+	w := newWorld(t)
+	mirror := newBox()
+	logs := &syncBuf{}
+	at := preserves.Pos{File: "/etc/syndicate/gk.pr", Line: 3, Col: 18}
+	bad := []preserves.Value{
+		preserves.NewRecord(symGatekeeper),
+		preserves.NewRecord(symGatekeeper, preserves.Int(1)),
+		preserves.NewRecord(symGatekeeper, dataspace.Embed(w.bs), dataspace.Embed(w.bs)),
+	}
+	w.do(func(t *dataspace.Turn) {
+		cfg := t.Create(dataspace.NewDataspace())
+		m := t.Create(mirror)
+		t.During(cfg, pattern.Capture(), func(t *dataspace.Turn, caps []preserves.Value) error {
+			t.Assert(m, caps[0])
+			return nil
+		})
+		if err := Boot(t, services.Env{Config: cfg, Logger: zerolog.New(logs)}); err != nil {
+			panic(err)
+		}
+		for _, v := range bad {
+			t.Assert(cfg, services.RunService(&preserves.Annotated{Pos: at, Item: v}))
+		}
+	})
+	for _, v := range bad {
+		want := services.ServiceState(v, services.StateFailed)
+		waitFor(t, "failed "+preserves.FormatText(v), func() bool {
+			for _, x := range mirror.all() {
+				if preserves.Equal(x, want) {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	waitFor(t, "warnings", func() bool {
+		return strings.Count(logs.String(), `"pos":"/etc/syndicate/gk.pr:3:18"`) == len(bad) &&
+			strings.Contains(logs.String(), `"service":"<gatekeeper 1>"`)
+	})
+}
