@@ -194,7 +194,9 @@ func TestScenario53SyndicateProtocolDaemon(t *testing.T) {
 // publishes a new one.
 func TestSyndicateDaemonRestartRepublishes(t *testing.T) {
 	h, _ := bootDaemons(t, Options{})
-	require(h, "d", syndicateSpec("application/syndicate"))
+	spec := syndicateSpec("application/syndicate").(*preserves.Dictionary)
+	spec = preserves.NewDictionary(append(spec.Entries(), preserves.DictEntry{Key: preserves.Symbol("restartDelay"), Value: preserves.NewDouble(0.01)})...)
+	require(h, "d", spec)
 	var ps []procStatus
 	eventually(t, 10*time.Second, func() bool {
 		ps = h.processStatuses(t, "d")
@@ -481,4 +483,21 @@ func TestDryRunStartsNothing(t *testing.T) {
 	})) != 0 {
 		t.Error("process-status in a dry run")
 	}
+}
+
+// restart-service replaces the whole daemon; the restart count carries on.
+func TestProcessStatusCountsRestartService(t *testing.T) {
+	h, _ := bootDaemons(t, Options{})
+	require(h, "d", pv(t, `"echo $$; exec sleep 100"`))
+	first := printedPid(t, h.waitOutput("d", 1)[0])
+	eventually(t, 10*time.Second, func() bool {
+		ps := h.processStatuses(t, "d")
+		return len(ps) == 1 && ps[0].pid == first && ps[0].restarts == 0
+	}, "first process-status")
+	h.send(h.env.Config, services.RestartService(dname("d")))
+	second := printedPid(t, h.waitOutput("d", 2)[1])
+	eventually(t, 10*time.Second, func() bool {
+		ps := h.processStatuses(t, "d")
+		return len(ps) == 1 && ps[0].pid == second && ps[0].restarts == 1
+	}, "process-status after restart-service: %+v", h.processStatuses(t, "d"))
 }
