@@ -1,0 +1,139 @@
+// Package debt is the debt reporter service (services spec §9): on
+// `<run-service <debt-reporter SECONDS>>` it asserts `<service-state NAME
+// started>` and `ready`, then immediately and every SECONDS logs scheduler
+// statistics at INFO.
+//
+// The reference logs one line per flow-control account. Go's accounts are
+// anonymous counters owned by whoever ingests external input, so there is
+// nothing to enumerate; the spec lets Go log equivalent scheduler
+// statistics instead, and those are what a stuck or overloaded server is
+// diagnosed with: live actors, actors spawned, event batches handled (and
+// their rate since the last report), batches waiting in mailboxes, and one
+// line per actor whose mailbox holds at least BacklogThreshold batches
+// (the longest MaxBacklogLines of them). The numbers come from
+// dataspace.System.Stats, which reads state the runtime keeps anyway, so
+// running the reporter costs the runtime nothing between reports.
+//
+// The reporter is not supervised (§2.5): the service's facet spawns a
+// linked worker actor named `<debt_reporter NAME>` that makes the state
+// assertions and runs the timer; withdrawing the run-service assertion
+// stops it. A malformed request (SECONDS not a positive finite double) is
+// reported with a warning and `<service-state NAME failed>`, like the
+// other built-in services. restart-service is ignored (§2.4).
+package debt
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services"
+)
+
+var (
+	symDebtReporter = preserves.Symbol("debt-reporter")
+	symWorker       = preserves.Symbol("debt_reporter")
+)
+
+const (
+	// BacklogThreshold is the mailbox length (in batches, one turn each)
+	// from which an actor is listed individually; it matches the
+	// reference's default flow-control credit.
+	BacklogThreshold = 100
+	// MaxBacklogLines bounds the per-actor lines of one report.
+	MaxBacklogLines = 10
+)
+
+// ServiceName returns the service name `<debt-reporter SECONDS>` (what
+// --debt-reporter requests with 1.0).
+func ServiceName(seconds float64) preserves.Value {
+	return preserves.NewRecord(symDebtReporter, preserves.NewDouble(seconds))
+}
+
+// Boot installs the debt reporter service in env.Config.
+func Boot(t *dataspace.Turn, env services.Env) error {
+	if env.Config == nil {
+		return fmt.Errorf("debt: Boot needs a config dataspace")
+	}
+	p := pattern.Rec(services.LabelRunService, pattern.Bind{Pattern: pattern.Rec(symDebtReporter)})
+	t.During(env.Config, p, func(t *dataspace.Turn, caps []preserves.Value) error {
+		name := preserves.Strip(caps[0])
+		period, ok := parse(name)
+		if !ok {
+			env.Logger.Warn().Str("service", preserves.FormatText(name)).Msg("debt reporter: malformed <debt-reporter SECONDS> request (SECONDS must be a positive double)")
+			t.Assert(env.Config, services.ServiceState(name, services.StateFailed))
+			return nil
+		}
+		log := env.Logger.With().Str("service", preserves.FormatText(name)).Logger()
+		sys := t.Actor().System()
+		t.SpawnLink(preserves.FormatText(preserves.NewRecord(symWorker, name)), func(t *dataspace.Turn) error {
+			t.Assert(env.Config, services.ServiceState(name, services.StateStarted))
+			t.Assert(env.Config, services.ServiceState(name, services.StateReady))
+			r := &reporter{sys: sys, log: log}
+			t.Every(period, func(*dataspace.Turn) error {
+				r.report(time.Now())
+				return nil
+			})
+			return nil
+		})
+		return nil
+	})
+	return nil
+}
+
+// parse checks `<debt-reporter SECONDS>` and returns the period.
+func parse(name preserves.Value) (time.Duration, bool) {
+	r, ok := name.(*preserves.Record)
+	if !ok || len(r.Fields) != 1 {
+		return 0, false
+	}
+	d, ok := preserves.Unwrap(r.Fields[0]).(preserves.Double)
+	if !ok {
+		return 0, false
+	}
+	secs := d.Float64()
+	// Below a millisecond the reporter would flood the log; above ~292
+	// years the Duration overflows.
+	if math.IsNaN(secs) || secs < 0.001 || secs > float64(math.MaxInt64/int64(time.Second)) {
+		return 0, false
+	}
+	return time.Duration(secs * float64(time.Second)), true
+}
+
+// reporter logs one report per tick; it remembers the previous batch
+// count for the rate. Only the worker's turns touch it.
+type reporter struct {
+	sys *dataspace.System
+	log zerolog.Logger
+
+	last    time.Time
+	batches uint64
+}
+
+func (r *reporter) report(now time.Time) {
+	st := r.sys.Stats(BacklogThreshold)
+	ev := r.log.Info().
+		Int("actors", st.Actors).
+		Uint64("spawned", st.Spawned).
+		Uint64("batches", st.Batches).
+		Int("queued", st.Queued).
+		Int("backlogged_actors", len(st.Backlogged))
+	if !r.last.IsZero() {
+		if secs := now.Sub(r.last).Seconds(); secs > 0 && st.Batches >= r.batches {
+			ev = ev.Float64("batches_per_second", math.Round(float64(st.Batches-r.batches)/secs))
+		}
+	}
+	ev.Msg("debt reporter: scheduler statistics")
+	r.last, r.batches = now, st.Batches
+	for i, b := range st.Backlogged {
+		if i == MaxBacklogLines {
+			break
+		}
+		r.log.Info().Uint64("actor_id", b.ID).Str("actor", b.Name).Int("queued", b.Queued).Msg("debt reporter: mailbox backlog")
+	}
+}
