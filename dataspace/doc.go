@@ -65,6 +65,9 @@
 //
 // # Decisions on the spec's quirks (§19)
 //
+// Each decision is pinned by a test named TestQuirkNN_… (quirk 8 by
+// TestScenario10_…).
+//
 //   - 2 (exit-hook events are lost): copied; hooks get a Turn whose buffered
 //     events are discarded.
 //   - 3 (commit-time failure does not roll back): not copied; a failing

@@ -775,3 +775,83 @@ func TestAccountCoversDownstreamWork(t *testing.T) {
 		t.Fatalf("Wait with no debt: %v", err)
 	}
 }
+
+// Quirk 5 (not copied): a retraction leaves its facet's handle set at
+// once, so an inert check later in the same turn sees the facet empty.
+func TestQuirk05_RetractedHandleLeavesFacetAtOnce(t *testing.T) {
+	s := newSys(t)
+	e := &recorder{}
+	_, eref := hold(t, s, "e", e)
+	a := s.Spawn("a", func(t *Turn) error {
+		_, err := t.Facet(func(t *Turn) error {
+			h := t.Assert(eref, sym("x"))
+			t.Retract(h)
+			return nil
+		})
+		return err
+	})
+	waitDone(t, a)
+	if a.Status() != Normal {
+		t.Fatalf("status %v", a.Status())
+	}
+}
+
+// Quirk 6 (copied): disarming the last preventer does not trigger an
+// inert check; the facet lingers until something else stops it.
+func TestQuirk06_DisarmDoesNotStopFacet(t *testing.T) {
+	s := newSys(t)
+	var disarm func()
+	var fr FacetRef
+	ready := make(chan struct{})
+	a := s.Spawn("a", func(t *Turn) error {
+		disarm = t.PreventInertCheck()
+		fr = t.FacetRef()
+		close(ready)
+		return nil
+	})
+	<-ready
+	disarm()
+	ran := false
+	fr.Activate(func(*Turn) error { ran = true; return nil })
+	if !ran || !a.Alive() {
+		t.Fatal("facet stopped after its preventer was disarmed")
+	}
+}
+
+// Quirk 7 (copied): a during facet lives exactly as long as its tuple,
+// even when it holds nothing.
+func TestQuirk07_DuringFacetsAreNotInertStopped(t *testing.T) {
+	e := newDSEnv(t)
+	var inner FacetRef
+	var mu sync.Mutex
+	do(t, e.fr, func(t *Turn) error {
+		t.During(e.ds, fooX, func(t *Turn, _ []preserves.Value) error {
+			mu.Lock()
+			inner = t.FacetRef()
+			mu.Unlock()
+			return nil
+		})
+		return nil
+	})
+	h := e.assert(t, e.ds, foo(i(1)))
+	e.settle(t)
+	mu.Lock()
+	fr := inner
+	mu.Unlock()
+	if fr.ID() == 0 {
+		t.Fatal("during handler did not run")
+	}
+	alive := func() bool {
+		ok := false
+		fr.Activate(func(*Turn) error { ok = true; return nil })
+		return ok
+	}
+	if !alive() {
+		t.Fatal("empty during facet was stopped as inert")
+	}
+	e.retract(t, h)
+	e.settle(t)
+	if alive() {
+		t.Fatal("during facet outlived its tuple")
+	}
+}
