@@ -76,6 +76,9 @@ func (a *Actor) taskDone(f *facet, name string, tid uint64, err error) {
 // inert; afterwards the facet is left as it is.
 func (t *Turn) After(d time.Duration, fn func(t *Turn) error) {
 	fr := t.FacetRef()
+	if t.a.tr != nil {
+		fn = t.a.tr.delayed(d, fn)
+	}
 	t.LinkedTask("after", func(ctx context.Context) error {
 		tm := time.NewTimer(d)
 		defer tm.Stop()
@@ -94,6 +97,9 @@ func (t *Turn) After(d time.Duration, fn func(t *Turn) error) {
 // Ticks missed while a turn runs are dropped.
 func (t *Turn) Every(d time.Duration, fn func(t *Turn) error) {
 	fr := t.FacetRef()
+	if t.a.tr != nil {
+		fn = t.a.tr.periodic(d, fn)
+	}
 	t.LinkedTask("every", func(ctx context.Context) error {
 		if !fr.Activate(fn) {
 			return ctx.Err()

@@ -76,18 +76,24 @@ const (
 	// CauseTaskRelease: linked task TraceCause.Task returned normally
 	// and its facet is stopped.
 	CauseTaskRelease
-	// CauseExternal: anything else (an activation from a timer, I/O
-	// goroutine or linked task, a Release request, a top-level spawn);
+	// CauseExternal: anything else (an activation from an I/O goroutine
+	// or linked task, a Release request, a top-level spawn);
 	// TraceCause.Description says which.
 	CauseExternal
+	// CauseDelay: an After timer set by turn TraceCause.Turn fired after
+	// TraceCause.Period.
+	CauseDelay
+	// CausePeriodic: an Every tick (period TraceCause.Period).
+	CausePeriodic
 )
 
 // TraceCause is a TurnCause.
 type TraceCause struct {
 	Kind        TraceCauseKind
-	Turn        uint64 // CauseTurn
-	Task        uint64 // CauseTaskRelease
-	Description string // CauseExternal
+	Turn        uint64        // CauseTurn, CauseDelay
+	Task        uint64        // CauseTaskRelease
+	Description string        // CauseExternal
+	Period      time.Duration // CauseDelay, CausePeriodic
 }
 
 // TraceActionKind is the shape of an ActionDescription.
@@ -411,6 +417,36 @@ func (tr *actorTrace) taskStart(name string) uint64 {
 // taskReleased makes the next activation turn a linked-task release.
 func (tr *actorTrace) taskReleased(id uint64) {
 	tr.pending = TraceCause{Kind: CauseTaskRelease, Task: id}
+}
+
+// delayed wraps the function of an After timer so that its turn is
+// recorded as caused by the delay set in the current turn.
+func (tr *actorTrace) delayed(d time.Duration, fn func(t *Turn) error) func(t *Turn) error {
+	c := TraceCause{Kind: CauseDelay, Period: d}
+	if tr.cur != nil {
+		c.Turn = tr.cur.ID
+	}
+	return func(t *Turn) error {
+		t.a.tr.recause(c)
+		return fn(t)
+	}
+}
+
+// periodic wraps the function of an Every timer likewise.
+func (tr *actorTrace) periodic(d time.Duration, fn func(t *Turn) error) func(t *Turn) error {
+	c := TraceCause{Kind: CausePeriodic, Period: d}
+	return func(t *Turn) error {
+		t.a.tr.recause(c)
+		return fn(t)
+	}
+}
+
+// recause replaces the cause of the turn being recorded (the record is
+// only emitted when the turn ends).
+func (tr *actorTrace) recause(c TraceCause) {
+	if tr.cur != nil {
+		tr.cur.Cause = c
+	}
 }
 
 // external names the cause of the next activation turn.

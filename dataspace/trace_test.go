@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/syndicate-go/syndicate/preserves"
 )
@@ -250,6 +251,38 @@ func TestTraceLinkedTaskRelease(t *testing.T) {
 	}
 	if findAction(rel, ActFacetStop, nil) == nil {
 		t.Fatalf("release turn %+v does not stop the facet", rel.Actions)
+	}
+}
+
+func TestTraceTimerCauses(t *testing.T) {
+	s, l := tracedSys(t)
+	fired, ticked := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	a := s.Spawn("timers", func(t *Turn) error {
+		t.After(time.Millisecond, func(t *Turn) error { close(fired); return nil })
+		t.Every(time.Hour, func(t *Turn) error { once.Do(func() { close(ticked) }); return nil })
+		return nil
+	})
+	<-fired
+	<-ticked
+	var delay, periodic *TraceTurn
+	waitFor(t, "both timer turns", func() bool {
+		for _, x := range l.turns(a.ID()) {
+			switch x.Cause.Kind {
+			case CauseDelay:
+				delay = x
+			case CausePeriodic:
+				periodic = x
+			}
+		}
+		return delay != nil && periodic != nil
+	})
+	boot := l.turns(a.ID())[0]
+	if delay.Cause.Turn != boot.ID || delay.Cause.Period != time.Millisecond {
+		t.Fatalf("delay cause %+v, want set by turn %d for 1ms", delay.Cause, boot.ID)
+	}
+	if periodic.Cause.Period != time.Hour {
+		t.Fatalf("periodic cause %+v", periodic.Cause)
 	}
 }
 

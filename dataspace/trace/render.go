@@ -24,6 +24,8 @@ var (
 	symTaskRelease    = preserves.Symbol("linked-task-release")
 	symNormal         = preserves.Symbol("normal")
 	symExternal       = preserves.Symbol("external")
+	symDelay          = preserves.Symbol("delay")
+	symPeriodic       = preserves.Symbol("periodic-activation")
 	symDequeue        = preserves.Symbol("dequeue")
 	symEnqueue        = preserves.Symbol("enqueue")
 	symDequeueInt     = preserves.Symbol("dequeue-internal")
@@ -112,6 +114,10 @@ func cause(c dataspace.TraceCause) preserves.Value {
 		return preserves.NewRecord(symCleanup)
 	case dataspace.CauseTaskRelease:
 		return preserves.NewRecord(symTaskRelease, id(c.Task), symNormal)
+	case dataspace.CauseDelay:
+		return preserves.NewRecord(symDelay, id(c.Turn), preserves.NewDouble(c.Period.Seconds()))
+	case dataspace.CausePeriodic:
+		return preserves.NewRecord(symPeriodic, preserves.NewDouble(c.Period.Seconds()))
 	}
 	desc := c.Description
 	if desc == "" {

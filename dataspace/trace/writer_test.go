@@ -367,6 +367,21 @@ func TestEntryShapes(t *testing.T) {
 	if s := preserves.FormatText(field(stop, 2)); s != `<stop <error "dataspace: panic in actor: oops" "oops">>` {
 		t.Fatalf("stop %s", s)
 	}
+	for _, c := range []struct {
+		cause dataspace.TraceCause
+		want  string
+	}{
+		{dataspace.TraceCause{Kind: dataspace.CauseDelay, Turn: 4, Period: 1500 * time.Millisecond}, `<delay 4 1.5>`},
+		{dataspace.TraceCause{Kind: dataspace.CausePeriodic, Period: time.Second}, `<periodic-activation 1.0>`},
+		{dataspace.TraceCause{Kind: dataspace.CauseCleanup}, `<cleanup>`},
+		{dataspace.TraceCause{Kind: dataspace.CauseTurn, Turn: 2}, `<caused-by 2>`},
+		{dataspace.TraceCause{Kind: dataspace.CauseExternal, Description: "release"}, `<external "release">`},
+	} {
+		e := Entry(&dataspace.TraceRecord{Time: at, Actor: 1, Kind: dataspace.TraceKindTurn, Turn: &dataspace.TraceTurn{ID: 9, Cause: c.cause}})
+		if s := preserves.FormatText(field(field(e, 2), 1)); s != c.want {
+			t.Fatalf("cause %s, want %s", s, c.want)
+		}
+	}
 	anon := Entry(&dataspace.TraceRecord{Time: at, Actor: 1, Kind: dataspace.TraceKindStart})
 	if s := preserves.FormatText(field(anon, 2)); s != `<start <anonymous>>` {
 		t.Fatalf("start %s", s)
