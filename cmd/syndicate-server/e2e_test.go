@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -451,4 +452,31 @@ func TestE2ESighupKeepsUnchangedDaemons(t *testing.T) {
 	require.True(t, alive(d))
 	require.Equal(t, d, readPid(t, pid), "the daemon of an unchanged file was not restarted")
 	require.Equal(t, 0, r.stop(t))
+}
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// TestE2EDryRunShippedConfig: --dry-run on the shipped etc/syndicate prints
+// the services that would run, dependencies first, starts no process, and
+// exits 0. The output is compared with a golden file (-update rewrites it);
+// the repository's absolute path is written as $ROOT.
+func TestE2EDryRunShippedConfig(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	cmd := exec.Command(serverBin, "--dry-run", "--no-banner", "--log-format", "json", "-c", "etc/syndicate", "-p", "9")
+	cmd.Dir = root
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	require.NoError(t, cmd.Run(), "stderr: %s", errb.String())
+	got := strings.ReplaceAll(out.String(), root, "$ROOT")
+	golden := filepath.Join("testdata", "dryrun-shipped.golden")
+	if *update {
+		require.NoError(t, os.WriteFile(golden, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(golden)
+	require.NoError(t, err)
+	require.Equal(t, string(want), got)
+	require.Contains(t, errb.String(), "dry run: would start process")
+	require.NotContains(t, errb.String(), `stdout: \\\"hello from`, "no process ran (its output would be logged)")
+	require.NotContains(t, errb.String(), `"message":"listening"`, "no socket was bound")
 }

@@ -25,11 +25,14 @@ func (s *server) bootNetwork(t *dataspace.Turn, env services.Env) error {
 	if err := gatekeeper.Boot(t, env); err != nil {
 		return err
 	}
-	if err := listener.Boot(t, env); err != nil {
+	if err := listener.BootWith(t, env, listener.Options{DryRun: s.opts.dryRun}); err != nil {
 		return err
 	}
-	// Client-side resolution services run always (services spec §10).
-	if err := resolve.Boot(t, env); err != nil {
+	// Client-side resolution services run always (services spec §10),
+	// except in a dry run, which must not reach outside the machine either.
+	if s.opts.dryRun {
+		s.log.Info().Msg("dry run: client-side resolution services (connect-transport, resolve-path) are off")
+	} else if err := resolve.Boot(t, env); err != nil {
 		return err
 	}
 	gk := dataspace.Embed(env.Gatekeeper)
@@ -41,7 +44,7 @@ func (s *server) bootNetwork(t *dataspace.Turn, env services.Env) error {
 		addr := preserves.Rec("unix", preserves.String(path))
 		t.Assert(env.Config, services.RunService(preserves.Rec("relay-listener", addr, gk)))
 	}
-	if s.opts.inferior {
+	if s.opts.inferior && !s.opts.dryRun {
 		s.spawnParent(t, env)
 	}
 	return nil

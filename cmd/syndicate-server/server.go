@@ -196,8 +196,12 @@ func (s *server) boot(t *dataspace.Turn) error {
 		env.Control = t.Create(&control.Entity{Log: s.log, Exit: s.requestExit})
 	}
 
+	bootDaemons := func(t *dataspace.Turn, env services.Env) error {
+		_, err := daemon.BootWith(t, env, daemon.Options{DryRun: o.dryRun})
+		return err
+	}
 	for _, boot := range []func(*dataspace.Turn, services.Env) error{
-		services.Boot, daemon.Boot, config.Boot, logger.Boot,
+		services.Boot, bootDaemons, config.Boot, logger.Boot,
 	} {
 		if err := boot(t, env); err != nil {
 			return err
