@@ -3,9 +3,11 @@
 //
 // A Writer is a dataspace.Tracer. The runtime calls Trace on actor
 // goroutines with the actor's turn lock held, so Trace only offers the
-// record to a bounded channel and returns: when the channel is full (the
-// disk cannot keep up) the record is dropped and counted, never waited
-// for. One goroutine renders records (Entry), buffers the text and flushes
+// record to a bounded channel and returns: when the channel is full, or
+// the records waiting hold more than MaxPendingActions actions in all (the
+// disk cannot keep up), the record is dropped and counted, never waited
+// for. Both bounds matter: a few turns of a large fan-out can pin as much
+// memory as thousands of small ones. One goroutine renders records (Entry), buffers the text and flushes
 // it at least every FlushInterval (100 ms by default), so a trace read
 // while the server runs is at most that stale. Dropped records and write
 // errors are reported on the logger, not in the trace, whose every line
@@ -33,8 +35,9 @@ var ErrClosed = errors.New("trace: writer closed")
 
 // Defaults of Options.
 const (
-	DefaultBuffer        = 1 << 14
-	DefaultFlushInterval = 100 * time.Millisecond
+	DefaultBuffer            = 1 << 14
+	DefaultFlushInterval     = 100 * time.Millisecond
+	DefaultMaxPendingActions = 1 << 20
 )
 
 // Options tunes a Writer; the zero value is usable.
@@ -44,6 +47,9 @@ type Options struct {
 	// Buffer is how many records may wait for the writer goroutine before
 	// new ones are dropped (DefaultBuffer if <= 0).
 	Buffer int
+	// MaxPendingActions bounds the actions (plus one per record) held by
+	// waiting records (DefaultMaxPendingActions if <= 0).
+	MaxPendingActions int64
 	// FlushInterval bounds how long written text stays buffered
 	// (DefaultFlushInterval if <= 0).
 	FlushInterval time.Duration
@@ -62,8 +68,10 @@ type Writer struct {
 	done   chan struct{}
 	closed atomic.Bool
 
-	dropped atomic.Uint64
-	written atomic.Uint64
+	dropped    atomic.Uint64
+	written    atomic.Uint64
+	pending    atomic.Int64 // weight of queued records
+	maxPending int64
 
 	closeOnce sync.Once
 	err       error // first write error; written by the writer goroutine, read after done
@@ -89,6 +97,9 @@ func NewWriter(out io.Writer, opts Options) *Writer {
 	if opts.FlushInterval <= 0 {
 		opts.FlushInterval = DefaultFlushInterval
 	}
+	if opts.MaxPendingActions <= 0 {
+		opts.MaxPendingActions = DefaultMaxPendingActions
+	}
 	w := &Writer{
 		out:   bufio.NewWriterSize(out, 64<<10),
 		log:   opts.Logger,
@@ -96,6 +107,8 @@ func NewWriter(out io.Writer, opts Options) *Writer {
 		ch:    make(chan *dataspace.TraceRecord, opts.Buffer),
 		quit:  make(chan struct{}),
 		done:  make(chan struct{}),
+
+		maxPending: opts.MaxPendingActions,
 	}
 	go w.loop()
 	return w
@@ -107,11 +120,26 @@ func (w *Writer) Trace(r *dataspace.TraceRecord) {
 	if w.closed.Load() {
 		return
 	}
+	n := weight(r)
+	if w.pending.Add(n) > w.maxPending {
+		w.pending.Add(-n)
+		w.dropped.Add(1)
+		return
+	}
 	select {
 	case w.ch <- r:
 	default:
+		w.pending.Add(-n)
 		w.dropped.Add(1)
 	}
+}
+
+// weight is what a queued record counts against MaxPendingActions.
+func weight(r *dataspace.TraceRecord) int64 {
+	if r.Turn != nil {
+		return 1 + int64(len(r.Turn.Actions))
+	}
+	return 1
 }
 
 // Dropped returns how many records were dropped because the writer could
@@ -178,6 +206,7 @@ func (w *Writer) loop() {
 }
 
 func (w *Writer) write(r *dataspace.TraceRecord) {
+	w.pending.Add(-weight(r))
 	if w.err != nil {
 		w.dropped.Add(1)
 		return

@@ -301,6 +301,29 @@ func TestTraceDropsWhenStuck(t *testing.T) {
 	}
 }
 
+// Waiting records are bounded by their actions too, not only by count.
+func TestTraceBoundsPendingActions(t *testing.T) {
+	out := &blockingWriter{entered: make(chan struct{}), release: make(chan struct{})}
+	w := NewWriter(out, Options{Buffer: 100, MaxPendingActions: 20, FlushInterval: time.Millisecond})
+	w.Trace(stopRecord(1))
+	<-out.entered // stuck in a flush, nothing waiting
+	big := &dataspace.TraceRecord{Time: time.Now(), Actor: 1, Kind: dataspace.TraceKindTurn,
+		Turn: &dataspace.TraceTurn{ID: 1, Cause: dataspace.TraceCause{Kind: dataspace.CauseCleanup}, Actions: make([]dataspace.TraceAction, 15)}}
+	w.Trace(big)           // weight 16: fits
+	w.Trace(big)           // 32 > 20: dropped
+	w.Trace(stopRecord(2)) // 17: fits
+	if got := w.Dropped(); got != 1 {
+		t.Fatalf("dropped %d, want 1", got)
+	}
+	close(out.release)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if w.Written() != 3 {
+		t.Fatalf("written %d, want 3", w.Written())
+	}
+}
+
 // Entries become readable within the flush interval, without Close.
 func TestTracePeriodicFlush(t *testing.T) {
 	out := &syncBuffer{}
