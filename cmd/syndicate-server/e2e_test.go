@@ -10,6 +10,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -479,4 +480,80 @@ func TestE2EDryRunShippedConfig(t *testing.T) {
 	require.Contains(t, errb.String(), "dry run: would start process")
 	require.NotContains(t, errb.String(), `stdout: \\\"hello from`, "no process ran (its output would be logged)")
 	require.NotContains(t, errb.String(), `"message":"listening"`, "no socket was bound")
+}
+
+// buildClient builds cmd/syndicate next to the server binary.
+func buildClient(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(filepath.Dir(serverBin), "syndicate")
+	if !fileExists(bin) {
+		build := exec.Command("go", "build", "-o", bin, "../syndicate")
+		out, err := build.CombinedOutput()
+		require.NoError(t, err, "building syndicate: %s", out)
+	}
+	return bin
+}
+
+// Operator issue: the CLI against a running server. `status --json` shows a
+// crash-looping daemon's restart count rising; `observe` sees an assertion
+// made with `assert` appear and vanish when the assert is interrupted.
+func TestE2EClientAgainstServer(t *testing.T) {
+	client := buildClient(t)
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "run", "admin.sock")
+	cfg := filepath.Join(dir, "config")
+	writeFile(t, filepath.Join(cfg, "flap.pr"), `<require-service <daemon flap>>
+<daemon flap {argv: ["sh" "-c" "exit 3"], restart: on-error}>
+`)
+	r := start(t, "-c", cfg, "--admin-socket", sock)
+	fi, err := os.Stat(sock)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "the admin socket is private to the server's user")
+
+	restarts := func() int64 {
+		out, err := exec.Command(client, "--admin", sock, "status", "--json", "<daemon flap>").Output()
+		if err != nil {
+			return -1
+		}
+		var services []struct {
+			Name      string `json:"name"`
+			Processes []struct {
+				Restarts int64 `json:"restarts"`
+			} `json:"processes"`
+		}
+		if json.Unmarshal(out, &services) != nil {
+			return -1
+		}
+		best := int64(-1)
+		for _, s := range services {
+			for _, p := range s.Processes {
+				best = max(best, p.Restarts)
+			}
+		}
+		return best
+	}
+	var first int64
+	eventually(t, 15*time.Second, "a process-status for the flapping daemon", func() bool {
+		first = restarts()
+		return first >= 0
+	})
+	eventually(t, 15*time.Second, "the restart count to rise", func() bool { return restarts() > first })
+
+	// observe, in the background, sees what `assert` holds, and its going.
+	obsOut := &lockedBuffer{}
+	obs := exec.Command(client, "--admin", sock, "observe", "<e2e-note ?x>")
+	obs.Stdout, obs.Stderr = obsOut, obsOut
+	require.NoError(t, obs.Start())
+	defer func() { obs.Process.Kill(); obs.Wait() }()
+	asserter := exec.Command(client, "--admin", sock, "assert", `<e2e-note "hello">`)
+	require.NoError(t, asserter.Start())
+	eventually(t, 10*time.Second, "observe to see the assertion", func() bool {
+		return strings.Contains(obsOut.String(), `+ <e2e-note "hello">`)
+	})
+	require.NoError(t, asserter.Process.Signal(syscall.SIGINT))
+	asserter.Wait()
+	eventually(t, 10*time.Second, "observe to see it vanish", func() bool {
+		return strings.Contains(obsOut.String(), `- <e2e-note "hello">`)
+	})
+	require.Equal(t, 0, r.stop(t))
 }
