@@ -173,3 +173,64 @@ func TestTextSymbolCache(t *testing.T) {
 		}
 	}
 }
+
+// TestTextPositionsAgainstOffsets: every position's line and column agree
+// with its offset, counted afresh, over input mixing short and long gaps,
+// CRLF line ends and non-ASCII text (the reader advances positions
+// incrementally, with a fast path for short ASCII gaps).
+func TestTextPositionsAgainstOffsets(t *testing.T) {
+	var b strings.Builder
+	for i := range 400 {
+		switch i % 5 {
+		case 0:
+			fmt.Fprintf(&b, "<a%d \"é%d\">\r\n", i, i)
+		case 1:
+			fmt.Fprintf(&b, "[ünï %d]%s", i, strings.Repeat(" ", 70+i%5))
+		case 2:
+			fmt.Fprintf(&b, "{k: %d, \"ß\": [x\ty]}\n\n", i)
+		case 3:
+			fmt.Fprintf(&b, "# %s\n", strings.Repeat("x", i%90))
+		default:
+			fmt.Fprintf(&b, "@\"note\" # comment ✓\n %d ", i)
+		}
+	}
+	src := b.String()
+	vs, err := preserves.ReadAllText([]byte(src), preserves.TextOptions{Positions: true, Annotations: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	var check func(v preserves.Value)
+	check = func(v preserves.Value) {
+		p := preserves.PosOf(v)
+		before := src[:p.Offset]
+		line := 1 + strings.Count(before, "\n")
+		col := 1 + len([]rune(before[strings.LastIndexByte(before, '\n')+1:]))
+		if p.Line != line || p.Col != col {
+			t.Fatalf("value %v at offset %d: %d:%d, want %d:%d", v, p.Offset, p.Line, p.Col, line, col)
+		}
+		n++
+		switch x := preserves.Unwrap(v).(type) {
+		case *preserves.Record:
+			check(x.Label)
+			for _, f := range x.Fields {
+				check(f)
+			}
+		case preserves.Sequence:
+			for _, f := range x {
+				check(f)
+			}
+		case *preserves.Dictionary:
+			for _, e := range x.Entries() {
+				check(e.Key)
+				check(e.Value)
+			}
+		}
+	}
+	for _, v := range vs {
+		check(v)
+	}
+	if n < 1000 {
+		t.Fatalf("only %d positions checked", n)
+	}
+}

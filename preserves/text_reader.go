@@ -311,6 +311,10 @@ func (r *TextReader) advance(t *textPosTrack, off int) {
 		return
 	}
 	seg := r.buf[t.off-r.base : off-r.base]
+	if len(seg) <= 64 && textShortASCIIAdvance(t, seg) {
+		t.off = off
+		return
+	}
 	if n := bytes.Count(seg, []byte{'\n'}); n > 0 {
 		t.line += n
 		t.col = 1 + utf8.RuneCount(seg[bytes.LastIndexByte(seg, '\n')+1:])
@@ -318,6 +322,25 @@ func (r *TextReader) advance(t *textPosTrack, off int) {
 		t.col += utf8.RuneCount(seg)
 	}
 	t.off = off
+}
+
+// textShortASCIIAdvance moves t over seg if seg is all ASCII, reporting
+// whether it did. Positions mode asks for a position at every value, a few
+// bytes after the previous one: one pass over such a segment costs less than
+// the general path's calls.
+func textShortASCIIAdvance(t *textPosTrack, seg []byte) bool {
+	line, col := t.line, t.col
+	for _, c := range seg {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+		col++
+		if c == '\n' {
+			line, col = line+1, 1
+		}
+	}
+	t.line, t.col = line, col
+	return true
 }
 
 // posAt returns the position of buffer index i.
@@ -480,7 +503,10 @@ func (r *TextReader) readValue() Value {
 			// requests stay in source order and each costs only the bytes
 			// since the previous one.
 			a := r.newAnnotated()
-			a.Anns, a.Comment, a.Pos = anns, comments, r.posAt(r.pos)
+			if anns != nil {
+				a.Anns, a.Comment = anns, comments
+			}
+			a.Pos = r.posAt(r.pos)
 			a.Item = r.readItem(c)
 			return a
 		}
@@ -529,7 +555,7 @@ func (s *textSlab[T]) take(n, hint, limit int) []T {
 func (r *TextReader) slabHint(div int) int { return (len(r.buf) - r.pos) / div }
 
 func (r *TextReader) newAnnotated() *Annotated {
-	return &r.annSlab.take(1, r.slabHint(8), 256)[0]
+	return &r.annSlab.take(1, r.slabHint(8), 1024)[0]
 }
 
 // readComment reads a `#` comment line or a `#!` interpreter line, up to and
