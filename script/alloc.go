@@ -18,7 +18,7 @@ type slab[T any] struct {
 	chunk int
 }
 
-const slabMin, slabMax = 16, 256
+const slabMin, slabMax = 16, 1024
 
 // new returns a pointer to a zeroed T.
 func (s *slab[T]) new() *T {
