@@ -80,6 +80,11 @@ type arena struct {
 	records slab[preserves.Record]
 }
 
+// presize sizes the instruction stack for a file of n top-level tokens (an
+// instruction takes one to three of them), so that it does not grow by
+// copying through thousands of instructions.
+func (a *arena) presize(n int) { a.stack = make([]Instr, 0, n/2+8) }
+
 // popInstrs returns a copy of stack[mark:] carved from the slab and
 // truncates the stack.
 func (a *arena) popInstrs(mark int) []Instr {

@@ -17,6 +17,7 @@ import (
 func ParseFile(file string, src []byte) (*File, ErrorList) {
 	vals, synErr := ReadValues(file, src)
 	p := &parser{file: file, truncated: synErr != nil}
+	p.presize(len(vals))
 	f := &File{Name: file, Body: p.block(vals, true)}
 	if synErr != nil {
 		p.errs = append(p.errs, synErr)

@@ -10,6 +10,7 @@ import (
 // reader with Positions set) or be hand-made.
 func ParseValues(file string, vals []preserves.Value) (*File, ErrorList) {
 	p := &parser{file: file}
+	p.presize(len(vals))
 	f := &File{Name: file, Body: p.block(vals, true)}
 	p.errs.Sort()
 	return f, p.errs
