@@ -461,7 +461,7 @@ func (c *compiler) pattern(e script.Expr) Pat {
 	case *script.Bind:
 		sub := c.pattern(x.Pat)
 		if k, ok := sub.(*PConst); ok {
-			return c.pconst(x.At, pattern.Bind{Pattern: k.Pattern})
+			return c.pconst(x.At, bindOf(k.Pattern))
 		}
 		b := c.pbinds.new()
 		*b = PBind{At: x.At, Sub: sub}
@@ -524,6 +524,17 @@ func (c *compiler) pattern(e script.Expr) Pat {
 	return c.pconst(e.Pos(), pattern.Discard{})
 }
 
+// captureAny is `<bind <_>>` (a bare `?x`), the most common pattern of all,
+// boxed once: patterns are immutable values, so every use can share it.
+var captureAny pattern.Pattern = pattern.Bind{Pattern: pattern.Discard{}}
+
+func bindOf(sub pattern.Pattern) pattern.Pattern {
+	if _, ok := sub.(pattern.Discard); ok {
+		return captureAny
+	}
+	return pattern.Bind{Pattern: sub}
+}
+
 // isConstPat reports whether the pattern e mentions no variable, so that
 // constPattern can build it in one go.
 func isConstPat(e script.Expr) bool {
@@ -568,7 +579,7 @@ func (c *compiler) constPattern(e script.Expr) (pattern.Pattern, bool) {
 		if !ok {
 			return nil, false
 		}
-		return pattern.Bind{Pattern: sub}, true
+		return bindOf(sub), true
 	case *script.Lit:
 		return c.lift(x.Value)
 	case *script.RecordExpr:
