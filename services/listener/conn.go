@@ -1,12 +1,9 @@
 package listener
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"io"
 	"net"
-	"time"
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
@@ -16,8 +13,9 @@ import (
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
-// spawnConn starts the unlinked connection actor for c.
-func (s *spec) spawnConn(t *dataspace.Turn, c net.Conn) {
+// spawnConn starts the unlinked connection actor for c; httpd is the HTTP
+// handler space current at accept time (nil: none, plain HTTP gets 503).
+func (s *spec) spawnConn(t *dataspace.Turn, c net.Conn, httpd *dataspace.Ref) {
 	name := s.connName(c)
 	log := s.log.With().Str("conn", name).Logger()
 	gk := s.gk
@@ -49,14 +47,19 @@ func (s *spec) spawnConn(t *dataspace.Turn, c net.Conn) {
 				})
 				return dataspace.ErrKeepFacet
 			}
-			serve503(c, b[0])
+			// HTTP (§7.2): served until the connection closes, unless it
+			// becomes a WebSocket relay, which keeps the actor going.
+			h := &httpHandler{fr: fr, httpd: httpd, port: s.port, relayOpts: opts, log: log}
+			if serveHTTP(ctx, &prefixed{Conn: c, first: b[:]}, h) {
+				return dataspace.ErrKeepFacet
+			}
 			return nil
 		})
 		return nil
 	})
 }
 
-func startRelay(t *dataspace.Turn, c net.Conn, opts relay.Options, log zerolog.Logger) {
+func startRelay(t *dataspace.Turn, c io.ReadWriteCloser, opts relay.Options, log zerolog.Logger) {
 	conn, _ := relay.Run(t, c, opts)
 	t.OnStop(func(*dataspace.Turn) error {
 		ev := log.Info()
@@ -99,29 +102,4 @@ func (p *prefixed) Read(b []byte) (int, error) {
 		return n, nil
 	}
 	return p.Conn.Read(b)
-}
-
-const reply503 = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-
-// serve503 answers a plain HTTP request: this server has no httpd, so the
-// reply is 503 with an empty body (services spec §7.2). The request head
-// is read first (bounded in size and time) so that closing does not reset
-// the connection under the client's feet.
-func serve503(c net.Conn, first byte) {
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	br := bufio.NewReaderSize(io.LimitReader(c, 16<<10), 4096)
-	head := []byte{first}
-	for !bytes.HasSuffix(head, []byte("\r\n\r\n")) && !bytes.HasSuffix(head, []byte("\n\n")) {
-		line, err := br.ReadSlice('\n')
-		head = append(head, line...)
-		if err != nil {
-			break
-		}
-	}
-	_, _ = io.WriteString(c, reply503)
-	if tc, ok := c.(*net.TCPConn); ok {
-		_ = tc.CloseWrite()
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(c, 64<<10))
 }

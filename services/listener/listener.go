@@ -7,10 +7,16 @@
 // exports GK as oid 0.
 //
 // TCP connections are sniffed on their first byte: `[`, `<` (text) or
-// ≥ 0x80 (binary) start a Syndicate relay; anything else is treated as
-// HTTP, which this implementation does not serve: the request gets a
-// `503 Service Unavailable` reply and the connection is closed (the
-// WebSocket and httpd parts of §7.2 are not implemented).
+// ≥ 0x80 (binary) start a Syndicate relay; anything else is HTTP/1.1
+// (§7.2, http.go), served by net/http over that one connection with
+// keep-alive. A WebSocket upgrade on any path runs the relay over the
+// WebSocket (websocket.go: our own RFC 6455 framing, one binary frame per
+// packet each way, a text frame ends the session). Other requests get 503
+// when the listener has no HTTPD space; with the 3-field form
+// `<relay-listener <tcp H P> #:GK #:HTTPD>` the worker asserts
+// `<http-listener P>` to HTTPD, and each request becomes
+// `<request <http-request …> #:RES>` asserted to HTTPD, the response
+// streamed from the `status`/`header`/`chunk`/`done` messages RES receives.
 //
 // # Unix socket files
 //
@@ -111,6 +117,7 @@ type spec struct {
 	port    int64
 	path    string
 	gk      *dataspace.Ref
+	httpd   *dataspace.Ref // the 3-field TCP form's HTTP handler space, else nil
 	log     zerolog.Logger
 	env     services.Env
 	dryRun  bool
@@ -140,6 +147,9 @@ func parseName(v preserves.Value) (spec, error) {
 			return s, fmt.Errorf("listener: expected <tcp HOST PORT> with a string and an integer")
 		}
 		s.network, s.host, s.port = "tcp", string(host), int64(port)
+		if len(r.Fields) >= 3 {
+			s.httpd, _ = dataspace.RefOf(r.Fields[2]) // not a capability: no httpd
+		}
 	case preserves.Equal(a.Label, symUnix) && len(a.Fields) == 1 && len(r.Fields) == 2:
 		path, ok := a.Fields[0].(preserves.String)
 		if !ok {
@@ -172,6 +182,11 @@ func (s *spec) boot(t *dataspace.Turn) error {
 		t.Assert(s.env.Config, services.ServiceState(s.name, services.StateReady))
 		return nil
 	}
+	if s.httpd != nil {
+		// §7.1 step 2: the worker lives exactly as long as the 3-field
+		// run-service that names HTTPD, so it owns the assertion.
+		t.Assert(s.httpd, HTTPListener(s.port))
+	}
 	if s.network == "tcp" {
 		ln, err = net.Listen("tcp", net.JoinHostPort(s.host, strconv.FormatInt(s.port, 10)))
 	} else {
@@ -196,7 +211,7 @@ func (s *spec) boot(t *dataspace.Turn) error {
 				return err
 			}
 			if !fr.Activate(func(t *dataspace.Turn) error {
-				s.spawnConn(t, c)
+				s.spawnConn(t, c, s.httpd)
 				return nil
 			}) {
 				c.Close()
