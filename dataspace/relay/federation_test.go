@@ -136,20 +136,29 @@ func TestDisconnectMidTurnRetractsAll(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Assert in many turns, some large; kill the socket while turns are
-		// still being produced.
-		stop := make(chan struct{})
+		// Assert in many turns; kill the socket while turns are still being
+		// produced. At most window turns are in flight: each ends with a
+		// sync through the server, whose reply frees its slot. (Unthrottled,
+		// the producer queued turns as fast as it could loop; on a loaded
+		// machine tens of thousands of assertions were still in transit
+		// when the socket died, and the server took longer than any sane
+		// deadline to catch up with them.)
+		const window = 8
+		slots := make(chan struct{}, window)
+		stop, produced := make(chan struct{}), make(chan struct{})
 		go func() {
+			defer close(produced)
 			for i := 0; ; i++ {
 				select {
 				case <-stop:
 					return
-				default:
+				case slots <- struct{}{}:
 				}
 				cli.drv.do(func(t *dataspace.Turn) {
 					for j := range 20 {
 						t.Assert(peer, rec("c", preserves.Int(round), preserves.Int(i), preserves.Int(j)))
 					}
+					t.Sync(peer, func(*dataspace.Turn) error { <-slots; return nil })
 				})
 			}
 		}()
@@ -157,6 +166,7 @@ func TestDisconnectMidTurnRetractsAll(t *testing.T) {
 		var nc net.Conn = cc
 		nc.Close()
 		close(stop)
+		<-produced
 		<-cconn.Done()
 		<-sconn.Done()
 		waitFor(t, "dataspace empty but for the mirror's own Observe", func() bool { return srv.size() == 1 })
@@ -212,7 +222,7 @@ func TestCapabilityThroughIntermediary(t *testing.T) {
 	conn1.Close()
 	select {
 	case <-gone:
-	case <-time.After(5 * time.Second):
+	case <-time.After(patience):
 		t.Fatal("c1's publication outlived its connection")
 	}
 }

@@ -13,10 +13,15 @@ import (
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
+// patience bounds every wait that only ends early when something is wrong:
+// generous, because CI runs the race detector on a small, loaded machine,
+// and a passing test never waits for it.
+const patience = 20 * time.Second
+
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(patience)
 	for !cond() {
 		if time.Now().After(deadline) {
 			tb.Fatalf("timed out waiting for %s", what)
@@ -30,7 +35,7 @@ func waitFor(tb testing.TB, what string, cond func() bool) {
 func checkGoroutines(tb testing.TB) {
 	base := runtime.NumGoroutine()
 	tb.Cleanup(func() {
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(patience)
 		for runtime.NumGoroutine() > base {
 			if time.Now().After(deadline) {
 				buf := make([]byte, 1<<20)
@@ -47,7 +52,7 @@ func newSys(tb testing.TB) *dataspace.System {
 	tb.Helper()
 	s := dataspace.NewSystem(dataspace.Options{})
 	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), patience)
 		defer cancel()
 		if err := s.Shutdown(ctx); err != nil {
 			tb.Errorf("shutdown: %v", err)
@@ -251,7 +256,7 @@ func (h *wireHarness) sendBinary(text string) {
 // recv reads the next packet from the relay, with its syntax and raw bytes.
 func (h *wireHarness) recv() (preserves.Value, Syntax, []byte) {
 	h.tb.Helper()
-	v, syn, raw, err := h.tryRecv(5 * time.Second)
+	v, syn, raw, err := h.tryRecv(patience)
 	if err != nil {
 		h.tb.Fatalf("recv: %v", err)
 	}
@@ -293,7 +298,7 @@ func (h *wireHarness) closed() error {
 	h.tb.Helper()
 	select {
 	case <-h.conn.Done():
-	case <-time.After(5 * time.Second):
+	case <-time.After(patience):
 		h.tb.Fatal("relay did not end")
 	}
 	return h.conn.Err()
@@ -305,7 +310,7 @@ func (h *wireHarness) expectEOF() []string {
 	h.tb.Helper()
 	var out []string
 	for {
-		v, _, _, err := h.tryRecv(5 * time.Second)
+		v, _, _, err := h.tryRecv(patience)
 		if err != nil {
 			if ne, ok := err.(net.Error); ok && ne.Timeout() {
 				h.tb.Fatalf("relay did not close the connection; saw %v", out)
