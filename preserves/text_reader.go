@@ -51,7 +51,10 @@ type TextOptions struct {
 	Annotations bool
 	// Positions wraps every value, at every depth, in *Annotated with Pos set
 	// to where the value itself (after its annotations) starts. Annotations
-	// synthesized from `#` and `#!` lines are left unwrapped.
+	// synthesized from `#` and `#!` lines are left unwrapped. The wrappers,
+	// records and item slices of this mode are carved from shared blocks of
+	// at most about 100 KB, so a value kept from a long stream keeps its
+	// block alive.
 	Positions bool
 	// Embedded converts the payload of `#:v` into a domain object. When nil,
 	// the payload is kept as the Value v (with annotations and positions as
