@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"math/big"
 	"slices"
+	"sync"
 )
 
 // Binary tags (spec §4.1).
@@ -65,12 +66,14 @@ func EncodeCanonical(v Value) []byte {
 // AppendCanonical appends the canonical binary encoding of v to dst. It
 // panics in the same situations as EncodeCanonical.
 func AppendCanonical(dst []byte, v Value) []byte {
-	var e encoder
-	dst = e.value(dst, v)
-	if e.err != nil {
-		panic(e.err)
+	e := getEncoder(false, nil)
+	out := e.encode(dst, v)
+	err := e.err
+	e.release()
+	if err != nil {
+		panic(err)
 	}
-	return dst
+	return out
 }
 
 // EncodeBinary returns the binary encoding of v: canonical unless
@@ -82,21 +85,73 @@ func EncodeBinary(v Value, opts EncodeOptions) ([]byte, error) {
 // AppendBinary appends the binary encoding of v to dst, as EncodeBinary. On
 // error the returned slice is dst unchanged in length.
 func AppendBinary(dst []byte, v Value, opts EncodeOptions) ([]byte, error) {
-	e := encoder{annotations: opts.Annotations, embedded: opts.Embedded}
+	e := getEncoder(opts.Annotations, opts.Embedded)
 	n := len(dst)
-	out := e.value(dst, v)
-	if e.err != nil {
-		return dst[:n], e.err
+	out := e.encode(dst, v)
+	err := e.err
+	e.release()
+	if err != nil {
+		return dst[:n], err
 	}
 	return out, nil
 }
 
 // encoder carries the options and the first error through the recursion, so
-// the hot path returns only the grown slice.
+// the hot path returns only the grown slice. Encoders are pooled together
+// with their buffers: out, where a value is encoded when the caller supplies
+// no buffer of its own, and the scratch buffers sets and dictionaries sort
+// their entries in.
 type encoder struct {
 	annotations bool
 	embedded    func(any) (Value, error)
 	err         error
+	out         []byte
+	// free scratch buffers; a nested set or dictionary takes its own
+	free      [][]byte
+	freeSpans [][]span
+}
+
+var encoderPool = sync.Pool{New: func() any { return new(encoder) }}
+
+// Buffers above these sizes are not kept in the pool, so one huge value does
+// not pin its memory for the life of the process.
+const (
+	encKeepOut     = 64 << 10
+	encKeepScratch = 16 << 10
+	encKeepSpans   = 1 << 10
+	encKeepFree    = 8
+)
+
+func getEncoder(annotations bool, embedded func(any) (Value, error)) *encoder {
+	e := encoderPool.Get().(*encoder)
+	e.annotations, e.embedded, e.err = annotations, embedded, nil
+	return e
+}
+
+func (e *encoder) release() {
+	e.embedded, e.err = nil, nil
+	if cap(e.out) > encKeepOut {
+		e.out = nil
+	}
+	encoderPool.Put(e)
+}
+
+// encode appends v to dst. Growing a fresh slice by appending would
+// allocate and copy about twice the output, value after value; so with no
+// buffer from the caller the value goes into the pooled buffer first and is
+// copied out once into an exactly sized slice.
+func (e *encoder) encode(dst []byte, v Value) []byte {
+	if cap(dst) != 0 {
+		return e.value(dst, v)
+	}
+	buf := e.value(e.out[:0], v)
+	e.out = buf
+	if e.err != nil || len(buf) == 0 {
+		return dst
+	}
+	out := make([]byte, len(buf))
+	copy(out, buf)
+	return out
 }
 
 func (e *encoder) value(dst []byte, v Value) []byte {
@@ -177,19 +232,46 @@ func (e *encoder) fail(err error) {
 	}
 }
 
-// span locates, in a scratch buffer, the canonical sort key of one set
-// element or dictionary entry and the bytes to write for it.
+// span locates, in a scratch buffer, the canonical encoding of one set
+// element or dictionary key, which is its sort key, and which element or
+// entry it belongs to.
 type span struct {
-	key, item [2]int
+	start, end, index int
 }
 
-// canonical returns an encoder writing the canonical form with e's hook, used
-// to compute sort keys.
-func (e *encoder) canonical() *encoder {
-	if !e.annotations {
-		return e
+// keys encodes the canonical form of key(i) for i < n into a scratch buffer
+// and returns the buffer and the spans sorted bytewise. The caller hands
+// both back with putScratch.
+func (e *encoder) keys(n int, key func(int) Value) ([]byte, []span) {
+	var scratch []byte
+	if k := len(e.free); k > 0 {
+		scratch, e.free = e.free[k-1][:0], e.free[:k-1]
 	}
-	return &encoder{embedded: e.embedded}
+	var spans []span
+	if k := len(e.freeSpans); k > 0 {
+		spans, e.freeSpans = e.freeSpans[k-1][:0], e.freeSpans[:k-1]
+	}
+	ann := e.annotations
+	e.annotations = false // sort keys are canonical even when writing annotations
+	for i := range n {
+		s := len(scratch)
+		scratch = e.value(scratch, key(i))
+		spans = append(spans, span{s, len(scratch), i})
+	}
+	e.annotations = ann
+	slices.SortFunc(spans, func(a, b span) int {
+		return bytes.Compare(scratch[a.start:a.end], scratch[b.start:b.end])
+	})
+	return scratch, spans
+}
+
+func (e *encoder) putScratch(scratch []byte, spans []span) {
+	if cap(scratch) <= encKeepScratch && len(e.free) < encKeepFree {
+		e.free = append(e.free, scratch)
+	}
+	if cap(spans) <= encKeepSpans && len(e.freeSpans) < encKeepFree {
+		e.freeSpans = append(e.freeSpans, spans)
+	}
 }
 
 func (e *encoder) set(dst []byte, elems []Value) []byte {
@@ -197,21 +279,16 @@ func (e *encoder) set(dst []byte, elems []Value) []byte {
 	if len(elems) == 1 {
 		return append(e.value(dst, elems[0]), tagEnd)
 	}
-	var scratch []byte
-	spans := make([]span, len(elems))
-	c := e.canonical()
-	for i, el := range elems {
-		s := len(scratch)
-		scratch = c.value(scratch, el)
-		spans[i].key = [2]int{s, len(scratch)}
-		if c != e {
-			s = len(scratch)
-			scratch = e.value(scratch, el)
+	scratch, spans := e.keys(len(elems), func(i int) Value { return elems[i] })
+	for _, s := range spans {
+		if e.annotations {
+			dst = e.value(dst, elems[s.index])
+		} else {
+			dst = append(dst, scratch[s.start:s.end]...)
 		}
-		spans[i].item = [2]int{s, len(scratch)}
 	}
-	e.fail(c.err)
-	return append(e.sorted(dst, scratch, spans), tagEnd)
+	e.putScratch(scratch, spans)
+	return append(dst, tagEnd)
 }
 
 func (e *encoder) dict(dst []byte, entries []DictEntry) []byte {
@@ -220,32 +297,17 @@ func (e *encoder) dict(dst []byte, entries []DictEntry) []byte {
 		dst = e.value(dst, entries[0].Key)
 		return append(e.value(dst, entries[0].Value), tagEnd)
 	}
-	var scratch []byte
-	spans := make([]span, len(entries))
-	c := e.canonical()
-	for i, en := range entries {
-		s := len(scratch)
-		scratch = c.value(scratch, en.Key)
-		spans[i].key = [2]int{s, len(scratch)}
-		if c != e {
-			s = len(scratch)
-			scratch = e.value(scratch, en.Key)
-		}
-		scratch = e.value(scratch, en.Value)
-		spans[i].item = [2]int{s, len(scratch)}
-	}
-	e.fail(c.err)
-	return append(e.sorted(dst, scratch, spans), tagEnd)
-}
-
-func (e *encoder) sorted(dst, scratch []byte, spans []span) []byte {
-	slices.SortFunc(spans, func(a, b span) int {
-		return bytes.Compare(scratch[a.key[0]:a.key[1]], scratch[b.key[0]:b.key[1]])
-	})
+	scratch, spans := e.keys(len(entries), func(i int) Value { return entries[i].Key })
 	for _, s := range spans {
-		dst = append(dst, scratch[s.item[0]:s.item[1]]...)
+		if e.annotations {
+			dst = e.value(dst, entries[s.index].Key)
+		} else {
+			dst = append(dst, scratch[s.start:s.end]...)
+		}
+		dst = e.value(dst, entries[s.index].Value)
 	}
-	return dst
+	e.putScratch(scratch, spans)
+	return append(dst, tagEnd)
 }
 
 func appendAtom(dst []byte, tag byte, body string) []byte {

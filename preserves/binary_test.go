@@ -792,3 +792,44 @@ func TestAppendBinary(t *testing.T) {
 		t.Errorf("AppendCanonical = % X", got)
 	}
 }
+
+// TestEncodePooledBuffers: encoders and their buffers are recycled, so a
+// result must never alias a pooled buffer, nested sets and dictionaries must
+// each sort in their own scratch space, and a failed encoding must not
+// disturb the next one.
+func TestEncodePooledBuffers(t *testing.T) {
+	inner := NewDictionary(DictEntry{String("bb"), NewSet(Int(300), Int(2), String("x"))},
+		DictEntry{String("a"), NewSet(Symbol("q"), Symbol("pp"))})
+	outer := NewSet(inner, NewSet(ByteString("zz"), ByteString("y")), Int(7))
+	first := EncodeCanonical(outer)
+	keep := bytes.Clone(first)
+	want := binHex("B6 B0 01 07" +
+		"B6 B2 01 79 B2 02 7A7A 84" +
+		"B7 B1 01 61 B6 B3 01 71 B3 02 7070 84" +
+		"B1 02 6262 B6 B0 01 02 B0 02 012C B1 01 78 84 84 84")
+	if !bytes.Equal(first, want) {
+		t.Fatalf("nested canonical encoding\n got % X\nwant % X", first, want)
+	}
+	if cap(first) != len(first) {
+		t.Errorf("EncodeCanonical result has spare capacity %d", cap(first)-len(first))
+	}
+	for i := range 50 {
+		_ = EncodeCanonical(Sequence{Int(i), String("overwrite the pooled buffer")})
+		if _, err := EncodeBinary(Sequence{outer, nil}, EncodeOptions{}); err == nil {
+			t.Fatal("nil value encoded")
+		}
+	}
+	if !bytes.Equal(first, keep) {
+		t.Fatal("an EncodeCanonical result changed when later values were encoded")
+	}
+	again, err := EncodeBinary(outer, EncodeOptions{Annotations: true})
+	if err != nil || !bytes.Equal(again, want) {
+		t.Errorf("annotated encoder without annotations = % X, %v", again, err)
+	}
+	if got := AppendCanonical(nil, outer); !bytes.Equal(got, want) {
+		t.Errorf("AppendCanonical(nil) = % X", got)
+	}
+	if got := EncodeCanonical(Sequence{}); !bytes.Equal(got, binHex("B5 84")) {
+		t.Errorf("empty sequence = % X", got)
+	}
+}
