@@ -167,8 +167,12 @@ func (h *httpHandler) upgrade(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(refuse)
 		return
 	}
+	// Set before hijacking: the hijack makes serveHTTP return, and it must
+	// then know the connection is not finished.
+	h.upgraded.Store(true)
 	c, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
+		h.upgraded.Store(false)
 		emptyReply(w, http.StatusInternalServerError)
 		return
 	}
@@ -181,7 +185,6 @@ func (h *httpHandler) upgrade(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ws := newWSConn(c, brw.Reader)
-	h.upgraded.Store(true)
 	started := false
 	h.fr.Activate(func(t *dataspace.Turn) error {
 		started = true

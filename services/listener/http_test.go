@@ -160,7 +160,7 @@ func TestScenario60WebSocket(t *testing.T) {
 		case opPong:
 			pong = string(p) == "hi"
 		default:
-			t.Fatalf("unexpected opcode %#x", op)
+			t.Fatalf("unexpected opcode %#x %x", op, p)
 		}
 	}
 	want := []string{`[[1 <A <error unsupported> 0>]]`, `[[2 <A <error unsupported> 1>]]`}
