@@ -29,6 +29,8 @@ func TestOracle(t *testing.T) {
 	}
 	if testing.Short() {
 		runs = 50
+	} else if raceDetector && !*oracleLong {
+		runs = 100
 	}
 	total := 0
 	for run := 0; run < runs; run++ {

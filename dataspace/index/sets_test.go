@@ -12,7 +12,11 @@ import (
 // rebuilds and shrinking all happen.
 func TestTable(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	for round := 0; round < 100; round++ {
+	rounds := 100
+	if raceDetector {
+		rounds = 25
+	}
+	for round := 0; round < rounds; round++ {
 		var tb table[*int]
 		hashes := map[*int]uint64{}
 		hashOf := func(p *int) uint64 { return hashes[p] }
