@@ -365,7 +365,7 @@ func (w *world) runProgOpts(p *compile.Program, opts vm.Options) {
 // after a deadline (used where another actor's progress is awaited).
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatal("condition not reached before the deadline")

@@ -25,7 +25,7 @@ func (w *world) activate(fail func(string, ...any), fn func(t *dataspace.Turn) e
 	}
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(20 * time.Second):
 		fail("turn did not run")
 	}
 }

@@ -105,11 +105,11 @@ func newWorld(t testing.TB) *world {
 	})
 	select {
 	case <-ready:
-	case <-time.After(5 * time.Second):
+	case <-time.After(20 * time.Second):
 		t.Fatal("world actor did not boot")
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		if err := w.sys.Shutdown(ctx); err != nil {
 			t.Errorf("shutdown: %v", err)
@@ -134,7 +134,7 @@ func (w *world) do(fn func(t *dataspace.Turn) error) {
 		if err != nil {
 			w.t.Fatal(err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(20 * time.Second):
 		w.t.Fatal("turn did not run")
 	}
 }
@@ -200,7 +200,7 @@ func (w *world) settle() {
 		})
 		select {
 		case <-done:
-		case <-time.After(5 * time.Second):
+		case <-time.After(20 * time.Second):
 			w.t.Fatal("sync did not complete")
 		}
 	}

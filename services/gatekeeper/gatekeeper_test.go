@@ -17,7 +17,7 @@ import (
 
 func waitFor(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			tb.Fatalf("timed out waiting for %s", what)
@@ -87,7 +87,7 @@ type world struct {
 func newWorld(tb testing.TB) *world {
 	w := &world{sys: dataspace.NewSystem(dataspace.Options{})}
 	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		if err := w.sys.Shutdown(ctx); err != nil {
 			tb.Error(err)

@@ -62,7 +62,7 @@ func TestScenario07LogMessagePrinted(t *testing.T) {
 	log := zerolog.New(out)
 	sys := dataspace.NewSystem(dataspace.Options{Logger: log})
 	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		require.NoError(t, sys.Shutdown(ctx))
 	}()
@@ -81,7 +81,7 @@ func TestScenario07LogMessagePrinted(t *testing.T) {
 		t.PreventInertCheck()
 		return nil
 	})
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for !strings.Contains(out.String(), `T -[-] -: \"hi\" {extra: 1}`) {
 		if time.Now().After(deadline) {
 			t.Fatalf("log line not printed; output: %s", out.String())

@@ -17,7 +17,7 @@ import (
 func newSys(tb testing.TB) *dataspace.System {
 	s := dataspace.NewSystem(dataspace.Options{})
 	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		if err := s.Shutdown(ctx); err != nil {
 			tb.Error(err)
@@ -109,7 +109,7 @@ func TestDialAndResolve(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := serve(t, srv, ln)
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			conn, gk, err := Dial(ctx, cli, addr)
 			if err != nil {
@@ -127,7 +127,7 @@ func TestDialAndResolve(t *testing.T) {
 				return nil
 			})
 			<-drv.Done()
-			deadline := time.Now().Add(5 * time.Second)
+			deadline := time.Now().Add(20 * time.Second)
 			for {
 				s.mu.Lock()
 				n := len(s.msgs)

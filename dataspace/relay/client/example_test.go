@@ -15,7 +15,7 @@ import (
 func Example() {
 	sys := dataspace.NewSystem(dataspace.Options{})
 	defer sys.Shutdown(context.Background())
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 
 	conn, gk, err := client.Dial(ctx, sys, "localhost:9001")
