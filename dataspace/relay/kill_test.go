@@ -25,12 +25,19 @@ func TestHelperClientProcess(t *testing.T) {
 	if err != nil {
 		os.Exit(2)
 	}
-	_, peer, err := Spawn(sys, "client", c, Options{ImportInitial: true})
+	conn, peer, err := Spawn(sys, "client", c, Options{ImportInitial: true})
 	if err != nil {
 		os.Exit(3)
 	}
 	drv := newDriver(t, sys, "driver")
 	for i := 0; ; i++ {
+		// Should the test process go away without killing us, the
+		// connection ends, and so do we: never an orphan spinning forever.
+		select {
+		case <-conn.Done():
+			os.Exit(4)
+		default:
+		}
 		drv.do(func(t *dataspace.Turn) {
 			for j := range 50 {
 				t.Assert(peer, rec("k", preserves.Int(i), preserves.Int(j)))
@@ -68,15 +75,23 @@ func TestKilledClientProcess(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// The child runs until killed: kill it on every path out of the test
+	// (a failed wait included), before the server shuts down.
+	killed := false
+	kill := func() {
+		if !killed {
+			killed = true
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+		}
+	}
+	t.Cleanup(kill)
 	conn := <-conns
 	if conn == nil {
-		cmd.Process.Kill()
-		cmd.Wait()
 		t.Fatal("no connection")
 	}
 	waitFor(t, "assertions from the child", func() bool { return srv.size() > 500 })
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
+	kill()
 	<-conn.Done()
 	waitFor(t, "dataspace empty but for the mirror's own Observe", func() bool { return srv.size() == 1 })
 }
