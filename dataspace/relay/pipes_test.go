@@ -56,7 +56,12 @@ func TestRunOverPipesWithProcess(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Wait()
+	// cat exits on end of input: close it first, or a failure before
+	// conn.Close would leave Wait blocked forever.
+	defer func() {
+		stdin.Close()
+		cmd.Wait()
+	}()
 	drv := newDriver(t, sys, "drv")
 	var conn *Conn
 	var peer *dataspace.Ref
