@@ -60,7 +60,8 @@ type TraceTurn struct {
 	Cause   TraceCause
 	Actions []TraceAction
 	// Failed is set when the turn failed and rolled back: its enqueued
-	// events were discarded, so they are not listed.
+	// events were discarded and its spawned actors never started, so
+	// those actions are not listed.
 	Failed bool
 }
 
@@ -250,9 +251,9 @@ func (tr *actorTrace) beginCleanup() {
 
 // endTurn closes the current record and hands it to the tracer. On
 // success the outgoing batches are stamped with the turn id (before
-// delivery, so receivers can name their cause); on failure the enqueue
-// actions are dropped, as the events were. An empty cleanup turn is not
-// worth a record.
+// delivery, so receivers can name their cause); on failure the enqueue,
+// spawn and link actions are dropped, as the events and actors were. An
+// empty cleanup turn is not worth a record.
 func (tr *actorTrace) endTurn(t *Turn, failed error) {
 	cur := tr.cur
 	if cur == nil {
@@ -263,7 +264,9 @@ func (tr *actorTrace) endTurn(t *Turn, failed error) {
 		cur.Failed = true
 		kept := cur.Actions[:0]
 		for _, act := range cur.Actions {
-			if act.Kind != ActEnqueue && act.Kind != ActEnqueueInternal {
+			switch act.Kind {
+			case ActEnqueue, ActEnqueueInternal, ActSpawn, ActLink:
+			default:
 				kept = append(kept, act)
 			}
 		}

@@ -301,6 +301,7 @@ func TestTraceFailure(t *testing.T) {
 		t.Assert(sinkRef, preserves.String("held"))
 		victim = t.Create(&funcEntity{msg: func(t *Turn, v preserves.Value) error {
 			t.Message(sinkRef, preserves.String("lost"))
+			t.Spawn("never", func(*Turn) error { return nil })
 			return errTraceBoom
 		}})
 		close(ready)
@@ -330,8 +331,8 @@ func TestTraceFailure(t *testing.T) {
 			cleanup = r.Turn
 		}
 	}
-	if failed == nil || findAction(failed, ActDequeue, nil) == nil || findAction(failed, ActEnqueue, nil) != nil {
-		t.Fatalf("failed turn %+v: want its dequeue and no enqueue", failed)
+	if failed == nil || findAction(failed, ActDequeue, nil) == nil || findAction(failed, ActEnqueue, nil) != nil || findAction(failed, ActSpawn, nil) != nil {
+		t.Fatalf("failed turn %+v: want its dequeue and no enqueue or spawn", failed)
 	}
 	if cleanup == nil || findAction(cleanup, ActEnqueue, func(x *TraceAction) bool { return x.Event == TraceRetract }) == nil {
 		t.Fatalf("cleanup turn %+v: want the held assertion retracted", cleanup)
