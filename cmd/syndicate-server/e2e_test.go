@@ -557,3 +557,37 @@ func TestE2EClientAgainstServer(t *testing.T) {
 	})
 	require.Equal(t, 0, r.stop(t))
 }
+
+// -t writes a causal trace (trace.prs entries in text syntax, one per line);
+// --debt-reporter runs the debt reporter, which logs scheduler statistics.
+func TestE2ETraceFileAndDebtReporter(t *testing.T) {
+	trace := filepath.Join(t.TempDir(), "trace.pr")
+	r := start(t, "--debt-reporter", "-t", trace)
+	eventually(t, 10*time.Second, "the debt reporter's statistics", func() bool {
+		return strings.Contains(r.stderr.String(), "debt reporter: scheduler statistics")
+	})
+	require.Equal(t, 0, r.stop(t))
+
+	f, err := os.Open(trace)
+	require.NoError(t, err)
+	defer f.Close()
+	rd := preserves.NewTextReader(f, preserves.TextOptions{File: trace})
+	kinds := map[string]int{}
+	n := 0
+	for {
+		v, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		rec, ok := v.(*preserves.Record)
+		require.True(t, ok && preserves.Equal(rec.Label, preserves.Symbol("trace")) && len(rec.Fields) == 3, "entry %d: %v", n, v)
+		item, ok := rec.Fields[2].(*preserves.Record)
+		require.True(t, ok, "entry %d: %v", n, v)
+		kinds[preserves.FormatText(item.Label)]++
+		n++
+	}
+	require.Greater(t, kinds["start"], 0, "actor starts are traced")
+	require.Greater(t, kinds["turn"], 0, "turns are traced")
+	require.Greater(t, kinds["stop"], 0, "actor stops are traced")
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/trace"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/script"
 	"github.com/syndicate-go/syndicate/script/validate"
@@ -22,6 +23,7 @@ import (
 	"github.com/syndicate-go/syndicate/services/config"
 	"github.com/syndicate-go/syndicate/services/control"
 	"github.com/syndicate-go/syndicate/services/daemon"
+	"github.com/syndicate-go/syndicate/services/debt"
 	"github.com/syndicate-go/syndicate/services/logger"
 )
 
@@ -118,16 +120,23 @@ func runServer(o *options, stdout, stderr io.Writer) int {
 	if !o.noBanner && !o.inferior {
 		printBanner(stderr)
 	}
+	sysOpts := dataspace.Options{Logger: log}
 	if o.traceFile != "" {
-		f, err := os.Create(o.traceFile)
+		// Best-effort diagnostics (services spec §1.6): failing to create
+		// the file is fatal, anything later is only logged.
+		tw, err := trace.NewFileWriter(o.traceFile, trace.Options{Logger: log})
 		if err != nil {
 			fmt.Fprintf(stderr, "syndicate-server: trace file: %v\n", err)
 			return 1
 		}
-		// Tracing is best-effort diagnostics (services spec §1.6); the file
-		// is created as the reference does, but no entries are written yet.
-		f.Close()
-		log.Warn().Str("path", o.traceFile).Msg("trace file created; causal tracing is not implemented")
+		// Deferred here, so it runs after the Shutdown below: the stop
+		// records of every actor are written before the file is closed.
+		defer func() {
+			if err := tw.Close(); err != nil {
+				log.Warn().Err(err).Str("path", o.traceFile).Msg("trace file")
+			}
+		}()
+		sysOpts.Trace = tw // only a non-nil *Writer: a typed nil would not be a nil Tracer
 	}
 
 	// As PID 1 we reap adopted orphans anyway; otherwise become a
@@ -141,7 +150,7 @@ func runServer(o *options, stdout, stderr io.Writer) int {
 	defer stopReaper()
 
 	s := &server{opts: o, log: log, stdout: stdout, exitCode: make(chan int, 1), booted: make(chan struct{})}
-	s.sys = dataspace.NewSystem(dataspace.Options{Logger: log})
+	s.sys = dataspace.NewSystem(sysOpts)
 	s.top = s.sys.Spawn("syndicate-server", s.boot)
 
 	code := 0
@@ -201,11 +210,15 @@ func (s *server) boot(t *dataspace.Turn) error {
 		return err
 	}
 	for _, boot := range []func(*dataspace.Turn, services.Env) error{
-		services.Boot, bootDaemons, config.Boot, logger.Boot,
+		services.Boot, bootDaemons, config.Boot, logger.Boot, debt.Boot,
 	} {
 		if err := boot(t, env); err != nil {
 			return err
 		}
+	}
+	// §1.1: the debt reporter first, then ports, sockets, configs.
+	if o.debtReporter {
+		t.Assert(cfg, services.RunService(debt.ServiceName(1.0)))
 	}
 	if err := s.bootNetwork(t, env); err != nil {
 		return err
