@@ -10,6 +10,11 @@ import "github.com/syndicate-go/syndicate/preserves"
 // the cost of compiling a big script. The parser therefore carves nodes, and
 // the slices that hold them, from chunks (slab); this changes nothing a
 // caller can observe except that the nodes of one File share memory blocks.
+//
+// Nodes taken from a slab are already zero, so their fields are assigned one
+// by one rather than by storing a whole composite literal: a large struct
+// stored through a pointer is copied with a bulk write barrier while the
+// garbage collector is marking, which costs more than the fields' own.
 
 // slab hands out elements of T carved from chunks. Chunks start small (a
 // small script stays small) and double up to slabMax elements.

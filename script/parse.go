@@ -28,7 +28,7 @@ type parser struct {
 
 func (p *parser) lit(at preserves.Pos, v, src preserves.Value) *Lit {
 	l := p.lits.new()
-	*l = Lit{At: at, Value: v, Src: src}
+	l.At, l.Value, l.Src = at, v, src
 	return l
 }
 
@@ -89,11 +89,11 @@ func (p *parser) instr(toks []preserves.Value, i int, top bool) (Instr, int) {
 	switch x := preserves.Unwrap(tok).(type) {
 	case *preserves.Record, *preserves.Dictionary:
 		a := p.asserts.new()
-		*a = Assert{At: pos, Value: p.expr(tok, modeValue)}
+		a.At, a.Value = pos, p.expr(tok, modeValue)
 		return a, i + 1
 	case preserves.Sequence:
 		b := p.blocks.new()
-		*b = Block{At: pos, Body: p.block(x, false)}
+		b.At, b.Body = pos, p.block(x, false)
 		return b, i + 1
 	case preserves.Symbol:
 		s := string(x)
@@ -111,11 +111,11 @@ func (p *parser) instr(toks []preserves.Value, i int, top bool) (Instr, int) {
 			body, next := p.instr(toks, i+2, top)
 			if s == "?" {
 				d := p.durings.new()
-				*d = During{At: pos, Pat: pat, Body: body}
+				d.At, d.Pat, d.Body = pos, pat, body
 				return d, next
 			}
 			m := p.onMsgs.new()
-			*m = OnMessage{At: pos, Pat: pat, Body: body}
+			m.At, m.Pat, m.Body = pos, pat, body
 			return m, next
 		case s == "?-":
 			if i+1 >= len(toks) {
@@ -132,11 +132,11 @@ func (p *parser) instr(toks []preserves.Value, i int, top bool) (Instr, int) {
 			v := p.expr(toks[i+1], modeValue)
 			if s == "!" {
 				sd := p.sends.new()
-				*sd = Send{At: pos, Value: v}
+				sd.At, sd.Value = pos, v
 				return sd, i + 2
 			}
 			a := p.asserts.new()
-			*a = Assert{At: pos, Value: v}
+			a.At, a.Value = pos, v
 			return a, i + 2
 		case s == "let":
 			return p.let(toks, i, top)
@@ -152,7 +152,7 @@ func (p *parser) instr(toks []preserves.Value, i int, top bool) (Instr, int) {
 			}
 			then, next := p.instr(toks, i+2, top)
 			c := p.conds.new()
-			*c = Cond{At: pos, Pat: pat, Then: then, Else: p.block(toks[next:], top)}
+			c.At, c.Pat, c.Then, c.Else = pos, pat, then, p.block(toks[next:], top)
 			return c, len(toks)
 		case s == "_":
 			p.errorf(pos, "discard _ is not an instruction")
@@ -167,7 +167,7 @@ func (p *parser) instr(toks []preserves.Value, i int, top bool) (Instr, int) {
 			}
 			body, next := p.instr(toks, i+1, top)
 			rt := p.retargets.new()
-			*rt = Retarget{At: pos, Var: s[1:], Body: body}
+			rt.At, rt.Var, rt.Body = pos, s[1:], body
 			return rt, next
 		}
 	}
@@ -199,7 +199,7 @@ func (p *parser) let(toks []preserves.Value, i int, top bool) (Instr, int) {
 		return nil, next
 	}
 	l := p.lets.new()
-	*l = Let{At: pos, Pat: pat, Expr: e}
+	l.At, l.Pat, l.Expr = pos, pat, e
 	return l, next
 }
 
@@ -318,7 +318,7 @@ func (p *parser) exprIn(v preserves.Value, m mode, sc *tmplScope) Expr {
 			}
 		}
 		r := p.recs.new()
-		*r = RecordExpr{At: pos, Fields: p.exprs.slice(len(x.Fields))[:0]}
+		r.At, r.Fields = pos, p.exprs.slice(len(x.Fields))[:0]
 		switch m {
 		case modePattern:
 			r.Label = p.exprIn(x.Label, modeLabel, sc)
@@ -333,7 +333,7 @@ func (p *parser) exprIn(v preserves.Value, m mode, sc *tmplScope) Expr {
 		return r
 	case preserves.Sequence:
 		s := p.seqs.new()
-		*s = SeqExpr{At: pos, Elems: p.exprs.slice(len(x))[:0]}
+		s.At, s.Elems = pos, p.exprs.slice(len(x))[:0]
 		for _, e := range x {
 			s.Elems = append(s.Elems, p.exprIn(e, m, sc))
 		}
@@ -349,7 +349,7 @@ func (p *parser) exprIn(v preserves.Value, m mode, sc *tmplScope) Expr {
 		return s
 	case *preserves.Dictionary:
 		d := p.dicts.new()
-		*d = DictExpr{At: pos, Entries: p.entries.slice(x.Len())[:0]}
+		d.At, d.Entries = pos, p.entries.slice(x.Len())[:0]
 		for _, en := range x.Entries() {
 			var k Expr
 			if m == modeValue {
@@ -377,7 +377,7 @@ func (p *parser) discard(pos preserves.Pos) *Discard {
 
 func (p *parser) bind(pos preserves.Pos, name string, pat Expr) *Bind {
 	b := p.binds.new()
-	*b = Bind{At: pos, Name: name, Pat: pat}
+	b.At, b.Name, b.Pat = pos, name, pat
 	return b
 }
 
@@ -457,7 +457,7 @@ func (p *parser) varRef(pos preserves.Pos, name string, m mode, sc *tmplScope) E
 		}
 	}
 	v := p.vars.new()
-	*v = Var{At: pos, Name: name}
+	v.At, v.Name = pos, name
 	return v
 }
 

@@ -86,7 +86,7 @@ type compiler struct {
 func (c *compiler) block(body []script.Instr, at preserves.Pos, target, outer string) *Seq {
 	c.n++
 	s := c.seqs.new()
-	*s = Seq{At: at, Body: c.instrs.slice(len(body))}
+	s.At, s.Body = at, c.instrs.slice(len(body))
 	if len(body) > 0 {
 		s.At = body[0].Pos()
 	} else {
@@ -115,23 +115,23 @@ func (c *compiler) instr(in script.Instr, target, outer string) Instr {
 	case *script.Assert:
 		c.n++
 		a := c.asserts.new()
-		*a = Assert{At: x.At, Target: target, Value: c.value(x.Value)}
+		a.At, a.Target, a.Value = x.At, target, c.value(x.Value)
 		return a
 	case *script.Send:
 		c.n++
 		sd := c.sends.new()
-		*sd = Send{At: x.At, Target: target, Value: c.value(x.Value)}
+		sd.At, sd.Target, sd.Value = x.At, target, c.value(x.Value)
 		return sd
 	case *script.During:
 		c.n++
 		d := c.durings.new()
-		*d = During{At: x.At, Target: target, Pat: c.pattern(x.Pat), Binders: c.bindersOf(x.Pat)}
+		d.At, d.Target, d.Pat, d.Binders = x.At, target, c.pattern(x.Pat), c.bindersOf(x.Pat)
 		d.Body = c.instr(x.Body, target, outer)
 		return d
 	case *script.OnMessage:
 		c.n++
 		m := c.onMsgs.new()
-		*m = OnMessage{At: x.At, Target: target, Pat: c.pattern(x.Pat), Binders: c.bindersOf(x.Pat)}
+		m.At, m.Target, m.Pat, m.Binders = x.At, target, c.pattern(x.Pat), c.bindersOf(x.Pat)
 		m.Body = c.instr(x.Body, target, outer)
 		return m
 	case *script.OnStop:
@@ -140,7 +140,7 @@ func (c *compiler) instr(in script.Instr, target, outer string) Instr {
 	case *script.Let:
 		c.n++
 		l := c.lets.new()
-		*l = Let{At: x.At, Pat: c.pattern(x.Pat), Binders: c.bindersOf(x.Pat), Expr: c.value(x.Expr)}
+		l.At, l.Pat, l.Binders, l.Expr = x.At, c.pattern(x.Pat), c.bindersOf(x.Pat), c.value(x.Expr)
 		return l
 	case *script.Cond:
 		c.n++
@@ -149,7 +149,7 @@ func (c *compiler) instr(in script.Instr, target, outer string) Instr {
 			at = x.Else[0].Pos()
 		}
 		k := c.conds.new()
-		*k = Cond{At: x.At, Var: target, Pat: c.pattern(x.Pat), Binders: c.bindersOf(x.Pat)}
+		k.At, k.Var, k.Pat, k.Binders = x.At, target, c.pattern(x.Pat), c.bindersOf(x.Pat)
 		k.Then = c.instr(x.Then, outer, outer)
 		k.Else = c.block(x.Else, at, outer, outer)
 		return k
@@ -411,7 +411,7 @@ func (c *compiler) mkRecord(at preserves.Pos, label Expr, fields []Expr) Expr {
 		}
 	}
 	r := c.mkRecs.new()
-	*r = MkRecord{At: at, Label: label, Fields: fields}
+	r.At, r.Label, r.Fields = at, label, fields
 	return r
 }
 
@@ -420,7 +420,7 @@ func (c *compiler) mkSeq(at preserves.Pos, elems []Expr) Expr {
 		return c.konst(at, preserves.Sequence(vs))
 	}
 	s := c.mkSeqs.new()
-	*s = MkSeq{At: at, Elems: elems}
+	s.At, s.Elems = at, elems
 	return s
 }
 
@@ -435,7 +435,7 @@ func (c *compiler) mkDict(at preserves.Pos, keys, vals []Expr) Expr {
 		return c.konst(at, preserves.NewDictionary(es...))
 	}
 	d := c.mkDicts.new()
-	*d = MkDict{At: at, Keys: keys, Vals: vals}
+	d.At, d.Keys, d.Vals = at, keys, vals
 	return d
 }
 
@@ -464,19 +464,19 @@ func (c *compiler) pattern(e script.Expr) Pat {
 			return c.pconst(x.At, bindOf(k.Pattern))
 		}
 		b := c.pbinds.new()
-		*b = PBind{At: x.At, Sub: sub}
+		b.At, b.Sub = x.At, sub
 		return b
 	case *script.Lit:
 		p, ok := c.lift(x.Value)
 		if !ok {
 			l := c.plifts.new()
-			*l = PLift{At: x.At, Value: c.konst(x.At, x.Value)}
+			l.At, l.Value = x.At, c.konst(x.At, x.Value)
 			return l
 		}
 		return c.pconst(x.At, p)
 	case *script.Var:
 		l := c.plifts.new()
-		*l = PLift{At: x.At, Value: c.ref(x.At, x.Name)}
+		l.At, l.Value = x.At, c.ref(x.At, x.Name)
 		return l
 	case *script.Attenuate:
 		return &PLift{At: x.At, Value: c.attenuate(x)}
@@ -492,7 +492,7 @@ func (c *compiler) pattern(e script.Expr) Pat {
 			}
 		}
 		r := c.precs.new()
-		*r = PRec{At: x.At, Label: label, Fields: fields}
+		r.At, r.Label, r.Fields = x.At, label, fields
 		return r
 	case *script.SeqExpr:
 		items := c.pats.slice(len(x.Elems))
@@ -503,11 +503,11 @@ func (c *compiler) pattern(e script.Expr) Pat {
 			return c.pconst(x.At, c.group(pattern.ArrType{}, ps))
 		}
 		a := c.parrs.new()
-		*a = PArr{At: x.At, Items: items}
+		a.At, a.Items = x.At, items
 		return a
 	case *script.DictExpr:
 		d := c.pdicts.new()
-		*d = PDict{At: x.At, Keys: c.vals.slice(len(x.Entries)), Vals: c.pats.slice(len(x.Entries))}
+		d.At, d.Keys, d.Vals = x.At, c.vals.slice(len(x.Entries)), c.pats.slice(len(x.Entries))
 		for i, en := range x.Entries {
 			d.Keys[i] = litValue(en.Key)
 			d.Vals[i] = c.pattern(en.Value)
