@@ -166,6 +166,14 @@ func TestScenario63Gatekeeper(t *testing.T) {
 			t.Message(got, preserves.NewRecord(preserves.Symbol("public"), preserves.Int(1)))
 		})
 		waitFor(t, "public", func() bool { target.mu.Lock(); defer target.mu.Unlock(); return len(target.msgs) == 1 })
+		// Both were sent in one turn, secret first: the one that arrived
+		// must be the public one (a leaked secret would arrive first).
+		target.mu.Lock()
+		first := target.msgs[0]
+		target.mu.Unlock()
+		if want := preserves.NewRecord(preserves.Symbol("public"), preserves.Int(1)); !preserves.Equal(first, want) {
+			t.Fatalf("target got %v, want only %v", first, want)
+		}
 	})
 	t.Run("bad signature", func(t *testing.T) {
 		obs := newBox()
