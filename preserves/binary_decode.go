@@ -145,6 +145,8 @@ type binDecoder struct {
 	// upper bounds on the slots the current top-level value needs, from a
 	// prescan; zero when unknown
 	hintItems, hintRecs int
+	// syms, when set (BatchDecoder), boxes each repeated symbol once
+	syms *symCache
 }
 
 // Atom bodies longer than arenaMaxString get their own allocation, and arena
@@ -209,7 +211,7 @@ func (d *binDecoder) value(depth int) (Value, error) {
 			return nil, err
 		}
 		return decodeInt(body), nil
-	case tagString, tagSymbol:
+	case tagString:
 		body, err := d.body()
 		if err != nil {
 			return nil, err
@@ -217,10 +219,13 @@ func (d *binDecoder) value(depth int) (Value, error) {
 		if !utf8.Valid(body) {
 			return nil, d.errAt(ErrSyntax, start, "invalid UTF-8 in string or symbol")
 		}
-		if tag == tagString {
-			return String(d.str(body)), nil
+		return String(d.str(body)), nil
+	case tagSymbol:
+		body, err := d.body()
+		if err != nil {
+			return nil, err
 		}
-		return Symbol(d.str(body)), nil
+		return d.decodeSymbol(start, body)
 	case tagByteString:
 		body, err := d.body()
 		if err != nil {
@@ -343,12 +348,16 @@ func (d *binDecoder) compound(tag byte, start, depth int) (Value, error) {
 	return v, err
 }
 
+// emptySequence is boxed once: an empty Sequence has no elements to
+// share, and boxing a fresh one would cost an allocation each time.
+var emptySequence Value = Sequence{}
+
 // build makes the compound value from its items, which it copies.
 func (d *binDecoder) build(tag byte, start int, items []Value) (Value, error) {
 	switch tag {
 	case tagSequence:
 		if len(items) == 0 {
-			return Sequence{}, nil
+			return emptySequence, nil
 		}
 		return Sequence(d.itemSlice(items)), nil
 	case tagRecord:
