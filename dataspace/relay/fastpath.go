@@ -11,6 +11,7 @@ package relay
 import (
 	"encoding/binary"
 	"strconv"
+	"sync"
 
 	"github.com/syndicate-go/syndicate/preserves"
 )
@@ -79,34 +80,57 @@ func appendEvent(dst []byte, ev *Event, syn Syntax) ([]byte, error) {
 	return append(dst, 0x84, 0x84), nil
 }
 
+// batchDecoders recycles the decoders of inbound Turn packets; an idle
+// connection holds none.
+var batchDecoders = sync.Pool{New: func() any { return new(preserves.BatchDecoder) }}
+
+// turnFraming is the nesting of an event's payload inside a Turn packet:
+// the packet's sequence, the event's pair and the event record.
+const turnFraming = 3
+
 // fastTurn parses a binary Turn packet made of well-formed events. ok is
 // false when anything is unusual; the caller then uses the general path.
+// The payloads of one packet are decoded by one BatchDecoder, so they
+// share allocation chunks and boxed labels instead of costing each a
+// decoder round trip and chunks of their own.
 func fastTurn(evs []Event, raw []byte, maxDepth, maxSize int) ([]Event, bool) {
-	if len(raw) < 2 || raw[0] != 0xB5 || raw[len(raw)-1] != 0x84 {
+	if len(raw) < 2 || raw[0] != 0xB5 || raw[len(raw)-1] != 0x84 || maxDepth <= turnFraming {
 		return nil, false
 	}
+	bd := batchDecoders.Get().(*preserves.BatchDecoder)
+	// Payloads are decoded with the depth the general decoder would have
+	// left them, so the fast path is never more lenient than it.
+	bd.Reset(raw, preserves.DecodeOptions{MaxDepth: maxDepth - turnFraming, MaxLength: maxSize})
+	n0 := len(evs)
+	evs, ok := fastEvents(bd, evs, raw)
+	bd.Reset(nil, preserves.DecodeOptions{})
+	batchDecoders.Put(bd)
+	if !ok {
+		clear(evs[n0:]) // pin no values in the caller's reused slice
+		return nil, false
+	}
+	return evs, true
+}
+
+func fastEvents(bd *preserves.BatchDecoder, evs []Event, raw []byte) ([]Event, bool) {
 	p := 1
 	for p < len(raw)-1 {
 		if raw[p] != 0xB5 {
-			return nil, false
+			return evs, false
 		}
 		p++
 		oid, q, ok := readBinInt(raw, p)
 		if !ok || q+4 > len(raw) || raw[q] != 0xB4 || raw[q+1] != 0xB3 || raw[q+2] != 0x01 {
-			return nil, false
+			return evs, false
 		}
 		ev := Event{Oid: oid}
 		label := raw[q+3]
 		p = q + 4
 		switch label {
 		case 'A', 'M', 'S':
-			end, ok := skipValue(raw, p, 0, maxDepth)
-			if !ok {
-				return nil, false
-			}
-			v, err := preserves.DecodeBinary(raw[p:end], preserves.DecodeOptions{MaxDepth: maxDepth, MaxLength: maxSize})
+			v, end, err := bd.DecodeAt(p)
 			if err != nil {
-				return nil, false
+				return evs, false
 			}
 			ev.Value = v
 			p = end
@@ -115,14 +139,14 @@ func fastTurn(evs []Event, raw []byte, maxDepth, maxSize int) ([]Event, bool) {
 				ev.Kind = EvAssert
 				h, q, ok := readBinInt(raw, p)
 				if !ok {
-					return nil, false
+					return evs, false
 				}
 				ev.Handle, p = h, q
 			case 'M':
 				ev.Kind = EvMessage
 			case 'S':
 				if _, isEmb := v.(*preserves.Embedded); !isEmb {
-					return nil, false
+					return evs, false
 				}
 				ev.Kind = EvSync
 			}
@@ -130,14 +154,14 @@ func fastTurn(evs []Event, raw []byte, maxDepth, maxSize int) ([]Event, bool) {
 			ev.Kind = EvRetract
 			h, q, ok := readBinInt(raw, p)
 			if !ok {
-				return nil, false
+				return evs, false
 			}
 			ev.Handle, p = h, q
 		default:
-			return nil, false
+			return evs, false
 		}
 		if p+2 > len(raw) || raw[p] != 0x84 || raw[p+1] != 0x84 {
-			return nil, false
+			return evs, false
 		}
 		p += 2
 		evs = append(evs, ev)
@@ -170,48 +194,6 @@ func readBinInt(b []byte, p int) (int64, int, bool) {
 		v = v<<8 | int64(c)
 	}
 	return v, p + 2 + n, true
-}
-
-// skipValue returns the end of the binary value starting at p.
-func skipValue(b []byte, p, depth, maxDepth int) (int, bool) {
-	if p >= len(b) || depth > maxDepth {
-		return 0, false
-	}
-	tag := b[p]
-	switch {
-	case tag == 0x80 || tag == 0x81:
-		return p + 1, true
-	case tag == 0x85:
-		q, ok := skipValue(b, p+1, depth+1, maxDepth)
-		if !ok {
-			return 0, false
-		}
-		return skipValue(b, q, depth+1, maxDepth)
-	case tag == 0x86:
-		return skipValue(b, p+1, depth+1, maxDepth)
-	case tag == 0x87 || (tag >= 0xB0 && tag <= 0xB3):
-		n, w, ok, _ := varint(b[p+1:])
-		if !ok || n > uint64(len(b)) {
-			return 0, false
-		}
-		end := p + 1 + w + int(n)
-		return end, end <= len(b)
-	case tag >= 0xB4 && tag <= 0xB7:
-		q := p + 1
-		for {
-			if q >= len(b) {
-				return 0, false
-			}
-			if b[q] == 0x84 {
-				return q + 1, true
-			}
-			var ok bool
-			if q, ok = skipValue(b, q, depth+1, maxDepth); !ok {
-				return 0, false
-			}
-		}
-	}
-	return 0, false
 }
 
 // fastTurnIf appends the events of a binary Turn packet to dst (which the
