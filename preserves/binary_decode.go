@@ -83,14 +83,11 @@ func (d *binDecoder) whole(b []byte, opts DecodeOptions) (Value, error) {
 	if len(b) > d.maxLength {
 		return nil, d.errAt(ErrLimit, 0, "input longer than MaxLength")
 	}
-	d.buf = b
+	d.buf, d.pos = b, 0
 	d.resetSlabs()
-	// A prescan sizes the slabs exactly; it costs a fraction of decoding.
-	var sc extentScanner
-	sc.reset(0)
-	if end, _ := sc.scan(b, d.maxDepth, d.maxLength); end > 0 {
-		d.hintItems, d.hintRecs = sc.items-sc.recs, sc.recs
-	}
+	// A prescan sizes the slabs: it costs a fraction of decoding and saves
+	// both over-allocation and chunk after chunk of guesses.
+	d.hintItems, d.hintRecs = countSlots(b)
 	v, err := d.value(0)
 	if err != nil {
 		return nil, err
@@ -106,15 +103,11 @@ func (d *binDecoder) whole(b []byte, opts DecodeOptions) (Value, error) {
 var binDecoderPool = sync.Pool{New: func() any { return &binDecoder{stack: make([]Value, 0, 64)} }}
 
 func (d *binDecoder) release() {
-	if len(d.stack) > 0 { // an error may leave items behind
-		clear(d.stack)
-		d.stack = d.stack[:0]
-	}
+	d.resetSlabs() // clears the stack, which an error may leave non-empty
 	if cap(d.stack) > 1<<12 {
 		d.stack = make([]Value, 0, 64)
 	}
 	d.buf, d.pos, d.base, d.embedded, d.dropping = nil, 0, 0, nil, 0
-	d.resetSlabs()
 	binDecoderPool.Put(d)
 }
 
@@ -133,6 +126,9 @@ type binDecoder struct {
 	// position; the Embedded hook is not called inside them.
 	dropping int
 	stack    []Value
+	// stackHigh bounds the stack slots used since resetSlabs last cleared
+	// them; slots past len(stack) may still hold references
+	stackHigh int
 	// arena holds the bytes of decoded strings, symbols and byte strings,
 	// so each costs one allocation (its interface box) rather than two.
 	// Bytes are only ever appended, never overwritten, so strings handed
@@ -147,6 +143,9 @@ type binDecoder struct {
 	hintItems, hintRecs int
 	// syms, when set (BatchDecoder), boxes each repeated symbol once
 	syms *symCache
+	// symbols is the decoder's own cache of boxed symbols when it decodes
+	// value after value itself (pooled or stream decoders; see symbol)
+	symbols *ownSymbols
 }
 
 // Atom bodies longer than arenaMaxString get their own allocation, and arena
@@ -168,8 +167,11 @@ func (d *binDecoder) str(body []byte) string {
 	}
 	if cap(d.arena)-len(d.arena) < n {
 		// Size the chunk by the input still to come (every later body is
-		// part of it), so decoding a small packet allocates little.
-		size := min(arenaChunk, n+len(d.buf)-d.pos)
+		// part of it), so decoding one small packet allocates little; but
+		// a decoder that keeps needing chunks (a pooled one serving packet
+		// after packet) doubles them, up to arenaChunk, rather than
+		// allocating one per packet.
+		size := min(arenaChunk, max(n+len(d.buf)-d.pos, 2*cap(d.arena)))
 		d.arena = make([]byte, 0, size)
 	}
 	start := len(d.arena)
@@ -225,7 +227,10 @@ func (d *binDecoder) value(depth int) (Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		return d.decodeSymbol(start, body)
+		if d.syms != nil {
+			return d.decodeSymbol(start, body)
+		}
+		return d.symbol(start, body)
 	case tagByteString:
 		body, err := d.body()
 		if err != nil {
@@ -343,7 +348,9 @@ func (d *binDecoder) compound(tag byte, start, depth int) (Value, error) {
 	}
 	items := d.stack[mark:]
 	v, err := d.build(tag, start, items)
-	clear(items) // drop references held by the scratch stack
+	// The references the scratch stack still holds are dropped in one go by
+	// resetSlabs, which is cheaper than clearing after every compound.
+	d.stackHigh = max(d.stackHigh, len(d.stack))
 	d.stack = d.stack[:mark]
 	return v, err
 }
@@ -439,8 +446,13 @@ func (d *binDecoder) newRecord(label Value, fields []Value) *Record {
 	return r
 }
 
-// resetSlabs starts fresh chunks for a top-level value starting at d.pos.
+// resetSlabs starts fresh chunks for a top-level value starting at d.pos,
+// and drops the references left on the scratch stack by the previous one.
 func (d *binDecoder) resetSlabs() {
+	if n := max(d.stackHigh, len(d.stack)); n > 0 {
+		clear(d.stack[:n])
+		d.stack, d.stackHigh = d.stack[:0], 0
+	}
 	d.vals, d.recs = nil, nil
 	d.itemsUsed, d.recsUsed, d.slabStart = 0, 0, d.pos
 	d.hintItems, d.hintRecs = 0, 0
@@ -526,4 +538,106 @@ func decodeInt(b []byte) Value {
 	m.Neg(m)
 	m.Sub(m, big.NewInt(1))
 	return NewBigInt(m)
+}
+
+// countSlots returns upper bounds on the compound item slots (record labels
+// excluded) and the records the value in b needs, for sizing the slabs. It
+// validates nothing: tokens are counted and atom bodies skipped, without the
+// per-tag dispatch of extentScanner, so almost every step is branch-free.
+// On malformed input the counts are merely useless, never harmful: every
+// slab chunk is capped at slabMax slots anyway.
+func countSlots(b []byte) (items, recs int) {
+	p, n := 0, len(b)
+	for p+1 < n {
+		info := int(countTable[b[p]])
+		c := int(b[p+1])
+		items += info & countValue
+		recs += info >> 1 & 1
+		hasLen := info >> 2 & 1
+		if hasLen&(c>>7) != 0 { // a length of more than one byte
+			l, w, ok := scanVarint(b[p+1:])
+			if !ok || w == 0 || l > n {
+				break
+			}
+			p += 1 + w + l
+			continue
+		}
+		p += 1 + hasLen*(1+c)
+	}
+	if p == n-1 {
+		items += int(countTable[b[p]]) & countValue
+	}
+	// The top-level value and record labels take no item slot.
+	return max(items-1-recs, 0), recs
+}
+
+// Bits of countTable.
+const (
+	countValue  = 1 << 0 // a value starts with this tag
+	countRecord = 1 << 1 // a record starts with this tag
+	countLength = 1 << 2 // a varint length and that many body bytes follow
+)
+
+var countTable = func() (t [256]uint8) {
+	t[tagFalse], t[tagTrue] = countValue, countValue
+	for tag := tagInteger; tag <= tagSymbol; tag++ {
+		t[tag] = countValue | countLength
+	}
+	t[tagDouble] = countValue | countLength
+	for tag := tagSequence; tag <= tagDictionary; tag++ {
+		t[tag] = countValue
+	}
+	t[tagRecord] = countValue | countRecord
+	return t
+}()
+
+// Symbols repeat far more than other atoms (record labels, above all), so a
+// decoder that is not part of a BatchDecoder (a pooled one behind
+// DecodeBinary, or a stream Decoder) keeps a small direct-mapped cache of
+// boxed symbols: a hit costs no allocation at all. Unlike a batch's cache,
+// this one outlives the input, so its strings are copied out of the arena:
+// a cached symbol must not keep a chunk of some earlier packet's strings
+// reachable.
+const (
+	ownSymbolsSize   = 128 // a power of two
+	ownSymbolsMaxLen = 32
+)
+
+type ownSymbols [ownSymbolsSize]struct {
+	s string
+	v Value
+}
+
+// symbol is value's symbol case outside a BatchDecoder.
+func (d *binDecoder) symbol(start int, body []byte) (Value, error) {
+	if len(body) > ownSymbolsMaxLen || len(body) == 0 {
+		if !utf8.Valid(body) {
+			return nil, d.errAt(ErrSyntax, start, "invalid UTF-8 in string or symbol")
+		}
+		return Symbol(d.str(body)), nil
+	}
+	if d.symbols == nil {
+		d.symbols = new(ownSymbols)
+	}
+	// FNV-1a over at most the first and last 8 bytes: cheap, and enough to
+	// spread a protocol's vocabulary over the table.
+	h := uint32(2166136261)
+	for _, c := range body[:min(len(body), 8)] {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	if len(body) > 8 {
+		for _, c := range body[len(body)-min(len(body)-8, 8):] {
+			h = (h ^ uint32(c)) * 16777619
+		}
+	}
+	e := &d.symbols[(h^h>>15)%ownSymbolsSize]
+	if e.v != nil && e.s == string(body) {
+		return e.v, nil // validated when it was cached
+	}
+	if !utf8.Valid(body) {
+		return nil, d.errAt(ErrSyntax, start, "invalid UTF-8 in string or symbol")
+	}
+	e.s = string(body)
+	e.v = Symbol(e.s)
+	return e.v, nil
 }

@@ -94,6 +94,7 @@ func (dec *Decoder) Next() (Value, error) {
 	}
 	v, err := d.value(0)
 	d.buf = nil
+	d.resetSlabs() // let go of the value's chunks and scratch references
 	if err != nil {
 		if errors.Is(err, ErrUnexpectedEOF) {
 			// Only possible after the scanner gave up early on input it
@@ -135,6 +136,7 @@ func (dec *Decoder) End() error {
 	d.resetSlabs()
 	_, err := d.value(0)
 	d.buf = nil
+	d.resetSlabs()
 	if err == nil {
 		// Cannot happen while the scanner and decoder agree; Next would
 		// have returned the value.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"math/big"
@@ -832,4 +833,150 @@ func TestEncodePooledBuffers(t *testing.T) {
 	if got := EncodeCanonical(Sequence{}); !bytes.Equal(got, binHex("B5 84")) {
 		t.Errorf("empty sequence = % X", got)
 	}
+}
+
+// TestCountSlotsBounds: the prescan's counts bound what the decoder carves
+// out of its slabs, and are exact where no set, dictionary or annotation
+// is involved (those are not built in the slabs).
+func TestCountSlotsBounds(t *testing.T) {
+	var inputs [][]byte
+	for _, c := range binLoadCases(t) {
+		if c.kind == "Test" || c.kind == "NondeterministicTest" {
+			inputs = append(inputs, c.bytes, EncodeCanonical(c.av))
+		}
+	}
+	inputs = append(inputs, binReadSamples(t),
+		EncodeCanonical(Sequence{Rec("a", Sequence{Int(1), String(string(make([]byte, 300)))}), Sequence{}}))
+	exact := 0
+	for _, in := range inputs {
+		items, recs := countSlots(in)
+		d := &binDecoder{}
+		d.init(DecodeOptions{Annotations: true})
+		d.buf = in
+		d.resetSlabs()
+		v, err := d.value(0)
+		if err != nil {
+			t.Fatalf("% X: %v", in, err)
+		}
+		if d.itemsUsed > items || d.recsUsed > recs {
+			t.Fatalf("%v: counted %d items %d records, decoder used %d and %d", v, items, recs, d.itemsUsed, d.recsUsed)
+		}
+		if !binHasUnslabbed(v) {
+			if d.itemsUsed != items || d.recsUsed != recs {
+				t.Errorf("%v: counted %d items %d records, decoder used %d and %d", v, items, recs, d.itemsUsed, d.recsUsed)
+			}
+			exact++
+		}
+	}
+	if exact < 100 {
+		t.Errorf("only %d inputs checked for exact counts", exact)
+	}
+	// Garbage and truncated input give some count without panicking.
+	for _, in := range [][]byte{nil, {0xB0}, {0xB1, 0xFF}, {0xB1, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x7F}, {0x00, 0x84, 0x84}} {
+		countSlots(in)
+	}
+}
+
+func binHasUnslabbed(v Value) bool {
+	switch x := v.(type) {
+	case *Annotated, *Set, *Dictionary:
+		return true
+	case *Record:
+		if binHasUnslabbed(x.Label) {
+			return true
+		}
+		for _, f := range x.Fields {
+			if binHasUnslabbed(f) {
+				return true
+			}
+		}
+	case Sequence:
+		for _, f := range x {
+			if binHasUnslabbed(f) {
+				return true
+			}
+		}
+	case *Embedded:
+		if pv, ok := x.Payload.(Value); ok {
+			return binHasUnslabbed(pv)
+		}
+	}
+	return false
+}
+
+// TestDecodeSymbolCache: repeated symbols share one box, lookalikes and
+// colliding names never get each other's box, and invalid UTF-8 is still
+// rejected when a valid symbol of the same length is cached.
+func TestDecodeSymbolCache(t *testing.T) {
+	dec := func(b []byte) Value {
+		t.Helper()
+		v, err := DecodeBinary(b, DecodeOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	var names []string
+	for i := range 1000 { // far more names than cache entries: collisions
+		names = append(names, fmt.Sprintf("sym-%d", i), fmt.Sprintf("a-much-longer-symbol-name-%06d", i))
+	}
+	names = append(names, "", "x", strings.Repeat("y", ownSymbolsMaxLen+1))
+	for round := range 2 {
+		for _, n := range names {
+			if got := dec(EncodeCanonical(Symbol(n))); got != Symbol(n) {
+				t.Fatalf("round %d: %q decoded as %#v", round, n, got)
+			}
+		}
+	}
+	ok := binHex("B3 02 C3 A9") // "é"
+	bad := binHex("B3 02 C3 28")
+	for range 3 {
+		if got := dec(ok); got != Symbol("é") {
+			t.Fatalf("got %#v", got)
+		}
+		if _, err := DecodeBinary(bad, DecodeOptions{}); !errors.Is(err, ErrSyntax) {
+			t.Fatalf("invalid UTF-8 symbol: %v", err)
+		}
+	}
+	// A record label decoded over and over costs no allocation. (One
+	// decoder rather than DecodeBinary's pool, which the race detector
+	// makes drop decoders at random.)
+	want := Rec("label", Int(1))
+	pkt := EncodeCanonical(want)
+	d := &binDecoder{}
+	if n := testing.AllocsPerRun(100, func() {
+		if v, err := d.whole(pkt, DecodeOptions{}); err != nil || !Equal(v, want) {
+			t.Fatalf("%v, %v", v, err)
+		}
+	}); n > 2 {
+		t.Errorf("decoding <label 1> allocates %v times, want at most 2 (record and field slabs)", n)
+	}
+}
+
+// TestDecoderDropsScratchReferences: once a value has been handed out, the
+// decoder's scratch stack holds no references into it.
+func TestDecoderDropsScratchReferences(t *testing.T) {
+	dec := NewDecoder(DecodeOptions{})
+	dec.Write(EncodeCanonical(Sequence{Sequence{String("a"), Rec("r", Int(1), Sequence{Int(2)})}, String("b")}))
+	dec.Write(binHex("B5 B5 B1 01 61")) // a second value, cut short
+	clean := func(when string) {
+		t.Helper()
+		for i, v := range dec.d.stack[:cap(dec.d.stack)] {
+			if v != nil {
+				t.Errorf("%s: stack slot %d still holds %v", when, i, v)
+			}
+		}
+	}
+	if _, err := dec.Next(); err != nil {
+		t.Fatal(err)
+	}
+	clean("after a value")
+	if _, err := dec.Next(); !errors.Is(err, ErrUnexpectedEOF) {
+		t.Fatalf("truncated value: %v", err)
+	}
+	clean("after a truncated value")
+	if err := dec.End(); !errors.Is(err, ErrUnexpectedEOF) {
+		t.Fatalf("End: %v", err)
+	}
+	clean("after End")
 }
