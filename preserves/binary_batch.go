@@ -47,8 +47,11 @@ func (c *symCache) clear() {
 // BatchDecoder decodes binary values found at caller-chosen positions of
 // one buffer, sharing allocation chunks and symbol boxes between them (see
 // above). Reset it with the buffer, call DecodeAt for each value, and Reset
-// again (with nil to let go of everything) before reusing it. It is not
-// safe for concurrent use; the zero value is ready to Reset.
+// again (with nil to let go of the buffer and the batch's chunks) before
+// reusing it; like DecodeBinary's pooled decoders, it keeps the spare tail
+// of its string arena for the next batch (strings handed out are never
+// overwritten). It is not safe for concurrent use; the zero value is ready
+// to Reset.
 type BatchDecoder struct {
 	d    binDecoder
 	syms symCache
@@ -56,7 +59,7 @@ type BatchDecoder struct {
 
 // Reset starts a batch over b. opts apply to every value: MaxDepth bounds
 // the nesting of each one, MaxLength the claimed length of any atom. A nil
-// b drops every reference the decoder held, so it pins nothing while idle.
+// b drops the buffer, the slab chunks and the symbol cache.
 func (bd *BatchDecoder) Reset(b []byte, opts DecodeOptions) {
 	d := &bd.d
 	if d.stack == nil {
@@ -75,7 +78,7 @@ func (bd *BatchDecoder) Reset(b []byte, opts DecodeOptions) {
 	d.resetSlabs()
 	bd.syms.clear()
 	if b == nil {
-		d.embedded, d.arena = nil, nil
+		d.embedded = nil
 	}
 }
 
