@@ -213,6 +213,12 @@ func (f *framer) scanBinary() (bool, error) {
 			}
 			continue
 		}
+		if f.open > 0 {
+			f.scanInside()
+			if f.scan >= len(b) {
+				break
+			}
+		}
 		tag := b[f.scan]
 		switch {
 		case tag == 0x80 || tag == 0x81:
@@ -266,6 +272,41 @@ func (f *framer) scanBinary() (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// scanInside is scanBinary's fast path, in locals, for the bulk of a
+// packet: inside a compound (so no top-level value can end), it steps over
+// atoms with one-byte lengths whose bodies are buffered, simple atoms,
+// opens within the depth limit and closes that leave a compound open. It
+// stops at anything else, which the general loop then handles, limits and
+// errors included.
+func (f *framer) scanInside() {
+	b := f.buf
+	p, open := f.scan, f.open
+	for p+1 < len(b) {
+		tag := b[p]
+		switch {
+		case tag >= 0xB0 && tag <= 0xB3:
+			n := int(b[p+1])
+			if n >= 0x80 || n > f.maxSize || p+2+n > len(b) {
+				f.scan, f.open = p, open
+				return
+			}
+			p += 2 + n
+		case tag >= 0xB4 && tag <= 0xB7 && open < f.maxDepth:
+			open++
+			p++
+		case tag == 0x84 && open > 1:
+			open--
+			p++
+		case tag == 0x80 || tag == 0x81 || tag == 0x86:
+			p++
+		default:
+			f.scan, f.open = p, open
+			return
+		}
+	}
+	f.scan, f.open = p, open
 }
 
 // varint reads a base-128 little-endian length. short: more bytes needed.
