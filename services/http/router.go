@@ -1,0 +1,407 @@
+// Package http implements the HTTP services of services spec §8: the
+// router `<http-router #:HTTPD>` and the static file server
+// `<http-static-files DIR N>`. Neither speaks HTTP itself: the relay
+// listeners (services/listener) translate requests on their ports into
+// `<request <http-request …> #:RES>` assertions in an HTTPD dataspace and
+// stream back whatever `<status>`/`<header>`/`<chunk>`/`<done>` messages RES
+// receives (http.prs). These services are parties in that dataspace.
+//
+// # Router
+//
+// Each `<run-service <http-router #:HTTPD>>` spawns a linked actor
+// `<http_router NAME>` that asserts `started` and `ready` at once and keeps
+// a routing table of the `<http-bind HOST PORT METHOD PATH #:HANDLER>`
+// assertions in HTTPD. A binding counts only while `<http-listener PORT>`
+// is asserted there too, which falls out of the structure: the binding
+// observer for a port lives inside the facet that observes that port's
+// listener. While a binding counts the router asserts
+// `<http-service HOST PORT METHOD PATH>` in HTTPD (the schema's
+// description of an active route), which also lets others — tests among
+// them — see when a route is live.
+//
+// Each `<request REQ #:RES>` is routed once, when it appears (§8.1): no
+// binding for its port → 404; a host-specific path match beats the
+// `#f`-host bindings; path patterns are tried in Preserves order; the
+// method table gives the exact method, else `#f`, else 405 with an `allow`
+// header. The request is then asserted to the handler for as long as it
+// exists; if the binding goes first, RES gets 500 and done. Routing scans
+// the bindings of the request's port: configurations bind a handful of
+// routes, and a scan keeps the table trivially consistent with the
+// dataspace.
+//
+// # Static files
+//
+// See static.go.
+package http
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/rs/zerolog"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services"
+)
+
+var (
+	symHTTPRouter   = preserves.Symbol("http-router")
+	symHTTPBind     = preserves.Symbol("http-bind")
+	symHTTPListener = preserves.Symbol("http-listener")
+	symHTTPService  = preserves.Symbol("http-service")
+	symHTTPRequest  = preserves.Symbol("http-request")
+	symRequest      = preserves.Symbol("request")
+	symStatus       = preserves.Symbol("status")
+	symHeader       = preserves.Symbol("header")
+	symDone         = preserves.Symbol("done")
+	symWildcard     = preserves.Symbol("_")
+	symRest         = preserves.Symbol("...")
+	symRouterWorker = preserves.Symbol("http_router")
+)
+
+// Options tunes the HTTP services; the zero value is the spec's behaviour.
+type Options struct {
+	// MimeTypes names the MIME table of the static file server; empty
+	// means $SYNDICATE_MIME_TYPES, else /etc/mime.types.
+	MimeTypes string
+}
+
+// Boot installs the HTTP router and static file services in env.Config.
+func Boot(t *dataspace.Turn, env services.Env) error {
+	return BootWith(t, env, Options{})
+}
+
+// BootWith is Boot with explicit options.
+func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
+	if env.Config == nil {
+		return fmt.Errorf("http: Boot needs a config dataspace")
+	}
+	bootRouter(t, env)
+	bootStatic(t, env, opts)
+	return nil
+}
+
+// RouterName returns the service name `<http-router #:httpd>`.
+func RouterName(httpd *dataspace.Ref) preserves.Value {
+	return preserves.NewRecord(symHTTPRouter, dataspace.Embed(httpd))
+}
+
+func bootRouter(t *dataspace.Turn, env services.Env) {
+	p := pattern.Rec(services.LabelRunService, pattern.Bind{Pattern: pattern.Rec(symHTTPRouter)})
+	t.During(env.Config, p, func(t *dataspace.Turn, caps []preserves.Value) error {
+		name := preserves.Strip(caps[0])
+		log := env.Logger.With().Str("service", preserves.FormatText(name)).Logger()
+		r := name.(*preserves.Record)
+		var httpd *dataspace.Ref
+		if len(r.Fields) == 1 {
+			httpd, _ = dataspace.RefOf(r.Fields[0])
+		}
+		if httpd == nil {
+			ev := log.Warn()
+			if pos := preserves.PosOf(caps[0]); pos.IsValid() {
+				ev = ev.Str("pos", pos.String())
+			}
+			ev.Msg("malformed http-router request (expected <http-router #:HTTPD>)")
+			t.Assert(env.Config, services.ServiceState(name, services.StateFailed))
+			return nil
+		}
+		t.SpawnLink(preserves.FormatText(preserves.NewRecord(symRouterWorker, name)), func(t *dataspace.Turn) error {
+			t.Assert(env.Config, services.ServiceState(name, services.StateStarted))
+			t.Assert(env.Config, services.ServiceState(name, services.StateReady))
+			newRouter(t, httpd, log)
+			return nil
+		})
+		return nil
+	})
+}
+
+// binding is one counted `<http-bind …>`.
+type binding struct {
+	seq     uint64          // arrival order: the first of several handlers wins
+	host    preserves.Value // String or #f
+	port    int64
+	method  preserves.Value // Symbol or #f
+	path    preserves.Sequence
+	handler *dataspace.Ref
+	routed  map[*routed]struct{} // outstanding requests routed here
+}
+
+// routed is one request forwarded to a handler.
+type routed struct {
+	res   *dataspace.Ref
+	facet dataspace.FacetID // holds the assertion to the handler
+	b     *binding
+}
+
+// router is the routing table of one HTTPD space; only the router
+// actor's turns touch it.
+type router struct {
+	httpd   *dataspace.Ref
+	log     zerolog.Logger
+	byPort  map[int64][]*binding
+	nextSeq uint64
+}
+
+func newRouter(t *dataspace.Turn, httpd *dataspace.Ref, log zerolog.Logger) *router {
+	r := &router{httpd: httpd, log: log, byPort: make(map[int64][]*binding)}
+	t.During(httpd, pattern.Rec(symHTTPListener, pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
+		port, ok := preserves.Strip(caps[0]).(preserves.Int)
+		if !ok {
+			return nil
+		}
+		bp := pattern.Rec(symHTTPBind, pattern.Capture(), pattern.Lit{Value: port}, pattern.Capture(), pattern.Capture(), pattern.Capture())
+		t.During(httpd, bp, func(t *dataspace.Turn, caps []preserves.Value) error {
+			b, err := parseBinding(int64(port), caps)
+			if err != nil {
+				r.log.Warn().Err(err).Msg("ignoring malformed http-bind")
+				return nil
+			}
+			r.add(b)
+			t.Assert(httpd, preserves.NewRecord(symHTTPService, b.host, preserves.Int(b.port), b.method, b.path))
+			t.OnStop(func(t *dataspace.Turn) error {
+				r.remove(t, b)
+				return nil
+			})
+			return nil
+		})
+		return nil
+	})
+	t.During(httpd, pattern.Rec(symRequest, pattern.Capture(), pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
+		r.route(t, caps[0], caps[1])
+		return nil
+	})
+	return r
+}
+
+// parseBinding checks the captured HOST METHOD PATH HANDLER of an
+// http-bind for the given port.
+func parseBinding(port int64, caps []preserves.Value) (*binding, error) {
+	b := &binding{port: port, routed: make(map[*routed]struct{})}
+	switch h := preserves.Strip(caps[0]).(type) {
+	case preserves.String:
+		b.host = h
+	case preserves.Bool:
+		if h {
+			return nil, fmt.Errorf("http: host #t: expected a string or #f")
+		}
+		b.host = h
+	default:
+		return nil, fmt.Errorf("http: host %s: expected a string or #f", preserves.FormatText(h))
+	}
+	switch m := preserves.Strip(caps[1]).(type) {
+	case preserves.Symbol:
+		b.method = m
+	case preserves.Bool:
+		if m {
+			return nil, fmt.Errorf("http: method #t: expected a symbol or #f")
+		}
+		b.method = m
+	default:
+		return nil, fmt.Errorf("http: method %s: expected a symbol or #f", preserves.FormatText(m))
+	}
+	path, ok := preserves.Strip(caps[2]).(preserves.Sequence)
+	if !ok {
+		return nil, fmt.Errorf("http: path %s: expected a sequence", preserves.FormatText(caps[2]))
+	}
+	for _, e := range path {
+		switch e := e.(type) {
+		case preserves.String:
+		case preserves.Symbol:
+			if e != symWildcard && e != symRest {
+				return nil, fmt.Errorf("http: path element %s: expected a string, _ or ...", e)
+			}
+		default:
+			return nil, fmt.Errorf("http: path element %s: expected a string, _ or ...", preserves.FormatText(e))
+		}
+	}
+	b.path = path
+	h, ok := dataspace.RefOf(caps[3])
+	if !ok {
+		return nil, fmt.Errorf("http: handler is not a capability")
+	}
+	b.handler = h
+	return b, nil
+}
+
+func (r *router) add(b *binding) {
+	b.seq = r.nextSeq
+	r.nextSeq++
+	r.byPort[b.port] = append(r.byPort[b.port], b)
+}
+
+// remove drops b; requests still routed to it get 500 (§8.1 step 5).
+func (r *router) remove(t *dataspace.Turn, b *binding) {
+	bs := r.byPort[b.port]
+	if i := slices.Index(bs, b); i >= 0 {
+		bs = slices.Delete(bs, i, i+1)
+	}
+	if len(bs) == 0 {
+		delete(r.byPort, b.port)
+	} else {
+		r.byPort[b.port] = bs
+	}
+	for rq := range b.routed {
+		respond(t, rq.res, 500, "Internal Server Error", nil)
+		t.StopFacet(rq.facet)
+	}
+	clear(b.routed)
+}
+
+// request is the part of `<http-request …>` routing needs.
+type request struct {
+	host   preserves.Value // String or #f
+	port   int64
+	method preserves.Symbol
+	path   []string
+}
+
+func parseRequest(v preserves.Value) (request, bool) {
+	var q request
+	rec, ok := preserves.Strip(v).(*preserves.Record)
+	if !ok || !preserves.Equal(rec.Label, symHTTPRequest) || len(rec.Fields) < 8 {
+		return q, false
+	}
+	switch h := rec.Fields[1].(type) {
+	case preserves.String:
+		q.host = h
+	case preserves.Bool:
+		q.host = preserves.Bool(false)
+	default:
+		return q, false
+	}
+	port, ok1 := rec.Fields[2].(preserves.Int)
+	method, ok2 := rec.Fields[3].(preserves.Symbol)
+	path, ok3 := rec.Fields[4].(preserves.Sequence)
+	if !ok1 || !ok2 || !ok3 {
+		return q, false
+	}
+	q.port, q.method = int64(port), method
+	for _, e := range path {
+		s, ok := e.(preserves.String)
+		if !ok {
+			return q, false
+		}
+		q.path = append(q.path, string(s))
+	}
+	return q, true
+}
+
+// pathMatches: a label equals its element, `_` takes one element, `...`
+// takes the rest (possibly nothing); otherwise the lengths must agree.
+func pathMatches(pat preserves.Sequence, path []string) bool {
+	for i, e := range pat {
+		switch e := e.(type) {
+		case preserves.String:
+			if i >= len(path) || path[i] != string(e) {
+				return false
+			}
+		case preserves.Symbol:
+			if e == symRest {
+				return true
+			}
+			if i >= len(path) {
+				return false
+			}
+		}
+	}
+	return len(pat) == len(path)
+}
+
+// matchPath returns the bindings (of the given host) whose path pattern is
+// the first, in Preserves order, to match.
+func matchPath(bs []*binding, host preserves.Value, path []string) []*binding {
+	var pats []preserves.Sequence
+	for _, b := range bs {
+		if preserves.Equal(b.host, host) && pathMatches(b.path, path) {
+			pats = append(pats, b.path)
+		}
+	}
+	if len(pats) == 0 {
+		return nil
+	}
+	best := slices.MinFunc(pats, func(a, b preserves.Sequence) int { return preserves.Compare(a, b) })
+	var out []*binding
+	for _, b := range bs {
+		if preserves.Equal(b.host, host) && preserves.Equal(b.path, best) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// route answers or forwards one `<request REQ RES>` (§8.1).
+func (r *router) route(t *dataspace.Turn, reqv, resv preserves.Value) {
+	res, ok := dataspace.RefOf(resv)
+	q, ok2 := parseRequest(reqv)
+	if !ok || !ok2 {
+		r.log.Debug().Str("request", preserves.FormatText(reqv)).Msg("ignoring malformed request")
+		return
+	}
+	bs := r.byPort[q.port]
+	if len(bs) == 0 {
+		respond(t, res, 404, "Not found", nil)
+		return
+	}
+	var cands []*binding
+	if _, ok := q.host.(preserves.String); ok {
+		cands = matchPath(bs, q.host, q.path)
+	}
+	if cands == nil {
+		cands = matchPath(bs, preserves.Bool(false), q.path)
+	}
+	if cands == nil {
+		respond(t, res, 404, "Not found", nil)
+		return
+	}
+	var chosen []*binding
+	for _, want := range []preserves.Value{q.method, preserves.Bool(false)} {
+		for _, b := range cands {
+			if preserves.Equal(b.method, want) {
+				chosen = append(chosen, b)
+			}
+		}
+		if chosen != nil {
+			break
+		}
+	}
+	if chosen == nil {
+		var allow []string
+		for _, b := range cands {
+			if m, ok := b.method.(preserves.Symbol); ok {
+				allow = append(allow, strings.ToUpper(string(m)))
+			}
+		}
+		slices.Sort(allow)
+		allow = slices.Compact(allow)
+		respond(t, res, 405, "Method Not Allowed", []preserves.Value{header("allow", strings.Join(allow, ", "))})
+		return
+	}
+	b := slices.MinFunc(chosen, func(x, y *binding) int { return cmp.Compare(x.seq, y.seq) })
+	if len(chosen) > 1 {
+		r.log.Warn().Str("path", preserves.FormatText(b.path)).Str("method", preserves.FormatText(b.method)).
+			Int("handlers", len(chosen)).Msg("several handlers bound for one route; using the first")
+	}
+	rq := &routed{res: res, b: b}
+	rq.facet, _ = t.Facet(func(t *dataspace.Turn) error {
+		t.Assert(b.handler, preserves.NewRecord(symRequest, reqv, resv))
+		return nil
+	})
+	b.routed[rq] = struct{}{}
+	t.OnStop(func(*dataspace.Turn) error {
+		delete(rq.b.routed, rq)
+		return nil
+	})
+}
+
+// respond sends a complete, bodiless response: status, headers, done.
+func respond(t *dataspace.Turn, res *dataspace.Ref, code int64, msg string, headers []preserves.Value) {
+	t.Message(res, status(code, msg))
+	for _, h := range headers {
+		t.Message(res, h)
+	}
+	t.Message(res, done(nil))
+}

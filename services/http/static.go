@@ -1,0 +1,281 @@
+package http
+
+// The static file server `<http-static-files DIR N>` (services spec §8.2).
+// Each run-service spawns a linked actor `<http_static_file_server NAME>`
+// holding a request handler entity H, published as
+// `<service-object NAME #:H>` (no service state, §2.5). Bind H in an HTTPD
+// space with `<http-bind …>` and the router forwards requests to it.
+//
+// Every `<request REQ #:RES>` asserted to H is answered from a linked task
+// of a per-request facet, so file I/O never holds up the actor's turns and
+// a request withdrawn before its answer is simply abandoned. The answer is
+// computed by [staticResponse], a pure function of the directory, N, the
+// request path and the MIME table.
+//
+// Path safety: after dropping N elements, any element containing `/` or
+// starting with `.` is refused (500), so `..` can never name a parent.
+// Symbolic links inside DIR are followed, as in the reference: what DIR
+// links to is the operator's choice. Directory listings leave out the
+// dot-names that could not be fetched anyway. N larger than the path (Q15)
+// is a 404, not a crash.
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"html"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services"
+)
+
+var (
+	symStaticFiles  = preserves.Symbol("http-static-files")
+	symStaticWorker = preserves.Symbol("http_static_file_server")
+)
+
+// StaticFilesName returns the service name `<http-static-files DIR N>`.
+func StaticFilesName(dir string, n int64) preserves.Value {
+	return preserves.NewRecord(symStaticFiles, preserves.String(dir), preserves.Int(n))
+}
+
+func bootStatic(t *dataspace.Turn, env services.Env, opts Options) {
+	p := pattern.Rec(services.LabelRunService, pattern.Bind{Pattern: pattern.Rec(symStaticFiles)})
+	t.During(env.Config, p, func(t *dataspace.Turn, caps []preserves.Value) error {
+		name := preserves.Strip(caps[0])
+		log := env.Logger.With().Str("service", preserves.FormatText(name)).Logger()
+		dir, n, ok := parseStaticName(name)
+		if !ok {
+			// No state is ever reported for this service (§2.5), so the
+			// warning is all there is.
+			ev := log.Warn()
+			if pos := preserves.PosOf(caps[0]); pos.IsValid() {
+				ev = ev.Str("pos", pos.String())
+			}
+			ev.Msg("malformed http-static-files request (expected <http-static-files DIR N> with N ≥ 0)")
+			return nil
+		}
+		mimeFile := opts.MimeTypes
+		if mimeFile == "" {
+			mimeFile = os.Getenv("SYNDICATE_MIME_TYPES")
+		}
+		if mimeFile == "" {
+			mimeFile = "/etc/mime.types"
+		}
+		t.SpawnLink(preserves.FormatText(preserves.NewRecord(symStaticWorker, name)), func(t *dataspace.Turn) error {
+			mime := loadMimeTypes(mimeFile)
+			h := t.Create(&staticHandler{dir: dir, drop: n, mime: mime, facets: make(map[dataspace.Handle]dataspace.FacetID)})
+			t.Assert(env.Config, services.ServiceObject(name, dataspace.Embed(h)))
+			return nil
+		})
+		return nil
+	})
+}
+
+func parseStaticName(name preserves.Value) (string, int, bool) {
+	r := name.(*preserves.Record)
+	if len(r.Fields) != 2 {
+		return "", 0, false
+	}
+	dir, ok1 := r.Fields[0].(preserves.String)
+	n, ok2 := r.Fields[1].(preserves.Int)
+	if !ok1 || !ok2 || n < 0 || int64(n) > 1<<20 {
+		return "", 0, false
+	}
+	return string(dir), int(n), true
+}
+
+// staticHandler is H: one facet per outstanding request.
+type staticHandler struct {
+	dataspace.BaseEntity
+	dir    string
+	drop   int
+	mime   map[string]string
+	facets map[dataspace.Handle]dataspace.FacetID
+}
+
+func (s *staticHandler) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
+	rec, ok := preserves.Strip(v).(*preserves.Record)
+	if !ok || !preserves.Equal(rec.Label, symRequest) || len(rec.Fields) != 2 {
+		return nil
+	}
+	res, ok := dataspace.RefOf(rec.Fields[1])
+	if !ok {
+		return nil
+	}
+	req, ok := rec.Fields[0].(*preserves.Record)
+	if !ok || !preserves.Equal(req.Label, symHTTPRequest) || len(req.Fields) < 5 {
+		return nil
+	}
+	pv, ok := req.Fields[4].(preserves.Sequence)
+	if !ok {
+		return nil
+	}
+	path := make([]string, 0, len(pv))
+	for _, e := range pv {
+		s, ok := e.(preserves.String)
+		if !ok {
+			return nil
+		}
+		path = append(path, string(s))
+	}
+	id, _ := t.Facet(func(t *dataspace.Turn) error {
+		fr := t.FacetRef()
+		t.LinkedTask("static-file", func(ctx context.Context) error {
+			msgs := staticResponse(s.dir, s.drop, path, s.mime)
+			fr.Activate(func(t *dataspace.Turn) error {
+				for _, m := range msgs {
+					t.Message(res, m)
+				}
+				return nil
+			})
+			return nil
+		})
+		return nil
+	})
+	s.facets[h] = id
+	return nil
+}
+
+func (s *staticHandler) Retract(t *dataspace.Turn, h dataspace.Handle) error {
+	if id, ok := s.facets[h]; ok {
+		delete(s.facets, h)
+		t.StopFacet(id)
+	}
+	return nil
+}
+
+// staticResponse computes the HttpResponse messages for a request path
+// (§8.2).
+func staticResponse(dir string, drop int, reqPath []string, mime map[string]string) []preserves.Value {
+	if drop > len(reqPath) {
+		return simple(404, "Not found") // Q15
+	}
+	elems := append([]string(nil), reqPath[drop:]...)
+	index := len(elems) > 0 && elems[len(elems)-1] == ""
+	if index {
+		elems[len(elems)-1] = "index.html"
+	}
+	for _, e := range elems {
+		if strings.Contains(e, "/") || strings.HasPrefix(e, ".") {
+			return simple(500, "Internal server error")
+		}
+	}
+	p := filepath.Join(append([]string{dir}, elems...)...)
+	f, err := os.Open(p)
+	if err != nil {
+		if index {
+			if listing, ok := dirListing(filepath.Dir(p)); ok {
+				return []preserves.Value{
+					status(200, "OK"),
+					header("content-type", "text/html"),
+					done([]byte(listing)),
+				}
+			}
+		}
+		return simple(404, "Not found")
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return simple(500, "Internal server error")
+	}
+	if fi.IsDir() {
+		return []preserves.Value{
+			status(301, "Moved permanently"),
+			header("location", "/"+strings.Join(reqPath, "/")+"/"),
+			done(nil),
+		}
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return simple(500, "Internal server error")
+	}
+	msgs := []preserves.Value{status(200, "OK")}
+	name := filepath.Base(p)
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		if ct, ok := mime[name[i+1:]]; ok {
+			msgs = append(msgs, header("content-type", ct))
+		}
+	}
+	return append(msgs, done(data))
+}
+
+// dirListing renders a directory as one link per entry, or reports false
+// if dir is not a readable directory. Entries whose names start with `.`
+// are left out: they cannot be fetched, and listing them would only leak
+// names (e.g. `.git/`).
+func dirListing(dir string) (string, bool) {
+	fi, err := os.Stat(dir)
+	if err != nil || !fi.IsDir() {
+		return "", false
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return "", false
+	}
+	var b strings.Builder
+	for _, e := range ents {
+		n := e.Name()
+		if strings.HasPrefix(n, ".") {
+			continue // never served (see staticResponse), so never listed
+		}
+		if e.IsDir() {
+			n += "/"
+		}
+		n = html.EscapeString(n)
+		fmt.Fprintf(&b, "<a href=\"%s\">%s</a><br>\n", n, n)
+	}
+	return b.String(), true
+}
+
+// loadMimeTypes reads a mime.types table: `#` lines skipped, the first
+// word is a type, the following words its extensions (the first type
+// given for an extension wins). A missing file is an empty table.
+func loadMimeTypes(file string) map[string]string {
+	m := make(map[string]string)
+	f, err := os.Open(file)
+	if err != nil {
+		return m
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		fs := strings.Fields(line)
+		if len(fs) < 2 {
+			continue
+		}
+		for _, ext := range fs[1:] {
+			if _, dup := m[ext]; !dup {
+				m[ext] = fs[0]
+			}
+		}
+	}
+	return m
+}
+
+func status(code int64, msg string) preserves.Value {
+	return preserves.NewRecord(symStatus, preserves.Int(code), preserves.String(msg))
+}
+
+func header(name, value string) preserves.Value {
+	return preserves.NewRecord(symHeader, preserves.Symbol(name), preserves.String(value))
+}
+
+func done(body []byte) preserves.Value {
+	return preserves.NewRecord(symDone, preserves.ByteString(body))
+}
+
+func simple(code int64, msg string) []preserves.Value {
+	return []preserves.Value{status(code, msg), done(nil)}
+}
