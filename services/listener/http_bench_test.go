@@ -1,0 +1,44 @@
+package listener
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/syndicate-go/syndicate/dataspace/relay"
+)
+
+// BenchmarkTranslateRequest: one typical browser request into
+// `<http-request …>`.
+func BenchmarkTranslateRequest(b *testing.B) {
+	raw := "GET /static/css/site.css?v=3&lang=en HTTP/1.1\r\nHost: example.org:9001\r\nUser-Agent: bench\r\nAccept: text/css,*/*;q=0.1\r\nAccept-Encoding: gzip, deflate\r\nCookie: a=b; c=d\r\n\r\n"
+	r, err := http.ReadRequest(bufio.NewReader(strings.NewReader(raw)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := translateRequest(r, nil, 9001, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkWebSocketWrite: framing a relay writer's buffer of 64 small
+// binary packets, one frame each.
+func BenchmarkWebSocketWrite(b *testing.B) {
+	var buf []byte
+	for i := 0; i < 64; i++ {
+		buf = append(buf, packet(b, `[[0 <A <present "someone" 12345> 7>]]`, relay.Binary)...)
+	}
+	ws := newWSConn(&memConn{w: io.Discard}, nil)
+	b.SetBytes(int64(len(buf)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ws.Write(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
