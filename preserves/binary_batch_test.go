@@ -25,7 +25,7 @@ func TestBatchDecoderAgreesWithDecodeBinary(t *testing.T) {
 		NewDictionary(DictEntry{Symbol("k"), Rec("msg")}),
 		NewEmbedded(Sequence{Int(0), Int(7)}),
 		Symbol("msg"),
-		Symbol(string(make([]byte, symCacheMaxLen+1))),
+		Symbol(string(make([]byte, ownSymbolsMaxLen+1))),
 		Sequence{},
 	}
 	b, starts := batchInput(vs...)
@@ -53,7 +53,7 @@ func TestBatchDecoderAgreesWithDecodeBinary(t *testing.T) {
 	}
 }
 
-// Repeated labels are boxed once per batch and small payloads share
+// Repeated labels are boxed once and small payloads share
 // chunks: a batch of many small records costs about one allocation per
 // record (the Int box), where separate decodes cost several each.
 func TestBatchDecoderSharesAllocations(t *testing.T) {
@@ -106,8 +106,8 @@ func TestBatchDecoderErrors(t *testing.T) {
 	if _, _, err := bd.DecodeAt(len(b)); !errors.Is(err, ErrUnexpectedEOF) {
 		t.Fatalf("past the end: %v", err)
 	}
-	// A symbol cached in one batch is not trusted in the next: the same
-	// cache slot must see the new bytes validated.
+	// A symbol cached by one batch does not vouch for different bytes in
+	// the next: they are validated.
 	bd.Reset([]byte{0xB3, 0x01, 'a'}, DecodeOptions{})
 	if v, _, err := bd.DecodeAt(0); err != nil || v != Value(Symbol("a")) {
 		t.Fatalf("symbol a: %v %v", v, err)

@@ -141,8 +141,8 @@ type binDecoder struct {
 	// upper bounds on the slots the current top-level value needs, from a
 	// prescan; zero when unknown
 	hintItems, hintRecs int
-	// syms, when set (BatchDecoder), boxes each repeated symbol once
-	syms *symCache
+	// batch: decoding the values of a BatchDecoder, which share chunks
+	batch bool
 	// symbols is the decoder's own cache of boxed symbols when it decodes
 	// value after value itself (pooled or stream decoders; see symbol)
 	symbols *ownSymbols
@@ -226,9 +226,6 @@ func (d *binDecoder) value(depth int) (Value, error) {
 		body, err := d.body()
 		if err != nil {
 			return nil, err
-		}
-		if d.syms != nil {
-			return d.decodeSymbol(start, body)
 		}
 		return d.symbol(start, body)
 	case tagByteString:
@@ -414,6 +411,12 @@ func (d *binDecoder) slabSize(used, hint int) int {
 	}
 	consumed := max(d.pos-d.slabStart, 1)
 	rest := len(d.buf) - d.pos
+	if d.batch {
+		// The rest of a batch's buffer is other values (and the caller's
+		// framing), which extend the chunk as they need: no slack, or a
+		// small packet would pay for slots it never uses.
+		return min(rest*used/consumed, slabMax)
+	}
 	return min(rest*used/consumed+4, slabMax)
 }
 
