@@ -199,8 +199,8 @@ func TestWebSocketCloseHandshake(t *testing.T) {
 func TestScenario60PlainHTTPWithoutHTTPD(t *testing.T) {
 	s := newServer(t)
 	port := startTCP(t, s, nil)
+	baseline := s.sys.Stats(0).Actors
 	tr := &http.Transport{}
-	defer tr.CloseIdleConnections()
 	cl := &http.Client{Transport: tr, Timeout: 10 * time.Second}
 	for i := 0; i < 2; i++ {
 		resp, err := cl.Get(fmt.Sprintf("http://127.0.0.1:%d/x", port))
@@ -227,6 +227,13 @@ func TestScenario60PlainHTTPWithoutHTTPD(t *testing.T) {
 	if resp.StatusCode != http.StatusUpgradeRequired || resp.Header.Get("Sec-WebSocket-Version") != "13" {
 		t.Fatalf("old version: %d %v", resp.StatusCode, resp.Header)
 	}
+	// Connection actors live while their keep-alive connections do, and
+	// stop when they close.
+	if n := s.sys.Stats(0).Actors; n <= baseline {
+		t.Fatalf("%d actors with open connections, %d before", n, baseline)
+	}
+	tr.CloseIdleConnections()
+	waitFor(t, "connection actor gone", func() bool { return s.sys.Stats(0).Actors == baseline })
 }
 
 // fakeHTTPD is an HTTPD dataspace in the test server with a responder
@@ -443,3 +450,46 @@ func (m *memConn) RemoteAddr() net.Addr              { return &net.TCPAddr{} }
 func (m *memConn) LocalAddr() net.Addr               { return &net.TCPAddr{} }
 func (m *memConn) SetReadDeadline(t time.Time) error { return nil }
 func (m *memConn) Read(p []byte) (int, error)        { return 0, io.EOF }
+
+// A request whose client goes away is withdrawn from HTTPD; an invalid
+// header from the responder aborts the connection.
+func TestHTTPClientGoneAndInvalidHeader(t *testing.T) {
+	s := newServer(t)
+	var mu sync.Mutex
+	live := 0
+	f := newFakeHTTPD(s, func(t *dataspace.Turn, req preserves.Value, res *dataspace.Ref) {
+		mu.Lock()
+		live++
+		mu.Unlock()
+		t.OnStop(func(*dataspace.Turn) error {
+			mu.Lock()
+			live--
+			mu.Unlock()
+			return nil
+		})
+		path := preserves.FormatText(req.(*preserves.Record).Fields[4])
+		if path == `["bad-header"]` {
+			t.Message(res, msg("header", preserves.Symbol("x-bad"), preserves.String("a\r\nb")))
+			t.Message(res, msg("done", preserves.String("never")))
+		}
+		// Otherwise: never answer.
+	})
+	port := startTCP(t, s, f.ref)
+	c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(c, "GET /hang HTTP/1.1\r\nHost: x\r\n\r\n")
+	waitFor(t, "request asserted", func() bool { mu.Lock(); defer mu.Unlock(); return live == 1 })
+	c.Close()
+	waitFor(t, "request withdrawn", func() bool { mu.Lock(); defer mu.Unlock(); return live == 0 })
+
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	cl := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	if resp, err := cl.Get(fmt.Sprintf("http://127.0.0.1:%d/bad-header", port)); err == nil {
+		resp.Body.Close()
+		t.Fatalf("invalid header not aborted: %d %v", resp.StatusCode, resp.Header)
+	}
+	waitFor(t, "aborted request withdrawn", func() bool { mu.Lock(); defer mu.Unlock(); return live == 0 })
+}
