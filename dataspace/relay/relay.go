@@ -63,6 +63,7 @@ type Conn struct {
 	pending            []byte // the Turn packet being built this turn
 	pendingN           int    // events in it
 	flushQueued        bool
+	flushFn            func(*dataspace.Turn) error // c.flush, bound once: a method value allocates
 	syntax             Syntax
 	stopped            bool
 
@@ -126,6 +127,7 @@ func RunSplit(t *dataspace.Turn, r io.Reader, w io.Writer, closer io.Closer, opt
 		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
 	}
+	c.flushFn = c.flush
 	if opts.TextOutput {
 		c.syntax = Text
 	}
@@ -406,7 +408,7 @@ func (c *Conn) queue(t *dataspace.Turn, ev Event) {
 	c.pendingN++
 	if !c.flushQueued {
 		c.flushQueued = true
-		t.PreCommit(c.flush)
+		t.PreCommit(c.flushFn)
 	}
 }
 
