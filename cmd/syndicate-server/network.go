@@ -9,6 +9,7 @@ import (
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 	"github.com/syndicate-go/syndicate/services/gatekeeper"
+	shttp "github.com/syndicate-go/syndicate/services/http"
 	"github.com/syndicate-go/syndicate/services/listener"
 	"github.com/syndicate-go/syndicate/services/resolve"
 )
@@ -26,6 +27,11 @@ func (s *server) bootNetwork(t *dataspace.Turn, env services.Env) error {
 		return err
 	}
 	if err := listener.BootWith(t, env, listener.Options{DryRun: s.opts.dryRun}); err != nil {
+		return err
+	}
+	// The HTTP router and static file services (§8) bind no sockets of
+	// their own: they serve requests arriving on relay listeners.
+	if err := shttp.Boot(t, env); err != nil {
 		return err
 	}
 	// Client-side resolution services run always (services spec §10),
