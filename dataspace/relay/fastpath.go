@@ -66,18 +66,102 @@ func appendEvent(dst []byte, ev *Event, syn Syntax) ([]byte, error) {
 	var err error
 	switch ev.Kind {
 	case EvAssert:
-		if dst, err = preserves.AppendBinary(dst, ev.Value, preserves.EncodeOptions{}); err != nil {
+		if dst, err = appendValue(dst, ev.Value); err != nil {
 			return dst, err
 		}
 		dst = appendBinInt(dst, ev.Handle)
 	case EvRetract:
 		dst = appendBinInt(dst, ev.Handle)
 	default:
-		if dst, err = preserves.AppendBinary(dst, ev.Value, preserves.EncodeOptions{}); err != nil {
+		if dst, err = appendValue(dst, ev.Value); err != nil {
 			return dst, err
 		}
 	}
 	return append(dst, 0x84, 0x84), nil
+}
+
+// appendValue appends the canonical binary encoding of v. The shapes
+// events mostly carry (records and sequences of atoms, WireRefs) are
+// encoded here directly, which for a small message costs a fraction of a
+// pooled encoder's round trip; anything else (doubles, big integers, sets,
+// dictionaries, annotations, deep nesting) goes through
+// preserves.AppendBinary, which is authoritative.
+func appendValue(dst []byte, v preserves.Value) ([]byte, error) {
+	if out, ok := appendSimple(dst, v, 0); ok {
+		return out, nil
+	}
+	return preserves.AppendBinary(dst, v, preserves.EncodeOptions{})
+}
+
+// appendSimpleDepth bounds appendSimple's recursion; deeper values take
+// the general encoder.
+const appendSimpleDepth = 16
+
+// appendSimple appends v when it is made only of the shapes it knows; ok
+// false means v must be encoded from dst again by the general encoder (the
+// bytes appended so far lie beyond len(dst) and are simply overwritten).
+func appendSimple(dst []byte, v preserves.Value, depth int) ([]byte, bool) {
+	switch x := v.(type) {
+	case preserves.Bool:
+		if x {
+			return append(dst, 0x81), true
+		}
+		return append(dst, 0x80), true
+	case preserves.Int:
+		return appendBinInt(dst, int64(x)), true
+	case preserves.String:
+		return appendBinAtom(dst, 0xB1, string(x)), true
+	case preserves.ByteString:
+		return appendBinAtom(dst, 0xB2, string(x)), true
+	case preserves.Symbol:
+		return appendBinAtom(dst, 0xB3, string(x)), true
+	case *preserves.Record:
+		if depth >= appendSimpleDepth {
+			return dst, false
+		}
+		dst = append(dst, 0xB4)
+		var ok bool
+		if dst, ok = appendSimple(dst, x.Label, depth+1); !ok {
+			return dst, false
+		}
+		for _, f := range x.Fields {
+			if dst, ok = appendSimple(dst, f, depth+1); !ok {
+				return dst, false
+			}
+		}
+		return append(dst, 0x84), true
+	case preserves.Sequence:
+		if depth >= appendSimpleDepth {
+			return dst, false
+		}
+		dst = append(dst, 0xB5)
+		var ok bool
+		for _, f := range x {
+			if dst, ok = appendSimple(dst, f, depth+1); !ok {
+				return dst, false
+			}
+		}
+		return append(dst, 0x84), true
+	case *preserves.Embedded:
+		p, isValue := x.Payload.(preserves.Value)
+		if !isValue || depth >= appendSimpleDepth {
+			return dst, false
+		}
+		return appendSimple(append(dst, 0x86), p, depth+1)
+	}
+	return dst, false
+}
+
+// appendBinAtom appends a length-prefixed atom.
+func appendBinAtom(dst []byte, tag byte, s string) []byte {
+	dst = append(dst, tag)
+	n := uint64(len(s))
+	for n >= 0x80 {
+		dst = append(dst, byte(n)|0x80)
+		n >>= 7
+	}
+	dst = append(dst, byte(n))
+	return append(dst, s...)
 }
 
 // batchDecoders recycles the decoders of inbound Turn packets; an idle
