@@ -503,7 +503,7 @@ func TestE2EClientAgainstServer(t *testing.T) {
 	sock := filepath.Join(dir, "run", "admin.sock")
 	cfg := filepath.Join(dir, "config")
 	writeFile(t, filepath.Join(cfg, "flap.pr"), `<require-service <daemon flap>>
-<daemon flap {argv: ["sh" "-c" "exit 3"], restart: on-error}>
+<daemon flap {argv: ["sh" "-c" "sleep 0.5; exit 3"], restart: on-error}>
 `)
 	r := start(t, "-c", cfg, "--admin-socket", sock)
 	fi, err := os.Stat(sock)
