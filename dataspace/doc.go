@@ -95,6 +95,15 @@
 // producers of external input wait with [Account.Wait] before reading
 // more ([FacetRef.ActivateAccount]).
 //
+// # Tracing and statistics
+//
+// [Options.Trace] receives a [TraceRecord] for every actor start, turn
+// (cause and ordered actions) and stop; package dataspace/trace renders them
+// as trace.prs entries for the server's -t flag. The hooks are a nil check
+// on a per-actor field, so a system without a tracer pays nothing.
+// [System.Stats] is a cheap snapshot of scheduler counters for the debt
+// reporter.
+//
 // Optional parts of the spec not implemented here: fields and dataflow
 // (§7.12), reachability-triggered release (§3.5), SpawnForEntity and the
 // Guard entity (§6, §7.6).
