@@ -38,11 +38,12 @@
 // and dictionary entries ordered by the bytes of their encodings, which is
 // not the value order), the form that is hashed and signed;
 // [EncodeBinary] can also keep annotations. [DecodeBinary] reads one value
-// from a buffer, and [Decoder] and [BinaryReader] read streams. Decoding is
-// bounded against hostile input (nesting depth, value length, no allocation
-// from a claimed length) and reports malformed input, truncated input and
-// exceeded limits as distinct error classes. See binary_decode.go and
-// binary_stream.go for the design.
+// from a buffer, [BatchDecoder] many values at known places of one buffer
+// (sharing allocations), and [Decoder] and [BinaryReader] read streams.
+// Decoding is bounded against hostile input (nesting depth, value length,
+// no allocation from a claimed length) and reports malformed input,
+// truncated input and exceeded limits as distinct error classes. See
+// binary_decode.go, binary_batch.go and binary_stream.go for the design.
 package preserves
 
 import (
