@@ -2,11 +2,14 @@ package relay
 
 // Fast paths for the common case, found by profiling the loopback
 // benchmarks: outbound TurnEvents are encoded straight into the packet's
-// bytes (no intermediate Record/Sequence values per event), and inbound
+// bytes (no intermediate Record/Sequence values per event, and payloads of
+// the common shapes without a pooled encoder round trip each), and inbound
 // binary Turn packets are taken apart by walking their bytes, so that only
-// each event's payload value is decoded. Anything the fast inbound parser
-// does not recognise falls back to the general decoder, which is
-// authoritative for errors.
+// each event's payload value is decoded — all payloads of one packet by
+// one preserves.BatchDecoder, so they share allocation chunks. Anything
+// the fast inbound parser does not recognise falls back to the general
+// decoder, which is authoritative for errors; anything the fast encoder
+// does not know goes to preserves.AppendBinary.
 
 import (
 	"encoding/binary"
