@@ -137,10 +137,10 @@ func runRelayOn(t *testing.T, pieces [][]byte) {
 	b.Close()
 	select {
 	case <-c.Done():
-	case <-time.After(10 * time.Second):
+	case <-time.After(patience):
 		t.Fatal("relay did not end")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	if err := sys.Shutdown(ctx); err != nil {
 		t.Fatalf("shutdown: %v", err)

@@ -88,7 +88,7 @@ func TestLimitSlowPeerDisconnected(t *testing.T) {
 	big := preserves.String(strings.Repeat("x", 32<<10))
 	// The test never reads: the kernel buffers fill, then the relay's
 	// bounded queue.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(patience)
 	for {
 		select {
 		case <-h.conn.Done():
