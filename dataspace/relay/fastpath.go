@@ -90,7 +90,7 @@ func appendEvent(dst []byte, ev *Event, syn Syntax) ([]byte, error) {
 // dictionaries, annotations, deep nesting) goes through
 // preserves.AppendBinary, which is authoritative.
 func appendValue(dst []byte, v preserves.Value) ([]byte, error) {
-	if out, ok := appendSimple(dst, v, 0); ok {
+	if out, ok := appendSimple(dst, v, 0, false); ok {
 		return out, nil
 	}
 	return preserves.AppendBinary(dst, v, preserves.EncodeOptions{})
@@ -100,10 +100,11 @@ func appendValue(dst []byte, v preserves.Value) ([]byte, error) {
 // the general encoder.
 const appendSimpleDepth = 16
 
-// appendSimple appends v when it is made only of the shapes it knows; ok
-// false means v must be encoded from dst again by the general encoder (the
-// bytes appended so far lie beyond len(dst) and are simply overwritten).
-func appendSimple(dst []byte, v preserves.Value, depth int) ([]byte, bool) {
+// appendSimple appends v when it is made only of the shapes it knows (with
+// plain, no embedded values either); ok false means v must be encoded from
+// dst again by the general encoder (the bytes appended so far lie beyond
+// len(dst) and are simply overwritten).
+func appendSimple(dst []byte, v preserves.Value, depth int, plain bool) ([]byte, bool) {
 	switch x := v.(type) {
 	case preserves.Bool:
 		if x {
@@ -124,11 +125,11 @@ func appendSimple(dst []byte, v preserves.Value, depth int) ([]byte, bool) {
 		}
 		dst = append(dst, 0xB4)
 		var ok bool
-		if dst, ok = appendSimple(dst, x.Label, depth+1); !ok {
+		if dst, ok = appendSimple(dst, x.Label, depth+1, plain); !ok {
 			return dst, false
 		}
 		for _, f := range x.Fields {
-			if dst, ok = appendSimple(dst, f, depth+1); !ok {
+			if dst, ok = appendSimple(dst, f, depth+1, plain); !ok {
 				return dst, false
 			}
 		}
@@ -140,17 +141,17 @@ func appendSimple(dst []byte, v preserves.Value, depth int) ([]byte, bool) {
 		dst = append(dst, 0xB5)
 		var ok bool
 		for _, f := range x {
-			if dst, ok = appendSimple(dst, f, depth+1); !ok {
+			if dst, ok = appendSimple(dst, f, depth+1, plain); !ok {
 				return dst, false
 			}
 		}
 		return append(dst, 0x84), true
 	case *preserves.Embedded:
 		p, isValue := x.Payload.(preserves.Value)
-		if !isValue || depth >= appendSimpleDepth {
+		if plain || !isValue || depth >= appendSimpleDepth {
 			return dst, false
 		}
-		return appendSimple(append(dst, 0x86), p, depth+1)
+		return appendSimple(append(dst, 0x86), p, depth+1, plain)
 	}
 	return dst, false
 }

@@ -333,6 +333,9 @@ func (p *proxy) Message(t *dataspace.Turn, v preserves.Value) error {
 	if c.stopped {
 		return nil
 	}
+	if c.queuePlainMessage(t, p.oid, v) {
+		return nil
+	}
 	wv, pins, err := c.encodeValue(v, nil)
 	if err != nil {
 		c.release(pins)
@@ -405,11 +408,43 @@ func (c *Conn) queue(t *dataspace.Turn, ev Event) {
 		return
 	}
 	c.pending = out
+	c.queued(t)
+}
+
+// queued counts an event appended to the pending packet and schedules the
+// flush once per turn.
+func (c *Conn) queued(t *dataspace.Turn) {
 	c.pendingN++
 	if !c.flushQueued {
 		c.flushQueued = true
 		t.PreCommit(c.flushFn)
 	}
+}
+
+// queuePlainMessage is proxy.Message's fast path on a binary connection
+// for a message without embedded references (so without membrane work):
+// one walk encodes it straight into the pending packet, where the general
+// path walks it once to look for references and again to encode it. The
+// bytes are the same. It reports false, having queued nothing, for any
+// other message.
+func (c *Conn) queuePlainMessage(t *dataspace.Turn, oid int64, v preserves.Value) bool {
+	if c.syntax != Binary {
+		return false
+	}
+	buf := c.pending
+	if c.pendingN == 0 {
+		buf = append(buf[:0], 0xB5)
+	}
+	buf = append(buf, 0xB5)
+	buf = appendBinInt(buf, oid)
+	buf = append(buf, binLabel[EvMessage]...)
+	buf, ok := appendSimple(buf, v, 0, true)
+	if !ok {
+		return false // nothing queued: c.pending keeps its length and events
+	}
+	c.pending = append(buf, 0x84, 0x84)
+	c.queued(t)
+	return true
 }
 
 func (c *Conn) flush(t *dataspace.Turn) error {
