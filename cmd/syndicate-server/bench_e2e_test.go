@@ -36,6 +36,7 @@ $log ! <log "-" {line: "first script"}>
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
 		}
+		stopOnFailure(b, cmd)
 		for !strings.Contains(out.String(), "first script") {
 			if time.Since(begin) > 10*time.Second {
 				b.Fatalf("no output: %s", out.String())
@@ -65,6 +66,7 @@ func BenchmarkIdleRSS(b *testing.B) {
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
 		}
+		stopOnFailure(b, cmd)
 		begin := time.Now()
 		for !strings.Contains(out.String(), "heartbeat daemon is ready") {
 			if time.Since(begin) > 10*time.Second {
@@ -88,4 +90,14 @@ func BenchmarkIdleRSS(b *testing.B) {
 		cmd.Wait()
 	}
 	b.ReportMetric(total/float64(b.N), "RSS-MB")
+}
+
+// stopOnFailure makes sure a server started by a benchmark never outlives it,
+// even when the benchmark fails before stopping it: the whole process group
+// is killed at cleanup (a no-op when it already exited).
+func stopOnFailure(b *testing.B, cmd *exec.Cmd) {
+	b.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+	})
 }
