@@ -743,3 +743,42 @@ func (b ByteString) Bytes() []byte { return []byte(b) }
 
 // ByteStringFrom copies bs into a ByteString.
 func ByteStringFrom(bs []byte) ByteString { return ByteString(bytes.Clone(bs)) }
+
+// HasEmbedded reports whether v contains an embedded value anywhere
+// (annotations are not searched: they are not part of the value). Values
+// with embedded parts have no canonical encoding to sign and no text form
+// that reads back as the same value.
+func HasEmbedded(v Value) bool {
+	switch x := Unwrap(v).(type) {
+	case *Embedded:
+		return true
+	case *Record:
+		if HasEmbedded(x.Label) {
+			return true
+		}
+		for _, f := range x.Fields {
+			if HasEmbedded(f) {
+				return true
+			}
+		}
+	case Sequence:
+		for _, f := range x {
+			if HasEmbedded(f) {
+				return true
+			}
+		}
+	case *Set:
+		for _, f := range x.elems {
+			if HasEmbedded(f) {
+				return true
+			}
+		}
+	case *Dictionary:
+		for _, e := range x.entries {
+			if HasEmbedded(e.Key) || HasEmbedded(e.Value) {
+				return true
+			}
+		}
+	}
+	return false
+}

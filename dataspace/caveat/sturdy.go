@@ -157,45 +157,10 @@ func signable(v preserves.Value, what string) ([]byte, error) {
 	if v == nil {
 		return nil, errorf(ErrMalformedRef, "%s is missing", what)
 	}
-	if hasEmbedded(v) {
+	if preserves.HasEmbedded(v) {
 		return nil, errorf(ErrMalformedRef, "%s contains an embedded value, which cannot be signed", what)
 	}
 	return preserves.EncodeCanonical(v), nil
-}
-
-func hasEmbedded(v preserves.Value) bool {
-	switch x := preserves.Unwrap(v).(type) {
-	case *preserves.Embedded:
-		return true
-	case *preserves.Record:
-		if hasEmbedded(x.Label) {
-			return true
-		}
-		for _, f := range x.Fields {
-			if hasEmbedded(f) {
-				return true
-			}
-		}
-	case preserves.Sequence:
-		for _, f := range x {
-			if hasEmbedded(f) {
-				return true
-			}
-		}
-	case *preserves.Set:
-		for _, f := range x.Elems() {
-			if hasEmbedded(f) {
-				return true
-			}
-		}
-	case *preserves.Dictionary:
-		for _, e := range x.Entries() {
-			if hasEmbedded(e.Key) || hasEmbedded(e.Value) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // mac is f(k, d) of sturdy.prs: HMAC-BLAKE2s-256 truncated to SigLen.

@@ -124,7 +124,7 @@ func (c *Conn) encodeRef(r *dataspace.Ref) (preserves.Value, *symbol) {
 // encodeValue replaces every embedded Cap in v by its WireRef, appending
 // the pins taken to pins.
 func (c *Conn) encodeValue(v preserves.Value, pins []*symbol) (preserves.Value, []*symbol, error) {
-	if !hasEmbedded(v) {
+	if !preserves.HasEmbedded(v) {
 		return v, pins, nil
 	}
 	var err error
@@ -210,7 +210,7 @@ func (c *Conn) decodeRef(t *dataspace.Turn, w preserves.Value) (*dataspace.Ref, 
 
 // decodeValue replaces every WireRef in v by a local Cap, appending pins.
 func (c *Conn) decodeValue(t *dataspace.Turn, v preserves.Value, pins []*symbol) (preserves.Value, []*symbol, error) {
-	if !hasEmbedded(v) {
+	if !preserves.HasEmbedded(v) {
 		return v, pins, nil
 	}
 	var err error
@@ -242,50 +242,12 @@ func (c *Conn) decodeValue(t *dataspace.Turn, v preserves.Value, pins []*symbol)
 // still answers Sync, so a peer syncing with it is not left waiting.
 type inert struct{ dataspace.BaseEntity }
 
-// hasEmbedded reports whether v contains an embedded value anywhere.
-func hasEmbedded(v preserves.Value) bool {
-	switch x := v.(type) {
-	case *preserves.Embedded:
-		return true
-	case *preserves.Annotated:
-		return hasEmbedded(x.Item)
-	case *preserves.Record:
-		if hasEmbedded(x.Label) {
-			return true
-		}
-		for _, f := range x.Fields {
-			if hasEmbedded(f) {
-				return true
-			}
-		}
-	case preserves.Sequence:
-		for _, f := range x {
-			if hasEmbedded(f) {
-				return true
-			}
-		}
-	case *preserves.Set:
-		for _, f := range x.Elems() {
-			if hasEmbedded(f) {
-				return true
-			}
-		}
-	case *preserves.Dictionary:
-		for _, e := range x.Entries() {
-			if hasEmbedded(e.Key) || hasEmbedded(e.Value) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // mapEmbedded rebuilds v with every embedded value replaced by fn's result,
 // in Preserves order (records: label then fields; sets and dictionaries:
 // sorted), dropping annotations. Subtrees without embedded values are
 // shared, not copied.
 func mapEmbedded(v preserves.Value, fn func(*preserves.Embedded) preserves.Value) preserves.Value {
-	if !hasEmbedded(v) {
+	if !preserves.HasEmbedded(v) {
 		return preserves.Strip(v)
 	}
 	switch x := v.(type) {

@@ -435,7 +435,7 @@ func (a *activation) eval(t *dataspace.Turn, e compile.Expr, sc *scope) (preserv
 		if err != nil {
 			return nil, err
 		}
-		if hasEmbedded(v) {
+		if preserves.HasEmbedded(v) {
 			return nil, a.errorf(x.At, ErrStringify, "stringify: value contains a capability")
 		}
 		return preserves.String(preserves.FormatText(v)), nil
@@ -518,45 +518,10 @@ func textOf(v preserves.Value) (string, bool) {
 	if s, ok := preserves.Unwrap(v).(preserves.String); ok {
 		return string(s), true
 	}
-	if hasEmbedded(v) {
+	if preserves.HasEmbedded(v) {
 		return "", false
 	}
 	return preserves.FormatText(v), true
-}
-
-func hasEmbedded(v preserves.Value) bool {
-	switch x := preserves.Unwrap(v).(type) {
-	case *preserves.Embedded:
-		return true
-	case *preserves.Record:
-		if hasEmbedded(x.Label) {
-			return true
-		}
-		for _, f := range x.Fields {
-			if hasEmbedded(f) {
-				return true
-			}
-		}
-	case preserves.Sequence:
-		for _, f := range x {
-			if hasEmbedded(f) {
-				return true
-			}
-		}
-	case *preserves.Set:
-		for _, f := range x.Elems() {
-			if hasEmbedded(f) {
-				return true
-			}
-		}
-	case *preserves.Dictionary:
-		for _, en := range x.Entries() {
-			if hasEmbedded(en.Key) || hasEmbedded(en.Value) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // Timestamp formats tm in UTC as RFC 3339 with a `+00:00` offset and 0, 3, 6

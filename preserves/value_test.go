@@ -1,0 +1,30 @@
+package preserves
+
+import "testing"
+
+func TestHasEmbedded(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		want bool
+	}{
+		{`1`, false},
+		{`<a [b {c: #{d}}]>`, false},
+		{`#:0`, true},
+		{`<a #:x>`, true},
+		{`<#:x>`, true},
+		{`[1 [2 [#:3]]]`, true},
+		{`#{1 #:2}`, true},
+		{`{k: #:v}`, true},
+		{`{#:k: v}`, true},
+		{`@#:ann 1`, false},
+		{`[@"note" #:x]`, true},
+	} {
+		v, err := ParseTextOptions([]byte(c.text), TextOptions{Annotations: true})
+		if err != nil {
+			t.Fatalf("%s: %v", c.text, err)
+		}
+		if got := HasEmbedded(v); got != c.want {
+			t.Errorf("HasEmbedded(%s) = %v, want %v", c.text, got, c.want)
+		}
+	}
+}
