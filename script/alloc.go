@@ -16,17 +16,19 @@ import "github.com/syndicate-go/syndicate/preserves"
 // stored through a pointer is copied with a bulk write barrier while the
 // garbage collector is marking, which costs more than the fields' own.
 
-// slab hands out elements of T carved from chunks. Chunks start small (a
-// small script stays small) and double up to slabMax elements.
-type slab[T any] struct {
+// Slab hands out elements of T carved from chunks. Chunks start small (a
+// small script stays small) and double up to slabMax elements. The compiler
+// uses it too. The zero Slab is ready to use; it is not safe for concurrent
+// use.
+type Slab[T any] struct {
 	free  []T
 	chunk int
 }
 
 const slabMin, slabMax = 16, 1024
 
-// new returns a pointer to a zeroed T.
-func (s *slab[T]) new() *T {
+// New returns a pointer to a zeroed T.
+func (s *Slab[T]) New() *T {
 	if len(s.free) == 0 {
 		s.grow(1)
 	}
@@ -35,9 +37,9 @@ func (s *slab[T]) new() *T {
 	return x
 }
 
-// slice returns n zeroed elements, nil for n == 0. Its capacity is n, so
+// Slice returns n zeroed elements, nil for n == 0. Its capacity is n, so
 // appending to it copies rather than overwriting a neighbour.
-func (s *slab[T]) slice(n int) []T {
+func (s *Slab[T]) Slice(n int) []T {
 	if n == 0 {
 		return nil
 	}
@@ -52,37 +54,37 @@ func (s *slab[T]) slice(n int) []T {
 	return out
 }
 
-func (s *slab[T]) grow(n int) {
+func (s *Slab[T]) grow(n int) {
 	s.chunk = min(max(2*s.chunk, slabMin), slabMax)
 	s.free = make([]T, max(s.chunk, n))
 }
 
 // arena holds the parser's slabs, one per frequent node type.
 type arena struct {
-	lits     slab[Lit]
-	vars     slab[Var]
-	binds    slab[Bind]
-	discards slab[Discard]
-	recs     slab[RecordExpr]
-	seqs     slab[SeqExpr]
-	dicts    slab[DictExpr]
-	exprs    slab[Expr]
-	entries  slab[DictEntry]
+	lits     Slab[Lit]
+	vars     Slab[Var]
+	binds    Slab[Bind]
+	discards Slab[Discard]
+	recs     Slab[RecordExpr]
+	seqs     Slab[SeqExpr]
+	dicts    Slab[DictExpr]
+	exprs    Slab[Expr]
+	entries  Slab[DictEntry]
 
-	asserts   slab[Assert]
-	sends     slab[Send]
-	blocks    slab[Block]
-	retargets slab[Retarget]
-	durings   slab[During]
-	onMsgs    slab[OnMessage]
-	lets      slab[Let]
-	conds     slab[Cond]
-	instrs    slab[Instr]
+	asserts   Slab[Assert]
+	sends     Slab[Send]
+	blocks    Slab[Block]
+	retargets Slab[Retarget]
+	durings   Slab[During]
+	onMsgs    Slab[OnMessage]
+	lets      Slab[Let]
+	conds     Slab[Cond]
+	instrs    Slab[Instr]
 	stack     []Instr // instructions of the blocks being parsed
 
 	// Stripped copies of literal compounds (Lit.Value).
-	values  slab[preserves.Value]
-	records slab[preserves.Record]
+	values  Slab[preserves.Value]
+	records Slab[preserves.Record]
 }
 
 // presize sizes the instruction stack for a file of n top-level tokens (an
@@ -93,7 +95,7 @@ func (a *arena) presize(n int) { a.stack = make([]Instr, 0, n/2+8) }
 // popInstrs returns a copy of stack[mark:] carved from the slab and
 // truncates the stack.
 func (a *arena) popInstrs(mark int) []Instr {
-	out := a.instrs.slice(len(a.stack) - mark)
+	out := a.instrs.Slice(len(a.stack) - mark)
 	copy(out, a.stack[mark:])
 	clear(a.stack[mark:])
 	a.stack = a.stack[:mark]
@@ -110,7 +112,7 @@ func (a *arena) strip(v preserves.Value) preserves.Value {
 	}
 	switch x := an.Item.(type) {
 	case *preserves.Record:
-		r := a.records.new()
+		r := a.records.New()
 		r.Label = a.strip(x.Label)
 		r.Fields = a.stripSlice(x.Fields)
 		return r
@@ -124,7 +126,7 @@ func (a *arena) strip(v preserves.Value) preserves.Value {
 }
 
 func (a *arena) stripSlice(vs []preserves.Value) []preserves.Value {
-	out := a.values.slice(len(vs))
+	out := a.values.Slice(len(vs))
 	for i, v := range vs {
 		out[i] = a.strip(v)
 	}

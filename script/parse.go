@@ -27,7 +27,7 @@ type parser struct {
 }
 
 func (p *parser) lit(at preserves.Pos, v, src preserves.Value) *Lit {
-	l := p.lits.new()
+	l := p.lits.New()
 	l.At, l.Value, l.Src = at, v, src
 	return l
 }
@@ -88,11 +88,11 @@ func (p *parser) instr(toks []preserves.Value, i int, top bool) (Instr, int) {
 	pos := p.pos(tok)
 	switch x := preserves.Unwrap(tok).(type) {
 	case *preserves.Record, *preserves.Dictionary:
-		a := p.asserts.new()
+		a := p.asserts.New()
 		a.At, a.Value = pos, p.expr(tok, modeValue)
 		return a, i + 1
 	case preserves.Sequence:
-		b := p.blocks.new()
+		b := p.blocks.New()
 		b.At, b.Body = pos, p.block(x, false)
 		return b, i + 1
 	case preserves.Symbol:
@@ -110,11 +110,11 @@ func (p *parser) instr(toks []preserves.Value, i int, top bool) (Instr, int) {
 			}
 			body, next := p.instr(toks, i+2, top)
 			if s == "?" {
-				d := p.durings.new()
+				d := p.durings.New()
 				d.At, d.Pat, d.Body = pos, pat, body
 				return d, next
 			}
-			m := p.onMsgs.new()
+			m := p.onMsgs.New()
 			m.At, m.Pat, m.Body = pos, pat, body
 			return m, next
 		case s == "?-":
@@ -131,11 +131,11 @@ func (p *parser) instr(toks []preserves.Value, i int, top bool) (Instr, int) {
 			}
 			v := p.expr(toks[i+1], modeValue)
 			if s == "!" {
-				sd := p.sends.new()
+				sd := p.sends.New()
 				sd.At, sd.Value = pos, v
 				return sd, i + 2
 			}
-			a := p.asserts.new()
+			a := p.asserts.New()
 			a.At, a.Value = pos, v
 			return a, i + 2
 		case s == "let":
@@ -151,7 +151,7 @@ func (p *parser) instr(toks []preserves.Value, i int, top bool) (Instr, int) {
 				return nil, i + 2
 			}
 			then, next := p.instr(toks, i+2, top)
-			c := p.conds.new()
+			c := p.conds.New()
 			c.At, c.Pat, c.Then, c.Else = pos, pat, then, p.block(toks[next:], top)
 			return c, len(toks)
 		case s == "_":
@@ -166,7 +166,7 @@ func (p *parser) instr(toks []preserves.Value, i int, top bool) (Instr, int) {
 				return nil, i + 1
 			}
 			body, next := p.instr(toks, i+1, top)
-			rt := p.retargets.new()
+			rt := p.retargets.New()
 			rt.At, rt.Var, rt.Body = pos, s[1:], body
 			return rt, next
 		}
@@ -198,7 +198,7 @@ func (p *parser) let(toks []preserves.Value, i int, top bool) (Instr, int) {
 	if e == nil {
 		return nil, next
 	}
-	l := p.lets.new()
+	l := p.lets.New()
 	l.At, l.Pat, l.Expr = pos, pat, e
 	return l, next
 }
@@ -317,8 +317,8 @@ func (p *parser) exprIn(v preserves.Value, m mode, sc *tmplScope) Expr {
 				return p.bind(pos, s[1:], p.exprIn(x.Fields[0], m, sc))
 			}
 		}
-		r := p.recs.new()
-		r.At, r.Fields = pos, p.exprs.slice(len(x.Fields))[:0]
+		r := p.recs.New()
+		r.At, r.Fields = pos, p.exprs.Slice(len(x.Fields))[:0]
 		switch m {
 		case modePattern:
 			r.Label = p.exprIn(x.Label, modeLabel, sc)
@@ -332,8 +332,8 @@ func (p *parser) exprIn(v preserves.Value, m mode, sc *tmplScope) Expr {
 		}
 		return r
 	case preserves.Sequence:
-		s := p.seqs.new()
-		s.At, s.Elems = pos, p.exprs.slice(len(x))[:0]
+		s := p.seqs.New()
+		s.At, s.Elems = pos, p.exprs.Slice(len(x))[:0]
 		for _, e := range x {
 			s.Elems = append(s.Elems, p.exprIn(e, m, sc))
 		}
@@ -348,8 +348,8 @@ func (p *parser) exprIn(v preserves.Value, m mode, sc *tmplScope) Expr {
 		}
 		return s
 	case *preserves.Dictionary:
-		d := p.dicts.new()
-		d.At, d.Entries = pos, p.entries.slice(x.Len())[:0]
+		d := p.dicts.New()
+		d.At, d.Entries = pos, p.entries.Slice(x.Len())[:0]
 		for _, en := range x.Entries() {
 			var k Expr
 			if m == modeValue {
@@ -370,13 +370,13 @@ func (p *parser) exprIn(v preserves.Value, m mode, sc *tmplScope) Expr {
 }
 
 func (p *parser) discard(pos preserves.Pos) *Discard {
-	d := p.discards.new()
+	d := p.discards.New()
 	d.At = pos
 	return d
 }
 
 func (p *parser) bind(pos preserves.Pos, name string, pat Expr) *Bind {
-	b := p.binds.new()
+	b := p.binds.New()
 	b.At, b.Name, b.Pat = pos, name, pat
 	return b
 }
@@ -456,7 +456,7 @@ func (p *parser) varRef(pos preserves.Pos, name string, m mode, sc *tmplScope) E
 			}
 		}
 	}
-	v := p.vars.new()
+	v := p.vars.New()
 	v.At, v.Name = pos, name
 	return v
 }

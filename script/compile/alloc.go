@@ -21,95 +21,54 @@ import (
 // stored through a pointer is copied with a bulk write barrier while the
 // garbage collector is marking, which costs more than the fields' own.
 
-// slab hands out elements of T carved from chunks. Chunks start small (a
-// small script stays small) and double up to slabMax elements.
-type slab[T any] struct {
-	free  []T
-	chunk int
-}
-
-const slabMin, slabMax = 16, 1024
-
-// new returns a pointer to a zeroed T.
-func (s *slab[T]) new() *T {
-	if len(s.free) == 0 {
-		s.grow(1)
-	}
-	x := &s.free[0]
-	s.free = s.free[1:]
-	return x
-}
-
-// slice returns n zeroed elements, nil for n == 0. Its capacity is n, so
-// appending to it copies rather than overwriting a neighbour.
-func (s *slab[T]) slice(n int) []T {
-	if n == 0 {
-		return nil
-	}
-	if n > slabMax/4 {
-		return make([]T, n) // big: its own allocation, wasting no chunk
-	}
-	if n > len(s.free) {
-		s.grow(n)
-	}
-	out := s.free[:n:n]
-	s.free = s.free[n:]
-	return out
-}
-
-func (s *slab[T]) grow(n int) {
-	s.chunk = min(max(2*s.chunk, slabMin), slabMax)
-	s.free = make([]T, max(s.chunk, n))
-}
-
 // arena holds the compiler's slabs, one per frequent node type.
 type arena struct {
-	seqs    slab[Seq]
-	asserts slab[Assert]
-	sends   slab[Send]
-	durings slab[During]
-	onMsgs  slab[OnMessage]
-	lets    slab[Let]
-	conds   slab[Cond]
-	instrs  slab[Instr]
+	seqs    script.Slab[Seq]
+	asserts script.Slab[Assert]
+	sends   script.Slab[Send]
+	durings script.Slab[During]
+	onMsgs  script.Slab[OnMessage]
+	lets    script.Slab[Let]
+	conds   script.Slab[Cond]
+	instrs  script.Slab[Instr]
 
-	konsts  slab[Const]
-	refs    slab[Ref]
-	mkRecs  slab[MkRecord]
-	mkSeqs  slab[MkSeq]
-	mkDicts slab[MkDict]
-	exprs   slab[Expr]
+	konsts  script.Slab[Const]
+	refs    script.Slab[Ref]
+	mkRecs  script.Slab[MkRecord]
+	mkSeqs  script.Slab[MkSeq]
+	mkDicts script.Slab[MkDict]
+	exprs   script.Slab[Expr]
 
-	pconsts slab[PConst]
-	pbinds  slab[PBind]
-	precs   slab[PRec]
-	parrs   slab[PArr]
-	pdicts  slab[PDict]
-	plifts  slab[PLift]
-	pats    slab[Pat]
+	pconsts script.Slab[PConst]
+	pbinds  script.Slab[PBind]
+	precs   script.Slab[PRec]
+	parrs   script.Slab[PArr]
+	pdicts  script.Slab[PDict]
+	plifts  script.Slab[PLift]
+	pats    script.Slab[Pat]
 
-	vals     slab[preserves.Value]
-	records  slab[preserves.Record]
-	entries  slab[pattern.Entry]
-	patterns slab[pattern.Pattern]
-	strs     slab[string]
+	vals     script.Slab[preserves.Value]
+	records  script.Slab[preserves.Record]
+	entries  script.Slab[pattern.Entry]
+	patterns script.Slab[pattern.Pattern]
+	strs     script.Slab[string]
 	binders  []string // scratch for script.AppendBinders
 }
 
 func (c *compiler) konst(at preserves.Pos, v preserves.Value) *Const {
-	k := c.konsts.new()
+	k := c.konsts.New()
 	k.At, k.Value = at, v
 	return k
 }
 
 func (c *compiler) ref(at preserves.Pos, name string) *Ref {
-	r := c.refs.new()
+	r := c.refs.New()
 	r.At, r.Name = at, name
 	return r
 }
 
 func (c *compiler) pconst(at preserves.Pos, p pattern.Pattern) *PConst {
-	k := c.pconsts.new()
+	k := c.pconsts.New()
 	k.At, k.Pattern = at, p
 	return k
 }
@@ -117,7 +76,7 @@ func (c *compiler) pconst(at preserves.Pos, p pattern.Pattern) *PConst {
 // bindersOf returns script.Binders(p), carved from the arena.
 func (c *compiler) bindersOf(p script.Expr) []string {
 	c.binders = script.AppendBinders(c.binders[:0], p)
-	out := c.strs.slice(len(c.binders))
+	out := c.strs.Slice(len(c.binders))
 	copy(out, c.binders)
 	clear(c.binders)
 	return out

@@ -85,8 +85,8 @@ type compiler struct {
 
 func (c *compiler) block(body []script.Instr, at preserves.Pos, target, outer string) *Seq {
 	c.n++
-	s := c.seqs.new()
-	s.At, s.Body = at, c.instrs.slice(len(body))
+	s := c.seqs.New()
+	s.At, s.Body = at, c.instrs.Slice(len(body))
 	if len(body) > 0 {
 		s.At = body[0].Pos()
 	} else {
@@ -114,23 +114,23 @@ func (c *compiler) instr(in script.Instr, target, outer string) Instr {
 		return c.instr(x.Body, x.Var, target)
 	case *script.Assert:
 		c.n++
-		a := c.asserts.new()
+		a := c.asserts.New()
 		a.At, a.Target, a.Value = x.At, target, c.value(x.Value)
 		return a
 	case *script.Send:
 		c.n++
-		sd := c.sends.new()
+		sd := c.sends.New()
 		sd.At, sd.Target, sd.Value = x.At, target, c.value(x.Value)
 		return sd
 	case *script.During:
 		c.n++
-		d := c.durings.new()
+		d := c.durings.New()
 		d.At, d.Target, d.Pat, d.Binders = x.At, target, c.pattern(x.Pat), c.bindersOf(x.Pat)
 		d.Body = c.instr(x.Body, target, outer)
 		return d
 	case *script.OnMessage:
 		c.n++
-		m := c.onMsgs.new()
+		m := c.onMsgs.New()
 		m.At, m.Target, m.Pat, m.Binders = x.At, target, c.pattern(x.Pat), c.bindersOf(x.Pat)
 		m.Body = c.instr(x.Body, target, outer)
 		return m
@@ -139,7 +139,7 @@ func (c *compiler) instr(in script.Instr, target, outer string) Instr {
 		return &OnStop{At: x.At, Body: c.instr(x.Body, target, outer)}
 	case *script.Let:
 		c.n++
-		l := c.lets.new()
+		l := c.lets.New()
 		l.At, l.Pat, l.Binders, l.Expr = x.At, c.pattern(x.Pat), c.bindersOf(x.Pat), c.value(x.Expr)
 		return l
 	case *script.Cond:
@@ -148,7 +148,7 @@ func (c *compiler) instr(in script.Instr, target, outer string) Instr {
 		if len(x.Else) > 0 {
 			at = x.Else[0].Pos()
 		}
-		k := c.conds.new()
+		k := c.conds.New()
 		k.At, k.Var, k.Pat, k.Binders = x.At, target, c.pattern(x.Pat), c.bindersOf(x.Pat)
 		k.Then = c.instr(x.Then, outer, outer)
 		k.Else = c.block(x.Else, at, outer, outer)
@@ -190,8 +190,8 @@ func (c *compiler) value(e script.Expr) Expr {
 		}
 		return &MkSet{At: x.At, Elems: elems}
 	case *script.DictExpr:
-		keys := c.exprs.slice(len(x.Entries))
-		vals := c.exprs.slice(len(x.Entries))
+		keys := c.exprs.Slice(len(x.Entries))
+		vals := c.exprs.Slice(len(x.Entries))
 		for i, en := range x.Entries {
 			keys[i], vals[i] = c.value(en.Key), c.value(en.Value)
 		}
@@ -253,7 +253,7 @@ func (c *compiler) constValue(e script.Expr) preserves.Value {
 	case *script.Lit:
 		return x.Value
 	case *script.RecordExpr:
-		r := c.records.new()
+		r := c.records.New()
 		r.Label = c.constValue(x.Label)
 		r.Fields = c.constValues(x.Fields)
 		return r
@@ -272,7 +272,7 @@ func (c *compiler) constValue(e script.Expr) preserves.Value {
 }
 
 func (c *compiler) constValues(es []script.Expr) []preserves.Value {
-	out := c.vals.slice(len(es))
+	out := c.vals.Slice(len(es))
 	for i, e := range es {
 		out[i] = c.constValue(e)
 	}
@@ -380,7 +380,7 @@ func keepPositions(v preserves.Value) preserves.Value {
 }
 
 func (c *compiler) values(es []script.Expr) []Expr {
-	out := c.exprs.slice(len(es))
+	out := c.exprs.Slice(len(es))
 	for i, e := range es {
 		out[i] = c.value(e)
 	}
@@ -397,7 +397,7 @@ func (c *compiler) consts(es []Expr) ([]preserves.Value, bool) {
 	if len(es) == 0 {
 		return []preserves.Value{}, true
 	}
-	vs := c.vals.slice(len(es))
+	vs := c.vals.Slice(len(es))
 	for i, e := range es {
 		vs[i] = e.(*Const).Value
 	}
@@ -410,7 +410,7 @@ func (c *compiler) mkRecord(at preserves.Pos, label Expr, fields []Expr) Expr {
 			return c.konst(at, preserves.NewRecord(l.Value, fs...))
 		}
 	}
-	r := c.mkRecs.new()
+	r := c.mkRecs.New()
 	r.At, r.Label, r.Fields = at, label, fields
 	return r
 }
@@ -419,7 +419,7 @@ func (c *compiler) mkSeq(at preserves.Pos, elems []Expr) Expr {
 	if vs, ok := c.consts(elems); ok {
 		return c.konst(at, preserves.Sequence(vs))
 	}
-	s := c.mkSeqs.new()
+	s := c.mkSeqs.New()
 	s.At, s.Elems = at, elems
 	return s
 }
@@ -434,7 +434,7 @@ func (c *compiler) mkDict(at preserves.Pos, keys, vals []Expr) Expr {
 		}
 		return c.konst(at, preserves.NewDictionary(es...))
 	}
-	d := c.mkDicts.new()
+	d := c.mkDicts.New()
 	d.At, d.Keys, d.Vals = at, keys, vals
 	return d
 }
@@ -463,26 +463,26 @@ func (c *compiler) pattern(e script.Expr) Pat {
 		if k, ok := sub.(*PConst); ok {
 			return c.pconst(x.At, bindOf(k.Pattern))
 		}
-		b := c.pbinds.new()
+		b := c.pbinds.New()
 		b.At, b.Sub = x.At, sub
 		return b
 	case *script.Lit:
 		p, ok := c.lift(x.Value)
 		if !ok {
-			l := c.plifts.new()
+			l := c.plifts.New()
 			l.At, l.Value = x.At, c.konst(x.At, x.Value)
 			return l
 		}
 		return c.pconst(x.At, p)
 	case *script.Var:
-		l := c.plifts.new()
+		l := c.plifts.New()
 		l.At, l.Value = x.At, c.ref(x.At, x.Name)
 		return l
 	case *script.Attenuate:
 		return &PLift{At: x.At, Value: c.attenuate(x)}
 	case *script.RecordExpr:
 		label := c.value(x.Label)
-		fields := c.pats.slice(len(x.Fields))
+		fields := c.pats.Slice(len(x.Fields))
 		for i, f := range x.Fields {
 			fields[i] = c.pattern(f)
 		}
@@ -491,23 +491,23 @@ func (c *compiler) pattern(e script.Expr) Pat {
 				return c.pconst(x.At, c.group(pattern.RecType{Label: l.Value}, ps))
 			}
 		}
-		r := c.precs.new()
+		r := c.precs.New()
 		r.At, r.Label, r.Fields = x.At, label, fields
 		return r
 	case *script.SeqExpr:
-		items := c.pats.slice(len(x.Elems))
+		items := c.pats.Slice(len(x.Elems))
 		for i, f := range x.Elems {
 			items[i] = c.pattern(f)
 		}
 		if ps, ok := c.constPats(items); ok {
 			return c.pconst(x.At, c.group(pattern.ArrType{}, ps))
 		}
-		a := c.parrs.new()
+		a := c.parrs.New()
 		a.At, a.Items = x.At, items
 		return a
 	case *script.DictExpr:
-		d := c.pdicts.new()
-		d.At, d.Keys, d.Vals = x.At, c.vals.slice(len(x.Entries)), c.pats.slice(len(x.Entries))
+		d := c.pdicts.New()
+		d.At, d.Keys, d.Vals = x.At, c.vals.Slice(len(x.Entries)), c.pats.Slice(len(x.Entries))
 		for i, en := range x.Entries {
 			d.Keys[i] = litValue(en.Key)
 			d.Vals[i] = c.pattern(en.Value)
@@ -609,7 +609,7 @@ func (c *compiler) constPattern(e script.Expr) (pattern.Pattern, bool) {
 }
 
 func (c *compiler) constPatterns(es []script.Expr) ([]pattern.Pattern, bool) {
-	out := c.patterns.slice(len(es))
+	out := c.patterns.Slice(len(es))
 	for i, e := range es {
 		p, ok := c.constPattern(e)
 		if !ok {
@@ -623,7 +623,7 @@ func (c *compiler) constPatterns(es []script.Expr) ([]pattern.Pattern, bool) {
 // group is pattern.Rec or pattern.Arr (by t) of items, its entries carved
 // from the arena.
 func (c *compiler) group(t pattern.GroupType, items []pattern.Pattern) pattern.Group {
-	es := c.entries.slice(len(items))
+	es := c.entries.Slice(len(items))
 	for i, p := range items {
 		es[i] = pattern.Entry{Key: preserves.Int(i), Pattern: p}
 	}
@@ -651,7 +651,7 @@ func (c *compiler) lift(v preserves.Value) (pattern.Pattern, bool) {
 		}
 		return pattern.Group{Type: pattern.ArrType{}, Entries: es}, true
 	case *preserves.Dictionary:
-		es := c.entries.slice(x.Len())
+		es := c.entries.Slice(x.Len())
 		if es == nil {
 			es = []pattern.Entry{}
 		}
@@ -671,7 +671,7 @@ func (c *compiler) lift(v preserves.Value) (pattern.Pattern, bool) {
 }
 
 func (c *compiler) liftItems(vs []preserves.Value) ([]pattern.Entry, bool) {
-	es := c.entries.slice(len(vs))
+	es := c.entries.Slice(len(vs))
 	if es == nil {
 		es = []pattern.Entry{}
 	}
@@ -692,7 +692,7 @@ func (c *compiler) constPats(ps []Pat) ([]pattern.Pattern, bool) {
 			return nil, false
 		}
 	}
-	out := c.patterns.slice(len(ps))
+	out := c.patterns.Slice(len(ps))
 	for i, p := range ps {
 		out[i] = p.(*PConst).Pattern
 	}
