@@ -27,14 +27,21 @@ import (
 	"testing"
 )
 
+// binBenchCorpus is the corpus in encoded form only. The value trees it was
+// made from are not kept: a package-level tree would stay live through every
+// benchmark, and each garbage collection a decode benchmark triggers would
+// then also mark tens of megabytes of pointers that the benchmark never
+// touches — a cost unrelated to decoding that weighs most on the decoder
+// that allocates least between collections. Each benchmark keeps live only
+// its own input: bytes for the decoders, freshly built values for the
+// encoders (binValues, binJSONValues).
 type binBenchCorpus struct {
-	values     []Value
-	binary     [][]byte
-	binBytes   int64
-	stream     []byte
-	jsonValues []any
-	jsonText   [][]byte
-	jsonBytes  int64
+	binary    [][]byte
+	binBytes  int64
+	stream    []byte
+	nValues   int
+	jsonText  [][]byte
+	jsonBytes int64
 }
 
 var (
@@ -45,47 +52,62 @@ var (
 func binLoadCorpus(b *testing.B) *binBenchCorpus {
 	binCorpusOnce.Do(func() {
 		c := &binCorpus
-		rng := rand.New(rand.NewPCG(1, 2))
-		handle := 0
-		for range 10000 {
-			var events Sequence
-			for range 1 + rng.IntN(3) {
-				payload := make([]byte, 16+rng.IntN(49))
-				for i := range payload {
-					payload[i] = byte(rng.Uint32())
-				}
-				handle++
-				events = append(events, Sequence{Int(rng.IntN(8)),
-					Rec("A", Rec("Says", String("bench"), ByteString(payload)), Int(handle))})
-			}
-			c.values = append(c.values, Sequence{events})
-		}
-		for _, tc := range binLoadCases(b) {
-			if tc.av != nil {
-				c.values = append(c.values, Strip(tc.av))
-			}
-		}
-		whole, err := DecodeBinary(binReadSamples(b), DecodeOptions{})
-		if err != nil {
-			panic(err)
-		}
-		c.values = append(c.values, whole)
-		for _, v := range c.values {
+		values := binValues(b)
+		c.nValues = len(values)
+		for _, v := range values {
 			enc := EncodeCanonical(v)
 			c.binary = append(c.binary, enc)
 			c.binBytes += int64(len(enc))
 			c.stream = append(c.stream, enc...)
-			jv := binToJSON(v)
-			text, err := json.Marshal(jv)
+			text, err := json.Marshal(binToJSON(v))
 			if err != nil {
 				panic(err)
 			}
-			c.jsonValues = append(c.jsonValues, jv)
 			c.jsonText = append(c.jsonText, text)
 			c.jsonBytes += int64(len(text))
 		}
 	})
 	return &binCorpus
+}
+
+// binValues builds the corpus values afresh (deterministically), for the
+// encode benchmarks; they are garbage once the benchmark returns.
+func binValues(b *testing.B) []Value {
+	var values []Value
+	rng := rand.New(rand.NewPCG(1, 2))
+	handle := 0
+	for range 10000 {
+		var events Sequence
+		for range 1 + rng.IntN(3) {
+			payload := make([]byte, 16+rng.IntN(49))
+			for i := range payload {
+				payload[i] = byte(rng.Uint32())
+			}
+			handle++
+			events = append(events, Sequence{Int(rng.IntN(8)),
+				Rec("A", Rec("Says", String("bench"), ByteString(payload)), Int(handle))})
+		}
+		values = append(values, Sequence{events})
+	}
+	for _, tc := range binLoadCases(b) {
+		if tc.av != nil {
+			values = append(values, Strip(tc.av))
+		}
+	}
+	whole, err := DecodeBinary(binReadSamples(b), DecodeOptions{})
+	if err != nil {
+		panic(err)
+	}
+	return append(values, whole)
+}
+
+// binJSONValues is binValues mapped to JSON shapes, for BenchmarkJSONEncode.
+func binJSONValues(b *testing.B) []any {
+	var out []any
+	for _, v := range binValues(b) {
+		out = append(out, binToJSON(v))
+	}
+	return out
 }
 
 // binToJSON maps a Preserves value onto the closest JSON shape.
@@ -193,8 +215,9 @@ func BenchmarkJSONDecode(b *testing.B) {
 // BenchmarkBinaryEncode allocates a fresh slice per value, like json.Marshal.
 func BenchmarkBinaryEncode(b *testing.B) {
 	c := binLoadCorpus(b)
+	values := binValues(b)
 	binThroughput(b, c.binBytes, func() {
-		for _, v := range c.values {
+		for _, v := range values {
 			_ = EncodeCanonical(v)
 		}
 	})
@@ -203,9 +226,10 @@ func BenchmarkBinaryEncode(b *testing.B) {
 // BenchmarkBinaryAppend reuses one buffer, as a connection writer does.
 func BenchmarkBinaryAppend(b *testing.B) {
 	c := binLoadCorpus(b)
+	values := binValues(b)
 	var buf []byte
 	binThroughput(b, c.binBytes, func() {
-		for _, v := range c.values {
+		for _, v := range values {
 			buf = AppendCanonical(buf[:0], v)
 		}
 	})
@@ -213,8 +237,9 @@ func BenchmarkBinaryAppend(b *testing.B) {
 
 func BenchmarkJSONEncode(b *testing.B) {
 	c := binLoadCorpus(b)
+	values := binJSONValues(b)
 	binThroughput(b, c.jsonBytes, func() {
-		for _, v := range c.jsonValues {
+		for _, v := range values {
 			if _, err := json.Marshal(v); err != nil {
 				b.Fatal(err)
 			}
@@ -240,8 +265,8 @@ func BenchmarkDecoderStream(b *testing.B) {
 				n++
 			}
 		}
-		if n != len(c.values) {
-			b.Fatalf("decoded %d values, want %d", n, len(c.values))
+		if n != c.nValues {
+			b.Fatalf("decoded %d values, want %d", n, c.nValues)
 		}
 	})
 }
