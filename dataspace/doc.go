@@ -105,6 +105,7 @@
 // reporter.
 //
 // Optional parts of the spec not implemented here: fields and dataflow
-// (§7.12), reachability-triggered release (§3.5), SpawnForEntity and the
-// Guard entity (§6, §7.6).
+// (§7.12), reachability-triggered release (§3.5), and the Guard entity (§6),
+// which adapts typed entities — this package's entities take Preserves
+// values directly.
 package dataspace
