@@ -773,16 +773,27 @@ func (c *compiler) spat(e script.Expr) Expr {
 		return c.rec(x.At, "lit", &Ref{At: x.At, Name: x.Name})
 	case *script.Attenuate:
 		return c.rec(x.At, "lit", c.attenuate(x))
+	case *script.RecordExpr, *script.SeqExpr, *script.DictExpr:
+		return c.sturdyCompound(x, c.spat)
+	}
+	return c.rec(e.Pos(), "_")
+}
+
+// sturdyCompound lowers a record, sequence or dictionary expression to the
+// sturdy.prs `<rec …>`/`<arr …>`/`<dict …>` form shared by caveat patterns
+// and templates, lowering the parts with sub (spat or stmpl).
+func (c *compiler) sturdyCompound(e script.Expr, sub func(script.Expr) Expr) Expr {
+	switch x := e.(type) {
 	case *script.RecordExpr:
 		fs := make([]Expr, len(x.Fields))
 		for i, f := range x.Fields {
-			fs[i] = c.spat(f)
+			fs[i] = sub(f)
 		}
 		return c.rec(x.At, "rec", c.value(x.Label), c.mkSeq(x.At, fs))
 	case *script.SeqExpr:
 		fs := make([]Expr, len(x.Elems))
 		for i, f := range x.Elems {
-			fs[i] = c.spat(f)
+			fs[i] = sub(f)
 		}
 		return c.rec(x.At, "arr", c.mkSeq(x.At, fs))
 	case *script.DictExpr:
@@ -790,11 +801,11 @@ func (c *compiler) spat(e script.Expr) Expr {
 		vals := make([]Expr, len(x.Entries))
 		for i, en := range x.Entries {
 			keys[i] = c.konst(en.Key.Pos(), litValue(en.Key))
-			vals[i] = c.spat(en.Value)
+			vals[i] = sub(en.Value)
 		}
 		return c.rec(x.At, "dict", c.mkDict(x.At, keys, vals))
 	}
-	return c.rec(e.Pos(), "_")
+	panic("sturdyCompound: not a compound expression")
 }
 
 // stmpl lowers a rewrite template to a sturdy.prs Template expression.
@@ -811,26 +822,8 @@ func (c *compiler) stmpl(e script.Expr) Expr {
 			return c.rec(x.At, "attenuate", c.rec(cp.At, "ref", &Const{Value: preserves.Int(cp.Index)}), c.caveats(x.At, x.Caveats))
 		}
 		return c.rec(x.At, "lit", c.attenuate(x))
-	case *script.RecordExpr:
-		fs := make([]Expr, len(x.Fields))
-		for i, f := range x.Fields {
-			fs[i] = c.stmpl(f)
-		}
-		return c.rec(x.At, "rec", c.value(x.Label), c.mkSeq(x.At, fs))
-	case *script.SeqExpr:
-		fs := make([]Expr, len(x.Elems))
-		for i, f := range x.Elems {
-			fs[i] = c.stmpl(f)
-		}
-		return c.rec(x.At, "arr", c.mkSeq(x.At, fs))
-	case *script.DictExpr:
-		keys := make([]Expr, len(x.Entries))
-		vals := make([]Expr, len(x.Entries))
-		for i, en := range x.Entries {
-			keys[i] = c.konst(en.Key.Pos(), litValue(en.Key))
-			vals[i] = c.stmpl(en.Value)
-		}
-		return c.rec(x.At, "dict", c.mkDict(x.At, keys, vals))
+	case *script.RecordExpr, *script.SeqExpr, *script.DictExpr:
+		return c.sturdyCompound(x, c.stmpl)
 	}
 	return c.rec(e.Pos(), "lit", &Const{Value: preserves.Sequence{}})
 }

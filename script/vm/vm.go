@@ -238,25 +238,13 @@ func (a *activation) exec(t *dataspace.Turn, in compile.Instr, sc *scope) *Runti
 			}
 		}
 	case *compile.Assert:
-		// The value first, then the target: the reference's order, which
-		// decides which error a doubly broken instruction reports.
-		v, err := a.eval(t, x.Value, sc)
-		if err != nil {
-			return err
-		}
-		r, err := a.target(x.At, x.Target, sc)
+		r, v, err := a.valueAndTarget(t, x.At, x.Value, x.Target, sc)
 		if err != nil {
 			return err
 		}
 		t.Assert(r, v)
 	case *compile.Send:
-		// The value first, then the target: the reference's order, which
-		// decides which error a doubly broken instruction reports.
-		v, err := a.eval(t, x.Value, sc)
-		if err != nil {
-			return err
-		}
-		r, err := a.target(x.At, x.Target, sc)
+		r, v, err := a.valueAndTarget(t, x.At, x.Value, x.Target, sc)
 		if err != nil {
 			return err
 		}
@@ -348,6 +336,21 @@ func (a *activation) exec(t *dataspace.Turn, in compile.Instr, sc *scope) *Runti
 		return a.errorf(in.Pos(), ErrPattern, "unknown instruction %T", in)
 	}
 	return nil
+}
+
+// valueAndTarget evaluates an assertion's or message's value and then looks
+// up its target: the reference's order, which decides which error a doubly
+// broken instruction reports.
+func (a *activation) valueAndTarget(t *dataspace.Turn, at preserves.Pos, value compile.Expr, target string, sc *scope) (*dataspace.Ref, preserves.Value, *RuntimeError) {
+	v, err := a.eval(t, value, sc)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := a.target(at, target, sc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, v, nil
 }
 
 func (a *activation) target(at preserves.Pos, name string, sc *scope) (*dataspace.Ref, *RuntimeError) {
