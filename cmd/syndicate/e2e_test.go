@@ -163,7 +163,9 @@ func TestObserveSeesAssertionAppearAndVanish(t *testing.T) {
 	// assert holds the value until interrupted.
 	as := startCLI("--admin", s.path, "assert", `<probe "held">`)
 	waitFor(t, "+ line", func() bool { return strings.Contains(obs.out.String(), `+ <probe "held">`) })
-	require.Contains(t, as.err.String(), "asserted")
+	// The observer can see the assertion before assert's own sync round
+	// trip returns, so its confirmation is awaited, not assumed.
+	waitFor(t, "asserted confirmation", func() bool { return strings.Contains(as.err.String(), "asserted") })
 	code, out, _ := cliRun(t, "--admin", s.path, "dump", "<probe _>")
 	require.Equal(t, 0, code)
 	require.Equal(t, "<probe \"held\">\n", out, "the assertion is held while assert runs")

@@ -66,7 +66,15 @@ func runAssert(ctx context.Context, cl *cli, args []string) error {
 	// Interrupted: retract explicitly and wait for the server to see it,
 	// rather than relying on the disconnect.
 	fr.Activate(func(t *dataspace.Turn) error { t.StopRoot(); return nil })
-	return nil
+	// The stopped facet cannot sync, so a fresh one does: the relay keeps
+	// order, so its round trip ends after the retraction has arrived.
+	tctx, cancel := context.WithTimeout(context.Background(), cl.conn.timeout)
+	defer cancel()
+	after, err := s.spawn("assert-retracted", func(*dataspace.Turn) error { return nil })
+	if err != nil {
+		return err
+	}
+	return s.flush(tctx, after)
 }
 
 func (cl *cli) sendMessage(ctx context.Context, v preserves.Value) error {
