@@ -4,10 +4,11 @@ package preserves
 // index, so the hot path is plain slice indexing with no per-byte interface
 // calls. Compound items are collected on a scratch stack shared by the whole
 // decode and copied out once, when the end marker arrives, into an exactly
-// sized slice. Those slices, Record structs and the bytes of strings are
+// sized slice. Those slices, Record structs, the bytes of strings and even
+// the interface boxes of sequences, strings, byte strings and integers are
 // carved out of a few chunks per top-level value (sized by a cheap prescan of
-// the value's extent), so what remains per value is mostly the interface
-// boxes the value model needs. Nothing is interned.
+// the value's extent), so a typical packet costs three or four allocations
+// however many items it has. Nothing is interned but symbols (see symbol).
 //
 // Hostile input is bounded three ways: nesting depth (compounds, embedded
 // values and annotations) is limited by MaxDepth, so recursion cannot exhaust
@@ -87,7 +88,8 @@ func (d *binDecoder) whole(b []byte, opts DecodeOptions) (Value, error) {
 	d.resetSlabs()
 	// A prescan sizes the slabs: it costs a fraction of decoding and saves
 	// both over-allocation and chunk after chunk of guesses.
-	d.hintItems, d.hintRecs = countSlots(b)
+	c := countSlots(b)
+	d.hintItems, d.hintRecs, d.hintHdrs, d.hintInts = c.items, c.recs, c.hdrs, c.ints
 	v, err := d.value(0)
 	if err != nil {
 		return nil, err
@@ -130,17 +132,28 @@ type binDecoder struct {
 	// them; slots past len(stack) may still hold references
 	stackHigh int
 	// arena holds the bytes of decoded strings, symbols and byte strings,
-	// so each costs one allocation (its interface box) rather than two.
-	// Bytes are only ever appended, never overwritten, so strings handed
-	// out stay valid while the arena's spare capacity is reused.
-	arena []byte
-	vals  []Value  // slab for compound items of the current top-level value
-	recs  []Record // slab for records of the current top-level value
+	// so each costs no allocation of its own. Bytes are only ever
+	// appended, never overwritten, so strings handed out stay valid while
+	// the arena's spare capacity is reused. The boxes of integers that
+	// need one (see boxInt) are carved from the other end of the chunk,
+	// downwards from arenaTop, where every slot is 8-byte aligned; the
+	// spare capacity is what lies between.
+	arena    []byte
+	arenaTop int
+	vals     []Value  // slab for compound items of the current top-level value
+	recs     []Record // slab for records of the current top-level value
 	// slot usage of the current top-level value, which began at slabStart
 	itemsUsed, recsUsed, slabStart int
+	// hdrs is the slab for the interface boxes of sequences, strings and
+	// byte strings (see boxIn)
+	hdrs     []Sequence
+	hdrsUsed int
 	// upper bounds on the slots the current top-level value needs, from a
 	// prescan; zero when unknown
-	hintItems, hintRecs int
+	hintItems, hintRecs, hintHdrs int
+	// hintInts bounds the integers of the current value that need a box
+	// (see boxInt); zero when unknown
+	hintInts int
 	// batch: decoding the values of a BatchDecoder, which share chunks
 	batch bool
 	// symbols is the decoder's own cache of boxed symbols when it decodes
@@ -165,18 +178,54 @@ func (d *binDecoder) str(body []byte) string {
 	if n > arenaMaxString {
 		return string(body)
 	}
-	if cap(d.arena)-len(d.arena) < n {
-		// Size the chunk by the input still to come (every later body is
-		// part of it), so decoding one small packet allocates little; but
-		// a decoder that keeps needing chunks (a pooled one serving packet
-		// after packet) doubles them, up to arenaChunk, rather than
-		// allocating one per packet.
-		size := min(arenaChunk, max(n+len(d.buf)-d.pos, 2*cap(d.arena)))
-		d.arena = make([]byte, 0, size)
+	if d.arenaTop-len(d.arena) < n {
+		d.newArena(n)
 	}
 	start := len(d.arena)
 	d.arena = append(d.arena, body...)
 	return unsafe.String(&d.arena[start], n)
+}
+
+// newArena starts an arena chunk with room for at least n bytes. It is
+// sized by the input still to come (every later body is part of it, and
+// each integer box takes at most 8 bytes per 2 of input), so decoding one
+// small packet allocates little; but a decoder that keeps needing chunks (a
+// pooled one serving packet after packet) doubles them, up to arenaChunk,
+// rather than allocating one per packet. Sizes are multiples of 8, which
+// the allocator aligns to 8.
+func (d *binDecoder) newArena(n int) {
+	rest := len(d.buf) - d.pos
+	size := (max(n, min(arenaChunk, max(n+rest+8*d.hintInts, 2*cap(d.arena)))) + 7) &^ 7
+	for {
+		d.arena = make([]byte, 0, size)
+		// The allocator aligns these sizes to 8; the check keeps any
+		// other allocator from ever producing a misaligned box.
+		end := uintptr(unsafe.Pointer(unsafe.SliceData(d.arena[:size]))) + uintptr(size)
+		d.arenaTop = size - int(end&7)
+		if d.arenaTop >= n {
+			return
+		}
+		size += 8
+	}
+}
+
+// intBox is the prototype for integer boxes (see boxIn).
+var intBox Value = Int(0)
+
+// boxInt returns n as a Value. Go boxes small non-negative integers
+// without allocating; others get an 8-byte slot at the top of the arena
+// instead of an allocation each.
+func (d *binDecoder) boxInt(n int64) Value {
+	if uint64(n) < 256 {
+		return Int(n)
+	}
+	if d.arenaTop-len(d.arena) < 8 {
+		d.newArena(8)
+	}
+	d.arenaTop -= 8
+	p := (*int64)(unsafe.Pointer(&d.arena[:cap(d.arena)][d.arenaTop]))
+	*p = n
+	return boxIn(intBox, unsafe.Pointer(p))
 }
 
 func (d *binDecoder) init(opts DecodeOptions) {
@@ -212,6 +261,9 @@ func (d *binDecoder) value(depth int) (Value, error) {
 		if err != nil {
 			return nil, err
 		}
+		if len(body) <= 8 {
+			return d.boxInt(decodeInt64(body)), nil
+		}
 		return decodeInt(body), nil
 	case tagString:
 		body, err := d.body()
@@ -221,7 +273,7 @@ func (d *binDecoder) value(depth int) (Value, error) {
 		if !utf8.Valid(body) {
 			return nil, d.errAt(ErrSyntax, start, "invalid UTF-8 in string or symbol")
 		}
-		return String(d.str(body)), nil
+		return d.boxString(stringBox, d.str(body)), nil
 	case tagSymbol:
 		body, err := d.body()
 		if err != nil {
@@ -233,7 +285,7 @@ func (d *binDecoder) value(depth int) (Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		return ByteString(d.str(body)), nil
+		return d.boxString(byteStringBox, d.str(body)), nil
 	case tagDouble:
 		n, err := d.length()
 		if err != nil {
@@ -363,7 +415,9 @@ func (d *binDecoder) build(tag byte, start int, items []Value) (Value, error) {
 		if len(items) == 0 {
 			return emptySequence, nil
 		}
-		return Sequence(d.itemSlice(items)), nil
+		h := d.header()
+		*h = d.itemSlice(items)
+		return boxIn(sequenceBox, unsafe.Pointer(h)), nil
 	case tagRecord:
 		if len(items) == 0 {
 			return nil, d.errAt(ErrSyntax, start, "record without a label")
@@ -449,6 +503,60 @@ func (d *binDecoder) newRecord(label Value, fields []Value) *Record {
 	return r
 }
 
+// Interface boxes. Storing a Sequence, String or ByteString in a Value
+// needs a box holding its header (a slice or string header), which the
+// compiler allocates on its own, one small object per value. The decoder
+// instead places the headers of one top-level value in a slab of its own
+// and points each Value's data word at its slot: one allocation for all of
+// them. A string header fits in the first two words of a Sequence slot,
+// whose first word is a pointer and second a length in both layouts, so
+// the garbage collector reads either correctly. Decoded values are never
+// written again, so sharing the slab is as safe as the slabs above; the
+// only difference from a compiler-made box is where it lives.
+//
+// The boxes are made from prototypes of each type (converting a zero
+// Sequence or empty string allocates nothing) whose data word is replaced.
+var (
+	sequenceBox   Value = Sequence(nil)
+	stringBox     Value = String("")
+	byteStringBox Value = ByteString("")
+)
+
+// eface is the layout of an interface value: type (or itab) word, then
+// the pointer to the boxed data.
+type eface struct {
+	typ, data unsafe.Pointer
+}
+
+// boxIn returns proto's type with data as its boxed value; data must point
+// to a value of that type that is never modified afterwards.
+func boxIn(proto Value, data unsafe.Pointer) Value {
+	v := proto
+	(*eface)(unsafe.Pointer(&v)).data = data
+	return v
+}
+
+// header returns a fresh slot of the header slab.
+func (d *binDecoder) header() *Sequence {
+	d.hdrsUsed++
+	if len(d.hdrs) == cap(d.hdrs) {
+		d.hdrs = make([]Sequence, 0, 1+d.slabSize(d.hdrsUsed, d.hintHdrs))
+	}
+	d.hdrs = d.hdrs[:len(d.hdrs)+1]
+	return &d.hdrs[len(d.hdrs)-1]
+}
+
+// boxString boxes s as proto's type (String or ByteString) in the header
+// slab; the empty string needs no box of its own.
+func (d *binDecoder) boxString(proto Value, s string) Value {
+	if s == "" {
+		return proto
+	}
+	h := d.header()
+	*(*string)(unsafe.Pointer(h)) = s
+	return boxIn(proto, unsafe.Pointer(h))
+}
+
 // resetSlabs starts fresh chunks for a top-level value starting at d.pos,
 // and drops the references left on the scratch stack by the previous one.
 func (d *binDecoder) resetSlabs() {
@@ -456,9 +564,9 @@ func (d *binDecoder) resetSlabs() {
 		clear(d.stack[:n])
 		d.stack, d.stackHigh = d.stack[:0], 0
 	}
-	d.vals, d.recs = nil, nil
-	d.itemsUsed, d.recsUsed, d.slabStart = 0, 0, d.pos
-	d.hintItems, d.hintRecs = 0, 0
+	d.vals, d.recs, d.hdrs = nil, nil, nil
+	d.itemsUsed, d.recsUsed, d.hdrsUsed, d.slabStart = 0, 0, 0, d.pos
+	d.hintItems, d.hintRecs, d.hintHdrs, d.hintInts = 0, 0, 0, 0
 }
 
 // length reads a varint length, rejecting non-minimal encodings, values that
@@ -518,17 +626,7 @@ func (d *binDecoder) body() ([]byte, error) {
 // the minimal form.
 func decodeInt(b []byte) Value {
 	if len(b) <= 8 {
-		if len(b) == 0 {
-			return Int(0)
-		}
-		var n int64
-		if b[0] >= 0x80 {
-			n = -1
-		}
-		for _, c := range b {
-			n = n<<8 | int64(c)
-		}
-		return Int(n)
+		return Int(decodeInt64(b))
 	}
 	if b[0] < 0x80 {
 		return NewBigInt(new(big.Int).SetBytes(b))
@@ -543,21 +641,42 @@ func decodeInt(b []byte) Value {
 	return NewBigInt(m)
 }
 
+// decodeInt64 reads a body of at most 8 bytes.
+func decodeInt64(b []byte) int64 {
+	var n int64
+	if len(b) > 0 && b[0] >= 0x80 {
+		n = -1
+	}
+	for _, c := range b {
+		n = n<<8 | int64(c)
+	}
+	return n
+}
+
 // countSlots returns upper bounds on the compound item slots (record labels
 // excluded) and the records the value in b needs, for sizing the slabs. It
 // validates nothing: tokens are counted and atom bodies skipped, without the
 // per-tag dispatch of extentScanner, so almost every step is branch-free.
 // On malformed input the counts are merely useless, never harmful: every
 // slab chunk is capped at slabMax slots anyway.
-func countSlots(b []byte) (items, recs int) {
+func countSlots(b []byte) (c slotCounts) {
 	p, n := 0, len(b)
 	for p+1 < n {
-		info := int(countTable[b[p]])
-		c := int(b[p+1])
-		items += info & countValue
-		recs += info >> 1 & 1
-		hasLen := info >> 2 & 1
-		if hasLen&(c>>7) != 0 { // a length of more than one byte
+		t := b[p]
+		l1 := int(b[p+1])
+		// Whether a length follows is worked out from the tag directly
+		// rather than from the table, which keeps a memory load off the
+		// chain of dependent steps from one token to the next.
+		hasLen := 0
+		if t-tagInteger < 4 || t == tagDouble {
+			hasLen = 1
+		}
+		info := int(countTable[t])
+		c.items += info & countValue
+		c.recs += info >> 1 & 1
+		c.hdrs += info >> 3 & 1
+		c.ints += info >> 4 & 1
+		if hasLen&(l1>>7) != 0 { // a length of more than one byte
 			l, w, ok := scanVarint(b[p+1:])
 			if !ok || w == 0 || l > n {
 				break
@@ -565,13 +684,20 @@ func countSlots(b []byte) (items, recs int) {
 			p += 1 + w + l
 			continue
 		}
-		p += 1 + hasLen*(1+c)
+		p += 1 + hasLen*(1+l1)
 	}
 	if p == n-1 {
-		items += int(countTable[b[p]]) & countValue
+		c.items += int(countTable[b[p]]) & countValue
 	}
 	// The top-level value and record labels take no item slot.
-	return max(items-1-recs, 0), recs
+	c.items = max(c.items-1-c.recs, 0)
+	return c
+}
+
+// slotCounts are countSlots' bounds: compound item slots, records, header
+// slots (see header) and integers that may need a box (see boxInt).
+type slotCounts struct {
+	items, recs, hdrs, ints int
 }
 
 // Bits of countTable.
@@ -579,6 +705,8 @@ const (
 	countValue  = 1 << 0 // a value starts with this tag
 	countRecord = 1 << 1 // a record starts with this tag
 	countLength = 1 << 2 // a varint length and that many body bytes follow
+	countHeader = 1 << 3 // the value needs a slot in the header slab
+	countInt    = 1 << 4 // an integer, which may need a box
 )
 
 var countTable = func() (t [256]uint8) {
@@ -591,6 +719,10 @@ var countTable = func() (t [256]uint8) {
 		t[tag] = countValue
 	}
 	t[tagRecord] = countValue | countRecord
+	t[tagString] |= countHeader
+	t[tagByteString] |= countHeader
+	t[tagSequence] |= countHeader
+	t[tagInteger] |= countInt
 	return t
 }()
 

@@ -90,7 +90,7 @@ func (dec *Decoder) Next() (Value, error) {
 	d.dropping = 0
 	d.resetSlabs()
 	if !bad {
-		d.hintItems, d.hintRecs = dec.scan.items-dec.scan.recs, dec.scan.recs
+		d.hintItems, d.hintRecs, d.hintHdrs, d.hintInts = dec.scan.items-dec.scan.recs, dec.scan.recs, dec.scan.hdrs, dec.scan.ints
 	}
 	v, err := d.value(0)
 	d.buf = nil
@@ -179,6 +179,8 @@ type extentScanner struct {
 	need  int // complete top-level values still needed
 	items int // value tokens seen inside compounds
 	recs  int // records opened
+	hdrs  int // sequences, strings and byte strings (see header)
+	ints  int // integers (see boxInt)
 }
 
 func (s *extentScanner) reset(pos int) { *s = extentScanner{pos: pos, need: 1} }
@@ -210,12 +212,21 @@ func (s *extentScanner) scan(buf []byte, maxDepth, maxLength int) (end int, bad 
 				return -1, false
 			}
 			q += w + n
+			switch buf[p] {
+			case tagString, tagByteString:
+				s.hdrs++
+			case tagInteger:
+				s.ints++
+			}
 		case classOpen, classRecord:
 			if s.open > 0 {
 				s.items++
 			}
-			if buf[p] == tagRecord {
+			switch buf[p] {
+			case tagRecord:
 				s.recs++
+			case tagSequence:
+				s.hdrs++
 			}
 			s.open++
 			if s.open > maxDepth {

@@ -849,7 +849,8 @@ func TestCountSlotsBounds(t *testing.T) {
 		EncodeCanonical(Sequence{Rec("a", Sequence{Int(1), String(string(make([]byte, 300)))}), Sequence{}}))
 	exact := 0
 	for _, in := range inputs {
-		items, recs := countSlots(in)
+		c := countSlots(in)
+		items, recs, hdrs := c.items, c.recs, c.hdrs
 		d := &binDecoder{}
 		d.init(DecodeOptions{Annotations: true})
 		d.buf = in
@@ -857,6 +858,9 @@ func TestCountSlotsBounds(t *testing.T) {
 		v, err := d.value(0)
 		if err != nil {
 			t.Fatalf("% X: %v", in, err)
+		}
+		if d.hdrsUsed > hdrs {
+			t.Fatalf("%v: counted %d headers, decoder used %d", v, hdrs, d.hdrsUsed)
 		}
 		if d.itemsUsed > items || d.recsUsed > recs {
 			t.Fatalf("%v: counted %d items %d records, decoder used %d and %d", v, items, recs, d.itemsUsed, d.recsUsed)
@@ -979,4 +983,85 @@ func TestDecoderDropsScratchReferences(t *testing.T) {
 		t.Fatalf("End: %v", err)
 	}
 	clean("after End")
+}
+
+// TestSlabBoxesBehaveLikeCompilerBoxes: sequences, strings, byte strings
+// and integers whose interface boxes the decoder carves from its slabs are
+// indistinguishable from compiler-made ones, whichever decoder made them,
+// and stay intact through garbage collections when only a fragment of the
+// decoded value is retained.
+func TestSlabBoxesBehaveLikeCompilerBoxes(t *testing.T) {
+	want := Sequence{
+		String("bench"), ByteString("\x00\x01payload"), Int(17), Int(-1), Int(300),
+		Int(math.MinInt64), Int(math.MaxInt64), Sequence{String("x"), Sequence{}},
+		Rec("A", Sequence{Int(1 << 40), String("")}, ByteString("")),
+	}
+	enc := EncodeCanonical(want)
+	decoders := map[string]func() Value{
+		"DecodeBinary": func() Value {
+			v, err := DecodeBinary(enc, DecodeOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		},
+		"Decoder": func() Value {
+			dec := NewDecoder(DecodeOptions{})
+			dec.Write(enc)
+			v, err := dec.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		},
+		"BatchDecoder": func() Value {
+			var bd BatchDecoder
+			bd.Reset(enc, DecodeOptions{})
+			v, _, err := bd.DecodeAt(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		},
+	}
+	for name, decode := range decoders {
+		t.Run(name, func(t *testing.T) {
+			got := decode().(Sequence)
+			if !Equal(got, want) || Hash(got) != Hash(want) || Compare(got, want) != 0 {
+				t.Fatalf("got %v, want %v", got, want)
+			}
+			for i := range want {
+				if _, isRec := want[i].(*Record); isRec {
+					continue
+				}
+				if _, isSeq := want[i].(Sequence); isSeq {
+					continue
+				}
+				if got[i] != want[i] { // Go's own interface equality
+					t.Errorf("item %d: %#v != %#v", i, got[i], want[i])
+				}
+				keys := map[Value]int{want[i]: i}
+				if keys[got[i]] != i {
+					t.Errorf("item %d does not find its twin as a map key", i)
+				}
+			}
+			switch x := got[1].(type) {
+			case ByteString:
+				if string(x) != "\x00\x01payload" {
+					t.Errorf("byte string %q", x)
+				}
+			default:
+				t.Errorf("item 1 is %T", x)
+			}
+			// Keep only fragments; collect; the fragments must be intact.
+			s, n, inner := got[0], got[4], got[7]
+			got = nil
+			for range 3 {
+				runtime.GC()
+			}
+			if s != String("bench") || n != Int(300) || !Equal(inner, Sequence{String("x"), Sequence{}}) {
+				t.Errorf("after GC: %v %v %v", s, n, inner)
+			}
+		})
+	}
 }
