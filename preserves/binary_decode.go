@@ -89,7 +89,7 @@ func (d *binDecoder) whole(b []byte, opts DecodeOptions) (Value, error) {
 	// A prescan sizes the slabs: it costs a fraction of decoding and saves
 	// both over-allocation and chunk after chunk of guesses.
 	c := countSlots(b)
-	d.hintItems, d.hintRecs, d.hintHdrs, d.hintInts = c.items, c.recs, c.hdrs, c.ints
+	d.hintItems, d.hintRecs, d.hintHdrs, d.hintInts, d.hintStrs = c.items, c.recs, c.hdrs, c.ints, c.strs
 	v, err := d.value(0)
 	if err != nil {
 		return nil, err
@@ -151,9 +151,10 @@ type binDecoder struct {
 	// upper bounds on the slots the current top-level value needs, from a
 	// prescan; zero when unknown
 	hintItems, hintRecs, hintHdrs int
-	// hintInts bounds the integers of the current value that need a box
-	// (see boxInt); zero when unknown
-	hintInts int
+	// hintInts and hintStrs bound the integers and strings of the current
+	// value that need a box in the arena (see boxInt, boxString); zero
+	// when unknown
+	hintInts, hintStrs int
 	// batch: decoding the values of a BatchDecoder, which share chunks
 	batch bool
 	// symbols is the decoder's own cache of boxed symbols when it decodes
@@ -195,7 +196,7 @@ func (d *binDecoder) str(body []byte) string {
 // the allocator aligns to 8.
 func (d *binDecoder) newArena(n int) {
 	rest := len(d.buf) - d.pos
-	size := (max(n, min(arenaChunk, max(n+rest+8*d.hintInts, 2*cap(d.arena)))) + 7) &^ 7
+	size := (max(n, min(arenaChunk, max(n+rest+8*d.hintInts+16*d.hintStrs, 2*cap(d.arena)))) + 7) &^ 7
 	for {
 		d.arena = make([]byte, 0, size)
 		// The allocator aligns these sizes to 8; the check keeps any
@@ -273,7 +274,7 @@ func (d *binDecoder) value(depth int) (Value, error) {
 		if !utf8.Valid(body) {
 			return nil, d.errAt(ErrSyntax, start, "invalid UTF-8 in string or symbol")
 		}
-		return d.boxString(stringBox, d.str(body)), nil
+		return d.boxString(stringBox, body), nil
 	case tagSymbol:
 		body, err := d.body()
 		if err != nil {
@@ -285,7 +286,7 @@ func (d *binDecoder) value(depth int) (Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		return d.boxString(byteStringBox, d.str(body)), nil
+		return d.boxString(byteStringBox, body), nil
 	case tagDouble:
 		n, err := d.length()
 		if err != nil {
@@ -508,11 +509,17 @@ func (d *binDecoder) newRecord(label Value, fields []Value) *Record {
 // compiler allocates on its own, one small object per value. The decoder
 // instead places the headers of one top-level value in a slab of its own
 // and points each Value's data word at its slot: one allocation for all of
-// them. A string header fits in the first two words of a Sequence slot,
-// whose first word is a pointer and second a length in both layouts, so
-// the garbage collector reads either correctly. Decoded values are never
-// written again, so sharing the slab is as safe as the slabs above; the
-// only difference from a compiler-made box is where it lives.
+// them. Decoded values are never written again, so sharing the slab is as
+// safe as the slabs above; the only difference from a compiler-made box is
+// where it lives.
+//
+// The header of a string whose bytes are in the arena goes in the arena
+// too, at its top end beside the integer boxes: the arena holds no pointers
+// the collector would look at, but the header's only pointer leads into the
+// very chunk that holds the header, which the Value's data word keeps
+// alive. Longer strings, with bytes of their own, take a slot in the header
+// slab, where a string header fits in the first two words of a Sequence
+// slot (a pointer, then a length, in both layouts).
 //
 // The boxes are made from prototypes of each type (converting a zero
 // Sequence or empty string allocates nothing) whose data word is replaced.
@@ -546,15 +553,28 @@ func (d *binDecoder) header() *Sequence {
 	return &d.hdrs[len(d.hdrs)-1]
 }
 
-// boxString boxes s as proto's type (String or ByteString) in the header
-// slab; the empty string needs no box of its own.
-func (d *binDecoder) boxString(proto Value, s string) Value {
-	if s == "" {
+// boxString copies body out of the input as proto's type (String or
+// ByteString); the empty string needs no box of its own.
+func (d *binDecoder) boxString(proto Value, body []byte) Value {
+	n := len(body)
+	if n == 0 {
 		return proto
 	}
-	h := d.header()
-	*(*string)(unsafe.Pointer(h)) = s
-	return boxIn(proto, unsafe.Pointer(h))
+	if n > arenaMaxString {
+		h := d.header()
+		*(*string)(unsafe.Pointer(h)) = string(body)
+		return boxIn(proto, unsafe.Pointer(h))
+	}
+	if d.arenaTop-len(d.arena) < n+16 {
+		d.newArena(n + 16)
+	}
+	start := len(d.arena)
+	d.arena = append(d.arena, body...)
+	d.arenaTop -= 16
+	h := unsafe.Pointer(&d.arena[:cap(d.arena)][d.arenaTop])
+	// Stored as plain words: the collector never reads them (see above).
+	*(*[2]uintptr)(h) = [2]uintptr{uintptr(unsafe.Pointer(&d.arena[start])), uintptr(n)}
+	return boxIn(proto, h)
 }
 
 // resetSlabs starts fresh chunks for a top-level value starting at d.pos,
@@ -566,7 +586,7 @@ func (d *binDecoder) resetSlabs() {
 	}
 	d.vals, d.recs, d.hdrs = nil, nil, nil
 	d.itemsUsed, d.recsUsed, d.hdrsUsed, d.slabStart = 0, 0, 0, d.pos
-	d.hintItems, d.hintRecs, d.hintHdrs, d.hintInts = 0, 0, 0, 0
+	d.hintItems, d.hintRecs, d.hintHdrs, d.hintInts, d.hintStrs = 0, 0, 0, 0, 0
 }
 
 // length reads a varint length, rejecting non-minimal encodings, values that
@@ -676,6 +696,7 @@ func countSlots(b []byte) (c slotCounts) {
 		c.recs += info >> 1 & 1
 		c.hdrs += info >> 3 & 1
 		c.ints += info >> 4 & 1
+		c.strs += info >> 5 & 1
 		if hasLen&(l1>>7) != 0 { // a length of more than one byte
 			l, w, ok := scanVarint(b[p+1:])
 			if !ok || w == 0 || l > n {
@@ -695,9 +716,10 @@ func countSlots(b []byte) (c slotCounts) {
 }
 
 // slotCounts are countSlots' bounds: compound item slots, records, header
-// slots (see header) and integers that may need a box (see boxInt).
+// slots (see header), and integers and strings that may need a box in the
+// arena (see boxInt, boxString).
 type slotCounts struct {
-	items, recs, hdrs, ints int
+	items, recs, hdrs, ints, strs int
 }
 
 // Bits of countTable.
@@ -707,6 +729,7 @@ const (
 	countLength = 1 << 2 // a varint length and that many body bytes follow
 	countHeader = 1 << 3 // the value needs a slot in the header slab
 	countInt    = 1 << 4 // an integer, which may need a box
+	countString = 1 << 5 // a string or byte string, which may need a box
 )
 
 var countTable = func() (t [256]uint8) {
@@ -719,8 +742,8 @@ var countTable = func() (t [256]uint8) {
 		t[tag] = countValue
 	}
 	t[tagRecord] = countValue | countRecord
-	t[tagString] |= countHeader
-	t[tagByteString] |= countHeader
+	t[tagString] |= countString
+	t[tagByteString] |= countString
 	t[tagSequence] |= countHeader
 	t[tagInteger] |= countInt
 	return t

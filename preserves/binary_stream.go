@@ -90,7 +90,8 @@ func (dec *Decoder) Next() (Value, error) {
 	d.dropping = 0
 	d.resetSlabs()
 	if !bad {
-		d.hintItems, d.hintRecs, d.hintHdrs, d.hintInts = dec.scan.items-dec.scan.recs, dec.scan.recs, dec.scan.hdrs, dec.scan.ints
+		sc := &dec.scan
+		d.hintItems, d.hintRecs, d.hintHdrs, d.hintInts, d.hintStrs = sc.items-sc.recs, sc.recs, sc.hdrs, sc.ints, sc.strs
 	}
 	v, err := d.value(0)
 	d.buf = nil
@@ -179,8 +180,9 @@ type extentScanner struct {
 	need  int // complete top-level values still needed
 	items int // value tokens seen inside compounds
 	recs  int // records opened
-	hdrs  int // sequences, strings and byte strings (see header)
+	hdrs  int // sequences (see header)
 	ints  int // integers (see boxInt)
+	strs  int // strings and byte strings (see boxString)
 }
 
 func (s *extentScanner) reset(pos int) { *s = extentScanner{pos: pos, need: 1} }
@@ -214,7 +216,7 @@ func (s *extentScanner) scan(buf []byte, maxDepth, maxLength int) (end int, bad 
 			q += w + n
 			switch buf[p] {
 			case tagString, tagByteString:
-				s.hdrs++
+				s.strs++
 			case tagInteger:
 				s.ints++
 			}

@@ -995,6 +995,7 @@ func TestSlabBoxesBehaveLikeCompilerBoxes(t *testing.T) {
 		String("bench"), ByteString("\x00\x01payload"), Int(17), Int(-1), Int(300),
 		Int(math.MinInt64), Int(math.MaxInt64), Sequence{String("x"), Sequence{}},
 		Rec("A", Sequence{Int(1 << 40), String("")}, ByteString("")),
+		String(strings.Repeat("long ", 200)), // bytes of its own, not the arena's
 	}
 	enc := EncodeCanonical(want)
 	decoders := map[string]func() Value{
@@ -1054,12 +1055,12 @@ func TestSlabBoxesBehaveLikeCompilerBoxes(t *testing.T) {
 				t.Errorf("item 1 is %T", x)
 			}
 			// Keep only fragments; collect; the fragments must be intact.
-			s, n, inner := got[0], got[4], got[7]
+			s, n, inner, long := got[0], got[4], got[7], got[9]
 			got = nil
 			for range 3 {
 				runtime.GC()
 			}
-			if s != String("bench") || n != Int(300) || !Equal(inner, Sequence{String("x"), Sequence{}}) {
+			if s != String("bench") || n != Int(300) || !Equal(inner, Sequence{String("x"), Sequence{}}) || long != want[9] {
 				t.Errorf("after GC: %v %v %v", s, n, inner)
 			}
 		})
