@@ -179,21 +179,28 @@ func (d *binDecoder) str(body []byte) string {
 	if n > arenaMaxString {
 		return string(body)
 	}
-	if d.arenaTop-len(d.arena) < n {
-		d.newArena(n)
+	return unsafe.String(&d.arena[d.arenaCopy(body, 0)], n)
+}
+
+// arenaCopy appends body (at most arenaMaxString bytes) to the arena,
+// making sure the chunk also has reserve bytes to spare at its top, and
+// returns where body starts.
+func (d *binDecoder) arenaCopy(body []byte, reserve int) int {
+	if d.arenaTop-len(d.arena) < len(body)+reserve {
+		d.newArena(len(body) + reserve)
 	}
 	start := len(d.arena)
 	d.arena = append(d.arena, body...)
-	return unsafe.String(&d.arena[start], n)
+	return start
 }
 
 // newArena starts an arena chunk with room for at least n bytes. It is
-// sized by the input still to come (every later body is part of it, and
-// each integer box takes at most 8 bytes per 2 of input), so decoding one
-// small packet allocates little; but a decoder that keeps needing chunks (a
-// pooled one serving packet after packet) doubles them, up to arenaChunk,
-// rather than allocating one per packet. Sizes are multiples of 8, which
-// the allocator aligns to 8.
+// sized by the input still to come (every later body is part of it) plus
+// the boxes the prescan's hints call for, so decoding one small packet
+// allocates little; but a decoder that keeps needing chunks (a pooled one
+// serving packet after packet) doubles them, up to arenaChunk, rather than
+// allocating one per packet. Sizes are multiples of 8, which the allocator
+// aligns to 8.
 func (d *binDecoder) newArena(n int) {
 	rest := len(d.buf) - d.pos
 	size := (max(n, min(arenaChunk, max(n+rest+8*d.hintInts+16*d.hintStrs, 2*cap(d.arena)))) + 7) &^ 7
@@ -565,11 +572,7 @@ func (d *binDecoder) boxString(proto Value, body []byte) Value {
 		*(*string)(unsafe.Pointer(h)) = string(body)
 		return boxIn(proto, unsafe.Pointer(h))
 	}
-	if d.arenaTop-len(d.arena) < n+16 {
-		d.newArena(n + 16)
-	}
-	start := len(d.arena)
-	d.arena = append(d.arena, body...)
+	start := d.arenaCopy(body, 16)
 	d.arenaTop -= 16
 	h := unsafe.Pointer(&d.arena[:cap(d.arena)][d.arenaTop])
 	// Stored as plain words: the collector never reads them (see above).
