@@ -3,6 +3,7 @@ module github.com/syndicate-go/syndicate
 go 1.26.8
 
 require (
+	github.com/flynn/noise v1.1.0 // indirect
 	github.com/fsnotify/fsnotify v1.10.1 // indirect
 	github.com/mattn/go-colorable v0.1.14 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect

@@ -10,17 +10,42 @@
 // `<run-service <gatekeeper #:BS>>` spawns a linked actor owning a
 // gatekeeper over BS and publishing it as a service object.
 //
-// Only `ref` (sturdy) steps are handled; `noise` steps answer
-// `<error unsupported>` like any other unknown step type (Noise sessions
-// are out of this implementation's scope).
+// `ref` (sturdy) and `noise` steps are handled; other step types answer
+// `<error unsupported>`.
 //
 // # The direct-resolution race
 //
-// For a `ref` step the gatekeeper both forwards the Resolve into the bind
-// space with a fresh observer (so other parties may answer or refuse it)
-// and watches for a matching Bind. Whichever comes first wins: a direct
-// answer stops the Bind watch and is relayed verbatim; a Bind withdraws the
-// forwarded Resolve and ignores any later direct answer.
+// For a `ref` or `noise` step the gatekeeper both forwards the Resolve
+// into the bind space with a fresh observer (so other parties may answer
+// or refuse it) and watches for a matching Bind. Whichever comes first
+// wins: a direct answer stops the Bind watch and is relayed verbatim; a
+// Bind withdraws the forwarded Resolve and ignores any later direct answer.
+//
+// # Noise sessions
+//
+// A `<bind <noise SPEC> TARGET OBS>` is validated (§6.2: protocol name,
+// pre-shared keys, secret key) and answered with `<bound <noise SPEC'>>`
+// or `<error "MESSAGE">`. A `<resolve <noise SELECTOR> #:OBS>` matched by
+// such a Bind spawns a responder session (noise_responder.go) as an actor
+// linked to the Bind's facet, so the session's own actor carries the relay
+// traffic and a failing session disturbs nothing else. It answers
+// `<ok #:SESSION>`; the initiator asserts `<initiator #:PEER>` there and
+// the two exchange Packets (noise.prs): first the handshake, then a relay
+// (dataspace/relay) over the cipher states whose oid 0 export is TARGET.
+// The session ends, retracting everything the initiator asserted through
+// it, when `<initiator>` is retracted, when a packet does not decrypt or
+// breaks the handshake, or when the relay fails.
+//
+// The cryptography is github.com/flynn/noise (25519, ChaChaPoly,
+// BLAKE2s). Validation accepts every standard pattern and psk variant,
+// but some valid protocols cannot run, and resolving them answers
+// `<error "...">`: several psk modifiers (e.g. NNpsk0+psk2; flynn/noise
+// has one psk slot), and the K-initiator patterns (K, KN, KK, KX), whose
+// initiator static key must be known in advance but has no place in a
+// NoiseServiceSpec. One-way patterns (N, K, X) run, with the reverse
+// cipher state carrying the responder's traffic, which the Noise
+// specification does not define (the relay needs a reply channel).
+// The session code shared with services/resolve lives in noise_session.go.
 //
 // # Decisions on the spec's quirks
 //
@@ -28,7 +53,14 @@
 //     Bind contributes its answer while it lasts.
 //   - Q11 (a non-bytes key crashes the owning actor): not copied; answered
 //     with `<error invalid>`.
-//   - Malformed binds are logged and ignored; nothing is reported.
+//   - Malformed `ref` binds are logged and ignored; nothing is reported.
+//     Malformed `noise` binds are logged and answered `<error "...">`
+//     (§6.2).
+//   - Q12 (invalid noise spec or handshake set-up leaves the resolve
+//     unanswered): not copied; answered with `<error "MESSAGE">`.
+//   - A noise secretKey must be 32 bytes and `key` must be its public
+//     key, and pre-shared keys must be 32 bytes: a bind breaking this is
+//     malformed (otherwise every handshake would fail later).
 package gatekeeper
 
 import (
@@ -107,24 +139,52 @@ func (g *gatekeeper) Retract(t *dataspace.Turn, h dataspace.Handle) error {
 
 // resolve answers one Resolve, in its own facet.
 func (g *gatekeeper) resolve(t *dataspace.Turn, step preserves.Value, obs *dataspace.Ref) {
+	if sr, ok := step.(*preserves.Record); ok && preserves.Equal(sr.Label, symNoise) {
+		if len(sr.Fields) != 1 {
+			t.Assert(obs, errInvalid)
+			return
+		}
+		// Bind lookup: `<bind <noise SPEC> $T _>` with SPEC.service equal
+		// to the selector (dictionary patterns allow further keys).
+		sel := preserves.Strip(sr.Fields[0])
+		p := pattern.Rec(symBind,
+			pattern.Rec(symNoise, pattern.Bind{Pattern: pattern.Dict(
+				pattern.Entry{Key: symService, Pattern: pattern.Lift(sel)},
+			)}),
+			pattern.Capture(),
+		)
+		g.race(t, step, obs, p, func(t *dataspace.Turn, caps []preserves.Value) {
+			g.startResponder(t, caps[0], caps[1], obs)
+		})
+		return
+	}
 	ref, refusal := parseStep(step)
 	if refusal != nil {
 		t.Assert(obs, refusal)
 		return
 	}
+	p := pattern.Rec(symBind,
+		pattern.Rec(symRef, pattern.Dict(
+			pattern.Entry{Key: symOid, Pattern: pattern.Lift(ref.OID)},
+			pattern.Entry{Key: symKey, Pattern: pattern.Capture()},
+		)),
+		pattern.Capture(),
+	)
+	g.race(t, step, obs, p, func(t *dataspace.Turn, caps []preserves.Value) {
+		t.Assert(obs, g.answer(ref, caps[0], caps[1]))
+	})
+}
+
+// race runs the two prongs of §6.3 for step: the direct resolution and the
+// lookup of Binds matching p, calling onBind (in a facet that lasts as long
+// as the Bind) for each match seen before any direct answer.
+func (g *gatekeeper) race(t *dataspace.Turn, step preserves.Value, obs *dataspace.Ref, p pattern.Pattern, onBind func(t *dataspace.Turn, caps []preserves.Value)) {
 	st := &race{}
 	// 1. Direct resolution: forward the Resolve with our own observer.
 	direct := t.Create(&directObserver{st: st, obs: obs, fr: t.FacetRef()})
 	st.directHandle = t.Assert(g.bs, preserves.NewRecord(symResolve, step, dataspace.Embed(direct)))
 	// 2. Bind lookup, in a child facet the direct answer can stop.
 	st.bindFacet, _ = t.Facet(func(t *dataspace.Turn) error {
-		p := pattern.Rec(symBind,
-			pattern.Rec(symRef, pattern.Dict(
-				pattern.Entry{Key: symOid, Pattern: pattern.Lift(ref.OID)},
-				pattern.Entry{Key: symKey, Pattern: pattern.Capture()},
-			)),
-			pattern.Capture(),
-		)
 		t.During(g.bs, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 			if st.direct {
 				return nil
@@ -135,7 +195,7 @@ func (g *gatekeeper) resolve(t *dataspace.Turn, step preserves.Value, obs *datas
 				// are ignored.
 				t.Retract(st.directHandle)
 			}
-			t.Assert(obs, g.answer(ref, caps[0], caps[1]))
+			onBind(t, caps)
 			return nil
 		})
 		return nil
@@ -235,8 +295,12 @@ func watchBinds(t *dataspace.Turn, bs *dataspace.Ref, log zerolog.Logger) {
 	t.During(bs, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 		desc, target, obsv := caps[0], caps[1], caps[2]
 		dr, ok := preserves.Unwrap(desc).(*preserves.Record)
+		if ok && preserves.Equal(dr.Label, symNoise) {
+			noiseBound(t, dr, target, obsv, log)
+			return nil
+		}
 		if !ok || !preserves.Equal(dr.Label, symRef) {
-			return nil // other step types (noise) are not handled here
+			return nil // other step types are not ours
 		}
 		oid, key, err := parseSturdyDescription(dr)
 		if err == nil {

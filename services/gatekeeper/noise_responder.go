@@ -1,0 +1,140 @@
+package gatekeeper
+
+import (
+	"fmt"
+
+	"github.com/rs/zerolog"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/relay"
+	"github.com/syndicate-go/syndicate/preserves"
+)
+
+// noiseError is the `<error "MESSAGE">` answer of a failed noise bind or
+// session set-up.
+func noiseError(err error) preserves.Value {
+	return preserves.NewRecord(symError, preserves.String(err.Error()))
+}
+
+// noiseBound validates a `<bind <noise SPEC> TARGET OBS>` (§6.2) and
+// answers OBS, when present, with `<bound <noise SPEC'>>` (SPEC without
+// its secret, protocol only when not the default, preSharedKeys only when
+// non-empty) or `<error "MESSAGE">`.
+func noiseBound(t *dataspace.Turn, dr *preserves.Record, target, obsv preserves.Value, log zerolog.Logger) {
+	var obs *dataspace.Ref
+	if b, isBool := preserves.Unwrap(obsv).(preserves.Bool); !isBool || bool(b) {
+		var ok bool
+		if obs, ok = dataspace.RefOf(obsv); !ok {
+			log.Error().Str("observer", preserves.FormatText(obsv)).Msg("gatekeeper: malformed noise bind: observer is neither #f nor a capability")
+			return
+		}
+	}
+	var spec *noiseSpec
+	var err error
+	if len(dr.Fields) != 1 {
+		err = fmt.Errorf("noise description is not <noise SPEC>")
+	} else if spec, err = parseNoiseSpec(dr.Fields[0], true); err == nil {
+		if _, ok := dataspace.RefOf(target); !ok {
+			err = fmt.Errorf("bind target is not a capability")
+		}
+	}
+	if err != nil {
+		log.Error().Err(err).Str("description", preserves.FormatText(preserves.Strip(dr))).Msg("gatekeeper: malformed noise bind")
+		if obs != nil {
+			t.Assert(obs, noiseError(err))
+		}
+		return
+	}
+	if obs != nil {
+		t.Assert(obs, preserves.NewRecord(symBound, preserves.NewRecord(symNoise, spec.toValue())))
+	}
+}
+
+// startResponder answers a noise Resolve matched by a Bind (§6.3): it
+// validates the spec and builds the responder handshake, answering
+// `<error "MESSAGE">` when either fails (Q12), then spawns the session as
+// an actor linked to the Bind's facet, which asserts `<ok #:SESSION>` to
+// obs for as long as the session lasts.
+func (g *gatekeeper) startResponder(t *dataspace.Turn, specv, targetv preserves.Value, obs *dataspace.Ref) {
+	spec, err := parseNoiseSpec(specv, true)
+	target, isRef := dataspace.RefOf(targetv)
+	if err == nil && !isRef {
+		err = fmt.Errorf("bind target is not a capability")
+	}
+	if err != nil {
+		g.log.Warn().Err(err).Str("spec", preserves.FormatText(preserves.Strip(specv))).Msg("gatekeeper: noise bind unusable")
+		t.Assert(obs, noiseError(err))
+		return
+	}
+	hs, err := spec.handshake(false)
+	if err != nil {
+		g.log.Warn().Err(err).Str("service", preserves.FormatText(spec.service)).Msg("gatekeeper: noise handshake set-up failed")
+		t.Assert(obs, noiseError(err))
+		return
+	}
+	log := g.log.With().Str("noise-service", preserves.FormatText(spec.service)).Logger()
+	t.SpawnLink("noise-responder "+preserves.FormatText(spec.service), func(t *dataspace.Turn) error {
+		t.PreventInertCheck()
+		sess := &noiseSession{hs: hs, fr: t.FacetRef()}
+		sess.ready = func(t *dataspace.Turn, tr *noiseTransport) {
+			// The initiator's oid 0 is the bound target.
+			sess.startRelay(t, tr, relay.Options{InitialRef: target, Logger: log})
+		}
+		sess.end = func(t *dataspace.Turn, err error) {
+			if err != nil {
+				log.Warn().Err(err).Msg("gatekeeper: noise session failed")
+			}
+			t.StopRoot()
+		}
+		self := t.Create(&responderSession{sess: sess})
+		t.Assert(obs, preserves.NewRecord(symOk, dataspace.Embed(self)))
+		return nil
+	})
+}
+
+// responderSession is the SESSION entity (§6.5): it accepts one
+// `<initiator #:PEER>` assertion, whose retraction ends the session, and
+// Packet messages.
+type responderSession struct {
+	dataspace.BaseEntity
+	sess    *noiseSession
+	handle  dataspace.Handle
+	hasPeer bool
+}
+
+func (r *responderSession) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
+	rec, ok := preserves.Unwrap(v).(*preserves.Record)
+	var peer *dataspace.Ref
+	if ok && preserves.Equal(rec.Label, symInitiator) && len(rec.Fields) == 1 {
+		peer, ok = dataspace.RefOf(rec.Fields[0])
+	} else {
+		ok = false
+	}
+	switch {
+	case !ok:
+		r.sess.fail(t, fmt.Errorf("noise session: unexpected assertion %s", preserves.FormatText(preserves.Strip(v))))
+	case r.hasPeer:
+		r.sess.fail(t, fmt.Errorf("noise session: second initiator"))
+	default:
+		r.hasPeer, r.handle = true, h
+		r.sess.peer = peer
+		r.sess.begin(t)
+	}
+	return nil
+}
+
+func (r *responderSession) Retract(t *dataspace.Turn, h dataspace.Handle) error {
+	if r.hasPeer && h == r.handle {
+		r.sess.fail(t, nil) // the initiator ended the session
+	}
+	return nil
+}
+
+func (r *responderSession) Message(t *dataspace.Turn, v preserves.Value) error {
+	if !r.hasPeer {
+		r.sess.fail(t, fmt.Errorf("noise session: packet before <initiator>"))
+		return nil
+	}
+	r.sess.packet(t, v)
+	return nil
+}
