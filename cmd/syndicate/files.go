@@ -1,6 +1,6 @@
 package main
 
-// check and fmt work on files and need no server.
+// check, fmt and disasm work on files and need no server.
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 
 	"github.com/syndicate-go/syndicate/script"
+	"github.com/syndicate-go/syndicate/script/compile"
 	"github.com/syndicate-go/syndicate/script/format"
 	"github.com/syndicate-go/syndicate/script/validate"
 )
@@ -37,6 +38,50 @@ func runCheck(ctx context.Context, cl *cli, args []string) error {
 	}
 	fmt.Fprintf(cl.stderr, "syndicate: %d error(s)\n", len(list))
 	return exitStatus(1)
+}
+
+// runDisasm prints what each file compiles to, in the stable format of
+// compile.Disassemble, so a script author can see how the compiler read a
+// construct (which names are bound where, which literals became patterns).
+// Files that do not compile get their errors instead, as check prints them.
+func runDisasm(ctx context.Context, cl *cli, args []string) error {
+	fs := cl.flagSet("disasm", false)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return usagef("disasm needs FILE arguments")
+	}
+	nerr := 0
+	for i, file := range fs.Args() {
+		src, err := os.ReadFile(file)
+		if err != nil {
+			fmt.Fprintf(cl.stderr, "syndicate: %v\n", err)
+			nerr++
+			continue
+		}
+		prog, err := compile.CompileFile(file, src)
+		if err != nil {
+			var list script.ErrorList
+			if !errors.As(err, &list) {
+				return err
+			}
+			for _, e := range list {
+				fmt.Fprintln(cl.stdout, e.Error())
+			}
+			nerr += len(list)
+			continue
+		}
+		if i > 0 {
+			fmt.Fprintln(cl.stdout) // each program's listing starts by naming its file
+		}
+		fmt.Fprint(cl.stdout, compile.Disassemble(prog))
+	}
+	if nerr > 0 {
+		fmt.Fprintf(cl.stderr, "syndicate: %d error(s)\n", nerr)
+		return exitStatus(1)
+	}
+	return nil
 }
 
 func runFmt(ctx context.Context, cl *cli, args []string) error {

@@ -101,3 +101,29 @@ func TestFmtIdempotentOnRepository(t *testing.T) {
 	require.NoError(t, err)
 	require.Greater(t, n, 3)
 }
+
+func TestDisasm(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.pr")
+	require.NoError(t, os.WriteFile(good, []byte("? <a ?x> [\n  $config ! <b $x>\n]\n"), 0o644))
+	code, out, errs := cliRun(t, "disasm", good)
+	require.Equal(t, 0, code, errs)
+	require.Equal(t, `program "`+good+`" version 1 instructions 4
+1:1     during $config <group <rec a> {0: <bind <_>>}> -> [x]
+1:10      seq
+2:11        send $config <b $x>
+`, out)
+
+	bad := filepath.Join(dir, "bad.pr")
+	require.NoError(t, os.WriteFile(bad, []byte("<a>\n? <b ?x>\n"), 0o644))
+	code, out, errs = cliRun(t, "disasm", good, bad, filepath.Join(dir, "missing.pr"))
+	require.Equal(t, 1, code)
+	require.Contains(t, out, `program "`+good+`"`, "good files are still listed")
+	require.Contains(t, out, bad+":2:1: ? <b ?x> needs an instruction\n")
+	require.Contains(t, errs, "missing.pr: no such file or directory")
+	require.Contains(t, errs, "syndicate: 2 error(s)\n")
+
+	code, _, errs = cliRun(t, "disasm")
+	require.Equal(t, 2, code)
+	require.Contains(t, errs, "disasm needs FILE")
+}

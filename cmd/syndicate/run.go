@@ -61,6 +61,7 @@ func init() {
 		{"restart", "NAME", "send <restart-service NAME>", runRestart},
 		{"check", "FILE|DIR...", "compile and validate scripts (as syndicate-server --check)", runCheck},
 		{"fmt", "[-w] [FILE...]", "canonical layout of .pr scripts, comments kept", runFmt},
+		{"disasm", "FILE...", "the instructions a script compiles to, each with its line:col", runDisasm},
 	}
 }
 
