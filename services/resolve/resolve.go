@@ -1,5 +1,6 @@
 // Package resolve implements the client-side resolution services of
-// services spec §10, for TCP transports and `ref` (sturdy) path steps:
+// services spec §10, for TCP transports and `ref` (sturdy) and `noise`
+// path steps:
 //
 //   - `<q <connect-transport <tcp HOST PORT>>>`: keep a relay connection
 //     open (importing the peer's oid 0), answering
@@ -13,11 +14,30 @@
 //     as the route's answer (Q13's recommendation).
 //   - `<q <resolve-path-step #:ORIGIN <ref PARAMS>>>`: assert
 //     `<resolve <ref PARAMS> #:OBS>` at ORIGIN and mirror each answer.
+//   - `<q <resolve-path-step #:ORIGIN <noise SPEC>>>`: assert
+//     `<resolve <noise SERVICE> #:OBS>` at ORIGIN; on `<ok #:RESPONDER>`
+//     run the initiator side of a Noise session (services spec §6.5,
+//     noise.prs): `<initiator #:ME>`, the handshake, then a relay over the
+//     session importing the responder's oid 0 as PEER, answered
+//     `<ok #:PEER>`. Error answers are mirrored; an unusable spec or a
+//     failed session answers `<error "MESSAGE">`.
 //
 // Everything lives in facets of the actor that calls Boot (no worker
 // actors): a connection attempt is a facet, its relay a child facet, and a
-// retracted question stops its facet, which closes what it opened.
-// Noise steps, WebSocket and Unix transports are not handled here.
+// retracted question stops its facet, which closes what it opened. A noise
+// session is a facet too, living as long as the responder's `<ok>`: its
+// withdrawal, a packet that does not decrypt, or a failing relay ends the
+// session and retracts everything asserted through it.
+//
+// Noise caveats (github.com/flynn/noise): a NoiseSpec carries no initiator
+// identity, so patterns that transmit the initiator's static key (X, XX,
+// IK, …) use a fresh key pair per session, and the K-initiator patterns
+// (K, KN, KK, KX), whose initiator key the responder must know in advance,
+// are refused with `<error "...">`, as are protocols with several psk
+// modifiers (flynn/noise has one psk slot). The session code is shared
+// with services/gatekeeper (noise_session.go, kept identical by a test).
+//
+// WebSocket and Unix transports are not handled here.
 package resolve
 
 import (
@@ -89,6 +109,10 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
 	})
 	t.During(env.Config, q(pattern.Rec(symResolvePathStep, pattern.Capture(), pattern.Rec(symRef, pattern.Capture()))), func(t *dataspace.Turn, caps []preserves.Value) error {
 		s.sturdyStep(t, caps[0], caps[1])
+		return nil
+	})
+	t.During(env.Config, q(pattern.Rec(symResolvePathStep, pattern.Capture(), pattern.Rec(symNoise, pattern.Capture()))), func(t *dataspace.Turn, caps []preserves.Value) error {
+		s.noiseStep(t, caps[0], caps[1])
 		return nil
 	})
 	return nil

@@ -1,0 +1,133 @@
+package resolve
+
+import (
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/relay"
+	"github.com/syndicate-go/syndicate/preserves"
+)
+
+var symAccepted = preserves.Symbol("accepted")
+
+// noiseStep answers `<q <resolve-path-step #:ORIGIN <noise SPEC>>>`
+// (services spec §10): it asserts `<resolve <noise SERVICE> #:OBS>` at
+// ORIGIN; an `<ok #:RESPONDER>` answer starts an initiator session, which
+// answers `<ok #:PEER>` (the responder's oid 0) once the handshake is
+// done; any other answer is relayed as it is. A spec that does not parse,
+// or whose protocol cannot run here, is answered `<error "MESSAGE">`.
+func (s *svc) noiseStep(t *dataspace.Turn, originv, specv preserves.Value) {
+	origin, isRef := dataspace.RefOf(originv)
+	if !isRef {
+		return
+	}
+	step := preserves.NewRecord(symNoise, specv)
+	req := preserves.NewRecord(symResolvePathStep, originv, step)
+	spec, err := parseNoiseSpec(specv, false)
+	if err == nil {
+		_, err = spec.handshake(true) // refuse unrunnable protocols now
+	}
+	if err != nil {
+		s.log.Warn().Err(err).Str("step", preserves.FormatText(step)).Msg("resolve: unusable noise path step")
+		t.Assert(s.cfg, answer(req, fail(preserves.String(err.Error()))))
+		return
+	}
+	obs := t.Create(&noiseObserver{s: s, req: req, spec: spec, out: make(map[dataspace.Handle]noiseAnswer)})
+	t.Assert(origin, preserves.NewRecord(symResolve, preserves.NewRecord(symNoise, spec.service), dataspace.Embed(obs)))
+}
+
+// noiseAnswer is what one answer to the Resolve led to: a relayed answer
+// or a session facet (plus, once it failed, its error answer).
+type noiseAnswer struct {
+	relayed, failed dataspace.Handle
+	facet           dataspace.FacetID
+}
+
+// noiseObserver receives the gatekeeper's answers to the noise Resolve.
+type noiseObserver struct {
+	dataspace.BaseEntity
+	s    *svc
+	req  preserves.Value
+	spec *noiseSpec
+	out  map[dataspace.Handle]noiseAnswer
+}
+
+func (o *noiseObserver) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
+	r, isRec := preserves.Unwrap(v).(*preserves.Record)
+	if isRec && (preserves.Equal(r.Label, symOk) || preserves.Equal(r.Label, symAccepted)) && len(r.Fields) == 1 {
+		if responder, isRef := dataspace.RefOf(r.Fields[0]); isRef {
+			o.startInitiator(t, responder, h)
+			return nil
+		}
+	}
+	o.out[h] = noiseAnswer{relayed: t.Assert(o.s.cfg, answer(o.req, preserves.Strip(v)))}
+	return nil
+}
+
+func (o *noiseObserver) Retract(t *dataspace.Turn, h dataspace.Handle) error {
+	a, ok := o.out[h]
+	if !ok {
+		return nil
+	}
+	delete(o.out, h)
+	t.Retract(a.relayed)
+	t.Retract(a.failed)
+	if a.facet != 0 {
+		t.StopFacet(a.facet) // the responder withdrew: the session ends
+	}
+	return nil
+}
+
+// startInitiator runs the initiator side of §6.5 against responder in a
+// facet that lasts as long as the `<ok #:RESPONDER>` answer (h) and the
+// session: `<initiator #:ME>`, the handshake, then a relay importing the
+// responder's oid 0, announced as `<ok #:PEER>`. A failed session leaves
+// `<error "MESSAGE">` as the step's answer until the gatekeeper withdraws
+// its answer.
+func (o *noiseObserver) startInitiator(t *dataspace.Turn, responder *dataspace.Ref, h dataspace.Handle) {
+	log := o.s.log.With().Str("noise-service", preserves.FormatText(o.spec.service)).Logger()
+	id, _ := t.Facet(func(t *dataspace.Turn) error {
+		t.PreventInertCheck()
+		id := t.ActiveFacet()
+		sess := &noiseSession{initiator: true, peer: responder, fr: t.FacetRef()}
+		sess.ready = func(t *dataspace.Turn, tr *noiseTransport) {
+			peer := sess.startRelay(t, tr, relay.Options{ImportInitial: true, Logger: log})
+			t.Assert(o.s.cfg, answer(o.req, ok(dataspace.Embed(peer))))
+		}
+		sess.end = func(t *dataspace.Turn, err error) {
+			t.StopFacetAndContinue(id, func(t *dataspace.Turn) error {
+				if err == nil {
+					return nil
+				}
+				log.Warn().Err(err).Msg("resolve: noise session failed")
+				if a, live := o.out[h]; live {
+					a.facet = 0
+					a.failed = t.Assert(o.s.cfg, answer(o.req, fail(preserves.String(err.Error()))))
+					o.out[h] = a
+				}
+				return nil
+			})
+		}
+		hs, err := o.spec.handshake(true)
+		if err != nil {
+			sess.hs = nil
+			sess.fail(t, err)
+			return nil
+		}
+		sess.hs = hs
+		me := t.Create(&initiatorSession{sess: sess})
+		t.Assert(responder, preserves.NewRecord(symInitiator, dataspace.Embed(me)))
+		sess.begin(t)
+		return nil
+	})
+	o.out[h] = noiseAnswer{facet: id}
+}
+
+// initiatorSession is the ME entity: it receives the responder's Packets.
+type initiatorSession struct {
+	dataspace.BaseEntity
+	sess *noiseSession
+}
+
+func (i *initiatorSession) Message(t *dataspace.Turn, v preserves.Value) error {
+	i.sess.packet(t, v)
+	return nil
+}

@@ -1,0 +1,274 @@
+package resolve
+
+import (
+	"bytes"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/crypto/curve25519"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/relay"
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services/gatekeeper"
+)
+
+// The session code is duplicated because sibling services may not import
+// each other; the two copies must not drift.
+func TestNoiseSessionCopiesAgree(t *testing.T) {
+	mine, err := os.ReadFile("noise_session.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, err := os.ReadFile("../gatekeeper/noise_session.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine = bytes.Replace(mine, []byte("package resolve\n"), []byte("package gatekeeper\n"), 1)
+	if !bytes.Equal(mine, theirs) {
+		t.Fatal("services/resolve/noise_session.go differs from services/gatekeeper/noise_session.go (beyond the package clause)")
+	}
+}
+
+// held records the assertions currently held at it.
+type held struct {
+	dataspace.BaseEntity
+	mu   sync.Mutex
+	vals map[dataspace.Handle]preserves.Value
+}
+
+func newHeld() *held { return &held{vals: make(map[dataspace.Handle]preserves.Value)} }
+
+func (b *held) Assert(_ *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
+	b.mu.Lock()
+	b.vals[h] = v
+	b.mu.Unlock()
+	return nil
+}
+
+func (b *held) Retract(_ *dataspace.Turn, h dataspace.Handle) error {
+	b.mu.Lock()
+	delete(b.vals, h)
+	b.mu.Unlock()
+	return nil
+}
+
+func (b *held) has(v preserves.Value) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, x := range b.vals {
+		if preserves.Equal(x, v) {
+			return true
+		}
+	}
+	return false
+}
+
+func noiseKeys(tb testing.TB) (secret, public []byte) {
+	secret = bytes.Repeat([]byte{0x5a}, 32)
+	public, err := curve25519.X25519(secret, curve25519.Basepoint)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return secret, public
+}
+
+func sdict(kvs ...preserves.Value) *preserves.Dictionary {
+	var es []preserves.DictEntry
+	for i := 0; i+1 < len(kvs); i += 2 {
+		es = append(es, preserves.DictEntry{Key: kvs[i], Value: kvs[i+1]})
+	}
+	return preserves.NewDictionary(es...)
+}
+
+// startNoiseServer runs our own gatekeeper over a bind space holding
+// `<bind <noise SPEC> #:target #f>` for each spec, served as oid 0 on a
+// loopback TCP port; seen mirrors the target dataspace.
+func startNoiseServer(tb testing.TB, specs ...preserves.Value) (port int, seen *held) {
+	sys := newSys(tb)
+	seen = newHeld()
+	gkc := make(chan *dataspace.Ref, 1)
+	sys.Spawn("server", func(t *dataspace.Turn) error {
+		t.PreventInertCheck()
+		bs := t.Create(dataspace.NewDataspace())
+		target := t.Create(dataspace.NewDataspace())
+		m := t.Create(seen)
+		t.During(target, pattern.Capture(), func(t *dataspace.Turn, caps []preserves.Value) error {
+			t.Assert(m, caps[0])
+			return nil
+		})
+		for _, spec := range specs {
+			t.Assert(bs, preserves.NewRecord(preserves.Symbol("bind"), preserves.NewRecord(symNoise, spec), dataspace.Embed(target), preserves.Bool(false)))
+		}
+		gkc <- gatekeeper.New(t, bs, zerolog.Nop())
+		return nil
+	})
+	gk := <-gkc
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			relay.Spawn(sys, "conn", c, relay.Options{InitialRef: gk})
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port, seen
+}
+
+// End to end: our initiator (this package) through a TCP relay to our
+// responder (services/gatekeeper), for several protocols; assertions made
+// through the resolved path reach the bound target and are withdrawn with
+// the question.
+func TestNoiseResolvePath(t *testing.T) {
+	sk, pk := noiseKeys(t)
+	psk := bytes.Repeat([]byte{7}, 32)
+	type proto struct {
+		name, protocol string
+		psks           preserves.Value
+	}
+	protos := []proto{
+		{"nk-default", "", nil},
+		{"xx", "Noise_XX_25519_ChaChaPoly_BLAKE2s", nil},
+		{"nn-psk0", "Noise_NNpsk0_25519_ChaChaPoly_BLAKE2s", preserves.Sequence{preserves.ByteStringFrom(psk)}},
+		{"ik-psk2-zero", "Noise_IKpsk2_25519_ChaChaPoly_BLAKE2s", nil},
+	}
+	spec := func(p proto, secret bool) preserves.Value {
+		kvs := []preserves.Value{symService, preserves.String(p.name), symNoiseKey, preserves.ByteStringFrom(pk)}
+		if secret {
+			kvs = append(kvs, symSecretKey, preserves.ByteStringFrom(sk))
+		}
+		if p.protocol != "" {
+			kvs = append(kvs, symProtocol, preserves.String(p.protocol))
+		}
+		if p.psks != nil {
+			kvs = append(kvs, symPreSharedKeys, p.psks)
+		}
+		return sdict(kvs...)
+	}
+	var specs []preserves.Value
+	for _, p := range protos {
+		specs = append(specs, spec(p, true))
+	}
+	port, seen := startNoiseServer(t, specs...)
+	c := newClient(t)
+	for _, p := range protos {
+		t.Run(p.name, func(t *testing.T) {
+			route := preserves.NewRecord(symRoute, preserves.Sequence{tcp(port)}, preserves.NewRecord(symNoise, spec(p, false)))
+			req := preserves.NewRecord(symResolvePath, route)
+			var qh dataspace.Handle
+			c.do(func(t *dataspace.Turn) { qh = t.Assert(c.cfg, preserves.NewRecord(symQ, req)) })
+			waitFor(t, "resolved", func() bool { return c.answer(req) != nil })
+			a := c.answer(req).(*preserves.Record)
+			rp, isRec := a.Fields[0].(*preserves.Record)
+			if a.Label != symOk || !isRec || rp.Label != symResolvedPath {
+				t.Fatalf("answer %v", a)
+			}
+			tgt, _ := dataspace.RefOf(rp.Fields[2])
+			hello := preserves.NewRecord(preserves.Symbol("hello"), preserves.String(p.name), preserves.String(strings.Repeat("y", 70000)))
+			c.do(func(t *dataspace.Turn) { t.Assert(tgt, hello) })
+			waitFor(t, "assertion at the target", func() bool { return seen.has(hello) })
+			c.do(func(t *dataspace.Turn) { t.Retract(qh) })
+			waitFor(t, "assertion withdrawn", func() bool { return !seen.has(hello) })
+		})
+	}
+}
+
+// Specs that cannot be used answer the step, and so the route, with
+// `<error "…">`.
+func TestNoiseStepErrors(t *testing.T) {
+	port, _ := startNoiseServer(t)
+	c := newClient(t)
+	_, pk := noiseKeys(t)
+	for name, s := range map[string]preserves.Value{
+		"not a dictionary": preserves.Int(1),
+		"multi psk":        sdict(symService, preserves.String("x"), symNoiseKey, preserves.ByteStringFrom(pk), symProtocol, preserves.String("Noise_NNpsk0+psk2_25519_ChaChaPoly_BLAKE2s")),
+		"K pattern":        sdict(symService, preserves.String("x"), symNoiseKey, preserves.ByteStringFrom(pk), symProtocol, preserves.String("Noise_KK_25519_ChaChaPoly_BLAKE2s")),
+		"short key for NK": sdict(symService, preserves.String("x"), symNoiseKey, preserves.ByteString("k")),
+	} {
+		t.Run(name, func(t *testing.T) {
+			req := preserves.NewRecord(symResolvePath, preserves.NewRecord(symRoute, preserves.Sequence{tcp(port)}, preserves.NewRecord(symNoise, s)))
+			c.do(func(t *dataspace.Turn) { t.Assert(c.cfg, preserves.NewRecord(symQ, req)) })
+			waitFor(t, "an answer", func() bool { return c.answer(req) != nil })
+			r, isRec := c.answer(req).(*preserves.Record)
+			if !isRec || r.Label != symError || len(r.Fields) != 1 {
+				t.Fatalf("answer %v", c.answer(req))
+			}
+			if _, isStr := r.Fields[0].(preserves.String); !isStr {
+				t.Fatalf("answer %v", r)
+			}
+		})
+	}
+}
+
+// fakeResponder answers every noise Resolve with `<ok #:SESSION>` (or, for
+// service "refuse", `<error refused>`); the session answers the first
+// handshake message with garbage.
+type fakeResponder struct {
+	dataspace.BaseEntity
+}
+
+func (f *fakeResponder) Assert(t *dataspace.Turn, v preserves.Value, _ dataspace.Handle) error {
+	r := v.(*preserves.Record)
+	obs, _ := dataspace.RefOf(r.Fields[1])
+	if preserves.Equal(r.Fields[0].(*preserves.Record).Fields[0], preserves.String("refuse")) {
+		t.Assert(obs, fail(preserves.Symbol("refused")))
+		return nil
+	}
+	t.Assert(obs, ok(dataspace.Embed(t.Create(&garbageSession{}))))
+	return nil
+}
+
+type garbageSession struct {
+	dataspace.BaseEntity
+	peer *dataspace.Ref
+}
+
+func (g *garbageSession) Assert(_ *dataspace.Turn, v preserves.Value, _ dataspace.Handle) error {
+	g.peer, _ = dataspace.RefOf(v.(*preserves.Record).Fields[0])
+	return nil
+}
+
+func (g *garbageSession) Message(t *dataspace.Turn, _ preserves.Value) error {
+	t.Message(g.peer, preserves.ByteString(strings.Repeat("garbage!", 8)))
+	return nil
+}
+
+func TestNoiseStepFailures(t *testing.T) {
+	c := newClient(t)
+	_, pk := noiseKeys(t)
+	var gk *dataspace.Ref
+	c.do(func(t *dataspace.Turn) { gk = t.Create(&fakeResponder{}) })
+	step := func(svc string) preserves.Value {
+		return preserves.NewRecord(symResolvePathStep, dataspace.Embed(gk), preserves.NewRecord(symNoise,
+			sdict(symService, preserves.String(svc), symNoiseKey, preserves.ByteStringFrom(pk))))
+	}
+	t.Run("handshake garbage", func(t *testing.T) {
+		req := step("garbage")
+		c.do(func(t *dataspace.Turn) { t.Assert(c.cfg, preserves.NewRecord(symQ, req)) })
+		waitFor(t, "an answer", func() bool { return c.answer(req) != nil })
+		r, isRec := c.answer(req).(*preserves.Record)
+		if !isRec || r.Label != symError {
+			t.Fatalf("answer %v", c.answer(req))
+		}
+		if _, isStr := r.Fields[0].(preserves.String); !isStr {
+			t.Fatalf("answer %v", r)
+		}
+	})
+	t.Run("error mirrored", func(t *testing.T) {
+		req := step("refuse")
+		c.do(func(t *dataspace.Turn) { t.Assert(c.cfg, preserves.NewRecord(symQ, req)) })
+		want := fail(preserves.Symbol("refused"))
+		waitFor(t, "the refusal", func() bool { a := c.answer(req); return a != nil && preserves.Equal(a, want) })
+	})
+}
