@@ -518,3 +518,21 @@ func TestSealNoisePacket(t *testing.T) {
 		t.Fatalf("stripped %v", got)
 	}
 }
+
+// The direct-resolution race applies to noise steps too: a party in the
+// bind space answering the forwarded Resolve first wins.
+func TestNoiseDirectAnswer(t *testing.T) {
+	w := newWorld(t)
+	w.do(func(t *dataspace.Turn) {
+		p := pattern.Rec(symResolve, pattern.Rec(symNoise, pattern.Lift(preserves.String("direct"))), pattern.Capture())
+		t.During(w.bs, p, func(t *dataspace.Turn, caps []preserves.Value) error {
+			k, _ := dataspace.RefOf(caps[0])
+			t.Assert(k, preserves.NewRecord(symError, preserves.String("no such service")))
+			return nil
+		})
+	})
+	_, _, ans := resolveNoise(t, w, preserves.String("direct"))
+	if want := preserves.NewRecord(symError, preserves.String("no such service")); !preserves.Equal(ans, want) {
+		t.Fatalf("got %v", ans)
+	}
+}

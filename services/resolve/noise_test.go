@@ -90,11 +90,29 @@ func sdict(kvs ...preserves.Value) *preserves.Dictionary {
 // `<bind <noise SPEC> #:target #f>` for each spec, served as oid 0 on a
 // loopback TCP port; seen mirrors the target dataspace.
 func startNoiseServer(tb testing.TB, specs ...preserves.Value) (port int, seen *held) {
+	port, seen, _ = startNoiseServerWithBinds(tb, specs...)
+	return port, seen
+}
+
+// startNoiseServerWithBinds is startNoiseServer also returning a function
+// that retracts every bind.
+func startNoiseServerWithBinds(tb testing.TB, specs ...preserves.Value) (port int, seen *held, unbind func()) {
 	sys := newSys(tb)
 	seen = newHeld()
 	gkc := make(chan *dataspace.Ref, 1)
+	var fr dataspace.FacetRef
+	var binds []dataspace.Handle
+	unbind = func() {
+		fr.Activate(func(t *dataspace.Turn) error {
+			for _, h := range binds {
+				t.Retract(h)
+			}
+			return nil
+		})
+	}
 	sys.Spawn("server", func(t *dataspace.Turn) error {
 		t.PreventInertCheck()
+		fr = t.FacetRef()
 		bs := t.Create(dataspace.NewDataspace())
 		target := t.Create(dataspace.NewDataspace())
 		m := t.Create(seen)
@@ -103,7 +121,7 @@ func startNoiseServer(tb testing.TB, specs ...preserves.Value) (port int, seen *
 			return nil
 		})
 		for _, spec := range specs {
-			t.Assert(bs, preserves.NewRecord(preserves.Symbol("bind"), preserves.NewRecord(symNoise, spec), dataspace.Embed(target), preserves.Bool(false)))
+			binds = append(binds, t.Assert(bs, preserves.NewRecord(preserves.Symbol("bind"), preserves.NewRecord(symNoise, spec), dataspace.Embed(target), preserves.Bool(false))))
 		}
 		gkc <- gatekeeper.New(t, bs, zerolog.Nop())
 		return nil
@@ -123,7 +141,28 @@ func startNoiseServer(tb testing.TB, specs ...preserves.Value) (port int, seen *
 			relay.Spawn(sys, "conn", c, relay.Options{InitialRef: gk})
 		}
 	}()
-	return ln.Addr().(*net.TCPAddr).Port, seen
+	return ln.Addr().(*net.TCPAddr).Port, seen, unbind
+}
+
+// When the responder's side goes (here: its bind is withdrawn, which
+// stops the session actor and its <ok #:SESSION>), the initiator's session
+// ends: the resolved path is withdrawn and so is everything asserted
+// through it.
+func TestNoiseResponderWithdraws(t *testing.T) {
+	sk, pk := noiseKeys(t)
+	port, seen, unbind := startNoiseServerWithBinds(t, sdict(symService, preserves.Symbol("w"), symNoiseKey, preserves.ByteStringFrom(pk), symSecretKey, preserves.ByteStringFrom(sk)))
+	c := newClient(t)
+	route := preserves.NewRecord(symRoute, preserves.Sequence{tcp(port)}, preserves.NewRecord(symNoise, sdict(symService, preserves.Symbol("w"), symNoiseKey, preserves.ByteStringFrom(pk))))
+	req := preserves.NewRecord(symResolvePath, route)
+	c.do(func(t *dataspace.Turn) { t.Assert(c.cfg, preserves.NewRecord(symQ, req)) })
+	waitFor(t, "resolved", func() bool { return c.answer(req) != nil })
+	tgt, _ := dataspace.RefOf(c.answer(req).(*preserves.Record).Fields[0].(*preserves.Record).Fields[2])
+	hello := preserves.NewRecord(preserves.Symbol("hello"))
+	c.do(func(t *dataspace.Turn) { t.Assert(tgt, hello) })
+	waitFor(t, "assertion at the target", func() bool { return seen.has(hello) })
+	unbind()
+	waitFor(t, "answer withdrawn", func() bool { return c.answer(req) == nil })
+	waitFor(t, "assertion withdrawn", func() bool { return !seen.has(hello) })
 }
 
 // End to end: our initiator (this package) through a TCP relay to our
