@@ -388,6 +388,10 @@ type noiseSession struct {
 	recv      *noise.CipherState
 	tr        *noiseTransport
 	ended     bool
+	// expectPeer, when set, is the static key the peer must prove: an
+	// initiator given the responder's key checks it even when the pattern
+	// transmits that key rather than taking it in advance (XX, NX, IX).
+	expectPeer []byte
 	// ready runs when the handshake completes, in the session facet:
 	// it starts the relay over tr.
 	ready func(t *dataspace.Turn, tr *noiseTransport)
@@ -481,6 +485,10 @@ func (s *noiseSession) packet(t *dataspace.Turn, v preserves.Value) {
 		}
 		if len(payload) != 0 {
 			s.fail(t, fmt.Errorf("noise handshake: message carries a %d-byte payload, want none", len(payload)))
+			return
+		}
+		if ps := s.hs.PeerStatic(); len(s.expectPeer) > 0 && len(ps) > 0 && !bytes.Equal(ps, s.expectPeer) {
+			s.fail(t, fmt.Errorf("noise handshake: the peer's static key is not the expected key"))
 			return
 		}
 		if cs1 != nil {

@@ -35,10 +35,10 @@ func (s *svc) noiseStep(t *dataspace.Turn, originv, specv preserves.Value) {
 }
 
 // noiseAnswer is what one answer to the Resolve led to: a relayed answer
-// or a session facet (plus, once it failed, its error answer).
+// or a session facet.
 type noiseAnswer struct {
-	relayed, failed dataspace.Handle
-	facet           dataspace.FacetID
+	relayed dataspace.Handle
+	facet   dataspace.FacetID
 }
 
 // noiseObserver receives the gatekeeper's answers to the noise Resolve.
@@ -48,6 +48,11 @@ type noiseObserver struct {
 	req  preserves.Value
 	spec *noiseSpec
 	out  map[dataspace.Handle]noiseAnswer
+	// failed is the `<error "…">` answer of the latest failed session. It
+	// belongs to the question, not to the `<ok>` it came from (a responder
+	// withdraws its `<ok>` as soon as the session ends), and goes when a
+	// later session succeeds.
+	failed dataspace.Handle
 }
 
 func (o *noiseObserver) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
@@ -69,7 +74,6 @@ func (o *noiseObserver) Retract(t *dataspace.Turn, h dataspace.Handle) error {
 	}
 	delete(o.out, h)
 	t.Retract(a.relayed)
-	t.Retract(a.failed)
 	if a.facet != 0 {
 		t.StopFacet(a.facet) // the responder withdrew: the session ends
 	}
@@ -80,17 +84,18 @@ func (o *noiseObserver) Retract(t *dataspace.Turn, h dataspace.Handle) error {
 // facet that lasts as long as the `<ok #:RESPONDER>` answer (h) and the
 // session: `<initiator #:ME>`, the handshake, then a relay importing the
 // responder's oid 0, announced as `<ok #:PEER>`. A failed session leaves
-// `<error "MESSAGE">` as the step's answer until the gatekeeper withdraws
-// its answer.
+// `<error "MESSAGE">` as the step's answer (see noiseObserver.failed).
 func (o *noiseObserver) startInitiator(t *dataspace.Turn, responder *dataspace.Ref, h dataspace.Handle) {
 	log := o.s.log.With().Str("noise-service", preserves.FormatText(o.spec.service)).Logger()
 	id, _ := t.Facet(func(t *dataspace.Turn) error {
 		t.PreventInertCheck()
 		id := t.ActiveFacet()
-		sess := &noiseSession{initiator: true, peer: responder, fr: t.FacetRef()}
+		sess := &noiseSession{initiator: true, peer: responder, fr: t.FacetRef(), expectPeer: o.spec.key}
 		sess.ready = func(t *dataspace.Turn, tr *noiseTransport) {
 			peer := sess.startRelay(t, tr, relay.Options{ImportInitial: true, Logger: log})
 			t.Assert(o.s.cfg, answer(o.req, ok(dataspace.Embed(peer))))
+			t.Retract(o.failed)
+			o.failed = 0
 		}
 		sess.end = func(t *dataspace.Turn, err error) {
 			t.StopFacetAndContinue(id, func(t *dataspace.Turn) error {
@@ -98,11 +103,7 @@ func (o *noiseObserver) startInitiator(t *dataspace.Turn, responder *dataspace.R
 					return nil
 				}
 				log.Warn().Err(err).Msg("resolve: noise session failed")
-				if a, live := o.out[h]; live {
-					a.facet = 0
-					a.failed = t.Assert(o.s.cfg, answer(o.req, fail(preserves.String(err.Error()))))
-					o.out[h] = a
-				}
+				t.Update(&o.failed, o.s.cfg, answer(o.req, fail(preserves.String(err.Error()))))
 				return nil
 			})
 		}

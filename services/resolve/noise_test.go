@@ -311,3 +311,20 @@ func TestNoiseStepFailures(t *testing.T) {
 		waitFor(t, "the refusal", func() bool { a := c.answer(req); return a != nil && preserves.Equal(a, want) })
 	})
 }
+
+// An initiator given the responder's key checks it even when the pattern
+// transmits the key (XX): a responder proving another key is refused.
+func TestNoiseWrongResponderKey(t *testing.T) {
+	sk, pk := noiseKeys(t)
+	xx := preserves.String("Noise_XX_25519_ChaChaPoly_BLAKE2s")
+	port, _ := startNoiseServer(t, sdict(symService, preserves.Symbol("xx"), symNoiseKey, preserves.ByteStringFrom(pk), symSecretKey, preserves.ByteStringFrom(sk), symProtocol, xx))
+	c := newClient(t)
+	other := bytes.Repeat([]byte{1}, 32)
+	route := preserves.NewRecord(symRoute, preserves.Sequence{tcp(port)}, preserves.NewRecord(symNoise, sdict(symService, preserves.Symbol("xx"), symNoiseKey, preserves.ByteStringFrom(other), symProtocol, xx)))
+	req := preserves.NewRecord(symResolvePath, route)
+	c.do(func(t *dataspace.Turn) { t.Assert(c.cfg, preserves.NewRecord(symQ, req)) })
+	waitFor(t, "an answer", func() bool { return c.answer(req) != nil })
+	if r, isRec := c.answer(req).(*preserves.Record); !isRec || r.Label != symError {
+		t.Fatalf("answer %v", c.answer(req))
+	}
+}

@@ -34,7 +34,11 @@
 // IK, …) use a fresh key pair per session, and the K-initiator patterns
 // (K, KN, KK, KX), whose initiator key the responder must know in advance,
 // are refused with `<error "...">`, as are protocols with several psk
-// modifiers (flynn/noise has one psk slot). The session code is shared
+// modifiers (flynn/noise has one psk slot). A non-empty `key` is checked
+// against the static key the responder proves even when the pattern sends
+// it in the handshake (XX, NX, IX) rather than taking it in advance; a
+// failed session answers `<error "...">` until the question goes or a
+// later session succeeds. The session code is shared
 // with services/gatekeeper (noise_session.go, kept identical by a test).
 //
 // WebSocket and Unix transports are not handled here.
