@@ -146,6 +146,7 @@ type Actor struct {
 	facets    map[FacetID]*facet
 	outbound  map[Handle]outRec
 	exitHooks []func(t *Turn, err error)
+	df        *dataflow // fields and dataflow state; nil until first used
 	turn      Turn
 	status    ExitStatus // final once dead is set
 	err       error      // final once dead is set
@@ -349,6 +350,9 @@ func (a *Actor) terminate(status ExitStatus, err error) {
 	// 4. Drop all facets: cancel every linked task.
 	for _, f := range a.facets {
 		f.alive = false
+		if f.blocks != nil {
+			f.dropBlocks()
+		}
 	}
 	clear(a.facets)
 	a.cancel()

@@ -104,8 +104,33 @@
 // [System.Stats] is a cheap snapshot of scheduler counters for the debt
 // reporter.
 //
-// Optional parts of the spec not implemented here: fields and dataflow
-// (§7.12), reachability-triggered release (§3.5), and the Guard entity (§6),
-// which adapts typed entities — this package's entities take Preserves
-// values directly.
+// # Fields and dataflow
+//
+// A [Field] (made by [NewField]) is an actor-local variable (§7.12).
+// [Turn.Dataflow] registers a block with the active facet and runs it at
+// once; every Field.Get during a run makes the block depend on that field,
+// and Set or Update damages the field even when the value is unchanged.
+// The first damage of a turn inserts one repair action into the pre-commit
+// queue, ahead of the actions not yet run (inert checks included), so a
+// turn that damages nothing pays nothing. Repair re-runs, pass after pass,
+// every block depending on a field damaged since the previous pass, in
+// registration order, each with its own facet active, recording its
+// dependencies afresh; blocks of stopped facets are skipped (and were
+// dropped from the graph when the facet stopped). Everything the blocks do
+// leaves with the turn; an error fails the turn (rollback and crash, like
+// any failure), and so does repair still finding damage after
+// [MaxRepairPasses] passes ([ErrDataflowLoop]). Fields are not
+// synchronised: using one in another actor's turn panics with
+// [ErrForeignField], crashing that actor.
+//
+// # Guard
+//
+// Entities here take Preserves values. [Guard] adapts a [TypedEntity] of
+// some Go type T (§6): each asserted or sent value goes through a parse
+// function and is dropped silently if it does not parse; retractions are
+// always forwarded, so the typed entity must ignore handles it never saw.
+// [BaseTypedEntity] gives it no-op defaults.
+//
+// Optional parts of the spec not implemented here: reachability-triggered
+// release (§3.5).
 package dataspace

@@ -24,7 +24,8 @@ type facet struct {
 	nHandles int
 
 	stops  []func(t *Turn) error
-	nTasks int // running linked tasks (timers included)
+	blocks []*block // dataflow blocks registered here (dataflow.go)
+	nTasks int      // running linked tasks (timers included)
 
 	// ctx is created on first use (first linked task) and cancelled when
 	// the facet stops.
@@ -101,6 +102,9 @@ func (t *Turn) stopFacet(f *facet, atOrAbove bool) error {
 	// 2. Dead from now on.
 	f.alive = false
 	delete(a.facets, f.id)
+	if f.blocks != nil {
+		f.dropBlocks() // dead facets' blocks never run again
+	}
 	// 3. Children first, depth-first, in creation order.
 	for _, c := range f.children {
 		if err := t.stopFacet(c, false); err != nil {

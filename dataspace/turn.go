@@ -107,7 +107,11 @@ type Turn struct {
 
 	pre    []preAction
 	spawns []spawnRec
-	undo   []undoRec
+	// preNext is the index in pre of the next action runPreCommit runs
+	// (0 outside it); dataflow damage inserts its repair action there.
+	preNext      int
+	repairQueued bool // a dataflow repair action is pending in pre
+	undo         []undoRec
 
 	serial uint64 // counts turns of this actor (tests use it)
 }
@@ -186,6 +190,7 @@ func (t *Turn) runPreCommit() error {
 	for i := 0; i < len(t.pre); i++ {
 		p := t.pre[i]
 		t.pre[i] = preAction{}
+		t.preNext = i + 1
 		if p.inert {
 			if p.f.alive && p.f.inert() {
 				t.active = p.f
@@ -204,6 +209,7 @@ func (t *Turn) runPreCommit() error {
 		}
 	}
 	t.pre = t.pre[:0]
+	t.preNext = 0
 	return nil
 }
 
@@ -254,6 +260,7 @@ func (t *Turn) discard() {
 	t.lastDest, t.lastBatch = nil, nil
 	clear(t.pre)
 	t.pre = t.pre[:0]
+	t.preNext, t.repairQueued = 0, false
 	for _, s := range t.spawns {
 		s.a.drop()
 	}
