@@ -36,16 +36,15 @@
 // it, when `<initiator>` is retracted, when a packet does not decrypt or
 // breaks the handshake, or when the relay fails.
 //
-// The cryptography is github.com/flynn/noise (25519, ChaChaPoly,
-// BLAKE2s). Validation accepts every standard pattern and psk variant,
-// but some valid protocols cannot run, and resolving them answers
-// `<error "...">`: several psk modifiers (e.g. NNpsk0+psk2; flynn/noise
-// has one psk slot), and the K-initiator patterns (K, KN, KK, KX), whose
-// initiator static key must be known in advance but has no place in a
-// NoiseServiceSpec. One-way patterns (N, K, X) run, with the reverse
-// cipher state carrying the responder's traffic, which the Noise
-// specification does not define (the relay needs a reply channel).
-// The session code shared with services/resolve lives in noise_session.go.
+// The spec parsing, Packet codec and session machinery are shared with
+// services/resolve's initiator in dataspace/relay/noisesession, whose
+// package doc describes the wire format and the limits of the
+// cryptography (github.com/flynn/noise). Validation accepts every
+// standard pattern and psk variant, but some valid protocols cannot run,
+// and resolving them answers `<error "...">`: several psk modifiers
+// (e.g. NNpsk0+psk2; flynn/noise has one psk slot), and the K-initiator
+// patterns (K, KN, KK, KX), whose initiator static key must be known in
+// advance but has no place in a NoiseServiceSpec.
 //
 // # Decisions on the spec's quirks
 //
@@ -71,6 +70,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/caveat"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/relay/noisesession"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
@@ -139,7 +139,7 @@ func (g *gatekeeper) Retract(t *dataspace.Turn, h dataspace.Handle) error {
 
 // resolve answers one Resolve, in its own facet.
 func (g *gatekeeper) resolve(t *dataspace.Turn, step preserves.Value, obs *dataspace.Ref) {
-	if sr, ok := step.(*preserves.Record); ok && preserves.Equal(sr.Label, symNoise) {
+	if sr, ok := step.(*preserves.Record); ok && preserves.Equal(sr.Label, noisesession.SymNoise) {
 		if len(sr.Fields) != 1 {
 			t.Assert(obs, errInvalid)
 			return
@@ -148,8 +148,8 @@ func (g *gatekeeper) resolve(t *dataspace.Turn, step preserves.Value, obs *datas
 		// to the selector (dictionary patterns allow further keys).
 		sel := preserves.Strip(sr.Fields[0])
 		p := pattern.Rec(symBind,
-			pattern.Rec(symNoise, pattern.Bind{Pattern: pattern.Dict(
-				pattern.Entry{Key: symService, Pattern: pattern.Lift(sel)},
+			pattern.Rec(noisesession.SymNoise, pattern.Bind{Pattern: pattern.Dict(
+				pattern.Entry{Key: noisesession.SymService, Pattern: pattern.Lift(sel)},
 			)}),
 			pattern.Capture(),
 		)
@@ -295,7 +295,7 @@ func watchBinds(t *dataspace.Turn, bs *dataspace.Ref, log zerolog.Logger) {
 	t.During(bs, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 		desc, target, obsv := caps[0], caps[1], caps[2]
 		dr, ok := preserves.Unwrap(desc).(*preserves.Record)
-		if ok && preserves.Equal(dr.Label, symNoise) {
+		if ok && preserves.Equal(dr.Label, noisesession.SymNoise) {
 			noiseBound(t, dr, target, obsv, log)
 			return nil
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/relay"
+	"github.com/syndicate-go/syndicate/dataspace/relay/noisesession"
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
@@ -29,11 +30,11 @@ func noiseBound(t *dataspace.Turn, dr *preserves.Record, target, obsv preserves.
 			return
 		}
 	}
-	var spec *noiseSpec
+	var spec *noisesession.Spec
 	var err error
 	if len(dr.Fields) != 1 {
 		err = fmt.Errorf("noise description is not <noise SPEC>")
-	} else if spec, err = parseNoiseSpec(dr.Fields[0], true); err == nil {
+	} else if spec, err = noisesession.ParseSpec(dr.Fields[0], true); err == nil {
 		if _, ok := dataspace.RefOf(target); !ok {
 			err = fmt.Errorf("bind target is not a capability")
 		}
@@ -46,7 +47,7 @@ func noiseBound(t *dataspace.Turn, dr *preserves.Record, target, obsv preserves.
 		return
 	}
 	if obs != nil {
-		t.Assert(obs, preserves.NewRecord(symBound, preserves.NewRecord(symNoise, spec.toValue())))
+		t.Assert(obs, preserves.NewRecord(symBound, preserves.NewRecord(noisesession.SymNoise, spec.ToValue())))
 	}
 }
 
@@ -56,7 +57,7 @@ func noiseBound(t *dataspace.Turn, dr *preserves.Record, target, obsv preserves.
 // an actor linked to the Bind's facet, which asserts `<ok #:SESSION>` to
 // obs for as long as the session lasts.
 func (g *gatekeeper) startResponder(t *dataspace.Turn, specv, targetv preserves.Value, obs *dataspace.Ref) {
-	spec, err := parseNoiseSpec(specv, true)
+	spec, err := noisesession.ParseSpec(specv, true)
 	target, isRef := dataspace.RefOf(targetv)
 	if err == nil && !isRef {
 		err = fmt.Errorf("bind target is not a capability")
@@ -66,26 +67,25 @@ func (g *gatekeeper) startResponder(t *dataspace.Turn, specv, targetv preserves.
 		t.Assert(obs, noiseError(err))
 		return
 	}
-	hs, err := spec.handshake(false)
+	hs, err := spec.Handshake(false)
 	if err != nil {
-		g.log.Warn().Err(err).Str("service", preserves.FormatText(spec.service)).Msg("gatekeeper: noise handshake set-up failed")
+		g.log.Warn().Err(err).Str("service", preserves.FormatText(spec.Service)).Msg("gatekeeper: noise handshake set-up failed")
 		t.Assert(obs, noiseError(err))
 		return
 	}
-	log := g.log.With().Str("noise-service", preserves.FormatText(spec.service)).Logger()
-	t.SpawnLink("noise-responder "+preserves.FormatText(spec.service), func(t *dataspace.Turn) error {
+	log := g.log.With().Str("noise-service", preserves.FormatText(spec.Service)).Logger()
+	t.SpawnLink("noise-responder "+preserves.FormatText(spec.Service), func(t *dataspace.Turn) error {
 		t.PreventInertCheck()
-		sess := &noiseSession{hs: hs, fr: t.FacetRef()}
-		sess.ready = func(t *dataspace.Turn, tr *noiseTransport) {
+		sess := noisesession.New(t, hs, noisesession.Options{
 			// The initiator's oid 0 is the bound target.
-			sess.startRelay(t, tr, relay.Options{InitialRef: target, Logger: log})
-		}
-		sess.end = func(t *dataspace.Turn, err error) {
-			if err != nil {
-				log.Warn().Err(err).Msg("gatekeeper: noise session failed")
-			}
-			t.StopRoot()
-		}
+			Relay: relay.Options{InitialRef: target, Logger: log},
+			OnEnd: func(t *dataspace.Turn, err error) {
+				if err != nil {
+					log.Warn().Err(err).Msg("gatekeeper: noise session failed")
+				}
+				t.StopRoot()
+			},
+		})
 		self := t.Create(&responderSession{sess: sess})
 		t.Assert(obs, preserves.NewRecord(symOk, dataspace.Embed(self)))
 		return nil
@@ -97,7 +97,7 @@ func (g *gatekeeper) startResponder(t *dataspace.Turn, specv, targetv preserves.
 // Packet messages.
 type responderSession struct {
 	dataspace.BaseEntity
-	sess    *noiseSession
+	sess    *noisesession.Session
 	handle  dataspace.Handle
 	hasPeer bool
 }
@@ -105,36 +105,35 @@ type responderSession struct {
 func (r *responderSession) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
 	rec, ok := preserves.Unwrap(v).(*preserves.Record)
 	var peer *dataspace.Ref
-	if ok && preserves.Equal(rec.Label, symInitiator) && len(rec.Fields) == 1 {
+	if ok && preserves.Equal(rec.Label, noisesession.SymInitiator) && len(rec.Fields) == 1 {
 		peer, ok = dataspace.RefOf(rec.Fields[0])
 	} else {
 		ok = false
 	}
 	switch {
 	case !ok:
-		r.sess.fail(t, fmt.Errorf("noise session: unexpected assertion %s", preserves.FormatText(preserves.Strip(v))))
+		r.sess.End(t, fmt.Errorf("noise session: unexpected assertion %s", preserves.FormatText(preserves.Strip(v))))
 	case r.hasPeer:
-		r.sess.fail(t, fmt.Errorf("noise session: second initiator"))
+		r.sess.End(t, fmt.Errorf("noise session: second initiator"))
 	default:
 		r.hasPeer, r.handle = true, h
-		r.sess.peer = peer
-		r.sess.begin(t)
+		r.sess.Begin(t, peer)
 	}
 	return nil
 }
 
 func (r *responderSession) Retract(t *dataspace.Turn, h dataspace.Handle) error {
 	if r.hasPeer && h == r.handle {
-		r.sess.fail(t, nil) // the initiator ended the session
+		r.sess.End(t, nil) // the initiator ended the session
 	}
 	return nil
 }
 
 func (r *responderSession) Message(t *dataspace.Turn, v preserves.Value) error {
 	if !r.hasPeer {
-		r.sess.fail(t, fmt.Errorf("noise session: packet before <initiator>"))
+		r.sess.End(t, fmt.Errorf("noise session: packet before <initiator>"))
 		return nil
 	}
-	r.sess.packet(t, v)
+	r.sess.Packet(t, v)
 	return nil
 }

@@ -1,7 +1,6 @@
 package gatekeeper
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/relay"
+	"github.com/syndicate-go/syndicate/dataspace/relay/noisesession"
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
@@ -42,7 +42,7 @@ func noiseBind(spec preserves.Value, target *dataspace.Ref, obs *dataspace.Ref) 
 	if obs != nil {
 		o = dataspace.Embed(obs)
 	}
-	return preserves.NewRecord(symBind, preserves.NewRecord(symNoise, spec), dataspace.Embed(target), o)
+	return preserves.NewRecord(symBind, preserves.NewRecord(noisesession.SymNoise, spec), dataspace.Embed(target), o)
 }
 
 func isErrorString(v preserves.Value) bool {
@@ -54,6 +54,8 @@ func isErrorString(v preserves.Value) bool {
 	return ok
 }
 
+// TestNoiseBindValidation checks the answers to noise binds; the spec
+// parser's full table is noisesession.TestParseSpec.
 func TestNoiseBindValidation(t *testing.T) {
 	w := newWorld(t)
 	sk, pk := testKeys(t)
@@ -65,34 +67,15 @@ func TestNoiseBindValidation(t *testing.T) {
 		spec preserves.Value
 		want preserves.Value // nil: an <error "…"> answer
 	}{
-		{"default protocol", dict(symService, svc, symNoiseKey, bs(pk), symSecretKey, bs(sk)),
-			dict(symService, svc, symNoiseKey, bs(pk))},
-		{"default protocol spelled out is left out", dict(symService, svc, symNoiseKey, bs(pk), symSecretKey, bs(sk), symProtocol, preserves.String(noiseDefaultProtocol)),
-			dict(symService, svc, symNoiseKey, bs(pk))},
-		{"other protocol kept", dict(symService, svc, symNoiseKey, bs(pk), symSecretKey, bs(sk), symProtocol, preserves.String("Noise_XX_25519_ChaChaPoly_BLAKE2s")),
-			dict(symService, svc, symNoiseKey, bs(pk), symProtocol, preserves.String("Noise_XX_25519_ChaChaPoly_BLAKE2s"))},
-		{"psk variant and keys", dict(symService, svc, symNoiseKey, bs(pk), symSecretKey, bs(sk), symProtocol, preserves.String("Noise_NNpsk0+psk2_25519_ChaChaPoly_BLAKE2s"), symPreSharedKeys, preserves.Sequence{bs(psk)}),
-			dict(symService, svc, symNoiseKey, bs(pk), symProtocol, preserves.String("Noise_NNpsk0+psk2_25519_ChaChaPoly_BLAKE2s"), symPreSharedKeys, preserves.Sequence{bs(psk)})},
-		{"empty psk list left out", dict(symService, svc, symNoiseKey, bs(pk), symPreSharedKeys, preserves.Sequence{}),
-			dict(symService, svc, symNoiseKey, bs(pk))},
-		{"no secret key", dict(symService, preserves.Symbol("s2"), symNoiseKey, bs(nil)),
-			dict(symService, preserves.Symbol("s2"), symNoiseKey, bs(nil))},
+		{"secret and default protocol left out", dict(noisesession.SymService, svc, noisesession.SymKey, bs(pk), noisesession.SymSecretKey, bs(sk), noisesession.SymProtocol, preserves.String(noisesession.DefaultProtocol)),
+			dict(noisesession.SymService, svc, noisesession.SymKey, bs(pk))},
+		{"psk variant and keys", dict(noisesession.SymService, svc, noisesession.SymKey, bs(pk), noisesession.SymSecretKey, bs(sk), noisesession.SymProtocol, preserves.String("Noise_NNpsk0+psk2_25519_ChaChaPoly_BLAKE2s"), noisesession.SymPreSharedKeys, preserves.Sequence{bs(psk)}),
+			dict(noisesession.SymService, svc, noisesession.SymKey, bs(pk), noisesession.SymProtocol, preserves.String("Noise_NNpsk0+psk2_25519_ChaChaPoly_BLAKE2s"), noisesession.SymPreSharedKeys, preserves.Sequence{bs(psk)})},
+		{"no secret key", dict(noisesession.SymService, preserves.Symbol("s2"), noisesession.SymKey, bs(nil)),
+			dict(noisesession.SymService, preserves.Symbol("s2"), noisesession.SymKey, bs(nil))},
 		{"not a dictionary", preserves.Int(1), nil},
-		{"no service", dict(symNoiseKey, bs(pk)), nil},
-		{"no key", dict(symService, svc), nil},
-		{"key not bytes", dict(symService, svc, symNoiseKey, preserves.String("k")), nil},
-		{"protocol not a string", dict(symService, svc, symNoiseKey, bs(pk), symProtocol, preserves.Symbol("Noise_NK_25519_ChaChaPoly_BLAKE2s")), nil},
-		{"other suite", dict(symService, svc, symNoiseKey, bs(pk), symProtocol, preserves.String("Noise_NK_25519_AESGCM_SHA256")), nil},
-		{"unknown pattern", dict(symService, svc, symNoiseKey, bs(pk), symProtocol, preserves.String("Noise_NQ_25519_ChaChaPoly_BLAKE2s")), nil},
-		{"psk out of range", dict(symService, svc, symNoiseKey, bs(pk), symProtocol, preserves.String("Noise_NKpsk3_25519_ChaChaPoly_BLAKE2s")), nil},
-		{"psk repeated", dict(symService, svc, symNoiseKey, bs(pk), symProtocol, preserves.String("Noise_NKpsk1+psk1_25519_ChaChaPoly_BLAKE2s")), nil},
-		{"psk not a number", dict(symService, svc, symNoiseKey, bs(pk), symProtocol, preserves.String("Noise_NKpskx_25519_ChaChaPoly_BLAKE2s")), nil},
-		{"preSharedKeys not a sequence", dict(symService, svc, symNoiseKey, bs(pk), symPreSharedKeys, bs(psk)), nil},
-		{"preSharedKeys item not bytes", dict(symService, svc, symNoiseKey, bs(pk), symPreSharedKeys, preserves.Sequence{preserves.Int(1)}), nil},
-		{"preSharedKeys item short", dict(symService, svc, symNoiseKey, bs(pk), symPreSharedKeys, preserves.Sequence{bs(psk[:5])}), nil},
-		{"secretKey not bytes", dict(symService, svc, symNoiseKey, bs(pk), symSecretKey, preserves.String("s")), nil},
-		{"secretKey short", dict(symService, svc, symNoiseKey, bs(pk), symSecretKey, bs(sk[:31])), nil},
-		{"key does not match secretKey", dict(symService, svc, symNoiseKey, bs(sk), symSecretKey, bs(sk)), nil},
+		{"unknown pattern", dict(noisesession.SymService, svc, noisesession.SymKey, bs(pk), noisesession.SymProtocol, preserves.String("Noise_NQ_25519_ChaChaPoly_BLAKE2s")), nil},
+		{"key does not match secretKey", dict(noisesession.SymService, svc, noisesession.SymKey, bs(sk), noisesession.SymSecretKey, bs(sk)), nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -105,7 +88,7 @@ func TestNoiseBindValidation(t *testing.T) {
 				}
 				return
 			}
-			want := preserves.NewRecord(symBound, preserves.NewRecord(symNoise, c.want))
+			want := preserves.NewRecord(symBound, preserves.NewRecord(noisesession.SymNoise, c.want))
 			if !preserves.Equal(got, want) {
 				t.Fatalf("got %v, want %v", got, want)
 			}
@@ -114,29 +97,12 @@ func TestNoiseBindValidation(t *testing.T) {
 	t.Run("target not a capability", func(t *testing.T) {
 		obs := newBox()
 		w.do(func(t *dataspace.Turn) {
-			t.Assert(w.bs, preserves.NewRecord(symBind, preserves.NewRecord(symNoise, dict(symService, svc, symNoiseKey, bs(pk))), preserves.Int(3), dataspace.Embed(t.Create(obs))))
+			t.Assert(w.bs, preserves.NewRecord(symBind, preserves.NewRecord(noisesession.SymNoise, dict(noisesession.SymService, svc, noisesession.SymKey, bs(pk))), preserves.Int(3), dataspace.Embed(t.Create(obs))))
 		})
 		if got := obs.only(t); !isErrorString(got) {
 			t.Fatalf("got %v", got)
 		}
 	})
-}
-
-func TestParseNoiseProtocol(t *testing.T) {
-	for _, p := range []string{"N", "K", "X", "NN", "NK", "NX", "XN", "XK", "XX", "KN", "KK", "KX", "IN", "IK", "IX",
-		"Npsk0", "Npsk1", "NKpsk0", "NKpsk2", "XXpsk3", "NNpsk0+psk2", "IKpsk1+psk2"} {
-		if _, err := parseNoiseProtocol("Noise_" + p + noiseSuffix); err != nil {
-			t.Errorf("%s: %v", p, err)
-		}
-	}
-	for _, p := range []string{"", "NNN", "XXpsk4", "Npsk2", "NNpsk01", "NNpsk-1", "NNpsk0+", "NNpsk0+psk0", "XXfallback", "NK1", "nk"} {
-		if _, err := parseNoiseProtocol("Noise_" + p + noiseSuffix); err == nil {
-			t.Errorf("%s accepted", p)
-		}
-	}
-	if _, err := parseNoiseProtocol("Noise_NK_448_ChaChaPoly_BLAKE2s"); err == nil {
-		t.Error("448 accepted")
-	}
 }
 
 // rawSession is an initiator written directly against flynn/noise,
@@ -158,7 +124,7 @@ func resolveNoise(tb testing.TB, w *world, svc preserves.Value) (*box, dataspace
 	obs := newBox()
 	var h dataspace.Handle
 	w.do(func(t *dataspace.Turn) {
-		h = t.Assert(w.gk, resolve(preserves.NewRecord(symNoise, svc), t.Create(obs)))
+		h = t.Assert(w.gk, resolve(preserves.NewRecord(noisesession.SymNoise, svc), t.Create(obs)))
 	})
 	return obs, h, obs.only(tb)
 }
@@ -190,7 +156,7 @@ func startRaw(tb testing.TB, w *world, svc preserves.Value, pub []byte) *rawSess
 	}
 	s := &rawSession{w: w, me: newBox(), session: session, obs: obs, resolveH: rh}
 	w.do(func(t *dataspace.Turn) {
-		s.initH = t.Assert(session, preserves.NewRecord(symInitiator, dataspace.Embed(t.Create(s.me))))
+		s.initH = t.Assert(session, preserves.NewRecord(noisesession.SymInitiator, dataspace.Embed(t.Create(s.me))))
 		t.Message(session, preserves.ByteStringFrom(msg1))
 	})
 	msg2 := s.nextMsg(tb, 0)
@@ -269,7 +235,7 @@ func TestNoiseResponderRawInitiator(t *testing.T) {
 	svc := preserves.NewRecord(preserves.Symbol("svc"), preserves.Int(1))
 	ds, seen := watchTarget(w)
 	w.do(func(t *dataspace.Turn) {
-		t.Assert(w.bs, noiseBind(dict(symService, svc, symNoiseKey, bs(pk), symSecretKey, bs(sk)), ds, nil))
+		t.Assert(w.bs, noiseBind(dict(noisesession.SymService, svc, noisesession.SymKey, bs(pk), noisesession.SymSecretKey, bs(sk)), ds, nil))
 	})
 	s := startRaw(t, w, svc, pk)
 
@@ -299,7 +265,7 @@ func TestNoiseResponderRawInitiator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := preserves.DecodeBinary(stripNoisePadding(pt), preserves.DecodeOptions{})
+	v, err := preserves.DecodeBinary(noisesession.StripPadding(pt), preserves.DecodeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +294,7 @@ func TestNoiseResponderEnds(t *testing.T) {
 	svc := preserves.String("ends")
 	ds, seen := watchTarget(w)
 	w.do(func(t *dataspace.Turn) {
-		t.Assert(w.bs, noiseBind(dict(symService, svc, symNoiseKey, bs(pk), symSecretKey, bs(sk)), ds, nil))
+		t.Assert(w.bs, noiseBind(dict(noisesession.SymService, svc, noisesession.SymKey, bs(pk), noisesession.SymSecretKey, bs(sk)), ds, nil))
 	})
 	hello := preserves.NewRecord(preserves.Symbol("hello"))
 
@@ -351,13 +317,13 @@ func TestNoiseResponderEnds(t *testing.T) {
 		obs, _, ans := resolveNoise(t, w, svc)
 		session, _ := dataspace.RefOf(ans.(*preserves.Record).Fields[0])
 		hs, _ := noise.NewHandshakeState(noise.Config{
-			CipherSuite: noiseSuite, Pattern: noise.HandshakeNK, Initiator: true,
+			CipherSuite: noise.NewCipherSuite(noise.DH25519, noise.CipherChaChaPoly, noise.HashBLAKE2s), Pattern: noise.HandshakeNK, Initiator: true,
 			Prologue: preserves.EncodeCanonical(svc), PeerStatic: pk,
 		})
 		msg1, _, _, _ := hs.WriteMessage(nil, []byte("payload"))
 		me := newBox()
 		w.do(func(t *dataspace.Turn) {
-			t.Assert(session, preserves.NewRecord(symInitiator, dataspace.Embed(t.Create(me))))
+			t.Assert(session, preserves.NewRecord(noisesession.SymInitiator, dataspace.Embed(t.Create(me))))
 			t.Message(session, preserves.ByteStringFrom(msg1))
 		})
 		waitFor(t, "ok withdrawn", func() bool { return len(obs.all()) == 0 })
@@ -371,12 +337,12 @@ func TestNoiseResponderEnds(t *testing.T) {
 		obs, _, ans := resolveNoise(t, w, svc)
 		session, _ := dataspace.RefOf(ans.(*preserves.Record).Fields[0])
 		hs, _ := noise.NewHandshakeState(noise.Config{
-			CipherSuite: noiseSuite, Pattern: noise.HandshakeNK, Initiator: true,
+			CipherSuite: noise.NewCipherSuite(noise.DH25519, noise.CipherChaChaPoly, noise.HashBLAKE2s), Pattern: noise.HandshakeNK, Initiator: true,
 			Prologue: preserves.EncodeCanonical(preserves.String("other")), PeerStatic: pk,
 		})
 		msg1, _, _, _ := hs.WriteMessage(nil, nil)
 		w.do(func(t *dataspace.Turn) {
-			t.Assert(session, preserves.NewRecord(symInitiator, dataspace.Embed(t.Create(newBox()))))
+			t.Assert(session, preserves.NewRecord(noisesession.SymInitiator, dataspace.Embed(t.Create(newBox()))))
 			t.Message(session, preserves.ByteStringFrom(msg1))
 		})
 		waitFor(t, "ok withdrawn", func() bool { return len(obs.all()) == 0 })
@@ -389,12 +355,12 @@ func TestNoiseResolveErrors(t *testing.T) {
 	w := newWorld(t)
 	sk, pk := testKeys(t)
 	binds := map[string]preserves.Value{
-		"multi-psk":   dict(symService, preserves.String("multi-psk"), symNoiseKey, bs(pk), symSecretKey, bs(sk), symProtocol, preserves.String("Noise_NKpsk0+psk2_25519_ChaChaPoly_BLAKE2s")),
-		"k-pattern":   dict(symService, preserves.String("k-pattern"), symNoiseKey, bs(pk), symSecretKey, bs(sk), symProtocol, preserves.String("Noise_KK_25519_ChaChaPoly_BLAKE2s")),
-		"no-secret":   dict(symService, preserves.String("no-secret"), symNoiseKey, bs(pk)),
-		"bad-spec":    dict(symService, preserves.String("bad-spec"), symNoiseKey, bs(pk), symProtocol, preserves.String("Noise_ZZ_25519_ChaChaPoly_BLAKE2s")),
-		"short-psk":   dict(symService, preserves.String("short-psk"), symNoiseKey, bs(pk), symPreSharedKeys, preserves.Sequence{bs([]byte("x"))}),
-		"secret-type": dict(symService, preserves.String("secret-type"), symNoiseKey, bs(pk), symSecretKey, preserves.Int(0)),
+		"multi-psk":   dict(noisesession.SymService, preserves.String("multi-psk"), noisesession.SymKey, bs(pk), noisesession.SymSecretKey, bs(sk), noisesession.SymProtocol, preserves.String("Noise_NKpsk0+psk2_25519_ChaChaPoly_BLAKE2s")),
+		"k-pattern":   dict(noisesession.SymService, preserves.String("k-pattern"), noisesession.SymKey, bs(pk), noisesession.SymSecretKey, bs(sk), noisesession.SymProtocol, preserves.String("Noise_KK_25519_ChaChaPoly_BLAKE2s")),
+		"no-secret":   dict(noisesession.SymService, preserves.String("no-secret"), noisesession.SymKey, bs(pk)),
+		"bad-spec":    dict(noisesession.SymService, preserves.String("bad-spec"), noisesession.SymKey, bs(pk), noisesession.SymProtocol, preserves.String("Noise_ZZ_25519_ChaChaPoly_BLAKE2s")),
+		"short-psk":   dict(noisesession.SymService, preserves.String("short-psk"), noisesession.SymKey, bs(pk), noisesession.SymPreSharedKeys, preserves.Sequence{bs([]byte("x"))}),
+		"secret-type": dict(noisesession.SymService, preserves.String("secret-type"), noisesession.SymKey, bs(pk), noisesession.SymSecretKey, preserves.Int(0)),
 	}
 	w.do(func(t *dataspace.Turn) {
 		for _, spec := range binds {
@@ -411,112 +377,13 @@ func TestNoiseResolveErrors(t *testing.T) {
 	}
 	t.Run("noise step without a selector", func(t *testing.T) {
 		obs := newBox()
-		w.do(func(t *dataspace.Turn) { t.Assert(w.gk, resolve(preserves.NewRecord(symNoise), t.Create(obs))) })
+		w.do(func(t *dataspace.Turn) {
+			t.Assert(w.gk, resolve(preserves.NewRecord(noisesession.SymNoise), t.Create(obs)))
+		})
 		if v := obs.only(t); !preserves.Equal(v, errInvalid) {
 			t.Fatalf("got %v", v)
 		}
 	})
-	if _, err := (&noiseSpec{service: preserves.Int(1), protocol: "Noise_NNpsk0+psk1_25519_ChaChaPoly_BLAKE2s"}).handshake(false); !errors.Is(err, errNoiseUnsupported) {
-		t.Fatalf("multi-psk: %v is not errNoiseUnsupported", err)
-	}
-}
-
-// Every pattern flynn/noise can run completes the handshake between the
-// two sides of noise_session.go, with psk placements and drawn keys.
-func TestNoiseSessionPatterns(t *testing.T) {
-	sk, pk := testKeys(t)
-	psk := make([]byte, 32)
-	psk[3] = 7
-	for _, p := range []string{"N", "X", "NN", "NK", "NX", "XN", "XK", "XX", "IN", "IK", "IX", "NNpsk0", "NKpsk2", "XXpsk3", "Npsk1"} {
-		for _, keys := range [][][]byte{nil, {psk}} {
-			spec := &noiseSpec{service: preserves.Symbol("p"), key: pk, secret: sk, protocol: "Noise_" + p + noiseSuffix, psks: keys}
-			ini, err := spec.handshake(true)
-			if err != nil {
-				t.Fatalf("%s initiator: %v", p, err)
-			}
-			res, err := spec.handshake(false)
-			if err != nil {
-				t.Fatalf("%s responder: %v", p, err)
-			}
-			parties := []*noise.HandshakeState{ini, res}
-			var cs [2][2]*noise.CipherState
-			for i := 0; cs[0][0] == nil; i++ {
-				msg, c1, c2, err := parties[i%2].WriteMessage(nil, nil)
-				if err != nil {
-					t.Fatalf("%s write %d: %v", p, i, err)
-				}
-				cs[i%2] = [2]*noise.CipherState{c1, c2}
-				_, d1, d2, err := parties[1-i%2].ReadMessage(nil, msg)
-				if err != nil {
-					t.Fatalf("%s read %d: %v", p, i, err)
-				}
-				cs[1-i%2] = [2]*noise.CipherState{d1, d2}
-				if i > 4 {
-					t.Fatalf("%s: no end to the handshake", p)
-				}
-			}
-			ct, _ := cs[0][0].Encrypt(nil, nil, []byte("hi"))
-			if pt, err := cs[1][0].Decrypt(nil, nil, ct); err != nil || string(pt) != "hi" {
-				t.Fatalf("%s: transport %q %v", p, pt, err)
-			}
-		}
-	}
-	// A responder whose PSK differs from the initiator's fails.
-	a := &noiseSpec{service: preserves.Symbol("p"), key: pk, secret: sk, protocol: "Noise_NNpsk0" + noiseSuffix, psks: [][]byte{psk}}
-	b := &noiseSpec{service: preserves.Symbol("p"), key: pk, secret: sk, protocol: "Noise_NNpsk0" + noiseSuffix}
-	ini, _ := a.handshake(true)
-	res, _ := b.handshake(false)
-	msg, _, _, _ := ini.WriteMessage(nil, nil)
-	if _, _, _, err := res.ReadMessage(nil, msg); err == nil {
-		t.Fatal("mismatched PSKs agreed")
-	}
-}
-
-func TestSealNoisePacket(t *testing.T) {
-	mk := func() (*noise.CipherState, *noise.CipherState) {
-		var k [32]byte
-		return noise.UnsafeNewCipherState(noiseSuite, k, 0), noise.UnsafeNewCipherState(noiseSuite, k, 0)
-	}
-	for _, n := range []int{0, 1, noiseMaxPlaintext, noiseMaxPlaintext + 1, 3*noiseMaxPlaintext + 5} {
-		enc, dec := mk()
-		plain := make([]byte, n)
-		for i := range plain {
-			plain[i] = byte(i * 7)
-		}
-		v, err := sealNoisePacket(enc, plain)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, isSeq := v.(preserves.Sequence)
-		if isSeq != (n > noiseMaxPlaintext) {
-			t.Fatalf("%d bytes: fragmented=%v", n, isSeq)
-		}
-		pieces, err := decodeNoisePacket(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []byte
-		for _, p := range pieces {
-			if len(p) > noiseMaxMessage {
-				t.Fatalf("%d-byte message", len(p))
-			}
-			if got, err = dec.Decrypt(got, nil, p); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if string(got) != string(plain) {
-			t.Fatalf("%d bytes: round trip differs", n)
-		}
-	}
-	if _, err := decodeNoisePacket(preserves.ByteString(make([]byte, noiseMaxMessage+1))); err == nil {
-		t.Fatal("oversize packet accepted")
-	}
-	if _, err := decodeNoisePacket(preserves.Sequence{preserves.Int(1)}); err == nil {
-		t.Fatal("non-bytes fragment accepted")
-	}
-	if got := stripNoisePadding([]byte{1, 0x80, 2, 0x80, 0x80}); string(got) != "\x01\x80\x02" {
-		t.Fatalf("stripped %v", got)
-	}
 }
 
 // The direct-resolution race applies to noise steps too: a party in the
@@ -524,7 +391,7 @@ func TestSealNoisePacket(t *testing.T) {
 func TestNoiseDirectAnswer(t *testing.T) {
 	w := newWorld(t)
 	w.do(func(t *dataspace.Turn) {
-		p := pattern.Rec(symResolve, pattern.Rec(symNoise, pattern.Lift(preserves.String("direct"))), pattern.Capture())
+		p := pattern.Rec(symResolve, pattern.Rec(noisesession.SymNoise, pattern.Lift(preserves.String("direct"))), pattern.Capture())
 		t.During(w.bs, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 			k, _ := dataspace.RefOf(caps[0])
 			t.Assert(k, preserves.NewRecord(symError, preserves.String("no such service")))

@@ -3,6 +3,7 @@ package resolve
 import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/relay"
+	"github.com/syndicate-go/syndicate/dataspace/relay/noisesession"
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
@@ -19,11 +20,11 @@ func (s *svc) noiseStep(t *dataspace.Turn, originv, specv preserves.Value) {
 	if !isRef {
 		return
 	}
-	step := preserves.NewRecord(symNoise, specv)
+	step := preserves.NewRecord(noisesession.SymNoise, specv)
 	req := preserves.NewRecord(symResolvePathStep, originv, step)
-	spec, err := parseNoiseSpec(specv, false)
+	spec, err := noisesession.ParseSpec(specv, false)
 	if err == nil {
-		_, err = spec.handshake(true) // refuse unrunnable protocols now
+		_, err = spec.Handshake(true) // refuse unrunnable protocols now
 	}
 	if err != nil {
 		s.log.Warn().Err(err).Str("step", preserves.FormatText(step)).Msg("resolve: unusable noise path step")
@@ -31,7 +32,7 @@ func (s *svc) noiseStep(t *dataspace.Turn, originv, specv preserves.Value) {
 		return
 	}
 	obs := t.Create(&noiseObserver{s: s, req: req, spec: spec, out: make(map[dataspace.Handle]noiseAnswer)})
-	t.Assert(origin, preserves.NewRecord(symResolve, preserves.NewRecord(symNoise, spec.service), dataspace.Embed(obs)))
+	t.Assert(origin, preserves.NewRecord(symResolve, preserves.NewRecord(noisesession.SymNoise, spec.Service), dataspace.Embed(obs)))
 }
 
 // noiseAnswer is what one answer to the Resolve led to: a relayed answer
@@ -46,7 +47,7 @@ type noiseObserver struct {
 	dataspace.BaseEntity
 	s    *svc
 	req  preserves.Value
-	spec *noiseSpec
+	spec *noisesession.Spec
 	out  map[dataspace.Handle]noiseAnswer
 	// failed is the `<error "…">` answer of the latest failed session. It
 	// belongs to the question, not to the `<ok>` it came from (a responder
@@ -86,18 +87,11 @@ func (o *noiseObserver) Retract(t *dataspace.Turn, h dataspace.Handle) error {
 // responder's oid 0, announced as `<ok #:PEER>`. A failed session leaves
 // `<error "MESSAGE">` as the step's answer (see noiseObserver.failed).
 func (o *noiseObserver) startInitiator(t *dataspace.Turn, responder *dataspace.Ref, h dataspace.Handle) {
-	log := o.s.log.With().Str("noise-service", preserves.FormatText(o.spec.service)).Logger()
+	log := o.s.log.With().Str("noise-service", preserves.FormatText(o.spec.Service)).Logger()
 	id, _ := t.Facet(func(t *dataspace.Turn) error {
 		t.PreventInertCheck()
 		id := t.ActiveFacet()
-		sess := &noiseSession{initiator: true, peer: responder, fr: t.FacetRef(), expectPeer: o.spec.key}
-		sess.ready = func(t *dataspace.Turn, tr *noiseTransport) {
-			peer := sess.startRelay(t, tr, relay.Options{ImportInitial: true, Logger: log})
-			t.Assert(o.s.cfg, answer(o.req, ok(dataspace.Embed(peer))))
-			t.Retract(o.failed)
-			o.failed = 0
-		}
-		sess.end = func(t *dataspace.Turn, err error) {
+		end := func(t *dataspace.Turn, err error) {
 			t.StopFacetAndContinue(id, func(t *dataspace.Turn) error {
 				if err == nil {
 					return nil
@@ -107,16 +101,25 @@ func (o *noiseObserver) startInitiator(t *dataspace.Turn, responder *dataspace.R
 				return nil
 			})
 		}
-		hs, err := o.spec.handshake(true)
+		// A fresh handshake per session: the initiator's static key pair,
+		// when its pattern sends one, is new each time.
+		hs, err := o.spec.Handshake(true)
 		if err != nil {
-			sess.hs = nil
-			sess.fail(t, err)
+			end(t, err)
 			return nil
 		}
-		sess.hs = hs
+		sess := noisesession.New(t, hs, noisesession.Options{
+			Relay: relay.Options{ImportInitial: true, Logger: log},
+			OnReady: func(t *dataspace.Turn, peer *dataspace.Ref) {
+				t.Assert(o.s.cfg, answer(o.req, ok(dataspace.Embed(peer))))
+				t.Retract(o.failed)
+				o.failed = 0
+			},
+			OnEnd: end,
+		})
 		me := t.Create(&initiatorSession{sess: sess})
-		t.Assert(responder, preserves.NewRecord(symInitiator, dataspace.Embed(me)))
-		sess.begin(t)
+		t.Assert(responder, preserves.NewRecord(noisesession.SymInitiator, dataspace.Embed(me)))
+		sess.Begin(t, responder)
 		return nil
 	})
 	o.out[h] = noiseAnswer{facet: id}
@@ -125,10 +128,10 @@ func (o *noiseObserver) startInitiator(t *dataspace.Turn, responder *dataspace.R
 // initiatorSession is the ME entity: it receives the responder's Packets.
 type initiatorSession struct {
 	dataspace.BaseEntity
-	sess *noiseSession
+	sess *noisesession.Session
 }
 
 func (i *initiatorSession) Message(t *dataspace.Turn, v preserves.Value) error {
-	i.sess.packet(t, v)
+	i.sess.Packet(t, v)
 	return nil
 }

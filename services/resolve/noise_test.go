@@ -3,7 +3,6 @@ package resolve
 import (
 	"bytes"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -14,26 +13,10 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/relay"
+	"github.com/syndicate-go/syndicate/dataspace/relay/noisesession"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services/gatekeeper"
 )
-
-// The session code is duplicated because sibling services may not import
-// each other; the two copies must not drift.
-func TestNoiseSessionCopiesAgree(t *testing.T) {
-	mine, err := os.ReadFile("noise_session.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	theirs, err := os.ReadFile("../gatekeeper/noise_session.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mine = bytes.Replace(mine, []byte("package resolve\n"), []byte("package gatekeeper\n"), 1)
-	if !bytes.Equal(mine, theirs) {
-		t.Fatal("services/resolve/noise_session.go differs from services/gatekeeper/noise_session.go (beyond the package clause)")
-	}
-}
 
 // held records the assertions currently held at it.
 type held struct {
@@ -121,7 +104,7 @@ func startNoiseServerWithBinds(tb testing.TB, specs ...preserves.Value) (port in
 			return nil
 		})
 		for _, spec := range specs {
-			binds = append(binds, t.Assert(bs, preserves.NewRecord(preserves.Symbol("bind"), preserves.NewRecord(symNoise, spec), dataspace.Embed(target), preserves.Bool(false))))
+			binds = append(binds, t.Assert(bs, preserves.NewRecord(preserves.Symbol("bind"), preserves.NewRecord(noisesession.SymNoise, spec), dataspace.Embed(target), preserves.Bool(false))))
 		}
 		gkc <- gatekeeper.New(t, bs, zerolog.Nop())
 		return nil
@@ -150,9 +133,9 @@ func startNoiseServerWithBinds(tb testing.TB, specs ...preserves.Value) (port in
 // through it.
 func TestNoiseResponderWithdraws(t *testing.T) {
 	sk, pk := noiseKeys(t)
-	port, seen, unbind := startNoiseServerWithBinds(t, sdict(symService, preserves.Symbol("w"), symNoiseKey, preserves.ByteStringFrom(pk), symSecretKey, preserves.ByteStringFrom(sk)))
+	port, seen, unbind := startNoiseServerWithBinds(t, sdict(noisesession.SymService, preserves.Symbol("w"), noisesession.SymKey, preserves.ByteStringFrom(pk), noisesession.SymSecretKey, preserves.ByteStringFrom(sk)))
 	c := newClient(t)
-	route := preserves.NewRecord(symRoute, preserves.Sequence{tcp(port)}, preserves.NewRecord(symNoise, sdict(symService, preserves.Symbol("w"), symNoiseKey, preserves.ByteStringFrom(pk))))
+	route := preserves.NewRecord(symRoute, preserves.Sequence{tcp(port)}, preserves.NewRecord(noisesession.SymNoise, sdict(noisesession.SymService, preserves.Symbol("w"), noisesession.SymKey, preserves.ByteStringFrom(pk))))
 	req := preserves.NewRecord(symResolvePath, route)
 	c.do(func(t *dataspace.Turn) { t.Assert(c.cfg, preserves.NewRecord(symQ, req)) })
 	waitFor(t, "resolved", func() bool { return c.answer(req) != nil })
@@ -183,15 +166,15 @@ func TestNoiseResolvePath(t *testing.T) {
 		{"ik-psk2-zero", "Noise_IKpsk2_25519_ChaChaPoly_BLAKE2s", nil},
 	}
 	spec := func(p proto, secret bool) preserves.Value {
-		kvs := []preserves.Value{symService, preserves.String(p.name), symNoiseKey, preserves.ByteStringFrom(pk)}
+		kvs := []preserves.Value{noisesession.SymService, preserves.String(p.name), noisesession.SymKey, preserves.ByteStringFrom(pk)}
 		if secret {
-			kvs = append(kvs, symSecretKey, preserves.ByteStringFrom(sk))
+			kvs = append(kvs, noisesession.SymSecretKey, preserves.ByteStringFrom(sk))
 		}
 		if p.protocol != "" {
-			kvs = append(kvs, symProtocol, preserves.String(p.protocol))
+			kvs = append(kvs, noisesession.SymProtocol, preserves.String(p.protocol))
 		}
 		if p.psks != nil {
-			kvs = append(kvs, symPreSharedKeys, p.psks)
+			kvs = append(kvs, noisesession.SymPreSharedKeys, p.psks)
 		}
 		return sdict(kvs...)
 	}
@@ -203,7 +186,7 @@ func TestNoiseResolvePath(t *testing.T) {
 	c := newClient(t)
 	for _, p := range protos {
 		t.Run(p.name, func(t *testing.T) {
-			route := preserves.NewRecord(symRoute, preserves.Sequence{tcp(port)}, preserves.NewRecord(symNoise, spec(p, false)))
+			route := preserves.NewRecord(symRoute, preserves.Sequence{tcp(port)}, preserves.NewRecord(noisesession.SymNoise, spec(p, false)))
 			req := preserves.NewRecord(symResolvePath, route)
 			var qh dataspace.Handle
 			c.do(func(t *dataspace.Turn) { qh = t.Assert(c.cfg, preserves.NewRecord(symQ, req)) })
@@ -231,12 +214,12 @@ func TestNoiseStepErrors(t *testing.T) {
 	_, pk := noiseKeys(t)
 	for name, s := range map[string]preserves.Value{
 		"not a dictionary": preserves.Int(1),
-		"multi psk":        sdict(symService, preserves.String("x"), symNoiseKey, preserves.ByteStringFrom(pk), symProtocol, preserves.String("Noise_NNpsk0+psk2_25519_ChaChaPoly_BLAKE2s")),
-		"K pattern":        sdict(symService, preserves.String("x"), symNoiseKey, preserves.ByteStringFrom(pk), symProtocol, preserves.String("Noise_KK_25519_ChaChaPoly_BLAKE2s")),
-		"short key for NK": sdict(symService, preserves.String("x"), symNoiseKey, preserves.ByteString("k")),
+		"multi psk":        sdict(noisesession.SymService, preserves.String("x"), noisesession.SymKey, preserves.ByteStringFrom(pk), noisesession.SymProtocol, preserves.String("Noise_NNpsk0+psk2_25519_ChaChaPoly_BLAKE2s")),
+		"K pattern":        sdict(noisesession.SymService, preserves.String("x"), noisesession.SymKey, preserves.ByteStringFrom(pk), noisesession.SymProtocol, preserves.String("Noise_KK_25519_ChaChaPoly_BLAKE2s")),
+		"short key for NK": sdict(noisesession.SymService, preserves.String("x"), noisesession.SymKey, preserves.ByteString("k")),
 	} {
 		t.Run(name, func(t *testing.T) {
-			req := preserves.NewRecord(symResolvePath, preserves.NewRecord(symRoute, preserves.Sequence{tcp(port)}, preserves.NewRecord(symNoise, s)))
+			req := preserves.NewRecord(symResolvePath, preserves.NewRecord(symRoute, preserves.Sequence{tcp(port)}, preserves.NewRecord(noisesession.SymNoise, s)))
 			c.do(func(t *dataspace.Turn) { t.Assert(c.cfg, preserves.NewRecord(symQ, req)) })
 			waitFor(t, "an answer", func() bool { return c.answer(req) != nil })
 			r, isRec := c.answer(req).(*preserves.Record)
@@ -289,8 +272,8 @@ func TestNoiseStepFailures(t *testing.T) {
 	var gk *dataspace.Ref
 	c.do(func(t *dataspace.Turn) { gk = t.Create(&fakeResponder{}) })
 	step := func(svc string) preserves.Value {
-		return preserves.NewRecord(symResolvePathStep, dataspace.Embed(gk), preserves.NewRecord(symNoise,
-			sdict(symService, preserves.String(svc), symNoiseKey, preserves.ByteStringFrom(pk))))
+		return preserves.NewRecord(symResolvePathStep, dataspace.Embed(gk), preserves.NewRecord(noisesession.SymNoise,
+			sdict(noisesession.SymService, preserves.String(svc), noisesession.SymKey, preserves.ByteStringFrom(pk))))
 	}
 	t.Run("handshake garbage", func(t *testing.T) {
 		req := step("garbage")
@@ -317,10 +300,10 @@ func TestNoiseStepFailures(t *testing.T) {
 func TestNoiseWrongResponderKey(t *testing.T) {
 	sk, pk := noiseKeys(t)
 	xx := preserves.String("Noise_XX_25519_ChaChaPoly_BLAKE2s")
-	port, _ := startNoiseServer(t, sdict(symService, preserves.Symbol("xx"), symNoiseKey, preserves.ByteStringFrom(pk), symSecretKey, preserves.ByteStringFrom(sk), symProtocol, xx))
+	port, _ := startNoiseServer(t, sdict(noisesession.SymService, preserves.Symbol("xx"), noisesession.SymKey, preserves.ByteStringFrom(pk), noisesession.SymSecretKey, preserves.ByteStringFrom(sk), noisesession.SymProtocol, xx))
 	c := newClient(t)
 	other := bytes.Repeat([]byte{1}, 32)
-	route := preserves.NewRecord(symRoute, preserves.Sequence{tcp(port)}, preserves.NewRecord(symNoise, sdict(symService, preserves.Symbol("xx"), symNoiseKey, preserves.ByteStringFrom(other), symProtocol, xx)))
+	route := preserves.NewRecord(symRoute, preserves.Sequence{tcp(port)}, preserves.NewRecord(noisesession.SymNoise, sdict(noisesession.SymService, preserves.Symbol("xx"), noisesession.SymKey, preserves.ByteStringFrom(other), noisesession.SymProtocol, xx)))
 	req := preserves.NewRecord(symResolvePath, route)
 	c.do(func(t *dataspace.Turn) { t.Assert(c.cfg, preserves.NewRecord(symQ, req)) })
 	waitFor(t, "an answer", func() bool { return c.answer(req) != nil })

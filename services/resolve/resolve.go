@@ -29,7 +29,10 @@
 // withdrawal, a packet that does not decrypt, or a failing relay ends the
 // session and retracts everything asserted through it.
 //
-// Noise caveats (github.com/flynn/noise): a NoiseSpec carries no initiator
+// The session itself (spec parsing, handshake, Packet codec, the relay
+// over the cipher states) is dataspace/relay/noisesession, shared with
+// services/gatekeeper's responder; its package doc lists the caveats of
+// github.com/flynn/noise. In short: a NoiseSpec carries no initiator
 // identity, so patterns that transmit the initiator's static key (X, XX,
 // IK, …) use a fresh key pair per session, and the K-initiator patterns
 // (K, KN, KK, KX), whose initiator key the responder must know in advance,
@@ -38,8 +41,7 @@
 // against the static key the responder proves even when the pattern sends
 // it in the handshake (XX, NX, IX) rather than taking it in advance; a
 // failed session answers `<error "...">` until the question goes or a
-// later session succeeds. The session code is shared
-// with services/gatekeeper (noise_session.go, kept identical by a test).
+// later session succeeds.
 //
 // WebSocket and Unix transports are not handled here.
 package resolve
@@ -59,6 +61,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/relay"
+	"github.com/syndicate-go/syndicate/dataspace/relay/noisesession"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
@@ -115,7 +118,7 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
 		s.sturdyStep(t, caps[0], caps[1])
 		return nil
 	})
-	t.During(env.Config, q(pattern.Rec(symResolvePathStep, pattern.Capture(), pattern.Rec(symNoise, pattern.Capture()))), func(t *dataspace.Turn, caps []preserves.Value) error {
+	t.During(env.Config, q(pattern.Rec(symResolvePathStep, pattern.Capture(), pattern.Rec(noisesession.SymNoise, pattern.Capture()))), func(t *dataspace.Turn, caps []preserves.Value) error {
 		s.noiseStep(t, caps[0], caps[1])
 		return nil
 	})

@@ -1,0 +1,319 @@
+package noisesession
+
+import (
+	"bytes"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/flynn/noise"
+	"golang.org/x/crypto/curve25519"
+
+	"github.com/syndicate-go/syndicate/preserves"
+)
+
+// The noise.prs vocabulary used by both sides: the `<noise …>` step and
+// description label, the responder's `<initiator #:PEER>` assertion, and
+// the NoiseSpec / NoiseServiceSpec dictionary keys.
+const (
+	SymNoise         preserves.Symbol = "noise"
+	SymInitiator     preserves.Symbol = "initiator"
+	SymService       preserves.Symbol = "service"
+	SymKey           preserves.Symbol = "key"
+	SymProtocol      preserves.Symbol = "protocol"
+	SymPreSharedKeys preserves.Symbol = "preSharedKeys"
+	SymSecretKey     preserves.Symbol = "secretKey"
+)
+
+const (
+	// DefaultProtocol is noise.prs DefaultProtocol, used when a spec names
+	// none.
+	DefaultProtocol = "Noise_NK_25519_ChaChaPoly_BLAKE2s"
+	// protocolSuffix is the only cipher suite supported.
+	protocolSuffix = "_25519_ChaChaPoly_BLAKE2s"
+)
+
+var suite = noise.NewCipherSuite(noise.DH25519, noise.CipherChaChaPoly, noise.HashBLAKE2s)
+
+// patterns are the standard (fundamental and one-way) patterns of the
+// Noise specification, by name.
+var patterns = map[string]noise.HandshakePattern{
+	"N": noise.HandshakeN, "K": noise.HandshakeK, "X": noise.HandshakeX,
+	"NN": noise.HandshakeNN, "NK": noise.HandshakeNK, "NX": noise.HandshakeNX,
+	"XN": noise.HandshakeXN, "XK": noise.HandshakeXK, "XX": noise.HandshakeXX,
+	"KN": noise.HandshakeKN, "KK": noise.HandshakeKK, "KX": noise.HandshakeKX,
+	"IN": noise.HandshakeIN, "IK": noise.HandshakeIK, "IX": noise.HandshakeIX,
+}
+
+// ErrUnsupported marks a valid protocol this implementation cannot run
+// (flynn/noise supports at most one psk modifier; K-initiator patterns
+// need an initiator key no NoiseSpec carries).
+var ErrUnsupported = errors.New("noisesession: protocol not supported by this implementation")
+
+// protocol is a parsed `Noise_<PATTERN>_25519_ChaChaPoly_BLAKE2s`.
+type protocol struct {
+	pattern noise.HandshakePattern
+	psks    []int // psk modifier positions, in name order
+}
+
+// parseProtocol validates a protocol name: the only suite is
+// 25519/ChaChaPoly/BLAKE2s; PATTERN is a standard pattern optionally
+// followed by psk modifiers `pskN` joined with `+` (N at most the number
+// of handshake messages, no repeats).
+func parseProtocol(name string) (protocol, error) {
+	rest, ok := strings.CutPrefix(name, "Noise_")
+	if ok {
+		rest, ok = strings.CutSuffix(rest, protocolSuffix)
+	}
+	if !ok || strings.Contains(rest, "_") {
+		return protocol{}, fmt.Errorf("unsupported noise protocol %q: want Noise_<PATTERN>%s", name, protocolSuffix)
+	}
+	base, mods := rest, ""
+	if i := strings.Index(rest, "psk"); i >= 0 {
+		base, mods = rest[:i], rest[i:]
+	}
+	pat, ok := patterns[base]
+	if !ok {
+		return protocol{}, fmt.Errorf("unknown noise handshake pattern %q in %q", base, name)
+	}
+	p := protocol{pattern: pat}
+	if mods == "" {
+		return p, nil
+	}
+	seen := map[int]bool{}
+	for _, m := range strings.Split(mods, "+") {
+		digits, ok := strings.CutPrefix(m, "psk")
+		n, err := strconv.Atoi(digits)
+		if !ok || err != nil || digits != strconv.Itoa(n) || n < 0 || n > len(pat.Messages) || seen[n] {
+			return protocol{}, fmt.Errorf("invalid psk modifier %q in noise protocol %q", m, name)
+		}
+		seen[n] = true
+		p.psks = append(p.psks, n)
+	}
+	return p, nil
+}
+
+// Spec is a parsed NoiseSpec, or a NoiseServiceSpec with its secret key.
+type Spec struct {
+	// Service is the service selector (annotations stripped).
+	Service preserves.Value
+	// Key is the responder's static public key (any length in a bare
+	// NoiseSpec; patterns that need it require 32 bytes).
+	Key []byte
+	// Protocol is the protocol name, "" when absent or the default.
+	Protocol string
+	// PreSharedKeys are 32 bytes each.
+	PreSharedKeys [][]byte
+	// SecretKey is the responder's 32-byte Curve25519 secret, nil when
+	// absent (always nil unless parsed with withSecret).
+	SecretKey []byte
+}
+
+// ProtocolName is the protocol the spec runs: Protocol, or
+// DefaultProtocol when that is empty.
+func (s *Spec) ProtocolName() string {
+	if s.Protocol == "" {
+		return DefaultProtocol
+	}
+	return s.Protocol
+}
+
+// ParseSpec validates a NoiseSpec dictionary (services spec §6.2);
+// withSecret also accepts a secretKey (NoiseServiceSpec), which must be a
+// 32-byte Curve25519 secret whose public key is `key`. Pre-shared keys
+// must be 32 bytes each (the Noise specification's size). Without
+// withSecret a secretKey entry is ignored.
+func ParseSpec(v preserves.Value, withSecret bool) (*Spec, error) {
+	d, ok := preserves.Unwrap(v).(*preserves.Dictionary)
+	if !ok {
+		return nil, fmt.Errorf("noise spec is not a dictionary")
+	}
+	s := &Spec{}
+	sv, ok := d.Get(SymService)
+	if !ok {
+		return nil, fmt.Errorf("noise spec has no service")
+	}
+	s.Service = preserves.Strip(sv)
+	kv, ok := d.Get(SymKey)
+	if !ok {
+		return nil, fmt.Errorf("noise spec has no key")
+	}
+	kb, ok := preserves.Unwrap(kv).(preserves.ByteString)
+	if !ok {
+		return nil, fmt.Errorf("noise spec key is not a byte string")
+	}
+	s.Key = kb.Bytes()
+	if pv, ok := d.Get(SymProtocol); ok {
+		ps, ok := preserves.Unwrap(pv).(preserves.String)
+		if !ok {
+			return nil, fmt.Errorf("noise spec protocol is not a string")
+		}
+		if _, err := parseProtocol(string(ps)); err != nil {
+			return nil, err
+		}
+		if string(ps) != DefaultProtocol {
+			s.Protocol = string(ps)
+		}
+	}
+	if kv, ok := d.Get(SymPreSharedKeys); ok {
+		seq, ok := preserves.Unwrap(kv).(preserves.Sequence)
+		if !ok {
+			return nil, fmt.Errorf("noise spec preSharedKeys is not a sequence")
+		}
+		for i, e := range seq {
+			b, ok := preserves.Unwrap(e).(preserves.ByteString)
+			if !ok {
+				return nil, fmt.Errorf("noise spec preSharedKeys[%d] is not a byte string", i)
+			}
+			if len(b) != 32 {
+				return nil, fmt.Errorf("noise spec preSharedKeys[%d] is %d bytes, want 32", i, len(b))
+			}
+			s.PreSharedKeys = append(s.PreSharedKeys, b.Bytes())
+		}
+	}
+	if sk, ok := d.Get(SymSecretKey); ok && withSecret {
+		b, ok := preserves.Unwrap(sk).(preserves.ByteString)
+		if !ok {
+			return nil, fmt.Errorf("noise spec secretKey is not a byte string")
+		}
+		if len(b) != 32 {
+			return nil, fmt.Errorf("noise spec secretKey is %d bytes, want 32", len(b))
+		}
+		s.SecretKey = b.Bytes()
+		pub, err := curve25519.X25519(s.SecretKey, curve25519.Basepoint)
+		if err != nil {
+			return nil, fmt.Errorf("noise spec secretKey: %w", err)
+		}
+		if !bytes.Equal(pub, s.Key) {
+			return nil, fmt.Errorf("noise spec key is not the public key of secretKey")
+		}
+	}
+	return s, nil
+}
+
+// ToValue renders the NoiseSpec part: protocol only when not the default,
+// preSharedKeys only when non-empty, never the secret (a gatekeeper's
+// `<bound <noise SPEC'>>` answer must not leak it).
+func (s *Spec) ToValue() preserves.Value {
+	es := []preserves.DictEntry{
+		{Key: SymService, Value: s.Service},
+		{Key: SymKey, Value: preserves.ByteStringFrom(s.Key)},
+	}
+	if s.Protocol != "" {
+		es = append(es, preserves.DictEntry{Key: SymProtocol, Value: preserves.String(s.Protocol)})
+	}
+	if len(s.PreSharedKeys) > 0 {
+		seq := make(preserves.Sequence, len(s.PreSharedKeys))
+		for i, k := range s.PreSharedKeys {
+			seq[i] = preserves.ByteStringFrom(k)
+		}
+		es = append(es, preserves.DictEntry{Key: SymPreSharedKeys, Value: seq})
+	}
+	return preserves.NewDictionary(es...)
+}
+
+// prologue is the canonical binary encoding of the service selector.
+func prologue(service preserves.Value) ([]byte, error) {
+	return preserves.EncodeBinary(preserves.Strip(service), preserves.EncodeOptions{
+		Embedded: func(any) (preserves.Value, error) {
+			return nil, fmt.Errorf("noise service selector holds a capability")
+		},
+	})
+}
+
+func hasToken(ms []noise.MessagePattern, tok noise.MessagePattern) bool {
+	for _, m := range ms {
+		if m == tok {
+			return true
+		}
+	}
+	return false
+}
+
+// sendsStatic reports whether the party sending messages at even (the
+// initiator) or odd (the responder) indexes transmits its static key.
+func sendsStatic(p noise.HandshakePattern, initiator bool) bool {
+	for i, msg := range p.Messages {
+		if (i%2 == 0) == initiator && hasToken(msg, noise.MessagePatternS) {
+			return true
+		}
+	}
+	return false
+}
+
+// Handshake is one side's handshake state, ready to be driven by a
+// Session. It is used once.
+type Handshake struct {
+	hs        *noise.HandshakeState
+	initiator bool
+	// expectPeer, when set, is the static key the peer must prove: an
+	// initiator given the responder's key checks it even when the pattern
+	// transmits that key rather than taking it in advance (XX, NX, IX).
+	expectPeer []byte
+}
+
+// Handshake builds one side's handshake state for the spec. The initiator
+// gets a fresh static key pair when its pattern transmits one (NoiseSpec
+// carries no initiator identity) and will check the responder's proven
+// static key against Key when Key is non-empty; the responder's static key
+// is SecretKey. Valid protocols this implementation cannot run fail with
+// an error wrapping ErrUnsupported, so callers can refuse a spec up front.
+func (s *Spec) Handshake(initiator bool) (*Handshake, error) {
+	proto, err := parseProtocol(s.ProtocolName())
+	if err != nil {
+		return nil, err
+	}
+	pat := proto.pattern
+	if len(proto.psks) > 1 {
+		return nil, fmt.Errorf("%w: %s has %d psk modifiers (flynn/noise runs at most one)", ErrUnsupported, s.ProtocolName(), len(proto.psks))
+	}
+	if len(pat.InitiatorPreMessages) > 0 {
+		return nil, fmt.Errorf("%w: %s needs the initiator's static key in advance, which a noise spec cannot carry", ErrUnsupported, s.ProtocolName())
+	}
+	pro, err := prologue(s.Service)
+	if err != nil {
+		return nil, err
+	}
+	cfg := noise.Config{CipherSuite: suite, Pattern: pat, Initiator: initiator, Prologue: pro}
+	responderStatic := hasToken(pat.ResponderPreMessages, noise.MessagePatternS) || sendsStatic(pat, false)
+	if initiator {
+		if hasToken(pat.ResponderPreMessages, noise.MessagePatternS) {
+			if len(s.Key) != 32 {
+				return nil, fmt.Errorf("noise spec key is %d bytes; %s needs the responder's 32-byte public key", len(s.Key), s.ProtocolName())
+			}
+			cfg.PeerStatic = s.Key
+		}
+		if sendsStatic(pat, true) {
+			kp, err := suite.GenerateKeypair(rand.Reader)
+			if err != nil {
+				return nil, err
+			}
+			cfg.StaticKeypair = kp
+		}
+	} else if responderStatic {
+		if s.SecretKey == nil {
+			return nil, fmt.Errorf("noise spec has no secretKey; %s needs the responder's static key", s.ProtocolName())
+		}
+		cfg.StaticKeypair = noise.DHKey{Private: s.SecretKey, Public: s.Key}
+	}
+	if len(proto.psks) == 1 {
+		// PSKs are drawn in order; all-zeros once exhausted.
+		psk := make([]byte, 32)
+		if len(s.PreSharedKeys) > 0 {
+			psk = s.PreSharedKeys[0]
+		}
+		cfg.PresharedKey = psk
+		cfg.PresharedKeyPlacement = proto.psks[0]
+	}
+	hs, err := noise.NewHandshakeState(cfg)
+	if err != nil {
+		return nil, err
+	}
+	h := &Handshake{hs: hs, initiator: initiator}
+	if initiator {
+		h.expectPeer = s.Key
+	}
+	return h, nil
+}
