@@ -190,6 +190,9 @@ func (c *fieldCore) damage(t *Turn) {
 // An error from the block (now or in any re-run) fails the turn. A block
 // does not keep its facet from being inert (runtime spec §4.3) and is
 // discarded when the facet stops. On a dead facet Dataflow does nothing.
+// A block that itself calls Dataflow registers a new block on each run;
+// to replace rather than accumulate them, run such inner blocks in a child
+// facet that the outer block stops and recreates.
 func (t *Turn) Dataflow(fn func(t *Turn) error) {
 	f := t.active
 	if !f.alive {
