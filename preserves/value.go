@@ -213,6 +213,20 @@ func NewDictionary(entries ...DictEntry) *Dictionary {
 	return &Dictionary{entries: out}
 }
 
+// Dict returns the dictionary of alternating keys and values, the way a
+// dictionary is written: Dict(k1, v1, k2, v2, …). An odd number of
+// arguments is a programming error and panics.
+func Dict(kvs ...Value) *Dictionary {
+	if len(kvs)%2 != 0 {
+		panic("preserves.Dict: odd number of arguments")
+	}
+	es := make([]DictEntry, len(kvs)/2)
+	for i := range es {
+		es[i] = DictEntry{Key: kvs[2*i], Value: kvs[2*i+1]}
+	}
+	return NewDictionary(es...)
+}
+
 // Len returns the number of entries.
 func (d *Dictionary) Len() int { return len(d.entries) }
 

@@ -28,3 +28,23 @@ func TestHasEmbedded(t *testing.T) {
 		}
 	}
 }
+
+func TestDict(t *testing.T) {
+	got := Dict(Symbol("b"), Int(2), Symbol("a"), Int(1), Symbol("b"), Int(3))
+	want, err := ParseText(`{a: 1, b: 3}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !Equal(got, want) {
+		t.Errorf("Dict = %v, want %v (sorted, last repeated key wins)", got, want)
+	}
+	if Dict().Len() != 0 {
+		t.Error("Dict() is not empty")
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("odd arguments did not panic")
+		}
+	}()
+	Dict(Symbol("k"))
+}

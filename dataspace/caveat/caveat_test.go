@@ -16,13 +16,7 @@ func rec(l string, fs ...V) V        { return preserves.Rec(l, fs...) }
 func seq(vs ...V) preserves.Sequence { return preserves.Sequence(vs) }
 func i(n int64) V                    { return preserves.Int(n) }
 func str(s string) V                 { return preserves.String(s) }
-func dict(kvs ...V) V {
-	es := make([]preserves.DictEntry, 0, len(kvs)/2)
-	for j := 0; j+1 < len(kvs); j += 2 {
-		es = append(es, preserves.DictEntry{Key: kvs[j], Value: kvs[j+1]})
-	}
-	return preserves.NewDictionary(es...)
-}
+func dict(kvs ...V) V                { return preserves.Dict(kvs...) }
 
 // Pattern/template/caveat vocabulary of sturdy.prs.
 func discard() V               { return rec("_") }

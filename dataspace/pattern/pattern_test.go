@@ -18,13 +18,7 @@ type (
 
 func rec(label string, fs ...V) V { return preserves.Rec(label, fs...) }
 
-func dict(kvs ...V) *preserves.Dictionary {
-	es := make([]preserves.DictEntry, 0, len(kvs)/2)
-	for i := 0; i+1 < len(kvs); i += 2 {
-		es = append(es, preserves.DictEntry{Key: kvs[i], Value: kvs[i+1]})
-	}
-	return preserves.NewDictionary(es...)
-}
+func dict(kvs ...V) *preserves.Dictionary { return preserves.Dict(kvs...) }
 
 // Schema-form constructors, so tests read like the spec's examples.
 func pDiscard() V            { return rec("_") }

@@ -12,13 +12,7 @@ import (
 func sym(s string) p.Value { return p.Symbol(s) }
 func str(s string) p.Value { return p.String(s) }
 
-func dict(kvs ...p.Value) *p.Dictionary {
-	var es []p.DictEntry
-	for i := 0; i+1 < len(kvs); i += 2 {
-		es = append(es, p.DictEntry{Key: kvs[i], Value: kvs[i+1]})
-	}
-	return p.NewDictionary(es...)
-}
+func dict(kvs ...p.Value) *p.Dictionary { return p.Dict(kvs...) }
 
 func TestParseSpecForms(t *testing.T) {
 	tests := []struct {

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/flynn/noise"
-	"golang.org/x/crypto/curve25519"
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
@@ -20,20 +19,14 @@ func testKeys(tb testing.TB) (secret, public []byte) {
 	for i := range secret {
 		secret[i] = byte(i + 1)
 	}
-	public, err := curve25519.X25519(secret, curve25519.Basepoint)
+	public, err := noisesession.PublicKey(secret)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return secret, public
 }
 
-func dict(kvs ...preserves.Value) *preserves.Dictionary {
-	var es []preserves.DictEntry
-	for i := 0; i+1 < len(kvs); i += 2 {
-		es = append(es, preserves.DictEntry{Key: kvs[i], Value: kvs[i+1]})
-	}
-	return preserves.NewDictionary(es...)
-}
+func dict(kvs ...preserves.Value) *preserves.Dictionary { return preserves.Dict(kvs...) }
 
 func bs(b []byte) preserves.Value { return preserves.ByteStringFrom(b) }
 

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/rs/zerolog"
-	"golang.org/x/crypto/curve25519"
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
@@ -54,20 +53,14 @@ func (b *held) has(v preserves.Value) bool {
 
 func noiseKeys(tb testing.TB) (secret, public []byte) {
 	secret = bytes.Repeat([]byte{0x5a}, 32)
-	public, err := curve25519.X25519(secret, curve25519.Basepoint)
+	public, err := noisesession.PublicKey(secret)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return secret, public
 }
 
-func sdict(kvs ...preserves.Value) *preserves.Dictionary {
-	var es []preserves.DictEntry
-	for i := 0; i+1 < len(kvs); i += 2 {
-		es = append(es, preserves.DictEntry{Key: kvs[i], Value: kvs[i+1]})
-	}
-	return preserves.NewDictionary(es...)
-}
+func sdict(kvs ...preserves.Value) *preserves.Dictionary { return preserves.Dict(kvs...) }
 
 // startNoiseServer runs our own gatekeeper over a bind space holding
 // `<bind <noise SPEC> #:target #f>` for each spec, served as oid 0 on a

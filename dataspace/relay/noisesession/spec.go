@@ -182,7 +182,7 @@ func ParseSpec(v preserves.Value, withSecret bool) (*Spec, error) {
 			return nil, fmt.Errorf("noise spec secretKey is %d bytes, want 32", len(b))
 		}
 		s.SecretKey = b.Bytes()
-		pub, err := curve25519.X25519(s.SecretKey, curve25519.Basepoint)
+		pub, err := PublicKey(s.SecretKey)
 		if err != nil {
 			return nil, fmt.Errorf("noise spec secretKey: %w", err)
 		}
@@ -316,4 +316,20 @@ func (s *Spec) Handshake(initiator bool) (*Handshake, error) {
 		h.expectPeer = s.Key
 	}
 	return h, nil
+}
+
+// PublicKey returns the X25519 public key of a 32-byte secret key: the
+// `key` that goes beside `secretKey` in a NoiseServiceSpec.
+func PublicKey(secret []byte) ([]byte, error) {
+	return curve25519.X25519(secret, curve25519.Basepoint)
+}
+
+// GenerateKey returns a fresh X25519 key pair for a NoiseServiceSpec.
+func GenerateKey() (secret, public []byte, err error) {
+	secret = make([]byte, curve25519.ScalarSize)
+	if _, err := rand.Read(secret); err != nil {
+		return nil, nil, err
+	}
+	public, err = PublicKey(secret)
+	return secret, public, err
 }

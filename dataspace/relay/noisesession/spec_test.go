@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/flynn/noise"
-	"golang.org/x/crypto/curve25519"
 
 	"github.com/syndicate-go/syndicate/preserves"
 )
@@ -16,20 +15,14 @@ func testKeys(tb testing.TB) (secret, public []byte) {
 	for i := range secret {
 		secret[i] = byte(i + 1)
 	}
-	public, err := curve25519.X25519(secret, curve25519.Basepoint)
+	public, err := PublicKey(secret)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return secret, public
 }
 
-func dict(kvs ...preserves.Value) *preserves.Dictionary {
-	var es []preserves.DictEntry
-	for i := 0; i+1 < len(kvs); i += 2 {
-		es = append(es, preserves.DictEntry{Key: kvs[i], Value: kvs[i+1]})
-	}
-	return preserves.NewDictionary(es...)
-}
+func dict(kvs ...preserves.Value) *preserves.Dictionary { return preserves.Dict(kvs...) }
 
 func bs(b []byte) preserves.Value { return preserves.ByteStringFrom(b) }
 
@@ -212,5 +205,23 @@ func TestHandshakePatterns(t *testing.T) {
 	res, _ = (&Spec{Service: preserves.Symbol("q"), Key: pk, SecretKey: sk}).Handshake(false)
 	if _, _, err := handshakePair(t, ini, res); err == nil {
 		t.Fatal("mismatched prologues agreed")
+	}
+}
+
+func TestGenerateKey(t *testing.T) {
+	sk, pk, err := GenerateKey()
+	if err != nil || len(sk) != 32 || len(pk) != 32 {
+		t.Fatalf("GenerateKey = %x, %x, %v", sk, pk, err)
+	}
+	if again, err := PublicKey(sk); err != nil || string(again) != string(pk) {
+		t.Fatalf("PublicKey(secret) = %x, %v; want %x", again, err, pk)
+	}
+	sk2, _, _ := GenerateKey()
+	if string(sk2) == string(sk) {
+		t.Fatal("two generated secrets are equal")
+	}
+	spec := preserves.Dict(SymService, preserves.Symbol("s"), SymKey, bs(pk), SymSecretKey, bs(sk))
+	if _, err := ParseSpec(spec, true); err != nil {
+		t.Fatalf("a generated pair is not a valid spec: %v", err)
 	}
 }
