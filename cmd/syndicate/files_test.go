@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/syndicate-go/syndicate/dataspace/relay/noisesession"
+	"github.com/syndicate-go/syndicate/preserves"
 )
 
 func TestCheckReportsPositions(t *testing.T) {
@@ -126,4 +129,21 @@ func TestDisasm(t *testing.T) {
 	code, _, errs = cliRun(t, "disasm")
 	require.Equal(t, 2, code)
 	require.Contains(t, errs, "disasm needs FILE")
+}
+
+func TestNoiseKey(t *testing.T) {
+	code, out, errs := cliRun(t, "noise-key", `"config"`)
+	require.Equal(t, 0, code, errs)
+	v, err := preserves.ParseText(strings.TrimSpace(out))
+	require.NoError(t, err)
+	spec, err := noisesession.ParseSpec(v, true)
+	require.NoError(t, err, "the printed dictionary is a valid NoiseServiceSpec")
+	require.Equal(t, preserves.String("config"), spec.Service)
+
+	_, again, _ := cliRun(t, "noise-key", `"config"`)
+	require.NotEqual(t, out, again, "every run makes a fresh key")
+
+	code, _, errs = cliRun(t, "noise-key", "<a")
+	require.Equal(t, 2, code)
+	require.Contains(t, errs, "SERVICE: 1:3:")
 }

@@ -62,6 +62,7 @@ func init() {
 		{"check", "FILE|DIR...", "compile and validate scripts (as syndicate-server --check)", runCheck},
 		{"fmt", "[-w] [FILE...]", "canonical layout of .pr scripts, comments kept", runFmt},
 		{"disasm", "FILE...", "the instructions a script compiles to, each with its line:col", runDisasm},
+		{"noise-key", "[SERVICE]", "a fresh key pair for <bind <noise {…}> …>, as the spec's dictionary", runNoiseKey},
 	}
 }
 
