@@ -11,6 +11,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/preserves/testutil"
 )
 
 // patience bounds every wait that only ends early when something is wrong:
@@ -18,17 +19,7 @@ import (
 // and a passing test never waits for it.
 const patience = 20 * time.Second
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(tb testing.TB, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(patience)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
+var waitFor = testutil.WaitFor
 
 // checkGoroutines fails the test if goroutines started during it are still
 // running at cleanup (after the other cleanups, registered later, ran).

@@ -12,6 +12,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/relay"
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/preserves/testutil"
 )
 
 // held records the assertions currently held at it.
@@ -66,16 +67,7 @@ type side struct {
 	ready chan *dataspace.Ref
 }
 
-func waitFor(tb testing.TB, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
+var waitFor = testutil.WaitFor
 
 // startPair runs a responder for res (exporting a fresh dataspace, whose
 // assertions seen mirrors, as oid 0) and an initiator for ini (importing
