@@ -2,13 +2,19 @@ package preserves
 
 // Binary decoding (spec §4). The decoder works on a complete []byte with an
 // index, so the hot path is plain slice indexing with no per-byte interface
-// calls. Compound items are collected on a scratch stack shared by the whole
-// decode and copied out once, when the end marker arrives, into an exactly
-// sized slice. Those slices, Record structs, the bytes of strings and even
-// the interface boxes of sequences, strings, byte strings and integers are
-// carved out of a few chunks per top-level value (sized by a cheap prescan of
-// the value's extent), so a typical packet costs three or four allocations
-// however many items it has. Nothing is interned but symbols (see symbol).
+// calls. A prescan of the whole value bounds how many items each compound
+// has, so sequences and records are decoded straight into slices reserved
+// for them; sets and dictionaries (which sort their items), and values read
+// without a prescan (Decoder, BatchDecoder), collect items on a scratch
+// stack shared by the whole decode and copy them out once, when the end
+// marker arrives, into an exactly sized slice. Those slices, Record structs,
+// the bytes of strings and even the interface boxes of sequences, strings,
+// byte strings and integers are carved out of a few chunks per top-level
+// value (sized by the same prescan), so a typical packet costs three or four
+// allocations however many items it has. Nothing is interned but symbols
+// (see symbol). The prescan validates nothing: a bound that malformed input
+// makes it miscount costs a fallback to the scratch stack or a few unused
+// slots, never a wrong value.
 //
 // Hostile input is bounded three ways: nesting depth (compounds, embedded
 // values and annotations) is limited by MaxDepth, so recursion cannot exhaust
@@ -88,8 +94,10 @@ func (d *binDecoder) whole(b []byte, opts DecodeOptions) (Value, error) {
 	d.resetSlabs()
 	// A prescan sizes the slabs: it costs a fraction of decoding and saves
 	// both over-allocation and chunk after chunk of guesses.
-	c := countSlots(b)
+	var c slotCounts
+	c, d.sizes, d.open = prescan(b, d.sizes[:0], d.open[:0], d.maxDepth)
 	d.hintItems, d.hintRecs, d.hintHdrs, d.hintInts, d.hintStrs = c.items, c.recs, c.hdrs, c.ints, c.strs
+	d.nextCompound = 1
 	v, err := d.value(0)
 	if err != nil {
 		return nil, err
@@ -108,6 +116,9 @@ func (d *binDecoder) release() {
 	d.resetSlabs() // clears the stack, which an error may leave non-empty
 	if cap(d.stack) > 1<<12 {
 		d.stack = make([]Value, 0, 64)
+	}
+	if cap(d.sizes) > 1<<14 {
+		d.sizes, d.open = nil, nil
 	}
 	d.buf, d.pos, d.base, d.embedded, d.dropping = nil, 0, 0, nil, 0
 	binDecoderPool.Put(d)
@@ -155,6 +166,13 @@ type binDecoder struct {
 	// value that need a box in the arena (see boxInt, boxString); zero
 	// when unknown
 	hintInts, hintStrs int
+	// sizes[k] bounds the items of the k-th compound (1-based, in the
+	// order compounds open) of the current value, from the prescan, so
+	// sequences and records can be decoded straight into their final slots
+	// (see compoundInPlace); empty when unknown. open is the prescan's
+	// stack, kept to reuse its memory.
+	sizes, open  []int32
+	nextCompound int
 	// batch: decoding the values of a BatchDecoder, which share chunks
 	batch bool
 	// symbols is the decoder's own cache of boxed symbols when it decodes
@@ -379,7 +397,80 @@ func (d *binDecoder) annotated(start, depth int) (Value, error) {
 // compound decodes the items of a record, sequence, set or dictionary up to
 // its end marker; d.pos is just past the opening tag.
 func (d *binDecoder) compound(tag byte, start, depth int) (Value, error) {
-	mark := len(d.stack)
+	k := d.nextCompound
+	d.nextCompound++
+	if k < len(d.sizes) && (tag == tagSequence || tag == tagRecord) {
+		return d.compoundInPlace(tag, start, depth, int(d.sizes[k]))
+	}
+	return d.collect(tag, start, depth, len(d.stack))
+}
+
+// compoundInPlace decodes a sequence or record whose item count the
+// prescan bounded by size (the label included), straight into slots
+// reserved in the value slab: no scratch stack, no copy, one write per
+// item. Should the bound be short (only malformed input can make the
+// prescan miscount), the items so far move to the scratch stack and
+// collect carries on.
+func (d *binDecoder) compoundInPlace(tag byte, start, depth, size int) (Value, error) {
+	var label Value
+	if tag == tagRecord {
+		if d.pos < len(d.buf) && d.buf[d.pos] == tagEnd {
+			d.pos++
+			return nil, d.errAt(ErrSyntax, start, "record without a label")
+		}
+		var err error
+		if label, err = d.value(depth); err != nil {
+			return nil, err
+		}
+		size--
+	}
+	slots, at := d.reserve(max(size, 0))
+	i := 0
+	for {
+		if d.pos >= len(d.buf) {
+			return nil, d.eof()
+		}
+		if d.buf[d.pos] == tagEnd {
+			d.pos++
+			break
+		}
+		if i == len(slots) {
+			mark := len(d.stack)
+			if tag == tagRecord {
+				d.stack = append(d.stack, label)
+			}
+			d.stack = append(d.stack, slots[:i]...)
+			return d.collect(tag, start, depth, mark)
+		}
+		v, err := d.value(depth)
+		if err != nil {
+			return nil, err
+		}
+		slots[i] = v
+		i++
+	}
+	if i < len(slots) {
+		d.unreserve(at, len(slots), i)
+	}
+	items := slots[:i:i]
+	if tag == tagRecord {
+		r := d.recordSlot(label)
+		if i > 0 {
+			r.Fields = items
+		}
+		return r, nil
+	}
+	if i == 0 {
+		return emptySequence, nil
+	}
+	h := d.header()
+	*h = items
+	return boxIn(sequenceBox, unsafe.Pointer(h)), nil
+}
+
+// collect gathers the items of a compound on the scratch stack (those
+// from mark on are already its own) up to its end marker, then builds it.
+func (d *binDecoder) collect(tag byte, start, depth, mark int) (Value, error) {
 	for {
 		if d.pos >= len(d.buf) {
 			return nil, d.eof()
@@ -499,16 +590,46 @@ func (d *binDecoder) itemSlice(items []Value) []Value {
 }
 
 func (d *binDecoder) newRecord(label Value, fields []Value) *Record {
+	r := d.recordSlot(label)
+	if len(fields) > 0 {
+		r.Fields = d.itemSlice(fields)
+	}
+	return r
+}
+
+// recordSlot returns a fresh record of the record slab with its label set.
+func (d *binDecoder) recordSlot(label Value) *Record {
 	d.recsUsed++
 	if len(d.recs) == cap(d.recs) {
 		d.recs = make([]Record, 0, 1+d.slabSize(d.recsUsed, d.hintRecs))
 	}
 	d.recs = append(d.recs, Record{Label: label})
-	r := &d.recs[len(d.recs)-1]
-	if len(fields) > 0 {
-		r.Fields = d.itemSlice(fields)
+	return &d.recs[len(d.recs)-1]
+}
+
+// reserve returns n fresh slots of the value slab (capacity n, so appending
+// to them never reaches a neighbour) and where they start in d.vals, or -1
+// when they were allocated on their own.
+func (d *binDecoder) reserve(n int) ([]Value, int) {
+	d.itemsUsed += n
+	if cap(d.vals)-len(d.vals) < n {
+		if n > slabMax/2 {
+			return make([]Value, n), -1
+		}
+		d.vals = make([]Value, 0, n+d.slabSize(d.itemsUsed, d.hintItems))
 	}
-	return r
+	l := len(d.vals)
+	d.vals = d.vals[:l+n]
+	return d.vals[l : l+n : l+n], l
+}
+
+// unreserve gives back the unused tail of a reservation of n slots at at,
+// of which used were filled, if nothing was reserved after it.
+func (d *binDecoder) unreserve(at, n, used int) {
+	if at >= 0 && len(d.vals) == at+n {
+		d.vals = d.vals[:at+used]
+		d.itemsUsed -= n - used
+	}
 }
 
 // Interface boxes. Storing a Sequence, String or ByteString in a Value
@@ -590,6 +711,7 @@ func (d *binDecoder) resetSlabs() {
 	d.vals, d.recs, d.hdrs = nil, nil, nil
 	d.itemsUsed, d.recsUsed, d.hdrsUsed, d.slabStart = 0, 0, 0, d.pos
 	d.hintItems, d.hintRecs, d.hintHdrs, d.hintInts, d.hintStrs = 0, 0, 0, 0, 0
+	d.sizes, d.nextCompound = d.sizes[:0], 0
 }
 
 // length reads a varint length, rejecting non-minimal encodings, values that
@@ -682,7 +804,20 @@ func decodeInt64(b []byte) int64 {
 // per-tag dispatch of extentScanner, so almost every step is branch-free.
 // On malformed input the counts are merely useless, never harmful: every
 // slab chunk is capped at slabMax slots anyway.
-func countSlots(b []byte) (c slotCounts) {
+func countSlots(b []byte) slotCounts {
+	c, _, _ := prescan(b, nil, nil, DefaultMaxDepth)
+	return c
+}
+
+// prescan is countSlots that also bounds the items of each compound:
+// sizes[k] for the k-th compound to open (1-based, labels and annotations
+// counted as items; sizes[0] collects the top level and means nothing).
+// Nesting deeper than maxDepth, which the decoder will reject anyway,
+// leaves sizes empty. sizes and open are buffers to reuse.
+func prescan(b []byte, sizes, open []int32, maxDepth int) (c slotCounts, _, _ []int32) {
+	sizes = append(sizes[:0], 0)
+	open = open[:0]
+	cur := int32(0) // the innermost open compound's entry in sizes
 	p, n := 0, len(b)
 	for p+1 < n {
 		t := b[p]
@@ -696,6 +831,19 @@ func countSlots(b []byte) (c slotCounts) {
 		}
 		info := int(countTable[t])
 		c.items += info & countValue
+		sizes[cur] += int32(info & countValue)
+		if info&countOpen != 0 {
+			if len(open) == maxDepth {
+				sizes = sizes[:0]
+				return c, sizes, open
+			}
+			open = append(open, cur)
+			cur = int32(len(sizes))
+			sizes = append(sizes, 0)
+		} else if t == tagEnd && len(open) > 0 {
+			cur = open[len(open)-1]
+			open = open[:len(open)-1]
+		}
 		c.recs += info >> 1 & 1
 		c.hdrs += info >> 3 & 1
 		c.ints += info >> 4 & 1
@@ -715,7 +863,7 @@ func countSlots(b []byte) (c slotCounts) {
 	}
 	// The top-level value and record labels take no item slot.
 	c.items = max(c.items-1-c.recs, 0)
-	return c
+	return c, sizes, open
 }
 
 // slotCounts are countSlots' bounds: compound item slots, records, header
@@ -733,6 +881,7 @@ const (
 	countHeader = 1 << 3 // the value needs a slot in the header slab
 	countInt    = 1 << 4 // an integer, which may need a box
 	countString = 1 << 5 // a string or byte string, which may need a box
+	countOpen   = 1 << 6 // a compound opens
 )
 
 var countTable = func() (t [256]uint8) {
@@ -742,9 +891,9 @@ var countTable = func() (t [256]uint8) {
 	}
 	t[tagDouble] = countValue | countLength
 	for tag := tagSequence; tag <= tagDictionary; tag++ {
-		t[tag] = countValue
+		t[tag] = countValue | countOpen
 	}
-	t[tagRecord] = countValue | countRecord
+	t[tagRecord] = countValue | countRecord | countOpen
 	t[tagString] |= countString
 	t[tagByteString] |= countString
 	t[tagSequence] |= countHeader

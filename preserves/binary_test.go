@@ -1066,3 +1066,41 @@ func TestSlabBoxesBehaveLikeCompilerBoxes(t *testing.T) {
 		})
 	}
 }
+
+// TestInPlaceBoundsMiscounted: sequences and records are decoded straight
+// into slots the prescan bounded; should a bound ever be short or long
+// (only malformed input could make the prescan miscount), the result is
+// still exactly the value, through the scratch-stack fallback or by giving
+// back the unused slots.
+func TestInPlaceBoundsMiscounted(t *testing.T) {
+	var inputs [][]byte
+	for _, c := range binLoadCases(t) {
+		if c.kind == "Test" || c.kind == "NondeterministicTest" {
+			inputs = append(inputs, c.bytes)
+		}
+	}
+	inputs = append(inputs, binReadSamples(t))
+	for _, in := range inputs {
+		want, err := DecodeBinary(in, DecodeOptions{Annotations: true})
+		if err != nil {
+			t.Fatalf("% X: %v", in, err)
+		}
+		for _, skew := range []int32{-3, -1, 0, 1, 5} {
+			d := &binDecoder{}
+			d.init(DecodeOptions{Annotations: true})
+			d.buf = in
+			d.resetSlabs()
+			var c slotCounts
+			c, d.sizes, d.open = prescan(in, nil, nil, DefaultMaxDepth)
+			d.hintItems = c.items
+			for k := range d.sizes {
+				d.sizes[k] = max(d.sizes[k]+skew, 0)
+			}
+			d.nextCompound = 1
+			got, err := d.value(0)
+			if err != nil || d.pos != len(in) || !binAnnEqual(got, want) {
+				t.Fatalf("skew %d, % X: got %v (%v, at %d), want %v", skew, in, got, err, d.pos, want)
+			}
+		}
+	}
+}
