@@ -454,11 +454,10 @@ func (d *binDecoder) compoundInPlace(tag byte, start, depth, size int) (Value, e
 	}
 	items := slots[:i:i]
 	if tag == tagRecord {
-		r := d.recordSlot(label)
-		if i > 0 {
-			r.Fields = items
+		if i == 0 {
+			items = nil
 		}
-		return r, nil
+		return d.recordSlot(label, items), nil
 	}
 	if i == 0 {
 		return emptySequence, nil
@@ -590,20 +589,21 @@ func (d *binDecoder) itemSlice(items []Value) []Value {
 }
 
 func (d *binDecoder) newRecord(label Value, fields []Value) *Record {
-	r := d.recordSlot(label)
 	if len(fields) > 0 {
-		r.Fields = d.itemSlice(fields)
+		fields = d.itemSlice(fields)
+	} else {
+		fields = nil
 	}
-	return r
+	return d.recordSlot(label, fields)
 }
 
-// recordSlot returns a fresh record of the record slab with its label set.
-func (d *binDecoder) recordSlot(label Value) *Record {
+// recordSlot returns a fresh record of the record slab.
+func (d *binDecoder) recordSlot(label Value, fields []Value) *Record {
 	d.recsUsed++
 	if len(d.recs) == cap(d.recs) {
 		d.recs = make([]Record, 0, 1+d.slabSize(d.recsUsed, d.hintRecs))
 	}
-	d.recs = append(d.recs, Record{Label: label})
+	d.recs = append(d.recs, Record{Label: label, Fields: fields})
 	return &d.recs[len(d.recs)-1]
 }
 
