@@ -1,7 +1,6 @@
 package dataspace
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"math/rand/v2"
@@ -18,34 +17,18 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace/index"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/preserves/testutil"
 )
 
 // Behaviour beyond the numbered scenarios: panics, logging, the quirk
 // decisions of §19, Refs, shutdown.
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 type panicker struct{ BaseEntity }
 
 func (panicker) Message(*Turn, preserves.Value) error { panic(errBoom) }
 
 func TestPanicCrashesOnlyItsActorAndIsLogged(t *testing.T) {
-	var logs syncBuffer
+	var logs testutil.Buffer
 	s := NewSystem(Options{Logger: zerolog.New(&logs)})
 	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
 	e := &recorder{}

@@ -17,6 +17,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/preserves/testutil"
 )
 
 type harness struct {
@@ -29,26 +30,7 @@ type harness struct {
 	present  map[dataspace.Handle]preserves.Value
 	history  []string // "+V" / "-V" in arrival order
 	messages []preserves.Value
-	warns    *logSink
-}
-
-// logSink counts zerolog events by level and keeps their messages.
-type logSink struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (s *logSink) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	s.lines = append(s.lines, string(p))
-	s.mu.Unlock()
-	return len(p), nil
-}
-
-func (s *logSink) all() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.lines...)
+	warns    *testutil.Buffer
 }
 
 type mirror struct {
@@ -87,7 +69,7 @@ func (m *mirror) Message(_ *dataspace.Turn, v preserves.Value) error {
 func newHarness(tb testing.TB, boots ...func(t *dataspace.Turn, env Env) error) *harness {
 	tb.Helper()
 	g0 := runtime.NumGoroutine()
-	h := &harness{tb: tb, present: map[dataspace.Handle]preserves.Value{}, warns: &logSink{}}
+	h := &harness{tb: tb, present: map[dataspace.Handle]preserves.Value{}, warns: &testutil.Buffer{}}
 	h.sys = dataspace.NewSystem(dataspace.Options{})
 	ready := make(chan struct{})
 	h.sys.Spawn("harness", func(t *dataspace.Turn) error {

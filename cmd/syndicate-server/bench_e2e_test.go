@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/syndicate-go/syndicate/preserves/testutil"
 )
 
 // BenchmarkStartup measures the time from exec to the first script's
@@ -28,7 +30,7 @@ $log ! <log "-" {line: "first script"}>
 	}
 	var samples []time.Duration
 	for i := 0; i < b.N; i++ {
-		out := &lockedBuffer{}
+		out := &testutil.Buffer{}
 		cmd := exec.Command(serverBin, "--no-banner", "--log-format", "json", "--admin-socket", "-", "-c", dir)
 		cmd.Stderr = out
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -59,7 +61,7 @@ $log ! <log "-" {line: "first script"}>
 func BenchmarkIdleRSS(b *testing.B) {
 	var total float64
 	for i := 0; i < b.N; i++ {
-		out := &lockedBuffer{}
+		out := &testutil.Buffer{}
 		cmd := exec.Command(serverBin, "--no-banner", "--log-format", "json", "--admin-socket", "-", "-c", "../../etc/syndicate")
 		cmd.Stderr = out
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -21,7 +21,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -32,6 +31,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace/caveat"
 	"github.com/syndicate-go/syndicate/dataspace/relay/client"
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/preserves/testutil"
 )
 
 var serverBin string
@@ -54,28 +54,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// lockedBuffer collects a child's output while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 type running struct {
 	cmd    *exec.Cmd
-	stdout *lockedBuffer
-	stderr *lockedBuffer
+	stdout *testutil.Buffer
+	stderr *testutil.Buffer
 	done   chan struct{}
 	err    error
 }
@@ -84,7 +66,7 @@ type running struct {
 // if the test did not stop it.
 func start(t *testing.T, args ...string) *running {
 	t.Helper()
-	r := &running{stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{})}
+	r := &running{stdout: &testutil.Buffer{}, stderr: &testutil.Buffer{}, done: make(chan struct{})}
 	r.cmd = exec.Command(serverBin, append([]string{"--no-banner", "--log-format", "json", "--admin-socket", "-"}, args...)...)
 	r.cmd.Stdout, r.cmd.Stderr = r.stdout, r.stderr
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -412,7 +394,7 @@ func TestE2EInferior(t *testing.T) {
 	require.NoError(t, err)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	stderr := &lockedBuffer{}
+	stderr := &testutil.Buffer{}
 	cmd.Stderr = stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(t, cmd.Start())
@@ -540,7 +522,7 @@ func TestE2EClientAgainstServer(t *testing.T) {
 	eventually(t, 15*time.Second, "the restart count to rise", func() bool { return restarts() > first })
 
 	// observe, in the background, sees what `assert` holds, and its going.
-	obsOut := &lockedBuffer{}
+	obsOut := &testutil.Buffer{}
 	obs := exec.Command(client, "--admin", sock, "observe", "<e2e-note ?x>")
 	obs.Stdout, obs.Stderr = obsOut, obsOut
 	require.NoError(t, obs.Start())

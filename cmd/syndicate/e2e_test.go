@@ -4,7 +4,6 @@ package main
 // built from the dataspace and services packages with the admin endpoint.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -25,24 +24,6 @@ import (
 )
 
 var waitFor = testutil.WaitFor
-
-// syncBuffer is a goroutine-safe output sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // testServer is a small server: config dataspace, the service framework
 // (dependency tracker, milestones), the admin socket, and a record of the
@@ -113,7 +94,7 @@ func (s *testServer) messages() []string {
 // cliRun runs the CLI to completion.
 func cliRun(tb testing.TB, args ...string) (code int, stdout, stderr string) {
 	tb.Helper()
-	var out, errb syncBuffer
+	var out, errb testutil.Buffer
 	code = runCtx(context.Background(), args, strings.NewReader(""), &out, &errb)
 	return code, out.String(), errb.String()
 }
@@ -121,7 +102,7 @@ func cliRun(tb testing.TB, args ...string) (code int, stdout, stderr string) {
 // background runs a long-lived CLI command until stop is called; stop
 // returns its exit status.
 type background struct {
-	out, err syncBuffer
+	out, err testutil.Buffer
 	cancel   context.CancelFunc
 	done     chan int
 	once     sync.Once

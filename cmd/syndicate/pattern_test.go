@@ -8,6 +8,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/preserves/testutil"
 )
 
 func TestParsePattern(t *testing.T) {
@@ -91,7 +92,7 @@ func TestUsageAndFmtStdin(t *testing.T) {
 	require.Equal(t, 2, code)
 	require.Contains(t, errs, "usage: syndicate")
 
-	var o, e syncBuffer
+	var o, e testutil.Buffer
 	code = runCtx(t.Context(), []string{"fmt"}, strings.NewReader("<a>   <b>"), &o, &e)
 	require.Equal(t, 0, code, e.String())
 	require.Equal(t, "<a>\n<b>\n", o.String())

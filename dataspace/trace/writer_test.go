@@ -234,24 +234,6 @@ func (b *blockingWriter) Write(p []byte) (int, error) {
 	return b.buf.Write(p)
 }
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
-}
-
 func stopRecord(id uint64) *dataspace.TraceRecord {
 	return &dataspace.TraceRecord{Time: time.Now(), Actor: id, Kind: dataspace.TraceKindStop, Status: dataspace.Normal}
 }
@@ -260,7 +242,7 @@ func stopRecord(id uint64) *dataspace.TraceRecord {
 // records beyond the buffer are dropped, counted and reported.
 func TestTraceDropsWhenStuck(t *testing.T) {
 	out := &blockingWriter{entered: make(chan struct{}), release: make(chan struct{})}
-	logs := &syncBuffer{}
+	logs := &testutil.Buffer{}
 	w := NewWriter(out, Options{Buffer: 2, FlushInterval: time.Millisecond, Logger: zerolog.New(logs)})
 	w.Trace(stopRecord(1))
 	<-out.entered // the writer goroutine is now stuck in a flush
@@ -318,7 +300,7 @@ func TestTraceBoundsPendingActions(t *testing.T) {
 
 // Entries become readable within the flush interval, without Close.
 func TestTracePeriodicFlush(t *testing.T) {
-	out := &syncBuffer{}
+	out := &testutil.Buffer{}
 	w := NewWriter(out, Options{FlushInterval: 5 * time.Millisecond})
 	defer w.Close()
 	w.Trace(&dataspace.TraceRecord{Time: time.Now(), Actor: 7, Kind: dataspace.TraceKindStart, Name: "x"})

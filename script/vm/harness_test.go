@@ -1,7 +1,6 @@
 package vm_test
 
 import (
-	"bytes"
 	"context"
 	"sort"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/preserves/testutil"
 	"github.com/syndicate-go/syndicate/script/compile"
 	"github.com/syndicate-go/syndicate/script/vm"
 )
@@ -61,24 +61,6 @@ func (r *recorder) Message(t *dataspace.Turn, v preserves.Value) error {
 	return nil
 }
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // world is a system with one actor holding a dataspace ($config), a
 // recorder observing everything in it, and the scripts under test.
 type world struct {
@@ -87,13 +69,13 @@ type world struct {
 	fr   dataspace.FacetRef
 	ds   *dataspace.Ref
 	rec  *recorder
-	log  *syncBuffer
+	log  *testutil.Buffer
 	mu   sync.Mutex
 	errs []*vm.RuntimeError
 }
 
 func newWorld(t testing.TB) *world {
-	w := &world{t: t, rec: &recorder{present: map[dataspace.Handle]preserves.Value{}}, log: &syncBuffer{}}
+	w := &world{t: t, rec: &recorder{present: map[dataspace.Handle]preserves.Value{}}, log: &testutil.Buffer{}}
 	w.sys = dataspace.NewSystem(dataspace.Options{Logger: zerolog.New(w.log)})
 	ready := make(chan struct{})
 	w.sys.Spawn("world", func(t *dataspace.Turn) error {

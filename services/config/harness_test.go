@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/preserves/testutil"
 	"github.com/syndicate-go/syndicate/services"
 )
 
@@ -93,24 +93,6 @@ func (r *recorder) Retract(t *dataspace.Turn, h dataspace.Handle) error {
 	return nil
 }
 
-// lockedBuffer collects log output from several goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // world is a running actor system with a config dataspace, the config
 // watcher service booted in it, and a recorder of everything asserted.
 type world struct {
@@ -118,7 +100,7 @@ type world struct {
 	sys  *dataspace.System
 	cfg  *dataspace.Ref
 	rec  *recorder
-	logs *lockedBuffer
+	logs *testutil.Buffer
 	fr   dataspace.FacetRef
 }
 
@@ -132,7 +114,7 @@ func testOptions() Options {
 
 func newWorld(t testing.TB, opts Options) *world {
 	t.Helper()
-	logs := &lockedBuffer{}
+	logs := &testutil.Buffer{}
 	log := zerolog.New(zerolog.MultiLevelWriter(logs, zerolog.NewTestWriter(t)))
 	if _, bench := t.(*testing.B); bench {
 		log = zerolog.New(logs).Level(zerolog.WarnLevel)

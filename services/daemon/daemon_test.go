@@ -119,19 +119,6 @@ func (h *harness) everHad(v preserves.Value) bool {
 	return h.countHistory("+"+preserves.FormatText(v)) > 0
 }
 
-func (h *harness) logged(substrings ...string) bool {
-	for _, l := range h.warns.all() {
-		ok := true
-		for _, s := range substrings {
-			ok = ok && strings.Contains(l, s)
-		}
-		if ok {
-			return true
-		}
-	}
-	return false
-}
-
 func alive(pid int) bool {
 	if pid <= 0 {
 		return false
@@ -322,7 +309,7 @@ func TestScenario46ReadyOnlyWhenBothSpawned(t *testing.T) {
 	require(h, "d", pv(t, `"exec sleep 100"`), pv(t, `["/nonexistent"]`))
 	h.waitOutput("d", 0)
 	h.waitHas(state("d", services.StateStarted), true)
-	eventually(t, 10*time.Second, func() bool { return h.logged("process exited", "/nonexistent") }, "spawn failure logged")
+	eventually(t, 10*time.Second, func() bool { return h.warns.Has("process exited", "/nonexistent") }, "spawn failure logged")
 	h.settle()
 	if h.everHad(state("d", services.StateReady)) {
 		t.Error("ready with one of two processes unable to spawn")
@@ -363,8 +350,8 @@ func TestScenario48SpawnErrorRetriedEverySecond(t *testing.T) {
 			t.Errorf("retry delay %v", d)
 		}
 	}
-	if !h.logged("process exited", "no such file or directory") {
-		t.Errorf("spawn error not logged: %q", h.warns.all())
+	if !h.warns.Has("process exited", "no such file or directory") {
+		t.Errorf("spawn error not logged: %q", h.warns.Lines())
 	}
 }
 
@@ -394,8 +381,8 @@ func TestScenario51InvalidRestartFailsWithBackoff(t *testing.T) {
 	started := "+" + preserves.FormatText(state("d", services.StateStarted))
 	eventually(t, 10*time.Second, func() bool { return h.countHistory(failed) >= 3 && h.countHistory(started) >= 3 },
 		"failed/started cycles")
-	if !h.logged("invalid process configuration", "sometimes") {
-		t.Errorf("no warning naming the spec: %q", h.warns.all())
+	if !h.warns.Has("invalid process configuration", "sometimes") {
+		t.Errorf("no warning naming the spec: %q", h.warns.Lines())
 	}
 }
 
@@ -403,8 +390,8 @@ func TestScenario52UnparsableSpecFailedNeverReady(t *testing.T) {
 	h, _ := bootDaemons(t, Options{})
 	_, unspec := require(h, "d", pv(t, `42`))
 	h.waitHas(state("d", services.StateFailed), true)
-	if !h.logged("invalid process specification", `"spec":"42"`) {
-		t.Errorf("no warning naming the value: %q", h.warns.all())
+	if !h.warns.Has("invalid process specification", `"spec":"42"`) {
+		t.Errorf("no warning naming the value: %q", h.warns.Lines())
 	}
 	h.settle()
 	if h.everHad(state("d", services.StateReady)) || h.everHad(state("d", services.StateComplete)) {
@@ -473,8 +460,8 @@ func TestMalformedDaemonNameReportsFailed(t *testing.T) {
 	h, _ := bootDaemons(t, Options{})
 	h.assert(services.RequireService(preserves.Rec("daemon")))
 	h.waitHas(services.ServiceState(preserves.Rec("daemon"), services.StateFailed), true)
-	if !h.logged("malformed daemon service name") {
-		t.Errorf("no warning: %q", h.warns.all())
+	if !h.warns.Has("malformed daemon service name") {
+		t.Errorf("no warning: %q", h.warns.Lines())
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/preserves/testutil"
 	"github.com/syndicate-go/syndicate/services"
 )
 
@@ -32,30 +33,11 @@ type harness struct {
 	present  map[dataspace.Handle]preserves.Value
 	history  []string // "+V" / "-V" in arrival order
 	messages []preserves.Value
-	warns    *logSink
+	warns    *testutil.Buffer
 
 	// quiet harnesses record nothing but count ready states (benchmarks).
 	quiet      bool
 	readyCount atomic.Int64
-}
-
-// logSink counts zerolog events by level and keeps their messages.
-type logSink struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (s *logSink) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	s.lines = append(s.lines, string(p))
-	s.mu.Unlock()
-	return len(p), nil
-}
-
-func (s *logSink) all() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.lines...)
 }
 
 type mirror struct {
@@ -105,13 +87,13 @@ func (m *mirror) Message(_ *dataspace.Turn, v preserves.Value) error {
 // newHarness boots the dataspaces, the mirror and the given services.
 func newHarness(tb testing.TB, boots ...func(t *dataspace.Turn, env services.Env) error) *harness {
 	tb.Helper()
-	return startHarness(tb, &harness{tb: tb, present: map[dataspace.Handle]preserves.Value{}, warns: &logSink{}}, boots)
+	return startHarness(tb, &harness{tb: tb, present: map[dataspace.Handle]preserves.Value{}, warns: &testutil.Buffer{}}, boots)
 }
 
 // newQuietHarness is newHarness with a mirror that stores nothing.
 func newQuietHarness(tb testing.TB, boots ...func(t *dataspace.Turn, env services.Env) error) *harness {
 	tb.Helper()
-	return startHarness(tb, &harness{tb: tb, present: map[dataspace.Handle]preserves.Value{}, warns: &logSink{}, quiet: true}, boots)
+	return startHarness(tb, &harness{tb: tb, present: map[dataspace.Handle]preserves.Value{}, warns: &testutil.Buffer{}, quiet: true}, boots)
 }
 
 func startHarness(tb testing.TB, h *harness, boots []func(t *dataspace.Turn, env services.Env) error) *harness {

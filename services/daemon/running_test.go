@@ -415,14 +415,8 @@ func TestRestartLimitFailsDaemon(t *testing.T) {
 	if got := clock.got(); len(got) != 2 || got[0] != 10*time.Millisecond || got[1] != 10*time.Millisecond {
 		t.Errorf("restart delays %v, want [10ms 10ms]", got)
 	}
-	n := 0
-	for _, l := range h.warns.all() {
-		if strings.Contains(l, "restart limit reached") {
-			n++
-		}
-	}
-	if n != 1 {
-		t.Errorf("give-up logged %d times: %q", n, h.warns.all())
+	if n := h.warns.Count("restart limit reached"); n != 1 {
+		t.Errorf("give-up logged %d times: %q", n, h.warns.Lines())
 	}
 	if h.has(state("d", services.StateReady)) || h.has(state("d", services.StateStarted)) {
 		t.Error("ready or started after giving up")
@@ -474,8 +468,8 @@ func TestDryRunStartsNothing(t *testing.T) {
 	if Len() != 0 {
 		t.Errorf("%d children in a dry run", Len())
 	}
-	if !h.logged("dry run: would start process", `"argv":["touch","`+marker+`"]`, `"env":["FOO=bar","-GONE"]`, `"dir":"/tmp"`) {
-		t.Errorf("no dry-run log with argv, env and dir: %q", h.warns.all())
+	if !h.warns.Has("dry run: would start process", `"argv":["touch","`+marker+`"]`, `"env":["FOO=bar","-GONE"]`, `"dir":"/tmp"`) {
+		t.Errorf("no dry-run log with argv, env and dir: %q", h.warns.Lines())
 	}
 	if len(h.find(func(v preserves.Value) bool {
 		r, ok := preserves.Unwrap(v).(*preserves.Record)

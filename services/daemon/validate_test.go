@@ -49,8 +49,8 @@ func TestMalformedFromScriptNamesPosition(t *testing.T) {
 		{"invalid process configuration", `"pos":"/etc/syndicate/bad.pr:4:11"`, "bad.pr:4:32", "sometimes"},
 		{"malformed daemon service name", `"service":"<daemon>"`, `"pos":"/etc/syndicate/bad.pr:5:18"`},
 	} {
-		if !h.logged(append(want, `"level":"warn"`)...) {
-			t.Errorf("no warning with %q in %q", want, h.warns.all())
+		if !h.warns.Has(append(want, `"level":"warn"`)...) {
+			t.Errorf("no warning with %q in %q", want, h.warns.Lines())
 		}
 	}
 	// The state assertions carry no positions: rendered, they are the
@@ -68,7 +68,7 @@ func TestOneBadSpecAmongGood(t *testing.T) {
 	require(h, "d", pv(t, `"exec sleep 100"`), pv(t, `[]`))
 	h.waitHas(state("d", services.StateFailed), true)
 	eventually(t, 10*time.Second, func() bool { return len(h.processStatuses(t, "d")) == 1 }, "the good spec runs")
-	if !h.logged("invalid process specification", `"spec":"[]"`) {
-		t.Errorf("no warning: %q", h.warns.all())
+	if !h.warns.Has("invalid process specification", `"spec":"[]"`) {
+		t.Errorf("no warning: %q", h.warns.Lines())
 	}
 }

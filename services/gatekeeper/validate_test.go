@@ -1,9 +1,7 @@
 package gatekeeper
 
 import (
-	"bytes"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -11,25 +9,9 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/preserves/testutil"
 	"github.com/syndicate-go/syndicate/services"
 )
-
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // Every malformed <gatekeeper …> request is a warning naming it (with the
 // script position when it has one) and a failed state under the plain
@@ -37,7 +19,7 @@ func (s *syncBuf) String() string {
 func TestMalformedRequestsWarnWithPosition(t *testing.T) {
 	w := newWorld(t)
 	mirror := newBox()
-	logs := &syncBuf{}
+	logs := &testutil.Buffer{}
 	at := preserves.Pos{File: "/etc/syndicate/gk.pr", Line: 3, Col: 18}
 	bad := []preserves.Value{
 		preserves.NewRecord(symGatekeeper),

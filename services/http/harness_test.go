@@ -18,34 +18,6 @@ import (
 
 var waitFor = testutil.WaitFor
 
-// logBuf collects log lines concurrently.
-type logBuf struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (b *logBuf) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	b.lines = append(b.lines, string(p))
-	b.mu.Unlock()
-	return len(p), nil
-}
-
-func (b *logBuf) has(subs ...string) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, l := range b.lines {
-		ok := true
-		for _, s := range subs {
-			ok = ok && strings.Contains(l, s)
-		}
-		if ok {
-			return true
-		}
-	}
-	return false
-}
-
 // harness: a config dataspace and an HTTPD dataspace ("web"), both
 // mirrored, with the HTTP services booted.
 type harness struct {
@@ -53,14 +25,14 @@ type harness struct {
 	fr   dataspace.FacetRef
 	cfg  *dataspace.Ref
 	web  *dataspace.Ref
-	logs *logBuf
+	logs *testutil.Buffer
 
 	mu      sync.Mutex
 	present map[string]int
 }
 
 func newHarness(tb testing.TB, opts Options) *harness {
-	h := &harness{sys: dataspace.NewSystem(dataspace.Options{}), present: make(map[string]int), logs: &logBuf{}}
+	h := &harness{sys: dataspace.NewSystem(dataspace.Options{}), present: make(map[string]int), logs: &testutil.Buffer{}}
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -47,8 +47,8 @@ func TestRouterStatesAndMalformedRequest(t *testing.T) {
 		return h.has("cfg", services.ServiceState(name, services.StateStarted)) && h.has("cfg", services.ServiceState(name, services.StateReady))
 	})
 	waitFor(t, "malformed failed", func() bool { return h.has("cfg", services.ServiceState(bad, services.StateFailed)) })
-	if !h.logs.has("malformed http-router request", `"level":"warn"`) {
-		t.Errorf("no warning: %q", h.logs.lines)
+	if !h.logs.Has("malformed http-router request", `"level":"warn"`) {
+		t.Errorf("no warning: %q", h.logs.Lines())
 	}
 }
 
@@ -96,8 +96,8 @@ func TestRouterRouting(t *testing.T) {
 	if h.has("web", parse(t, `<http-service #f 81 get ["p"]>`, nil)) || h.has("web", parse(t, `<http-service 3 80 get ["m"]>`, nil)) {
 		t.Fatal("uncounted or malformed binding is active")
 	}
-	if !h.logs.has("ignoring malformed http-bind") {
-		t.Errorf("malformed bindings not logged: %q", h.logs.lines)
+	if !h.logs.Has("ignoring malformed http-bind") {
+		t.Errorf("malformed bindings not logged: %q", h.logs.Lines())
 	}
 	// A second handler for an existing route; the dataspace delivers it to
 	// the router before any later request of ours.
@@ -157,8 +157,8 @@ func TestRouterRouting(t *testing.T) {
 	if strings.Contains(handlers["dup2"].joined(), "request") {
 		t.Fatalf("second handler got the request: %v", handlers["dup2"].events())
 	}
-	if !h.logs.has("several handlers bound", `"level":"warn"`) {
-		t.Errorf("no warning about several handlers: %q", h.logs.lines)
+	if !h.logs.Has("several handlers bound", `"level":"warn"`) {
+		t.Errorf("no warning about several handlers: %q", h.logs.Lines())
 	}
 
 	// Withdrawing a binding with an outstanding request: 500 and done,

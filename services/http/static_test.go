@@ -140,9 +140,9 @@ func TestStaticFilesService(t *testing.T) {
 	want := `!<status 200 "OK"> !<header content-type "text/plain"> !<done #"hello">`
 	waitFor(t, want, func() bool { return res.joined() == want })
 	waitFor(t, "malformed warnings", func() bool {
-		return h.logs.has("malformed http-static-files request", `"level":"warn"`, `<http-static-files 1 2>`)
+		return h.logs.Has("malformed http-static-files request", `"level":"warn"`, `<http-static-files 1 2>`)
 	})
-	waitFor(t, "negative N warning", func() bool { return h.logs.has("malformed http-static-files request", " -1>") })
+	waitFor(t, "negative N warning", func() bool { return h.logs.Has("malformed http-static-files request", " -1>") })
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for k := range h.present {

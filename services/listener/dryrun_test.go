@@ -6,8 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,41 +14,14 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/preserves/testutil"
 	"github.com/syndicate-go/syndicate/services"
 	"github.com/syndicate-go/syndicate/services/gatekeeper"
 )
 
-// logBuf collects log lines concurrently.
-type logBuf struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (b *logBuf) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	b.lines = append(b.lines, string(p))
-	b.mu.Unlock()
-	return len(p), nil
-}
-
-func (b *logBuf) has(subs ...string) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, l := range b.lines {
-		ok := true
-		for _, s := range subs {
-			ok = ok && strings.Contains(l, s)
-		}
-		if ok {
-			return true
-		}
-	}
-	return false
-}
-
 // newServerOpts is newServer with options and a captured log.
-func newServerOpts(tb testing.TB, opts Options) (*server, *logBuf) {
-	logs := &logBuf{}
+func newServerOpts(tb testing.TB, opts Options) (*server, *testutil.Buffer) {
+	logs := &testutil.Buffer{}
 	s := &server{sys: dataspace.NewSystem(dataspace.Options{}), present: make(map[string]int)}
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -117,9 +88,9 @@ func TestDryRunBindsNothing(t *testing.T) {
 	} else {
 		ln.Close()
 	}
-	if !logs.has("dry run: would listen", `"network":"tcp"`, `"addr":"127.0.0.1:`+strconv.Itoa(port)+`"`) ||
-		!logs.has("dry run: would listen", `"network":"unix"`, path) {
-		t.Errorf("no dry-run log lines: %q", logs.lines)
+	if !logs.Has("dry run: would listen", `"network":"tcp"`, `"addr":"127.0.0.1:`+strconv.Itoa(port)+`"`) ||
+		!logs.Has("dry run: would listen", `"network":"unix"`, path) {
+		t.Errorf("no dry-run log lines: %q", logs.Lines())
 	}
 }
 
@@ -148,8 +119,8 @@ func TestMalformedRequestsWarnAndFail(t *testing.T) {
 	for _, v := range bad {
 		waitFor(t, "failed "+preserves.FormatText(v), func() bool { return s.has(state(v, services.StateFailed)) })
 	}
-	if !logs.has("malformed relay-listener request", `"level":"warn"`, `<relay-listener <tcp 1 1>`) {
-		t.Errorf("no warning naming the request: %q", logs.lines)
+	if !logs.Has("malformed relay-listener request", `"level":"warn"`, `<relay-listener <tcp 1 1>`) {
+		t.Errorf("no warning naming the request: %q", logs.Lines())
 	}
 }
 
@@ -163,6 +134,6 @@ func TestMalformedRequestFromScriptNamesPosition(t *testing.T) {
 	})
 	waitFor(t, "failed", func() bool { return s.has(state(plain, services.StateFailed)) })
 	waitFor(t, "warning", func() bool {
-		return logs.has("malformed relay-listener request", `"pos":"/etc/syndicate/net.pr:2:18"`)
+		return logs.Has("malformed relay-listener request", `"pos":"/etc/syndicate/net.pr:2:18"`)
 	})
 }

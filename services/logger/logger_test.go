@@ -1,7 +1,6 @@
 package logger
 
 import (
-	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/preserves/testutil"
 	"github.com/syndicate-go/syndicate/services"
 )
 
@@ -38,27 +38,9 @@ func TestFormat(t *testing.T) {
 	require.False(t, ok, "a non-dictionary DETAIL is ignored")
 }
 
-// syncBuffer is written by the logger actor's goroutine and read by the test.
-type syncBuffer struct {
-	mu  chan struct{}
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu <- struct{}{}
-	defer func() { <-s.mu }()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu <- struct{}{}
-	defer func() { <-s.mu }()
-	return s.buf.String()
-}
-
 // Scenario 7 of services spec §13: a message to $log prints a line.
 func TestScenario07LogMessagePrinted(t *testing.T) {
-	out := &syncBuffer{mu: make(chan struct{}, 1)}
+	out := &testutil.Buffer{}
 	log := zerolog.New(out)
 	sys := dataspace.NewSystem(dataspace.Options{Logger: log})
 	defer func() {
