@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"context"
 	"net"
 	"runtime"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/dataspacetest"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/testutil"
 )
@@ -41,14 +41,7 @@ func checkGoroutines(tb testing.TB) {
 // newSys returns a system shut down at test end.
 func newSys(tb testing.TB) *dataspace.System {
 	tb.Helper()
-	s := dataspace.NewSystem(dataspace.Options{})
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), patience)
-		defer cancel()
-		if err := s.Shutdown(ctx); err != nil {
-			tb.Errorf("shutdown: %v", err)
-		}
-	})
+	s := dataspacetest.NewSystem(tb, dataspace.Options{})
 	return s
 }
 

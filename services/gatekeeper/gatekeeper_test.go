@@ -1,15 +1,14 @@
 package gatekeeper
 
 import (
-	"context"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/caveat"
+	"github.com/syndicate-go/syndicate/dataspace/dataspacetest"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/testutil"
@@ -77,14 +76,7 @@ type world struct {
 }
 
 func newWorld(tb testing.TB) *world {
-	w := &world{sys: dataspace.NewSystem(dataspace.Options{})}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := w.sys.Shutdown(ctx); err != nil {
-			tb.Error(err)
-		}
-	})
+	w := &world{sys: dataspacetest.NewSystem(tb, dataspace.Options{})}
 	ch := make(chan struct{})
 	w.sys.Spawn("world", func(t *dataspace.Turn) error {
 		t.PreventInertCheck()

@@ -1,15 +1,13 @@
 package http
 
 import (
-	"context"
+	"github.com/rs/zerolog"
 	"strings"
 	"sync"
 	"testing"
-	"time"
-
-	"github.com/rs/zerolog"
 
 	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/dataspacetest"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/testutil"
@@ -32,14 +30,7 @@ type harness struct {
 }
 
 func newHarness(tb testing.TB, opts Options) *harness {
-	h := &harness{sys: dataspace.NewSystem(dataspace.Options{}), present: make(map[string]int), logs: &testutil.Buffer{}}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := h.sys.Shutdown(ctx); err != nil {
-			tb.Error(err)
-		}
-	})
+	h := &harness{sys: dataspacetest.NewSystem(tb, dataspace.Options{}), present: make(map[string]int), logs: &testutil.Buffer{}}
 	ch := make(chan struct{})
 	h.sys.Spawn("harness", func(t *dataspace.Turn) error {
 		t.PreventInertCheck()

@@ -6,7 +6,6 @@ package http_test
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -20,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/dataspacetest"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/testutil"
@@ -68,14 +68,7 @@ type world struct {
 }
 
 func newWorld(tb testing.TB, mimeFile string) *world {
-	w := &world{sys: dataspace.NewSystem(dataspace.Options{}), webHas: map[string]int{}, objects: map[string]*dataspace.Ref{}}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := w.sys.Shutdown(ctx); err != nil {
-			tb.Error(err)
-		}
-	})
+	w := &world{sys: dataspacetest.NewSystem(tb, dataspace.Options{}), webHas: map[string]int{}, objects: map[string]*dataspace.Ref{}}
 	ch := make(chan error, 1)
 	w.sys.Spawn("server", func(t *dataspace.Turn) error {
 		t.PreventInertCheck()

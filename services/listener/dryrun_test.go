@@ -1,17 +1,16 @@
 package listener
 
 import (
-	"context"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/dataspacetest"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/testutil"
@@ -22,14 +21,7 @@ import (
 // newServerOpts is newServer with options and a captured log.
 func newServerOpts(tb testing.TB, opts Options) (*server, *testutil.Buffer) {
 	logs := &testutil.Buffer{}
-	s := &server{sys: dataspace.NewSystem(dataspace.Options{}), present: make(map[string]int)}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := s.sys.Shutdown(ctx); err != nil {
-			tb.Error(err)
-		}
-	})
+	s := &server{sys: dataspacetest.NewSystem(tb, dataspace.Options{}), present: make(map[string]int)}
 	ch := make(chan struct{})
 	s.sys.Spawn("server", func(t *dataspace.Turn) error {
 		t.PreventInertCheck()

@@ -19,6 +19,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/caveat"
+	"github.com/syndicate-go/syndicate/dataspace/dataspacetest"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/relay/client"
 	"github.com/syndicate-go/syndicate/preserves"
@@ -43,14 +44,7 @@ type server struct {
 }
 
 func newServer(tb testing.TB) *server {
-	s := &server{sys: dataspace.NewSystem(dataspace.Options{}), present: make(map[string]int)}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := s.sys.Shutdown(ctx); err != nil {
-			tb.Error(err)
-		}
-	})
+	s := &server{sys: dataspacetest.NewSystem(tb, dataspace.Options{}), present: make(map[string]int)}
 	ch := make(chan struct{})
 	s.sys.Spawn("server", func(t *dataspace.Turn) error {
 		t.PreventInertCheck()

@@ -1,7 +1,6 @@
 package resolve
 
 import (
-	"context"
 	"net"
 	"sync"
 	"testing"
@@ -10,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/dataspacetest"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/relay"
 	"github.com/syndicate-go/syndicate/preserves"
@@ -20,14 +20,7 @@ import (
 var waitFor = testutil.WaitFor
 
 func newSys(tb testing.TB) *dataspace.System {
-	s := dataspace.NewSystem(dataspace.Options{})
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := s.Shutdown(ctx); err != nil {
-			tb.Error(err)
-		}
-	})
+	s := dataspacetest.NewSystem(tb, dataspace.Options{})
 	return s
 }
 

@@ -10,19 +10,13 @@ import (
 	"time"
 
 	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/dataspacetest"
 	"github.com/syndicate-go/syndicate/dataspace/relay"
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
 func newSys(tb testing.TB) *dataspace.System {
-	s := dataspace.NewSystem(dataspace.Options{})
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := s.Shutdown(ctx); err != nil {
-			tb.Error(err)
-		}
-	})
+	s := dataspacetest.NewSystem(tb, dataspace.Options{})
 	return s
 }
 

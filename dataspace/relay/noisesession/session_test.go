@@ -2,13 +2,13 @@ package noisesession
 
 import (
 	"bytes"
-	"context"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/dataspacetest"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/relay"
 	"github.com/syndicate-go/syndicate/preserves"
@@ -83,14 +83,7 @@ func startPair(tb testing.TB, ini, res *Spec) (is, rs *side, seen *held) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	sys := dataspace.NewSystem(dataspace.Options{})
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := sys.Shutdown(ctx); err != nil {
-			tb.Error(err)
-		}
-	})
+	sys := dataspacetest.NewSystem(tb, dataspace.Options{})
 	seen = &held{vals: make(map[dataspace.Handle]preserves.Value)}
 	spawn := func(name string, h *Handshake, opts func(t *dataspace.Turn) relay.Options) *side {
 		s := &side{ended: make(chan error, 4), ready: make(chan *dataspace.Ref, 1)}
