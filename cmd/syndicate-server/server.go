@@ -25,6 +25,7 @@ import (
 	"github.com/syndicate-go/syndicate/services/daemon"
 	"github.com/syndicate-go/syndicate/services/debt"
 	"github.com/syndicate-go/syndicate/services/logger"
+	"github.com/syndicate-go/syndicate/services/timeline"
 )
 
 // shutdownGrace bounds an orderly shutdown beyond the daemons' own stop
@@ -210,7 +211,7 @@ func (s *server) boot(t *dataspace.Turn) error {
 		return err
 	}
 	for _, boot := range []func(*dataspace.Turn, services.Env) error{
-		services.Boot, bootDaemons, config.Boot, logger.Boot, debt.Boot,
+		services.Boot, bootDaemons, config.Boot, logger.Boot, debt.Boot, timeline.Boot,
 	} {
 		if err := boot(t, env); err != nil {
 			return err
