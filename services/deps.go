@@ -55,7 +55,7 @@ func trackDependencies(t *dataspace.Turn, env Env, name preserves.Value) {
 		}
 		change(t, +1)
 		t.OnStop(func(t *dataspace.Turn) error { change(t, -1); return nil })
-		awaited, err := pattern.LiftChecked(dep)
+		awaited, err := pattern.Lift(dep)
 		if err != nil {
 			// A set cannot be a dataspace pattern: the obstacle stays.
 			env.Logger.Warn().Str("service", preserves.FormatText(name)).Str("dependee", preserves.FormatText(dep)).Err(err).
@@ -89,7 +89,7 @@ func dependeeName(dep preserves.Value) (preserves.Value, bool) {
 // literal is the pattern matching v field by field (extensibly), or
 // exactly when v cannot be lifted (it contains a set).
 func literal(v preserves.Value) pattern.Pattern {
-	if p, err := pattern.LiftChecked(v); err == nil {
+	if p, err := pattern.Lift(v); err == nil {
 		return p
 	}
 	return pattern.Lit{Value: v}

@@ -150,20 +150,20 @@ func FuzzFromValueMatch(f *testing.F) {
 		}
 
 		if hasSet(v) {
-			if _, err := LiftChecked(v); !errors.Is(err, ErrMalformed) {
-				t.Fatalf("LiftChecked(%v) = %v, want ErrMalformed", v, err)
+			if _, err := Lift(v); !errors.Is(err, ErrMalformed) {
+				t.Fatalf("Lift(%v) = %v, want ErrMalformed", v, err)
 			}
 			return
 		}
-		lp, err := LiftChecked(v)
+		lp, err := Lift(v)
 		if err != nil {
-			t.Fatalf("LiftChecked(%v): %v", v, err)
+			t.Fatalf("Lift(%v): %v", v, err)
 		}
 		if caps, ok := Match(lp, v); !ok || len(caps) != 0 {
-			t.Fatalf("Lift(%v) does not match it", v)
+			t.Fatalf("MustLift(%v) does not match it", v)
 		}
 		if d, ok := Drop(lp); !ok || !preserves.Equal(d, v) {
-			t.Fatalf("Drop(Lift(%v)) = %v %v", v, d, ok)
+			t.Fatalf("Drop(MustLift(%v)) = %v %v", v, d, ok)
 		}
 	})
 }

@@ -103,19 +103,10 @@ const maxInt = int(^uint(0) >> 1)
 
 // Lift returns the pattern matching exactly the values equal to v, up to
 // extensibility (§11.4): atoms and embedded values become `lit`, compounds
-// become groups mentioning every position. Sets cannot be expressed; Lift
-// panics on them (use LiftChecked when v is untrusted).
-func Lift(v preserves.Value) Pattern {
-	p, err := LiftChecked(v)
-	if err != nil {
-		panic(err)
-	}
-	return p
-}
-
-// LiftChecked is Lift returning an *Error (wrapping ErrMalformed) instead of
-// panicking when v contains a set.
-func LiftChecked(v preserves.Value) (Pattern, error) {
+// become groups mentioning every position. Sets cannot be expressed: a v
+// containing one gives an *Error wrapping ErrMalformed. Every value from a
+// script or a peer goes through Lift, and its caller answers the error.
+func Lift(v preserves.Value) (Pattern, error) {
 	switch x := preserves.Unwrap(v).(type) {
 	case *preserves.Record:
 		es, err := liftItems(x.Fields)
@@ -132,7 +123,7 @@ func LiftChecked(v preserves.Value) (Pattern, error) {
 	case *preserves.Dictionary:
 		es := make([]Entry, x.Len())
 		for i, e := range x.Entries() {
-			p, err := LiftChecked(e.Value)
+			p, err := Lift(e.Value)
 			if err != nil {
 				return nil, err
 			}
@@ -146,10 +137,20 @@ func LiftChecked(v preserves.Value) (Pattern, error) {
 	}
 }
 
+// MustLift is Lift for values written in Go, which are known to hold no
+// set: it panics on an error. Never call it on a value from outside.
+func MustLift(v preserves.Value) Pattern {
+	p, err := Lift(v)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
 func liftItems(vs []preserves.Value) ([]Entry, error) {
 	es := make([]Entry, len(vs))
 	for i, f := range vs {
-		p, err := LiftChecked(f)
+		p, err := Lift(f)
 		if err != nil {
 			return nil, err
 		}

@@ -319,39 +319,39 @@ func TestLiftDrop(t *testing.T) {
 		Seq{}, dict(S("a"), Seq{I(1)}, Sym("b"), emb),
 	}
 	for _, v := range vals {
-		p := Lift(v)
+		p := MustLift(v)
 		if caps, ok := Match(p, v); !ok || len(caps) != 0 {
-			t.Errorf("Lift(%v) does not match it: %v %v", v, caps, ok)
+			t.Errorf("MustLift(%v) does not match it: %v %v", v, caps, ok)
 		}
 		back, ok := Drop(p)
 		if !ok || !preserves.Equal(back, v) {
-			t.Errorf("Drop(Lift(%v)) = %v %v", v, back, ok)
+			t.Errorf("Drop(MustLift(%v)) = %v %v", v, back, ok)
 		}
 		if _, err := FromValue(ToValue(p)); err != nil {
-			t.Errorf("Lift(%v) is not well-formed: %v", v, err)
+			t.Errorf("MustLift(%v) is not well-formed: %v", v, err)
 		}
 	}
-	// Extensibility: Lift(<foo 1>) also matches <foo 1 2>.
-	if _, ok := Match(Lift(rec("foo", I(1))), rec("foo", I(1), I(2))); !ok {
-		t.Errorf("Lift(<foo 1>) does not match <foo 1 2>")
+	// Extensibility: MustLift(<foo 1>) also matches <foo 1 2>.
+	if _, ok := Match(MustLift(rec("foo", I(1))), rec("foo", I(1), I(2))); !ok {
+		t.Errorf("MustLift(<foo 1>) does not match <foo 1 2>")
 	}
 	// Lift strips annotations.
-	if p := Lift(preserves.Annotate(I(1), S("a"))); !Equal(p, Lit{I(1)}) {
-		t.Errorf("Lift(annotated) = %#v", p)
+	if p := MustLift(preserves.Annotate(I(1), S("a"))); !Equal(p, Lit{I(1)}) {
+		t.Errorf("MustLift(annotated) = %#v", p)
 	} else if _, ann := p.(Lit).Value.(*preserves.Annotated); ann {
 		t.Errorf("Lift kept the annotation")
 	}
 	// Sets cannot be lifted.
-	if _, err := LiftChecked(Seq{preserves.NewSet()}); !errors.Is(err, ErrMalformed) {
-		t.Errorf("LiftChecked(set) error = %v", err)
+	if _, err := Lift(Seq{preserves.NewSet()}); !errors.Is(err, ErrMalformed) {
+		t.Errorf("Lift(set) error = %v", err)
 	}
 	func() {
 		defer func() {
 			if recover() == nil {
-				t.Errorf("Lift(set) did not panic")
+				t.Errorf("MustLift(set) did not panic")
 			}
 		}()
-		Lift(preserves.NewSet())
+		MustLift(preserves.NewSet())
 	}()
 
 	noDrop := []Pattern{

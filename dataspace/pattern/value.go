@@ -7,8 +7,8 @@ import (
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
-// ErrMalformed is wrapped by every error FromValue and LiftChecked return:
-// the value is not a well-formed pattern (or, for LiftChecked, has no literal
+// ErrMalformed is wrapped by every error FromValue and Lift return:
+// the value is not a well-formed pattern (or, for Lift, has no literal
 // pattern).
 var ErrMalformed = errors.New("pattern: malformed pattern")
 

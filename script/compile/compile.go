@@ -633,7 +633,7 @@ func (c *compiler) group(t pattern.GroupType, items []pattern.Pattern) pattern.G
 	return pattern.Group{Type: t, Entries: es}
 }
 
-// lift is pattern.LiftChecked, its group entries carved from the arena
+// lift is pattern.Lift, its group entries carved from the arena
 // (literal patterns are the bulk of a script's patterns); false when v holds
 // a set.
 func (c *compiler) lift(v preserves.Value) (pattern.Pattern, bool) {

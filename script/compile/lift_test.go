@@ -9,7 +9,7 @@ import (
 )
 
 // TestLiftMatchesPattern: the compiler's arena-backed lift builds exactly
-// what pattern.LiftChecked builds (it exists only to allocate less).
+// what pattern.Lift builds (it exists only to allocate less).
 func TestLiftMatchesPattern(t *testing.T) {
 	srcs := []string{
 		`1`, `"s"`, `sym`, `#t`, `#"b"`, `1.5`, `<a>`, `[]`, `{}`,
@@ -24,13 +24,13 @@ func TestLiftMatchesPattern(t *testing.T) {
 			}
 			c := &compiler{}
 			got, ok := c.lift(v)
-			want, err := pattern.LiftChecked(v)
+			want, err := pattern.Lift(v)
 			if ok != (err == nil) {
-				t.Errorf("%s: lift ok=%v, LiftChecked error %v", src, ok, err)
+				t.Errorf("%s: lift ok=%v, Lift error %v", src, ok, err)
 				continue
 			}
 			if ok && !reflect.DeepEqual(got, want) {
-				t.Errorf("%s: lift %#v, LiftChecked %#v", src, got, want)
+				t.Errorf("%s: lift %#v, Lift %#v", src, got, want)
 			}
 		}
 	}

@@ -558,7 +558,7 @@ func (a *activation) pattern(t *dataspace.Turn, p compile.Pat, sc *scope) (patte
 		if err != nil {
 			return nil, err
 		}
-		lp, lerr := pattern.LiftChecked(v)
+		lp, lerr := pattern.Lift(v)
 		if lerr != nil {
 			return nil, a.errorf(x.At, ErrPattern, "cannot match %s: %v", short(v), lerr)
 		}

@@ -327,7 +327,7 @@ func Timestamp(t time.Time) string {
 // literal is the pattern matching v field by field, or exactly when v
 // cannot be lifted (it contains a set).
 func literal(v preserves.Value) pattern.Pattern {
-	if p, err := pattern.LiftChecked(v); err == nil {
+	if p, err := pattern.Lift(v); err == nil {
 		return p
 	}
 	return pattern.Lit{Value: v}

@@ -147,9 +147,16 @@ func (g *gatekeeper) resolve(t *dataspace.Turn, step preserves.Value, obs *datas
 		// Bind lookup: `<bind <noise SPEC> $T _>` with SPEC.service equal
 		// to the selector (dictionary patterns allow further keys).
 		sel := preserves.Strip(sr.Fields[0])
+		selp, err := pattern.Lift(sel)
+		if err != nil {
+			// A selector holding a set can match no Bind.
+			g.log.Warn().Err(err).Msg("gatekeeper: unusable noise selector")
+			t.Assert(obs, errInvalid)
+			return
+		}
 		p := pattern.Rec(symBind,
 			pattern.Rec(noisesession.SymNoise, pattern.Bind{Pattern: pattern.Dict(
-				pattern.Entry{Key: noisesession.SymService, Pattern: pattern.Lift(sel)},
+				pattern.Entry{Key: noisesession.SymService, Pattern: selp},
 			)}),
 			pattern.Capture(),
 		)
@@ -163,9 +170,15 @@ func (g *gatekeeper) resolve(t *dataspace.Turn, step preserves.Value, obs *datas
 		t.Assert(obs, refusal)
 		return
 	}
+	oidp, err := pattern.Lift(ref.OID)
+	if err != nil {
+		g.log.Warn().Err(err).Msg("gatekeeper: unusable sturdy ref oid")
+		t.Assert(obs, errInvalid)
+		return
+	}
 	p := pattern.Rec(symBind,
 		pattern.Rec(symRef, pattern.Dict(
-			pattern.Entry{Key: symOid, Pattern: pattern.Lift(ref.OID)},
+			pattern.Entry{Key: symOid, Pattern: oidp},
 			pattern.Entry{Key: symKey, Pattern: pattern.Capture()},
 		)),
 		pattern.Capture(),

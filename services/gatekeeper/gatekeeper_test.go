@@ -70,6 +70,7 @@ func (b *box) only(tb testing.TB) preserves.Value {
 
 type world struct {
 	sys *dataspace.System
+	a   *dataspace.Actor
 	fr  dataspace.FacetRef
 	bs  *dataspace.Ref
 	gk  *dataspace.Ref
@@ -78,7 +79,7 @@ type world struct {
 func newWorld(tb testing.TB) *world {
 	w := &world{sys: dataspacetest.NewSystem(tb, dataspace.Options{})}
 	ch := make(chan struct{})
-	w.sys.Spawn("world", func(t *dataspace.Turn) error {
+	w.a = w.sys.Spawn("world", func(t *dataspace.Turn) error {
 		t.PreventInertCheck()
 		w.fr = t.FacetRef()
 		w.bs = t.Create(dataspace.NewDataspace())
@@ -188,7 +189,7 @@ func TestScenario63Gatekeeper(t *testing.T) {
 		// A party answers forwarded Resolves for oid "y" in the bind
 		// space; no bind for "y" exists.
 		w.do(func(t *dataspace.Turn) {
-			p := pattern.Rec(symResolve, pattern.Rec(symRef, pattern.Dict(pattern.Entry{Key: symOid, Pattern: pattern.Lift(preserves.String("y"))})), pattern.Capture())
+			p := pattern.Rec(symResolve, pattern.Rec(symRef, pattern.Dict(pattern.Entry{Key: symOid, Pattern: pattern.MustLift(preserves.String("y"))})), pattern.Capture())
 			t.During(w.bs, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 				k, _ := dataspace.RefOf(caps[0])
 				t.Assert(k, preserves.NewRecord(symOk, preserves.String("direct")))

@@ -384,7 +384,7 @@ func TestNoiseResolveErrors(t *testing.T) {
 func TestNoiseDirectAnswer(t *testing.T) {
 	w := newWorld(t)
 	w.do(func(t *dataspace.Turn) {
-		p := pattern.Rec(symResolve, pattern.Rec(noisesession.SymNoise, pattern.Lift(preserves.String("direct"))), pattern.Capture())
+		p := pattern.Rec(symResolve, pattern.Rec(noisesession.SymNoise, pattern.MustLift(preserves.String("direct"))), pattern.Capture())
 		t.During(w.bs, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 			k, _ := dataspace.RefOf(caps[0])
 			t.Assert(k, preserves.NewRecord(symError, preserves.String("no such service")))

@@ -118,7 +118,7 @@ func TestStaticFilesService(t *testing.T) {
 		t.Assert(h.cfg, services.RunService(name))
 		t.Assert(h.cfg, services.RunService(bad))
 		t.Assert(h.cfg, services.RunService(negative))
-		t.During(h.cfg, pattern.Rec(services.LabelServiceObject, pattern.Lift(name), pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
+		t.During(h.cfg, pattern.Rec(services.LabelServiceObject, pattern.MustLift(name), pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
 			r, _ := dataspace.RefOf(caps[0])
 			select {
 			case got <- r:

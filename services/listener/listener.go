@@ -164,10 +164,7 @@ func parseName(v preserves.Value) (spec, error) {
 
 // boot is the worker: bind, report ready, accept.
 func (s *spec) boot(t *dataspace.Turn) error {
-	t.OnMessage(s.env.Config, pattern.Lift(services.RestartService(s.name)), func(t *dataspace.Turn, _ []preserves.Value) error {
-		t.StopRoot()
-		return nil
-	})
+	services.StopOnRestart(t, s.env, s.name)
 	var ln net.Listener
 	var err error
 	if s.network == "tcp" && (s.port < 0 || s.port > 65535) {

@@ -338,6 +338,24 @@ func (s *svc) resolvePath(t *dataspace.Turn, route preserves.Value) {
 		return
 	}
 	req := preserves.NewRecord(symResolvePath, route)
+	// Every question this route will ask must be observable: a transport
+	// or step holding a set can never be answered (no pattern matches it),
+	// so the route is refused at once.
+	transportPats := make([]pattern.Pattern, len(transports))
+	for i, tr := range transports {
+		p, err := pattern.Lift(preserves.NewRecord(symConnectTransport, preserves.Strip(tr)))
+		if err != nil {
+			s.refuseRoute(t, req, "transport", tr, err)
+			return
+		}
+		transportPats[i] = p
+	}
+	for _, st := range steps {
+		if _, err := pattern.Lift(st); err != nil {
+			s.refuseRoute(t, req, "step", st, err)
+			return
+		}
+	}
 	up := make(map[string]connected)
 	var chosen string
 	var stepsFacet dataspace.FacetID
@@ -369,11 +387,11 @@ func (s *svc) resolvePath(t *dataspace.Turn, route preserves.Value) {
 		})
 		return nil
 	})
-	for _, tr := range transports {
+	for i, tr := range transports {
 		tr := preserves.Strip(tr)
 		creq := preserves.NewRecord(symConnectTransport, tr)
 		t.Assert(s.cfg, preserves.NewRecord(symQ, creq))
-		p := pattern.Rec(symA, pattern.Lift(creq), pattern.Rec(symOk, pattern.Rec(symConnectedTransport, pattern.Capture(), pattern.Capture(), pattern.Capture())))
+		p := pattern.Rec(symA, transportPats[i], pattern.Rec(symOk, pattern.Rec(symConnectedTransport, pattern.Capture(), pattern.Capture(), pattern.Capture())))
 		t.During(s.cfg, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 			k := preserves.FormatText(tr)
 			up[k] = connected{addr: caps[0], ctl: caps[1], ref: caps[2]}
@@ -388,6 +406,18 @@ func (s *svc) resolvePath(t *dataspace.Turn, route preserves.Value) {
 	}
 }
 
+// refuseRoute answers req with `<error "MESSAGE">` naming the part of the
+// route that cannot be resolved, and logs it.
+func (s *svc) refuseRoute(t *dataspace.Turn, req preserves.Value, what string, part preserves.Value, err error) {
+	ev := s.log.Warn().Err(err).Str(what, preserves.FormatText(part))
+	if pos := preserves.PosOf(part); pos.IsValid() {
+		ev = ev.Str("pos", pos.String())
+	}
+	ev.Msg("resolve-path: route refused")
+	msg := fmt.Sprintf("resolve-path: %s %s cannot be resolved: %v", what, preserves.FormatText(preserves.Strip(part)), err)
+	t.Assert(s.cfg, answer(req, fail(preserves.String(msg))))
+}
+
 // resolveSteps asks for step 0 at origin and continues with the rest at
 // its answer, in nested facets: a withdrawn answer stops everything
 // downstream of it.
@@ -397,8 +427,14 @@ func (s *svc) resolveSteps(t *dataspace.Turn, req preserves.Value, c connected, 
 		return
 	}
 	sreq := preserves.NewRecord(symResolvePathStep, origin, steps[0])
+	sp, err := pattern.Lift(sreq)
+	if err != nil {
+		// resolvePath checked every step, and origin is a capability.
+		s.refuseRoute(t, req, "step", steps[0], err)
+		return
+	}
 	t.Assert(s.cfg, preserves.NewRecord(symQ, sreq))
-	t.During(s.cfg, pattern.Rec(symA, pattern.Lift(sreq), pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
+	t.During(s.cfg, pattern.Rec(symA, sp, pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
 		res, isRec := preserves.Strip(caps[0]).(*preserves.Record)
 		switch {
 		case isRec && preserves.Equal(res.Label, symOk) && len(res.Fields) == 1:

@@ -212,3 +212,33 @@ func TestResolvePath(t *testing.T) {
 	want := fail(preserves.Symbol("nope"))
 	waitFor(t, "error answer", func() bool { a := c.answer(req2); return a != nil && preserves.Equal(a, want) })
 }
+
+// TestResolvePathWithSet (issue 12): the one-line script
+// `<q <resolve-path <route [#{1}]>>>` used to panic in pattern.Lift and end
+// the server. The route is answered with an error, and the service keeps
+// answering.
+func TestResolvePathWithSet(t *testing.T) {
+	c := newClient(t)
+	for _, text := range []string{
+		`<resolve-path <route [#{1}]>>`,
+		`<resolve-path <route [<tcp "127.0.0.1" 1>] <ref {oid: #{1} sig: #""}>>>`,
+	} {
+		req, err := preserves.ParseText(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.do(func(t *dataspace.Turn) { t.Assert(c.cfg, preserves.NewRecord(symQ, req)) })
+		waitFor(t, "an error answer to "+text, func() bool {
+			a, isRec := preserves.Unwrap(c.answer(req)).(*preserves.Record)
+			return isRec && a.Label == symError
+		})
+	}
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	req := preserves.NewRecord(symConnectTransport, tcp(port))
+	if !c.fr.Activate(func(t *dataspace.Turn) error { t.Assert(c.cfg, preserves.NewRecord(symQ, req)); return nil }) {
+		t.Fatal("the service's actor ended")
+	}
+	waitFor(t, "an answer after the hostile routes", func() bool { return c.answer(req) != nil })
+}
