@@ -37,124 +37,171 @@ type SuperviseOptions struct {
 	Delay, Backoff time.Duration
 }
 
-// Supervise runs a supervisor for service name in the active facet (§2.3):
-// it spawns the worker actor (boot runs there), keeps exactly one
-// `<service-state name S>` assertion up to date in env.Config (the new one
-// made before the old one is withdrawn), and restarts the worker per policy.
-// Stopping the active facet stops the worker and withdraws the state, with
-// no final `complete`.
-//
-// boot receives degrade, a capability in the supervisor: while anyone holds
-// an assertion at it, a `started` supervisor reports `failed` instead. The
-// daemon worker uses it for the Go deviation of §5.3 (an unparsable spec
-// makes the daemon `failed` without a crash loop); the assertion vanishes
-// with the worker or with the facet that made it.
-func Supervise(t *dataspace.Turn, env Env, name preserves.Value, policy Policy, workerName string,
-	boot func(t *dataspace.Turn, degrade *dataspace.Ref) error, opts SuperviseOptions) {
-	now := opts.Now
-	if now == nil {
-		now = time.Now
-	}
-	s := &supervisor{env: env, name: name}
-	degrade := t.Create(&degradeEntity{s: s})
-	var terms []time.Time
-	var start func(t *dataspace.Turn)
-	var onExit func(t *dataspace.Turn, err error)
-	start = func(t *dataspace.Turn) {
-		s.base = StateStarted
-		s.publish(t)
-		// The worker reports its own termination through an exit hook:
-		// the link alone cannot tell a worker that stopped normally (its
-		// link assertion is retracted before it is marked dead) from a
-		// supervisor being stopped. The hook only writes to a buffered
-		// channel, because it runs under the worker's turn lock.
-		exited := make(chan error, 1)
-		_, _ = t.Facet(func(t *dataspace.Turn) error {
-			// Linked, so that stopping the supervisor stops the worker.
-			t.SpawnLink(workerName, func(t *dataspace.Turn) error {
-				t.AddExitHook(func(_ *dataspace.Turn, err error) { exited <- err })
-				return boot(t, degrade)
-			})
-			return nil
-		})
-		fr := t.FacetRef()
-		t.LinkedTask("supervise", func(ctx context.Context) error {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case err := <-exited:
-				fr.Activate(func(t *dataspace.Turn) error {
-					onExit(t, err)
-					return nil
-				})
-				return dataspace.ErrKeepFacet
-			}
-		})
-	}
-	onExit = func(t *dataspace.Turn, err error) {
-		failed := err != nil
-		if failed {
-			env.Logger.Warn().Str("service", preserves.FormatText(name)).Err(err).Msg("service worker failed")
-		}
-		if policy == OnErrorOnly && !failed {
-			s.base = StateComplete
-			s.publish(t)
-			return
-		}
-		if failed {
-			s.base = StateFailed
-		} else {
-			s.base = StateComplete
-		}
-		s.publish(t)
-		var delay time.Duration
-		terms, delay = nextDelay(terms, now(), opts)
-		t.After(delay, func(t *dataspace.Turn) error { start(t); return nil })
-	}
-	start(t)
+// Supervisor runs the worker actor of one service (§2.3). The exported
+// fields configure it; Run starts it. The rest is its state, touched only
+// in turns of the supervising actor, and each event it reacts to is one
+// method: [Supervisor.startWorker], [Supervisor.workerExited],
+// [Supervisor.degradeChanged]. The decisions themselves are made by
+// [supervision], a plain value tested with a transition table.
+type Supervisor struct {
+	Env  Env
+	Name preserves.Value // the service name its state is reported for
+	// Policy says whether a normal worker exit is restarted.
+	Policy Policy
+	// WorkerName names the worker actor (logs, traces).
+	WorkerName string
+	// Boot runs in the worker actor. degrade is a capability in the
+	// supervisor: while anyone holds an assertion at it, a `started`
+	// supervisor reports `failed` instead. The daemon worker uses it for
+	// the Go deviation of §5.3 (an unparsable spec makes the daemon
+	// `failed` without a crash loop); the assertion vanishes with the
+	// worker or with the facet that made it.
+	Boot    func(t *dataspace.Turn, degrade *dataspace.Ref) error
+	Options SuperviseOptions
+
+	m       supervision
+	degrade *dataspace.Ref
+	handle  dataspace.Handle // the one <service-state Name S> assertion
+	shown   preserves.Symbol // S of handle
 }
 
-// supervisor holds the state assertion. Its fields are touched only in
-// turns of the supervising actor.
-type supervisor struct {
-	env      Env
-	name     preserves.Value
-	base     preserves.Symbol // started, failed or complete
-	degraded int              // assertions held at the degrade entity
-	handle   dataspace.Handle
-	shown    preserves.Symbol
+// Supervise runs a supervisor for service name in the active facet; it is
+// shorthand for filling in a [Supervisor] and calling Run.
+func Supervise(t *dataspace.Turn, env Env, name preserves.Value, policy Policy, workerName string,
+	boot func(t *dataspace.Turn, degrade *dataspace.Ref) error, opts SuperviseOptions) *Supervisor {
+	s := &Supervisor{Env: env, Name: name, Policy: policy, WorkerName: workerName, Boot: boot, Options: opts}
+	s.Run(t)
+	return s
+}
+
+// Run starts the supervisor in the active facet: it spawns the worker
+// actor, keeps exactly one `<service-state Name S>` assertion up to date
+// in Env.Config (the new one made before the old one is withdrawn), and
+// restarts the worker per Policy. Stopping the active facet stops the
+// worker and withdraws the state, with no final `complete`.
+func (s *Supervisor) Run(t *dataspace.Turn) {
+	if s.Options.Now == nil {
+		s.Options.Now = time.Now
+	}
+	s.m = supervision{policy: s.Policy, opts: s.Options}
+	s.degrade = t.Create(&degradeEntity{s: s})
+	s.startWorker(t)
+}
+
+// startWorker is the event "start (or restart) the worker".
+func (s *Supervisor) startWorker(t *dataspace.Turn) {
+	s.m.start()
+	s.publish(t)
+	// The worker reports its own termination through an exit hook: the
+	// link alone cannot tell a worker that stopped normally (its link
+	// assertion is retracted before it is marked dead) from a supervisor
+	// being stopped. The hook only writes to a buffered channel, because
+	// it runs under the worker's turn lock.
+	exited := make(chan error, 1)
+	_, _ = t.Facet(func(t *dataspace.Turn) error {
+		// Linked, so that stopping the supervisor stops the worker.
+		t.SpawnLink(s.WorkerName, func(t *dataspace.Turn) error {
+			t.AddExitHook(func(_ *dataspace.Turn, err error) { exited <- err })
+			return s.Boot(t, s.degrade)
+		})
+		return nil
+	})
+	fr := t.FacetRef()
+	t.LinkedTask("supervise", func(ctx context.Context) error {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-exited:
+			fr.Activate(func(t *dataspace.Turn) error {
+				s.workerExited(t, err)
+				return nil
+			})
+			return dataspace.ErrKeepFacet
+		}
+	})
+}
+
+// workerExited is the event "the worker actor terminated with err".
+func (s *Supervisor) workerExited(t *dataspace.Turn, err error) {
+	if err != nil {
+		s.Env.Logger.Warn().Str("service", preserves.FormatText(s.Name)).Err(err).Msg("service worker failed")
+	}
+	restart, delay := s.m.exit(err != nil, s.Options.Now())
+	s.publish(t)
+	if restart {
+		t.After(delay, func(t *dataspace.Turn) error { s.startWorker(t); return nil })
+	}
+}
+
+// degradeChanged is the event "an assertion at the degrade capability
+// appeared (d = +1) or went (d = -1)".
+func (s *Supervisor) degradeChanged(t *dataspace.Turn, d int) {
+	s.m.degraded += d
+	s.publish(t)
 }
 
 // publish re-asserts the state if it changed. It must run with the
 // supervisor's facet active: in its own stop actions' parent, its timers,
 // or its degrade entity.
-func (s *supervisor) publish(t *dataspace.Turn) {
-	st := s.base
-	if st == StateStarted && s.degraded > 0 {
-		st = StateFailed
-	}
+func (s *Supervisor) publish(t *dataspace.Turn) {
+	st := s.m.state()
 	if st == s.shown && s.handle != 0 {
 		return
 	}
 	s.shown = st
-	t.Update(&s.handle, s.env.Config, ServiceState(s.name, st))
+	t.Update(&s.handle, s.Env.Config, ServiceState(s.Name, st))
 }
 
 type degradeEntity struct {
 	dataspace.BaseEntity
-	s *supervisor
+	s *Supervisor
 }
 
 func (e *degradeEntity) Assert(t *dataspace.Turn, _ preserves.Value, _ dataspace.Handle) error {
-	e.s.degraded++
-	e.s.publish(t)
+	e.s.degradeChanged(t, +1)
 	return nil
 }
 
 func (e *degradeEntity) Retract(t *dataspace.Turn, _ dataspace.Handle) error {
-	e.s.degraded--
-	e.s.publish(t)
+	e.s.degradeChanged(t, -1)
 	return nil
+}
+
+// supervision is the decision state of a supervisor, free of any actor:
+// the base state, the assertions held at the degrade capability, and the
+// worker terminations inside the window. Its methods are the transitions.
+type supervision struct {
+	policy   Policy
+	opts     SuperviseOptions
+	base     preserves.Symbol // started, failed or complete
+	degraded int              // assertions held at the degrade capability
+	terms    []time.Time      // worker terminations inside the window
+}
+
+// start: a worker is (re)started.
+func (m *supervision) start() { m.base = StateStarted }
+
+// exit: the worker terminated at time at, failed or not. It returns
+// whether the worker is restarted, and after which delay.
+func (m *supervision) exit(failed bool, at time.Time) (restart bool, delay time.Duration) {
+	if failed {
+		m.base = StateFailed
+	} else {
+		m.base = StateComplete
+	}
+	if m.policy == OnErrorOnly && !failed {
+		return false, 0
+	}
+	m.terms, delay = nextDelay(m.terms, at, m.opts)
+	return true, delay
+}
+
+// state is the state to report: a degraded `started` shows as `failed`.
+func (m *supervision) state() preserves.Symbol {
+	if m.base == StateStarted && m.degraded > 0 {
+		return StateFailed
+	}
+	return m.base
 }
 
 // nextDelay records a worker termination at time at and returns the

@@ -1,14 +1,9 @@
 package daemon
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"os"
 	"time"
 	"unicode/utf8"
-
-	"github.com/rs/zerolog"
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
@@ -75,7 +70,7 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) (*Service, erro
 	}
 	p := pattern.Rec(services.LabelRunService, pattern.Bind{Pattern: pattern.Rec(labelDaemon)})
 	t.During(env.Config, p, func(t *dataspace.Turn, caps []preserves.Value) error {
-		s.runDaemon(t, env, caps[0])
+		runDaemon(t, s, env, caps[0])
 		return nil
 	})
 	return s, nil
@@ -83,203 +78,6 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) (*Service, erro
 
 // Wait waits until no process runner is active (all daemons stopped).
 func (s *Service) Wait() { s.runner.Wait() }
-
-// runDaemon runs in the facet of one `<run-service <daemon …>>`.
-func (s *Service) runDaemon(t *dataspace.Turn, env services.Env, name preserves.Value) {
-	// A name a script asserted carries its position: keep that for the
-	// warning, and use the plain value from here on (it is asserted in
-	// states and log records, and used in patterns).
-	pos := posText(name)
-	name = preserves.Strip(name)
-	r := name.(*preserves.Record)
-	if len(r.Fields) < 1 {
-		// Go deviation (§0): a request of our label that the schema
-		// rejects is reported, never silently ignored.
-		env.Logger.Warn().Str("service", preserves.FormatText(name)).Str("pos", pos).
-			Msg("malformed daemon service name: expected <daemon ID>")
-		t.Assert(env.Config, services.ServiceState(name, services.StateFailed))
-		return
-	}
-	id := r.Fields[0]
-	log := env.Logger.With().Str("service", preserves.FormatText(name)).Logger()
-	starts := newStartCounter()
-	var sup dataspace.FacetID
-	startSupervisor := func(t *dataspace.Turn) {
-		sup, _ = t.Facet(func(t *dataspace.Turn) error {
-			services.Supervise(t, env, name, services.OnErrorOnly, preserves.FormatText(name),
-				func(t *dataspace.Turn, degrade *dataspace.Ref) error {
-					return s.worker(t, env, log, name, id, degrade, starts)
-				}, s.sup)
-			return nil
-		})
-	}
-	startSupervisor(t)
-	// §2.4: restart-service tears the whole supervision facet down (every
-	// process is stopped) and starts a brand-new supervisor at once.
-	t.OnMessage(env.Config, pattern.Rec(services.LabelRestartService, literal(name)), func(t *dataspace.Turn, _ []preserves.Value) error {
-		log.Info().Msg("restart requested")
-		t.StopFacet(sup)
-		startSupervisor(t)
-		return nil
-	})
-}
-
-// worker is the boot of a daemon's worker actor (§5.3).
-func (s *Service) worker(t *dataspace.Turn, env services.Env, log zerolog.Logger, name, id preserves.Value, degrade *dataspace.Ref, starts *startCounter) error {
-	total, unready, completed := 0, 1, 0
-	var ready dataspace.Handle
-	// Output is logged from the worker's boot facet, not the spec's, so
-	// that the last lines of a process killed because its spec was
-	// retracted are still delivered.
-	outFacet := t.FacetRef()
-	rec := services.NewReconciler(t, func(t *dataspace.Turn) error {
-		switch {
-		case unready == 0 && ready == 0:
-			ready = t.Assert(env.Config, services.ServiceState(name, services.StateReady))
-		case unready != 0 && ready != 0:
-			t.Retract(ready)
-			ready = 0
-		}
-		if total > 0 && total == completed {
-			log.Info().Msg("all processes completed")
-			t.StopRoot()
-		}
-		return nil
-	})
-
-	specPat := pattern.Rec(labelDaemon, literal(id), pattern.Capture())
-	t.During(env.Config, specPat, func(t *dataspace.Turn, caps []preserves.Value) error {
-		raw := caps[0]
-		total++
-		unready++
-		rec.Kick(t)
-		done := false // this spec has completed
-		up := false   // its running process counts as ready (readyOnStart)
-		t.OnStop(func(t *dataspace.Turn) error {
-			total--
-			unready--
-			if done {
-				completed--
-			}
-			if up {
-				// Killed while running: its readiness goes with it.
-				up = false
-				unready++
-			}
-			rec.Kick(t)
-			return nil
-		})
-		spec, err := ParseSpec(raw)
-		if err != nil {
-			ev := log.Warn().Str("spec", preserves.FormatText(raw)).Str("pos", posText(raw)).Err(err)
-			if errors.Is(err, ErrNotASpec) {
-				// Counters stay raised; the daemon reports failed while
-				// this spec is asserted (Go deviation, §5.3).
-				ev.Msg("invalid process specification")
-				t.Assert(degrade, preserves.Bool(true))
-				return nil
-			}
-			ev.Msg("invalid process configuration; crashing the daemon worker")
-			return err
-		}
-		fr := t.FacetRef()
-		command := fmt.Sprintf("%q", spec.Argv)
-		key := specKey(raw)
-		// The running process's facet (§5.4): set in the turn reporting
-		// Started, read by the runner goroutine right after (Activate is
-		// synchronous), stopped when the exit is handled.
-		var proc dataspace.FacetID
-		var procRef dataspace.FacetRef
-		running := false
-		t.LinkedTask("daemon process", func(ctx context.Context) error {
-			out := s.runner.Run(ctx, spec, Events{
-				Started: func(pid int) {
-					fr.Activate(func(t *dataspace.Turn) error {
-						if spec.ReadyOnStart && !up {
-							up = true
-							unready--
-							rec.Kick(t)
-						}
-						restarts := starts.next(key)
-						if s.dryRun {
-							logDryRun(log, spec)
-							return nil
-						}
-						proc, procRef = processFacet(t, env.Config, name, pid, restarts, s.now())
-						running = true
-						return nil
-					})
-				},
-				Stdio: func(pid int, stdout, stdin *os.File) <-chan struct{} {
-					return attachRelay(procRef, env.Config, name, spec, log.With().Int("pid", pid).Logger(), stdout, stdin)
-				},
-				Line: func(l Line) {
-					outFacet.Activate(func(t *dataspace.Turn) error {
-						t.Message(env.Log, LogRecord(l, name, s.now))
-						return nil
-					})
-				},
-				Exited: func(e Exit, next Next) {
-					fr.Activate(func(t *dataspace.Turn) error {
-						// §5.5: the process facet stops first (its
-						// process-status and service-object go).
-						if running {
-							running = false
-							t.StopFacet(proc)
-						}
-						if up {
-							up = false
-							unready++
-						}
-						var ev *zerolog.Event
-						if e.Success() {
-							ev = log.Info()
-						} else {
-							ev = log.Error().Str("status", e.String())
-						}
-						ev = ev.Str("command", command).Int("pid", e.Pid).Str("next", next.Action.String())
-						if next.Action == ActRestart {
-							ev = ev.Dur("delay", next.Delay)
-						}
-						switch {
-						case s.dryRun:
-							ev.Msg("dry run: one-shot assumed to succeed")
-						case next.Action == ActGiveUp:
-							// Logged once: the loop ends here, and the
-							// daemon reports failed while this spec stays.
-							ev.Int("restartLimit", spec.Limits.Limit).Dur("restartWindow", spec.Limits.Window).
-								Msg("process exited; restart limit reached, giving up")
-							t.Assert(degrade, preserves.Bool(true))
-						default:
-							ev.Msg("process exited")
-						}
-						if next.Action == ActComplete {
-							done = true
-							completed++
-						}
-						rec.Kick(t)
-						return nil
-					})
-				},
-			})
-			switch out {
-			case Crashed:
-				return ErrCrash
-			case Completed, GaveUp:
-				return dataspace.ErrKeepFacet // the spec facet stays: completed or failed
-			}
-			return ctx.Err()
-		})
-		return nil
-	})
-	// After subscribing, one round trip removes the initial un-readiness.
-	t.Sync(env.Config, func(t *dataspace.Turn) error {
-		unready--
-		rec.Kick(t)
-		return nil
-	})
-	return nil
-}
 
 // LogRecord builds the `<log "TIMESTAMP" {pid, service, stream, line}>`
 // message of §5.6 for one line of output.

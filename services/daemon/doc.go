@@ -24,6 +24,12 @@
 //     subreaper, without stealing our own children's exit statuses.
 //   - daemon.go is the dataspace integration: [Boot] observes run-service
 //     requests in the config dataspace and runs one worker per daemon.
+//   - worker.go holds the daemon's state machines as structs, state in
+//     fields and one method per event: daemonRun (one run-service request
+//     and its supervisor), worker (one worker actor and its readiness
+//     tally) and specRun (one spec and the processes run for it). The
+//     readiness counting is a plain value, tally, tested with a
+//     transition table.
 //   - running.go is the dataspace side of one running process: its process
 //     facet holds `<process-status NAME {pid restarts since}>` (our
 //     protocol extension) and, for `protocol: application/syndicate` or

@@ -1,0 +1,348 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/rs/zerolog"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services"
+)
+
+// The daemon's state machines (§5.3–§5.5), one struct per level, with the
+// state in fields and one method per event:
+//
+//   - daemonRun: one `<run-service <daemon ID>>`; owns the supervisor and
+//     what must outlive a worker crash (start counts).
+//   - worker: one worker actor; owns the readiness tally and the
+//     `<service-state … ready>` assertion.
+//   - specRun: one `<daemon ID SPEC>` inside a worker; owns the running
+//     process's facet and reacts to the runner's events.
+//
+// The counting that decides `ready` and "all completed" is [tally], a
+// plain value tested with a transition table.
+
+// daemonRun is the facet of one `<run-service <daemon ID>>`.
+type daemonRun struct {
+	s      *Service
+	env    services.Env
+	name   preserves.Value // plain (stripped) <daemon ID>
+	id     preserves.Value
+	log    zerolog.Logger
+	starts *startCounter
+	sup    dataspace.FacetID // the current supervisor's facet
+}
+
+// runDaemon runs in the facet of one `<run-service <daemon …>>`.
+func runDaemon(t *dataspace.Turn, s *Service, env services.Env, name preserves.Value) {
+	// A name a script asserted carries its position: keep that for the
+	// warning, and use the plain value from here on (it is asserted in
+	// states and log records, and used in patterns).
+	pos := posText(name)
+	name = preserves.Strip(name)
+	r := name.(*preserves.Record)
+	if len(r.Fields) < 1 {
+		// Go deviation (§0): a request of our label that the schema
+		// rejects is reported, never silently ignored.
+		env.Logger.Warn().Str("service", preserves.FormatText(name)).Str("pos", pos).
+			Msg("malformed daemon service name: expected <daemon ID>")
+		t.Assert(env.Config, services.ServiceState(name, services.StateFailed))
+		return
+	}
+	d := &daemonRun{s: s, env: env, name: name, id: r.Fields[0],
+		log: env.Logger.With().Str("service", preserves.FormatText(name)).Logger(), starts: newStartCounter()}
+	d.startSupervisor(t)
+	t.OnMessage(env.Config, pattern.Rec(services.LabelRestartService, literal(name)), func(t *dataspace.Turn, _ []preserves.Value) error {
+		d.restartRequested(t)
+		return nil
+	})
+}
+
+// startSupervisor starts a supervisor of worker actors in a facet of its own.
+func (d *daemonRun) startSupervisor(t *dataspace.Turn) {
+	d.sup, _ = t.Facet(func(t *dataspace.Turn) error {
+		services.Supervise(t, d.env, d.name, services.OnErrorOnly, preserves.FormatText(d.name),
+			func(t *dataspace.Turn, degrade *dataspace.Ref) error {
+				w := &worker{d: d, degrade: degrade}
+				return w.boot(t)
+			}, d.s.sup)
+		return nil
+	})
+}
+
+// restartRequested is the event `<restart-service <daemon ID>>` (§2.4): the
+// whole supervision facet goes (every process is stopped) and a brand-new
+// supervisor starts at once.
+func (d *daemonRun) restartRequested(t *dataspace.Turn) {
+	d.log.Info().Msg("restart requested")
+	t.StopFacet(d.sup)
+	d.startSupervisor(t)
+}
+
+// worker is one daemon worker actor (§5.3).
+type worker struct {
+	d       *daemonRun
+	degrade *dataspace.Ref
+	// out is the worker's boot facet: output is logged from there, not
+	// from a spec's facet, so that the last lines of a process killed
+	// because its spec was retracted are still delivered.
+	out   dataspace.FacetRef
+	rec   *services.Reconciler
+	tally tally
+	ready dataspace.Handle // <service-state NAME ready>, while tally.ready()
+}
+
+// boot is the worker actor's boot.
+func (w *worker) boot(t *dataspace.Turn) error {
+	w.tally = newTally()
+	w.out = t.FacetRef()
+	w.rec = services.NewReconciler(t, w.reconcile)
+	specPat := pattern.Rec(labelDaemon, literal(w.d.id), pattern.Capture())
+	t.During(w.d.env.Config, specPat, func(t *dataspace.Turn, caps []preserves.Value) error {
+		return w.specAsserted(t, caps[0])
+	})
+	// After subscribing, one round trip removes the initial un-readiness.
+	t.Sync(w.d.env.Config, func(t *dataspace.Turn) error {
+		w.tally.synced()
+		w.rec.Kick(t)
+		return nil
+	})
+	return nil
+}
+
+// reconcile makes the ready assertion follow the tally, and ends the
+// worker normally once every spec has completed.
+func (w *worker) reconcile(t *dataspace.Turn) error {
+	switch {
+	case w.tally.ready() && w.ready == 0:
+		w.ready = t.Assert(w.d.env.Config, services.ServiceState(w.d.name, services.StateReady))
+	case !w.tally.ready() && w.ready != 0:
+		t.Retract(w.ready)
+		w.ready = 0
+	}
+	if w.tally.allCompleted() {
+		w.d.log.Info().Msg("all processes completed")
+		t.StopRoot()
+	}
+	return nil
+}
+
+// output is the event "a process printed a line"; it may be called from
+// any goroutine.
+func (w *worker) output(l Line) {
+	w.out.Activate(func(t *dataspace.Turn) error {
+		t.Message(w.d.env.Log, LogRecord(l, w.d.name, w.d.s.now))
+		return nil
+	})
+}
+
+// specAsserted is the event "`<daemon ID SPEC>` appeared"; it runs in the
+// facet that lasts as long as the assertion.
+func (w *worker) specAsserted(t *dataspace.Turn, raw preserves.Value) error {
+	r := &specRun{w: w, raw: raw}
+	w.tally.specAdded()
+	w.rec.Kick(t)
+	t.OnStop(func(t *dataspace.Turn) error {
+		r.retracted(t)
+		return nil
+	})
+	spec, err := ParseSpec(raw)
+	if err != nil {
+		ev := w.d.log.Warn().Str("spec", preserves.FormatText(raw)).Str("pos", posText(raw)).Err(err)
+		if errors.Is(err, ErrNotASpec) {
+			// The tally stays raised; the daemon reports failed while
+			// this spec is asserted (Go deviation, §5.3).
+			ev.Msg("invalid process specification")
+			t.Assert(w.degrade, preserves.Bool(true))
+			return nil
+		}
+		ev.Msg("invalid process configuration; crashing the daemon worker")
+		return err
+	}
+	r.spec = spec
+	r.command = fmt.Sprintf("%q", spec.Argv)
+	r.key = specKey(raw)
+	r.fr = t.FacetRef()
+	t.LinkedTask("daemon process", r.run)
+	return nil
+}
+
+// specRun is one `<daemon ID SPEC>` of a worker and the processes run for it.
+type specRun struct {
+	w       *worker
+	raw     preserves.Value
+	spec    *Spec
+	command string // argv, quoted, for log records
+	key     string // the spec without positions (start counts)
+	fr      dataspace.FacetRef
+	st      specState
+	// The running process's facet (§5.4): set in the turn reporting
+	// Started, read by the runner goroutine right after (Activate is
+	// synchronous), stopped when the exit is handled.
+	proc    dataspace.FacetID
+	procRef dataspace.FacetRef
+	running bool
+}
+
+// run is the spec's linked task: the restart loop of §5.5.
+func (r *specRun) run(ctx context.Context) error {
+	out := r.w.d.s.runner.Run(ctx, r.spec, Events{
+		Started: func(pid int) {
+			r.fr.Activate(func(t *dataspace.Turn) error { r.started(t, pid); return nil })
+		},
+		Stdio: r.stdio,
+		Line:  r.w.output,
+		Exited: func(e Exit, next Next) {
+			r.fr.Activate(func(t *dataspace.Turn) error { r.exited(t, e, next); return nil })
+		},
+	})
+	switch out {
+	case Crashed:
+		return ErrCrash
+	case Completed, GaveUp:
+		return dataspace.ErrKeepFacet // the spec facet stays: completed or failed
+	}
+	return ctx.Err()
+}
+
+// started is the event "a process was spawned".
+func (r *specRun) started(t *dataspace.Turn, pid int) {
+	w := r.w
+	if r.spec.ReadyOnStart {
+		r.becameReady(t)
+	}
+	restarts := w.d.starts.next(r.key)
+	if w.d.s.dryRun {
+		logDryRun(w.d.log, r.spec)
+		return
+	}
+	r.proc, r.procRef = processFacet(t, w.d.env.Config, w.d.name, pid, restarts, w.d.s.now())
+	r.running = true
+}
+
+// becameReady is the event "the running process counts as ready".
+func (r *specRun) becameReady(t *dataspace.Turn) {
+	if r.w.tally.specUp(&r.st) {
+		r.w.rec.Kick(t)
+	}
+}
+
+// stdio hands a Syndicate-protocol child's pipes to a relay (§5.7).
+func (r *specRun) stdio(pid int, stdout, stdin *os.File) <-chan struct{} {
+	w := r.w
+	return attachRelay(r.procRef, w.d.env.Config, w.d.name, r.spec, w.d.log.With().Int("pid", pid).Logger(), stdout, stdin)
+}
+
+// exited is the event "a process is down; next is what follows".
+func (r *specRun) exited(t *dataspace.Turn, e Exit, next Next) {
+	w := r.w
+	// §5.5: the process facet stops first (its process-status and
+	// service-object go).
+	if r.running {
+		r.running = false
+		t.StopFacet(r.proc)
+	}
+	w.tally.specDown(&r.st)
+	var ev *zerolog.Event
+	if e.Success() {
+		ev = w.d.log.Info()
+	} else {
+		ev = w.d.log.Error().Str("status", e.String())
+	}
+	ev = ev.Str("command", r.command).Int("pid", e.Pid).Str("next", next.Action.String())
+	if next.Action == ActRestart {
+		ev = ev.Dur("delay", next.Delay)
+	}
+	switch {
+	case w.d.s.dryRun:
+		ev.Msg("dry run: one-shot assumed to succeed")
+	case next.Action == ActGiveUp:
+		// Logged once: the loop ends here, and the daemon reports
+		// failed while this spec stays.
+		ev.Int("restartLimit", r.spec.Limits.Limit).Dur("restartWindow", r.spec.Limits.Window).
+			Msg("process exited; restart limit reached, giving up")
+		t.Assert(w.degrade, preserves.Bool(true))
+	default:
+		ev.Msg("process exited")
+	}
+	if next.Action == ActComplete {
+		w.tally.specCompleted(&r.st)
+	}
+	w.rec.Kick(t)
+}
+
+// retracted is the event "the spec's facet stopped" (spec retracted,
+// worker stopping).
+func (r *specRun) retracted(t *dataspace.Turn) {
+	r.w.tally.specRemoved(&r.st)
+	r.w.rec.Kick(t)
+}
+
+// tally counts, for one worker, the specs asserted, those not (yet) ready
+// and those completed (§5.3): the daemon is ready when nothing is unready,
+// and its worker ends once every spec has completed. Before the first
+// sync round trip the worker counts as unready, so that a daemon with no
+// spec is ready only once it is known to have none.
+type tally struct {
+	total, unready, completed int
+}
+
+// specState is one spec's part in the tally.
+type specState struct {
+	up   bool // its running process counts as ready
+	done bool // it has completed
+}
+
+func newTally() tally { return tally{unready: 1} }
+
+// synced: the initial round trip is done.
+func (c *tally) synced() { c.unready-- }
+
+// specAdded: a spec appeared; it is unready until its process is up.
+func (c *tally) specAdded() { c.total++; c.unready++ }
+
+// specRemoved: a spec went; its readiness goes with it.
+func (c *tally) specRemoved(s *specState) {
+	c.specDown(s)
+	c.total--
+	c.unready--
+	if s.done {
+		s.done = false
+		c.completed--
+	}
+}
+
+// specUp: the spec's process counts as ready. It reports whether that
+// changed anything.
+func (c *tally) specUp(s *specState) bool {
+	if s.up {
+		return false
+	}
+	s.up = true
+	c.unready--
+	return true
+}
+
+// specDown: the spec's process is gone.
+func (c *tally) specDown(s *specState) {
+	if s.up {
+		s.up = false
+		c.unready++
+	}
+}
+
+// specCompleted: the spec's process completed and is not restarted.
+func (c *tally) specCompleted(s *specState) {
+	if !s.done {
+		s.done = true
+		c.completed++
+	}
+}
+
+func (c *tally) ready() bool        { return c.unready == 0 }
+func (c *tally) allCompleted() bool { return c.total > 0 && c.total == c.completed }
