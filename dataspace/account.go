@@ -34,8 +34,16 @@ func (a *Account) Debt() int64 { return a.debt.Load() }
 
 func (a *Account) borrow(n int) { a.debt.Add(int64(n)) }
 
-func (a *Account) repay(n int) {
-	a.debt.Add(-int64(n))
+func (a *Account) repay(n int) { a.Repay(int64(n)) }
+
+// Borrow charges n units of debt for work held on the account's behalf
+// outside actor mailboxes (a relay charges the bytes it has queued for a
+// peer until they are written). Every Borrow must be matched by a Repay.
+func (a *Account) Borrow(n int64) { a.debt.Add(n) }
+
+// Repay settles n units of debt and wakes producers waiting in Wait.
+func (a *Account) Repay(n int64) {
+	a.debt.Add(-n)
 	// A waiter increments waiting before it reads debt, and we read waiting
 	// after updating debt, so one of us sees the other.
 	if a.waiting.Load() > 0 {
@@ -50,6 +58,9 @@ func (a *Account) repay(n int) {
 
 // Wait blocks until the account's debt is at most limit, or ctx ends.
 func (a *Account) Wait(ctx context.Context, limit int64) error {
+	if a.debt.Load() <= limit {
+		return nil // the common case: no lock, no allocation
+	}
 	for {
 		a.mu.Lock()
 		a.waiting.Add(1)
@@ -71,4 +82,19 @@ func (a *Account) Wait(ctx context.Context, limit int64) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// ActivatePaced is how a goroutine feeding external input into the actor
+// world keeps pace with it: it waits until acct's debt is at most limit,
+// then runs fn as [FacetRef.ActivateAccount] does, charging everything the
+// turn causes (the batches it sends, their fan-out, the bytes relays queue
+// for their peers) to acct. A producer that calls it in a loop is slowed to
+// the pace of the slowest consumer it feeds. It returns whether the actor
+// is alive, and ctx's error if ctx ended while waiting (fn then did not
+// run).
+func (r FacetRef) ActivatePaced(ctx context.Context, acct *Account, limit int64, fn func(t *Turn) error) (bool, error) {
+	if err := acct.Wait(ctx, limit); err != nil {
+		return r.a != nil && !r.a.dead.Load(), err
+	}
+	return r.ActivateAccount(acct, fn), nil
 }

@@ -118,6 +118,11 @@ type Turn struct {
 
 const outScanLimit = 8
 
+// Account returns the account this turn runs on (runtime spec §9): the
+// account of the batch it handles, or the one given to ActivateAccount;
+// nil when nothing is counted.
+func (t *Turn) Account() *Account { return t.acct }
+
 // begin resets the turn for a fresh activation with f active.
 func (t *Turn) begin(f *facet) {
 	t.active = f

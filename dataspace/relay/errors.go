@@ -15,9 +15,12 @@ var (
 	ErrLimit = errors.New("relay: packet limit exceeded")
 	// ErrPeer: the peer sent an Error packet; PeerError carries it.
 	ErrPeer = errors.New("relay: peer reported an error")
-	// ErrSlowPeer: the peer stopped reading and the bounded outbound
-	// buffer filled up.
+	// ErrSlowPeer: the peer read nothing for Options.WriteTimeout while
+	// output waited for it.
 	ErrSlowPeer = errors.New("relay: peer is not reading")
+	// ErrOutboundFull: more than Options.MaxOutbound bytes were queued for
+	// the peer (only producers outside flow control can get there).
+	ErrOutboundFull = errors.New("relay: output queue for the peer is full")
 	// ErrTransient: a message tried to send a reference nothing else pins
 	// (runtime spec §15.5, sender side).
 	ErrTransient = errors.New("relay: sent transient reference")

@@ -81,7 +81,9 @@ func TestLimitMalformedPackets(t *testing.T) {
 	}
 }
 
-func TestLimitSlowPeerDisconnected(t *testing.T) {
+// Output from producers outside flow control (here a driver's turns on no
+// account) is bounded by MaxOutbound, and the error says what happened.
+func TestLimitOutboundFullDisconnected(t *testing.T) {
 	h := newWire(t, Options{MaxOutbound: 64 << 10})
 	h.send(`[[0 <A <present> 1>]]`)
 	waitFor(t, "assertion", func() bool { return h.rec.count() == 1 })
@@ -105,7 +107,7 @@ func TestLimitSlowPeerDisconnected(t *testing.T) {
 		}
 		break
 	}
-	if err := h.conn.Err(); !errors.Is(err, ErrSlowPeer) {
+	if err := h.conn.Err(); !errors.Is(err, ErrOutboundFull) || errors.Is(err, ErrSlowPeer) {
 		t.Fatalf("err = %v", err)
 	}
 	waitFor(t, "teardown", func() bool { return h.rec.count() == 0 })

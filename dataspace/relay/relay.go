@@ -3,7 +3,9 @@ package relay
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,12 +30,49 @@ type Options struct {
 	MaxPacketSize int
 	// MaxDepth bounds inbound nesting; 0 means DefaultMaxDepth.
 	MaxDepth int
-	// MaxOutbound bounds the bytes queued for a peer that is not reading;
-	// past it the connection is closed with ErrSlowPeer. 0 means 4×
-	// MaxPacketSize.
+	// MaxOutbound bounds the bytes queued for the peer; past it the
+	// connection is closed with ErrOutboundFull. Flow control keeps the
+	// queue far below it whenever its producers are accounted (other
+	// relays, ActivatePaced); it is the backstop against local producers
+	// that are not. 0 means 4× MaxPacketSize.
 	MaxOutbound int
+	// Credit is the debt (runtime spec §9) the peer's input may run up
+	// before the relay stops reading from it: every inbound packet is
+	// handled in a turn on the connection's account, the batches it causes
+	// and their fan-out borrow against that account until handled, and the
+	// bytes other relays queue because of it are debt until written. 0
+	// means DefaultCredit.
+	Credit int64
+	// WriteTimeout: a peer that has read nothing for this long while output
+	// waits for it is disconnected with ErrSlowPeer. 0 means
+	// DefaultWriteTimeout.
+	WriteTimeout time.Duration
 	// Logger receives connection diagnostics; the zero Logger discards.
 	Logger zerolog.Logger
+}
+
+// Flow-control defaults (Options.Credit, Options.WriteTimeout).
+const (
+	// DefaultCredit lets about a thousand small messages, or 4 MiB of
+	// output, be in flight per connection: enough to keep every stage of
+	// a pipeline busy, little enough that a flood costs the server a few
+	// MiB per producer.
+	DefaultCredit = 4096
+	// DefaultWriteTimeout is how long a peer may read nothing while
+	// output waits before it is disconnected.
+	DefaultWriteTimeout = 30 * time.Second
+)
+
+// outputCost is what queued output costs its account until written: one
+// unit per event plus one per KiB, so that credit bounds both the number
+// of events in flight and the memory they hold.
+func outputCost(events, bytes int) int64 { return int64(events) + int64(bytes>>10) }
+
+// loan is debt charged to an account for bytes waiting in the outbound
+// queue; the writer repays it once they are written (or dropped).
+type loan struct {
+	acct *dataspace.Account
+	n    int64
 }
 
 // Conn is one relay connection: a facet of its host actor holding the
@@ -67,9 +106,13 @@ type Conn struct {
 	syntax             Syntax
 	stopped            bool
 
+	// acct is charged for everything the peer's packets cause (§9).
+	acct *dataspace.Account
+
 	// Outbound bytes, shared with the writer goroutine.
 	mu      sync.Mutex
 	out     []byte
+	loans   []loan // debt for the bytes in out
 	closing bool // no more output will be queued: write what is left, then close
 	wake    chan struct{}
 
@@ -114,6 +157,12 @@ func RunSplit(t *dataspace.Turn, r io.Reader, w io.Writer, closer io.Closer, opt
 	if opts.MaxOutbound <= 0 {
 		opts.MaxOutbound = 4 * opts.MaxPacketSize
 	}
+	if opts.Credit <= 0 {
+		opts.Credit = DefaultCredit
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
+	}
 	c := &Conn{
 		opts:     opts,
 		log:      opts.Logger,
@@ -126,6 +175,7 @@ func RunSplit(t *dataspace.Turn, r io.Reader, w io.Writer, closer io.Closer, opt
 		outbound: make(map[dataspace.Handle]outRec),
 		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
+		acct:     dataspace.NewAccount(),
 	}
 	c.flushFn = c.flush
 	if opts.TextOutput {
@@ -181,6 +231,10 @@ func Spawn(sys *dataspace.System, name string, rw io.ReadWriteCloser, opts Optio
 	}
 }
 
+// Account returns the connection's account: the debt its peer's input has
+// caused and that is not yet settled (runtime spec §9).
+func (c *Conn) Account() *dataspace.Account { return c.acct }
+
 // Peer returns the proxy for the peer's oid 0 (nil without ImportInitial).
 func (c *Conn) Peer() *dataspace.Ref { return c.peer }
 
@@ -228,7 +282,7 @@ func (c *Conn) stopIn(t *dataspace.Turn, err error, sendErr bool) {
 	}
 	if err != nil {
 		c.setErr(err)
-		c.log.Warn().Err(err).Msg("relay connection error")
+		c.log.Warn().Err(c.Err()).Msg("relay connection error") // the first error is the cause
 	}
 	if c.pendingN > 0 {
 		_ = c.flush(t)
@@ -457,20 +511,21 @@ func (c *Conn) flush(t *dataspace.Turn) error {
 	} else {
 		c.pending = append(c.pending, 0x84)
 	}
-	ok := c.enqueueRaw(c.pending, false)
+	ok := c.enqueueRaw(c.pending, false, t.Account(), outputCost(c.pendingN, len(c.pending)))
 	c.pendingN = 0
 	c.pending = c.pending[:0]
 	if cap(c.pending) > 1<<20 {
 		c.pending = nil
 	}
 	if !ok && !c.stopped {
-		c.stopIn(t, ErrSlowPeer, false)
+		c.stopIn(t, fmt.Errorf("%w (%d bytes)", ErrOutboundFull, c.opts.MaxOutbound), false)
 	}
 	return nil
 }
 
-// enqueueRaw hands encoded packet bytes to the writer, as enqueueBytes.
-func (c *Conn) enqueueRaw(b []byte, force bool) bool {
+// enqueueRaw hands encoded packet bytes to the writer, as enqueueBytes,
+// charging cost to acct (if not nil) until they are written.
+func (c *Conn) enqueueRaw(b []byte, force bool, acct *dataspace.Account, cost int64) bool {
 	c.mu.Lock()
 	if c.closing {
 		c.mu.Unlock()
@@ -481,6 +536,14 @@ func (c *Conn) enqueueRaw(b []byte, force bool) bool {
 		return false
 	}
 	c.out = append(c.out, b...)
+	if acct != nil {
+		acct.Borrow(cost)
+		if n := len(c.loans); n > 0 && c.loans[n-1].acct == acct {
+			c.loans[n-1].n += cost
+		} else {
+			c.loans = append(c.loans, loan{acct, cost})
+		}
+	}
 	c.mu.Unlock()
 	c.signal()
 	return true
@@ -518,12 +581,25 @@ func (c *Conn) enqueueBytes(v preserves.Value, force bool) bool {
 // together), and closes the stream once the facet has stopped.
 func (c *Conn) writeLoop(ctx context.Context) error {
 	defer c.taskDone()
+	// However the writer ends, nothing more is queued and every loan is
+	// repaid, so no producer waits for bytes that will never be written.
+	defer func() {
+		c.mu.Lock()
+		c.closing = true
+		c.out = nil
+		loans := c.loans
+		c.loans = nil
+		c.mu.Unlock()
+		repay(loans)
+	}()
 	var spare []byte
+	var spareLoans []loan
 	for {
 		c.mu.Lock()
-		buf, closing := c.out, c.closing
+		buf, closing, loans := c.out, c.closing, c.loans
 		c.out = spare[:0]
-		spare = nil // now owned by c.out; buf becomes the next spare
+		c.loans = spareLoans[:0]
+		spare, spareLoans = nil, nil // now owned by c; buf and loans become the next spares
 		c.mu.Unlock()
 		if closing || ctx.Err() != nil {
 			// Final flush, bounded: a peer that does not read cannot
@@ -533,6 +609,7 @@ func (c *Conn) writeLoop(ctx context.Context) error {
 			buf = append(buf, c.out...)
 			c.out = nil
 			c.mu.Unlock()
+			repay(loans)
 			if len(buf) > 0 {
 				tm := time.AfterFunc(time.Second, c.closeStream)
 				_, _ = c.w.Write(buf)
@@ -542,7 +619,10 @@ func (c *Conn) writeLoop(ctx context.Context) error {
 			return ctx.Err()
 		}
 		if len(buf) > 0 {
-			if _, err := c.w.Write(buf); err != nil {
+			err := c.write(buf)
+			repay(loans)
+			if err != nil {
+				c.setErr(err) // before closing: the reader then fails too
 				c.closeStream()
 				c.fr.Activate(func(t *dataspace.Turn) error {
 					c.stopIn(t, err, false)
@@ -551,6 +631,8 @@ func (c *Conn) writeLoop(ctx context.Context) error {
 				return dataspace.ErrKeepFacet
 			}
 		}
+		clear(loans)
+		spareLoans = loans
 		if cap(buf) <= 1<<20 {
 			spare = buf
 		}
@@ -561,6 +643,60 @@ func (c *Conn) writeLoop(ctx context.Context) error {
 	}
 }
 
+func repay(loans []loan) {
+	for _, l := range loans {
+		l.acct.Repay(l.n)
+	}
+}
+
+// writeChunk is the most the writer hands a stream without a write
+// deadline in one call, so that its watchdog sees progress.
+const writeChunk = 256 << 10
+
+// write writes buf, disconnecting a peer that reads nothing for
+// WriteTimeout: a slow reader is waited for as long as it makes progress.
+// Streams with write deadlines (sockets, pipes) report partial progress;
+// others are written in chunks, each under a watchdog that closes the
+// stream.
+func (c *Conn) write(buf []byte) error {
+	timeout := c.opts.WriteTimeout
+	slow := func() error { return fmt.Errorf("%w: it has read nothing for %v", ErrSlowPeer, timeout) }
+	if d, ok := c.w.(interface{ SetWriteDeadline(time.Time) error }); ok && d.SetWriteDeadline(time.Time{}) == nil {
+		for len(buf) > 0 {
+			if err := d.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
+				return err
+			}
+			n, err := c.w.Write(buf)
+			buf = buf[n:]
+			switch {
+			case err == nil:
+			case errors.Is(err, os.ErrDeadlineExceeded) && n > 0:
+				// Progress: the peer reads, however slowly.
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				return slow()
+			default:
+				return err
+			}
+		}
+		return nil
+	}
+	for len(buf) > 0 {
+		n := min(len(buf), writeChunk)
+		var fired atomic.Bool
+		tm := time.AfterFunc(timeout, func() { fired.Store(true); c.closeStream() })
+		_, err := c.w.Write(buf[:n])
+		tm.Stop()
+		if fired.Load() {
+			return slow()
+		}
+		if err != nil {
+			return err
+		}
+		buf = buf[n:]
+	}
+	return nil
+}
+
 // ---- inbound ----
 
 // readLoop is the reader goroutine: it frames and decodes packets and
@@ -569,7 +705,13 @@ func (c *Conn) readLoop(ctx context.Context) error {
 	defer c.taskDone()
 	f := newFramer(c.opts.MaxPacketSize, c.opts.MaxDepth)
 	var evBuf []Event
+	credit := c.opts.Credit
 	for {
+		// Flow control (§9): read no more while what the peer sent
+		// earlier is still being handled downstream.
+		if c.acct.Wait(ctx, credit) != nil {
+			return ctx.Err()
+		}
 		n, rerr := f.readFrom(c.r)
 		if n > 0 {
 			for {
@@ -599,7 +741,10 @@ func (c *Conn) readLoop(ctx context.Context) error {
 					})
 					return dataspace.ErrKeepFacet
 				}
-				alive := c.fr.Activate(func(t *dataspace.Turn) error {
+				if c.acct.Wait(ctx, credit) != nil {
+					return ctx.Err()
+				}
+				alive := c.fr.ActivateAccount(c.acct, func(t *dataspace.Turn) error {
 					c.handle(t, pkt, syn, off)
 					return nil
 				})

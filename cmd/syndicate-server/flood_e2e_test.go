@@ -1,0 +1,225 @@
+//go:build e2e
+
+package main
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/syndicate-go/syndicate/dataspace/relay"
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/preserves/testutil"
+)
+
+// BenchmarkFlood is issue 12's flood: a producer sends 200,000 messages of
+// 1 KiB through the server's dataspace as fast as its socket takes them
+// (it never waits for anything), and one consumer reads them at about
+// 20 MB/s. It checks that every message arrives and reports the server's
+// peak RSS, its CPU time, and its RSS a few seconds after the flood (issue
+// 12 item 5: memory comes back).
+//
+//	go test -tags e2e -run '^$' -bench Flood -benchtime 1x ./cmd/syndicate-server/
+//
+// FLOOD_MESSAGES and FLOOD_RATE (bytes per second) change the size.
+func BenchmarkFlood(b *testing.B) {
+	total := envInt("FLOOD_MESSAGES", 200_000)
+	rate := envInt("FLOOD_RATE", 20_000_000)
+	for i := 0; i < b.N; i++ {
+		f := startFlood(b)
+		stats := f.run(b, total, rate)
+		b.ReportMetric(stats.peakMB, "peak-RSS-MB")
+		b.ReportMetric(stats.cpu.Seconds(), "server-CPU-s")
+		b.ReportMetric(stats.elapsed.Seconds(), "flood-s")
+		b.ReportMetric(stats.afterMB, "RSS-5s-after-MB")
+		b.ReportMetric(stats.idleMB, "idle-RSS-MB")
+		f.stop()
+	}
+}
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// floodServer is a server whose Unix-socket relay listener hands every
+// connection $config itself, so that raw peers can publish and subscribe
+// without a handshake.
+type floodServer struct {
+	cmd    *exec.Cmd
+	sock   string
+	stderr *testutil.Buffer
+}
+
+func startFlood(tb testing.TB) *floodServer {
+	dir := tb.TempDir()
+	sock := filepath.Join(dir, "flood.sock")
+	script := `<require-service <relay-listener <unix "` + sock + `"> $config>>` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "flood.pr"), []byte(script), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	f := &floodServer{sock: sock, stderr: &testutil.Buffer{}}
+	f.cmd = exec.Command(serverBin, "--no-banner", "--log-format", "json", "--admin-socket", "-", "-c", filepath.Join(dir, "flood.pr"))
+	f.cmd.Stderr = f.stderr
+	f.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := f.cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		syscall.Kill(-f.cmd.Process.Pid, syscall.SIGKILL)
+		f.cmd.Wait()
+	})
+	testutil.WaitFor(tb, "the flood listener", func() bool { return strings.Contains(f.stderr.String(), `"message":"listening"`) })
+	return f
+}
+
+func (f *floodServer) stop() {
+	f.cmd.Process.Signal(syscall.SIGTERM)
+	f.cmd.Wait()
+}
+
+// procStatus reads a "VmXXX:" line of /proc/PID/status in MB.
+func procStatus(tb testing.TB, pid int, field string) float64 {
+	st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, line := range strings.Split(string(st), "\n") {
+		if strings.HasPrefix(line, field+":") {
+			kb, _ := strconv.Atoi(strings.Fields(line)[1])
+			return float64(kb) / 1024
+		}
+	}
+	tb.Fatalf("no %s in /proc/%d/status", field, pid)
+	return 0
+}
+
+// procCPU is the user+system time of pid.
+func procCPU(tb testing.TB, pid int) time.Duration {
+	st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := string(st)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	ut, _ := strconv.Atoi(fields[11])
+	stt, _ := strconv.Atoi(fields[12])
+	return time.Duration(ut+stt) * time.Second / 100 // USER_HZ
+}
+
+// rawPacket encodes a text-syntax packet in binary.
+func rawPacket(tb testing.TB, text string) []byte {
+	v, err := preserves.ParseText(text)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b, err := relay.AppendPacket(nil, v, relay.Binary)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+type floodStats struct {
+	peakMB, afterMB, idleMB float64
+	cpu, elapsed            time.Duration
+}
+
+// pacedReader reads no faster than rate bytes per second.
+type pacedReader struct {
+	r     io.Reader
+	rate  int
+	begin time.Time
+	n     int
+}
+
+func (p *pacedReader) Read(b []byte) (int, error) {
+	if len(b) > 64<<10 {
+		b = b[:64<<10]
+	}
+	if due := p.begin.Add(time.Duration(float64(p.n) / float64(p.rate) * float64(time.Second))); time.Now().Before(due) {
+		time.Sleep(time.Until(due))
+	}
+	n, err := p.r.Read(b)
+	p.n += n
+	return n, err
+}
+
+func (f *floodServer) run(tb testing.TB, total, rate int) floodStats {
+	pid := f.cmd.Process.Pid
+	var st floodStats
+	st.idleMB = procStatus(tb, pid, "VmRSS")
+	cons, err := net.Dial("unix", f.sock)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer cons.Close()
+	// Observe every <flood _> for the consumer's oid 0, then sync (the
+	// answer goes to its oid 1) so the subscription is in place before the
+	// flood starts.
+	if _, err := cons.Write(append(rawPacket(tb, `[[0 <A <Observe <group <rec flood> {0: <bind <_>>}> #:[0 0]> 0>]]`),
+		rawPacket(tb, `[[0 <S #:[0 1]>]]`)...)); err != nil {
+		tb.Fatal(err)
+	}
+	dec := preserves.NewBinaryReader(bufio.NewReaderSize(cons, 64<<10), preserves.DecodeOptions{})
+	if _, err := dec.Next(); err != nil { // the sync's answer
+		tb.Fatal(err)
+	}
+
+	prod, err := net.Dial("unix", f.sock)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer prod.Close()
+	msg := rawPacket(tb, `[[0 <M <flood #[`+strings.Repeat("A", 1368)+`]>>]]`) // 1 KiB of bytes (base64)
+	cpu0 := procCPU(tb, pid)
+	begin := time.Now()
+	prodErr := make(chan error, 1)
+	go func() {
+		w := bufio.NewWriterSize(prod, 256<<10)
+		for i := 0; i < total; i++ {
+			if _, err := w.Write(msg); err != nil {
+				prodErr <- err
+				return
+			}
+		}
+		prodErr <- w.Flush()
+	}()
+
+	paced := &pacedReader{r: bufio.NewReaderSize(cons, 64<<10), rate: rate, begin: time.Now()}
+	dec = preserves.NewBinaryReader(paced, preserves.DecodeOptions{})
+	got := 0
+	for got < total {
+		v, err := dec.Next()
+		if err != nil {
+			tb.Fatalf("after %d of %d messages (%v, server peak RSS %.1f MB): %v\nserver: %s",
+				got, total, time.Since(begin), procStatus(tb, pid, "VmHWM"), err, f.stderr.String())
+		}
+		pkt, err := relay.ParsePacket(v)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		got += len(pkt.Events)
+	}
+	st.elapsed = time.Since(begin)
+	if err := <-prodErr; err != nil {
+		tb.Fatal(err)
+	}
+	st.cpu = procCPU(tb, pid) - cpu0
+	st.peakMB = procStatus(tb, pid, "VmHWM")
+	prod.Close()
+	cons.Close()
+	time.Sleep(5 * time.Second) // what the figure measures, not synchronisation
+	st.afterMB = procStatus(tb, pid, "VmRSS")
+	return st
+}
