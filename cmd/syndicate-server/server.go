@@ -149,6 +149,7 @@ func runServer(o *options, stdout, stderr io.Writer) int {
 	}
 	stopReaper := daemon.StartReaper(log)
 	defer stopReaper()
+	defer startMemoryReturner(log)()
 
 	s := &server{opts: o, log: log, stdout: stdout, exitCode: make(chan int, 1), booted: make(chan struct{})}
 	s.sys = dataspace.NewSystem(sysOpts)
