@@ -271,4 +271,3 @@ func TestFlowSlowReaderKeptConnected(t *testing.T) {
 	default:
 	}
 }
-

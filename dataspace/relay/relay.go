@@ -113,7 +113,7 @@ type Conn struct {
 	mu      sync.Mutex
 	out     []byte
 	loans   []loan // debt for the bytes in out
-	closing bool // no more output will be queued: write what is left, then close
+	closing bool   // no more output will be queued: write what is left, then close
 	wake    chan struct{}
 
 	errv   atomic.Pointer[error]
