@@ -95,6 +95,9 @@ func match(p Pattern, v preserves.Value, bs *[]preserves.Value) bool {
 			}
 		}
 		return true
+	case PLabel:
+		r, ok := v.(*preserves.Record)
+		return ok && x.Label != nil && preserves.Equal(r.Label, x.Label)
 	case PArr:
 		s, ok := v.(preserves.Sequence)
 		if !ok || len(s) != len(x.Items) {

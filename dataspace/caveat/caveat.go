@@ -19,6 +19,11 @@
 // [..]>` and `<arr [..]>` match exactly that many fields or items. Only
 // dictionaries allow extra keys.
 //
+// Go deviation: `<rec L>` without a field list parses as [PLabel], any
+// record labelled L (the structural reading of scripts in the fork dialect,
+// docs/language.md "Dialects"). Elsewhere it is an unknown pattern, so such
+// a caveat fails closed on a peer that lacks the extension.
+//
 // [ToValue] is the exact inverse of [FromValue] on annotation-free values:
 // ToValue(FromValue(v)) equals Strip(v) for every v. This matters because a
 // sturdy ref's signature is computed over the canonical encoding of each
@@ -122,7 +127,7 @@ func (Reject) isCaveat()  {}
 func (Unknown) isCaveat() {}
 
 // Pattern is a caveat pattern: [PDiscard], [PAtom], [PEmbedded], [PBind],
-// [PAnd], [PNot], [Lit], [PRec], [PArr] or [PDict].
+// [PAnd], [PNot], [Lit], [PRec], [PLabel], [PArr] or [PDict].
 type Pattern interface {
 	isPattern()
 }
@@ -168,6 +173,15 @@ type PRec struct {
 	Fields []Pattern
 }
 
+// PLabel is `<rec L>`: any record labelled L, whatever its fields. It is a
+// Go extension of sturdy.prs, the structural reading of the fork dialect's
+// `<rec L>` in scripts (docs/language.md, "Dialects"). A server without it
+// parses `<rec L>` as an unknown caveat, which rejects everything: a
+// capability carrying it across the wire fails closed, never open.
+type PLabel struct {
+	Label preserves.Value
+}
+
 // PArr is `<arr [P…]>`: a sequence of exactly len(Items) items.
 type PArr struct {
 	Items []Pattern
@@ -195,6 +209,7 @@ func (PAnd) isPattern()      {}
 func (PNot) isPattern()      {}
 func (Lit) isPattern()       {}
 func (PRec) isPattern()      {}
+func (PLabel) isPattern()    {}
 func (PArr) isPattern()      {}
 func (PDict) isPattern()     {}
 
@@ -411,6 +426,8 @@ func parsePattern(v preserves.Value) (Pattern, bool) {
 			return PNot{Pattern: p}, true
 		case label == symLit && len(x.Fields) == 1:
 			return Lit{Value: preserves.Strip(x.Fields[0])}, true
+		case label == symRec && len(x.Fields) == 1:
+			return PLabel{Label: preserves.Strip(x.Fields[0])}, true
 		case label == symRec && len(x.Fields) == 2:
 			ps, ok := parsePatternSeq(x.Fields[1])
 			if !ok {
@@ -583,6 +600,8 @@ func PatternToValue(p Pattern) preserves.Value {
 		return preserves.NewRecord(symLit, x.Value)
 	case PRec:
 		return preserves.NewRecord(symRec, x.Label, patternSeq(x.Fields))
+	case PLabel:
+		return preserves.NewRecord(symRec, x.Label)
 	case PArr:
 		return preserves.NewRecord(symArr, patternSeq(x.Items))
 	case PDict:

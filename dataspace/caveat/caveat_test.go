@@ -239,3 +239,35 @@ func TestBuiltValuesRender(t *testing.T) {
 		t.Fatalf("Match = %v, %v; want [1 2] in key order", bs, ok)
 	}
 }
+
+// `<rec L>` (PLabel, the Go extension for the fork dialect's label-only
+// record pattern) matches every record labelled L, whatever its fields,
+// round-trips exactly, and under `not` blocks everything else.
+func TestLabelOnlyRecordPattern(t *testing.T) {
+	only := reject(not(rec("rec", sym("Observe"))))
+	c := mustParse(t, only)
+	if _, ok := c.(Reject).Pattern.(PNot).Pattern.(PLabel); !ok {
+		t.Fatalf("parsed as %#v", c)
+	}
+	if got := ToValue(c); !preserves.Equal(got, only) {
+		t.Errorf("round trip: %v", got)
+	}
+	for _, tc := range []struct {
+		v    V
+		pass bool
+	}{
+		{rec("Observe"), true},
+		{rec("Observe", i(1), i(2)), true},
+		{rec("Observe", i(1), i(2), i(3)), true},
+		{rec("observe", i(1), i(2)), false},
+		{sym("Observe"), false},
+		{seq(sym("Observe")), false},
+	} {
+		if _, ok := Apply([]Caveat{c}, tc.v); ok != tc.pass {
+			t.Errorf("%v: passed %v, want %v", tc.v, ok, tc.pass)
+		}
+	}
+	if err := Validate([]Caveat{c}); err != nil {
+		t.Errorf("Validate: %v", err)
+	}
+}

@@ -85,6 +85,10 @@ func countBinds(p Pattern, negated, strict bool, where string) (int, error) {
 			return 0, errorf(ErrNilValue, "%s: record pattern without a label", where)
 		}
 		return countAll(x.Fields, negated, strict, where)
+	case PLabel:
+		if x.Label == nil {
+			return 0, errorf(ErrNilValue, "%s: record pattern without a label", where)
+		}
 	case PArr:
 		return countAll(x.Items, negated, strict, where)
 	case PDict:
