@@ -12,6 +12,11 @@ type Node interface {
 type File struct {
 	Name string
 	Body []Instr
+	// Dialect is the file's `dialect NAME` directive ("" for none).
+	Dialect string
+	// Warnings are the problems that do not stop the file from running
+	// (Error.Warning set), sorted.
+	Warnings ErrorList
 }
 
 // ---------------------------------------------------------------------------
@@ -195,6 +200,17 @@ type Attenuate struct {
 	Caveats []Caveat
 }
 
+// SturdyPat is a caveat pattern read structurally (`dialect
+// sturdy-caveats`): Value is a value expression that evaluates to the
+// pattern's sturdy.prs form, with `$x` as `<lit $x>` and the fork's
+// shorthands already normalised. Binders lists its captures in pre-order,
+// "" for an anonymous `<bind P>`.
+type SturdyPat struct {
+	At      preserves.Pos
+	Value   Expr
+	Binders []string
+}
+
 // Convenience expressions (right-hand side of let).
 
 // DataspaceExpr is `dataspace`: a fresh dataspace.
@@ -232,6 +248,7 @@ func (n *SeqExpr) Pos() preserves.Pos       { return n.At }
 func (n *SetExpr) Pos() preserves.Pos       { return n.At }
 func (n *DictExpr) Pos() preserves.Pos      { return n.At }
 func (n *Attenuate) Pos() preserves.Pos     { return n.At }
+func (n *SturdyPat) Pos() preserves.Pos     { return n.At }
 func (n *DataspaceExpr) Pos() preserves.Pos { return n.At }
 func (n *TimestampExpr) Pos() preserves.Pos { return n.At }
 func (n *FacetExpr) Pos() preserves.Pos     { return n.At }
@@ -249,6 +266,7 @@ func (*SeqExpr) expr()       {}
 func (*SetExpr) expr()       {}
 func (*DictExpr) expr()      {}
 func (*Attenuate) expr()     {}
+func (*SturdyPat) expr()     {}
 func (*DataspaceExpr) expr() {}
 func (*TimestampExpr) expr() {}
 func (*FacetExpr) expr()     {}
@@ -320,6 +338,8 @@ func AppendBinders(dst []string, p Expr) []string {
 		for _, en := range x.Entries {
 			dst = AppendBinders(dst, en.Value)
 		}
+	case *SturdyPat:
+		dst = append(dst, x.Binders...)
 	}
 	return dst
 }

@@ -35,6 +35,15 @@
 // variable, a target that is not a capability, a failed let match — stays a
 // run-time error, as services spec §4.10 says.
 //
+// # Dialects
+//
+// Caveat patterns written in another dialect's structural notation (`<not
+// P>`, `<rec L [P…]>`, …) read here as literals, which restrict nothing: the
+// parser warns about each (File.Warnings, class ErrDialect, with this
+// dialect's spelling of the intent), and `dialect sturdy-caveats` at the top
+// of a file reads them structurally instead (dialect.go). A `;` comment,
+// pre-2023 Preserves, is a syntax error that says so (ErrLegacyComment).
+//
 // Deviations from the reference, all towards reporting more: incomplete
 // constructs at the end of a block or file (`[ ?- ]`, `[ $x ]`, `[ _ ]`,
 // `let ?x =`) are errors (quirk Q5, Q16), and no `[]` is appended to the

@@ -14,25 +14,50 @@ import (
 // Test with errors.Is on an *Error or an ErrorList.
 var ErrScript = errors.New("script: invalid script")
 
+// ErrDialect is the class of the warnings about caveat patterns written in
+// another dialect's structural notation (`<not P>`, `<rec L [P…]>`, …),
+// which this dialect reads as literal values (docs/language.md, "Dialects").
+var ErrDialect = errors.New("script: caveat pattern in another dialect's notation")
+
+// ErrLegacyComment is the class of the syntax error for a pre-2023 `;`
+// comment: it wraps the *preserves.Error as well, so errors.Is finds both.
+var ErrLegacyComment = errors.New("script: legacy ';' comment")
+
 // Error is one compile-time problem at a source position. It prints as
-// `file:line:col: message`.
+// `file:line:col: message`, or `file:line:col: warning: message` when
+// Warning is set.
 type Error struct {
 	Pos preserves.Pos
 	Msg string
-	// Err is the underlying cause: ErrScript for script errors, or the
-	// *preserves.Error of a syntax error. Unwrap returns it.
+	// Err is the underlying cause: ErrScript for script errors, ErrDialect
+	// for dialect warnings, or the *preserves.Error of a syntax error.
+	// Unwrap returns it.
 	Err error
+	// Warning marks a problem that does not stop the script from running
+	// (it compiles and runs, but probably not as its author meant).
+	Warning bool
 }
 
 func (e *Error) Error() string {
-	if e.Pos.File == "" && !e.Pos.IsValid() {
-		return e.Msg
+	msg := e.Msg
+	if e.Warning {
+		msg = "warning: " + msg
 	}
-	return e.Pos.String() + ": " + e.Msg
+	if e.Pos.File == "" && !e.Pos.IsValid() {
+		return msg
+	}
+	return e.Pos.String() + ": " + msg
 }
 
 // Unwrap returns the cause (ErrScript or a *preserves.Error).
 func (e *Error) Unwrap() error { return e.Err }
+
+// legacyError is the syntax error of a file using `;` comments: it wraps
+// both ErrLegacyComment and the reader's error.
+type legacyError struct{ syntax error }
+
+func (e legacyError) Error() string   { return e.syntax.Error() }
+func (e legacyError) Unwrap() []error { return []error{ErrLegacyComment, e.syntax} }
 
 // ErrorList collects every error of one or more files. The script front end
 // never stops at the first error: --check and the config watcher report all
@@ -63,6 +88,53 @@ func (l ErrorList) Less(i, j int) bool {
 		return a.Col < b.Col
 	}
 	return l[i].Msg < l[j].Msg
+}
+
+// Warnf appends a formatted warning of class class at pos.
+func (l *ErrorList) Warnf(pos preserves.Pos, class error, format string, args ...any) {
+	*l = append(*l, &Error{Pos: pos, Msg: fmt.Sprintf(format, args...), Err: class, Warning: true})
+}
+
+// Count returns how many entries are errors and how many are warnings.
+func (l ErrorList) Count() (errs, warnings int) {
+	for _, e := range l {
+		if e.Warning {
+			warnings++
+		} else {
+			errs++
+		}
+	}
+	return errs, warnings
+}
+
+// Failed reports whether err holds an error proper: it is not nil, and not
+// an ErrorList of warnings only. Checks (`--check`, `syndicate check`) exit
+// non-zero exactly when Failed holds.
+func Failed(err error) bool {
+	if err == nil {
+		return false
+	}
+	var l ErrorList
+	if errors.As(err, &l) {
+		n, _ := l.Count()
+		return n > 0
+	}
+	return true
+}
+
+// Summary is the closing line of a check: "2 error(s)", "1 warning(s)" or
+// "2 error(s), 1 warning(s)" (empty for an empty list).
+func (l ErrorList) Summary() string {
+	n, w := l.Count()
+	switch {
+	case n > 0 && w > 0:
+		return fmt.Sprintf("%d error(s), %d warning(s)", n, w)
+	case n > 0:
+		return fmt.Sprintf("%d error(s)", n)
+	case w > 0:
+		return fmt.Sprintf("%d warning(s)", w)
+	}
+	return ""
 }
 
 // Sort orders the list by file, line, column and message.

@@ -18,12 +18,10 @@ func ParseFile(file string, src []byte) (*File, ErrorList) {
 	vals, synErr := ReadValues(file, src)
 	p := &parser{file: file, truncated: synErr != nil}
 	p.presize(len(vals))
-	f := &File{Name: file, Body: p.block(vals, true)}
 	if synErr != nil {
 		p.errs = append(p.errs, synErr)
 	}
-	p.errs.Sort()
-	return f, p.errs
+	return p.file1(vals), p.errs
 }
 
 // ReadValues reads every top-level value of src with positions. It returns
@@ -49,6 +47,14 @@ func readValues(file string, src []byte) ([]preserves.Value, *Error) {
 	if err == nil {
 		return vals, nil
 	}
+	return vals, SyntaxError(file, src, err)
+}
+
+// SyntaxError turns the error of reading src as Preserves text into an
+// *Error at its position. A `;` where the reader failed is a comment in the
+// pre-2023 Preserves syntax: the message says so and names the fix, and the
+// error also wraps ErrLegacyComment.
+func SyntaxError(file string, src []byte, err error) *Error {
 	e := &Error{Msg: err.Error(), Err: err}
 	var pe *preserves.Error
 	if errors.As(err, &pe) {
@@ -56,10 +62,15 @@ func readValues(file string, src []byte) ([]preserves.Value, *Error) {
 		if e.Pos.File == "" {
 			e.Pos.File = file
 		}
+		if o := pe.Pos.Offset; pe.Pos.IsValid() && o >= 0 && o < len(src) && src[o] == ';' {
+			e.Msg = "unexpected ';': ';' comments are legacy Preserves syntax, replaced by '#' " +
+				"(a '#' and a space start a comment); `syndicate fmt --upgrade FILE` rewrites them"
+			e.Err = legacyError{err}
+		}
 	} else {
 		e.Pos = preserves.Pos{File: file}
 	}
-	return vals, e
+	return e
 }
 
 // ErrEmbeddedSyntax is why `#:v` in a script is a syntax error: scripts
@@ -71,8 +82,8 @@ func noEmbedded(preserves.Value) (any, error) { return nil, ErrEmbeddedSyntax }
 // Check parses and statically checks every script named by paths without
 // running anything. A directory is searched recursively for *.pr files
 // (hidden files and directories are skipped, as the config watcher does). It
-// returns nil or a sorted ErrorList of every error in every file, I/O errors
-// included.
+// returns nil or a sorted ErrorList of every error and warning in every
+// file, I/O errors included; Failed tells whether any entry is an error.
 func Check(paths ...string) error {
 	var all ErrorList
 	check := func(path string) {
@@ -81,8 +92,9 @@ func Check(paths ...string) error {
 			all = append(all, &Error{Pos: preserves.Pos{File: path}, Msg: err.Error(), Err: err})
 			return
 		}
-		_, errs := ParseFile(path, src)
+		f, errs := ParseFile(path, src)
 		all = append(all, errs...)
+		all = append(all, f.Warnings...)
 	}
 	for _, root := range paths {
 		info, err := os.Stat(root)

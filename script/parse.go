@@ -11,15 +11,30 @@ import (
 func ParseValues(file string, vals []preserves.Value) (*File, ErrorList) {
 	p := &parser{file: file}
 	p.presize(len(vals))
-	f := &File{Name: file, Body: p.block(vals, true)}
+	return p.file1(vals), p.errs
+}
+
+// file1 parses a file's top-level values: its leading `dialect`
+// directives, then its instructions.
+func (p *parser) file1(vals []preserves.Value) *File {
+	i := 0
+	for i < len(vals) && isDirective(vals[i]) {
+		i = p.directive(vals, i)
+	}
+	f := &File{Name: p.file, Body: p.block(vals[i:], true), Dialect: p.dialect}
 	p.errs.Sort()
-	return f, p.errs
+	p.warns.Sort()
+	f.Warnings = p.warns
+	return f
 }
 
 type parser struct {
 	file string
 	arena
-	errs ErrorList
+	errs  ErrorList
+	warns ErrorList
+	// dialect is set by a `dialect NAME` directive.
+	dialect string
 	// truncated is set when the token stream was cut short by a Preserves
 	// syntax error; "missing operand" errors at the end of the top level are
 	// then artefacts of the cut and are not reported.
@@ -157,6 +172,9 @@ func (p *parser) instr(toks []preserves.Value, i int, top bool) (Instr, int) {
 		case s == "_":
 			p.errorf(pos, "discard _ is not an instruction")
 			return nil, i + 1
+		case s == "dialect":
+			p.errorf(pos, "dialect applies to the whole file: it must come before every instruction, at the top level")
+			return nil, min(i+2, len(toks))
 		case s != "" && s[0] == '?':
 			p.errorf(pos, "binder %s is not an instruction", s)
 			return nil, i + 1
@@ -441,7 +459,7 @@ func (m mode) what() string {
 func (p *parser) varRef(pos preserves.Pos, name string, m mode, sc *tmplScope) Expr {
 	if m == modeTemplate && sc != nil {
 		for i := len(sc.binders) - 1; i >= 0; i-- {
-			if sc.binders[i] != name {
+			if sc.binders[i] != name || name == "" {
 				continue
 			}
 			if sc.label {
@@ -540,18 +558,18 @@ func (p *parser) caveat(v preserves.Value, outer []string, allowOr bool) Caveat 
 		if !arity(1) {
 			return nil
 		}
-		return &Reject{At: pos, Pat: p.caveatPattern(r.Fields[0], outer)}
+		return &Reject{At: pos, Pat: p.caveatPattern(r.Fields[0], outer, label)}
 	case "accept":
 		if !arity(1) {
 			return nil
 		}
-		pat := p.caveatPattern(r.Fields[0], outer)
+		pat := p.caveatPattern(r.Fields[0], outer, label)
 		return &Rewrite{At: pos, Accept: true, Pat: pat, Binders: Binders(pat)}
 	case "rewrite":
 		if !arity(2) {
 			return nil
 		}
-		pat := p.caveatPattern(r.Fields[0], outer)
+		pat := p.caveatPattern(r.Fields[0], outer, label)
 		b := Binders(pat)
 		t := p.exprIn(r.Fields[1], modeTemplate, &tmplScope{binders: b, outer: outer})
 		return &Rewrite{At: pos, Pat: pat, Template: t, Binders: b}
@@ -564,10 +582,17 @@ func (p *parser) caveat(v preserves.Value, outer []string, allowOr bool) Caveat 
 	return nil
 }
 
-// caveatPattern parses a caveat's pattern; `$x` there names a script
-// variable, and must not name a capture of an enclosing rewrite.
-func (p *parser) caveatPattern(v preserves.Value, outer []string) Expr {
-	e := p.expr(v, modePattern)
+// caveatPattern parses the pattern of caveat kind (reject, accept or
+// rewrite), structurally under `dialect sturdy-caveats`; `$x` there names a
+// script variable, and must not name a capture of an enclosing rewrite.
+func (p *parser) caveatPattern(v preserves.Value, outer []string, kind string) Expr {
+	var e Expr
+	if p.dialect == DialectSturdyCaveats {
+		e = p.sturdyPattern(v)
+	} else {
+		p.warnForeign(v, kind)
+		e = p.expr(v, modePattern)
+	}
 	if len(outer) > 0 {
 		walkVars(e, func(x *Var) {
 			for _, o := range outer {
@@ -608,5 +633,7 @@ func walkVars(e Expr, f func(*Var)) {
 		}
 	case *Attenuate:
 		walkVars(x.Target, f)
+	case *SturdyPat:
+		walkVars(x.Value, f)
 	}
 }

@@ -190,3 +190,28 @@ func TestErrorList(t *testing.T) {
 // update is accepted so that `go test ./script/... -update` (which
 // regenerates the compile package's golden files) runs in every package.
 var _ = flag.Bool("update", false, "regenerate golden files (used by script/compile)")
+
+// TestDialectsData runs testdata/dialects.pr: warnings about caveat patterns
+// in another dialect's notation, and the structural reading's errors, each
+// at its exact file:line:col.
+func TestDialectsData(t *testing.T) {
+	chunks, err := scripttest.Read("testdata/dialects.pr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range chunks {
+		t.Run(c.Name(), func(t *testing.T) {
+			f, errs := script.ParseFile(c.File, []byte(c.Src))
+			var got []string
+			for _, e := range append(errs, f.Warnings...) {
+				got = append(got, e.Error())
+				if e.Warning && !errors.Is(e, script.ErrDialect) {
+					t.Errorf("%v: a warning not of class ErrDialect", e)
+				}
+			}
+			for _, p := range c.Match(false, got) {
+				t.Error(p)
+			}
+		})
+	}
+}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -37,4 +39,15 @@ func TestFlagsCheckTakesFiles(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, o.check)
 	require.Equal(t, []string{"x.pr", "y.pr"}, o.checkFiles)
+}
+
+// --check prints warnings with their place and exits 0 when there are only
+// warnings.
+func TestCheckWarningsDoNotFail(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "net.pr")
+	require.NoError(t, os.WriteFile(f, []byte("let ?n = <* $config [<reject <not <rec Observe>>>]>\n"), 0o644))
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, runCheck(&options{checkFiles: []string{f}}, &out, &errb))
+	require.Contains(t, out.String(), f+":1:30: warning: <not <rec Observe>> is a literal here")
+	require.Equal(t, "syndicate-server: 1 warning(s)\n", errb.String())
 }

@@ -81,7 +81,10 @@ func runCheck(o *options, stdout, stderr io.Writer) int {
 		for _, e := range list {
 			fmt.Fprintln(stdout, e.Error())
 		}
-		fmt.Fprintf(stderr, "syndicate-server: %d error(s)\n", len(list))
+		fmt.Fprintf(stderr, "syndicate-server: %s\n", list.Summary())
+		if !script.Failed(list) {
+			return 0 // warnings only
+		}
 	} else {
 		fmt.Fprintln(stdout, err.Error())
 	}

@@ -9,14 +9,16 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/syndicate-go/syndicate/script"
 	"github.com/syndicate-go/syndicate/script/validate"
 )
 
-// fence matches a fenced block tagged pr or pr-error.
-var fence = regexp.MustCompile("(?ms)^```(pr|pr-error)\\n(.*?)^```\\s*$")
+// fence matches a fenced block tagged pr, pr-error or pr-warning.
+var fence = regexp.MustCompile("(?ms)^```(pr|pr-error|pr-warning)\\n(.*?)^```\\s*$")
 
 // TestDocsExamples compiles and validates every ```pr example of docs/*.md
-// and the README; ```pr-error examples must be rejected.
+// and the README; ```pr-error examples must be rejected, and ```pr-warning
+// examples must check with warnings only.
 func TestDocsExamples(t *testing.T) {
 	files, err := filepath.Glob("../../docs/*.md")
 	require.NoError(t, err)
@@ -34,10 +36,14 @@ func TestDocsExamples(t *testing.T) {
 			name := filepath.Join(dir, filepath.Base(md)+"-"+itoa(i)+".pr")
 			require.NoError(t, os.WriteFile(name, body, 0o644))
 			err := validate.CheckAll(name)
-			if kind == "pr" {
+			switch kind {
+			case "pr":
 				require.NoError(t, err, "%s:%d: example does not check", md, line)
-			} else {
-				require.Error(t, err, "%s:%d: example should be rejected", md, line)
+			case "pr-warning":
+				require.Error(t, err, "%s:%d: example should warn", md, line)
+				require.False(t, script.Failed(err), "%s:%d: example does not check: %v", md, line, err)
+			default:
+				require.True(t, script.Failed(err), "%s:%d: example should be rejected", md, line)
 			}
 			n++
 		}

@@ -38,7 +38,10 @@ func runCheck(ctx context.Context, cl *cli, args []string) error {
 	for _, e := range list {
 		fmt.Fprintln(cl.stdout, e.Error())
 	}
-	fmt.Fprintf(cl.stderr, "syndicate: %d error(s)\n", len(list))
+	fmt.Fprintf(cl.stderr, "syndicate: %s\n", list.Summary())
+	if !script.Failed(list) {
+		return nil // warnings only
+	}
 	return exitStatus(1)
 }
 
@@ -90,8 +93,12 @@ func runFmt(ctx context.Context, cl *cli, args []string) error {
 	fs := cl.flagSet("fmt", false)
 	write := fs.Bool("w", false, "write the result to the file instead of stdout")
 	list := fs.Bool("l", false, "list the files whose layout differs, print nothing else")
+	upgrade := fs.Bool("upgrade", false, "rewrite legacy ';' comments to '#' in place, changing nothing else")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *upgrade {
+		return runUpgrade(cl, fs.Args())
 	}
 	if fs.NArg() == 0 {
 		if *write {

@@ -147,3 +147,45 @@ func TestNoiseKey(t *testing.T) {
 	require.Equal(t, 2, code)
 	require.Contains(t, errs, "SERVICE: 1:3:")
 }
+
+// Warnings are printed with their place but do not fail the check; a legacy
+// `;` comment is an error that names the fix.
+func TestCheckWarningsAndLegacyComments(t *testing.T) {
+	dir := t.TempDir()
+	net := filepath.Join(dir, "net.pr")
+	require.NoError(t, os.WriteFile(net, []byte("let ?n = <* $config [<reject <not <rec Observe>>>]>\n"), 0o644))
+	code, out, errs := cliRun(t, "check", net)
+	require.Equal(t, 0, code)
+	require.Contains(t, out, net+":1:30: warning: <not <rec Observe>> is a literal here")
+	require.Contains(t, out, "<or [<accept <Observe _ _>>]>")
+	require.Equal(t, "syndicate: 1 warning(s)\n", errs)
+
+	old := filepath.Join(dir, "old.pr")
+	require.NoError(t, os.WriteFile(old, []byte("; a comment from before 2023\n<a>\n"), 0o644))
+	code, out, errs = cliRun(t, "check", old)
+	require.Equal(t, 1, code)
+	require.Contains(t, out, old+":1:1: unexpected ';': ';' comments are legacy Preserves syntax, replaced by '#'")
+	require.Contains(t, out, "syndicate fmt --upgrade")
+	require.Equal(t, "syndicate: 1 error(s)\n", errs)
+}
+
+func TestFmtUpgrade(t *testing.T) {
+	dir := t.TempDir()
+	old := filepath.Join(dir, "old.pr")
+	require.NoError(t, os.WriteFile(old, []byte(";; boot\n<require-service   <daemon a>> ; why\n"), 0o644))
+	bad := filepath.Join(dir, "bad.pr")
+	badSrc := "[<a> ; last\n]\n"
+	require.NoError(t, os.WriteFile(bad, []byte(badSrc), 0o644))
+	code, out, errs := cliRun(t, "fmt", "--upgrade", old, bad)
+	require.Equal(t, 1, code)
+	require.Equal(t, old+": 2 comment(s) upgraded\n", out)
+	require.Contains(t, errs, bad+":2:1: unexpected ']'")
+	got, err := os.ReadFile(old)
+	require.NoError(t, err)
+	require.Equal(t, "# boot\n<require-service   <daemon a>> # why\n", string(got))
+	got, err = os.ReadFile(bad)
+	require.NoError(t, err)
+	require.Equal(t, badSrc, string(got), "a file that would not read is left alone")
+	code, _, _ = cliRun(t, "check", old)
+	require.Equal(t, 0, code)
+}

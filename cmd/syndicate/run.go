@@ -60,7 +60,7 @@ func init() {
 		{"send", "VALUE", "send VALUE as a message", runSend},
 		{"restart", "NAME", "send <restart-service NAME>", runRestart},
 		{"check", "FILE|DIR...", "compile and validate scripts (as syndicate-server --check)", runCheck},
-		{"fmt", "[-w] [FILE...]", "canonical layout of .pr scripts, comments kept", runFmt},
+		{"fmt", "[-w] [--upgrade] [FILE...]", "canonical layout of .pr scripts, comments kept (--upgrade: ';' comments to '#')", runFmt},
 		{"disasm", "FILE...", "the instructions a script compiles to, each with its line:col", runDisasm},
 		{"noise-key", "[SERVICE]", "a fresh key pair for <bind <noise {…}> …>, as the spec's dictionary", runNoiseKey},
 	}

@@ -74,7 +74,7 @@ func Compile(f *script.File) *Program { return CompileOptions(f, Options{}) }
 func CompileOptions(f *script.File, opts Options) *Program {
 	c := &compiler{pos: opts.Positions}
 	body := c.block(f.Body, preserves.Pos{File: f.Name, Line: 1, Col: 1}, DefaultTarget, DefaultTarget)
-	return &Program{File: f.Name, Version: Version, Body: body, Instrs: c.n, Positions: opts.Positions}
+	return &Program{File: f.Name, Version: Version, Body: body, Instrs: c.n, Positions: opts.Positions, Warnings: f.Warnings}
 }
 
 type compiler struct {
@@ -775,6 +775,9 @@ func (c *compiler) spat(e script.Expr) Expr {
 		return c.rec(x.At, "lit", c.attenuate(x))
 	case *script.RecordExpr, *script.SeqExpr, *script.DictExpr:
 		return c.sturdyCompound(x, c.spat)
+	case *script.SturdyPat:
+		// Read structurally: the value already is the sturdy.prs form.
+		return c.value(x.Value)
 	}
 	return c.rec(e.Pos(), "_")
 }

@@ -3,6 +3,7 @@ package compile
 import (
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/script"
 )
 
 // Version identifies the shape of the instruction tree. It changes whenever
@@ -23,6 +24,10 @@ type Program struct {
 	// Positions is Options.Positions: the VM then also wraps compounds it
 	// builds in a *preserves.Annotated carrying the expression's Pos.
 	Positions bool
+	// Warnings are the front end's warnings about the file (a caveat
+	// pattern in another dialect's notation, …): it runs, but whoever
+	// loads it should show them (the config watcher logs them).
+	Warnings script.ErrorList
 }
 
 // Instr is one instruction. Every instruction carries the source position of

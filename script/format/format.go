@@ -64,15 +64,7 @@ func Source(file string, src []byte) ([]byte, error) {
 		}
 	}
 	if err != nil {
-		e := &script.Error{Msg: err.Error(), Err: err, Pos: preserves.Pos{File: file}}
-		var pe *preserves.Error
-		if errors.As(err, &pe) {
-			e.Pos, e.Msg = pe.Pos, pe.Msg
-			if e.Pos.File == "" {
-				e.Pos.File = file
-			}
-		}
-		return nil, e
+		return nil, script.SyntaxError(file, src, err)
 	}
 	f := &formatter{src: src}
 	body := vals

@@ -41,7 +41,7 @@ func instr(toks []preserves.Value, i int, blocks *[]bool) int {
 		case s == "?-":
 			mark(false)
 			return instr(toks, i+1, blocks)
-		case s == "!" || s == "+=":
+		case s == "!" || s == "+=" || s == "dialect":
 			mark(false)
 			return operand(i + 1)
 		case s == "let":

@@ -102,9 +102,10 @@ func Check(paths ...string) error {
 	return all.Err()
 }
 
-// CheckAll is script.Check followed by Check: every compile error and every
-// validation error of the scripts under paths, in one sorted
-// script.ErrorList (nil if there are none). This is what `--check` runs.
+// CheckAll is script.Check followed by Check: every compile error, warning
+// and validation error of the scripts under paths, in one sorted
+// script.ErrorList (nil if there are none; script.Failed tells whether
+// any entry is an error rather than a warning). This is what `--check` runs.
 func CheckAll(paths ...string) error {
 	var all script.ErrorList
 	if err := script.Check(paths...); err != nil {

@@ -94,3 +94,16 @@ func TestEditKeepsHandlerBodyAssertions(t *testing.T) {
 	}
 	w.waitGone("<require-service <daemon d>>")
 }
+
+// The run-time warning path: a script whose caveat is written in another
+// dialect's notation runs, and its warning is logged with the position.
+func TestForeignCaveatNotationWarnsAtLoad(t *testing.T) {
+	dir := tempRoot(t)
+	writeAtomic(t, filepath.Join(dir, "net.pr"), "let ?n = <* $config [<reject <not <rec Observe>>>]>\n<loaded>\n")
+	w := newWorld(t, testOptions())
+	env := preserves.NewDictionary(preserves.DictEntry{Key: preserves.Symbol("config"), Value: dataspace.Embed(w.cfg)})
+	w.run(watcherName(dir, env))
+	w.waitHas("<loaded>")
+	w.waitLog(`"pos":"` + filepath.Join(dir, "net.pr") + `:1:30"`)
+	w.waitLog(`<or [<accept <Observe _ _>>]>`)
+}

@@ -120,6 +120,11 @@ func (w *worker) apply(t *dataspace.Turn, cs []Change) {
 			}
 			continue
 		}
+		for _, warn := range prog.Warnings {
+			// A script that runs, but probably not as its author meant
+			// (a caveat in another dialect's notation restricts nothing).
+			w.log.Warn().Str("path", c.Path).Str("pos", warn.Pos.String()).Msg(warn.Msg)
+		}
 		env := make(map[string]preserves.Value, len(w.env)+1)
 		for k, v := range w.env {
 			env[k] = v
