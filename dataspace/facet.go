@@ -105,13 +105,16 @@ func (t *Turn) stopFacet(f *facet, atOrAbove bool) error {
 	if f.blocks != nil {
 		f.dropBlocks() // dead facets' blocks never run again
 	}
-	// 3. Children first, depth-first, in creation order.
-	for _, c := range f.children {
+	// 3. Children first, depth-first, in creation order. The list is
+	// detached first: a child's stop action may stop a sibling explicitly,
+	// and detaching that sibling must not shift the list being walked.
+	children := f.children
+	f.children = nil
+	for _, c := range children {
 		if err := t.stopFacet(c, false); err != nil {
 			return err
 		}
 	}
-	f.children = nil
 	// 4. Detach from the parent.
 	p := f.parent
 	if atOrAbove && p != nil {
@@ -139,13 +142,16 @@ func (t *Turn) stopFacet(f *facet, atOrAbove bool) error {
 		}
 		t.active = saved
 	}
-	// 6. Retract the facet's outbound assertions, oldest first.
-	for _, h := range f.handles {
+	// 6. Retract the facet's outbound assertions, oldest first. The facet
+	// gives up its handle list before the walk, so nothing the walk does
+	// (dropHandle compacts the list in place) can move a handle behind it.
+	hs := f.handles
+	f.handles, f.nHandles = nil, 0
+	for _, h := range hs {
 		if r, ok := a.outbound[h]; ok && r.f == f {
-			t.retractOut(h, r)
+			t.withdraw(h, r)
 		}
 	}
-	f.handles = nil
 	// 7. Cancel its linked tasks.
 	if f.cancel != nil {
 		f.cancel()

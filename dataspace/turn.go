@@ -379,13 +379,15 @@ func (t *Turn) Assert(r *Ref, v preserves.Value) Handle {
 // handles are ignored.
 func (t *Turn) Retract(h Handle) {
 	if rec, ok := t.a.outbound[h]; ok {
-		t.retractOut(h, rec)
+		t.withdraw(h, rec)
+		rec.f.dropHandle(t.a.outbound)
 	}
 }
 
-func (t *Turn) retractOut(h Handle, rec outRec) {
+// withdraw forgets the outbound record of h and sends its retraction; the
+// owning facet's handle list is the caller's business.
+func (t *Turn) withdraw(h Handle, rec outRec) {
 	delete(t.a.outbound, h)
-	rec.f.dropHandle(t.a.outbound)
 	t.undo = append(t.undo, undoRec{h: h, rec: rec})
 	t.enqueue(rec.to.actor, event{kind: evRetract, to: rec.to, h: h})
 }

@@ -1,0 +1,674 @@
+package dataspace
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/preserves"
+)
+
+// The model-based test of the runtime. A program of random steps (spawns,
+// nested facets, bulk asserts and retracts across every size threshold of
+// the facet and index tables, messages, syncs, links, crashes and stops,
+// including stop actions that stop siblings) runs against the real runtime
+// and against a deliberately naive model: a set of live facts per facet and
+// the facet tree. After every step each observer of the dataspace must see
+// exactly the facts the model says are live, and exactly the messages sent.
+//
+// Programs are byte strings so that the same interpreter serves the seeded
+// random runs, the deterministic threshold cases and FuzzRuntimeModel.
+
+var modelSteps = flag.Int("model.steps", 0, "steps per random program in TestRuntimeModelRandom (0: a CI-sized default)")
+
+// mFacet is the model of one facet: what it has asserted, its live children,
+// whether a preventer holds it, and the facets its stop action stops.
+type mFacet struct {
+	fr       FacetRef
+	actor    *mActor
+	parent   *mFacet
+	children []*mFacet
+	held     bool
+	alive    bool
+	facts    map[int64]Handle // serial → handle
+	stopsToo []*mFacet        // stopped explicitly by this facet's stop action
+	links    []*mActor        // actors spawned linked from this facet
+}
+
+type mActor struct {
+	idx      int
+	alive    bool
+	root     *mFacet
+	linkedTo *mFacet // the facet that spawned it linked, if any
+}
+
+// modelObs is one observer of the dataspace and the pattern it uses; want
+// filters and projects a fact or message value into what the observer
+// captures (ok=false: not its business).
+type modelObs struct {
+	rec  *recorder
+	want func(v preserves.Value) (preserves.Value, bool)
+	// keep says whether a captured value is about facts or messages (a
+	// catch-all also sees the Observe assertions themselves).
+	keep func(captured preserves.Value) bool
+}
+
+type modelRun struct {
+	tb     testing.TB
+	s      *System
+	ds     *Ref
+	obsFR  FacetRef
+	obs    []modelObs
+	actors []*mActor
+	serial int64
+	sent   []preserves.Value // messages in send order
+	values map[int64]preserves.Value
+	prog   []byte
+	pc     int
+	steps  []string // what ran, for failure messages
+}
+
+const modelLabels = 6 // more than index.fewLabels
+
+func factLabel(l int) preserves.Symbol { return preserves.Symbol(fmt.Sprintf("fact%d", l)) }
+
+// assertSizes are the bulk sizes a step can pick: both sides of the facet
+// handle list's compaction threshold (32 entries, 4× stale), of the index's
+// small-set and few-observer limits (8), and large bulks.
+var assertSizes = []int{0, 1, 2, 7, 8, 9, 31, 32, 33, 34, 63, 64, 65, 127, 128, 129, 130, 200, 257, 1000, 4096}
+
+func (m *modelRun) next() byte {
+	if m.pc >= len(m.prog) {
+		return 0
+	}
+	b := m.prog[m.pc]
+	m.pc++
+	return b
+}
+
+// pick always consumes one byte, so programs keep their layout whatever
+// the state.
+func (m *modelRun) pick(n int) int {
+	b := int(m.next())
+	if n <= 1 {
+		return 0
+	}
+	return b % n
+}
+
+func (m *modelRun) size() int {
+	b := m.next()
+	if b == 0xff { // the rare huge bulk
+		return 100_000
+	}
+	return assertSizes[int(b)%len(assertSizes)]
+}
+
+func newModelRun(tb testing.TB, prog []byte) *modelRun {
+	m := &modelRun{tb: tb, prog: prog, values: map[int64]preserves.Value{}}
+	m.s = newSys(tb)
+	_, m.ds = hold(tb, m.s, "ds", NewDataspace())
+	// Observers: several catch-alls (more than index.fewObservers share
+	// one leaf when the program asks for it), one per label, and one with
+	// a constant field.
+	nCatch := 1 + m.pick(12)
+	var fr FacetRef
+	var recs []*recorder
+	fr, _, _ = client(tb, m.s, "observers")
+	m.obsFR = fr
+	isOurs := func(v preserves.Value) bool {
+		r, ok := v.(*preserves.Record)
+		if !ok {
+			return false
+		}
+		l, ok := r.Label.(preserves.Symbol)
+		return ok && (strings.HasPrefix(string(l), "fact") || l == "msg")
+	}
+	for range nCatch {
+		m.obs = append(m.obs, modelObs{rec: &recorder{}, want: func(v preserves.Value) (preserves.Value, bool) {
+			return preserves.Sequence{v}, isOurs(v)
+		}, keep: func(c preserves.Value) bool {
+			cs, ok := c.(preserves.Sequence)
+			return ok && len(cs) == 1 && isOurs(cs[0])
+		}})
+	}
+	for l := range modelLabels {
+		label := factLabel(l)
+		m.obs = append(m.obs, modelObs{rec: &recorder{}, want: func(v preserves.Value) (preserves.Value, bool) {
+			r := v.(*preserves.Record)
+			if !preserves.Equal(r.Label, label) {
+				return nil, false
+			}
+			return preserves.Sequence{r.Fields[0], r.Fields[1]}, true
+		}})
+	}
+	m.obs = append(m.obs, modelObs{rec: &recorder{}, want: func(v preserves.Value) (preserves.Value, bool) {
+		r := v.(*preserves.Record)
+		if !preserves.Equal(r.Label, factLabel(0)) || !preserves.Equal(r.Fields[0], preserves.Int(0)) {
+			return nil, false
+		}
+		return preserves.Sequence{r.Fields[1]}, true
+	}})
+	for _, o := range m.obs {
+		recs = append(recs, o.rec)
+	}
+	do(tb, fr, func(t *Turn) error {
+		for i, r := range recs {
+			var p pattern.Pattern
+			switch {
+			case i < nCatch:
+				p = pattern.Capture()
+			case i < nCatch+modelLabels:
+				p = pattern.Rec(factLabel(i-nCatch), pattern.Capture(), pattern.Capture())
+			default:
+				p = pattern.Rec(factLabel(0), pattern.Lit{Value: preserves.Int(0)}, pattern.Capture())
+			}
+			t.Assert(m.ds, Observe(p, t.Create(r)))
+		}
+		return nil
+	})
+	settle(tb, fr, m.ds)
+	m.spawn()
+	return m
+}
+
+// spawn starts a top-level actor whose root facet a preventer holds.
+func (m *modelRun) spawn() *mActor {
+	a := &mActor{idx: len(m.actors), alive: true}
+	fr, _, _ := client(m.tb, m.s, fmt.Sprintf("a%d", a.idx))
+	a.root = &mFacet{fr: fr, actor: a, held: true, alive: true, facts: map[int64]Handle{}}
+	m.actors = append(m.actors, a)
+	return a
+}
+
+// liveFacets lists every live facet of live actors, in a stable order.
+func (m *modelRun) liveFacets() []*mFacet {
+	var out []*mFacet
+	var walk func(f *mFacet)
+	walk = func(f *mFacet) {
+		out = append(out, f)
+		for _, c := range f.children {
+			walk(c)
+		}
+	}
+	for _, a := range m.actors {
+		if a.alive {
+			walk(a.root)
+		}
+	}
+	return out
+}
+
+func (m *modelRun) factValue(a *mActor, label int) (int64, preserves.Value) {
+	m.serial++
+	v := preserves.Rec(string(factLabel(label)), preserves.Int(int64(a.idx)), preserves.Int(m.serial))
+	m.values[m.serial] = v
+	return m.serial, v
+}
+
+// assertIn asserts n facts from the active facet (of model facet f).
+func (m *modelRun) assertIn(t *Turn, f *mFacet, n int) {
+	label := m.pick(modelLabels)
+	for range n {
+		s, v := m.factValue(f.actor, label)
+		f.facts[s] = t.Assert(m.ds, v)
+	}
+}
+
+// --- the model's semantics -------------------------------------------------
+
+func (f *mFacet) inert() bool {
+	if f.held || len(f.children) > 0 {
+		return false
+	}
+	return f.parent == nil || len(f.facts) == 0
+}
+
+// stop mirrors runtime spec §4.6 at the level the observers can see.
+func (m *modelRun) stop(f *mFacet, atOrAbove bool) {
+	if !f.alive {
+		return
+	}
+	f.alive = false
+	children := f.children
+	f.children = nil
+	for _, c := range children {
+		m.stop(c, false)
+	}
+	p := f.parent
+	if atOrAbove && p != nil {
+		p.children = slices.DeleteFunc(p.children, func(c *mFacet) bool { return c == f })
+	}
+	for _, g := range f.stopsToo {
+		m.stop(g, true)
+	}
+	clear(f.facts)
+	for _, c := range f.links {
+		m.terminate(c)
+	}
+	if f.parent == nil {
+		m.terminate(f.actor)
+	}
+	if atOrAbove && p != nil && p.alive && p.inert() {
+		m.stop(p, true)
+	}
+}
+
+// terminate ends an actor (normally or by a crash): its facts vanish, and
+// the facet it is linked to stops.
+func (m *modelRun) terminate(a *mActor) {
+	if !a.alive {
+		return
+	}
+	a.alive = false
+	m.stop(a.root, true)
+	if l := a.linkedTo; l != nil && l.alive {
+		m.stop(l, true)
+	}
+}
+
+// expected is what observer o should currently hold, sorted.
+func (m *modelRun) expected(o modelObs) []preserves.Value {
+	var out []preserves.Value
+	for _, f := range m.liveFacets() {
+		for s := range f.facts {
+			if w, ok := o.want(m.values[s]); ok {
+				out = append(out, w)
+			}
+		}
+	}
+	slices.SortFunc(out, preserves.Compare)
+	return out
+}
+
+// --- steps -----------------------------------------------------------------
+
+// errCrash is what a crashing step's turn fails with.
+var errCrash = errors.New("model: deliberate crash")
+
+func (m *modelRun) step() bool {
+	if m.pc >= len(m.prog) {
+		return false
+	}
+	op := m.next() % 11
+	facets := m.liveFacets()
+	if len(facets) == 0 {
+		m.spawn()
+		m.steps = append(m.steps, "spawn (none left)")
+		return true
+	}
+	f := facets[m.pick(len(facets))]
+	a := f.actor
+	switch op {
+	case 0: // spawn a top-level actor
+		m.spawn()
+		m.steps = append(m.steps, "spawn")
+	case 1, 2: // a child facet, held or not, with a bulk of facts
+		held := m.next()%2 == 0
+		n := m.size()
+		c := &mFacet{actor: a, parent: f, held: held, alive: true, facts: map[int64]Handle{}}
+		do(m.tb, f.fr, func(t *Turn) error {
+			_, err := t.Facet(func(t *Turn) error {
+				c.fr = t.FacetRef()
+				if held {
+					t.PreventInertCheck()
+				}
+				m.assertIn(t, c, n)
+				return nil
+			})
+			return err
+		})
+		f.children = append(f.children, c)
+		if c.inert() { // the inert check at commit
+			m.stop(c, true)
+		}
+		m.steps = append(m.steps, fmt.Sprintf("facet(held=%v, %d facts)", held, n))
+	case 3: // a bulk of facts in an existing facet
+		n := m.size()
+		do(m.tb, f.fr, func(t *Turn) error { m.assertIn(t, f, n); return nil })
+		m.steps = append(m.steps, fmt.Sprintf("assert %d", n))
+	case 4: // retract some of a facet's facts, in one turn
+		m.retractSome(f)
+	case 5, 6: // stop a facet (the root: the actor ends)
+		below := m.factsBelow(f)
+		do(m.tb, f.fr, func(t *Turn) error { t.Stop(); return nil })
+		m.stop(f, true)
+		m.steps = append(m.steps, fmt.Sprintf("stop (%d facts at or below)", below))
+	case 7: // two sibling facets; stopping the first stops the second
+		m.pairWithStopAction(f)
+	case 8: // a message through the dataspace
+		_, v := m.factValue(a, 0)
+		v = preserves.Rec("msg", v.(*preserves.Record).Fields...)
+		do(m.tb, f.fr, func(t *Turn) error { t.Message(m.ds, v); return nil })
+		m.sent = append(m.sent, v)
+		m.steps = append(m.steps, "message")
+	case 9: // a sync whose continuation asserts a fact
+		s, v := m.factValue(a, m.pick(modelLabels))
+		var h Handle
+		do(m.tb, f.fr, func(t *Turn) error {
+			t.Sync(m.ds, func(t *Turn) error { h = t.Assert(m.ds, v); return nil })
+			return nil
+		})
+		settle(m.tb, f.fr, m.ds)
+		f.facts[s] = h
+		m.steps = append(m.steps, "sync")
+	case 10: // a crash, a linked spawn, or a crash of a linked child
+		switch m.next() % 3 {
+		case 0:
+			// The crashing turn first churns assertions; rollback
+			// must not resurrect or lose any of them.
+			n := m.size()
+			do(m.tb, f.fr, func(t *Turn) error {
+				for range n {
+					_, v := m.factValue(a, 1)
+					t.Retract(t.Assert(m.ds, v))
+				}
+				for _, h := range f.facts {
+					t.Retract(h)
+					break
+				}
+				return errCrash
+			})
+			m.terminate(a)
+			m.steps = append(m.steps, fmt.Sprintf("crash after %d churned", n))
+		default:
+			m.spawnLinked(f)
+		}
+	}
+	return true
+}
+
+func (m *modelRun) factsBelow(f *mFacet) int {
+	n := len(f.facts)
+	for _, c := range f.children {
+		n += m.factsBelow(c)
+	}
+	return n
+}
+
+// retractSome retracts a pattern of f's facts: the oldest k, every other
+// one, or all but the newest — the last two leave holes that make the
+// facet's handle list compact.
+func (m *modelRun) retractSome(f *mFacet) {
+	serials := make([]int64, 0, len(f.facts))
+	for s := range f.facts {
+		serials = append(serials, s)
+	}
+	slices.Sort(serials)
+	var drop []int64
+	switch m.next() % 3 {
+	case 0:
+		k := m.size()
+		drop = serials[:min(k, len(serials))]
+	case 1:
+		for i, s := range serials {
+			if i%2 == 0 {
+				drop = append(drop, s)
+			}
+		}
+	case 2:
+		if len(serials) > 0 {
+			drop = serials[:len(serials)-1]
+		}
+	}
+	do(m.tb, f.fr, func(t *Turn) error {
+		for _, s := range drop {
+			t.Retract(f.facts[s])
+		}
+		return nil
+	})
+	for _, s := range drop {
+		delete(f.facts, s)
+	}
+	m.steps = append(m.steps, fmt.Sprintf("retract %d of %d", len(drop), len(serials)))
+}
+
+// pairWithStopAction makes two held children of f; the first one's stop
+// action stops the second explicitly, so stopping f walks a child list
+// that a stop action shrinks.
+func (m *modelRun) pairWithStopAction(f *mFacet) {
+	n1, n2 := m.size(), m.size()
+	first := &mFacet{actor: f.actor, parent: f, held: true, alive: true, facts: map[int64]Handle{}}
+	second := &mFacet{actor: f.actor, parent: f, held: true, alive: true, facts: map[int64]Handle{}}
+	first.stopsToo = []*mFacet{second}
+	do(m.tb, f.fr, func(t *Turn) error {
+		var secondID FacetID
+		if _, err := t.Facet(func(t *Turn) error {
+			first.fr = t.FacetRef()
+			t.PreventInertCheck()
+			m.assertIn(t, first, n1)
+			t.OnStop(func(t *Turn) error { t.StopFacet(secondID); return nil })
+			return nil
+		}); err != nil {
+			return err
+		}
+		secondID, _ = t.Facet(func(t *Turn) error {
+			second.fr = t.FacetRef()
+			t.PreventInertCheck()
+			m.assertIn(t, second, n2)
+			return nil
+		})
+		return nil
+	})
+	f.children = append(f.children, first, second)
+	m.steps = append(m.steps, fmt.Sprintf("pair(%d, %d facts)", n1, n2))
+}
+
+// spawnLinked spawns an actor linked to f whose held root asserts a bulk.
+func (m *modelRun) spawnLinked(f *mFacet) {
+	n := m.size()
+	c := &mActor{idx: len(m.actors), alive: true, linkedTo: f}
+	c.root = &mFacet{actor: c, held: true, alive: true, facts: map[int64]Handle{}}
+	label := m.pick(modelLabels)
+	type fact struct {
+		s int64
+		v preserves.Value
+	}
+	facts := make([]fact, n)
+	for i := range facts {
+		facts[i].s, facts[i].v = m.factValue(c, label)
+	}
+	booted := make(chan struct{})
+	do(m.tb, f.fr, func(t *Turn) error {
+		t.SpawnLink(fmt.Sprintf("a%d", c.idx), func(t *Turn) error {
+			c.root.fr = t.FacetRef()
+			t.PreventInertCheck()
+			for _, x := range facts {
+				c.root.facts[x.s] = t.Assert(m.ds, x.v)
+			}
+			close(booted)
+			return nil
+		})
+		return nil
+	})
+	select {
+	case <-booted:
+	case <-time.After(20 * time.Second):
+		m.tb.Fatal("linked actor did not boot")
+	}
+	m.actors = append(m.actors, c)
+	f.links = append(f.links, c)
+	m.steps = append(m.steps, fmt.Sprintf("spawn linked (%d facts)", n))
+}
+
+// expectedMessages is what observer o should have received so far.
+func (m *modelRun) expectedMessages(o modelObs) []preserves.Value {
+	var out []preserves.Value
+	for _, v := range m.sent {
+		if w, ok := o.want(v); ok {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// observed is what observer o holds now and the messages it received.
+func observed(o modelObs) (state, msgs []preserves.Value) {
+	keep := o.keep
+	if keep == nil {
+		keep = func(preserves.Value) bool { return true }
+	}
+	for _, v := range o.rec.state() {
+		if keep(v) {
+			state = append(state, v)
+		}
+	}
+	for _, e := range o.rec.events() {
+		if e.kind == "message" && keep(e.v) {
+			msgs = append(msgs, e.v)
+		}
+	}
+	return state, msgs
+}
+
+// check compares every observer with the model. Effects that cross actors
+// asynchronously (links) settle by themselves, so it polls with a deadline.
+func (m *modelRun) check() {
+	m.tb.Helper()
+	settle(m.tb, m.obsFR, m.ds)
+	agree := func() (string, bool) {
+		for i, o := range m.obs {
+			state, msgs := observed(o)
+			want, wantMsgs := m.expected(o), m.expectedMessages(o)
+			if !equalVals(state, want) {
+				return fmt.Sprintf("observer %d holds %d values, the model %d%s", i, len(state), len(want), diffHint(state, want)), false
+			}
+			if !equalVals(msgs, wantMsgs) {
+				return fmt.Sprintf("observer %d received %d messages, the model sent %d", i, len(msgs), len(wantMsgs)), false
+			}
+		}
+		return "", true
+	}
+	if _, ok := agree(); ok {
+		return
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+		settle(m.tb, m.obsFR, m.ds)
+		if _, ok := agree(); ok {
+			return
+		}
+	}
+	why, _ := agree()
+	m.tb.Fatalf("runtime and model disagree after step %d (%s): %s\nsteps: %s",
+		len(m.steps), m.lastStep(), why, strings.Join(m.steps, "; "))
+}
+
+func (m *modelRun) lastStep() string {
+	if len(m.steps) == 0 {
+		return "setup"
+	}
+	return m.steps[len(m.steps)-1]
+}
+
+// diffHint names one value present on one side only.
+func diffHint(got, want []preserves.Value) string {
+	for _, g := range got {
+		if !slices.ContainsFunc(want, func(w preserves.Value) bool { return preserves.Equal(g, w) }) {
+			return fmt.Sprintf("; e.g. left behind: %v", g)
+		}
+	}
+	for _, w := range want {
+		if !slices.ContainsFunc(got, func(g preserves.Value) bool { return preserves.Equal(g, w) }) {
+			return fmt.Sprintf("; e.g. missing: %v", w)
+		}
+	}
+	return ""
+}
+
+// runModel runs prog to the end, checking after every step.
+func runModel(tb testing.TB, prog []byte) {
+	m := newModelRun(tb, prog)
+	m.check()
+	for m.step() {
+		m.check()
+	}
+}
+
+// Hand-made programs that cross each size threshold on the way down: a
+// facet with that many facts stopped (directly and as a descendant), bulks
+// retracted with holes, stop actions shrinking a child list.
+func modelSeeds() map[string][]byte {
+	idx := func(n int) byte { return byte(slices.Index(assertSizes, n)) }
+	seeds := map[string][]byte{}
+	for _, n := range []int{0, 1, 31, 32, 33, 64, 128, 129, 1000} {
+		// one observer; child facet (held) with n facts; stop it.
+		seeds[fmt.Sprintf("stop-%d", n)] = []byte{0, 1, 1, 0, idx(n), 0, 5, 1}
+		// child with n facts, grandchild with n facts; stop the child.
+		seeds[fmt.Sprintf("nested-%d", n)] = []byte{0, 1, 0, 0, idx(n), 0, 1, 1, 0, idx(n), 0, 5, 1}
+		// n facts, retract every other one, stop.
+		seeds[fmt.Sprintf("holes-%d", n)] = []byte{10, 3, 0, idx(n), 0, 4, 0, 1, 5, 0}
+		// a pair with a sibling-stopping stop action, stop the parent.
+		// The root keeps one fact, so a crash (not a clean stop) would show.
+		seeds[fmt.Sprintf("pair-%d", n)] = []byte{9, 3, 0, idx(1), 0, 1, 0, 0, idx(n), 0, 7, 1, idx(n), idx(n), 0, 0, 5, 1}
+	}
+	seeds["crash-churn"] = []byte{0, 3, 0, idx(200), 0, 10, 0, 0, idx(129)}
+	seeds["linked"] = []byte{0, 10, 0, 1, idx(65), 0, 5, 0}
+	seeds["messages-syncs"] = []byte{0, 8, 0, 9, 0, 0, 8, 0, 3, 0, idx(33), 0, 5, 0}
+	return seeds
+}
+
+func TestRuntimeModelSeeds(t *testing.T) {
+	seeds := modelSeeds()
+	names := make([]string, 0, len(seeds))
+	for name := range seeds {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) { runModel(t, seeds[name]) })
+	}
+}
+
+// TestRuntimeModelRandom runs seeded random programs; -model.steps makes
+// them longer for a soak.
+func TestRuntimeModelRandom(t *testing.T) {
+	steps := *modelSteps
+	programs := 4
+	if steps == 0 {
+		steps = 40
+		if testing.Short() {
+			programs, steps = 2, 30
+		}
+	}
+	for seed := range uint64(programs) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, 0x5eed))
+			prog := make([]byte, steps*4)
+			for i := range prog {
+				prog[i] = byte(r.IntN(255)) // 0xff (100,000 facts) only in the dedicated test
+			}
+			runModel(t, prog)
+		})
+	}
+}
+
+// TestStopFacetHundredThousand is the largest case: a facet
+// holding 100,000 assertions stops and leaves none.
+func TestStopFacetHundredThousand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large")
+	}
+	runModel(t, []byte{0, 1, 1, 0, 0xff, 0, 5, 1})
+}
+
+// FuzzRuntimeModel runs arbitrary programs; the seeds cross every size
+// threshold of the facet handle list and the index tables.
+func FuzzRuntimeModel(f *testing.F) {
+	for _, prog := range modelSeeds() {
+		f.Add(prog)
+	}
+	f.Fuzz(func(t *testing.T, prog []byte) {
+		if len(prog) > 256 {
+			prog = prog[:256]
+		}
+		runModel(t, prog)
+	})
+}
