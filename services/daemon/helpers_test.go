@@ -43,6 +43,8 @@ func helperMain(mode string) int {
 		time.Sleep(time.Hour)
 	case "reaper":
 		return reaperChild(args)
+	case "readiness":
+		return readinessChild(args)
 	case "exit":
 		n, _ := strconv.Atoi(args[0])
 		return n

@@ -47,14 +47,25 @@ type Exit struct {
 	Signal   syscall.Signal // non-zero when killed by a signal
 	Core     bool           // core dumped
 	SpawnErr error          // non-nil when the process could not be started
+	// Failure, when not nil, is why the supervisor stopped the process
+	// (ErrNotReady, ErrWatchdog): the exit is a failure whatever its code.
+	Failure error
 }
 
-// Success reports whether the process exited with status 0.
-func (e Exit) Success() bool { return e.SpawnErr == nil && e.Signal == 0 && e.Code == 0 }
+// Success reports whether the process exited with status 0 of its own
+// accord.
+func (e Exit) Success() bool {
+	return e.SpawnErr == nil && e.Failure == nil && e.Signal == 0 && e.Code == 0
+}
 
 // String renders the exit the way the reference does (`exit status: 3`,
 // `signal: 9 (SIGKILL)`), or the spawn error text.
 func (e Exit) String() string {
+	if e.Failure != nil && e.SpawnErr == nil {
+		f := e.Failure
+		e.Failure = nil
+		return f.Error() + "; stopped, " + e.String()
+	}
 	switch {
 	case e.SpawnErr != nil:
 		return e.SpawnErr.Error()
@@ -106,6 +117,11 @@ type procHooks struct {
 	// stdio takes over stdout and stdin of a Syndicate-protocol child
 	// (Events.Stdio); without it such a child runs like protocol none.
 	stdio func(pid int, stdout, stdin *os.File) <-chan struct{}
+	// ready, notify and warn serve the spec's readiness protocol
+	// (readiness.go): ready once, when the process signals readiness.
+	ready  func()
+	notify func(Notification)
+	warn   func(format string, args ...any)
 }
 
 // command builds the exec.Cmd for s: its own process group, stdin from
@@ -178,7 +194,22 @@ func runProcess(ctx context.Context, s *Spec, h procHooks, now func() time.Time,
 		}
 		cmd.Stdin = inR
 	}
+	mon, err := prepareReadiness(s, cmd, h)
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		errR.Close()
+		errW.Close()
+		if inR != nil {
+			inR.Close()
+			inW.Close()
+		}
+		return Exit{SpawnErr: err}
+	}
 	err = children.start(cmd)
+	if mon != nil && err != nil {
+		mon.abandon()
+	}
 	// The child holds its own copies of the write ends; closing ours makes
 	// EOF arrive when the child's group lets go of them.
 	outW.Close()
@@ -204,8 +235,15 @@ func runProcess(ctx context.Context, s *Spec, h procHooks, now func() time.Time,
 		go func() { defer readers.Done(); readLines(outR, Stdout, pid, now, h.line) }()
 	}
 
+	// A readiness failure stops this process only: pctx is cancelled
+	// with the reason, and the restart policy sees it in the exit.
+	pctx, fail := context.WithCancelCause(ctx)
+	defer fail(nil)
 	if h.started != nil {
 		h.started(pid)
+	}
+	if mon != nil {
+		mon.start(pid, fail)
 	}
 	// The relay owns outR and inW from here on, and closes them.
 	var relayDone <-chan struct{}
@@ -224,7 +262,7 @@ func runProcess(ctx context.Context, s *Spec, h procHooks, now func() time.Time,
 		deadline time.Time // when the group gets SIGKILL, once stopping
 		kill     *time.Timer
 	)
-	stopWatch := context.AfterFunc(ctx, func() {
+	stopWatch := context.AfterFunc(pctx, func() {
 		mu.Lock()
 		defer mu.Unlock()
 		if reaped {
@@ -250,7 +288,11 @@ func runProcess(ctx context.Context, s *Spec, h procHooks, now func() time.Time,
 	mu.Unlock()
 	stopWatch()
 	children.remove(pid)
+	mon.stop()
 	exit := exitOf(pid, cmd.ProcessState, werr)
+	if ctx.Err() == nil && pctx.Err() != nil {
+		exit.Failure = context.Cause(pctx)
+	}
 
 	// The leader is gone. If members of its group remain, they are orphans
 	// of this daemon: terminate them too, without delaying the exit report.

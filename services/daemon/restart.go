@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"sync"
 	"time"
@@ -65,6 +66,11 @@ type Next struct {
 // Decide applies the restart policy table of §5.5 to an exit.
 func Decide(p RestartPolicy, e Exit) Next {
 	ok := e.Success()
+	if e.Failure != nil && p == RestartNever {
+		// A process the supervisor had to stop (never ready, watchdog)
+		// did not complete: the daemon has failed (readiness.go).
+		return Next{Action: ActGiveUp}
+	}
 	switch p {
 	case RestartOnError:
 		if ok {
@@ -98,6 +104,12 @@ type Events struct {
 	// finished reading stdout. The exit is reported after that (or after a
 	// short grace), so the child's last packets are handled first.
 	Stdio func(pid int, stdout, stdin *os.File) <-chan struct{}
+	// Ready is called when a process with a readiness protocol signals
+	// readiness (once per process); Notify for each sd_notify datagram
+	// with news (readiness.go); Warn for protocol trouble worth logging.
+	Ready  func(pid int)
+	Notify func(pid int, n Notification)
+	Warn   func(pid int, msg string)
 }
 
 // Outcome is how Runner.Run ended.
@@ -148,7 +160,7 @@ func (r *Runner) Run(ctx context.Context, s *Spec, ev Events) Outcome {
 	lim := limiter{l: s.Limits}
 	for {
 		began := r.clock.Now()
-		exit := r.run(ctx, s, procHooks{started: ev.Started, line: ev.Line, stdio: ev.Stdio}, &cleanups)
+		exit := r.run(ctx, s, ev.hooks(), &cleanups)
 		if ctx.Err() != nil {
 			return Stopped
 		}
@@ -172,6 +184,29 @@ func (r *Runner) Run(ctx context.Context, s *Spec, ev Events) Outcome {
 		case <-c:
 		}
 	}
+}
+
+// hooks adapts ev to one process instance: the readiness callbacks learn
+// its pid when it starts.
+func (ev Events) hooks() procHooks {
+	h := procHooks{line: ev.Line, stdio: ev.Stdio}
+	var pid int
+	h.started = func(p int) {
+		pid = p
+		if ev.Started != nil {
+			ev.Started(p)
+		}
+	}
+	if ev.Ready != nil {
+		h.ready = func() { ev.Ready(pid) }
+	}
+	if ev.Notify != nil {
+		h.notify = func(n Notification) { ev.Notify(pid, n) }
+	}
+	if ev.Warn != nil {
+		h.warn = func(format string, args ...any) { ev.Warn(pid, fmt.Sprintf(format, args...)) }
+	}
+	return h
 }
 
 // Wait waits until no Run call is in progress.

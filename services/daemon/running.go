@@ -114,6 +114,9 @@ func newDryRunner(clock Clock) *Runner {
 		if h.started != nil {
 			h.started(0)
 		}
+		if s.Readiness.Kind != ReadyAtStart && h.ready != nil {
+			h.ready() // nothing runs to signal it: assume it would
+		}
 		if !s.OneShot {
 			<-ctx.Done()
 		}

@@ -108,6 +108,9 @@ type Spec struct {
 	// OneShot: the spec was written `<one-shot CMD>` (dry runs assume it
 	// succeeds at once).
 	OneShot bool
+	// Readiness is how the process signals readiness (Go extension keys
+	// readiness, readyTimeout, watchdog; readiness.go).
+	Readiness Readiness
 	// Limits holds the optional restart keys of the dictionary form (Go
 	// extensions, ignored by the reference); the zero value means the
 	// reference's fixed delays.
@@ -244,6 +247,9 @@ func (s *Spec) full(d *preserves.Dictionary, top preserves.Value) error {
 			return invalid(x, "stopTimeout must be a non-negative number of seconds")
 		}
 		s.StopTimeout = secs
+	}
+	if err := s.parseReadiness(get); err != nil {
+		return err
 	}
 	return s.Limits.parse(get)
 }

@@ -1,0 +1,427 @@
+package daemon
+
+// Readiness protocols (issue 17): how a daemon tells the supervisor that it
+// is ready, declared with the `readiness` key of the dictionary form of a
+// spec (Go extension keys, docs/protocol.md "Readiness"):
+//
+//	readiness: <notification-fd N>   s6: the daemon writes a newline to fd N
+//	readiness: sd-notify             systemd: datagrams to $NOTIFY_SOCKET
+//	readiness: <tcp PORT>            ready once 127.0.0.1:PORT accepts
+//	readiness: <tcp "HOST" PORT>     ready once HOST:PORT accepts
+//	readiness: <unix "PATH">         ready once the Unix socket PATH accepts
+//	readyTimeout: SECONDS            not ready in time: the process is stopped
+//	                                 and counts as failed (default 90; 0 = never)
+//	watchdog: SECONDS                sd-notify only: WATCHDOG=1 is due at least
+//	                                 this often once ready; a miss is a failure
+//
+// A spec with a readiness protocol is not ready at start (readyOnStart
+// defaults to #f, and #t is an invalid combination). The protocol runs per
+// process: each restart starts it afresh.
+//
+// A readiness failure (never ready, watchdog missed) stops the process the
+// way any stop does (SIGTERM to its group, SIGKILL after stopTimeout) and
+// its exit carries the reason ([Exit.Failure]); the restart policy then
+// treats it as an error exit, except that policy `never` gives up (the
+// daemon reports failed) rather than calling it complete.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/syndicate-go/syndicate/preserves"
+)
+
+// ReadinessKind says how a process signals readiness.
+type ReadinessKind uint8
+
+const (
+	ReadyAtStart  ReadinessKind = iota // readyOnStart, or a script/peer asserts it
+	ReadyFD                            // s6 notification fd
+	ReadySDNotify                      // systemd sd_notify
+	ReadyListen                        // a TCP port or Unix socket accepts connections
+)
+
+func (k ReadinessKind) String() string {
+	switch k {
+	case ReadyAtStart:
+		return "start"
+	case ReadyFD:
+		return "notification-fd"
+	case ReadySDNotify:
+		return "sd-notify"
+	case ReadyListen:
+		return "listen"
+	}
+	return fmt.Sprintf("ReadinessKind(%d)", uint8(k))
+}
+
+// DefaultReadyTimeout is how long a readiness protocol may take by
+// default (systemd's DefaultTimeoutStartSec).
+const DefaultReadyTimeout = 90 * time.Second
+
+// maxNotificationFD bounds N of <notification-fd N> (the child gets N-2
+// extra descriptor slots).
+const maxNotificationFD = 255
+
+// Readiness is the parsed readiness declaration of a spec.
+type Readiness struct {
+	Kind    ReadinessKind
+	FD      int    // ReadyFD
+	Network string // ReadyListen: "tcp" or "unix"
+	Address string // ReadyListen: host:port or path
+	// Timeout bounds the time from spawn to ready; 0 waits for ever.
+	Timeout time.Duration
+	// Watchdog is the sd-notify watchdog interval; 0 is none.
+	Watchdog time.Duration
+}
+
+// Failure reasons of a process stopped by its supervisor, carried by
+// [Exit.Failure] (match with errors.Is).
+var (
+	ErrNotReady = errors.New("not ready in time")
+	ErrWatchdog = errors.New("watchdog timeout")
+)
+
+// parseReadiness reads readiness, readyTimeout and watchdog (and checks
+// readyOnStart against them) into s.
+func (s *Spec) parseReadiness(get func(string) (preserves.Value, bool)) error {
+	x, ok := get("readiness")
+	if !ok {
+		for _, k := range []string{"readyTimeout", "watchdog"} {
+			if y, ok := get(k); ok {
+				return invalid(y, k+" needs a readiness protocol (readiness key)")
+			}
+		}
+		return nil
+	}
+	r := &s.Readiness
+	bad := func() error {
+		return invalid(x, `readiness must be <notification-fd N>, sd-notify, <tcp PORT>, <tcp "HOST" PORT> or <unix "PATH">`)
+	}
+	switch v := preserves.Unwrap(x).(type) {
+	case preserves.Symbol:
+		if v != "sd-notify" {
+			return bad()
+		}
+		r.Kind = ReadySDNotify
+	case *preserves.Record:
+		l, _ := preserves.Unwrap(v.Label).(preserves.Symbol)
+		switch {
+		case l == "notification-fd" && len(v.Fields) == 1:
+			n, ok := preserves.Unwrap(v.Fields[0]).(preserves.Int)
+			if !ok || n < 3 || n > maxNotificationFD {
+				return invalid(v.Fields[0], fmt.Sprintf("notification-fd must be an integer from 3 to %d (0-2 are stdio)", maxNotificationFD))
+			}
+			r.Kind, r.FD = ReadyFD, int(n)
+		case l == "tcp" && (len(v.Fields) == 1 || len(v.Fields) == 2):
+			host := "127.0.0.1"
+			if len(v.Fields) == 2 {
+				h, ok := preserves.Unwrap(v.Fields[0]).(preserves.String)
+				if !ok || h == "" {
+					return invalid(v.Fields[0], "tcp host must be a non-empty string")
+				}
+				host = string(h)
+			}
+			pf := v.Fields[len(v.Fields)-1]
+			p, ok := preserves.Unwrap(pf).(preserves.Int)
+			if !ok || p < 1 || p > 65535 {
+				return invalid(pf, "tcp port must be an integer from 1 to 65535")
+			}
+			r.Kind, r.Network, r.Address = ReadyListen, "tcp", net.JoinHostPort(host, strconv.Itoa(int(p)))
+		case l == "unix" && len(v.Fields) == 1:
+			p, ok := preserves.Unwrap(v.Fields[0]).(preserves.String)
+			if !ok || p == "" {
+				return invalid(v.Fields[0], "unix socket path must be a non-empty string")
+			}
+			r.Kind, r.Network, r.Address = ReadyListen, "unix", string(p)
+		default:
+			return bad()
+		}
+	default:
+		return bad()
+	}
+	if y, ok := get("readyOnStart"); ok && preserves.Unwrap(y) == preserves.Bool(true) {
+		return invalid(y, "readyOnStart: #t contradicts the readiness protocol (the daemon is ready when it says so)")
+	}
+	s.ReadyOnStart = false
+	r.Timeout = DefaultReadyTimeout
+	if y, ok := get("readyTimeout"); ok {
+		d, ok := seconds(y)
+		if !ok {
+			return invalid(y, "readyTimeout must be a non-negative number of seconds")
+		}
+		r.Timeout = d
+	}
+	if y, ok := get("watchdog"); ok {
+		d, ok := seconds(y)
+		if !ok || d <= 0 {
+			return invalid(y, "watchdog must be a positive number of seconds")
+		}
+		if r.Kind != ReadySDNotify {
+			return invalid(y, "watchdog needs readiness: sd-notify (WATCHDOG=1 is an sd_notify message)")
+		}
+		r.Watchdog = d
+	}
+	return nil
+}
+
+// Notification is what an sd-notify daemon said in one datagram, beyond
+// READY=1 and WATCHDOG=…, which the monitor handles itself.
+type Notification struct {
+	Ready     bool   // READY=1 (the first one is also reported as Ready)
+	Reloading bool   // RELOADING=1
+	Stopping  bool   // STOPPING=1
+	Status    string // STATUS=…, if HasStatus
+	HasStatus bool
+	MainPID   int // MAINPID=…, once accepted (a member of the daemon's group)
+}
+
+// monitor runs the readiness protocol of one process instance.
+type monitor struct {
+	r      Readiness
+	ready  func()               // the process is ready (called once)
+	notify func(Notification)   // sd-notify messages
+	fail   func(error)          // stop the process with this reason
+	warn   func(string, ...any) // protocol trouble worth a log line
+	fdR    *os.File             // ReadyFD: our end of the pipe
+	fdW    *os.File             // ReadyFD: the child's end, closed after start
+	sock   *notifySocket        // ReadySDNotify
+	ctx    context.Context      // cancelled by stop
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	isReady  bool
+	readyT   *time.Timer
+	watchdog time.Duration
+	dogT     *time.Timer
+	done     bool
+}
+
+// prepare sets up the protocol's side of cmd before it starts: the
+// notification pipe in the child's fd table, or the notify socket in its
+// environment. A nil monitor and nil error mean there is nothing to run.
+func prepareReadiness(s *Spec, cmd *exec.Cmd, h procHooks) (*monitor, error) {
+	if s.Readiness.Kind == ReadyAtStart {
+		return nil, nil
+	}
+	m := &monitor{r: s.Readiness, ready: h.ready, notify: h.notify, warn: h.warn, watchdog: s.Readiness.Watchdog}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	if m.ready == nil {
+		m.ready = func() {}
+	}
+	if m.notify == nil {
+		m.notify = func(Notification) {}
+	}
+	if m.warn == nil {
+		m.warn = func(string, ...any) {}
+	}
+	switch m.r.Kind {
+	case ReadyFD:
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		m.fdR, m.fdW = r, w
+		// ExtraFiles[i] becomes fd 3+i; nil slots are closed in the child.
+		extra := make([]*os.File, m.r.FD-2)
+		copy(extra, cmd.ExtraFiles)
+		extra[m.r.FD-3] = w
+		cmd.ExtraFiles = extra
+	case ReadySDNotify:
+		sock, err := listenNotify()
+		if err != nil {
+			return nil, fmt.Errorf("notify socket: %w", err)
+		}
+		m.sock = sock
+		env := cmd.Env
+		if env == nil {
+			env = os.Environ()
+		}
+		env = setEnv(env, "NOTIFY_SOCKET", sock.path)
+		if m.watchdog > 0 {
+			// WATCHDOG_PID cannot be set: the pid is unknown before the
+			// fork. sd_watchdog_enabled() accepts its absence.
+			env = setEnv(env, "WATCHDOG_USEC", strconv.FormatInt(m.watchdog.Microseconds(), 10))
+		}
+		cmd.Env = env
+	}
+	return m, nil
+}
+
+// setEnv returns env with name set to value (replacing earlier settings).
+func setEnv(env []string, name, value string) []string {
+	prefix := name + "="
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if len(kv) < len(prefix) || kv[:len(prefix)] != prefix {
+			out = append(out, kv)
+		}
+	}
+	return append(out, prefix+value)
+}
+
+// abandon releases what prepare set up when the process did not start.
+func (m *monitor) abandon() {
+	if m == nil {
+		return
+	}
+	m.cancel()
+	if m.fdR != nil {
+		m.fdR.Close()
+		m.fdW.Close()
+	}
+	if m.sock != nil {
+		m.sock.close()
+	}
+}
+
+// start runs the protocol for the process pid; fail stops the process
+// with a reason.
+func (m *monitor) start(pid int, fail func(error)) {
+	m.fail = fail
+	if m.r.Timeout > 0 {
+		m.readyT = time.AfterFunc(m.r.Timeout, func() {
+			fail(fmt.Errorf("%w: no readiness (%s) within %v", ErrNotReady, m.describe(), m.r.Timeout))
+		})
+	}
+	switch m.r.Kind {
+	case ReadyFD:
+		m.fdW.Close() // the child holds its own copy
+		m.fdW = nil
+		m.wg.Add(1)
+		go func() { defer m.wg.Done(); m.readFD() }()
+	case ReadySDNotify:
+		m.wg.Add(1)
+		go func() { defer m.wg.Done(); m.sock.serve(pid, m) }()
+	case ReadyListen:
+		m.wg.Add(1)
+		go func() { defer m.wg.Done(); m.poll() }()
+	}
+}
+
+func (m *monitor) describe() string {
+	switch m.r.Kind {
+	case ReadyFD:
+		return fmt.Sprintf("a newline on fd %d", m.r.FD)
+	case ReadySDNotify:
+		return "READY=1 on $NOTIFY_SOCKET"
+	case ReadyListen:
+		return fmt.Sprintf("%s %s accepting connections", m.r.Network, m.r.Address)
+	}
+	return m.r.Kind.String()
+}
+
+// stop ends the protocol once the process has exited; it returns when the
+// monitor's goroutines are gone.
+func (m *monitor) stop() {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	m.done = true
+	if m.readyT != nil {
+		m.readyT.Stop()
+	}
+	if m.dogT != nil {
+		m.dogT.Stop()
+	}
+	m.mu.Unlock()
+	m.cancel()
+	if m.fdR != nil {
+		m.fdR.Close() // unblocks readFD
+	}
+	if m.sock != nil {
+		m.sock.close() // unblocks serve
+	}
+	m.wg.Wait()
+}
+
+// becomeReady marks the process ready (once) and arms the watchdog.
+func (m *monitor) becomeReady() {
+	m.mu.Lock()
+	if m.done || m.isReady {
+		m.mu.Unlock()
+		return
+	}
+	m.isReady = true
+	if m.readyT != nil {
+		m.readyT.Stop()
+	}
+	m.armWatchdogLocked()
+	m.mu.Unlock()
+	m.ready()
+}
+
+// armWatchdogLocked (re)starts the watchdog timer; the watchdog runs only
+// once the process is ready (systemd: "activated when the start-up is
+// completed").
+func (m *monitor) armWatchdogLocked() {
+	if m.done || !m.isReady || m.watchdog <= 0 {
+		return
+	}
+	if m.dogT != nil {
+		m.dogT.Stop()
+	}
+	d := m.watchdog
+	m.dogT = time.AfterFunc(d, func() {
+		m.fail(fmt.Errorf("%w: no WATCHDOG=1 within %v", ErrWatchdog, d))
+	})
+}
+
+// readFD waits for a newline on the notification pipe (s6: anything
+// before it is ignored; EOF without one means no notification).
+func (m *monitor) readFD() {
+	buf := make([]byte, 64)
+	for {
+		n, err := m.fdR.Read(buf)
+		for _, b := range buf[:n] {
+			if b == '\n' {
+				m.becomeReady()
+				return
+			}
+		}
+		if err != nil {
+			if m.ctx.Err() == nil {
+				m.warn("notification fd closed without a newline: readiness never signalled")
+			}
+			return
+		}
+	}
+}
+
+// Back-off of the listening check.
+const (
+	pollFirst = 10 * time.Millisecond
+	pollMax   = 500 * time.Millisecond
+)
+
+// poll dials the address with doubling delays until it accepts or the
+// monitor stops.
+func (m *monitor) poll() {
+	delay := pollFirst
+	d := net.Dialer{Timeout: time.Second}
+	for {
+		c, err := d.DialContext(m.ctx, m.r.Network, m.r.Address)
+		if err == nil {
+			c.Close()
+			m.becomeReady()
+			return
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-m.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		delay = min(2*delay, pollMax)
+	}
+}
