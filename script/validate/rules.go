@@ -333,6 +333,7 @@ func (v *validator) fullSpec(spec preserves.Value, d *preserves.Dictionary) {
 			}
 		}
 	}
+	v.readiness(get)
 	if _, x, ok := get("restartLimit"); ok && !isUnknown(x) {
 		if n, ok := preserves.Unwrap(x).(preserves.Int); !ok || n < 0 {
 			v.errorf(x, "restartLimit must be a non-negative integer, not %s", render(x))

@@ -22,6 +22,7 @@ import (
 //	env:NAME          print NAME=value of the environment
 //	mainpid-child     start a child in our group and send MAINPID= for it
 //	say:TEXT          print TEXT
+//	wait-file:PATH    wait until PATH exists (the test's go-ahead)
 //	exit:N            exit with status N
 func readinessChild(steps []string) int {
 	for _, st := range steps {
@@ -80,6 +81,13 @@ func readinessChild(steps []string) int {
 			}
 			if err := sdNotify(fmt.Sprintf("MAINPID=%d", c.Process.Pid)); err != nil {
 				return 3
+			}
+		case "wait-file":
+			for {
+				if _, err := os.Stat(arg); err == nil {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
 			}
 		case "say":
 			fmt.Println(arg)

@@ -187,11 +187,12 @@ type specRun struct {
 	proc    dataspace.FacetID
 	procRef dataspace.FacetRef
 	running bool
+	notify  notifyState // what the running process said (readiness_worker.go)
 }
 
 // run is the spec's linked task: the restart loop of §5.5.
 func (r *specRun) run(ctx context.Context) error {
-	out := r.w.d.s.runner.Run(ctx, r.spec, Events{
+	out := r.w.d.s.runner.Run(ctx, r.spec, r.readinessEvents(Events{
 		Started: func(pid int) {
 			r.fr.Activate(func(t *dataspace.Turn) error { r.started(t, pid); return nil })
 		},
@@ -200,7 +201,7 @@ func (r *specRun) run(ctx context.Context) error {
 		Exited: func(e Exit, next Next) {
 			r.fr.Activate(func(t *dataspace.Turn) error { r.exited(t, e, next); return nil })
 		},
-	})
+	}))
 	switch out {
 	case Crashed:
 		return ErrCrash
@@ -223,6 +224,7 @@ func (r *specRun) started(t *dataspace.Turn, pid int) {
 	}
 	r.proc, r.procRef = processFacet(t, w.d.env.Config, w.d.name, pid, restarts, w.d.s.now())
 	r.running = true
+	r.notify = notifyState{}
 }
 
 // becameReady is the event "the running process counts as ready".
@@ -261,6 +263,11 @@ func (r *specRun) exited(t *dataspace.Turn, e Exit, next Next) {
 	switch {
 	case w.d.s.dryRun:
 		ev.Msg("dry run: one-shot assumed to succeed")
+	case next.Action == ActGiveUp && e.Failure != nil:
+		// Never ready, or its watchdog missed, under policy never:
+		// the status says why.
+		ev.Msg("process failed; restart policy never: giving up")
+		t.Assert(w.degrade, preserves.Bool(true))
 	case next.Action == ActGiveUp:
 		// Logged once: the loop ends here, and the daemon reports
 		// failed while this spec stays.
