@@ -79,9 +79,18 @@ func runReadiness(t *testing.T, r Readiness, restart RestartPolicy, steps ...str
 				run.notes = append(run.notes, n.String())
 				run.mu.Unlock()
 			},
-			Warn:   func(_ int, msg string) { run.mu.Lock(); run.warns = append(run.warns, msg); run.mu.Unlock() },
-			Line:   func(l Line) { run.mu.Lock(); run.lines = append(run.lines, strings.TrimSpace(string(l.Text))); run.mu.Unlock() },
-			Exited: func(e Exit, n Next) { run.mu.Lock(); run.exits = append(run.exits, e); run.nexts = append(run.nexts, n); run.mu.Unlock() },
+			Warn: func(_ int, msg string) { run.mu.Lock(); run.warns = append(run.warns, msg); run.mu.Unlock() },
+			Line: func(l Line) {
+				run.mu.Lock()
+				run.lines = append(run.lines, strings.TrimSpace(string(l.Text)))
+				run.mu.Unlock()
+			},
+			Exited: func(e Exit, n Next) {
+				run.mu.Lock()
+				run.exits = append(run.exits, e)
+				run.nexts = append(run.nexts, n)
+				run.mu.Unlock()
+			},
 		})
 	}()
 	t.Cleanup(func() {
