@@ -1,0 +1,409 @@
+package schema
+
+import (
+	"errors"
+	"fmt"
+	"math/big"
+	"strconv"
+	"strings"
+
+	"github.com/syndicate-go/syndicate/preserves"
+)
+
+// This file is the run-time support of generated code: the error a parser
+// returns, the kind tests, and the helpers that turn host values back
+// into Preserves values.
+
+// ErrParse is the class of every *ParseError: a value does not match a
+// schema definition.
+var ErrParse = errors.New("value does not match the schema")
+
+// ParseError says why a value does not match a definition: where in the
+// value (Path, from the value given to Parse… down to the part that
+// failed), where in the source (Pos, when the failing part carries a
+// position annotation, as values read by the script compiler do), and
+// what was expected. For an alternation it keeps why each alternative
+// failed.
+type ParseError struct {
+	Path         []string
+	Pos          preserves.Pos
+	Msg          string
+	Alternatives []AltError
+}
+
+// AltError is why one alternative of an alternation failed.
+type AltError struct {
+	Label string
+	Err   *ParseError
+}
+
+func (e *ParseError) Error() string {
+	var b strings.Builder
+	if e.Pos.IsValid() {
+		b.WriteString(e.Pos.String())
+		b.WriteString(": ")
+	}
+	if len(e.Path) > 0 {
+		b.WriteString("at ")
+		b.WriteString(strings.Join(e.Path, ""))
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	if len(e.Alternatives) > 0 {
+		b.WriteString(" (")
+		for i, a := range e.Alternatives {
+			if i > 0 {
+				b.WriteString("; ")
+			}
+			b.WriteString(a.Label)
+			b.WriteString(": ")
+			if len(a.Err.Path) > 0 {
+				b.WriteString(strings.Join(a.Err.Path, ""))
+				b.WriteString(": ")
+			}
+			b.WriteString(a.Err.Msg)
+		}
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+func (e *ParseError) Unwrap() error { return ErrParse }
+
+// Deepest returns the error itself or, for an alternation, the failure
+// of the alternative that got furthest into the value: usually the one
+// the author meant. A wrong record label counts as not getting in.
+func (e *ParseError) Deepest() *ParseError {
+	best, bestDepth := e, -1
+	for _, a := range e.Alternatives {
+		d := a.Err.Deepest()
+		depth := 2 * len(d.Path)
+		if n := len(d.Path); n > 0 && d.Path[n-1] == ".label" {
+			depth -= 3
+		}
+		if depth > bestDepth {
+			best, bestDepth = d, depth
+		}
+	}
+	if best == e {
+		return e
+	}
+	c := *best
+	c.Path = append(append([]string(nil), e.Path...), best.Path...)
+	return &c
+}
+
+// Fail returns a ParseError at v.
+func Fail(v preserves.Value, format string, args ...any) *ParseError {
+	return &ParseError{Pos: preserves.PosOf(v), Msg: fmt.Sprintf(format, args...) + ", got " + show(v)}
+}
+
+func show(v preserves.Value) string {
+	s := preserves.FormatText(preserves.Strip(v))
+	if len(s) > 60 {
+		s = s[:57] + "..."
+	}
+	return s
+}
+
+// At prefixes the path of err (a *ParseError) with steps, as the error
+// travels out of the compound values it was found in.
+func At(err error, steps ...string) error {
+	var pe *ParseError
+	if errors.As(err, &pe) {
+		pe.Path = append(steps[:len(steps):len(steps)], pe.Path...)
+	}
+	return err
+}
+
+// Index is the path step of sequence element i.
+func Index(i int) string { return "[" + strconv.Itoa(i) + "]" }
+
+// Key is the path step of dictionary key k.
+func Key(k preserves.Value) string { return "[" + show(k) + "]" }
+
+// NoMatch is the error of an alternation none of whose alternatives
+// matched v.
+func NoMatch(v preserves.Value, def string, labels []string, errs []error) *ParseError {
+	e := &ParseError{Pos: preserves.PosOf(v), Msg: "no alternative of " + def + " matches " + show(v)}
+	for i, err := range errs {
+		var pe *ParseError
+		if errors.As(err, &pe) {
+			e.Alternatives = append(e.Alternatives, AltError{Label: labels[i], Err: pe})
+		}
+	}
+	return e
+}
+
+// AsRecord returns v as a record with at least n fields.
+func AsRecord(v preserves.Value, n int) (*preserves.Record, error) {
+	r, ok := preserves.Unwrap(v).(*preserves.Record)
+	if !ok {
+		return nil, Fail(v, "expected a record")
+	}
+	if len(r.Fields) < n {
+		return nil, Fail(v, "expected at least %d fields", n)
+	}
+	return r, nil
+}
+
+// AsSeq returns v as a sequence of at least n elements.
+func AsSeq(v preserves.Value, n int) (preserves.Sequence, error) {
+	s, ok := preserves.Unwrap(v).(preserves.Sequence)
+	if !ok {
+		return nil, Fail(v, "expected a sequence")
+	}
+	if len(s) < n {
+		return nil, Fail(v, "expected at least %d elements", n)
+	}
+	return s, nil
+}
+
+// AsSet returns the elements of v, a set.
+func AsSet(v preserves.Value) ([]preserves.Value, error) {
+	s, ok := preserves.Unwrap(v).(*preserves.Set)
+	if !ok {
+		return nil, Fail(v, "expected a set")
+	}
+	return s.Elems(), nil
+}
+
+// AsDict returns v as a dictionary.
+func AsDict(v preserves.Value) (*preserves.Dictionary, error) {
+	d, ok := preserves.Unwrap(v).(*preserves.Dictionary)
+	if !ok {
+		return nil, Fail(v, "expected a dictionary")
+	}
+	return d, nil
+}
+
+// Entry returns the value at key k of d.
+func Entry(v preserves.Value, d *preserves.Dictionary, k preserves.Value) (preserves.Value, error) {
+	x, ok := d.Get(k)
+	if !ok {
+		return nil, Fail(v, "expected key %s", show(k))
+	}
+	return x, nil
+}
+
+// AsBool returns v as a Boolean.
+func AsBool(v preserves.Value) (bool, error) {
+	b, ok := preserves.Unwrap(v).(preserves.Bool)
+	if !ok {
+		return false, Fail(v, "expected a boolean")
+	}
+	return bool(b), nil
+}
+
+// AsDouble returns v as a Double (an integer is not a Double).
+func AsDouble(v preserves.Value) (float64, error) {
+	d, ok := preserves.Unwrap(v).(preserves.Double)
+	if !ok {
+		return 0, Fail(v, "expected a double (write 1.0, not 1)")
+	}
+	return d.Float64(), nil
+}
+
+// AsInt returns v as an integer of any size.
+func AsInt(v preserves.Value) (*big.Int, error) {
+	switch x := preserves.Unwrap(v).(type) {
+	case preserves.Int:
+		return big.NewInt(int64(x)), nil
+	case *preserves.BigInt:
+		return x.Big(), nil
+	}
+	return nil, Fail(v, "expected an integer")
+}
+
+// AsString returns v as a String (a Symbol is not a String).
+func AsString(v preserves.Value) (string, error) {
+	s, ok := preserves.Unwrap(v).(preserves.String)
+	if !ok {
+		return "", Fail(v, "expected a string")
+	}
+	return string(s), nil
+}
+
+// AsBytes returns v as a ByteString.
+func AsBytes(v preserves.Value) ([]byte, error) {
+	s, ok := preserves.Unwrap(v).(preserves.ByteString)
+	if !ok {
+		return nil, Fail(v, "expected a byte string")
+	}
+	return []byte(s), nil
+}
+
+// AsSymbol returns v as a Symbol.
+func AsSymbol(v preserves.Value) (preserves.Symbol, error) {
+	s, ok := preserves.Unwrap(v).(preserves.Symbol)
+	if !ok {
+		return "", Fail(v, "expected a symbol")
+	}
+	return s, nil
+}
+
+// AsEmbedded returns the payload of v, an embedded value.
+func AsEmbedded(v preserves.Value) (any, error) {
+	e, ok := preserves.Unwrap(v).(*preserves.Embedded)
+	if !ok {
+		return nil, Fail(v, "expected an embedded value")
+	}
+	return e.Payload, nil
+}
+
+// CheckLit checks that v equals want.
+func CheckLit(v, want preserves.Value) error {
+	if !preserves.Equal(v, want) {
+		return Fail(v, "expected %s", show(want))
+	}
+	return nil
+}
+
+// IntValue is the Preserves integer n (0 for nil).
+func IntValue(n *big.Int) preserves.Value {
+	if n == nil {
+		return preserves.Int(0)
+	}
+	return preserves.NewBigInt(n)
+}
+
+// Pair is one entry of a dictionary whose keys have no Go equality that
+// matches Preserves equality; Pairs keep the dictionary's key order.
+type Pair[K, V any] struct {
+	Key   K
+	Value V
+}
+
+// SeqValue unparses a list.
+func SeqValue[T any](xs []T, f func(T) preserves.Value) preserves.Value {
+	out := make(preserves.Sequence, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
+	}
+	return out
+}
+
+// SetValue unparses a set kept as a list.
+func SetValue[T any](xs []T, f func(T) preserves.Value) preserves.Value {
+	out := make([]preserves.Value, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
+	}
+	return preserves.NewSet(out...)
+}
+
+// MapValue unparses a dictionary kept as a Go map.
+func MapValue[K comparable, V any](m map[K]V, kf func(K) preserves.Value, vf func(V) preserves.Value) preserves.Value {
+	es := make([]preserves.DictEntry, 0, len(m))
+	for k, v := range m {
+		es = append(es, preserves.DictEntry{Key: kf(k), Value: vf(v)})
+	}
+	return preserves.NewDictionary(es...)
+}
+
+// PairsValue unparses a dictionary kept as pairs.
+func PairsValue[K, V any](ps []Pair[K, V], kf func(K) preserves.Value, vf func(V) preserves.Value) preserves.Value {
+	es := make([]preserves.DictEntry, len(ps))
+	for i, p := range ps {
+		es[i] = preserves.DictEntry{Key: kf(p.Key), Value: vf(p.Value)}
+	}
+	return preserves.NewDictionary(es...)
+}
+
+// Fields returns the elements of v, the unparsed fields part of a
+// record; a host value that is no sequence there is a programming error.
+func Fields(v preserves.Value) []preserves.Value {
+	s, ok := preserves.Unwrap(v).(preserves.Sequence)
+	if !ok {
+		panic(fmt.Sprintf("schema: record fields must be a sequence, not %s", show(v)))
+	}
+	return s
+}
+
+// Concat appends tail, a sequence, to fixed.
+func Concat(fixed preserves.Sequence, tail preserves.Value) preserves.Value {
+	return append(fixed, Fields(tail)...)
+}
+
+// ErrMerge is the class of a failed intersection unparse.
+var ErrMerge = errors.New("schema: the parts of an intersection disagree")
+
+// Merge combines the unparsed parts of an intersection: equal values
+// merge to themselves, sequences and records of equal shape element by
+// element, dictionaries by key union.
+func Merge(a, b preserves.Value) (preserves.Value, error) {
+	a, b = preserves.Unwrap(a), preserves.Unwrap(b)
+	if preserves.Equal(a, b) {
+		return a, nil
+	}
+	switch x := a.(type) {
+	case preserves.Sequence:
+		if y, ok := b.(preserves.Sequence); ok && len(x) == len(y) {
+			return mergeAll(x, y)
+		}
+	case *preserves.Record:
+		if y, ok := b.(*preserves.Record); ok && len(x.Fields) == len(y.Fields) {
+			l, err := Merge(x.Label, y.Label)
+			if err != nil {
+				return nil, err
+			}
+			fs, err := mergeAll(x.Fields, y.Fields)
+			if err != nil {
+				return nil, err
+			}
+			return preserves.NewRecord(l, fs...), nil
+		}
+	case *preserves.Dictionary:
+		if y, ok := b.(*preserves.Dictionary); ok {
+			es := append([]preserves.DictEntry(nil), x.Entries()...)
+			for _, e := range y.Entries() {
+				if old, ok := x.Get(e.Key); ok {
+					m, err := Merge(old, e.Value)
+					if err != nil {
+						return nil, err
+					}
+					e.Value = m
+				}
+				es = append(es, e)
+			}
+			return preserves.NewDictionary(es...), nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %s and %s", ErrMerge, show(a), show(b))
+}
+
+func mergeAll(xs, ys []preserves.Value) (preserves.Sequence, error) {
+	out := make(preserves.Sequence, len(xs))
+	for i := range xs {
+		m, err := Merge(xs[i], ys[i])
+		if err != nil {
+			return nil, err
+		}
+		out[i] = m
+	}
+	return out, nil
+}
+
+// MustMerge merges the parts of an intersection for ToValue. A value
+// parsed from Preserves always merges; a hand-built one whose parts
+// disagree is a programming error, so it panics naming the definition.
+func MustMerge(def string, parts ...preserves.Value) preserves.Value {
+	v := parts[0]
+	for _, p := range parts[1:] {
+		m, err := Merge(v, p)
+		if err != nil {
+			panic(fmt.Sprintf("%s.ToValue: %v", def, err))
+		}
+		v = m
+	}
+	return v
+}
+
+// MustBigInt is the integer written in decimal s, for generated literals.
+func MustBigInt(s string) preserves.Value {
+	n, ok := new(big.Int).SetString(s, 10)
+	if !ok {
+		panic("schema: bad integer literal " + s)
+	}
+	return preserves.NewBigInt(n)
+}
