@@ -27,12 +27,18 @@ type Options struct {
 }
 
 // PackageName is the Go package (and directory) of module p: the path
-// joined and lower-cased, unless Options.Packages says otherwise.
+// joined and lower-cased, unless Options.Packages says otherwise. The go
+// tool ignores files of a package named documentation (and main is no
+// library), so those get the suffix "schema".
 func (o Options) PackageName(p ModulePath) string {
 	if n, ok := o.Packages[p.String()]; ok {
 		return n
 	}
-	return strings.ToLower(strings.Join(p, ""))
+	n := strings.ToLower(strings.Join(p, ""))
+	if n == "documentation" || n == "main" {
+		n += "schema"
+	}
+	return n
 }
 
 const runtimeImport = "github.com/syndicate-go/syndicate/preserves/schema"

@@ -1,0 +1,50 @@
+// Package schema reads Preserves Schema (.prs files), checks it, and
+// generates Go code from it; it is also the run-time support that code
+// imports. cmd/preserves-schema-go is its command line.
+//
+// # Pipeline
+//
+// [ReadModule] and [ReadDir] turn the text syntax into the abstract form
+// (a [Module] of [Definition]s and [Pattern]s) following the schema
+// specification's reading rules; [Module.Value] renders it as the
+// metaschema value the reference toolchain writes, and the tests compare
+// it with the reference's compiled bundles for every protocol schema.
+// [Check] resolves references across the [Bundle] and rejects
+// definitions that recurse without consuming input. [Generate] maps each
+// module to a Go package:
+//
+//	alternation of literals      type X uint8 + constants (an enum)
+//	other alternation            sealed interface X + struct XLabel per alternative
+//	record, tuple, dict, &       struct of the bound fields, in source order
+//	literal                      struct{}
+//	reference                    type alias
+//	other simple pattern         defined type (struct{ Value T } for any, int, #:)
+//
+// and every type gets ParseX(preserves.Value) (X, error) and
+// ToValue() preserves.Value. Host types: any → preserves.Value, bool,
+// double → float64, int → *big.Int (any size, as the schema says),
+// string, bytes → []byte, symbol → preserves.Symbol, #:p → any (the
+// embedded payload, whatever embeddedType says), [p ...] and #{p} →
+// []T (a set keeps Preserves order), {k: v ...:...} → map[K]V when K is
+// string, symbol or bool, otherwise []Pair[K, V].
+//
+// # Parsing and errors
+//
+// Generated parsers look through annotations at every depth, accept the
+// extra fields, elements and keys the specification allows, and try
+// alternatives in source order. A failure is a *[ParseError] (class
+// [ErrParse]): the path from the value given to Parse… to the part that
+// is wrong (".label", "[2]", "[key]"), that part's source position when
+// it carries one (values read with preserves.TextOptions.Positions), and
+// for an alternation every alternative's reason; [ParseError.Deepest]
+// picks the one that got furthest. Mistakes in a schema are *[Error]
+// (class [ErrSchema]) with file:line:col.
+//
+// # Deviations
+//
+// ToValue of an intersection merges its parts; hand-built parts that
+// disagree make it panic (a parsed value always merges). include clauses,
+// the old `;` comments and the float atom kind are rejected. Every
+// embedded payload is `any`, so generated packages import only preserves
+// and this package and can sit at any layer.
+package schema
