@@ -3,6 +3,8 @@ package dataspace
 import (
 	"errors"
 	"fmt"
+
+	"github.com/syndicate-go/syndicate/preserves"
 )
 
 // Sentinel errors of the runtime, tested with errors.Is.
@@ -19,6 +21,11 @@ var (
 type PanicError struct {
 	Value any    // the value passed to panic
 	Stack []byte // the panicking goroutine's stack
+	// Event is the assertion or message being delivered when the callback
+	// panicked (nil for a retraction, a sync, or a panic outside event
+	// delivery): the offending value a crash report names. Values a
+	// script asserted carry their source position.
+	Event preserves.Value
 }
 
 func (e *PanicError) Error() string {

@@ -142,18 +142,24 @@ func (t *Turn) work(fn func(t *Turn) error, b *batch) error {
 // guard runs fn, or b's events, or (both nil) the pre-commit queue, and
 // recovers a panic as a *PanicError.
 func (t *Turn) guard(fn func(t *Turn) error, b *batch) (err error) {
+	cur := -1 // the event being dispatched, for the crash report
 	defer func() {
 		if r := recover(); r != nil {
 			if sf, ok := r.(stopFailed); ok {
 				err = sf.err
 				return
 			}
-			err = &PanicError{Value: r, Stack: debug.Stack()}
+			pe := &PanicError{Value: r, Stack: debug.Stack()}
+			if cur >= 0 {
+				pe.Event = b.events[cur].v
+			}
+			err = pe
 		}
 	}()
 	switch {
 	case b != nil:
 		for i := range b.events {
+			cur = i
 			if err := t.dispatch(&b.events[i]); err != nil {
 				return err
 			}

@@ -10,6 +10,16 @@
 // `<run-service NAME>` assertions in env.Config. Services never import each
 // other: they coordinate only through assertions in the config dataspace.
 //
+// # Containment
+//
+// The server runs each built-in service in worker actors of its own under
+// [RunBuiltin] (a [Supervise] supervisor with policy Always), named
+// `<builtin NAME>`; stable capabilities for entities in those actors (the
+// primordial gatekeeper, `$control`) are [NewForwarder]s. A crash is
+// reported by [ReportFailure] with the offending value and its source
+// position and contained in the crashing actor; cmd/syndicate-server's
+// package doc draws the whole actor layout.
+//
 // # Facet ownership
 //
 // An assertion belongs to the facet that was active when it was made, and a

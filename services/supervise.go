@@ -124,7 +124,7 @@ func (s *Supervisor) startWorker(t *dataspace.Turn) {
 // workerExited is the event "the worker actor terminated with err".
 func (s *Supervisor) workerExited(t *dataspace.Turn, err error) {
 	if err != nil {
-		s.Env.Logger.Warn().Str("service", preserves.FormatText(s.Name)).Err(err).Msg("service worker failed")
+		ReportFailure(s.Env.Logger, s.Name, err)
 	}
 	restart, delay := s.m.exit(err != nil, s.Options.Now())
 	s.publish(t)

@@ -11,6 +11,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services"
 )
 
 // A dry run (operator issue) runs every script and service, but the daemon
@@ -118,7 +119,7 @@ func (m *dryRunModel) track(t *dataspace.Turn, cfg *dataspace.Ref, p pattern.Pat
 }
 
 // startDryRun installs the observers and the quiet-period check in the
-// active facet of the top-level actor.
+// active facet (the worker of the built-in `dry-run` service).
 func (s *server) startDryRun(t *dataspace.Turn, cfg *dataspace.Ref, out io.Writer) {
 	m := newDryRunModel()
 	sym := func(s string) preserves.Symbol { return preserves.Symbol(s) }
@@ -129,6 +130,9 @@ func (s *server) startDryRun(t *dataspace.Turn, cfg *dataspace.Ref, out io.Write
 		count(m.running, m.key(c[0]), d)
 	})
 	m.track(t, cfg, pattern.Rec(sym("service-state"), pattern.Capture(), pattern.Capture()), func(c []preserves.Value, d int) {
+		if services.IsBuiltin(c[0]) {
+			return // the server's own services run in a dry run too
+		}
 		count2(m.states, m.key(c[0]), display(c[1]), d)
 	})
 	m.track(t, cfg, pattern.Rec(sym("depends-on"), pattern.Capture(), pattern.Capture()), func(c []preserves.Value, d int) {

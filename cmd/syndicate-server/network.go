@@ -8,39 +8,11 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace/relay"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
-	"github.com/syndicate-go/syndicate/services/gatekeeper"
-	shttp "github.com/syndicate-go/syndicate/services/http"
-	"github.com/syndicate-go/syndicate/services/listener"
-	"github.com/syndicate-go/syndicate/services/resolve"
 )
 
-// bootGatekeeper creates the primordial gatekeeper over the config
-// dataspace (services spec §1.2 step 4.3).
-func (s *server) bootGatekeeper(t *dataspace.Turn, env services.Env) *dataspace.Ref {
-	return gatekeeper.New(t, env.Config, s.log)
-}
-
-// bootNetwork starts the gatekeeper and listener services, asserts the
-// run-service requests of -p and -s (§1.1), and runs the --inferior relay.
-func (s *server) bootNetwork(t *dataspace.Turn, env services.Env) error {
-	if err := gatekeeper.Boot(t, env); err != nil {
-		return err
-	}
-	if err := listener.BootWith(t, env, listener.Options{DryRun: s.opts.dryRun}); err != nil {
-		return err
-	}
-	// The HTTP router and static file services (§8) bind no sockets of
-	// their own: they serve requests arriving on relay listeners.
-	if err := shttp.Boot(t, env); err != nil {
-		return err
-	}
-	// Client-side resolution services run always (services spec §10),
-	// except in a dry run, which must not reach outside the machine either.
-	if s.opts.dryRun {
-		s.log.Info().Msg("dry run: client-side resolution services (connect-transport, resolve-path) are off")
-	} else if err := resolve.Boot(t, env); err != nil {
-		return err
-	}
+// requestListeners asserts the run-service requests of -p and -s (§1.1):
+// relay listeners whose oid 0 is the primordial gatekeeper.
+func (s *server) requestListeners(t *dataspace.Turn, env services.Env) {
 	gk := dataspace.Embed(env.Gatekeeper)
 	for _, port := range s.opts.ports {
 		addr := preserves.Rec("tcp", preserves.String("0.0.0.0"), preserves.Int(int64(port)))
@@ -50,10 +22,6 @@ func (s *server) bootNetwork(t *dataspace.Turn, env services.Env) error {
 		addr := preserves.Rec("unix", preserves.String(path))
 		t.Assert(env.Config, services.RunService(preserves.Rec("relay-listener", addr, gk)))
 	}
-	if s.opts.inferior && !s.opts.dryRun {
-		s.spawnParent(t, env)
-	}
-	return nil
 }
 
 // spawnParent runs the `parent` relay over stdin/stdout with the config

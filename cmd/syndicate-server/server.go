@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/trace"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/script"
@@ -21,11 +22,8 @@ import (
 	"github.com/syndicate-go/syndicate/services"
 	"github.com/syndicate-go/syndicate/services/admin"
 	"github.com/syndicate-go/syndicate/services/config"
-	"github.com/syndicate-go/syndicate/services/control"
 	"github.com/syndicate-go/syndicate/services/daemon"
 	"github.com/syndicate-go/syndicate/services/debt"
-	"github.com/syndicate-go/syndicate/services/logger"
-	"github.com/syndicate-go/syndicate/services/timeline"
 )
 
 // shutdownGrace bounds an orderly shutdown beyond the daemons' own stop
@@ -104,6 +102,10 @@ type server struct {
 	booted   chan struct{}
 	cfg      *dataspace.Ref
 	topFacet dataspace.FacetRef
+
+	// superviseOpts shortens the built-in services' restart delays in
+	// tests; the zero value is the spec's timing.
+	superviseOpts services.SuperviseOptions
 
 	exitOnce sync.Once
 	exitCode chan int // receives the requested status once
@@ -199,41 +201,39 @@ func runServer(o *options, stdout, stderr io.Writer) int {
 }
 
 // boot is the top-level actor's first turn (services spec §1.2 step 4).
+//
+// The top-level actor holds only what must outlive every service: the
+// primordial dataspaces, the stable capabilities of the primordial
+// gatekeeper and `$control` (forwarders to the actors that implement
+// them), the supervisors of the built-in services and the run-service
+// requests of the command line. Every built-in service runs in worker
+// actors of its own (see builtins), so nothing a script or a peer sends
+// is handled here, and a crash in one service is contained in its actor.
 func (s *server) boot(t *dataspace.Turn) error {
 	o := s.opts
 	cfg := t.Create(dataspace.NewDataspace())
 	logds := t.Create(dataspace.NewDataspace())
 	s.cfg, s.topFacet = cfg, t.FacetRef()
 	env := services.Env{Config: cfg, Log: logds, Logger: s.log}
-	env.Gatekeeper = s.bootGatekeeper(t, env)
+	var wiring primordial
+	env.Gatekeeper, wiring.gatekeeper = services.NewForwarder(t)
 	if o.control {
-		env.Control = t.Create(&control.Entity{Log: s.log, Exit: s.requestExit})
+		env.Control, wiring.control = services.NewForwarder(t)
 	}
+	bs := s.builtins(wiring)
+	for _, b := range bs {
+		services.RunBuiltin(t, env, b.name, b.boot, s.superviseOpts)
+	}
+	s.announceWhenReady(t, cfg, len(bs))
 
-	bootDaemons := func(t *dataspace.Turn, env services.Env) error {
-		_, err := daemon.BootWith(t, env, daemon.Options{DryRun: o.dryRun})
-		return err
-	}
-	for _, boot := range []func(*dataspace.Turn, services.Env) error{
-		services.Boot, bootDaemons, config.Boot, logger.Boot, debt.Boot, timeline.Boot,
-	} {
-		if err := boot(t, env); err != nil {
-			return err
-		}
-	}
 	// §1.1: the debt reporter first, then ports, sockets, configs.
 	if o.debtReporter {
 		t.Assert(cfg, services.RunService(debt.ServiceName(1.0)))
 	}
-	if err := s.bootNetwork(t, env); err != nil {
-		return err
+	s.requestListeners(t, env)
+	if o.inferior && !o.dryRun {
+		s.spawnParent(t, env)
 	}
-	if o.dryRun {
-		s.startDryRun(t, cfg, s.stdout)
-	} else if err := s.bootAdmin(t, env); err != nil {
-		return err
-	}
-
 	for _, path := range o.configs {
 		name := preserves.Rec("config-watcher", preserves.String(path), primordialEnv(env))
 		t.Assert(cfg, services.RunService(name))
@@ -244,8 +244,24 @@ func (s *server) boot(t *dataspace.Turn) error {
 		close(s.booted)
 		return nil
 	})
-	s.log.Info().Int("pid", os.Getpid()).Strs("config", o.configs).Msg("server running")
 	return nil
+}
+
+// announceWhenReady logs "server running" once every built-in service has
+// booted for the first time (so the admin socket and the services are
+// there when the line appears).
+func (s *server) announceWhenReady(t *dataspace.Turn, cfg *dataspace.Ref, n int) {
+	seen := make(map[string]bool)
+	announced := false
+	p := pattern.Rec(services.LabelServiceState, pattern.Rec(services.LabelBuiltin, pattern.Capture()), pattern.MustLift(services.StateReady))
+	t.During(cfg, p, func(t *dataspace.Turn, caps []preserves.Value) error {
+		seen[preserves.FormatText(caps[0])] = true
+		if len(seen) == n && !announced {
+			announced = true
+			s.log.Info().Int("pid", os.Getpid()).Strs("config", s.opts.configs).Msg("server running")
+		}
+		return nil
+	})
 }
 
 // primordialEnv is the environment dictionary of services spec §1.3.
@@ -279,20 +295,19 @@ func printBanner(w io.Writer) {
 
 // bootAdmin opens the admin socket (operator issue): a Unix socket, mode
 // 0600, whose oid 0 is the config dataspace, for the `syndicate` client. An
-// explicitly named path that cannot be used is fatal; the default path is
-// best-effort (the server still runs without it).
+// explicitly named path that cannot be used ends the server; the default
+// path is best-effort (the server still runs without it).
 func (s *server) bootAdmin(t *dataspace.Turn, env services.Env) error {
 	o := s.opts
-	if o.adminSocket == "-" {
-		return nil
-	}
 	path := o.adminSocket
 	if path == "" {
 		path = admin.DefaultPath()
 	}
 	if err := admin.Listen(t, env, path); err != nil {
 		if o.adminSocket != "" {
-			return fmt.Errorf("admin socket: %w", err)
+			s.log.Error().Err(err).Str("path", path).Msg("admin socket")
+			s.requestExit(1)
+			return nil
 		}
 		s.log.Warn().Err(err).Str("path", path).Msg("admin socket not available")
 		return nil

@@ -71,8 +71,9 @@ func Boot(t *dataspace.Turn, env services.Env) error {
 		}
 		log := env.Logger.With().Str("service", preserves.FormatText(name)).Logger()
 		sys := t.Actor().System()
-		t.SpawnLink(preserves.FormatText(preserves.NewRecord(symWorker, name)), func(t *dataspace.Turn) error {
-			t.Assert(env.Config, services.ServiceState(name, services.StateStarted))
+		// Supervised (§2.3, policy Always): a crashing reporter is
+		// reported `failed` and restarted.
+		services.Supervise(t, env, name, services.Always, preserves.FormatText(preserves.NewRecord(symWorker, name)), func(t *dataspace.Turn, _ *dataspace.Ref) error {
 			t.Assert(env.Config, services.ServiceState(name, services.StateReady))
 			r := &reporter{sys: sys, log: log}
 			t.Every(period, func(*dataspace.Turn) error {
@@ -80,7 +81,7 @@ func Boot(t *dataspace.Turn, env services.Env) error {
 				return nil
 			})
 			return nil
-		})
+		}, services.SuperviseOptions{})
 		return nil
 	})
 	return nil

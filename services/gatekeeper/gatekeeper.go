@@ -396,13 +396,15 @@ func Boot(t *dataspace.Turn, env services.Env) error {
 			return nil
 		}
 		log := env.Logger.With().Str("service", preserves.FormatText(name)).Logger()
-		t.SpawnLink(preserves.FormatText(preserves.NewRecord(symGatekeeper, name)), func(t *dataspace.Turn) error {
+		// Supervised (§2.3, policy Always): a crashing gatekeeper is
+		// reported `failed` and restarted (with a new service object).
+		services.Supervise(t, env, name, services.Always, preserves.FormatText(preserves.NewRecord(symGatekeeper, name)), func(t *dataspace.Turn, _ *dataspace.Ref) error {
+			t.PreventInertCheck()
 			gk := New(t, bs, log)
 			t.Assert(env.Config, preserves.NewRecord(services.LabelServiceObject, name, dataspace.Embed(gk)))
-			t.Assert(env.Config, services.ServiceState(name, services.StateStarted))
 			t.Assert(env.Config, services.ServiceState(name, services.StateReady))
 			return nil
-		})
+		}, services.SuperviseOptions{})
 		return nil
 	})
 	return nil

@@ -109,12 +109,13 @@ func bootRouter(t *dataspace.Turn, env services.Env) {
 			t.Assert(env.Config, services.ServiceState(name, services.StateFailed))
 			return nil
 		}
-		t.SpawnLink(preserves.FormatText(preserves.NewRecord(symRouterWorker, name)), func(t *dataspace.Turn) error {
-			t.Assert(env.Config, services.ServiceState(name, services.StateStarted))
+		// Supervised (§2.3, policy Always): a crashing router is
+		// reported `failed` and restarted.
+		services.Supervise(t, env, name, services.Always, preserves.FormatText(preserves.NewRecord(symRouterWorker, name)), func(t *dataspace.Turn, _ *dataspace.Ref) error {
 			t.Assert(env.Config, services.ServiceState(name, services.StateReady))
 			newRouter(t, httpd, log)
 			return nil
-		})
+		}, services.SuperviseOptions{})
 		return nil
 	})
 }

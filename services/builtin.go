@@ -1,0 +1,166 @@
+package services
+
+import (
+	"errors"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/rs/zerolog"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/preserves"
+)
+
+// LabelBuiltin labels the service names of the server's built-in services:
+// `<builtin gatekeeper>`, `<builtin daemons>`, … (see [RunBuiltin]).
+const LabelBuiltin = preserves.Symbol("builtin")
+
+// BuiltinName returns `<builtin name>`.
+func BuiltinName(name string) preserves.Value {
+	return preserves.NewRecord(LabelBuiltin, preserves.Symbol(name))
+}
+
+// IsBuiltin reports whether v is a `<builtin NAME>` service name.
+func IsBuiltin(v preserves.Value) bool {
+	r, ok := preserves.Unwrap(v).(*preserves.Record)
+	return ok && preserves.Unwrap(r.Label) == LabelBuiltin
+}
+
+// RunBuiltin runs one built-in service (the gatekeeper, the daemon
+// supervisors, the config watchers, …) in a worker actor of its own, named
+// name, under a supervisor with policy Always living in the active facet
+// (services spec §2.3). The worker runs boot, then asserts
+// `<service-state <builtin name> ready>`; the supervisor reports `started`,
+// `failed` and `complete`. When the worker crashes (a panic, or an error
+// from any of its turns) the failure is logged by [ReportFailure], the
+// state becomes `failed`, and a fresh worker boots after the usual delay:
+// everything the old one asserted is gone, and the assertions it observed
+// are replayed to the new one.
+//
+// boot must create everything outside values reach in the worker actor,
+// so that nothing from a script or a peer is handled by the caller.
+func RunBuiltin(t *dataspace.Turn, env Env, name string, boot func(t *dataspace.Turn, env Env) error, opts SuperviseOptions) {
+	sn := BuiltinName(name)
+	Supervise(t, env, sn, Always, name, func(t *dataspace.Turn, _ *dataspace.Ref) error {
+		if err := boot(t, env); err != nil {
+			return err
+		}
+		// A built-in service runs until the server stops, even while it
+		// has nothing to watch.
+		t.PreventInertCheck()
+		t.Assert(env.Config, ServiceState(sn, StateReady))
+		return nil
+	}, opts)
+}
+
+// ReportFailure logs the failure of service name's worker at error level:
+// the error, and for a crash the offending value (the assertion or message
+// being delivered, abbreviated), the first source position found in it
+// (`file:line:col`, when a script asserted it), and the Go frame that
+// panicked. The full stack goes to debug level.
+func ReportFailure(log zerolog.Logger, name preserves.Value, err error) {
+	ev := log.Error().Str("service", abbreviate(preserves.FormatText(preserves.Strip(name)))).Err(err)
+	var pe *dataspace.PanicError
+	if errors.As(err, &pe) {
+		if pe.Event != nil {
+			ev = ev.Str("value", abbreviate(preserves.FormatText(preserves.Strip(pe.Event))))
+			if pos, ok := FindPos(pe.Event); ok {
+				ev = ev.Str("pos", pos.String())
+			}
+		}
+		if frame := panicFrame(pe.Stack); frame != "" {
+			ev = ev.Str("at", frame)
+		}
+		log.Debug().Str("service", preserves.FormatText(preserves.Strip(name))).Bytes("stack", pe.Stack).Msg("service worker stack")
+	}
+	ev.Msg("service worker failed")
+}
+
+// maxReported bounds the text of a value in a log record: a hostile value
+// may be megabytes long.
+const maxReported = 512
+
+func abbreviate(s string) string {
+	if len(s) <= maxReported {
+		return s
+	}
+	cut := maxReported
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// FindPos returns the first source position carried by v or by a value
+// inside it (depth first, a bounded number of nodes): scripts annotate
+// what they assert with the position of the template.
+func FindPos(v preserves.Value) (preserves.Pos, bool) {
+	budget := 1024
+	var walk func(v preserves.Value) (preserves.Pos, bool)
+	walk = func(v preserves.Value) (preserves.Pos, bool) {
+		if budget <= 0 || v == nil {
+			return preserves.Pos{}, false
+		}
+		budget--
+		if p := preserves.PosOf(v); p.IsValid() {
+			return p, true
+		}
+		switch x := preserves.Unwrap(v).(type) {
+		case *preserves.Record:
+			if p, ok := walk(x.Label); ok {
+				return p, true
+			}
+			for _, f := range x.Fields {
+				if p, ok := walk(f); ok {
+					return p, true
+				}
+			}
+		case preserves.Sequence:
+			for _, f := range x {
+				if p, ok := walk(f); ok {
+					return p, true
+				}
+			}
+		case *preserves.Dictionary:
+			for _, e := range x.Entries() {
+				if p, ok := walk(e.Key); ok {
+					return p, true
+				}
+				if p, ok := walk(e.Value); ok {
+					return p, true
+				}
+			}
+		case *preserves.Set:
+			for _, e := range x.Elems() {
+				if p, ok := walk(e); ok {
+					return p, true
+				}
+			}
+		}
+		return preserves.Pos{}, false
+	}
+	return walk(v)
+}
+
+// panicFrame picks the first frame of a panicking goroutine's stack below
+// the runtime's panic machinery: the Go file:line that panicked.
+func panicFrame(stack []byte) string {
+	lines := strings.Split(string(stack), "\n")
+	seenPanic := false
+	for i := 0; i+1 < len(lines); i++ {
+		fn := lines[i]
+		if strings.HasPrefix(fn, "panic(") || strings.HasPrefix(fn, "runtime.gopanic") || strings.HasPrefix(fn, "runtime.panic") {
+			seenPanic = true
+			continue
+		}
+		if !seenPanic || strings.HasPrefix(fn, "\t") || strings.HasPrefix(fn, "runtime.") {
+			continue
+		}
+		loc := strings.TrimSpace(lines[i+1])
+		if j := strings.LastIndex(loc, " +0x"); j >= 0 {
+			loc = loc[:j]
+		}
+		return loc
+	}
+	return ""
+}
