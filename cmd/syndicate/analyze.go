@@ -1,0 +1,443 @@
+package main
+
+// analyze: boot analysis in the manner of systemd-analyze, from what the
+// server records (services/timeline):
+//
+//	<history-origin "TS">                        time zero (the server's boot)
+//	<service-history NAME [CHANGE …] DROPPED>    every state change of NAME
+//	<depends-on NAME <service-state DEP S>>      the dependency graph
+//
+// Each service is described by its first start since the server booted:
+// when it was requested (`require-service`), when its dependencies let it
+// run (`run-service`), and when it first became up (`ready`, or `complete`
+// for a one-shot). The analysis itself works on plain data (bootData), so
+// it is tested without a server; analyze_svg.go draws it.
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services"
+	"github.com/syndicate-go/syndicate/services/timeline"
+)
+
+// unit is one service's first start.
+type unit struct {
+	Key  string // the name as Preserves text (identity)
+	Name string // the name for people (shortName)
+	// Requested, Run, Up and Failed are the first times the service was
+	// required, allowed to run, ready or complete, and failed; zero if
+	// never.
+	Requested, Run, Up, Failed time.Time
+	First                      time.Time // the first recorded change
+	UpState                    string    // "ready" or "complete", when Up is set
+	State                      string    // the state now (see currentState)
+	Deps                       []dep
+	Dropped                    int // changes the server left out of the history
+}
+
+// dep is one `depends-on` edge: the service waits for Key to be in Awaits.
+type dep struct {
+	Key, Awaits string
+}
+
+// bootData is everything analyze knows.
+type bootData struct {
+	Origin time.Time
+	Now    time.Time // when the data was taken
+	Units  map[string]*unit
+}
+
+// start is when the service's own start began: when it could run, or
+// when it was requested if it never ran, or its first change for a
+// service whose states were asserted without either.
+func (u *unit) start() time.Time {
+	switch {
+	case !u.Run.IsZero():
+		return u.Run
+	case !u.Requested.IsZero():
+		return u.Requested
+	}
+	return u.First
+}
+
+// requested is when the service was first wanted (its start if it was
+// run without a requirement).
+func (u *unit) requested() time.Time {
+	if !u.Requested.IsZero() {
+		return u.Requested
+	}
+	return u.start()
+}
+
+// end is where its bar ends: up, failed, or still going at now.
+func (u *unit) end(now time.Time) time.Time {
+	switch {
+	case !u.Up.IsZero():
+		return u.Up
+	case !u.Failed.IsZero():
+		return u.Failed
+	}
+	return now
+}
+
+// unitOf derives a unit from a service's recorded changes.
+func unitOf(name preserves.Value, changes []timeline.Change, dropped int) *unit {
+	u := &unit{Key: preserves.FormatText(name), Name: shortName(name), Dropped: dropped}
+	live := map[string]bool{}
+	for _, c := range changes {
+		setFirst(&u.First, c.Time)
+		text := preserves.FormatText(c.Fact)
+		if c.Asserted {
+			live[text] = true
+		} else {
+			delete(live, text)
+		}
+		if !c.Asserted {
+			continue
+		}
+		switch {
+		case preserves.Equal(c.Fact, timeline.FactRequire):
+			setFirst(&u.Requested, c.Time)
+		case preserves.Equal(c.Fact, timeline.FactRun):
+			setFirst(&u.Run, c.Time)
+		default:
+			s, ok := timeline.StateOf(c.Fact)
+			if !ok {
+				continue
+			}
+			switch {
+			case preserves.Equal(s, services.StateReady), preserves.Equal(s, services.StateComplete):
+				if u.Up.IsZero() && (u.Run.IsZero() || !c.Time.Before(u.Run)) {
+					u.Up, u.UpState = c.Time, preserves.FormatText(s)
+				}
+			case preserves.Equal(s, services.StateFailed):
+				setFirst(&u.Failed, c.Time)
+			}
+		}
+	}
+	u.State = currentState(live)
+	return u
+}
+
+func setFirst(t *time.Time, at time.Time) {
+	if t.IsZero() {
+		*t = at
+	}
+}
+
+// currentState summarises the facts a service holds now.
+func currentState(live map[string]bool) string {
+	st := func(s preserves.Symbol) bool {
+		return live[preserves.FormatText(preserves.NewRecord(services.LabelServiceState, s))]
+	}
+	switch {
+	case st(services.StateFailed):
+		return "failed"
+	case st(services.StateReady):
+		return "ready"
+	case st(services.StateComplete):
+		return "complete"
+	case st(services.StateStarted):
+		return "started"
+	case live[string(timeline.FactRun)]:
+		return "starting"
+	case live[string(timeline.FactRequire)]:
+		return "waiting"
+	}
+	return "stopped"
+}
+
+// addDep records `<depends-on NAME DEPENDEE>`; dependees without a history
+// get a unit of their own, so the graph shows them.
+func (b *bootData) addDep(name, dependee preserves.Value) {
+	r, ok := preserves.Unwrap(dependee).(*preserves.Record)
+	if !ok || !preserves.Equal(r.Label, services.LabelServiceState) || len(r.Fields) != 2 {
+		return
+	}
+	from, to := b.unitFor(name), b.unitFor(r.Fields[0])
+	d := dep{Key: to.Key, Awaits: preserves.FormatText(r.Fields[1])}
+	if !slices.Contains(from.Deps, d) {
+		from.Deps = append(from.Deps, d)
+	}
+}
+
+func (b *bootData) unitFor(name preserves.Value) *unit {
+	name = preserves.Strip(name)
+	key := preserves.FormatText(name)
+	if u := b.Units[key]; u != nil {
+		return u
+	}
+	u := &unit{Key: key, Name: shortName(name), State: "unknown"}
+	b.Units[key] = u
+	return u
+}
+
+// sorted returns the units in order of their start, then name.
+func (b *bootData) sorted() []*unit {
+	var us []*unit
+	for _, u := range b.Units {
+		us = append(us, u)
+	}
+	slices.SortFunc(us, func(a, c *unit) int {
+		sa, sc := a.start(), c.start()
+		switch {
+		case sa.IsZero() && !sc.IsZero():
+			return 1
+		case !sa.IsZero() && sc.IsZero():
+			return -1
+		case !sa.Equal(sc):
+			return sa.Compare(sc)
+		}
+		return strings.Compare(a.Key, c.Key)
+	})
+	return us
+}
+
+// since renders t relative to the origin.
+func (b *bootData) since(t time.Time) time.Duration { return t.Sub(b.Origin) }
+
+// fmtDur renders a duration the way systemd-analyze does: ms below a
+// second, seconds with three decimals above.
+func fmtDur(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "-" + fmtDur(-d)
+	case d < time.Millisecond:
+		return fmt.Sprintf("%dµs", d.Microseconds())
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.3fs", d.Seconds())
+	}
+	return d.Truncate(time.Millisecond).String()
+}
+
+// writeBlame prints every service's time from request to up, slowest
+// first; services never up follow, with their state.
+func writeBlame(w io.Writer, b *bootData) {
+	var up, rest []*unit
+	for _, u := range b.Units {
+		if !u.Up.IsZero() && !u.requested().IsZero() {
+			up = append(up, u)
+		} else if !u.requested().IsZero() {
+			rest = append(rest, u)
+		}
+	}
+	slices.SortFunc(up, func(a, c *unit) int {
+		da, dc := a.Up.Sub(a.requested()), c.Up.Sub(c.requested())
+		if da != dc {
+			return cmp.Compare(dc, da)
+		}
+		return strings.Compare(a.Key, c.Key)
+	})
+	slices.SortFunc(rest, func(a, c *unit) int { return strings.Compare(a.Key, c.Key) })
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "REQUEST→UP\tRUN→UP\t\tSERVICE\t")
+	for _, u := range up {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", fmtDur(u.Up.Sub(u.requested())), fmtDur(u.Up.Sub(u.start())), u.UpState, u.Name)
+	}
+	for _, u := range rest {
+		what := "not up"
+		if !u.Failed.IsZero() {
+			what = "failed after " + fmtDur(u.Failed.Sub(u.requested()))
+		}
+		fmt.Fprintf(tw, "%s\t-\t%s\t%s\t\n", what, u.State, u.Name)
+	}
+	tw.Flush()
+}
+
+// link is one step of a critical chain.
+type link struct {
+	u     *unit
+	depth int
+}
+
+// criticalChain follows, from target, the dependency that became up last
+// before the service could run: the one that set its start time.
+func criticalChain(b *bootData, target *unit) []link {
+	var out []link
+	seen := map[string]bool{}
+	for u, depth := target, 0; u != nil && !seen[u.Key]; depth++ {
+		seen[u.Key] = true
+		out = append(out, link{u: u, depth: depth})
+		var gate *unit
+		for _, d := range u.Deps {
+			du := b.Units[d.Key]
+			if du == nil || du.Up.IsZero() {
+				continue
+			}
+			// A dependee up after this service ran did not hold it up.
+			if !u.Run.IsZero() && du.Up.After(u.Run) {
+				continue
+			}
+			if gate == nil || du.Up.After(gate.Up) {
+				gate = du
+			}
+		}
+		u = gate
+	}
+	return out
+}
+
+// lastUp is the service that became up last: the default target of
+// critical-chain.
+func lastUp(b *bootData) *unit {
+	var last *unit
+	for _, u := range b.sorted() {
+		if !u.Up.IsZero() && (last == nil || u.Up.After(last.Up)) {
+			last = u
+		}
+	}
+	return last
+}
+
+func writeChain(w io.Writer, b *bootData, chain []link) {
+	fmt.Fprintln(w, `The time when a service became up (ready or complete) is printed after "@",`)
+	fmt.Fprintln(w, `the time it took from being allowed to run to being up after "+".`)
+	fmt.Fprintln(w)
+	for _, l := range chain {
+		u := l.u
+		prefix := ""
+		if l.depth > 0 {
+			prefix = strings.Repeat("  ", l.depth-1) + "└─"
+		}
+		switch {
+		case u.Up.IsZero():
+			fmt.Fprintf(w, "%s%s (%s)\n", prefix, u.Name, u.State)
+		case u.Run.IsZero() || u.Up.Sub(u.Run) <= 0:
+			fmt.Fprintf(w, "%s%s @%s\n", prefix, u.Name, fmtDur(b.since(u.Up)))
+		default:
+			fmt.Fprintf(w, "%s%s @%s +%s\n", prefix, u.Name, fmtDur(b.since(u.Up)), fmtDur(u.Up.Sub(u.Run)))
+		}
+	}
+}
+
+// fetchBoot reads the histories and dependencies from the server.
+func fetchBoot(ctx context.Context, cl *cli) (*bootData, error) {
+	s, err := cl.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
+	b := &bootData{Units: map[string]*unit{}}
+	var origins, deps [][]preserves.Value
+	var hists []preserves.Value
+	synced := make(chan struct{})
+	_, err = s.spawn("analyze", func(t *dataspace.Turn) error {
+		d := pattern.Discard{}
+		capt := pattern.Bind{Pattern: d}
+		subscribe(t, s.cfg, pattern.Rec(timeline.LabelHistoryOrigin, d), &observer{onAssert: func(_ *dataspace.Turn, c []preserves.Value) {
+			origins = append(origins, c)
+		}})
+		subscribe(t, s.cfg, pattern.Rec(timeline.LabelServiceHistory, d, d, d), &observer{onAssert: func(_ *dataspace.Turn, c []preserves.Value) {
+			hists = append(hists, c[0])
+		}})
+		subscribe(t, s.cfg, pattern.Rec(services.LabelDependsOn, capt, capt), &observer{onAssert: func(_ *dataspace.Turn, c []preserves.Value) {
+			deps = append(deps, c)
+		}})
+		t.Sync(s.cfg, func(*dataspace.Turn) error { close(synced); return nil })
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	tctx, cancel := context.WithTimeout(ctx, cl.conn.timeout)
+	defer cancel()
+	if err := s.wait(tctx, synced); err != nil {
+		if ctx.Err() == nil && tctx.Err() != nil {
+			return nil, fmt.Errorf("no answer from %s within %v", s.what, cl.conn.timeout)
+		}
+		return nil, err
+	}
+	b.Now = time.Now()
+	// The observers ran in the session's actor, before the sync's answer.
+	for _, o := range origins {
+		if t, ok := timeline.ParseOrigin(o[0]); ok {
+			b.Origin = t
+		}
+	}
+	if b.Origin.IsZero() {
+		return nil, fmt.Errorf("%s keeps no service history (no <history-origin …>): is it a syndicate-go server?", s.what)
+	}
+	for _, h := range hists {
+		if name, changes, dropped, ok := timeline.ParseHistory(h); ok {
+			u := unitOf(name, changes, dropped)
+			if old := b.Units[u.Key]; old != nil {
+				u.Deps = old.Deps
+			}
+			b.Units[u.Key] = u
+		}
+	}
+	for _, d := range deps {
+		b.addDep(d[1], d[2])
+	}
+	return b, nil
+}
+
+func runAnalyze(ctx context.Context, cl *cli, args []string) error {
+	if len(args) == 0 {
+		return usagef("analyze needs a subcommand: blame, critical-chain [SERVICE], plot or graph [--svg]")
+	}
+	sub, args := args[0], args[1:]
+	fs := cl.flagSet("analyze "+sub, true)
+	svg := false
+	if sub == "graph" {
+		fs.BoolVar(&svg, "svg", false, "draw the graph as SVG instead of writing DOT")
+	}
+	switch sub {
+	case "blame", "critical-chain", "plot", "graph":
+	default:
+		return usagef("analyze: unknown subcommand %q (blame, critical-chain, plot, graph)", sub)
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 && sub != "critical-chain" || fs.NArg() > 1 {
+		return usagef("analyze %s: unexpected argument %q", sub, fs.Arg(fs.NArg()-1))
+	}
+	var target preserves.Value
+	if fs.NArg() == 1 {
+		v, err := preserves.ParseText(fs.Arg(0))
+		if err != nil {
+			return usagef("analyze critical-chain: SERVICE must be a service name in Preserves text, such as '<daemon db>': %v", err)
+		}
+		target = v
+	}
+	b, err := fetchBoot(ctx, cl)
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "blame":
+		writeBlame(cl.stdout, b)
+	case "critical-chain":
+		var u *unit
+		if target != nil {
+			if u = b.Units[preserves.FormatText(preserves.Strip(target))]; u == nil {
+				return fmt.Errorf("analyze critical-chain: no history of %s", preserves.FormatText(target))
+			}
+		} else if u = lastUp(b); u == nil {
+			return fmt.Errorf("analyze critical-chain: no service has become ready yet")
+		}
+		writeChain(cl.stdout, b, criticalChain(b, u))
+	case "plot":
+		_, err = io.WriteString(cl.stdout, plotSVG(b))
+	case "graph":
+		if svg {
+			_, err = io.WriteString(cl.stdout, graphSVG(b))
+		} else {
+			_, err = io.WriteString(cl.stdout, graphDOT(b))
+		}
+	}
+	return err
+}
