@@ -63,6 +63,9 @@ type Supervisor struct {
 	degrade *dataspace.Ref
 	handle  dataspace.Handle // the one <service-state Name S> assertion
 	shown   preserves.Symbol // S of handle
+	since   time.Time        // when shown was first reported
+	failure string           // the last worker error, while it is the cause
+	info    InfoPublisher
 }
 
 // Supervise runs a supervisor for service name in the active facet; it is
@@ -123,8 +126,10 @@ func (s *Supervisor) startWorker(t *dataspace.Turn) {
 
 // workerExited is the event "the worker actor terminated with err".
 func (s *Supervisor) workerExited(t *dataspace.Turn, err error) {
+	s.failure = ""
 	if err != nil {
 		ReportFailure(s.Env.Logger, s.Name, err)
+		s.failure = err.Error()
 	}
 	restart, delay := s.m.exit(err != nil, s.Options.Now())
 	s.publish(t)
@@ -145,11 +150,16 @@ func (s *Supervisor) degradeChanged(t *dataspace.Turn, d int) {
 // or its degrade entity.
 func (s *Supervisor) publish(t *dataspace.Turn) {
 	st := s.m.state()
-	if st == s.shown && s.handle != 0 {
-		return
+	if st != s.shown || s.handle == 0 {
+		s.shown = st
+		s.since = s.Options.Now()
+		t.Update(&s.handle, s.Env.Config, ServiceState(s.Name, st))
 	}
-	s.shown = st
-	t.Update(&s.handle, s.Env.Config, ServiceState(s.Name, st))
+	i := Info{Since: s.since, Restarts: s.m.starts - 1, Recent: s.m.recent()}
+	if st == StateFailed && s.failure != "" {
+		i.Reasons = []string{"worker failed: " + s.failure}
+	}
+	s.info.Publish(t, s.Env.Config, s.Name, i)
 }
 
 type degradeEntity struct {
@@ -176,10 +186,20 @@ type supervision struct {
 	base     preserves.Symbol // started, failed or complete
 	degraded int              // assertions held at the degrade capability
 	terms    []time.Time      // worker terminations inside the window
+	starts   int              // workers started
 }
 
 // start: a worker is (re)started.
-func (m *supervision) start() { m.base = StateStarted }
+func (m *supervision) start() { m.base = StateStarted; m.starts++ }
+
+// recent counts the restarts that followed a termination inside the
+// window, as of the last termination.
+func (m *supervision) recent() int {
+	if len(m.terms) > 0 && m.starts > 1 {
+		return len(m.terms) - 1
+	}
+	return 0
+}
 
 // exit: the worker terminated at time at, failed or not. It returns
 // whether the worker is restarted, and after which delay.
@@ -190,6 +210,7 @@ func (m *supervision) exit(failed bool, at time.Time) (restart bool, delay time.
 		m.base = StateComplete
 	}
 	if m.policy == OnErrorOnly && !failed {
+		m.terms = nil
 		return false, 0
 	}
 	m.terms, delay = nextDelay(m.terms, at, m.opts)

@@ -50,6 +50,7 @@ type Service struct {
 	now    func() time.Time
 	sup    services.SuperviseOptions
 	dryRun bool
+	out    dataspace.FacetRef // the service's boot facet: daemon output is logged from here
 }
 
 // BootWith is Boot with options. Every process runs in a linked task of
@@ -68,6 +69,7 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) (*Service, erro
 	if s.sup.Now == nil {
 		s.sup.Now = s.now
 	}
+	s.out = t.FacetRef()
 	p := pattern.Rec(services.LabelRunService, pattern.Bind{Pattern: pattern.Rec(labelDaemon)})
 	t.During(env.Config, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 		runDaemon(t, s, env, caps[0])

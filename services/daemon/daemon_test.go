@@ -305,11 +305,12 @@ func TestScenario46TwoSpecsTwoProcesses(t *testing.T) {
 
 func TestScenario46ReadyOnlyWhenBothSpawned(t *testing.T) {
 	h, _ := bootDaemons(t, Options{})
-	// The second spec cannot spawn, so the daemon is never ready.
+	// The second spec cannot spawn, so the daemon is never ready: it is
+	// failed, in a state of its own (cannot-start), with the cause.
 	require(h, "d", pv(t, `"exec sleep 100"`), pv(t, `["/nonexistent"]`))
 	h.waitOutput("d", 0)
-	h.waitHas(state("d", services.StateStarted), true)
-	eventually(t, 10*time.Second, func() bool { return h.warns.Has("process exited", "/nonexistent") }, "spawn failure logged")
+	h.waitHas(state("d", services.StateFailed), true)
+	eventually(t, 10*time.Second, func() bool { return h.warns.Has("cannot start process", "/nonexistent") }, "spawn failure logged")
 	h.settle()
 	if h.everHad(state("d", services.StateReady)) {
 		t.Error("ready with one of two processes unable to spawn")
@@ -341,17 +342,23 @@ func TestScenario47UnrequireKillsAndWithdrawsStates(t *testing.T) {
 	}
 }
 
-func TestScenario48SpawnErrorRetriedEverySecond(t *testing.T) {
+// Go deviation (operator issue): a spawn failure is retried after 1 s,
+// then 2 s, 4 s… up to MaxSpawnDelay, instead of every second.
+func TestSpawnErrorBacksOff(t *testing.T) {
 	h, clock := bootDaemons(t, Options{})
 	require(h, "d", pv(t, `["/nonexistent"]`))
-	eventually(t, 10*time.Second, func() bool { return len(clock.got()) >= 2 }, "two retries")
-	for _, d := range clock.got() {
-		if d != DelayAfterError {
-			t.Errorf("retry delay %v", d)
+	eventually(t, 10*time.Second, func() bool { return len(clock.got()) >= 3 }, "three retries")
+	want := []time.Duration{DelayAfterError, 2 * DelayAfterError, 4 * DelayAfterError}
+	for i, d := range clock.got()[:3] {
+		if d != want[i] {
+			t.Errorf("retry %d after %v, want %v", i+1, d, want[i])
 		}
 	}
-	if !h.warns.Has("process exited", "no such file or directory") {
+	if !h.warns.Has("cannot start process", "program not found: /nonexistent") {
 		t.Errorf("spawn error not logged: %q", h.warns.Lines())
+	}
+	if spawnDelay(20, 0) != MaxSpawnDelay {
+		t.Errorf("delay not capped: %v", spawnDelay(20, 0))
 	}
 }
 

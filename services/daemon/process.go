@@ -223,7 +223,7 @@ func runProcess(ctx context.Context, s *Spec, h procHooks, now func() time.Time,
 		if inW != nil {
 			inW.Close()
 		}
-		return Exit{SpawnErr: err}
+		return Exit{SpawnErr: spawnCause(s, err)}
 	}
 	pid := cmd.Process.Pid
 

@@ -158,6 +158,7 @@ func (r *Runner) Run(ctx context.Context, s *Spec, ev Events) Outcome {
 	var cleanups sync.WaitGroup
 	defer cleanups.Wait()
 	lim := limiter{l: s.Limits}
+	spawnFailures := 0 // consecutive
 	for {
 		began := r.clock.Now()
 		exit := r.run(ctx, s, ev.hooks(), &cleanups)
@@ -165,6 +166,12 @@ func (r *Runner) Run(ctx context.Context, s *Spec, ev Events) Outcome {
 			return Stopped
 		}
 		next := lim.next(Decide(s.Restart, exit), began, r.clock.Now())
+		if exit.SpawnErr != nil && next.Action == ActRestart {
+			spawnFailures++
+			next.Delay = spawnDelay(spawnFailures, next.Delay)
+		} else {
+			spawnFailures = 0
+		}
 		if ev.Exited != nil {
 			ev.Exited(exit, next)
 		}

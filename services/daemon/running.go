@@ -38,28 +38,6 @@ func ProcessStatus(name preserves.Value, pid, restarts int, since time.Time) pre
 	))
 }
 
-// startCounter counts the starts of each spec of one daemon for as long as
-// the daemon is wanted (its `run-service` facet), across worker crashes
-// and restart-service, so that `restarts` keeps rising for a daemon in a
-// crash loop whichever way it is restarted. It is shared by the run-service
-// facet and the worker actors it supervises, hence the mutex.
-type startCounter struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func newStartCounter() *startCounter { return &startCounter{n: map[string]int{}} }
-
-// next records a start of the spec keyed key and returns how many starts
-// preceded it.
-func (c *startCounter) next(key string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := c.n[key]
-	c.n[key] = n + 1
-	return n
-}
-
 // specKey identifies a spec independently of annotations (positions).
 func specKey(raw preserves.Value) string {
 	return preserves.FormatText(preserves.Strip(raw))

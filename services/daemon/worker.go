@@ -34,7 +34,7 @@ type daemonRun struct {
 	name   preserves.Value // plain (stripped) <daemon ID>
 	id     preserves.Value
 	log    zerolog.Logger
-	starts *startCounter
+	hist   *history
 	sup    dataspace.FacetID // the current supervisor's facet
 }
 
@@ -55,7 +55,8 @@ func runDaemon(t *dataspace.Turn, s *Service, env services.Env, name preserves.V
 		return
 	}
 	d := &daemonRun{s: s, env: env, name: name, id: r.Fields[0],
-		log: env.Logger.With().Str("service", preserves.FormatText(name)).Logger(), starts: newStartCounter()}
+		log: env.Logger.With().Str("service", preserves.FormatText(name)).Logger(), hist: newHistory()}
+	d.serveOutput(t)
 	d.startSupervisor(t)
 	t.OnMessage(env.Config, pattern.Rec(services.LabelRestartService, literal(name)), func(t *dataspace.Turn, _ []preserves.Value) error {
 		d.restartRequested(t)
@@ -91,16 +92,17 @@ type worker struct {
 	// out is the worker's boot facet: output is logged from there, not
 	// from a spec's facet, so that the last lines of a process killed
 	// because its spec was retracted are still delivered.
-	out   dataspace.FacetRef
 	rec   *services.Reconciler
 	tally tally
 	ready dataspace.Handle // <service-state NAME ready>, while tally.ready()
+	specs map[*specRun]struct{}
+	info  services.InfoPublisher
 }
 
 // boot is the worker actor's boot.
 func (w *worker) boot(t *dataspace.Turn) error {
 	w.tally = newTally()
-	w.out = t.FacetRef()
+	w.specs = map[*specRun]struct{}{}
 	w.rec = services.NewReconciler(t, w.reconcile)
 	specPat := pattern.Rec(labelDaemon, literal(w.d.id), pattern.Capture())
 	t.During(w.d.env.Config, specPat, func(t *dataspace.Turn, caps []preserves.Value) error {
@@ -125,6 +127,7 @@ func (w *worker) reconcile(t *dataspace.Turn) error {
 		t.Retract(w.ready)
 		w.ready = 0
 	}
+	w.publishInfo(t)
 	if w.tally.allCompleted() {
 		w.d.log.Info().Msg("all processes completed")
 		t.StopRoot()
@@ -132,19 +135,45 @@ func (w *worker) reconcile(t *dataspace.Turn) error {
 	return nil
 }
 
-// output is the event "a process printed a line"; it may be called from
-// any goroutine.
-func (w *worker) output(l Line) {
-	w.out.Activate(func(t *dataspace.Turn) error {
-		t.Message(w.d.env.Log, LogRecord(l, w.d.name, w.d.s.now))
+// publishInfo asserts the daemon's `<service-info …>`: its history and
+// the conditions of its specs.
+func (w *worker) publishInfo(t *dataspace.Turn) {
+	window := statusWindow
+	parts := []services.Info{{}}
+	for r := range w.specs {
+		if r.spec != nil && r.spec.Limits.Window > 0 {
+			window = r.spec.Limits.Window
+		}
+		if r.phase != "" || len(r.reasons) > 0 {
+			parts = append(parts, services.Info{Phase: r.phase, Reasons: r.reasons, Pos: posText(r.raw)})
+		}
+	}
+	parts[0] = w.d.hist.info(w.d.s.now(), window)
+	w.info.Publish(t, w.d.env.Config, w.d.name, services.MergeInfo(parts...))
+}
+
+// output is the event "a process printed a line"; it is called by the pipe
+// readers. The line is kept in the tail and logged from the daemon
+// service's own facet, not the worker's nor the spec's, so that what a
+// process prints while it is being stopped (restart, retraction, file
+// removal) still reaches the log.
+func (d *daemonRun) output(l Line) {
+	d.hist.line(l)
+	if !d.s.out.Activate(func(t *dataspace.Turn) error {
+		t.Message(d.env.Log, LogRecord(l, d.name, d.s.now))
 		return nil
-	})
+	}) {
+		// The service itself is stopping (server shutdown): the log
+		// actor may be gone, so the line goes to the server's log.
+		d.log.Info().Str("stream", l.Stream.String()).Int("pid", l.Pid).Str("line", string(l.Text)).Msg("daemon output")
+	}
 }
 
 // specAsserted is the event "`<daemon ID SPEC>` appeared"; it runs in the
 // facet that lasts as long as the assertion.
 func (w *worker) specAsserted(t *dataspace.Turn, raw preserves.Value) error {
 	r := &specRun{w: w, raw: raw}
+	w.specs[r] = struct{}{}
 	w.tally.specAdded()
 	w.rec.Kick(t)
 	t.OnStop(func(t *dataspace.Turn) error {
@@ -158,6 +187,7 @@ func (w *worker) specAsserted(t *dataspace.Turn, raw preserves.Value) error {
 			// The tally stays raised; the daemon reports failed while
 			// this spec is asserted (Go deviation, §5.3).
 			ev.Msg("invalid process specification")
+			r.reasons = []string{"invalid process specification: " + err.Error()}
 			t.Assert(w.degrade, preserves.Bool(true))
 			return nil
 		}
@@ -188,6 +218,12 @@ type specRun struct {
 	procRef dataspace.FacetRef
 	running bool
 	notify  notifyState // what the running process said (readiness_worker.go)
+	// Its condition, for the status: a phase (cannot-start, backoff,
+	// gave-up) and why, and the degrade assertion that makes the daemon
+	// `failed` while it cannot start.
+	phase    preserves.Symbol
+	reasons  []string
+	degraded dataspace.Handle
 }
 
 // run is the spec's linked task: the restart loop of §5.5.
@@ -197,7 +233,7 @@ func (r *specRun) run(ctx context.Context) error {
 			r.fr.Activate(func(t *dataspace.Turn) error { r.started(t, pid); return nil })
 		},
 		Stdio: r.stdio,
-		Line:  r.w.output,
+		Line:  r.w.d.output,
 		Exited: func(e Exit, next Next) {
 			r.fr.Activate(func(t *dataspace.Turn) error { r.exited(t, e, next); return nil })
 		},
@@ -217,7 +253,8 @@ func (r *specRun) started(t *dataspace.Turn, pid int) {
 	if r.spec.ReadyOnStart {
 		r.becameReady(t)
 	}
-	restarts := w.d.starts.next(r.key)
+	r.setCondition(t, "", nil)
+	restarts := w.d.hist.started(r.key)
 	if w.d.s.dryRun {
 		logDryRun(w.d.log, r.spec)
 		return
@@ -250,6 +287,7 @@ func (r *specRun) exited(t *dataspace.Turn, e Exit, next Next) {
 		t.StopFacet(r.proc)
 	}
 	w.tally.specDown(&r.st)
+	w.d.hist.exited(e, w.d.s.now(), next.Action == ActRestart)
 	var ev *zerolog.Event
 	if e.Success() {
 		ev = w.d.log.Info()
@@ -267,13 +305,25 @@ func (r *specRun) exited(t *dataspace.Turn, e Exit, next Next) {
 		// Never ready, or its watchdog missed, under policy never:
 		// the status says why.
 		ev.Msg("process failed; restart policy never: giving up")
-		t.Assert(w.degrade, preserves.Bool(true))
+		r.setCondition(t, services.PhaseGaveUp, []string{e.String()})
 	case next.Action == ActGiveUp:
 		// Logged once: the loop ends here, and the daemon reports
 		// failed while this spec stays.
 		ev.Int("restartLimit", r.spec.Limits.Limit).Dur("restartWindow", r.spec.Limits.Window).
 			Msg("process exited; restart limit reached, giving up")
-		t.Assert(w.degrade, preserves.Bool(true))
+		reason := fmt.Sprintf("restart limit reached (%d restarts", r.spec.Limits.Limit)
+		if r.spec.Limits.Window > 0 {
+			reason += fmt.Sprintf(" within %v", r.spec.Limits.Window)
+		}
+		r.setCondition(t, services.PhaseGaveUp, []string{reason + "); last exit: " + e.String()})
+	case e.SpawnErr != nil:
+		// Its own state (operator issue): the daemon is failed, with
+		// the exact cause, until a spawn succeeds.
+		ev.Msg("cannot start process")
+		r.setCondition(t, services.PhaseCannotStart, []string{"cannot start: " + e.String()})
+	case next.Action == ActRestart:
+		ev.Msg("process exited")
+		r.setCondition(t, services.PhaseBackoff, nil)
 	default:
 		ev.Msg("process exited")
 	}
@@ -283,9 +333,25 @@ func (r *specRun) exited(t *dataspace.Turn, e Exit, next Next) {
 	w.rec.Kick(t)
 }
 
+// setCondition records the spec's phase and reasons; cannot-start and
+// gave-up make the daemon `failed` through the degrade capability.
+func (r *specRun) setCondition(t *dataspace.Turn, phase preserves.Symbol, reasons []string) {
+	r.phase, r.reasons = phase, reasons
+	failed := phase == services.PhaseCannotStart || phase == services.PhaseGaveUp
+	switch {
+	case failed && r.degraded == 0:
+		r.degraded = t.Assert(r.w.degrade, preserves.Bool(true))
+	case !failed && r.degraded != 0:
+		t.Retract(r.degraded)
+		r.degraded = 0
+	}
+	r.w.rec.Kick(t)
+}
+
 // retracted is the event "the spec's facet stopped" (spec retracted,
 // worker stopping).
 func (r *specRun) retracted(t *dataspace.Turn) {
+	delete(r.w.specs, r)
 	r.w.tally.specRemoved(&r.st)
 	r.w.rec.Kick(t)
 }

@@ -1,0 +1,142 @@
+package daemon
+
+import (
+	"sync"
+	"time"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services"
+)
+
+// What `syndicate status` learns from the daemon service, beyond
+// `<process-status …>` (running.go):
+//
+//   - `<service-info <daemon ID> {restarts, recent, exit, exit-at, phase,
+//     reason, pos}>` (services/status.go), asserted by the current worker
+//     from its history and its specs' conditions;
+//   - `<service-output <daemon ID> [{at, stream, line} …]>`, the last
+//     TailLines lines of output, asserted while someone asserts
+//     `<output-request <daemon ID>>` (status NAME).
+
+// TailLines is how many output lines a daemon keeps for `status NAME`.
+const TailLines = 20
+
+// statusWindow is the restart window `recent` counts in when the spec sets
+// no restartWindow.
+const statusWindow = time.Minute
+
+var (
+	labelOutputRequest = preserves.Symbol("output-request")
+	labelServiceOutput = preserves.Symbol("service-output")
+)
+
+// OutputRequest returns `<output-request name>`.
+func OutputRequest(name preserves.Value) preserves.Value {
+	return preserves.NewRecord(labelOutputRequest, name)
+}
+
+// history is what a daemon remembers for as long as it is wanted (its
+// run-service facet), across worker crashes and restart-service: start
+// counts, the last exit and the tail of its output. Worker actors and
+// pipe readers share it, hence the mutex.
+type history struct {
+	mu     sync.Mutex
+	starts map[string]int // per spec key
+	exit   string
+	exitAt time.Time
+	exits  []time.Time // exits followed by a restart, newest last
+	tail   [TailLines]Line
+	next   int // tail slot of the next line
+	lines  int // lines kept (at most TailLines)
+}
+
+func newHistory() *history { return &history{starts: map[string]int{}} }
+
+// started records a start of the spec keyed key and returns how many
+// starts preceded it.
+func (h *history) started(key string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := h.starts[key]
+	h.starts[key] = n + 1
+	return n
+}
+
+// exited records an exit.
+func (h *history) exited(e Exit, at time.Time, restart bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.exit, h.exitAt = e.String(), at
+	if restart {
+		h.exits = append(h.exits, at)
+	}
+}
+
+// line keeps l in the tail. It is called by the pipe readers.
+func (h *history) line(l Line) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.tail[h.next] = l
+	h.next = (h.next + 1) % TailLines
+	h.lines = min(h.lines+1, TailLines)
+}
+
+// lastLines returns the tail, oldest first.
+func (h *history) lastLines() []Line {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]Line, 0, h.lines)
+	for i := h.lines; i > 0; i-- {
+		out = append(out, h.tail[(h.next-i+TailLines)%TailLines])
+	}
+	return out
+}
+
+// info is the history's part of the daemon's status at time now; window
+// bounds `recent`.
+func (h *history) info(now time.Time, window time.Duration) services.Info {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var i services.Info
+	for _, n := range h.starts {
+		i.Restarts += max(n-1, 0)
+	}
+	kept := h.exits[:0]
+	for _, at := range h.exits {
+		if now.Sub(at) < window {
+			kept = append(kept, at)
+		}
+	}
+	h.exits = kept
+	i.Recent = len(kept)
+	i.Exit, i.ExitAt = h.exit, h.exitAt
+	return i
+}
+
+// OutputValue renders lines as `[{at, stream, line} …]`.
+func OutputValue(lines []Line) preserves.Value {
+	seq := make(preserves.Sequence, len(lines))
+	for i, l := range lines {
+		text := string(l.Text)
+		if n := len(text); n > 0 && text[n-1] == '\n' {
+			text = text[:n-1]
+		}
+		seq[i] = preserves.NewDictionary(
+			preserves.DictEntry{Key: preserves.Symbol("at"), Value: preserves.String(services.StatusTime(l.Time))},
+			preserves.DictEntry{Key: preserves.Symbol("stream"), Value: preserves.Symbol(l.Stream.String())},
+			preserves.DictEntry{Key: preserves.Symbol("line"), Value: preserves.String(text)},
+		)
+	}
+	return seq
+}
+
+// serveOutput answers `<output-request NAME>` in the active facet with the
+// tail as it is when the request appears.
+func (d *daemonRun) serveOutput(t *dataspace.Turn) {
+	t.During(d.env.Config, pattern.Rec(labelOutputRequest, literal(d.name)), func(t *dataspace.Turn, _ []preserves.Value) error {
+		t.Assert(d.env.Config, preserves.NewRecord(labelServiceOutput, d.name, OutputValue(d.hist.lastLines())))
+		return nil
+	})
+}
