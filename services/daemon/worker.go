@@ -29,13 +29,13 @@ import (
 
 // daemonRun is the facet of one `<run-service <daemon ID>>`.
 type daemonRun struct {
-	s      *Service
-	env    services.Env
-	name   preserves.Value // plain (stripped) <daemon ID>
-	id     preserves.Value
-	log    zerolog.Logger
-	hist   *history
-	sup    dataspace.FacetID // the current supervisor's facet
+	s    *Service
+	env  services.Env
+	name preserves.Value // plain (stripped) <daemon ID>
+	id   preserves.Value
+	log  zerolog.Logger
+	hist *history
+	sup  dataspace.FacetID // the current supervisor's facet
 }
 
 // runDaemon runs in the facet of one `<run-service <daemon …>>`.
