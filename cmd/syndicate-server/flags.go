@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -83,7 +84,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.logFormat, "log-format", "", "diagnostic log format: console or json (default: console on a terminal, json otherwise)")
 	fs.StringVar(&o.logLevel, "log-level", "", "minimum diagnostic log level: debug, info, warn, error (default info, or $SYNDICATE_LOG)")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "run every script and service, but start no process and bind no socket")
-	fs.StringVar(&o.adminSocket, "admin-socket", "", "path of the admin socket (default under $XDG_RUNTIME_DIR or /run/syndicate; - for none)")
+	fs.StringVar(&o.adminSocket, "admin-socket", os.Getenv("SYNDICATE_ADMIN_SOCKET"), "path of the admin socket (default $SYNDICATE_ADMIN_SOCKET, or under $XDG_RUNTIME_DIR or /run/syndicate; - for none)")
+	fs.StringVar(&o.adminSocket, "admin", o.adminSocket, "alias of --admin-socket")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: syndicate-server [flags] [FILE...]\n\n"+
 			"  -c, --config PATH       watch PATH for .pr scripts (repeatable)\n"+
@@ -98,7 +100,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 			"      --dry-run           run scripts and services, start no process, bind no socket\n"+
 			"      --log-format F      console or json\n"+
 			"      --log-level L       debug, info, warn or error\n"+
-			"      --admin-socket PATH admin socket path (- for none)\n")
+			"      --admin-socket PATH admin socket path (- for none; also --admin, $SYNDICATE_ADMIN_SOCKET)\n")
 	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err

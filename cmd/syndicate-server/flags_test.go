@@ -51,3 +51,16 @@ func TestCheckWarningsDoNotFail(t *testing.T) {
 	require.Contains(t, out.String(), f+":1:30: warning: <not <rec Observe>> is a literal here")
 	require.Equal(t, "syndicate-server: 1 warning(s)\n", errb.String())
 }
+
+func TestFlagsAdminSocket(t *testing.T) {
+	t.Setenv("SYNDICATE_ADMIN_SOCKET", "/tmp/from-env.sock")
+	o, err := parseFlags(nil, &bytes.Buffer{})
+	require.NoError(t, err)
+	require.Equal(t, "/tmp/from-env.sock", o.adminSocket)
+	o, err = parseFlags([]string{"--admin", "/tmp/alias.sock"}, &bytes.Buffer{})
+	require.NoError(t, err)
+	require.Equal(t, "/tmp/alias.sock", o.adminSocket)
+	o, err = parseFlags([]string{"--admin-socket", "/tmp/flag.sock"}, &bytes.Buffer{})
+	require.NoError(t, err)
+	require.Equal(t, "/tmp/flag.sock", o.adminSocket)
+}

@@ -185,9 +185,11 @@ func TestDumpShowsCurrentAssertions(t *testing.T) {
 
 func TestSendAndRestartDeliver(t *testing.T) {
 	s := newTestServer(t, admin.Options{})
+	s.assert(t, "<run-service <daemon web>>")
 	code, _, errs := cliRun(t, "--admin", s.path, "send", `<ping "x">`)
 	require.Equal(t, 0, code, errs)
-	code, _, errs = cliRun(t, "--admin", s.path, "restart", "<daemon web>")
+	// --admin-socket is the flag's name; --admin stays as an alias.
+	code, _, errs = cliRun(t, "--admin-socket", s.path, "restart", "<daemon web>")
 	require.Equal(t, 0, code, errs)
 	code, _, errs = cliRun(t, "--admin", s.path, "send", "<daemon x {argv: []}>")
 	require.Equal(t, 0, code, errs)
@@ -240,15 +242,111 @@ func TestStatus(t *testing.T) {
 	require.Equal(t, 0, code)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 4, out)
-	require.Regexp(t, `^SERVICE\s+WANTED\s+STATE\s+PID\s+RESTARTS\s+UPTIME$`, lines[0])
-	require.Regexp(t, `^<daemon db>\s+run\s+started,ready\s+4242\s+3\s+1m3\ds$`, lines[1])
-	require.Regexp(t, `^<daemon never>\s+required\s+starting\s+-\s+-\s+-$`, lines[2], "running, no state reported yet")
-	require.Regexp(t, `^<daemon web>\s+required\s+waiting\s+-\s+-\s+-$`, lines[3], "required, held back")
+	require.Regexp(t, `^SERVICE\s+WANTED\s+STATE\s+FOR\s+PID\s+RESTARTS\s+LAST EXIT\s+REASON$`, lines[0])
+	require.Regexp(t, `^<daemon db>\s+run\s+started,ready\s+1m3\ds\s+4242\s+3\s+-\s+-$`, lines[1])
+	require.Regexp(t, `^<daemon never>\s+required\s+starting\s+-\s+-\s+-\s+-\s+-$`, lines[2], "running, no state reported yet")
+	require.Regexp(t, `^<daemon web>\s+required\s+waiting\s+-\s+-\s+-\s+-\s+waiting for <daemon never> ready$`, lines[3], "required, held back")
+}
+
+// TestStatusFailureReasonsAndExitCode plays the daemon service's part with
+// <service-info …>: the table shows the phase, restarts, last exit and
+// reason with its position, status exits 1 while a required service has
+// failed, a dependency cycle is named, and --json carries every field.
+func TestStatusFailureReasonsAndExitCode(t *testing.T) {
+	s := newTestServer(t, admin.Options{})
+	exitAt := time.Now().Add(-5 * time.Second).UTC().Format(time.RFC3339Nano)
+	since := time.Now().Add(-7 * time.Second).UTC().Format(time.RFC3339Nano)
+	s.assert(t, "<require-service <daemon web>>")
+	s.assert(t, "<run-service <daemon web>>")
+	s.assert(t, "<service-state <daemon web> failed>")
+	s.assert(t, `<service-info <daemon web> {since: "`+since+`", restarts: 1}>`)
+	s.assert(t, `<service-info <daemon web> {restarts: 4, recent: 2, exit: "program not found: /usr/bin/web", exit-at: "`+exitAt+`", phase: cannot-start, reason: ["cannot start: program not found: /usr/bin/web"], pos: "etc/web.pr:3:1"}>`)
+	s.assert(t, "<require-service <daemon a>>")
+	s.assert(t, "<depends-on <daemon a> <service-state <daemon b> ready>>")
+	s.assert(t, "<depends-on <daemon b> <service-state <daemon a> ready>>")
+
+	var code int
+	var out string
+	waitFor(t, "web failed with its info", func() bool {
+		code, out, _ = cliRun(t, "--admin", s.path, "status")
+		return strings.Contains(out, "cannot-start") && strings.Contains(out, "dependency cycle")
+	})
+	require.Equal(t, 1, code, "a required service has failed")
+	require.Regexp(t, `<daemon web>\s+required\s+failed \(cannot-start\)\s+7s\s+-\s+5 \(2 recent\)\s+program not found: /usr/bin/web, 5s ago\s+cannot start: program not found: /usr/bin/web \(etc/web.pr:3:1\)`, out)
+	require.Regexp(t, `<daemon a>\s+required\s+waiting\s+.*dependency cycle: <daemon a> → <daemon b> → <daemon a>; waiting for <daemon b> ready`, out)
+
+	code, out, _ = cliRun(t, "--admin", s.path, "status", "--json", "<daemon web>")
+	require.Equal(t, 1, code)
+	var arr []service
+	require.NoError(t, json.Unmarshal([]byte(out), &arr), out)
+	require.Len(t, arr, 1)
+	one := arr[0]
+	require.Equal(t, 5, one.Restarts)
+	require.Equal(t, 2, one.Recent)
+	require.Equal(t, "cannot-start", one.Phase)
+	require.Equal(t, "etc/web.pr:3:1", one.Pos)
+	require.Equal(t, []string{"cannot start: program not found: /usr/bin/web"}, one.Reasons)
+	require.NotNil(t, one.ExitAt)
+	require.NotNil(t, one.Since)
+
+	// Nothing failed among the matches: exit 0.
+	code, _, _ = cliRun(t, "--admin", s.path, "status", "<daemon a>")
+	require.Equal(t, 0, code)
+}
+
+// TestStatusName: the NAME view shows the dependency chain and the last
+// output lines the daemon service answers an output request with.
+func TestStatusName(t *testing.T) {
+	s := newTestServer(t, admin.Options{})
+	s.assert(t, "<require-service <daemon app>>")
+	s.assert(t, "<run-service <daemon app>>")
+	s.assert(t, "<service-state <daemon app> started>")
+	s.assert(t, "<depends-on <daemon app> <service-state <daemon db> ready>>")
+	s.assert(t, "<depends-on <daemon db> <service-state <milestone net> ready>>")
+	s.assert(t, "<service-state <daemon db> started>")
+	s.assert(t, "<service-state <daemon db> ready>")
+	s.assert(t, `<service-output <daemon app> [{at: "2026-01-01T10:00:00Z", stream: stdout, line: "hello"} {at: "2026-01-01T10:00:01Z", stream: stderr, line: "oops"}]>`)
+	var out string
+	waitFor(t, "detail view", func() bool {
+		_, out, _ = cliRun(t, "--admin", s.path, "status", "<daemon app>")
+		return strings.Contains(out, "oops")
+	})
+	require.Contains(t, out, "<daemon app>\n  wanted:")
+	require.Regexp(t, `(?m)^    <daemon db> ready: ok \(now started,ready\)$`, out)
+	require.Regexp(t, `(?m)^      <milestone net> ready: (waiting|ok) \(now `, out)
+	require.Regexp(t, `(?m)^  last 2 output lines:$`, out)
+	require.Regexp(t, `(?m)^    \d\d:\d\d:\d\d\.000 stdout hello$`, out)
+
+	code, out, _ := cliRun(t, "--admin", s.path, "status", "--json", "<daemon app>")
+	require.Equal(t, 0, code)
+	var arr []service
+	require.NoError(t, json.Unmarshal([]byte(out), &arr), out)
+	require.Len(t, arr, 1)
+	one := arr[0]
+	require.Len(t, one.Output, 2)
+	require.Len(t, one.DependsOn, 1)
+	require.Equal(t, "<daemon db>", one.DependsOn[0].Name)
+	require.True(t, one.DependsOn[0].Met)
+	require.Equal(t, "<milestone net>", one.DependsOn[0].DependsOn[0].Name)
 }
 
 // TestStatusWatchShowsRestartsRising plays the daemon service's part: the
 // process-status of a crash-looping daemon is replaced with a rising restart
 // count, and status --watch --json reports each value.
+// TestRestartUnknownFails: restart of a service that is not running
+// exits 1 with a message, and sends nothing.
+func TestRestartUnknownFails(t *testing.T) {
+	s := newTestServer(t, admin.Options{})
+	t.Setenv(adminSocketEnv, s.path) // the socket from the environment
+	code, _, errs := cliRun(t, "restart", "<daemon nosuch>")
+	require.Equal(t, 1, code)
+	require.Equal(t, "syndicate: no such service <daemon nosuch>: it is not running (see syndicate status)\n", errs)
+	code, _, errs = cliRun(t, "send", `<ping "after">`)
+	require.Equal(t, 0, code, errs)
+	waitFor(t, "ping", func() bool { return len(s.messages()) >= 1 })
+	require.Equal(t, []string{`<ping "after">`}, s.messages())
+}
+
 func TestStatusWatchShowsRestartsRising(t *testing.T) {
 	s := newTestServer(t, admin.Options{})
 	s.assert(t, "<service-state <daemon crash> failed>")

@@ -6,9 +6,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/script/validate"
 	"github.com/syndicate-go/syndicate/services"
@@ -104,11 +106,56 @@ func runSend(ctx context.Context, cl *cli, args []string) error {
 	return cl.sendMessage(ctx, v)
 }
 
+// errNoSuchService is the error of `restart` for a service that is
+// neither required nor running.
+var errNoSuchService = errors.New("no such service")
+
 func runRestart(ctx context.Context, cl *cli, args []string) error {
 	name, err := oneValue(ctx, cl, "restart", "service NAME (e.g. '<daemon web>')", args)
 	if err != nil {
 		return err
 	}
 	cl.warnInvalid(services.RestartService(cl.positioned))
-	return cl.sendMessage(ctx, services.RestartService(name))
+	s, err := cl.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	// Only a running service reacts to <restart-service NAME>: look first,
+	// so that a typo is an error rather than a message nobody hears.
+	found := 0
+	synced := make(chan struct{})
+	_, err = s.spawn("restart", func(t *dataspace.Turn) error {
+		p, err := pattern.Lift(preserves.Strip(name))
+		if err != nil {
+			p = pattern.Lit{Value: preserves.Strip(name)}
+		}
+		subscribe(t, s.cfg, pattern.Rec(services.LabelRunService, p), &observer{
+			onAssert: func(*dataspace.Turn, []preserves.Value) { found++ },
+		})
+		t.Sync(s.cfg, func(t *dataspace.Turn) error {
+			if found > 0 {
+				t.Message(s.cfg, services.RestartService(name))
+			}
+			close(synced)
+			return nil
+		})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	tctx, cancel := context.WithTimeout(ctx, cl.conn.timeout)
+	defer cancel()
+	if err := s.wait(tctx, synced); err != nil {
+		return err
+	}
+	if found == 0 {
+		return fmt.Errorf("%w %s: it is not running (see syndicate status)", errNoSuchService, preserves.FormatText(preserves.Strip(name)))
+	}
+	after, err := s.spawn("restart-sent", func(*dataspace.Turn) error { return nil })
+	if err != nil {
+		return err
+	}
+	return s.flush(tctx, after)
 }

@@ -28,6 +28,10 @@ func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
 
+// adminSocketEnv names the environment variable both commands read for
+// the admin socket's path (the flag wins).
+const adminSocketEnv = "SYNDICATE_ADMIN_SOCKET"
+
 // connFlags say how to reach the server.
 type connFlags struct {
 	admin   string        // admin socket path ("" = admin.DefaultPath())
@@ -37,7 +41,8 @@ type connFlags struct {
 }
 
 func (c *connFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.admin, "admin", c.admin, "admin socket `PATH` (default "+admin.DefaultPath()+")")
+	fs.StringVar(&c.admin, "admin-socket", c.admin, "admin socket `PATH` (default $"+adminSocketEnv+" or "+admin.DefaultPath()+")")
+	fs.StringVar(&c.admin, "admin", c.admin, "alias of --admin-socket")
 	fs.StringVar(&c.connect, "connect", c.connect, "connect to a relay listener `ADDRESS` such as '<tcp \"127.0.0.1\" 9001>' or '<unix \"/path\">' (needs --ref)")
 	fs.StringVar(&c.ref, "ref", c.ref, "sturdy `REF` to resolve at the listener's gatekeeper, e.g. '<ref {oid: \"syndicate\" sig: #x\"…\"}>'")
 	fs.DurationVar(&c.timeout, "timeout", c.timeout, "time allowed for connecting and for the first answer")
@@ -86,7 +91,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // runCtx is run with an explicit context: its end is the "interrupt" that
 // stops observe, assert and status --watch (tests cancel it).
 func runCtx(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	cl := &cli{stdin: stdin, stdout: stdout, stderr: stderr, conn: connFlags{timeout: 10 * time.Second}}
+	cl := &cli{stdin: stdin, stdout: stdout, stderr: stderr, conn: connFlags{timeout: 10 * time.Second, admin: os.Getenv(adminSocketEnv)}}
 	fs := flag.NewFlagSet("syndicate", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	cl.conn.register(fs)
@@ -145,13 +150,13 @@ type exitStatus int
 func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
 func (cl *cli) usage(w io.Writer) {
-	fmt.Fprintf(w, "usage: syndicate [--admin PATH | --connect ADDRESS --ref REF] COMMAND [ARGS]\n\ncommands:\n")
+	fmt.Fprintf(w, "usage: syndicate [--admin-socket PATH | --connect ADDRESS --ref REF] COMMAND [ARGS]\n\ncommands:\n")
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-8s %-26s %s\n", c.name, c.args, c.help)
 	}
 	fmt.Fprintf(w, "\nPATTERN is Preserves text where _ matches anything and ?name (or ?) captures;\n"+
 		"records, sequences and dictionaries match extensibly (extra fields allowed).\n"+
-		"By default the server is reached through its admin socket, %s.\n", admin.DefaultPath())
+		"By default the server is reached through its admin socket, $%s or %s.\n", adminSocketEnv, admin.DefaultPath())
 }
 
 // flagSet makes a command's flag set, with the connection flags included

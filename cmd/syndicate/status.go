@@ -9,6 +9,13 @@ package main
 //	<process-status NAME {pid: P, restarts: R, since: "RFC3339"}>
 //	                          one per running daemon process (our extension,
 //	                          docs/protocol.md)
+//	<service-info NAME INFO>  since, restarts, last exit, phase, reasons
+//	                          (services.Info, merged over its sources)
+//	<depends-on NAME DEP>     for waiting reasons, cycles and the chain
+//
+// `status NAME` (a service name, no wildcard) also asserts
+// `<output-request NAME>` and shows the `<service-output NAME LINES>` the
+// daemon service answers with.
 //
 // The first snapshot is printed after a sync round trip, so it is complete;
 // --watch then reprints whenever something changes (changes arriving
@@ -28,6 +35,8 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services"
+	"github.com/syndicate-go/syndicate/services/daemon"
 )
 
 // process is one <process-status …> record.
@@ -45,6 +54,43 @@ type service struct {
 	Running   bool      `json:"running"`
 	States    []string  `json:"states"`
 	Processes []process `json:"processes,omitempty"`
+	// From <service-info …> (services.Info): when the state began, the
+	// restarts in total and within the restart window, the last exit,
+	// a phase refining the state, and why it failed or waits.
+	Since    *time.Time `json:"since,omitempty"`
+	Restarts int        `json:"restarts"`
+	Recent   int        `json:"recentRestarts"`
+	Exit     string     `json:"lastExit,omitempty"`
+	ExitAt   *time.Time `json:"lastExitAt,omitempty"`
+	Phase    string     `json:"phase,omitempty"`
+	Reasons  []string   `json:"reasons,omitempty"`
+	Pos      string     `json:"pos,omitempty"`
+	// Only in the NAME view: what it depends on, and its last output.
+	DependsOn []dependency `json:"dependsOn,omitempty"`
+	Output    []outputLine `json:"output,omitempty"`
+}
+
+// dependency is one `<depends-on NAME <service-state DEP STATE>>`, with
+// DEP's own dependencies.
+type dependency struct {
+	Name      string       `json:"name"`
+	Awaits    string       `json:"awaits"`
+	States    []string     `json:"states"`
+	Met       bool         `json:"met"`
+	DependsOn []dependency `json:"dependsOn,omitempty"`
+}
+
+// outputLine is one line of a daemon's recent output.
+type outputLine struct {
+	At     time.Time `json:"at"`
+	Stream string    `json:"stream"`
+	Line   string    `json:"line"`
+}
+
+// failed reports whether the service is required and failed (status then
+// exits 1).
+func (s service) failed() bool {
+	return s.Required && slices.Contains(s.States, "failed")
 }
 
 // model accumulates the subscriptions' assertions; counts, because the
@@ -56,12 +102,17 @@ type model struct {
 	running  map[string]int
 	states   map[string]map[string]int
 	procs    map[string]map[string]int // name → text of info → count
+	infos    map[string]map[string]int // name → text of service-info → count
+	deps     map[string]map[string]int // name → text of awaited assertion → count
+	outputs  map[string]preserves.Value
 	names    map[string]preserves.Value
 }
 
 func newModel(filter pattern.Pattern) *model {
 	return &model{filter: filter, required: map[string]int{}, running: map[string]int{},
-		states: map[string]map[string]int{}, procs: map[string]map[string]int{}, names: map[string]preserves.Value{}}
+		states: map[string]map[string]int{}, procs: map[string]map[string]int{},
+		infos: map[string]map[string]int{}, deps: map[string]map[string]int{},
+		outputs: map[string]preserves.Value{}, names: map[string]preserves.Value{}}
 }
 
 func (m *model) key(name preserves.Value) string {
@@ -119,6 +170,20 @@ func (m *model) subscribe(t *dataspace.Turn, cfg *dataspace.Ref, changed func(t 
 	watch("process-status", 2, func(c []preserves.Value, d int) {
 		bump2(m.procs, m.key(c[0]), preserves.FormatText(preserves.Strip(c[1])), d)
 	})
+	watch(string(services.LabelServiceInfo), 2, func(c []preserves.Value, d int) {
+		bump2(m.infos, m.key(c[0]), preserves.FormatText(preserves.Strip(c[1])), d)
+	})
+	watch("depends-on", 2, func(c []preserves.Value, d int) {
+		bump2(m.deps, m.key(c[0]), preserves.FormatText(preserves.Strip(c[1])), d)
+	})
+	watch("service-output", 2, func(c []preserves.Value, d int) {
+		k := m.key(c[0])
+		if d > 0 {
+			m.outputs[k] = preserves.Strip(c[1])
+		} else {
+			delete(m.outputs, k)
+		}
+	})
 }
 
 // stateOrder puts the framework's states first, in lifecycle order.
@@ -140,6 +205,9 @@ func (m *model) snapshot() []service {
 	for k := range m.procs {
 		keys[k] = true
 	}
+	for k := range m.infos {
+		keys[k] = true
+	}
 	var out []service
 	for k := range keys {
 		name := m.names[k]
@@ -148,33 +216,205 @@ func (m *model) snapshot() []service {
 				continue
 			}
 		}
-		s := service{name: name, Name: k, Required: m.required[k] > 0, Running: m.running[k] > 0, States: []string{}}
-		for st := range m.states[k] {
-			s.States = append(s.States, st)
-		}
-		slices.SortFunc(s.States, func(a, b string) int {
-			oa, ka := stateOrder[a]
-			ob, kb := stateOrder[b]
-			switch {
-			case ka && kb:
-				return oa - ob
-			case ka:
-				return -1
-			case kb:
-				return 1
-			}
-			return strings.Compare(a, b)
-		})
+		s := service{name: name, Name: k, Required: m.required[k] > 0, Running: m.running[k] > 0, States: m.stateList(k)}
 		for info := range m.procs[k] {
 			if p, ok := parseProcess(info); ok {
 				s.Processes = append(s.Processes, p)
 			}
 		}
 		slices.SortFunc(s.Processes, func(a, b process) int { return int(a.PID - b.PID) })
+		m.addInfo(&s, k)
 		out = append(out, s)
 	}
 	slices.SortFunc(out, func(a, b service) int { return preserves.Compare(a.name, b.name) })
 	return out
+}
+
+// addInfo fills in what the service-info assertions and the dependencies
+// say about service k. Called with m.mu held.
+func (m *model) addInfo(s *service, k string) {
+	var parts []services.Info
+	for text := range m.infos[k] {
+		if v, err := preserves.ParseText(text); err == nil {
+			parts = append(parts, services.ParseInfo(v))
+		}
+	}
+	slices.SortFunc(parts, func(a, b services.Info) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
+	i := services.MergeInfo(parts...)
+	if !i.Since.IsZero() {
+		s.Since = &i.Since
+	}
+	s.Restarts, s.Recent, s.Exit, s.Phase, s.Pos = i.Restarts, i.Recent, i.Exit, string(i.Phase), i.Pos
+	if !i.ExitAt.IsZero() {
+		s.ExitAt = &i.ExitAt
+	}
+	if len(parts) == 0 {
+		// An older server: the restart counts of process-status.
+		for _, p := range s.Processes {
+			s.Restarts += int(p.Restarts)
+		}
+	}
+	s.Reasons = i.Reasons
+	if s.Required && !s.Running {
+		if cycle := m.cycle(k); cycle != nil {
+			s.Reasons = append(s.Reasons, "dependency cycle: "+strings.Join(cycle, " → "))
+		}
+		for _, dep := range m.unmet(k) {
+			s.Reasons = append(s.Reasons, "waiting for "+dep)
+		}
+	}
+}
+
+// awaited splits a dependee `<service-state DEP STATE>` into DEP's key and
+// STATE.
+func (m *model) awaited(text string) (dep, state string, ok bool) {
+	v, err := preserves.ParseText(text)
+	if err != nil {
+		return "", "", false
+	}
+	r, isRec := v.(*preserves.Record)
+	if !isRec || !preserves.Equal(r.Label, services.LabelServiceState) || len(r.Fields) != 2 {
+		return "", "", false
+	}
+	return m.key(r.Fields[0]), preserves.FormatText(r.Fields[1]), true
+}
+
+// unmet lists k's dependencies that do not hold, as "DEP STATE" (or the
+// awaited assertion when it is not a service state). Called with m.mu held.
+func (m *model) unmet(k string) []string {
+	var out []string
+	for text := range m.deps[k] {
+		dep, st, ok := m.awaited(text)
+		switch {
+		case !ok:
+			out = append(out, text)
+		case m.states[dep][st] == 0:
+			out = append(out, dep+" "+st)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// cycle returns a cycle of unmet dependencies through k, as names from k
+// back to k, or nil. Called with m.mu held.
+func (m *model) cycle(k string) []string {
+	var path []string
+	onPath := map[string]bool{}
+	seen := map[string]bool{}
+	var visit func(n string) []string
+	visit = func(n string) []string {
+		if onPath[n] {
+			if n != k {
+				return nil // a cycle, but not through k
+			}
+			return append(append([]string(nil), path...), n)
+		}
+		if seen[n] {
+			return nil
+		}
+		seen[n], onPath[n] = true, true
+		path = append(path, n)
+		var texts []string
+		for text := range m.deps[n] {
+			texts = append(texts, text)
+		}
+		slices.Sort(texts)
+		for _, text := range texts {
+			if dep, st, ok := m.awaited(text); ok && m.states[dep][st] == 0 {
+				if c := visit(dep); c != nil {
+					return c
+				}
+			}
+		}
+		path = path[:len(path)-1]
+		onPath[n] = false
+		return nil
+	}
+	return visit(k)
+}
+
+// chain returns k's dependencies with theirs, to depth levels (a cycle is
+// cut where it closes). Called with m.mu held.
+func (m *model) chain(k string, seen map[string]bool) []dependency {
+	if seen[k] {
+		return nil
+	}
+	seen[k] = true
+	defer delete(seen, k)
+	var texts []string
+	for text := range m.deps[k] {
+		texts = append(texts, text)
+	}
+	slices.Sort(texts)
+	var out []dependency
+	for _, text := range texts {
+		dep, st, ok := m.awaited(text)
+		if !ok {
+			out = append(out, dependency{Name: text, States: []string{}})
+			continue
+		}
+		d := dependency{Name: dep, Awaits: st, States: m.stateList(dep), Met: m.states[dep][st] > 0}
+		d.DependsOn = m.chain(dep, seen)
+		out = append(out, d)
+	}
+	return out
+}
+
+// detail adds the dependency chain and the output to s.
+func (m *model) detail(s *service) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s.DependsOn = m.chain(s.Name, map[string]bool{})
+	if seq, ok := m.outputs[s.Name].(preserves.Sequence); ok {
+		for _, e := range seq {
+			d, ok := e.(*preserves.Dictionary)
+			if !ok {
+				continue
+			}
+			var l outputLine
+			if x, ok := d.Get(preserves.Symbol("at")); ok {
+				if str, ok := x.(preserves.String); ok {
+					l.At, _ = time.Parse(time.RFC3339Nano, string(str))
+				}
+			}
+			if x, ok := d.Get(preserves.Symbol("stream")); ok {
+				l.Stream = preserves.FormatText(x)
+			}
+			if x, ok := d.Get(preserves.Symbol("line")); ok {
+				if str, ok := x.(preserves.String); ok {
+					l.Line = string(str)
+				}
+			}
+			s.Output = append(s.Output, l)
+		}
+	}
+}
+
+// stateList is the sorted states of service k. Called with m.mu held.
+func (m *model) stateList(k string) []string {
+	out := []string{}
+	for st := range m.states[k] {
+		out = append(out, st)
+	}
+	sortStates(out)
+	return out
+}
+
+func sortStates(states []string) {
+	slices.SortFunc(states, func(a, b string) int {
+		oa, ka := stateOrder[a]
+		ob, kb := stateOrder[b]
+		switch {
+		case ka && kb:
+			return oa - ob
+		case ka:
+			return -1
+		case kb:
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
 }
 
 // parseProcess reads the info dictionary of <process-status NAME INFO>;
@@ -213,6 +453,8 @@ func parseProcess(text string) (process, bool) {
 // require/run assertions say when there are none.
 func (s service) state() string {
 	switch {
+	case len(s.States) > 0 && s.Phase != "":
+		return strings.Join(s.States, ",") + " (" + s.Phase + ")"
 	case len(s.States) > 0:
 		return strings.Join(s.States, ",")
 	case s.Required && !s.Running:
@@ -281,29 +523,131 @@ func hideRefs(v preserves.Value) preserves.Value {
 
 func writeTable(w io.Writer, svcs []service, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVICE\tWANTED\tSTATE\tPID\tRESTARTS\tUPTIME")
+	fmt.Fprintln(tw, "SERVICE\tWANTED\tSTATE\tFOR\tPID\tRESTARTS\tLAST EXIT\tREASON")
 	for _, s := range svcs {
-		pid, restarts, uptime := "-", "-", "-"
-		if len(s.Processes) > 0 {
-			var pids []string
-			var r int64
-			var since time.Time
-			for _, p := range s.Processes {
-				pids = append(pids, fmt.Sprint(p.PID))
-				r += p.Restarts
-				if !p.Since.IsZero() && (since.IsZero() || p.Since.After(since)) {
-					since = p.Since
-				}
-			}
-			pid, restarts = strings.Join(pids, ","), fmt.Sprint(r)
-			if !since.IsZero() {
-				uptime = now.Sub(since).Truncate(time.Second).String()
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", shortName(s.name), s.wanted(), s.state(), pid, restarts, uptime)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", shortName(s.name), s.wanted(), s.state(),
+			s.held(now), s.pids(), s.restarts(), s.lastExit(now), s.reason())
 	}
 	tw.Flush()
 }
+
+// ago renders how long ago t was, in whole seconds.
+func ago(now, t time.Time) string {
+	d := now.Sub(t).Truncate(time.Second)
+	if d < 0 {
+		d = 0
+	}
+	return d.String()
+}
+
+// held is how long the state has held: since the supervisor's last state
+// change, or since the newest process started.
+func (s service) held(now time.Time) string {
+	if s.Since != nil {
+		return ago(now, *s.Since)
+	}
+	var since time.Time
+	for _, p := range s.Processes {
+		if p.Since.After(since) {
+			since = p.Since
+		}
+	}
+	if since.IsZero() {
+		return "-"
+	}
+	return ago(now, since)
+}
+
+func (s service) pids() string {
+	if len(s.Processes) == 0 {
+		return "-"
+	}
+	var pids []string
+	for _, p := range s.Processes {
+		pids = append(pids, fmt.Sprint(p.PID))
+	}
+	return strings.Join(pids, ",")
+}
+
+// restarts is "TOTAL" or "TOTAL (RECENT recent)".
+func (s service) restarts() string {
+	if s.Restarts == 0 && s.Since == nil && len(s.Processes) == 0 {
+		return "-"
+	}
+	if s.Recent > 0 {
+		return fmt.Sprintf("%d (%d recent)", s.Restarts, s.Recent)
+	}
+	return fmt.Sprint(s.Restarts)
+}
+
+func (s service) lastExit(now time.Time) string {
+	switch {
+	case s.Exit == "":
+		return "-"
+	case s.ExitAt != nil:
+		return s.Exit + ", " + ago(now, *s.ExitAt) + " ago"
+	}
+	return s.Exit
+}
+
+// reason is every reason, then the position they concern.
+func (s service) reason() string {
+	if len(s.Reasons) == 0 {
+		return "-"
+	}
+	r := strings.Join(s.Reasons, "; ")
+	if s.Pos != "" && s.Pos != "-" {
+		r += " (" + s.Pos + ")"
+	}
+	return r
+}
+
+// writeDetail prints the NAME view: every field, the dependency chain and
+// the last output lines.
+func writeDetail(w io.Writer, s service, now time.Time) {
+	fmt.Fprintf(w, "%s\n", preserves.FormatText(hideRefs(s.name)))
+	tw := tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
+	fmt.Fprintf(tw, "  wanted:\t%s\n", s.wanted())
+	fmt.Fprintf(tw, "  state:\t%s for %s\n", s.state(), s.held(now))
+	fmt.Fprintf(tw, "  pid:\t%s\n", s.pids())
+	fmt.Fprintf(tw, "  restarts:\t%s\n", s.restarts())
+	fmt.Fprintf(tw, "  last exit:\t%s\n", s.lastExit(now))
+	fmt.Fprintf(tw, "  reason:\t%s\n", s.reason())
+	tw.Flush()
+	if len(s.DependsOn) > 0 {
+		fmt.Fprintf(w, "  depends on:\n")
+		writeChain(w, s.DependsOn, "    ")
+	}
+	if len(s.Output) > 0 {
+		fmt.Fprintf(w, "  last %d output lines:\n", len(s.Output))
+		for _, l := range s.Output {
+			fmt.Fprintf(w, "    %s %s %s\n", l.At.Local().Format("15:04:05.000"), l.Stream, l.Line)
+		}
+	}
+}
+
+func writeChain(w io.Writer, deps []dependency, indent string) {
+	for _, d := range deps {
+		mark := "waiting"
+		if d.Met {
+			mark = "ok"
+		}
+		states := strings.Join(d.States, ",")
+		if states == "" {
+			states = "-"
+		}
+		if d.Awaits == "" {
+			fmt.Fprintf(w, "%s%s\n", indent, d.Name)
+		} else {
+			fmt.Fprintf(w, "%s%s %s: %s (now %s)\n", indent, d.Name, d.Awaits, mark, states)
+		}
+		writeChain(w, d.DependsOn, indent+"  ")
+	}
+}
+
+// outputWait bounds how long `status NAME` waits for a running daemon's
+// output lines after the snapshot.
+const outputWait = 2 * time.Second
 
 func runStatus(ctx context.Context, cl *cli, args []string) error {
 	fs := cl.flagSet("status", true)
@@ -313,6 +657,7 @@ func runStatus(ctx context.Context, cl *cli, args []string) error {
 		return err
 	}
 	var filter pattern.Pattern
+	var literal preserves.Value // the argument, when it may be one service's name
 	switch fs.NArg() {
 	case 0:
 	case 1:
@@ -320,6 +665,7 @@ func runStatus(ctx context.Context, cl *cli, args []string) error {
 		if filter, err = parsePattern(fs.Arg(0)); err != nil {
 			return err
 		}
+		literal, _ = preserves.ParseText(fs.Arg(0))
 	default:
 		return usagef("status takes at most one PATTERN (a service name pattern such as '<daemon _>')")
 	}
@@ -329,20 +675,40 @@ func runStatus(ctx context.Context, cl *cli, args []string) error {
 	}
 	defer s.close()
 	m := newModel(filter)
+	gotOutput := make(chan struct{}, 1)
 	print := func() error {
 		svcs := m.snapshot()
-		if *jsonF {
+		now := time.Now()
+		// The NAME view: the argument names exactly one service.
+		detail := literal != nil && len(svcs) == 1 && preserves.Equal(svcs[0].name, literal)
+		if detail {
+			m.detail(&svcs[0])
+		}
+		switch {
+		case *jsonF:
 			b, err := json.Marshal(svcs)
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(cl.stdout, "%s\n", b)
-			return err
+			fmt.Fprintf(cl.stdout, "%s\n", b)
+		default:
+			if *watchF {
+				fmt.Fprintf(cl.stdout, "--- %s\n", now.Format(time.RFC3339))
+			}
+			if detail {
+				writeDetail(cl.stdout, svcs[0], now)
+			} else {
+				writeTable(cl.stdout, svcs, now)
+			}
 		}
 		if *watchF {
-			fmt.Fprintf(cl.stdout, "--- %s\n", time.Now().Format(time.RFC3339))
+			return nil
 		}
-		writeTable(cl.stdout, svcs, time.Now())
+		for _, sv := range svcs {
+			if sv.failed() {
+				return exitStatus(1) // a required service has failed
+			}
+		}
 		return nil
 	}
 	synced := make(chan struct{})
@@ -351,6 +717,15 @@ func runStatus(ctx context.Context, cl *cli, args []string) error {
 	_, err = s.spawn("status", func(t *dataspace.Turn) error {
 		pending := false
 		m.subscribe(t, s.cfg, func(t *dataspace.Turn) {
+			m.mu.Lock()
+			has := literal != nil && m.outputs[m.key(literal)] != nil
+			m.mu.Unlock()
+			if has {
+				select {
+				case gotOutput <- struct{}{}:
+				default:
+				}
+			}
 			if !live || pending {
 				return
 			}
@@ -365,6 +740,11 @@ func runStatus(ctx context.Context, cl *cli, args []string) error {
 				return nil
 			})
 		})
+		if literal != nil {
+			// Only the daemon service answers; for anything else this
+			// assertion is harmless and goes with the connection.
+			t.Assert(s.cfg, daemon.OutputRequest(literal))
+		}
 		t.Sync(s.cfg, func(*dataspace.Turn) error {
 			live = true
 			close(synced)
@@ -383,11 +763,22 @@ func runStatus(ctx context.Context, cl *cli, args []string) error {
 		}
 		return err
 	}
-	if err := print(); err != nil {
-		return err
+	if literal != nil && preserves.Equal(recordLabel(literal), preserves.Symbol("daemon")) {
+		// The daemon service answers the output request in a turn of its
+		// own; give it a moment when the daemon is running.
+		m.mu.Lock()
+		running := m.running[m.key(literal)] > 0
+		m.mu.Unlock()
+		if running {
+			select {
+			case <-gotOutput:
+			case <-time.After(outputWait):
+			case <-ctx.Done():
+			}
+		}
 	}
-	if !*watchF {
-		return nil
+	if err := print(); err != nil || !*watchF {
+		return err
 	}
 	for {
 		select {
@@ -401,4 +792,11 @@ func runStatus(ctx context.Context, cl *cli, args []string) error {
 			return nil
 		}
 	}
+}
+
+func recordLabel(v preserves.Value) preserves.Value {
+	if r, ok := preserves.Strip(v).(*preserves.Record); ok {
+		return r.Label
+	}
+	return nil
 }
