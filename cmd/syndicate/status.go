@@ -616,7 +616,7 @@ func writeDetail(w io.Writer, s service, now time.Time) {
 	tw.Flush()
 	if len(s.DependsOn) > 0 {
 		fmt.Fprintf(w, "  depends on:\n")
-		writeChain(w, s.DependsOn, "    ")
+		writeDeps(w, s.DependsOn, "    ")
 	}
 	if len(s.Output) > 0 {
 		fmt.Fprintf(w, "  last %d output lines:\n", len(s.Output))
@@ -626,7 +626,7 @@ func writeDetail(w io.Writer, s service, now time.Time) {
 	}
 }
 
-func writeChain(w io.Writer, deps []dependency, indent string) {
+func writeDeps(w io.Writer, deps []dependency, indent string) {
 	for _, d := range deps {
 		mark := "waiting"
 		if d.Met {
@@ -641,7 +641,7 @@ func writeChain(w io.Writer, deps []dependency, indent string) {
 		} else {
 			fmt.Fprintf(w, "%s%s %s: %s (now %s)\n", indent, d.Name, d.Awaits, mark, states)
 		}
-		writeChain(w, d.DependsOn, indent+"  ")
+		writeDeps(w, d.DependsOn, indent+"  ")
 	}
 }
 
