@@ -213,66 +213,39 @@ type SturdyPat struct {
 
 // Convenience expressions (right-hand side of let).
 
-// DataspaceExpr is `dataspace`: a fresh dataspace.
-type DataspaceExpr struct{ At preserves.Pos }
-
-// TimestampExpr is `timestamp`: the current time as an RFC 3339 string.
-type TimestampExpr struct{ At preserves.Pos }
-
-// FacetExpr is `facet`: an entity that stops the current facet on `stop`.
-type FacetExpr struct{ At preserves.Pos }
-
-// ScriptDirExpr is `scriptdir`: the directory of the script file.
-type ScriptDirExpr struct{ At preserves.Pos }
-
-// StringifyExpr is `stringify EXPR`.
-type StringifyExpr struct {
-	At preserves.Pos
-	X  Expr
+// CallExpr is a use of a built-in convenience expression (the right-hand
+// side of let): `NAME OPERAND…`, Args holding Builtin.Arity() operands.
+type CallExpr struct {
+	At      preserves.Pos
+	Builtin *Builtin
+	Args    []Expr
 }
 
-// JoinExpr is `join SEP PIECES`.
-type JoinExpr struct {
-	At     preserves.Pos
-	Sep    Expr
-	Pieces Expr
-}
+func (n *Lit) Pos() preserves.Pos        { return n.At }
+func (n *Var) Pos() preserves.Pos        { return n.At }
+func (n *Capture) Pos() preserves.Pos    { return n.At }
+func (n *Discard) Pos() preserves.Pos    { return n.At }
+func (n *Bind) Pos() preserves.Pos       { return n.At }
+func (n *RecordExpr) Pos() preserves.Pos { return n.At }
+func (n *SeqExpr) Pos() preserves.Pos    { return n.At }
+func (n *SetExpr) Pos() preserves.Pos    { return n.At }
+func (n *DictExpr) Pos() preserves.Pos   { return n.At }
+func (n *Attenuate) Pos() preserves.Pos  { return n.At }
+func (n *SturdyPat) Pos() preserves.Pos  { return n.At }
+func (n *CallExpr) Pos() preserves.Pos   { return n.At }
 
-func (n *Lit) Pos() preserves.Pos           { return n.At }
-func (n *Var) Pos() preserves.Pos           { return n.At }
-func (n *Capture) Pos() preserves.Pos       { return n.At }
-func (n *Discard) Pos() preserves.Pos       { return n.At }
-func (n *Bind) Pos() preserves.Pos          { return n.At }
-func (n *RecordExpr) Pos() preserves.Pos    { return n.At }
-func (n *SeqExpr) Pos() preserves.Pos       { return n.At }
-func (n *SetExpr) Pos() preserves.Pos       { return n.At }
-func (n *DictExpr) Pos() preserves.Pos      { return n.At }
-func (n *Attenuate) Pos() preserves.Pos     { return n.At }
-func (n *SturdyPat) Pos() preserves.Pos     { return n.At }
-func (n *DataspaceExpr) Pos() preserves.Pos { return n.At }
-func (n *TimestampExpr) Pos() preserves.Pos { return n.At }
-func (n *FacetExpr) Pos() preserves.Pos     { return n.At }
-func (n *ScriptDirExpr) Pos() preserves.Pos { return n.At }
-func (n *StringifyExpr) Pos() preserves.Pos { return n.At }
-func (n *JoinExpr) Pos() preserves.Pos      { return n.At }
-
-func (*Lit) expr()           {}
-func (*Var) expr()           {}
-func (*Capture) expr()       {}
-func (*Discard) expr()       {}
-func (*Bind) expr()          {}
-func (*RecordExpr) expr()    {}
-func (*SeqExpr) expr()       {}
-func (*SetExpr) expr()       {}
-func (*DictExpr) expr()      {}
-func (*Attenuate) expr()     {}
-func (*SturdyPat) expr()     {}
-func (*DataspaceExpr) expr() {}
-func (*TimestampExpr) expr() {}
-func (*FacetExpr) expr()     {}
-func (*ScriptDirExpr) expr() {}
-func (*StringifyExpr) expr() {}
-func (*JoinExpr) expr()      {}
+func (*Lit) expr()        {}
+func (*Var) expr()        {}
+func (*Capture) expr()    {}
+func (*Discard) expr()    {}
+func (*Bind) expr()       {}
+func (*RecordExpr) expr() {}
+func (*SeqExpr) expr()    {}
+func (*SetExpr) expr()    {}
+func (*DictExpr) expr()   {}
+func (*Attenuate) expr()  {}
+func (*SturdyPat) expr()  {}
+func (*CallExpr) expr()   {}
 
 // ---------------------------------------------------------------------------
 // Caveats

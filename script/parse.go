@@ -1,6 +1,8 @@
 package script
 
 import (
+	"strings"
+
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
@@ -35,6 +37,11 @@ type parser struct {
 	warns ErrorList
 	// dialect is set by a `dialect NAME` directive.
 	dialect string
+	// grouping is set by Group: blocks are not parsed inside, a
+	// conditional ends after its THEN, and blockToks records the index of
+	// every block in instruction position.
+	grouping  bool
+	blockToks []int
 	// truncated is set when the token stream was cut short by a Preserves
 	// syntax error; "missing operand" errors at the end of the top level are
 	// then artefacts of the cut and are not reported.
@@ -66,6 +73,24 @@ func (p *parser) missing(top bool, pos preserves.Pos, format string, args ...any
 		return
 	}
 	p.errorf(pos, format, args...)
+}
+
+// Group returns the end (exclusive) of the instruction that starts at
+// toks[i], as the parser reads it (a token that starts no instruction is a
+// group of its own), and for each of its tokens whether it is a block: a
+// sequence in instruction position, whose items are instructions. A
+// conditional `=~ PAT THEN` ends after THEN here, though the parser gives it
+// the rest of the block as ELSE. This is how `syndicate fmt` decides what
+// goes on one line, so that its layout follows the grammar exactly.
+func Group(toks []preserves.Value, i int) (int, []bool) {
+	p := &parser{grouping: true}
+	_, end := p.instr(toks, i, false)
+	end = max(end, i+1)
+	flags := make([]bool, end-i)
+	for _, k := range p.blockToks {
+		flags[k-i] = true
+	}
+	return end, flags
 }
 
 // block parses a token sequence (a file's top level or a `[...]`).
@@ -108,6 +133,10 @@ func (p *parser) instr(toks []preserves.Value, i int, top bool) (Instr, int) {
 		return a, i + 1
 	case preserves.Sequence:
 		b := p.blocks.New()
+		if p.grouping {
+			p.blockToks = append(p.blockToks, i)
+			return b, i + 1
+		}
 		b.At, b.Body = pos, p.block(x, false)
 		return b, i + 1
 	case preserves.Symbol:
@@ -166,6 +195,9 @@ func (p *parser) instr(toks []preserves.Value, i int, top bool) (Instr, int) {
 				return nil, i + 2
 			}
 			then, next := p.instr(toks, i+2, top)
+			if p.grouping {
+				return nil, next // the rest of the block is instructions of its own
+			}
 			c := p.conds.New()
 			c.At, c.Pat, c.Then, c.Else = pos, pat, then, p.block(toks[next:], top)
 			return c, len(toks)
@@ -221,48 +253,42 @@ func (p *parser) let(toks []preserves.Value, i int, top bool) (Instr, int) {
 	return l, next
 }
 
-// conv parses a convenience expression (the right-hand side of let).
+// conv parses a convenience expression (the right-hand side of let): a
+// built-in and its operands, each itself a convenience expression, or one
+// value.
 func (p *parser) conv(toks []preserves.Value, i int, top bool) (Expr, int) {
 	tok := toks[i]
 	pos := p.pos(tok)
-	if s, ok := symbolOf(tok); ok {
-		switch s {
-		case "dataspace":
-			return &DataspaceExpr{At: pos}, i + 1
-		case "timestamp":
-			return &TimestampExpr{At: pos}, i + 1
-		case "facet":
-			return &FacetExpr{At: pos}, i + 1
-		case "scriptdir":
-			return &ScriptDirExpr{At: pos}, i + 1
-		case "stringify":
-			if i+1 >= len(toks) {
-				p.missing(top, pos, "stringify needs an expression")
-				return nil, i + 1
-			}
-			x, next := p.conv(toks, i+1, top)
-			if x == nil {
-				return nil, next
-			}
-			return &StringifyExpr{At: pos, X: x}, next
-		case "join":
-			if i+2 >= len(toks) {
-				p.missing(top, pos, "join needs a separator and pieces")
-				return nil, len(toks)
-			}
-			sep, next := p.conv(toks, i+1, top)
-			if next >= len(toks) {
-				p.missing(top, pos, "join needs pieces after the separator")
-				return nil, next
-			}
-			pieces, next := p.conv(toks, next, top)
-			if sep == nil || pieces == nil {
-				return nil, next
-			}
-			return &JoinExpr{At: pos, Sep: sep, Pieces: pieces}, next
-		}
+	s, ok := symbolOf(tok)
+	if !ok {
+		return p.expr(tok, modeValue), i + 1
 	}
-	return p.expr(tok, modeValue), i + 1
+	b, ok := LookupBuiltin(s)
+	if !ok {
+		return p.expr(tok, modeValue), i + 1
+	}
+	n := b.Arity()
+	if n == 0 {
+		return &CallExpr{At: pos, Builtin: b}, i + 1
+	}
+	if i+n >= len(toks) {
+		p.missing(top, pos, "%s needs %s", s, strings.Join(b.Operands, " and "))
+		return nil, len(toks)
+	}
+	args := make([]Expr, n)
+	next, failed := i+1, false
+	for k := range n {
+		if next >= len(toks) {
+			p.missing(top, pos, "%s needs %s after %s", s, b.Operands[k], the(b.Operands[k-1]))
+			return nil, next
+		}
+		args[k], next = p.conv(toks, next, top)
+		failed = failed || args[k] == nil
+	}
+	if failed {
+		return nil, next
+	}
+	return &CallExpr{At: pos, Builtin: b, Args: args}, next
 }
 
 // mode says which kind of expression is being parsed.

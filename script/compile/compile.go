@@ -198,18 +198,8 @@ func (c *compiler) value(e script.Expr) Expr {
 		return c.mkDict(x.At, keys, vals)
 	case *script.Attenuate:
 		return c.attenuate(x)
-	case *script.DataspaceExpr:
-		return &NewDataspace{At: x.At}
-	case *script.TimestampExpr:
-		return &Timestamp{At: x.At}
-	case *script.FacetExpr:
-		return &FacetHandle{At: x.At}
-	case *script.ScriptDirExpr:
-		return &ScriptDir{At: x.At}
-	case *script.StringifyExpr:
-		return &Stringify{At: x.At, X: c.value(x.X)}
-	case *script.JoinExpr:
-		return &Join{At: x.At, Sep: c.value(x.Sep), Pieces: c.value(x.Pieces)}
+	case *script.CallExpr:
+		return &Call{At: x.At, Builtin: x.Builtin, Args: c.values(x.Args)}
 	}
 	return c.konst(e.Pos(), preserves.Sequence{})
 }

@@ -136,22 +136,12 @@ func writeExpr(b *strings.Builder, e Expr, raw bool) {
 		b.WriteString("<* $" + x.Var + " ")
 		writeExpr(b, x.Caveats, true)
 		b.WriteByte('>')
-	case *NewDataspace:
-		b.WriteString("dataspace")
-	case *Timestamp:
-		b.WriteString("timestamp")
-	case *FacetHandle:
-		b.WriteString("facet")
-	case *ScriptDir:
-		b.WriteString("scriptdir")
-	case *Stringify:
-		b.WriteString("stringify ")
-		writeExpr(b, x.X, raw)
-	case *Join:
-		b.WriteString("join ")
-		writeExpr(b, x.Sep, raw)
-		b.WriteByte(' ')
-		writeExpr(b, x.Pieces, raw)
+	case *Call:
+		b.WriteString(x.Builtin.Name)
+		for _, a := range x.Args {
+			b.WriteByte(' ')
+			writeExpr(b, a, raw)
+		}
 	default:
 		fmt.Fprintf(b, "?%T", e)
 	}

@@ -9,7 +9,7 @@ import (
 // Version identifies the shape of the instruction tree. It changes whenever
 // an instruction or expression node changes meaning, so cached or serialised
 // programs from another version are never mistaken for current ones.
-const Version = 1
+const Version = 2
 
 // Program is a compiled script file.
 type Program struct {
@@ -180,58 +180,31 @@ type MkAttenuate struct {
 	Caveats Expr
 }
 
-// NewDataspace yields a fresh dataspace.
-type NewDataspace struct{ At preserves.Pos }
-
-// Timestamp yields the current time as an RFC 3339 string.
-type Timestamp struct{ At preserves.Pos }
-
-// FacetHandle yields an entity that stops the current facet on `stop`.
-type FacetHandle struct{ At preserves.Pos }
-
-// ScriptDir yields the directory holding the script.
-type ScriptDir struct{ At preserves.Pos }
-
-// Stringify renders X's value in Preserves text syntax.
-type Stringify struct {
-	At preserves.Pos
-	X  Expr
+// Call is a built-in convenience expression (script.Builtins): the VM
+// evaluates Args, in order, and hands their values to Builtin.Eval.
+type Call struct {
+	At      preserves.Pos
+	Builtin *script.Builtin
+	Args    []Expr
 }
 
-// Join concatenates the string forms of Pieces with Sep between them.
-type Join struct {
-	At     preserves.Pos
-	Sep    Expr
-	Pieces Expr
-}
+func (e *Const) Pos() preserves.Pos       { return e.At }
+func (e *Ref) Pos() preserves.Pos         { return e.At }
+func (e *MkRecord) Pos() preserves.Pos    { return e.At }
+func (e *MkSeq) Pos() preserves.Pos       { return e.At }
+func (e *MkSet) Pos() preserves.Pos       { return e.At }
+func (e *MkDict) Pos() preserves.Pos      { return e.At }
+func (e *MkAttenuate) Pos() preserves.Pos { return e.At }
+func (e *Call) Pos() preserves.Pos        { return e.At }
 
-func (e *Const) Pos() preserves.Pos        { return e.At }
-func (e *Ref) Pos() preserves.Pos          { return e.At }
-func (e *MkRecord) Pos() preserves.Pos     { return e.At }
-func (e *MkSeq) Pos() preserves.Pos        { return e.At }
-func (e *MkSet) Pos() preserves.Pos        { return e.At }
-func (e *MkDict) Pos() preserves.Pos       { return e.At }
-func (e *MkAttenuate) Pos() preserves.Pos  { return e.At }
-func (e *NewDataspace) Pos() preserves.Pos { return e.At }
-func (e *Timestamp) Pos() preserves.Pos    { return e.At }
-func (e *FacetHandle) Pos() preserves.Pos  { return e.At }
-func (e *ScriptDir) Pos() preserves.Pos    { return e.At }
-func (e *Stringify) Pos() preserves.Pos    { return e.At }
-func (e *Join) Pos() preserves.Pos         { return e.At }
-
-func (*Const) isExpr()        {}
-func (*Ref) isExpr()          {}
-func (*MkRecord) isExpr()     {}
-func (*MkSeq) isExpr()        {}
-func (*MkSet) isExpr()        {}
-func (*MkDict) isExpr()       {}
-func (*MkAttenuate) isExpr()  {}
-func (*NewDataspace) isExpr() {}
-func (*Timestamp) isExpr()    {}
-func (*FacetHandle) isExpr()  {}
-func (*ScriptDir) isExpr()    {}
-func (*Stringify) isExpr()    {}
-func (*Join) isExpr()         {}
+func (*Const) isExpr()       {}
+func (*Ref) isExpr()         {}
+func (*MkRecord) isExpr()    {}
+func (*MkSeq) isExpr()       {}
+func (*MkSet) isExpr()       {}
+func (*MkDict) isExpr()      {}
+func (*MkAttenuate) isExpr() {}
+func (*Call) isExpr()        {}
 
 // ---------------------------------------------------------------------------
 // Pattern expressions

@@ -5,8 +5,9 @@
 //
 // A script is a stream of Preserves values that the script parser groups into
 // instructions (`? PATTERN BODY`, `let ?x = EXPR`, `$target INSTR`, ...).
-// Formatting must not change that grouping, so the formatter applies the
-// same grouping rules (services spec §4.3) and writes:
+// Formatting must not change that grouping, so the formatter takes it from
+// the parser itself (script.Group: one grammar, services spec §4.3) and
+// writes:
 //
 //   - one instruction per line, its tokens separated by single spaces;
 //   - a `[...]` block in instruction position (a body, or a block on its own)
@@ -124,7 +125,7 @@ func (f *formatter) atLineStart() bool {
 // block's content starts.
 func (f *formatter) block(toks []preserves.Value, depth int, from int) {
 	for i := 0; i < len(toks); {
-		end, blocks := group(toks, i)
+		end, blocks := script.Group(toks, i)
 		if i > 0 {
 			f.nl(depth)
 			if f.blankBefore(toks[i-1], toks[i]) {

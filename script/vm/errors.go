@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/script"
 )
 
 // Run-time error classes; test with errors.Is on a *RuntimeError.
@@ -20,7 +21,7 @@ var (
 	// ErrPattern: a pattern could not be built from a variable's value.
 	ErrPattern = errors.New("vm: bad pattern")
 	// ErrStringify: a capability cannot be rendered as text.
-	ErrStringify = errors.New("vm: cannot render a capability as text")
+	ErrStringify = script.ErrStringify
 	// ErrBudget: an activation exceeded Options.MaxSteps.
 	ErrBudget = errors.New("vm: step budget exceeded")
 	// ErrCancelled: Options.Context was cancelled.

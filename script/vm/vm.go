@@ -36,7 +36,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -45,6 +44,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace/caveat"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/script"
 	"github.com/syndicate-go/syndicate/script/compile"
 )
 
@@ -425,47 +425,16 @@ func (a *activation) eval(t *dataspace.Turn, e compile.Expr, sc *scope) (preserv
 		return a.positioned(x.At, preserves.NewDictionary(es...)), nil
 	case *compile.MkAttenuate:
 		return a.attenuate(t, x, sc)
-	case *compile.NewDataspace:
-		return dataspace.Embed(t.Create(dataspace.NewDataspace())), nil
-	case *compile.Timestamp:
-		return preserves.String(Timestamp(a.m.opts.Now())), nil
-	case *compile.FacetHandle:
-		return dataspace.Embed(t.Create(&facetEntity{id: t.ActiveFacet(), m: a.m, at: x.At})), nil
-	case *compile.ScriptDir:
-		return preserves.String(a.m.scriptDir()), nil
-	case *compile.Stringify:
-		v, err := a.eval(t, x.X, sc)
+	case *compile.Call:
+		args, err := a.evalAll(t, x.Args, sc)
 		if err != nil {
 			return nil, err
 		}
-		if preserves.HasEmbedded(v) {
-			return nil, a.errorf(x.At, ErrStringify, "stringify: value contains a capability")
+		v, berr := x.Builtin.Eval(builtinContext{a: a, t: t, at: x.At}, args)
+		if berr != nil {
+			return nil, &RuntimeError{Pos: x.At, Msg: berr.Error(), Err: berr}
 		}
-		return preserves.String(preserves.FormatText(v)), nil
-	case *compile.Join:
-		sep, err := a.eval(t, x.Sep, sc)
-		if err != nil {
-			return nil, err
-		}
-		ps, err := a.eval(t, x.Pieces, sc)
-		if err != nil {
-			return nil, err
-		}
-		pieces, ok := preserves.Unwrap(ps).(preserves.Sequence)
-		if !ok {
-			pieces = preserves.Sequence{ps}
-		}
-		s, ok := textOf(sep)
-		if !ok {
-			return nil, a.errorf(x.At, ErrStringify, "join: separator contains a capability")
-		}
-		strs := make([]string, len(pieces))
-		for i, p := range pieces {
-			if strs[i], ok = textOf(p); !ok {
-				return nil, a.errorf(x.At, ErrStringify, "join: piece %d contains a capability", i)
-			}
-		}
-		return preserves.String(strings.Join(strs, s)), nil
+		return v, nil
 	}
 	return nil, a.errorf(e.Pos(), ErrPattern, "unknown expression %T", e)
 }
@@ -515,35 +484,23 @@ func (a *activation) attenuate(t *dataspace.Turn, x *compile.MkAttenuate, sc *sc
 	return dataspace.Embed(nr), nil
 }
 
-// textOf is join's "converted to a string": a string's contents, any other
-// value's Preserves text; false if v holds a capability.
-func textOf(v preserves.Value) (string, bool) {
-	if s, ok := preserves.Unwrap(v).(preserves.String); ok {
-		return string(s), true
-	}
-	if preserves.HasEmbedded(v) {
-		return "", false
-	}
-	return preserves.FormatText(v), true
+// Timestamp formats tm as `timestamp` does (script.Timestamp).
+func Timestamp(tm time.Time) string { return script.Timestamp(tm) }
+
+// builtinContext is what a built-in sees of the running activation.
+type builtinContext struct {
+	a  *activation
+	t  *dataspace.Turn
+	at preserves.Pos
 }
 
-// Timestamp formats tm in UTC as RFC 3339 with a `+00:00` offset and 0, 3, 6
-// or 9 fractional digits, as few as represent it exactly (services spec
-// §4.5).
-func Timestamp(tm time.Time) string {
-	tm = tm.UTC()
-	ns := tm.Nanosecond()
-	var frac string
-	switch {
-	case ns == 0:
-	case ns%1_000_000 == 0:
-		frac = fmt.Sprintf(".%03d", ns/1_000_000)
-	case ns%1_000 == 0:
-		frac = fmt.Sprintf(".%06d", ns/1_000)
-	default:
-		frac = fmt.Sprintf(".%09d", ns)
-	}
-	return tm.Format("2006-01-02T15:04:05") + frac + "+00:00"
+func (c builtinContext) Now() time.Time    { return c.a.m.opts.Now() }
+func (c builtinContext) ScriptDir() string { return c.a.m.scriptDir() }
+func (c builtinContext) NewDataspace() preserves.Value {
+	return dataspace.Embed(c.t.Create(dataspace.NewDataspace()))
+}
+func (c builtinContext) FacetHandle() preserves.Value {
+	return dataspace.Embed(c.t.Create(&facetEntity{id: c.t.ActiveFacet(), m: c.a.m, at: c.at}))
 }
 
 // ---------------------------------------------------------------------------

@@ -1,79 +1,9 @@
 package format
 
-import "github.com/syndicate-go/syndicate/preserves"
-
-// group returns the end (exclusive) of the instruction starting at toks[i],
-// and for each of its tokens whether it is a block (a sequence in
-// instruction position, whose items are instructions themselves). The rules
-// are those of the script parser (services spec §4.3); an incomplete
-// instruction at the end of toks ends there, and a token that starts no
-// instruction is a group of its own, so every token is written exactly once.
-func group(toks []preserves.Value, i int) (int, []bool) {
-	var blocks []bool
-	end := instr(toks, i, &blocks)
-	return end, blocks
-}
-
-// instr appends the block flags of the instruction at toks[i] to blocks and
-// returns its end.
-func instr(toks []preserves.Value, i int, blocks *[]bool) int {
-	if i >= len(toks) {
-		return i
-	}
-	mark := func(block bool) { *blocks = append(*blocks, block) }
-	operand := func(j int) int { // a non-instruction operand, if present
-		if j < len(toks) {
-			mark(false)
-			return j + 1
-		}
-		return j
-	}
-	switch x := preserves.Unwrap(toks[i]).(type) {
-	case preserves.Sequence:
-		mark(true)
-		return i + 1
-	case preserves.Symbol:
-		s := string(x)
-		switch {
-		case s == "?" || s == "??" || s == "=~":
-			mark(false)
-			return instr(toks, operand(i+1), blocks)
-		case s == "?-":
-			mark(false)
-			return instr(toks, i+1, blocks)
-		case s == "!" || s == "+=" || s == "dialect":
-			mark(false)
-			return operand(i + 1)
-		case s == "let":
-			mark(false)
-			j := operand(operand(i + 1)) // PATTERN =
-			return conv(toks, j, blocks)
-		case len(s) > 1 && s[0] == '$':
-			mark(false)
-			return instr(toks, i+1, blocks)
-		}
-	}
-	mark(false)
-	return i + 1
-}
-
-// conv is the right-hand side of let: `stringify E`, `join SEP PIECES`, or
-// one token.
-func conv(toks []preserves.Value, i int, blocks *[]bool) int {
-	if i >= len(toks) {
-		return i
-	}
-	*blocks = append(*blocks, false)
-	if s, ok := preserves.Unwrap(toks[i]).(preserves.Symbol); ok {
-		switch s {
-		case "stringify":
-			return conv(toks, i+1, blocks)
-		case "join":
-			return conv(toks, conv(toks, i+1, blocks), blocks)
-		}
-	}
-	return i + 1
-}
+// A lexical scan of Preserves text, for one purpose: finding where a value
+// ends, so that blank lines between instructions are kept. The reader
+// records where each value starts, not where it ends. The grammar of
+// instructions is not here: it is the parser's (script.Group).
 
 // skipValue returns the offset just past the Preserves value whose item
 // starts at src[i] (after its annotations). It is a lexical scan, used only
