@@ -96,6 +96,9 @@ func (p *parser) warnForeign(v preserves.Value, kind string) {
 	if s := suggest(kind, preserves.Strip(v)); s != "" {
 		b.WriteString("; in this dialect write ")
 		b.WriteString(s)
+		if strings.Contains(s, "…") {
+			b.WriteString(" (… stands for one _ per field: one alternative per field count in use)")
+		}
 		b.WriteString(",")
 	} else {
 		b.WriteString(";")
