@@ -45,6 +45,24 @@ func FormatText(v Value) string {
 	return string(w.buf)
 }
 
+// FormatTextLimit renders v compactly like FormatText, cut to at most
+// about n bytes and then ending in "…", for error messages and logs about
+// values from outside. Its cost is bounded by n whatever v holds: compounds
+// stop at the first item past the limit, long strings are cut before being
+// quoted, and an integer whose decimal form would not fit is written as
+// <integer of N bits> (converting a huge integer to decimal costs seconds).
+func FormatTextLimit(v Value, n int) string {
+	w := textWriter{opts: WriterOptions{Annotations: true}, limit: n, short: true}
+	if w.compact(v) && len(w.buf) <= n {
+		return string(w.buf)
+	}
+	b := w.buf[:min(len(w.buf), n)]
+	for len(b) > 0 && !utf8.Valid(b[max(0, len(b)-utf8.UTFMax):]) {
+		b = b[:len(b)-1] // do not cut a character in half
+	}
+	return string(b) + "…"
+}
+
 // FormatTextIndent renders v indented with indent per level, annotations
 // (and comments) included.
 func FormatTextIndent(v Value, indent string) string {
@@ -76,6 +94,7 @@ type textWriter struct {
 	opts  WriterOptions
 	err   error // first error from the Embedded hook
 	limit int   // compact output must end by this buffer length
+	short bool  // FormatTextLimit: atoms are cut to the limit too
 }
 
 func (w *textWriter) write(v Value) {
@@ -320,9 +339,39 @@ func (w *textWriter) compact(v Value) bool {
 			return w.compact(pv)
 		}
 	default:
-		w.buf = textAppendAtom(w.buf, v)
+		if w.short {
+			w.shortAtom(v)
+		} else {
+			w.buf = textAppendAtom(w.buf, v)
+		}
 	}
 	return len(w.buf) <= w.limit
+}
+
+// shortAtom writes an atom for FormatTextLimit, doing no more work than the
+// room left before the limit calls for.
+func (w *textWriter) shortAtom(v Value) {
+	room := max(w.limit-len(w.buf), 0) + 1 // one byte past: the caller then cuts
+	switch x := v.(type) {
+	case *BigInt:
+		if x.v.BitLen()*3/10 > room { // 3/10 < log10(2): fewer digits than it has
+			w.buf = fmt.Appendf(w.buf, "<integer of %d bits>", x.v.BitLen())
+			return
+		}
+	case String:
+		if len(x) > room {
+			v = x[:room]
+		}
+	case Symbol:
+		if len(x) > room {
+			v = x[:room]
+		}
+	case ByteString:
+		if len(x) > room {
+			v = x[:room]
+		}
+	}
+	w.buf = textAppendAtom(w.buf, v)
 }
 
 func (w *textWriter) compactItems(open string, items []Value, close string) bool {

@@ -60,7 +60,7 @@ func subscribe(tb testing.TB, nc net.Conn) *framer {
 		binPacket(tb, `[[0 <S #:[0 1]>]]`)...)); err != nil {
 		tb.Fatal(err)
 	}
-	f := newFramer(0, 0)
+	f := newFramer(0, 0, 0)
 	if n := countEvents(tb, nc, f, 1); n != 1 {
 		tb.Fatalf("sync answer: %d events", n)
 	}

@@ -26,6 +26,12 @@ import (
 const (
 	DefaultMaxPacketSize = 16 << 20
 	DefaultMaxDepth      = 128
+	// DefaultMaxPacketValues bounds the values (atoms and compounds, at
+	// every depth) in one packet. Decoding costs about 16–50 bytes per
+	// value whatever its encoded size, so without it 15 MiB of one-byte
+	// #f items became about 1 GB of server memory; with it one packet
+	// decodes into at most its size plus about 13 MB.
+	DefaultMaxPacketValues = 1 << 18
 )
 
 // framer splits an inbound byte stream into packets.
@@ -34,7 +40,8 @@ type framer struct {
 	start int   // start of the pending packet (or of skipped whitespace)
 	base  int64 // stream offset of buf[0]
 
-	maxSize, maxDepth int
+	maxSize, maxDepth, maxValues int
+	values                       int // values begun in the pending packet
 
 	active bool   // a packet has begun at start
 	syn    Syntax // its syntax
@@ -63,14 +70,17 @@ const (
 	tmToken            // bare token (number, symbol, #t, …)
 )
 
-func newFramer(maxSize, maxDepth int) *framer {
+func newFramer(maxSize, maxDepth, maxValues int) *framer {
 	if maxSize <= 0 {
 		maxSize = DefaultMaxPacketSize
+	}
+	if maxValues <= 0 {
+		maxValues = DefaultMaxPacketValues
 	}
 	if maxDepth <= 0 {
 		maxDepth = DefaultMaxDepth
 	}
-	return &framer{maxSize: maxSize, maxDepth: maxDepth}
+	return &framer{maxSize: maxSize, maxDepth: maxDepth, maxValues: maxValues}
 }
 
 // feed appends bytes to the pending input.
@@ -143,7 +153,7 @@ func (f *framer) next() (raw []byte, syn Syntax, off int64, err error) {
 		}
 		f.active = true
 		f.scan = f.start
-		f.open, f.need, f.skip = 0, 1, 0
+		f.open, f.need, f.skip, f.values = 0, 1, 0, 0
 		f.mode, f.esc = tmNormal, false
 		f.syn = Text
 		if f.buf[f.start] >= 0x80 {
@@ -157,6 +167,11 @@ func (f *framer) next() (raw []byte, syn Syntax, off int64, err error) {
 		done, err = f.scanText()
 	}
 	off = f.base + int64(f.start)
+	if err == nil && f.values > f.maxValues {
+		// Checked once per scan: the scanners count in their loops
+		// only, and a scan covers at most one read's worth of input.
+		err = protoErr(off, ErrLimit, nil, "packet holds more than %d values", f.maxValues)
+	}
 	if err != nil {
 		f.err = err
 		return nil, 0, off, err
@@ -223,6 +238,7 @@ func (f *framer) scanBinary() (bool, error) {
 		switch {
 		case tag == 0x80 || tag == 0x81:
 			f.scan++
+			f.values++
 			if f.valueEnd() {
 				return true, nil
 			}
@@ -254,6 +270,7 @@ func (f *framer) scanBinary() (bool, error) {
 				return false, protoErr(f.base+int64(f.start), ErrLimit, nil, "atom longer than %d bytes", f.maxSize)
 			}
 			f.scan += 1 + w
+			f.values++
 			if n == 0 {
 				if f.valueEnd() {
 					return true, nil
@@ -263,6 +280,7 @@ func (f *framer) scanBinary() (bool, error) {
 			f.skip = int(n)
 		case tag >= 0xB4 && tag <= 0xB7:
 			f.scan++
+			f.values++
 			f.open++
 			if f.open > f.maxDepth {
 				return false, f.depthErr()
@@ -282,7 +300,8 @@ func (f *framer) scanBinary() (bool, error) {
 // errors included.
 func (f *framer) scanInside() {
 	b := f.buf
-	p, open := f.scan, f.open
+	p, open, values := f.scan, f.open, f.values
+	defer func() { f.values = values }()
 	for p+1 < len(b) {
 		tag := b[p]
 		switch {
@@ -293,13 +312,18 @@ func (f *framer) scanInside() {
 				return
 			}
 			p += 2 + n
+			values++
 		case tag >= 0xB4 && tag <= 0xB7 && open < f.maxDepth:
 			open++
 			p++
+			values++
 		case tag == 0x84 && open > 1:
 			open--
 			p++
-		case tag == 0x80 || tag == 0x81 || tag == 0x86:
+		case tag == 0x80 || tag == 0x81:
+			p++
+			values++
+		case tag == 0x86:
 			p++
 		default:
 			f.scan, f.open = p, open
@@ -390,9 +414,11 @@ func (f *framer) scanText() (bool, error) {
 			f.mode = tmComment
 		case '"', '|':
 			f.scan++
+			f.values++
 			f.mode, f.quote = tmString, c
 		case '[', '<', '{':
 			f.scan++
+			f.values++
 			f.open++
 			if f.open > f.maxDepth {
 				return false, f.depthErr()
@@ -420,12 +446,15 @@ func (f *framer) scanText() (bool, error) {
 				f.scan += 2
 			case '"':
 				f.scan += 2
+				f.values++
 				f.mode, f.quote = tmString, '"'
 			case '[':
 				f.scan += 2
+				f.values++
 				f.mode = tmBase64
 			case '{':
 				f.scan += 2
+				f.values++
 				f.open++
 				if f.open > f.maxDepth {
 					return false, f.depthErr()
@@ -442,6 +471,7 @@ func (f *framer) scanText() (bool, error) {
 				if f.scan+2 >= len(b) {
 					return false, nil
 				}
+				f.values++
 				if b[f.scan+2] == '"' {
 					f.scan += 3
 					f.mode, f.quote = tmString, '"'
@@ -449,6 +479,7 @@ func (f *framer) scanText() (bool, error) {
 				}
 				if b[f.scan+2] == 'd' {
 					if f.scan+3 >= len(b) {
+						f.values-- // counted again when the input arrives
 						return false, nil
 					}
 					if b[f.scan+3] == '"' {
@@ -461,10 +492,12 @@ func (f *framer) scanText() (bool, error) {
 				f.mode = tmToken
 			default:
 				f.scan++
+				f.values++
 				f.mode = tmToken
 			}
 		default:
 			f.scan++
+			f.values++
 			f.mode = tmToken
 		}
 	}

@@ -38,7 +38,7 @@ type framed struct {
 }
 
 func frameAll(pieces [][]byte) ([]framed, bool) {
-	f := newFramer(1<<16, 64)
+	f := newFramer(1<<16, 64, 0)
 	var out []framed
 	for _, p := range pieces {
 		f.feed(p)

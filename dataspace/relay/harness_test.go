@@ -194,7 +194,7 @@ func tcpPair(tb testing.TB) (net.Conn, net.Conn) {
 
 func newWire(tb testing.TB, opts Options) *wireHarness {
 	checkGoroutines(tb)
-	h := &wireHarness{tb: tb, sys: newSys(tb), rec: newRecorder(), fr: newFramer(0, 0)}
+	h := &wireHarness{tb: tb, sys: newSys(tb), rec: newRecorder(), fr: newFramer(0, 0, 0)}
 	a, b := tcpPair(tb)
 	h.net = b
 	tb.Cleanup(func() { b.Close() })

@@ -3,6 +3,7 @@ package relay
 import (
 	"bytes"
 	"errors"
+	"math/big"
 	"strings"
 	"testing"
 	"time"
@@ -123,4 +124,56 @@ func TestEventsAfterCloseIgnored(t *testing.T) {
 		t.Message(h.peer, rec("late"))
 		t.Sync(h.peer, func(*dataspace.Turn) error { return nil })
 	})
+}
+
+// Decoding budget (issue 12): a packet of many tiny values is refused by
+// its value count before it is decoded, in either syntax, so 15 MiB of
+// one-byte #f items cannot become a gigabyte of Values.
+func TestLimitPacketValues(t *testing.T) {
+	const limit = 1000
+	items := func(n int, item string) string { return strings.Repeat(item, n) }
+	for _, syn := range []Syntax{Text, Binary} {
+		t.Run(syn.String(), func(t *testing.T) {
+			h := newWire(t, Options{MaxPacketValues: limit})
+			within := `[[0 <A [` + items(limit-10, "#f ") + `] 1>]]` // the rest: turn, event, record, label, handle
+			over := `[[0 <M [` + items(limit, "#f ") + `]>]]`
+			if syn == Text {
+				h.send(within)
+				waitFor(t, "the packet within the limit", func() bool { return h.rec.count() == 1 })
+				h.send(over)
+			} else {
+				h.sendBinary(within)
+				waitFor(t, "the packet within the limit", func() bool { return h.rec.count() == 1 })
+				h.sendBinary(over)
+			}
+			pkts := h.expectEOF()
+			if len(pkts) != 1 || !strings.Contains(pkts[0], "more than 1000 values") {
+				t.Fatalf("got %v", pkts)
+			}
+			if err := h.closed(); !errors.Is(err, ErrLimit) {
+				t.Fatalf("err = %v", err)
+			}
+		})
+	}
+}
+
+// A malformed event carrying a huge integer is refused with an error
+// message that does not spell the integer out (formatting 8 MB of integer
+// in decimal took 15 s of server CPU).
+func TestLimitHugeIntegerErrorAbbreviated(t *testing.T) {
+	h := newWire(t, Options{})
+	huge := preserves.NewBigInt(new(big.Int).Lsh(big.NewInt(1), 8<<23)) // 8 MB
+	pkt := preserves.Sequence{preserves.Sequence{preserves.Int(0), preserves.NewRecord(preserves.Symbol("Q"), huge)}}
+	b, err := AppendPacket(nil, pkt, Binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go h.net.Write(b)
+	pkts := h.expectEOF()
+	if len(pkts) != 1 || len(pkts[0]) > 400 || !strings.Contains(pkts[0], "integer of 67108865 bits") {
+		t.Fatalf("got %d packets, first %.400q", len(pkts), pkts)
+	}
+	if err := h.closed(); !errors.Is(err, ErrProtocol) {
+		t.Fatalf("err = %v", err)
+	}
 }

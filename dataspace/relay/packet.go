@@ -193,13 +193,7 @@ func AppendPacket(dst []byte, v preserves.Value, syn Syntax) ([]byte, error) {
 }
 
 // abbreviate renders v for an error message, cut to a sane length.
-func abbreviate(v preserves.Value) string {
-	s := preserves.FormatText(v)
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return s
-}
+func abbreviate(v preserves.Value) string { return preserves.FormatTextLimit(v, 200) }
 
 // WireRef helpers: `[0 oid]` (mine: exported by the sender) and
 // `[1 oid caveat…]` (yours: exported by the receiver).

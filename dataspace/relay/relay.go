@@ -30,6 +30,10 @@ type Options struct {
 	MaxPacketSize int
 	// MaxDepth bounds inbound nesting; 0 means DefaultMaxDepth.
 	MaxDepth int
+	// MaxPacketValues bounds the values (atoms and compounds at every
+	// depth) in one inbound packet, and so the memory it decodes into;
+	// 0 means DefaultMaxPacketValues.
+	MaxPacketValues int
 	// MaxOutbound bounds the bytes queued for the peer; past it the
 	// connection is closed with ErrOutboundFull. Flow control keeps the
 	// queue far below it whenever its producers are accounted (other
@@ -703,7 +707,7 @@ func (c *Conn) write(buf []byte) error {
 // handles each in one turn of the relay facet.
 func (c *Conn) readLoop(ctx context.Context) error {
 	defer c.taskDone()
-	f := newFramer(c.opts.MaxPacketSize, c.opts.MaxDepth)
+	f := newFramer(c.opts.MaxPacketSize, c.opts.MaxDepth, c.opts.MaxPacketValues)
 	var evBuf []Event
 	credit := c.opts.Credit
 	for {
