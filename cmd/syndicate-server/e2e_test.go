@@ -49,6 +49,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "building syndicate-server:", err)
 		os.Exit(1)
 	}
+	if old := os.Getenv("SYNDICATE_E2E_SERVER"); old != "" {
+		serverBin = old // measure another build (e.g. before a change) with the same tests
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

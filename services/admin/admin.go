@@ -123,7 +123,7 @@ func ListenWith(t *dataspace.Turn, env services.Env, path string, opts Options) 
 			stop := context.AfterFunc(ctx, func() { ln.Close() })
 			defer stop()
 			for {
-				c, err := ln.Accept()
+				c, err := services.Accept(ctx, ln, log)
 				if err != nil {
 					if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 						return nil // stopping: the facet closed the listener

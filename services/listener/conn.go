@@ -37,8 +37,11 @@ func (s *spec) spawnConn(t *dataspace.Turn, c net.Conn, httpd *dataspace.Ref) {
 				return ctx.Err()
 			}
 			if err != nil {
+				// Health checks and port scanners do this all the time: an
+				// ordinary end of the connection, not an actor crash.
 				c.Close()
-				return ErrClosedEarly
+				log.Debug().Err(err).Msg(ErrClosedEarly.Error())
+				return nil
 			}
 			if b[0] == '[' || b[0] == '<' || b[0] >= 0x80 {
 				fr.Activate(func(t *dataspace.Turn) error {

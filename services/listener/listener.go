@@ -200,7 +200,7 @@ func (s *spec) boot(t *dataspace.Turn) error {
 		defer stop()
 		defer ln.Close()
 		for {
-			c, err := ln.Accept()
+			c, err := services.Accept(ctx, ln, s.log)
 			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
