@@ -177,3 +177,63 @@ func TestLimitHugeIntegerErrorAbbreviated(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// A partial packet may not pin its buffer forever: past PacketTimeout from
+// its first byte the connection is closed. Time between complete packets
+// does not count.
+func TestLimitPacketTimeout(t *testing.T) {
+	h := newWire(t, Options{PacketTimeout: 300 * time.Millisecond})
+	h.send(`[[0 <A <one> 1>]]`)
+	waitFor(t, "the first assertion", func() bool { return h.rec.count() == 1 })
+	time.Sleep(500 * time.Millisecond) // longer than the timeout: idle between packets is fine
+	h.send(`[[0 <A <two> 2>]]`)
+	waitFor(t, "the second assertion", func() bool { return h.rec.count() == 2 })
+	begin := time.Now()
+	h.net.Write([]byte(`[[0 <A <three> 3`)) // never finished
+	err := h.closed()
+	if !errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), "packet incomplete after 300ms") {
+		t.Fatalf("err = %v", err)
+	}
+	if el := time.Since(begin); el < 300*time.Millisecond {
+		t.Fatalf("closed after %v, before the timeout", el)
+	}
+	waitFor(t, "teardown", func() bool { return h.rec.count() == 0 })
+}
+
+// A peer that sends no event after connecting (for a gatekeeper: no
+// resolve) is disconnected after FirstEventTimeout; one that does is not.
+func TestLimitFirstEventTimeout(t *testing.T) {
+	idle := newWire(t, Options{FirstEventTimeout: 200 * time.Millisecond})
+	idle.send(`[]`) // an empty Turn is no event
+	if err := idle.closed(); !errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), "no event within 200ms") {
+		t.Fatalf("err = %v", err)
+	}
+	busy := newWire(t, Options{FirstEventTimeout: 200 * time.Millisecond})
+	busy.send(`[[0 <A <hello> 1>]]`)
+	waitFor(t, "the assertion", func() bool { return busy.rec.count() == 1 })
+	time.Sleep(400 * time.Millisecond) // past the timeout: nothing may happen
+	select {
+	case <-busy.conn.Done():
+		t.Fatalf("active peer disconnected: %v", busy.conn.Err())
+	default:
+	}
+}
+
+// MaxInitialAssertions bounds the assertions a peer holds at oid 0 (a
+// gatekeeper's pending resolves and noise handshakes); retracted ones stop
+// counting.
+func TestLimitInitialAssertions(t *testing.T) {
+	h := newWire(t, Options{MaxInitialAssertions: 3})
+	h.send(`[[0 <A <a> 1>] [0 <A <b> 2>] [0 <A <c> 3>]]`)
+	h.send(`[[0 <R 2>] [0 <A <d> 4>]]`)
+	waitFor(t, "three live assertions", func() bool { return h.rec.has("+<d>") && h.rec.count() == 3 })
+	h.send(`[[0 <A <e> 5>]]`)
+	pkts := h.expectEOF()
+	if len(pkts) != 1 || !strings.Contains(pkts[0], "more than 3 assertions at the initial object") {
+		t.Fatalf("got %v", pkts)
+	}
+	if err := h.closed(); !errors.Is(err, ErrLimit) {
+		t.Fatalf("err = %v", err)
+	}
+	waitFor(t, "teardown", func() bool { return h.rec.count() == 0 })
+}

@@ -51,6 +51,23 @@ type Options struct {
 	// waits for it is disconnected with ErrSlowPeer. 0 means
 	// DefaultWriteTimeout.
 	WriteTimeout time.Duration
+	// PacketTimeout bounds the time from an inbound packet's first byte
+	// to its last, so a peer cannot pin a partial packet's buffer (up to
+	// MaxPacketSize) forever; past it the connection is closed with
+	// ErrLimit. 0 means DefaultPacketTimeout; negative, no limit.
+	PacketTimeout time.Duration
+
+	// Limits for connections from peers not yet trusted (the relay
+	// listeners set them; zero means no limit). Each ends the connection
+	// with ErrLimit.
+
+	// FirstEventTimeout closes a connection whose peer has sent no event
+	// this long after connecting: for a gatekeeper at oid 0, no resolve.
+	FirstEventTimeout time.Duration
+	// MaxInitialAssertions bounds the assertions the peer holds at
+	// InitialRef at once: for a gatekeeper, its resolves, pending or
+	// granted, and so its noise handshakes.
+	MaxInitialAssertions int
 	// Logger receives connection diagnostics; the zero Logger discards.
 	Logger zerolog.Logger
 }
@@ -65,6 +82,8 @@ const (
 	// DefaultWriteTimeout is how long a peer may read nothing while
 	// output waits before it is disconnected.
 	DefaultWriteTimeout = 30 * time.Second
+	// DefaultPacketTimeout lets a 16 MiB packet arrive at 300 KB/s.
+	DefaultPacketTimeout = time.Minute
 )
 
 // outputCost is what queued output costs its account until written: one
@@ -103,6 +122,7 @@ type Conn struct {
 	inbound            map[int64]inRec
 	outbound           map[dataspace.Handle]outRec
 	nextWireHandle     int64
+	initialAsserts     int // live inbound assertions at oid 0 (MaxInitialAssertions)
 	pending            []byte // the Turn packet being built this turn
 	pendingN           int    // events in it
 	flushQueued        bool
@@ -133,8 +153,9 @@ type outRec struct {
 }
 
 type inRec struct {
-	local dataspace.Handle
-	pins  []*symbol
+	local   dataspace.Handle
+	pins    []*symbol
+	initial bool // made at oid 0: counts against MaxInitialAssertions
 }
 
 // Run starts a relay over rw in a new child facet of the active facet and
@@ -166,6 +187,9 @@ func RunSplit(t *dataspace.Turn, r io.Reader, w io.Writer, closer io.Closer, opt
 	}
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = DefaultWriteTimeout
+	}
+	if opts.PacketTimeout == 0 {
+		opts.PacketTimeout = DefaultPacketTimeout
 	}
 	c := &Conn{
 		opts:     opts,
@@ -710,6 +734,15 @@ func (c *Conn) readLoop(ctx context.Context) error {
 	f := newFramer(c.opts.MaxPacketSize, c.opts.MaxDepth, c.opts.MaxPacketValues)
 	var evBuf []Event
 	credit := c.opts.Credit
+	pt := c.packetTimer()
+	defer pt.stop()
+	var first *time.Timer
+	if d := c.opts.FirstEventTimeout; d > 0 {
+		first = time.AfterFunc(d, func() {
+			c.limitClose(protoErr(-1, ErrLimit, nil, "no event within %v of connecting", d))
+		})
+		defer first.Stop()
+	}
 	for {
 		// Flow control (§9): read no more while what the peer sent
 		// earlier is still being handled downstream.
@@ -748,6 +781,10 @@ func (c *Conn) readLoop(ctx context.Context) error {
 				if c.acct.Wait(ctx, credit) != nil {
 					return ctx.Err()
 				}
+				if first != nil && pkt.Kind == TurnPacket && len(pkt.Events) > 0 {
+					first.Stop()
+					first = nil
+				}
 				alive := c.fr.ActivateAccount(c.acct, func(t *dataspace.Turn) error {
 					c.handle(t, pkt, syn, off)
 					return nil
@@ -763,6 +800,7 @@ func (c *Conn) readLoop(ctx context.Context) error {
 				}
 			}
 		}
+		pt.track(f)
 		if rerr != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -779,6 +817,65 @@ func (c *Conn) readLoop(ctx context.Context) error {
 			})
 			return dataspace.ErrKeepFacet
 		}
+	}
+}
+
+// limitClose ends the connection from a timer: err becomes the
+// connection's error, and closing the stream makes the reader stop the
+// relay facet.
+func (c *Conn) limitClose(err error) {
+	c.setErr(err)
+	c.closeStream()
+}
+
+// packetTimer enforces PacketTimeout: it runs from the first byte of a
+// partial packet until the packet is complete. The reader re-arms it only
+// when a different packet is pending, so a steady stream of complete
+// packets costs no timer operations.
+type packetTimer struct {
+	c       *Conn
+	d       time.Duration
+	tm      *time.Timer
+	pending atomic.Int64 // stream offset+1 of the partial packet timed, 0: none
+}
+
+func (c *Conn) packetTimer() *packetTimer {
+	return &packetTimer{c: c, d: c.opts.PacketTimeout}
+}
+
+func (p *packetTimer) track(f *framer) {
+	if p.d <= 0 {
+		return
+	}
+	var off int64
+	if f.pending() {
+		off = f.base + int64(f.start) + 1
+	}
+	if p.pending.Load() == off {
+		return
+	}
+	p.pending.Store(off)
+	if off == 0 {
+		p.tm.Stop()
+		return
+	}
+	if p.tm == nil {
+		p.tm = time.AfterFunc(p.d, p.fire)
+	} else {
+		p.tm.Reset(p.d)
+	}
+}
+
+func (p *packetTimer) fire() {
+	if off := p.pending.Load(); off != 0 {
+		p.c.limitClose(protoErr(off-1, ErrLimit, nil, "packet incomplete after %v", p.d))
+	}
+}
+
+func (p *packetTimer) stop() {
+	p.pending.Store(0)
+	if p.tm != nil {
+		p.tm.Stop()
 	}
 }
 
@@ -833,13 +930,23 @@ func (c *Conn) handleEvent(t *dataspace.Turn, ev *Event) error {
 			return nil
 		}
 		target.count++
-		c.inbound[ev.Handle] = inRec{local: h, pins: append(pins, target)}
+		initial := ev.Oid == 0 && c.opts.InitialRef != nil
+		if initial {
+			c.initialAsserts++
+		}
+		c.inbound[ev.Handle] = inRec{local: h, pins: append(pins, target), initial: initial}
+		if m := c.opts.MaxInitialAssertions; initial && m > 0 && c.initialAsserts > m {
+			return protoErr(-1, ErrLimit, nil, "more than %d assertions at the initial object", m)
+		}
 	case EvRetract:
 		rec, ok := c.inbound[ev.Handle]
 		if !ok {
 			return nil // e.g. after an attenuation rejection
 		}
 		delete(c.inbound, ev.Handle)
+		if rec.initial {
+			c.initialAsserts--
+		}
 		t.Retract(rec.local)
 		c.release(rec.pins)
 	case EvMessage:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"time"
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
@@ -13,16 +14,35 @@ import (
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
+// Limits for every accepted connection, whose peer is not trusted until
+// it has resolved something at the gatekeeper (docs/operator.md, "Limits").
+const (
+	// FirstEventTimeout: a connection must send its first byte, and its
+	// relay its first event (normally a resolve), within this time.
+	FirstEventTimeout = 30 * time.Second
+	// MaxInitialAssertions bounds the assertions one connection holds at
+	// the gatekeeper: its resolves, pending or granted, and with them its
+	// noise handshakes. Each pending resolve costs the server ~6 KB, each
+	// pending noise session ~14 KB.
+	MaxInitialAssertions = 64
+)
+
 // spawnConn starts the unlinked connection actor for c; httpd is the HTTP
 // handler space current at accept time (nil: none, plain HTTP gets 503).
 func (s *spec) spawnConn(t *dataspace.Turn, c net.Conn, httpd *dataspace.Ref) {
 	name := s.connName(c)
 	log := s.log.With().Str("conn", name).Logger()
 	gk := s.gk
+	firstEvent := s.firstEvent
 	sniff := s.network == "tcp"
 	t.Spawn(name, func(t *dataspace.Turn) error {
 		fr := t.FacetRef()
-		opts := relay.Options{InitialRef: gk, Logger: log}
+		opts := relay.Options{
+			InitialRef:           gk,
+			Logger:               log,
+			FirstEventTimeout:    firstEvent,
+			MaxInitialAssertions: s.maxInitial,
+		}
 		if !sniff {
 			// Unix sockets carry only the Syndicate protocol (no sniffing;
 			// syntax detected per packet by the relay).
@@ -31,8 +51,12 @@ func (s *spec) spawnConn(t *dataspace.Turn, c net.Conn, httpd *dataspace.Ref) {
 		}
 		t.LinkedTask("sniff", func(ctx context.Context) error {
 			stop := context.AfterFunc(ctx, func() { c.Close() })
+			// A peer that connects and sends nothing is dropped like one
+			// that sends no event (relay.Options.FirstEventTimeout).
+			_ = c.SetReadDeadline(time.Now().Add(firstEvent))
 			var b [1]byte
 			_, err := io.ReadFull(c, b[:])
+			_ = c.SetReadDeadline(time.Time{})
 			if !stop() {
 				return ctx.Err()
 			}

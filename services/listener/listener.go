@@ -30,6 +30,7 @@
 package listener
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -38,6 +39,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -72,6 +74,10 @@ type Options struct {
 	// logs what it would bind and reports `started` and `ready`, so that
 	// dependants proceed.
 	DryRun bool
+	// FirstEventTimeout and MaxInitialAssertions override the limits on
+	// every connection (relay.Options); zero means the package defaults.
+	FirstEventTimeout    time.Duration
+	MaxInitialAssertions int
 }
 
 // Boot installs the relay listener services in env.Config.
@@ -102,6 +108,8 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
 		spec.log = log
 		spec.env = env
 		spec.dryRun = opts.DryRun
+		spec.firstEvent = cmp.Or(opts.FirstEventTimeout, FirstEventTimeout)
+		spec.maxInitial = cmp.Or(opts.MaxInitialAssertions, MaxInitialAssertions)
 		services.Supervise(t, env, spec.name, services.Always, "<relay "+preserves.FormatText(spec.name)+">",
 			func(t *dataspace.Turn, _ *dataspace.Ref) error { return spec.boot(t) }, opts.Supervise)
 		return nil
@@ -121,6 +129,9 @@ type spec struct {
 	log     zerolog.Logger
 	env     services.Env
 	dryRun  bool
+
+	firstEvent time.Duration // connection limits, see conn.go
+	maxInitial int
 }
 
 func parseName(v preserves.Value) (spec, error) {

@@ -43,7 +43,9 @@ type server struct {
 	history []string
 }
 
-func newServer(tb testing.TB) *server {
+func newServer(tb testing.TB) *server { return newServerWith(tb, Options{}) }
+
+func newServerWith(tb testing.TB, opts Options) *server {
 	s := &server{sys: dataspacetest.NewSystem(tb, dataspace.Options{}), present: make(map[string]int)}
 	ch := make(chan struct{})
 	s.sys.Spawn("server", func(t *dataspace.Turn) error {
@@ -69,7 +71,8 @@ func newServer(tb testing.TB) *server {
 			return nil
 		})
 		env := services.Env{Config: s.cfg, Gatekeeper: s.gk, Logger: zerolog.Nop()}
-		if err := BootWith(t, env, Options{Supervise: services.SuperviseOptions{Delay: 20 * time.Millisecond, Backoff: 200 * time.Millisecond}}); err != nil {
+		opts.Supervise = services.SuperviseOptions{Delay: 20 * time.Millisecond, Backoff: 200 * time.Millisecond}
+		if err := BootWith(t, env, opts); err != nil {
 			return err
 		}
 		close(ch)
@@ -347,5 +350,52 @@ func TestScenario61UnixListener(t *testing.T) {
 	os.WriteFile(reg, []byte("keep"), 0o644)
 	if _, err := listenUnix(reg, zerolog.Nop()); !errors.Is(err, ErrAddrInUse) {
 		t.Fatalf("regular file: %v", err)
+	}
+}
+
+// Connections from untrusted peers are limited (issue 12): one that sends
+// nothing, over TCP (where the first byte is sniffed) or a Unix socket, is
+// closed after FirstEventTimeout; one that piles up unresolvable resolves
+// is closed past MaxInitialAssertions.
+func TestUnauthenticatedPeerLimits(t *testing.T) {
+	s := newServerWith(t, Options{FirstEventTimeout: 300 * time.Millisecond, MaxInitialAssertions: 2})
+	port := freePort(t)
+	tcp := tcpName(s.gk, port)
+	sock := filepath.Join(t.TempDir(), "relay.sock")
+	unix := preserves.NewRecord(symRelayListener, preserves.NewRecord(symUnix, preserves.String(sock)), dataspace.Embed(s.gk))
+	s.do(func(t *dataspace.Turn) {
+		t.Assert(s.cfg, services.RunService(tcp))
+		t.Assert(s.cfg, services.RunService(unix))
+	})
+	waitFor(t, "both listeners", func() bool {
+		return s.has(state(tcp, services.StateReady)) && s.has(state(unix, services.StateReady))
+	})
+	closedByServer := func(c net.Conn) string {
+		t.Helper()
+		c.SetReadDeadline(time.Now().Add(testutil.WaitPatience))
+		b, err := io.ReadAll(c)
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			t.Fatal("the server kept the connection open")
+		}
+		return string(b)
+	}
+	resolves := "[[0 <A <resolve <ref {oid: 1 sig: #x\"00\"}> #:[0 1]> 0>] [0 <A <resolve <ref {oid: 2 sig: #x\"00\"}> #:[0 2]> 1>] [0 <A <resolve <ref {oid: 3 sig: #x\"00\"}> #:[0 3]> 2>]]\n"
+	for _, addr := range [][2]string{{"tcp", fmt.Sprintf("127.0.0.1:%d", port)}, {"unix", sock}} {
+		silent, err := net.Dial(addr[0], addr[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer silent.Close()
+		closedByServer(silent)
+
+		greedy, err := net.Dial(addr[0], addr[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer greedy.Close()
+		io.WriteString(greedy, resolves)
+		if out := closedByServer(greedy); !strings.Contains(out, "more than 2 assertions") {
+			t.Fatalf("%s: got %q", addr[0], out)
+		}
 	}
 }
