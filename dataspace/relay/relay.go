@@ -122,7 +122,7 @@ type Conn struct {
 	inbound            map[int64]inRec
 	outbound           map[dataspace.Handle]outRec
 	nextWireHandle     int64
-	initialAsserts     int // live inbound assertions at oid 0 (MaxInitialAssertions)
+	initialAsserts     int    // live inbound assertions at oid 0 (MaxInitialAssertions)
 	pending            []byte // the Turn packet being built this turn
 	pendingN           int    // events in it
 	flushQueued        bool
