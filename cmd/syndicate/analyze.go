@@ -20,8 +20,8 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
@@ -94,6 +94,22 @@ func (u *unit) end(now time.Time) time.Time {
 func unitOf(name preserves.Value, changes []timeline.Change, dropped int) *unit {
 	u := &unit{Key: preserves.FormatText(name), Name: shortName(name), Dropped: dropped}
 	live := map[string]bool{}
+	upFact := func() (string, bool) {
+		for _, st := range []preserves.Symbol{services.StateReady, services.StateComplete} {
+			if live[preserves.FormatText(preserves.NewRecord(services.LabelServiceState, st))] {
+				return string(st), true
+			}
+		}
+		return "", false
+	}
+	// The first run is needed before the loop: up means up after it.
+	for _, c := range changes {
+		if c.Asserted && preserves.Equal(c.Fact, timeline.FactRun) {
+			u.Run = c.Time
+			break
+		}
+	}
+	ran := false
 	for _, c := range changes {
 		setFirst(&u.First, c.Time)
 		text := preserves.FormatText(c.Fact)
@@ -109,7 +125,14 @@ func unitOf(name preserves.Value, changes []timeline.Change, dropped int) *unit 
 		case preserves.Equal(c.Fact, timeline.FactRequire):
 			setFirst(&u.Requested, c.Time)
 		case preserves.Equal(c.Fact, timeline.FactRun):
-			setFirst(&u.Run, c.Time)
+			if !ran {
+				ran = true
+				// Already up when allowed to run (a milestone whose
+				// state a script asserts): up at once.
+				if st, ok := upFact(); ok && u.Up.IsZero() {
+					u.Up, u.UpState = c.Time, st
+				}
+			}
 		default:
 			s, ok := timeline.StateOf(c.Fact)
 			if !ok {
@@ -117,7 +140,7 @@ func unitOf(name preserves.Value, changes []timeline.Change, dropped int) *unit 
 			}
 			switch {
 			case preserves.Equal(s, services.StateReady), preserves.Equal(s, services.StateComplete):
-				if u.Up.IsZero() && (u.Run.IsZero() || !c.Time.Before(u.Run)) {
+				if u.Up.IsZero() && (u.Run.IsZero() || ran) {
 					u.Up, u.UpState = c.Time, preserves.FormatText(s)
 				}
 			case preserves.Equal(s, services.StateFailed):
@@ -210,6 +233,8 @@ func (b *bootData) since(t time.Time) time.Duration { return t.Sub(b.Origin) }
 // second, seconds with three decimals above.
 func fmtDur(d time.Duration) string {
 	switch {
+	case d == 0:
+		return "0"
 	case d < 0:
 		return "-" + fmtDur(-d)
 	case d < time.Millisecond:
@@ -241,19 +266,27 @@ func writeBlame(w io.Writer, b *bootData) {
 		return strings.Compare(a.Key, c.Key)
 	})
 	slices.SortFunc(rest, func(a, c *unit) int { return strings.Compare(a.Key, c.Key) })
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "REQUEST→UP\tRUN→UP\t\tSERVICE\t")
+	// Times right-aligned, names left-aligned.
+	rows := [][4]string{{"REQUEST→UP", "RUN→UP", "", "SERVICE"}}
 	for _, u := range up {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", fmtDur(u.Up.Sub(u.requested())), fmtDur(u.Up.Sub(u.start())), u.UpState, u.Name)
+		rows = append(rows, [4]string{fmtDur(u.Up.Sub(u.requested())), fmtDur(u.Up.Sub(u.start())), u.UpState, u.Name})
 	}
 	for _, u := range rest {
 		what := "not up"
 		if !u.Failed.IsZero() {
 			what = "failed after " + fmtDur(u.Failed.Sub(u.requested()))
 		}
-		fmt.Fprintf(tw, "%s\t-\t%s\t%s\t\n", what, u.State, u.Name)
+		rows = append(rows, [4]string{what, "-", u.State, u.Name})
 	}
-	tw.Flush()
+	var wd [3]int
+	for _, r := range rows {
+		for i := range wd {
+			wd[i] = max(wd[i], utf8.RuneCountInString(r[i]))
+		}
+	}
+	for _, r := range rows {
+		fmt.Fprintf(w, "%*s  %*s  %-*s  %s\n", wd[0], r[0], wd[1], r[1], wd[2], r[2], r[3])
+	}
 }
 
 // link is one step of a critical chain.
@@ -261,6 +294,12 @@ type link struct {
 	u     *unit
 	depth int
 }
+
+// chainSlack is how much later than a service's run its gating dependee
+// may appear to have become up. The recorder sees the changes of different
+// services through different actors, so a dependee's ready can be stamped
+// a few microseconds after the run it caused.
+const chainSlack = 10 * time.Millisecond
 
 // criticalChain follows, from target, the dependency that became up last
 // before the service could run: the one that set its start time.
@@ -276,8 +315,10 @@ func criticalChain(b *bootData, target *unit) []link {
 			if du == nil || du.Up.IsZero() {
 				continue
 			}
-			// A dependee up after this service ran did not hold it up.
-			if !u.Run.IsZero() && du.Up.After(u.Run) {
+			// A dependee up after this service ran did not hold it up
+			// (give or take the recorder's view of the order of events
+			// in different actors: chainSlack).
+			if !u.Run.IsZero() && du.Up.After(u.Run.Add(chainSlack)) {
 				continue
 			}
 			if gate == nil || du.Up.After(gate.Up) {

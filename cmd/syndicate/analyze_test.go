@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -81,6 +82,11 @@ func TestAnalyzeUnitFromHistory(t *testing.T) {
 	require.Equal(t, ms(300), db.Failed)
 	require.Equal(t, "failed", db.State)
 	require.Equal(t, "waiting", b.Units["<daemon app>"].State)
+	// A service whose ready a script asserted before it was run is up
+	// as soon as it runs.
+	m := unitOf(mustName(t, "<milestone m>"), []timeline.Change{change(1, "+ready"), change(2, "+require"), change(3, "+run")}, 0)
+	require.Equal(t, ms(3), m.Up)
+	require.Equal(t, "ready", m.UpState)
 }
 
 func TestAnalyzeBlame(t *testing.T) {
@@ -281,4 +287,41 @@ func TestAnalyzeAgainstServer(t *testing.T) {
 	code, _, errs = cliRun(t, "--admin", s.path, "analyze", "sideways")
 	require.Equal(t, 2, code)
 	require.Contains(t, errs, "unknown subcommand")
+}
+
+// The recorder may stamp a dependee's ready a hair after the run it
+// caused (different actors): within chainSlack it still gates.
+func TestAnalyzeCriticalChainSlack(t *testing.T) {
+	b := &bootData{Origin: t0, Now: ms(100), Units: map[string]*unit{}}
+	a := unitOf(preserves.Symbol("a"), []timeline.Change{change(0, "+require"), change(10, "+run"), change(20, "+ready")}, 0)
+	d := unitOf(preserves.Symbol("d"), []timeline.Change{change(0, "+require"), change(1, "+run"),
+		{Time: ms(10).Add(3 * time.Microsecond), Asserted: true, Fact: preserves.Rec("service-state", preserves.Symbol("ready"))}}, 0)
+	b.Units["a"], b.Units["d"] = a, d
+	b.addDep(preserves.Symbol("a"), mustName(t, "<service-state d ready>"))
+	chain := criticalChain(b, a)
+	require.Len(t, chain, 2)
+	require.Equal(t, "d", chain[1].u.Key)
+}
+
+// The timeline committed beside docs/operator.md is what plot draws for
+// the shipped configuration: well-formed, one bar per service, the demo
+// services among them, and displayed by the guide.
+func TestDocsBootPlot(t *testing.T) {
+	src, err := os.ReadFile("../../docs/boot-plot.svg")
+	require.NoError(t, err)
+	els := parseSVG(t, string(src))
+	bars := elementsOf(els, "rect", "bar")
+	require.GreaterOrEqual(t, len(bars), 5)
+	text := string(src)
+	for _, name := range []string{"&lt;daemon heartbeat&gt;", "&lt;daemon hello&gt;", "&lt;milestone services&gt;"} {
+		require.Equal(t, 1, strings.Count(text, `text-anchor="end">`+name+`</text>`), "one labelled bar for %s", name)
+	}
+	require.Equal(t, len(bars), strings.Count(text, `text-anchor="end">`), "one label per bar")
+	graph, err := os.ReadFile("../../docs/boot-graph.svg")
+	require.NoError(t, err)
+	require.Len(t, elementsOf(parseSVG(t, string(graph)), "path", "edge"), 2)
+	guide, err := os.ReadFile("../../docs/operator.md")
+	require.NoError(t, err)
+	require.Contains(t, string(guide), "![Timeline of the shipped configuration's boot](boot-plot.svg)")
+	require.Contains(t, string(guide), "![Dependency graph of the shipped configuration](boot-graph.svg)")
 }

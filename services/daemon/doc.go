@@ -37,6 +37,12 @@
 //     its oid 0, published as `<service-object NAME #:C>` (§5.7); stdin is
 //     then a pipe instead of /dev/null. It also holds the dry-run runner
 //     ([Options.DryRun]: nothing is started, states are reported as if).
+//   - readiness.go, readiness_notify.go run a spec's readiness protocol
+//     per process (s6 notification fd, sd_notify socket with watchdog,
+//     listening check, readyTimeout); a failure stops the process with the
+//     reason in [Exit.Failure]. readiness_worker.go turns what the process
+//     says into the daemon's states (ready, reloading, stopping) and
+//     `<status-text NAME TEXT>`.
 //   - limits.go applies the optional restart keys (restartDelay,
 //     restartMaxDelay, restartLimit, restartWindow) to the decisions of
 //     restart.go; without them the reference's delays apply exactly.

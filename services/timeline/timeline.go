@@ -162,7 +162,8 @@ func (r *recorder) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Hand
 	}
 	name := preserves.Strip(caps[1])
 	var fact preserves.Value
-	switch rec.Label {
+	// A script's assertion carries positions, on its label too.
+	switch preserves.Strip(rec.Label) {
 	case services.LabelRequireService:
 		fact = FactRequire
 	case services.LabelRunService:
