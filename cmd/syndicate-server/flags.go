@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/syndicate-go/syndicate/dataspace/transport"
 )
 
 // options is the parsed command line. The flags are the reference server's
@@ -15,8 +17,8 @@ import (
 // --admin-socket).
 type options struct {
 	configs      []string
-	ports        []uint16
-	sockets      []string
+	ports        []transport.Address // -p: TCP on 0.0.0.0
+	sockets      []transport.Address // -s: Unix sockets
 	inferior     bool
 	debtReporter bool
 	noBanner     bool
@@ -36,23 +38,45 @@ type stringList []string
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 
-type portList []uint16
+// addrList is a repeatable flag of transport addresses, each made from
+// its argument by parse.
+type addrList struct {
+	list  *[]transport.Address
+	parse func(string) (transport.Address, error)
+}
 
-func (l *portList) String() string {
+func (l addrList) String() string {
+	if l.list == nil {
+		return ""
+	}
 	var parts []string
-	for _, p := range *l {
-		parts = append(parts, strconv.Itoa(int(p)))
+	for _, a := range *l.list {
+		parts = append(parts, a.String())
 	}
 	return strings.Join(parts, ",")
 }
 
-func (l *portList) Set(s string) error {
+func (l addrList) Set(s string) error {
+	a, err := l.parse(s)
+	if err == nil {
+		*l.list = append(*l.list, a)
+	}
+	return err
+}
+
+func tcpPort(s string) (transport.Address, error) {
 	n, err := strconv.ParseUint(s, 10, 16)
 	if err != nil {
-		return fmt.Errorf("port %q is not a number from 0 to 65535", s)
+		return transport.Address{}, fmt.Errorf("port %q is not a number from 0 to 65535", s)
 	}
-	*l = append(*l, uint16(n))
-	return nil
+	return transport.TCPAddr("0.0.0.0", int(n)), nil
+}
+
+func unixPath(s string) (transport.Address, error) { return transport.UnixAddr(s), nil }
+
+// listen is the relay listeners the flags ask for, ports first (§1.1).
+func (o *options) listen() []transport.Address {
+	return append(append([]transport.Address(nil), o.ports...), o.sockets...)
 }
 
 // errHelp is returned when the user asked for usage text.
@@ -68,10 +92,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	cfg := (*stringList)(&o.configs)
 	fs.Var(cfg, "c", "")
 	fs.Var(cfg, "config", "watch the `PATH` (file or directory) for .pr scripts; repeatable")
-	ports := (*portList)(&o.ports)
+	ports := addrList{&o.ports, tcpPort}
 	fs.Var(ports, "p", "")
 	fs.Var(ports, "port", "listen for the Syndicate protocol on TCP `PORT` (0.0.0.0); repeatable")
-	socks := (*stringList)(&o.sockets)
+	socks := addrList{&o.sockets, unixPath}
 	fs.Var(socks, "s", "")
 	fs.Var(socks, "socket", "listen for the Syndicate protocol on the Unix socket `PATH`; repeatable")
 	fs.BoolVar(&o.inferior, "inferior", false, "speak the Syndicate protocol with the parent on stdin/stdout")

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/syndicate-go/syndicate/dataspace/transport"
 )
 
 func TestFlagsReferenceSpellings(t *testing.T) {
@@ -15,8 +17,8 @@ func TestFlagsReferenceSpellings(t *testing.T) {
 		"-t", "trace.pr", "--control"}, &bytes.Buffer{})
 	require.NoError(t, err)
 	require.Equal(t, []string{"a", "b"}, o.configs)
-	require.Equal(t, []uint16{8001, 9001}, o.ports)
-	require.Equal(t, []string{"/tmp/s1", "/tmp/s2"}, o.sockets)
+	require.Equal(t, []transport.Address{transport.TCPAddr("0.0.0.0", 8001), transport.TCPAddr("0.0.0.0", 9001)}, o.ports)
+	require.Equal(t, []transport.Address{transport.UnixAddr("/tmp/s1"), transport.UnixAddr("/tmp/s2")}, o.sockets)
 	require.True(t, o.inferior && o.debtReporter && o.noBanner && o.control)
 	require.Equal(t, "trace.pr", o.traceFile)
 }

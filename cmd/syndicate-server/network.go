@@ -14,13 +14,8 @@ import (
 // relay listeners whose oid 0 is the primordial gatekeeper.
 func (s *server) requestListeners(t *dataspace.Turn, env services.Env) {
 	gk := dataspace.Embed(env.Gatekeeper)
-	for _, port := range s.opts.ports {
-		addr := preserves.Rec("tcp", preserves.String("0.0.0.0"), preserves.Int(int64(port)))
-		t.Assert(env.Config, services.RunService(preserves.Rec("relay-listener", addr, gk)))
-	}
-	for _, path := range s.opts.sockets {
-		addr := preserves.Rec("unix", preserves.String(path))
-		t.Assert(env.Config, services.RunService(preserves.Rec("relay-listener", addr, gk)))
+	for _, a := range s.opts.listen() {
+		t.Assert(env.Config, services.RunService(preserves.Rec("relay-listener", a.Value(), gk)))
 	}
 }
 

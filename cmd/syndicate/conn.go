@@ -16,6 +16,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/relay"
 	"github.com/syndicate-go/syndicate/dataspace/relay/client"
+	"github.com/syndicate-go/syndicate/dataspace/transport"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services/admin"
 )
@@ -43,7 +44,7 @@ func (cl *cli) connect(ctx context.Context) (*session, error) {
 			path = admin.DefaultPath()
 		}
 		s.what = "admin socket " + path
-		conn, cfg, err := client.Dial(dctx, s.sys, path)
+		conn, cfg, err := client.Dial(dctx, s.sys, transport.UnixAddr(path))
 		if err != nil {
 			s.close()
 			return nil, dialError(s.what, err)
@@ -55,11 +56,10 @@ func (cl *cli) connect(ctx context.Context) (*session, error) {
 		s.close()
 		return nil, usagef("--connect needs --ref STURDYREF (listeners export the gatekeeper, not the config dataspace)")
 	}
-	var addr any = c.connect
-	if v, err := preserves.ParseText(c.connect); err == nil {
-		if _, ok := v.(*preserves.Record); ok {
-			addr = v
-		}
+	addr, err := transport.ParseString(c.connect)
+	if err != nil {
+		s.close()
+		return nil, usagef("--connect: %v", err)
 	}
 	s.what = c.connect
 	conn, gk, err := client.Dial(dctx, s.sys, addr)

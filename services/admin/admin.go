@@ -52,6 +52,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/relay"
+	"github.com/syndicate-go/syndicate/dataspace/transport"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
@@ -232,41 +233,14 @@ func bind(path string, log zerolog.Logger) (*net.UnixListener, error) {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() && st.Uid != 0 {
 		return nil, fmt.Errorf("%w: %s belongs to uid %d", ErrUnsafeDir, dir, st.Uid)
 	}
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode()&os.ModeSocket == 0 {
-			return nil, fmt.Errorf("%w: %s exists and is not a socket", ErrInUse, path)
-		}
-		c, err := net.Dial("unix", path)
-		switch {
-		case err == nil:
-			c.Close()
-			return nil, fmt.Errorf("%w: another server listens on %s", ErrInUse, path)
-		case errors.Is(err, syscall.ECONNREFUSED):
-			log.Info().Msg("replacing stale admin socket")
-		default:
-			return nil, fmt.Errorf("%w: %s: %v", ErrInUse, path, err)
-		}
+	ln, replaced, err := transport.ListenUnix(path)
+	if errors.Is(err, transport.ErrAddrInUse) {
+		return nil, fmt.Errorf("%w: %w", ErrInUse, err)
 	}
-	tmpDir, err := os.MkdirTemp(dir, ".admin-sock-")
-	if err != nil {
-		return nil, err
+	if replaced {
+		log.Info().Msg("replaced a stale admin socket")
 	}
-	defer os.RemoveAll(tmpDir)
-	tmp := filepath.Join(tmpDir, "s")
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
-	if err != nil {
-		return nil, err
-	}
-	ln.SetUnlinkOnClose(false)
-	if err := os.Chmod(tmp, 0o600); err != nil {
-		ln.Close()
-		return nil, err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		ln.Close()
-		return nil, err
-	}
-	return ln, nil
+	return ln, err
 }
 
 func inode(path string) uint64 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/relay"
+	"github.com/syndicate-go/syndicate/dataspace/transport"
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
@@ -34,7 +35,7 @@ func (s *spec) spawnConn(t *dataspace.Turn, c net.Conn, httpd *dataspace.Ref) {
 	log := s.log.With().Str("conn", name).Logger()
 	gk := s.gk
 	firstEvent := s.firstEvent
-	sniff := s.network == "tcp"
+	sniff := s.addr.Network == transport.TCP
 	t.Spawn(name, func(t *dataspace.Turn) error {
 		fr := t.FacetRef()
 		opts := relay.Options{
@@ -76,7 +77,7 @@ func (s *spec) spawnConn(t *dataspace.Turn, c net.Conn, httpd *dataspace.Ref) {
 			}
 			// HTTP (§7.2): served until the connection closes, unless it
 			// becomes a WebSocket relay, which keeps the actor going.
-			h := &httpHandler{fr: fr, httpd: httpd, port: s.port, relayOpts: opts, log: log}
+			h := &httpHandler{fr: fr, httpd: httpd, port: int64(s.addr.Port), relayOpts: opts, log: log}
 			if serveHTTP(ctx, &prefixed{Conn: c, first: b[:]}, h) {
 				return dataspace.ErrKeepFacet
 			}
@@ -100,7 +101,7 @@ func startRelay(t *dataspace.Turn, c io.ReadWriteCloser, opts relay.Options, log
 
 // connName is `<tcp "IP:PORT">` or `<unix PID UID>` (PID -1 if unknown).
 func (s *spec) connName(c net.Conn) string {
-	if s.network == "tcp" {
+	if s.addr.Network == transport.TCP {
 		return preserves.FormatText(preserves.NewRecord(symTCP, preserves.String(c.RemoteAddr().String())))
 	}
 	pid, uid := int64(-1), int64(-1)

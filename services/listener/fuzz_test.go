@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/transport"
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
@@ -43,8 +44,8 @@ func FuzzParseName(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if sp.network != "tcp" && sp.network != "unix" {
-			t.Fatalf("network %q", sp.network)
+		if sp.addr.Network != transport.TCP && sp.addr.Network != transport.Unix {
+			t.Fatalf("network %v", sp.addr.Network)
 		}
 		if n := sp.name.(*preserves.Record); len(n.Fields) != 2 {
 			t.Fatalf("service name %v", sp.name)

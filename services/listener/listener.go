@@ -20,13 +20,10 @@
 //
 // # Unix socket files
 //
-// The socket is bound under a temporary name inside a fresh 0700 directory
-// next to PATH, made mode 0600, and then renamed onto PATH, so the socket
-// file is never visible at PATH with a wider mode. A pre-existing PATH is
-// probed first: if a connection to it is refused the file is stale and is
-// replaced (by the rename); if the connection succeeds, or PATH is not a
-// socket, the worker fails with "address in use". The socket file is not
-// removed on shutdown (as the reference).
+// Addresses are transport.Address values; a Unix socket is bound by
+// transport.ListenUnix (never visible with a wider mode than 0600, a stale
+// file replaced, a live one or a non-socket refused). The socket file is
+// not removed on shutdown (as the reference).
 package listener
 
 import (
@@ -34,17 +31,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"os"
-	"path/filepath"
-	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/internalservices"
+	"github.com/syndicate-go/syndicate/dataspace/transport"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
@@ -57,11 +51,9 @@ var (
 
 // Sentinel errors of the listener workers, tested with errors.Is.
 var (
-	// ErrBadPort: the TCP port does not fit in 16 bits.
-	ErrBadPort = errors.New("listener: invalid TCP port number")
 	// ErrAddrInUse: a live server owns the Unix socket path, or the path
-	// is not a socket.
-	ErrAddrInUse = errors.New("listener: address in use")
+	// is not a socket (transport.ErrAddrInUse).
+	ErrAddrInUse = transport.ErrAddrInUse
 	// ErrClosedEarly: a connection closed before sending its first byte.
 	ErrClosedEarly = errors.New("listener: closed before starting")
 )
@@ -119,21 +111,21 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
 
 // spec is a parsed relay-listener request.
 type spec struct {
-	name    preserves.Value // the service name: the first two fields only (Q4)
-	network string          // "tcp" or "unix"
-	host    string
-	port    int64
-	path    string
-	gk      *dataspace.Ref
-	httpd   *dataspace.Ref // the 3-field TCP form's HTTP handler space, else nil
-	log     zerolog.Logger
-	env     services.Env
-	dryRun  bool
+	name   preserves.Value // the service name: the first two fields only (Q4)
+	addr   transport.Address
+	gk     *dataspace.Ref
+	httpd  *dataspace.Ref // the 3-field TCP form's HTTP handler space, else nil
+	log    zerolog.Logger
+	env    services.Env
+	dryRun bool
 
 	firstEvent time.Duration // connection limits, see conn.go
 	maxInitial int
 }
 
+// parseName reads the request with the generated parsers of
+// internalServices.prs and the transport package, the same that
+// `--check` uses.
 func parseName(v preserves.Value) (spec, error) {
 	s := spec{name: v}
 	r := v.(*preserves.Record)
@@ -141,34 +133,33 @@ func parseName(v preserves.Value) (spec, error) {
 		return s, fmt.Errorf("listener: expected <relay-listener ADDR #:GK>")
 	}
 	s.name = preserves.NewRecord(symRelayListener, r.Fields[0], r.Fields[1])
-	gk, ok := dataspace.RefOf(r.Fields[1])
-	if !ok {
-		return s, fmt.Errorf("listener: gatekeeper is not a capability")
-	}
-	s.gk = gk
-	a, ok := r.Fields[0].(*preserves.Record)
-	if !ok {
-		return s, fmt.Errorf("listener: address is not a record")
-	}
-	switch {
-	case preserves.Equal(a.Label, symTCP) && len(a.Fields) == 2:
-		host, ok1 := a.Fields[0].(preserves.String)
-		port, ok2 := a.Fields[1].(preserves.Int)
-		if !ok1 || !ok2 {
-			return s, fmt.Errorf("listener: expected <tcp HOST PORT> with a string and an integer")
+	var gk any
+	if a, ok := preserves.Unwrap(r.Fields[0]).(*preserves.Record); ok && preserves.Equal(a.Label, symUnix) {
+		u, err := internalservices.ParseUnixRelayListener(v)
+		if err != nil {
+			return s, fmt.Errorf("listener: %w", err)
 		}
-		s.network, s.host, s.port = "tcp", string(host), int64(port)
+		if len(r.Fields) > 2 {
+			return s, fmt.Errorf("listener: a unix listener takes no HTTP handler")
+		}
+		gk = u.Gatekeeper
+	} else {
+		t, err := internalservices.ParseTcpWithoutHttp(v)
+		if err != nil {
+			return s, fmt.Errorf("listener: %w", err)
+		}
+		gk = t.Gatekeeper
 		if len(r.Fields) >= 3 {
 			s.httpd, _ = dataspace.RefOf(r.Fields[2]) // not a capability: no httpd
 		}
-	case preserves.Equal(a.Label, symUnix) && len(a.Fields) == 1 && len(r.Fields) == 2:
-		path, ok := a.Fields[0].(preserves.String)
-		if !ok {
-			return s, fmt.Errorf("listener: expected <unix PATH> with a string")
-		}
-		s.network, s.path = "unix", string(path)
-	default:
-		return s, fmt.Errorf("listener: unsupported address %s", preserves.FormatText(a))
+	}
+	var err error
+	if s.addr, err = transport.ParseValue(r.Fields[0]); err != nil {
+		return s, fmt.Errorf("listener: %w", err)
+	}
+	var ok bool
+	if s.gk, ok = gk.(*dataspace.Ref); !ok || s.gk == nil {
+		return s, fmt.Errorf("listener: gatekeeper is not a capability")
 	}
 	return s, nil
 }
@@ -176,30 +167,19 @@ func parseName(v preserves.Value) (spec, error) {
 // boot is the worker: bind, report ready, accept.
 func (s *spec) boot(t *dataspace.Turn) error {
 	services.StopOnRestart(t, s.env, s.name)
-	var ln net.Listener
-	var err error
-	if s.network == "tcp" && (s.port < 0 || s.port > 65535) {
-		return fmt.Errorf("%w: %d", ErrBadPort, s.port)
-	}
 	if s.dryRun {
-		addr := s.path
-		if s.network == "tcp" {
-			addr = net.JoinHostPort(s.host, strconv.FormatInt(s.port, 10))
-		}
-		s.log.Info().Str("network", s.network).Str("addr", addr).Msg("dry run: would listen")
+		s.log.Info().Str("network", s.addr.Network.String()).Str("addr", s.addr.NetAddr()).Msg("dry run: would listen")
 		t.Assert(s.env.Config, services.ServiceState(s.name, services.StateReady))
 		return nil
 	}
 	if s.httpd != nil {
 		// §7.1 step 2: the worker lives exactly as long as the 3-field
 		// run-service that names HTTPD, so it owns the assertion.
-		t.Assert(s.httpd, HTTPListener(s.port))
+		t.Assert(s.httpd, HTTPListener(int64(s.addr.Port)))
 	}
-	if s.network == "tcp" {
-		ln, err = net.Listen("tcp", net.JoinHostPort(s.host, strconv.FormatInt(s.port, 10)))
-	} else {
-		ln, err = listenUnix(s.path, s.log)
-	}
+	ln, err := s.addr.Listen(func(path string) {
+		s.log.Info().Str("path", path).Msg("replacing stale socket")
+	})
 	if err != nil {
 		return err
 	}
@@ -228,44 +208,4 @@ func (s *spec) boot(t *dataspace.Turn) error {
 		}
 	})
 	return nil
-}
-
-// listenUnix binds path as described in the package doc.
-func listenUnix(path string, log zerolog.Logger) (net.Listener, error) {
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode()&os.ModeSocket == 0 {
-			return nil, fmt.Errorf("%w: %s exists and is not a socket", ErrAddrInUse, path)
-		}
-		c, err := net.Dial("unix", path)
-		switch {
-		case err == nil:
-			c.Close()
-			return nil, fmt.Errorf("%w: %s has a live listener", ErrAddrInUse, path)
-		case errors.Is(err, syscall.ECONNREFUSED):
-			log.Info().Str("path", path).Msg("replacing stale socket")
-		default:
-			log.Warn().Err(err).Str("path", path).Msg("probing existing socket failed")
-			return nil, fmt.Errorf("%w: %s: %v", ErrAddrInUse, path, err)
-		}
-	}
-	dir, err := os.MkdirTemp(filepath.Dir(path), ".relay-sock-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	tmp := filepath.Join(dir, "s")
-	ln, err := net.Listen("unix", tmp)
-	if err != nil {
-		return nil, err
-	}
-	ln.(*net.UnixListener).SetUnlinkOnClose(false)
-	if err := os.Chmod(tmp, 0o600); err != nil {
-		ln.Close()
-		return nil, err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		ln.Close()
-		return nil, err
-	}
-	return ln, nil
 }

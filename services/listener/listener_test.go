@@ -22,6 +22,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace/dataspacetest"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/relay/client"
+	"github.com/syndicate-go/syndicate/dataspace/transport"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/testutil"
 	"github.com/syndicate-go/syndicate/services"
@@ -348,7 +349,7 @@ func TestScenario61UnixListener(t *testing.T) {
 	// A regular file at the path is never clobbered.
 	reg := filepath.Join(dir, "file")
 	os.WriteFile(reg, []byte("keep"), 0o644)
-	if _, err := listenUnix(reg, zerolog.Nop()); !errors.Is(err, ErrAddrInUse) {
+	if _, _, err := transport.ListenUnix(reg); !errors.Is(err, ErrAddrInUse) {
 		t.Fatalf("regular file: %v", err)
 	}
 }

@@ -52,7 +52,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -62,6 +61,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/relay"
 	"github.com/syndicate-go/syndicate/dataspace/relay/noisesession"
+	"github.com/syndicate-go/syndicate/dataspace/transport"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
@@ -77,7 +77,6 @@ var (
 	symResolvedPath       = preserves.Symbol("resolved-path")
 	symResolvePathStep    = preserves.Symbol("resolve-path-step")
 	symRoute              = preserves.Symbol("route")
-	symTCP                = preserves.Symbol("tcp")
 	symRef                = preserves.Symbol("ref")
 	symResolve            = preserves.Symbol("resolve")
 	symForceDisconnect    = preserves.Symbol("force-disconnect")
@@ -141,16 +140,10 @@ func fail(v preserves.Value) preserves.Value { return preserves.NewRecord(symErr
 // ---- transport connector ----
 
 func (s *svc) connectTransport(t *dataspace.Turn, addr preserves.Value) {
-	r, isRec := addr.(*preserves.Record)
-	if !isRec || !preserves.Equal(r.Label, symTCP) || len(r.Fields) != 2 {
+	ta, err := transport.ParseValue(addr)
+	if err != nil || ta.Network != transport.TCP {
 		return // non-TCP addresses are ignored
 	}
-	host, ok1 := r.Fields[0].(preserves.String)
-	port, ok2 := r.Fields[1].(preserves.Int)
-	if !ok1 || !ok2 || port < 0 || port > 65535 {
-		return
-	}
-	hostport := net.JoinHostPort(string(host), strconv.Itoa(int(port)))
 	req := preserves.NewRecord(symConnectTransport, addr)
 	log := s.log.With().Str("transport", preserves.FormatText(addr)).Logger()
 	var terms []time.Time
@@ -187,8 +180,7 @@ func (s *svc) connectTransport(t *dataspace.Turn, addr preserves.Value) {
 			fr := t.FacetRef()
 			id := t.ActiveFacet()
 			t.LinkedTask("connect", func(ctx context.Context) error {
-				var d net.Dialer
-				nc, err := d.DialContext(ctx, "tcp", hostport)
+				nc, err := ta.Dial(ctx)
 				if err != nil {
 					if ctx.Err() != nil {
 						return ctx.Err()

@@ -12,6 +12,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace/dataspacetest"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/relay"
+	"github.com/syndicate-go/syndicate/dataspace/transport"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/testutil"
 	"github.com/syndicate-go/syndicate/services"
@@ -146,7 +147,7 @@ func (c *client) answer(req preserves.Value) preserves.Value {
 }
 
 func tcp(port int) preserves.Value {
-	return preserves.NewRecord(symTCP, preserves.String("127.0.0.1"), preserves.Int(port))
+	return transport.TCPAddr("127.0.0.1", port).Value()
 }
 
 func TestConnectTransport(t *testing.T) {

@@ -149,47 +149,13 @@ func TestDialAndResolve(t *testing.T) {
 	}
 }
 
-func TestParseAddress(t *testing.T) {
-	good := map[string]any{
-		"tcp 127.0.0.1:9":  "127.0.0.1:9",
-		"tcp [::1]:9":      "tcp:[::1]:9",
-		"unix /a":          "/a",
-		"unix /b":          "unix:/b",
-		"tcp h:1":          preserves.Rec("tcp", preserves.String("h"), preserves.Int(1)),
-		"unix /c":          preserves.Rec("unix", preserves.String("/c")),
-		"tcp localhost:80": Address{"tcp", "localhost:80"},
-	}
-	for want, in := range good {
-		a, err := ParseAddress(in)
-		if err != nil || a.Network+" "+a.Addr != want && !(want == "tcp [::1]:9" && a.Addr == "[::1]:9") {
-			t.Errorf("%v: got %+v %v", in, a, err)
-		}
-	}
+// TestDialRejectsBadAddresses: every form Dial takes goes through the
+// transport package (whose tests cover the parsing).
+func TestDialRejectsBadAddresses(t *testing.T) {
+	sys := dataspacetest.NewSystem(t, dataspace.Options{})
 	for _, in := range []any{"nohost", preserves.Rec("tcp", preserves.String("h"), preserves.Int(70000)), preserves.Rec("ws", preserves.String("u")), 42} {
-		if _, err := ParseAddress(in); !errors.Is(err, ErrAddress) {
+		if _, _, err := Dial(context.Background(), sys, in); !errors.Is(err, ErrAddress) {
 			t.Errorf("%v: err = %v", in, err)
 		}
 	}
-}
-
-func FuzzParseAddress(f *testing.F) {
-	for _, s := range []string{"127.0.0.1:9", "unix:/x", "/y", "tcp:[::1]:1", "<tcp \"h\" 1>", "<unix \"/p\">", "<tcp \"h\" 99999>", "[1 2]"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		// As a Go string and, when it parses, as a Preserves value: never
-		// a panic; success means a usable network.
-		check := func(a Address, err error) {
-			if err == nil && a.Network != "tcp" && a.Network != "unix" {
-				t.Fatalf("network %q", a.Network)
-			}
-			if err != nil && !errors.Is(err, ErrAddress) {
-				t.Fatalf("error %v does not wrap ErrAddress", err)
-			}
-		}
-		check(ParseAddress(s))
-		if v, err := preserves.ParseText(s); err == nil {
-			check(ParseAddress(v))
-		}
-	})
 }
