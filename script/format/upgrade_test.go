@@ -39,6 +39,14 @@ func TestUpgradeLegacyComments(t *testing.T) {
 	}
 }
 
+// fmt on a file with legacy comments says what they are and how to fix it.
+func TestFormatNamesLegacyComments(t *testing.T) {
+	_, err := Source("t.pr", []byte("<a>\n; old\n<b>\n"))
+	if !errors.Is(err, script.ErrLegacyComment) || !strings.Contains(err.Error(), "t.pr:2:1: unexpected ';': ';' comments are legacy") {
+		t.Fatalf("got %v", err)
+	}
+}
+
 // A file that does not read even after the upgrade is reported, with the
 // place, and not half-written.
 func TestUpgradeReportsWhatStillFails(t *testing.T) {
