@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -64,7 +65,10 @@ type service struct {
 	ExitAt   *time.Time `json:"lastExitAt,omitempty"`
 	Phase    string     `json:"phase,omitempty"`
 	Reasons  []string   `json:"reasons,omitempty"`
-	Pos      string     `json:"pos,omitempty"`
+	// StatusText is what the daemon itself says (sd_notify STATUS=,
+	// <status-text NAME TEXT>), one per process.
+	StatusText []string `json:"statusText,omitempty"`
+	Pos        string   `json:"pos,omitempty"`
 	// Only in the NAME view: what it depends on, and its last output.
 	DependsOn []dependency `json:"dependsOn,omitempty"`
 	Output    []outputLine `json:"output,omitempty"`
@@ -105,6 +109,7 @@ type model struct {
 	infos    map[string]map[string]int // name → text of service-info → count
 	deps     map[string]map[string]int // name → text of awaited assertion → count
 	outputs  map[string]preserves.Value
+	texts    map[string]map[string]int // name → status text → count
 	names    map[string]preserves.Value
 }
 
@@ -112,7 +117,7 @@ func newModel(filter pattern.Pattern) *model {
 	return &model{filter: filter, required: map[string]int{}, running: map[string]int{},
 		states: map[string]map[string]int{}, procs: map[string]map[string]int{},
 		infos: map[string]map[string]int{}, deps: map[string]map[string]int{},
-		outputs: map[string]preserves.Value{}, names: map[string]preserves.Value{}}
+		outputs: map[string]preserves.Value{}, texts: map[string]map[string]int{}, names: map[string]preserves.Value{}}
 }
 
 func (m *model) key(name preserves.Value) string {
@@ -176,6 +181,11 @@ func (m *model) subscribe(t *dataspace.Turn, cfg *dataspace.Ref, changed func(t 
 	watch("depends-on", 2, func(c []preserves.Value, d int) {
 		bump2(m.deps, m.key(c[0]), preserves.FormatText(preserves.Strip(c[1])), d)
 	})
+	watch(string(daemon.LabelStatusText), 2, func(c []preserves.Value, d int) {
+		if text, ok := preserves.Strip(c[1]).(preserves.String); ok {
+			bump2(m.texts, m.key(c[0]), string(text), d)
+		}
+	})
 	watch("service-output", 2, func(c []preserves.Value, d int) {
 		k := m.key(c[0])
 		if d > 0 {
@@ -224,6 +234,10 @@ func (m *model) snapshot() []service {
 		}
 		slices.SortFunc(s.Processes, func(a, b process) int { return int(a.PID - b.PID) })
 		m.addInfo(&s, k)
+		for text := range m.texts[k] {
+			s.StatusText = append(s.StatusText, text)
+		}
+		slices.Sort(s.StatusText)
 		out = append(out, s)
 	}
 	slices.SortFunc(out, func(a, b service) int { return preserves.Compare(a.name, b.name) })
@@ -590,16 +604,29 @@ func (s service) lastExit(now time.Time) string {
 	return s.Exit
 }
 
-// reason is every reason, then the position they concern.
+// reason is every reason, then the position they concern; without one,
+// what the daemon says of itself (STATUS=), quoted.
 func (s service) reason() string {
 	if len(s.Reasons) == 0 {
-		return "-"
+		return s.statusText()
 	}
 	r := strings.Join(s.Reasons, "; ")
 	if s.Pos != "" && s.Pos != "-" {
 		r += " (" + s.Pos + ")"
 	}
 	return r
+}
+
+// statusText is the daemon's STATUS= text, quoted, or "-".
+func (s service) statusText() string {
+	if len(s.StatusText) == 0 {
+		return "-"
+	}
+	var q []string
+	for _, t := range s.StatusText {
+		q = append(q, strconv.Quote(t))
+	}
+	return strings.Join(q, ", ")
 }
 
 // writeDetail prints the NAME view: every field, the dependency chain and
@@ -613,6 +640,9 @@ func writeDetail(w io.Writer, s service, now time.Time) {
 	fmt.Fprintf(tw, "  restarts:\t%s\n", s.restarts())
 	fmt.Fprintf(tw, "  last exit:\t%s\n", s.lastExit(now))
 	fmt.Fprintf(tw, "  reason:\t%s\n", s.reason())
+	if len(s.StatusText) > 0 && len(s.Reasons) > 0 {
+		fmt.Fprintf(tw, "  status text:\t%s\n", s.statusText())
+	}
 	tw.Flush()
 	if len(s.DependsOn) > 0 {
 		fmt.Fprintf(w, "  depends on:\n")
