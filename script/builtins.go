@@ -12,10 +12,10 @@ import (
 // Built-ins: the convenience expressions of `let PATTERN = EXPRESSION`.
 //
 // Each one is a single entry of Builtins, which every phase reads: the
-// parser takes its name and operands from it, the compiler turns a use into
-// one generic call node, the VM evaluates the operands and calls Eval, the
-// disassembler and the formatter print and group `NAME OPERAND…` from the
-// name and arity. A new convenience expression is therefore one entry here
+// parser takes its name and operands from it and runs its Check, the
+// compiler turns a use into one generic call node (compile.Call), the VM
+// evaluates the operands and calls Eval, the disassembler prints `NAME
+// OPERAND…` and the formatter groups it by the parser's reading. A new convenience expression is therefore one entry here
 // plus its line in docs/language.md.
 
 // Builtin is one convenience expression.
@@ -28,6 +28,11 @@ type Builtin struct {
 	Operands []string
 	// Doc is its one-line meaning (docs/language.md's table).
 	Doc string
+	// Capability is set when its value is always a capability.
+	Capability bool
+	// Check, when set, reports what is wrong with the operands before the
+	// script runs (the parser calls it; errors are compile errors).
+	Check func(args []Expr, errorf func(at preserves.Pos, format string, a ...any))
 	// Eval computes its value from the operands' values. An error wraps
 	// one of the classes below; its text names the built-in.
 	Eval func(c BuiltinContext, args []preserves.Value) (preserves.Value, error)
@@ -57,7 +62,7 @@ var ErrStringify = errors.New("vm: cannot render a capability as text")
 // Builtins is the table of convenience expressions, in documentation order.
 var Builtins = []*Builtin{
 	{
-		Name: "dataspace", Doc: "a fresh dataspace",
+		Name: "dataspace", Doc: "a fresh dataspace", Capability: true,
 		Eval: func(c BuiltinContext, _ []preserves.Value) (preserves.Value, error) {
 			return c.NewDataspace(), nil
 		},
@@ -69,7 +74,7 @@ var Builtins = []*Builtin{
 		},
 	},
 	{
-		Name: "facet", Doc: "a handle to the current facet: `$f ! stop` stops it",
+		Name: "facet", Doc: "a handle to the current facet: `$f ! stop` stops it", Capability: true,
 		Eval: func(c BuiltinContext, _ []preserves.Value) (preserves.Value, error) {
 			return c.FacetHandle(), nil
 		},
@@ -82,6 +87,7 @@ var Builtins = []*Builtin{
 	},
 	{
 		Name: "stringify", Operands: []string{"an expression"}, Doc: "the Preserves text of E's value",
+		Check: textOperands,
 		Eval: func(_ BuiltinContext, args []preserves.Value) (preserves.Value, error) {
 			if preserves.HasEmbedded(args[0]) {
 				return nil, fmt.Errorf("stringify: value contains a capability%w", quiet{ErrStringify})
@@ -91,7 +97,8 @@ var Builtins = []*Builtin{
 	},
 	{
 		Name: "join", Operands: []string{"a separator", "pieces"},
-		Doc: "the pieces (a sequence, or one value) as text, joined with SEP",
+		Doc:   "the pieces (a sequence, or one value) as text, joined with SEP",
+		Check: textOperands,
 		Eval: func(_ BuiltinContext, args []preserves.Value) (preserves.Value, error) {
 			pieces, ok := preserves.Unwrap(args[1]).(preserves.Sequence)
 			if !ok {
@@ -110,6 +117,16 @@ var Builtins = []*Builtin{
 			return preserves.String(strings.Join(strs, sep)), nil
 		},
 	},
+}
+
+// textOperands rejects an operand that is always a capability (`stringify
+// dataspace`), which has no text: at run time it could only fail.
+func textOperands(args []Expr, errorf func(at preserves.Pos, format string, a ...any)) {
+	for _, a := range args {
+		if c, ok := a.(*CallExpr); ok && c.Builtin.Capability {
+			errorf(c.At, "%s yields a capability, which has no text", c.Builtin.Name)
+		}
+	}
 }
 
 // quiet wraps an error class without adding to the message: the built-in's

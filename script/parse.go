@@ -288,6 +288,9 @@ func (p *parser) conv(toks []preserves.Value, i int, top bool) (Expr, int) {
 	if failed {
 		return nil, next
 	}
+	if b.Check != nil {
+		b.Check(args, p.errorf)
+	}
 	return &CallExpr{At: pos, Builtin: b, Args: args}, next
 }
 
