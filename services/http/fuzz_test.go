@@ -28,7 +28,7 @@ func FuzzStaticPath(f *testing.F) {
 		msgs := staticResponse(www, int(n%4), path, nil)
 		code := msgs[0].(*preserves.Record).Fields[0].(preserves.Int)
 		switch code {
-		case 200, 301, 404, 500:
+		case 200, 301, 403, 404, 500:
 		default:
 			t.Fatalf("status %d", code)
 		}

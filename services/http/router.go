@@ -58,6 +58,7 @@ var (
 	symStatus       = preserves.Symbol("status")
 	symHeader       = preserves.Symbol("header")
 	symDone         = preserves.Symbol("done")
+	symChunk        = preserves.Symbol("chunk")
 	symWildcard     = preserves.Symbol("_")
 	symRest         = preserves.Symbol("...")
 	symRouterWorker = preserves.Symbol("http_router")

@@ -9,8 +9,23 @@ package http
 // Every `<request REQ #:RES>` asserted to H is answered from a linked task
 // of a per-request facet, so file I/O never holds up the actor's turns and
 // a request withdrawn before its answer is simply abandoned. The answer is
-// computed by [staticResponse], a pure function of the directory, N, the
+// produced by [staticStream], which depends only on the directory, N, the
 // request path and the MIME table.
+//
+// Bounded memory (a deviation from the reference, which reads the whole
+// file): a file is streamed as `<chunk BYTES>` messages of at most
+// [staticChunk] bytes, the last data travelling in `<done BYTES>`, after a
+// `content-length` header taken from the size at open (a file that grows
+// meanwhile is cut there; one that shrinks ends the response short, which
+// the client sees as a truncated body). The task's turns are charged to an
+// account of their own and it reads the next chunk only once at most
+// [staticWindow] messages are still owed: the HTTP listener holds a
+// chunk's debt until its bytes are written to the client, so a
+// slow client slows the read, and a request costs about
+// staticWindow × staticChunk bytes however large the file. Only regular
+// files are served: a FIFO, device or socket is refused with 403 before a
+// byte is read, and the file is opened non-blocking and checked after
+// opening, so swapping a FIFO in after the check cannot pin the task.
 //
 // Path safety: after dropping N elements, any element containing `/` or
 // starting with `.` is refused (500), so `..` can never name a parent.
@@ -27,7 +42,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
@@ -128,12 +145,17 @@ func (s *staticHandler) Assert(t *dataspace.Turn, v preserves.Value, h dataspace
 	id, _ := t.Facet(func(t *dataspace.Turn) error {
 		fr := t.FacetRef()
 		t.LinkedTask("static-file", func(ctx context.Context) error {
-			msgs := staticResponse(s.dir, s.drop, path, s.mime)
-			fr.Activate(func(t *dataspace.Turn) error {
-				for _, m := range msgs {
-					t.Message(res, m)
+			acct := dataspace.NewAccount()
+			staticStream(ctx, s.dir, s.drop, path, s.mime, staticChunk, func(msgs []preserves.Value) error {
+				if !fr.ActivateAccount(acct, func(t *dataspace.Turn) error {
+					for _, m := range msgs {
+						t.Message(res, m)
+					}
+					return nil
+				}) {
+					return context.Canceled // the request's facet is gone
 				}
-				return nil
+				return acct.Wait(ctx, staticWindow)
 			})
 			return nil
 		})
@@ -151,11 +173,56 @@ func (s *staticHandler) Retract(t *dataspace.Turn, h dataspace.Handle) error {
 	return nil
 }
 
-// staticResponse computes the HttpResponse messages for a request path
-// (§8.2).
-func staticResponse(dir string, drop int, reqPath []string, mime map[string]string) []preserves.Value {
+const (
+	// staticChunk is the largest body piece one message carries.
+	staticChunk = 64 << 10
+	// staticWindow is how many messages of one response may be owed
+	// (sent and not yet handled, or held by the receiver) before the
+	// task reads more.
+	staticWindow = 4
+)
+
+// staticStream answers one request (§8.2) through send, which delivers
+// messages to RES and returns once the window lets the stream go on, or
+// an error that ends it (the request was withdrawn).
+func staticStream(ctx context.Context, dir string, drop int, reqPath []string, mime map[string]string, chunk int, send func([]preserves.Value) error) {
+	head, f, size := staticOpen(dir, drop, reqPath, mime)
+	if f == nil {
+		_ = send(head)
+		return
+	}
+	defer f.Close()
+	head = append(head, header("content-length", strconv.FormatInt(size, 10)))
+	r := io.LimitReader(f, size)
+	left := size
+	for {
+		buf := make([]byte, min(int64(chunk), left))
+		n, err := io.ReadFull(r, buf)
+		buf = buf[:n]
+		left -= int64(n)
+		// The last piece (or a read error: the response ends short)
+		// travels in done.
+		last := left == 0 || err != nil
+		if last {
+			_ = send(append(head, done(buf)))
+			return
+		}
+		if send(append(head, preserves.NewRecord(symChunk, preserves.ByteString(buf)))) != nil {
+			return
+		}
+		head = nil
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// staticOpen resolves a request path: either a complete answer (f nil), or
+// the status and headers of a regular file f of the given size, opened for
+// the caller to stream and close.
+func staticOpen(dir string, drop int, reqPath []string, mime map[string]string) (head []preserves.Value, f *os.File, size int64) {
 	if drop > len(reqPath) {
-		return simple(404, "Not found") // Q15
+		return simple(404, "Not found"), nil, 0 // Q15
 	}
 	elems := append([]string(nil), reqPath[drop:]...)
 	index := len(elems) > 0 && elems[len(elems)-1] == ""
@@ -164,11 +231,20 @@ func staticResponse(dir string, drop int, reqPath []string, mime map[string]stri
 	}
 	for _, e := range elems {
 		if strings.Contains(e, "/") || strings.HasPrefix(e, ".") {
-			return simple(500, "Internal server error")
+			return simple(500, "Internal server error"), nil, 0
 		}
 	}
 	p := filepath.Join(append([]string{dir}, elems...)...)
-	f, err := os.Open(p)
+	// Check before opening, since opening a FIFO for reading blocks until
+	// a writer comes; O_NONBLOCK and the check after opening cover a swap
+	// in between.
+	fi, err := os.Stat(p)
+	if err == nil && !fi.IsDir() && !fi.Mode().IsRegular() {
+		return simple(403, "Forbidden"), nil, 0
+	}
+	if err == nil {
+		f, err = os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	}
 	if err != nil {
 		if index {
 			if listing, ok := dirListing(filepath.Dir(p)); ok {
@@ -176,35 +252,35 @@ func staticResponse(dir string, drop int, reqPath []string, mime map[string]stri
 					status(200, "OK"),
 					header("content-type", "text/html"),
 					done([]byte(listing)),
-				}
+				}, nil, 0
 			}
 		}
-		return simple(404, "Not found")
+		return simple(404, "Not found"), nil, 0
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return simple(500, "Internal server error")
-	}
-	if fi.IsDir() {
+	fi, err = f.Stat()
+	switch {
+	case err != nil:
+		f.Close()
+		return simple(500, "Internal server error"), nil, 0
+	case fi.IsDir():
+		f.Close()
 		return []preserves.Value{
 			status(301, "Moved permanently"),
 			header("location", "/"+strings.Join(reqPath, "/")+"/"),
 			done(nil),
-		}
+		}, nil, 0
+	case !fi.Mode().IsRegular():
+		f.Close()
+		return simple(403, "Forbidden"), nil, 0
 	}
-	data, err := io.ReadAll(f)
-	if err != nil {
-		return simple(500, "Internal server error")
-	}
-	msgs := []preserves.Value{status(200, "OK")}
+	head = []preserves.Value{status(200, "OK")}
 	name := filepath.Base(p)
 	if i := strings.LastIndexByte(name, '.'); i >= 0 {
 		if ct, ok := mime[name[i+1:]]; ok {
-			msgs = append(msgs, header("content-type", ct))
+			head = append(head, header("content-type", ct))
 		}
 	}
-	return append(msgs, done(data))
+	return head, f, fi.Size()
 }
 
 // dirListing renders a directory as one link per entry, or reports false
@@ -224,7 +300,7 @@ func dirListing(dir string) (string, bool) {
 	for _, e := range ents {
 		n := e.Name()
 		if strings.HasPrefix(n, ".") {
-			continue // never served (see staticResponse), so never listed
+			continue // never served (see staticOpen), so never listed
 		}
 		if e.IsDir() {
 			n += "/"

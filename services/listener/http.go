@@ -329,19 +329,31 @@ type respEvent struct {
 	name, value string
 	data        []byte
 	bad         preserves.Value // respInvalid: the message
+	// release repays the debt a body piece holds until it is written
+	// (holdDebt), so that a producer waiting on its account goes at the
+	// client's pace; nil if none.
+	release func()
 }
 
 // respQueue carries response events from the connection actor's turns to
-// the handler goroutine, unbounded so that a turn never blocks on a slow
-// client.
+// the handler goroutine. A turn never blocks on a slow client, so the
+// queue itself has no limit; a producer that paces itself on its account
+// (the static file server) is held to the client's pace because each body
+// piece keeps its debt until written.
 type respQueue struct {
-	mu   sync.Mutex
-	evs  []respEvent
-	wake chan struct{}
+	mu     sync.Mutex
+	evs    []respEvent
+	closed bool // the exchange is over: nothing more will be written
+	wake   chan struct{}
 }
 
 func (x *respQueue) post(ev respEvent) {
 	x.mu.Lock()
+	if x.closed {
+		x.mu.Unlock()
+		ev.done()
+		return
+	}
 	x.evs = append(x.evs, ev)
 	x.mu.Unlock()
 	select {
@@ -356,6 +368,25 @@ func (x *respQueue) take() []respEvent {
 	evs := x.evs
 	x.evs = nil
 	return evs
+}
+
+// close ends the exchange: what is queued, or comes later, is dropped and
+// its debt repaid.
+func (x *respQueue) close() {
+	x.mu.Lock()
+	evs := x.evs
+	x.evs, x.closed = nil, true
+	x.mu.Unlock()
+	for _, ev := range evs {
+		ev.done()
+	}
+}
+
+// done repays the event's held debt, if any.
+func (ev respEvent) done() {
+	if ev.release != nil {
+		ev.release()
+	}
 }
 
 // responder is the RES entity of one request. It lives in the request's
@@ -373,12 +404,28 @@ func (rs *responder) Message(t *dataspace.Turn, v preserves.Value) error {
 		return nil
 	}
 	ev := parseResponse(v)
+	if len(ev.data) > 0 {
+		ev.release = holdDebt(t)
+	}
 	rs.x.post(ev)
 	if ev.kind == respDone || ev.kind == respInvalid {
 		rs.finished = true
 		t.StopFacet(rs.facet)
 	}
 	return nil
+}
+
+// holdDebt charges one more unit to the account t runs on (the
+// producer's), until the returned release is called (idempotent); nil
+// when the turn runs on no account.
+func holdDebt(t *dataspace.Turn) func() {
+	a := t.Account()
+	if a == nil {
+		return nil
+	}
+	a.Borrow(1)
+	var once sync.Once
+	return func() { once.Do(func() { a.Repay(1) }) }
 }
 
 // parseResponse decodes one HttpResponse message.
@@ -453,6 +500,7 @@ func validHeaderValue(s string) bool {
 // driven by RES's messages (§7.2).
 func (h *httpHandler) exchange(w http.ResponseWriter, r *http.Request, req preserves.Value) {
 	x := &respQueue{wake: make(chan struct{}, 1)}
+	defer x.close()
 	var facet dataspace.FacetID
 	started := false
 	h.fr.Activate(func(t *dataspace.Turn) error {
@@ -492,13 +540,24 @@ func (h *httpHandler) exchange(w http.ResponseWriter, r *http.Request, req prese
 		panic(http.ErrAbortHandler) // net/http closes the connection quietly
 	}
 	rc := http.NewResponseController(w)
+	var inHand []respEvent // taken from x and not yet repaid
+	defer func() {
+		for _, ev := range inHand {
+			ev.done()
+		}
+	}()
 	for {
 		select {
 		case <-x.wake:
 		case <-r.Context().Done():
 			return
 		}
-		for _, ev := range x.take() {
+		evs := x.take()
+		for i, ev := range evs {
+			if i > 0 {
+				evs[i-1].done() // written
+			}
+			inHand = evs[i:]
 			switch ev.kind {
 			case respStatus:
 				if committed {
@@ -538,5 +597,9 @@ func (h *httpHandler) exchange(w http.ResponseWriter, r *http.Request, req prese
 				abort("malformed HTTP response message", h.log.Warn().Str("message", preserves.FormatText(ev.bad)))
 			}
 		}
+		if len(evs) > 0 {
+			evs[len(evs)-1].done()
+		}
+		inHand = nil
 	}
 }

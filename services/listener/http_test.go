@@ -493,3 +493,56 @@ func TestHTTPClientGoneAndInvalidHeader(t *testing.T) {
 	}
 	waitFor(t, "aborted request withdrawn", func() bool { mu.Lock(); defer mu.Unlock(); return live == 0 })
 }
+
+// A body piece keeps its producer's debt until it is written to the
+// client, so a producer that waits on its account (the static file
+// server) goes at the client's pace; once the client reads, every piece
+// is written and the debt is repaid.
+func TestHTTPBodyDebtHeldUntilWritten(t *testing.T) {
+	s := newServer(t)
+	resCh := make(chan *dataspace.Ref, 1)
+	f := newFakeHTTPD(s, func(t *dataspace.Turn, req preserves.Value, res *dataspace.Ref) { resCh <- res })
+	port := startTCP(t, s, f.ref)
+	c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	var res *dataspace.Ref
+	select {
+	case res = <-resCh:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no request")
+	}
+	// Three 8 MiB pieces: more than loopback socket buffers hold while the
+	// client reads nothing.
+	piece := preserves.ByteString(bytes.Repeat([]byte("x"), 8<<20))
+	body, marker := dataspace.NewAccount(), dataspace.NewAccount()
+	s.fr.ActivateAccount(body, func(t *dataspace.Turn) error {
+		t.Message(res, msg("chunk", piece))
+		t.Message(res, msg("chunk", piece))
+		t.Message(res, msg("done", piece))
+		return nil
+	})
+	// A bodiless message after them, on its own account: once it is
+	// repaid, the connection actor has handled the pieces too.
+	s.fr.ActivateAccount(marker, func(t *dataspace.Turn) error {
+		t.Message(res, msg("header", preserves.Symbol("x-late"), preserves.String("ignored")))
+		return nil
+	})
+	waitFor(t, "the pieces handled", func() bool { return marker.Debt() == 0 })
+	if d := body.Debt(); d < 2 {
+		t.Fatalf("debt %d while the client reads nothing: pieces were repaid before they were written", d)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if n != 3*8<<20 {
+		t.Fatalf("read %d bytes", n)
+	}
+	waitFor(t, "the debt repaid", func() bool { return body.Debt() == 0 })
+}
