@@ -3,13 +3,15 @@ package main
 // Reaching the server: the admin socket by default (its oid 0 is the config
 // dataspace), or a relay listener plus a sturdy ref resolved at its
 // gatekeeper. Connection failures become one-line errors that say what to
-// do ("server not running", "permission denied").
+// do ("server not running", "permission denied"). The admin socket is used
+// only if its directory and its server belong to the user (admin.Dial).
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -44,8 +46,14 @@ func (cl *cli) connect(ctx context.Context) (*session, error) {
 			path = admin.DefaultPath()
 		}
 		s.what = "admin socket " + path
-		conn, cfg, err := client.Dial(dctx, s.sys, transport.UnixAddr(path))
+		uc, err := admin.Dial(dctx, path)
 		if err != nil {
+			s.close()
+			return nil, dialError(s.what, err)
+		}
+		conn, cfg, err := relay.Spawn(s.sys, "<unix "+strconv.Quote(path)+">", uc, relay.Options{ImportInitial: true})
+		if err != nil {
+			uc.Close()
 			s.close()
 			return nil, dialError(s.what, err)
 		}
@@ -91,6 +99,8 @@ func (cl *cli) connect(ctx context.Context) (*session, error) {
 // dialError explains a failed connection in one line.
 func dialError(what string, err error) error {
 	switch {
+	case errors.Is(err, admin.ErrUnsafeDir) || errors.Is(err, admin.ErrForeignServer):
+		return fmt.Errorf("refusing %s: %v", what, err)
 	case errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOENT):
 		return fmt.Errorf("server not running (no %s)", what)
 	case errors.Is(err, syscall.ECONNREFUSED):

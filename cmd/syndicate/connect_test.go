@@ -56,3 +56,21 @@ func TestConnectWithSturdyRef(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Regexp(t, `^syndicate: the gatekeeper at .* refused the ref: .*\n$`, errs)
 }
+
+// Hostile case (issue 12): an admin socket in a directory of another user
+// (here our own server's, handed to nobody) is refused before a command
+// is sent.
+func TestRefusesForeignAdminDirectory(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give a directory to another user (services/admin tests the check itself)")
+	}
+	s := newTestServer(t, admin.Options{})
+	require.NoError(t, os.Chown(filepath.Dir(s.path), 65534, 65534))
+	code, _, errs := cliRun(t, "--admin", s.path, "assert", "<probe 1>")
+	require.Equal(t, 1, code)
+	require.Regexp(t, `^syndicate: refusing admin socket .*: admin: unsafe socket directory: .* belongs to uid 65534, not 0\n$`, errs)
+	require.NoError(t, os.Chown(filepath.Dir(s.path), 0, 0))
+	code, out, errs := cliRun(t, "--admin", s.path, "dump", "<probe _>")
+	require.Equal(t, 0, code, errs)
+	require.Empty(t, out, "the refused assert reached the server")
+}

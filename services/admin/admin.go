@@ -20,6 +20,10 @@
 //     root-owned or mis-permissioned directory still cannot leak the
 //     capability.
 //
+// Clients use Dial, which checks the same two things from the other side
+// (dial.go): the directory belongs to the user or root, and the listening
+// process to the user.
+//
 // # Socket path
 //
 // DefaultPath is `$XDG_RUNTIME_DIR/syndicate/admin.sock` when

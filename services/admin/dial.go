@@ -1,0 +1,63 @@
+package admin
+
+// The client side of the admin socket applies the server's two barriers in
+// reverse: what a command asserts through the socket (a require-service, a
+// restart) is as powerful for whoever listens there as it would be for the
+// real server, so the client talks only to a server of its own user. It
+// refuses a socket whose directory belongs to anyone but the user (or
+// root), before connecting, and a listener whose peer credentials
+// (SO_PEERCRED, taken when it called listen) are another user's, before
+// sending a byte.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// ErrForeignServer: the process listening on the admin socket runs as
+// another user.
+var ErrForeignServer = errors.New("admin: server runs as another user")
+
+// Dial connects to the admin socket at path after the checks in the
+// package doc; the error wraps ErrUnsafeDir or ErrForeignServer when one
+// fails.
+func Dial(ctx context.Context, path string) (*net.UnixConn, error) {
+	return dial(ctx, path, os.Getuid())
+}
+
+// dial is Dial for a client of the given uid (tests pretend to be another
+// user).
+func dial(ctx context.Context, path string, uid int) (*net.UnixConn, error) {
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%w: %s is not a directory", ErrUnsafeDir, dir)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != uid && st.Uid != 0 {
+		return nil, fmt.Errorf("%w: %s belongs to uid %d, not %d", ErrUnsafeDir, dir, st.Uid, uid)
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return nil, err
+	}
+	uc := c.(*net.UnixConn)
+	cred, err := peerCred(uc)
+	if err != nil {
+		uc.Close()
+		return nil, fmt.Errorf("%w: reading the peer credentials of %s: %v", ErrForeignServer, path, err)
+	}
+	if int(cred.Uid) != uid {
+		uc.Close()
+		return nil, fmt.Errorf("%w: %s is served by uid %d (pid %d), not %d", ErrForeignServer, path, cred.Uid, cred.Pid, uid)
+	}
+	return uc, nil
+}
