@@ -20,7 +20,10 @@
 // are handled live: a directory created or moved in is scanned, one removed
 // or moved away forgets every script under it, and watches are keyed by
 // inode so a directory moved within the tree is not reported under its old
-// name.
+// name. Symbolic links are followed, but never into a directory that is its
+// own ancestor: a reconciliation of one path puts the directories above it
+// on the recursion stack first, so a loop created at run time (`ln -s .
+// loop`) is caught as at start-up, and what a loop path held is forgotten.
 //
 // The service layer (service.go, worker.go) is thin. On
 // `<run-service <config-watcher PATH ENV>>` the framework's supervisor

@@ -68,6 +68,7 @@ type tree struct {
 	dirs  map[string]fileID            // listed (and watched) directories → identity then
 
 	visiting map[fileID]bool // directories on the current recursion stack (symlink loops)
+	loops    map[string]bool // paths found to loop, warned about once
 	rewatch  bool            // re-add every watch reconciled, repairing lost ones
 
 	warnedHidden bool // the hidden-PATH warning is given once, not every rescan
@@ -81,6 +82,7 @@ func newTree(root string, w dirWatcher, log zerolog.Logger) *tree {
 		files:    map[string][sha256.Size]byte{},
 		dirs:     map[string]fileID{},
 		visiting: map[fileID]bool{},
+		loops:    map[string]bool{},
 	}
 }
 
@@ -159,9 +161,64 @@ func (t *tree) update(paths []string) []Change {
 		t.prune(p)
 	}
 	for _, p := range todo {
-		t.reconcile(p, &out)
+		if leave, ok := t.enterAncestors(p, &out); ok {
+			t.reconcile(p, &out)
+			leave()
+		}
 	}
 	return out
+}
+
+// enterAncestors puts the directories from the root down to p's parent on
+// the recursion stack, so that reconciling p alone (an event for a symlink
+// created at run time, `ln -s . loop`) notices a loop exactly as a full scan
+// does, instead of descending once more into a directory already being
+// watched. If an ancestor is itself a loop (p lies under one), everything
+// known under it is forgotten and ok is false.
+func (t *tree) enterAncestors(p string, out *[]Change) (leave func(), ok bool) {
+	var marked []fileID
+	leave = func() {
+		for _, id := range marked {
+			delete(t.visiting, id)
+		}
+	}
+	if p == t.root {
+		return leave, true
+	}
+	dirs := []string{t.root}
+	if rel := filepath.Dir(p)[len(t.root):]; rel != "" {
+		for _, c := range strings.Split(strings.TrimPrefix(rel, "/"), "/") {
+			dirs = append(dirs, filepath.Join(dirs[len(dirs)-1], c))
+		}
+	}
+	for _, d := range dirs {
+		fi, err := os.Stat(d)
+		if err != nil || !fi.IsDir() {
+			break // p's own reconciliation will find it gone
+		}
+		id := idOf(fi)
+		if t.visiting[id] {
+			t.loop(d, out)
+			leave()
+			return leave, false
+		}
+		t.visiting[id] = true
+		marked = append(marked, id)
+	}
+	return leave, true
+}
+
+// loop handles a directory d that is one of its own ancestors (through a
+// symbolic link): it is not descended into, and what an earlier pass
+// found under it is forgotten, so a loop created at run time stops its
+// scripts running twice. The warning is given once per loop path.
+func (t *tree) loop(d string, out *[]Change) {
+	warned := t.loops[d]
+	t.forget(d, out)
+	t.loops[d] = true
+	if !warned {
+		t.log.Warn().Str("dir", d).Msg("directory loop (symlink); not descending")
+	}
 }
 
 // prune drops the watches of directories at or under p that no longer exist
@@ -250,9 +307,10 @@ func gone(err error) bool {
 func (t *tree) reconcileDir(p string, fi fs.FileInfo, out *[]Change) {
 	id := idOf(fi)
 	if t.visiting[id] {
-		t.log.Warn().Str("dir", p).Msg("directory loop (symlink); not descending")
+		t.loop(p, out)
 		return
 	}
+	delete(t.loops, p)
 	t.visiting[id] = true
 	defer delete(t.visiting, id)
 
@@ -343,6 +401,11 @@ func (t *tree) forgetDirs(p string, out *[]Change) {
 	for d := range t.dirs {
 		if within(d, p) {
 			t.unwatch(d)
+		}
+	}
+	for d := range t.loops {
+		if within(d, p) {
+			delete(t.loops, d)
 		}
 	}
 }

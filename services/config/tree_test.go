@@ -196,3 +196,43 @@ func TestTreeRootWatchFailure(t *testing.T) {
 		t.Fatalf("missing root: %v", err)
 	}
 }
+
+// A rescan undoes what a loop made the model hold (as an earlier version,
+// descending into a run-time loop, recorded), and a directory replaced by
+// a loop to its parent forgets its scripts.
+func TestTreeRescanForgetsLoopedScripts(t *testing.T) {
+	root := tempRoot(t)
+	mustWrite(t, filepath.Join(root, "a.pr"), "<a>")
+	mustWrite(t, filepath.Join(root, "d/sub/x.pr"), "<x>")
+	fd := &fakeDirs{watched: map[string]bool{}}
+	tr := newTree(root, fd, zerolog.Nop())
+	mustScan(t, tr)
+	if err := os.Symlink(".", filepath.Join(root, "loop")); err != nil {
+		t.Fatal(err)
+	}
+	if cs := tr.update([]string{filepath.Join(root, "loop")}); len(cs) != 0 {
+		t.Fatalf("a run-time loop reported %v", changeList(root, cs))
+	}
+	tr.files[filepath.Join(root, "loop/a.pr")] = tr.files[filepath.Join(root, "a.pr")]
+	tr.dirs[filepath.Join(root, "loop")] = tr.dirs[root]
+	if got := changeList(root, mustScan(t, tr)); len(got) != 1 || got[0] != "-loop/a.pr" {
+		t.Fatalf("rescan: %v, want -loop/a.pr", got)
+	}
+	if _, ok := tr.dirs[filepath.Join(root, "loop")]; ok {
+		t.Fatal("the loop is still recorded as a watched directory")
+	}
+	// d/sub becomes a link to the root: its script goes, and an event inside the
+	// loop finds nothing either.
+	if err := os.RemoveAll(filepath.Join(root, "d/sub")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("..", filepath.Join(root, "d/sub")); err != nil {
+		t.Fatal(err)
+	}
+	if got := changeList(root, tr.update([]string{filepath.Join(root, "d/sub")})); len(got) != 1 || got[0] != "-d/sub/x.pr" {
+		t.Fatalf("directory replaced by a loop: %v", got)
+	}
+	if cs := tr.update([]string{filepath.Join(root, "d/sub/sub/a.pr")}); len(cs) != 0 {
+		t.Fatalf("a path inside a loop reported %v", changeList(root, cs))
+	}
+}

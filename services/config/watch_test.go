@@ -627,3 +627,32 @@ func TestWatcherDirectoryMovedAwayAndBack(t *testing.T) {
 	h.write("A/x.pr", "<x 2>")
 	h.waitLive("A/x.pr", "<x 2>")
 }
+
+// Hostile case (issue 12): a symlink loop created while the server runs
+// (`ln -s . loop`) made every script run twice, and a rescan did not undo
+// it. Run-time loops are now caught as at start-up, deep ones too.
+func TestWatcherSymlinkLoopCreatedAtRunTime(t *testing.T) {
+	h := newHarness(t, func(root string) {
+		mustWrite(t, filepath.Join(root, "a.pr"), "<a>")
+		mustWrite(t, filepath.Join(root, "sub/b.pr"), "<b>")
+	}, WatchOptions{})
+	if err := os.Symlink(".", h.path("loop")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("..", h.path("sub/up")); err != nil {
+		t.Fatal(err)
+	}
+	h.barrier()
+	h.w.Rescan()
+	h.barrier()
+	m, hist := h.snapshot()
+	if len(m) != 3 || m["a.pr"] != "<a>" || m["sub/b.pr"] != "<b>" {
+		t.Fatalf("live %v (history %v): a loop ran scripts again", m, hist)
+	}
+	// Still watched once, under their own names.
+	h.write("sub/b.pr", "<b 2>")
+	h.waitLive("sub/b.pr", "<b 2>")
+	if m, _ := h.snapshot(); len(m) != 3 {
+		t.Fatalf("live %v after an edit", m)
+	}
+}
