@@ -15,7 +15,9 @@ import (
 //	STOPPING=1            the process no longer counts as ready;
 //	                      <service-state NAME stopping> until it exits
 //	STATUS=TEXT           <status-text NAME "TEXT">, shown by `syndicate status`
-//	MAINPID=N             logged (supervision follows the process group)
+//	MAINPID=N             logged, and a second <process-status NAME {pid: N …}>
+//	                      while it is not the started process (supervision
+//	                      still follows the started process and its group)
 
 // Extra states a daemon may report besides those of §2.
 var (
@@ -32,7 +34,7 @@ func StatusText(name preserves.Value, text string) preserves.Value {
 
 // notifyState is what one running process has said over sd_notify.
 type notifyState struct {
-	reloading, stopping, status dataspace.Handle
+	reloading, stopping, status, mainPID dataspace.Handle
 }
 
 // readinessEvents adds the readiness callbacks to ev.
@@ -74,5 +76,10 @@ func (r *specRun) notified(t *dataspace.Turn, pid int, n Notification) {
 	}
 	if n.MainPID != 0 {
 		w.d.log.Info().Int("pid", pid).Int("mainpid", n.MainPID).Msg("daemon main process")
+		var ps preserves.Value // nil: the started process is the main one
+		if n.MainPID != pid {
+			ps = ProcessStatus(name, n.MainPID, 0, w.d.s.now())
+		}
+		t.Update(&ns.mainPID, cfg, ps)
 	}
 }

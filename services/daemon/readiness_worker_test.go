@@ -34,7 +34,7 @@ func TestDaemonSDNotifyEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	goReady, goReload, goStop := filepath.Join(dir, "ready"), filepath.Join(dir, "reload"), filepath.Join(dir, "stop")
 	require(h, "n", readinessSpec(t, "readiness: sd-notify, readyTimeout: 60",
-		"notify:STATUS=warming up", "wait-file:"+goReady,
+		"notify:STATUS=warming up", "wait-file:"+goReady, "mainpid-child",
 		`notify:READY=1\nSTATUS=serving`, "wait-file:"+goReload,
 		"notify:RELOADING=1", "wait-file:"+goStop,
 		`notify:READY=1`, "notify:STOPPING=1"))
@@ -48,6 +48,8 @@ func TestDaemonSDNotifyEndToEnd(t *testing.T) {
 	h.waitHas(state("n", services.StateReady), true)
 	h.waitHas(StatusText(name, "serving"), true)
 	h.waitHas(StatusText(name, "warming up"), false)
+	// MAINPID= names a second process: status shows both.
+	testutil.WaitFor(t, "two process statuses", func() bool { return len(h.processStatuses(t, "n")) == 2 })
 	touch(t, goReload)
 	h.waitHas(state("n", StateReloading), true)
 	touch(t, goStop)
@@ -59,6 +61,21 @@ func TestDaemonSDNotifyEndToEnd(t *testing.T) {
 			t.Errorf("no log %q", msg)
 		}
 	}
+}
+
+// infoSays reports whether a <service-info NAME …> of daemon id mentions
+// text (what `syndicate status` shows as last exit and reason).
+func (h *harness) infoSays(id, text string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, v := range h.present {
+		r, ok := v.(*preserves.Record)
+		if ok && r.Label == services.LabelServiceInfo && len(r.Fields) == 2 && preserves.Equal(r.Fields[0], dname(id)) &&
+			strings.Contains(preserves.FormatText(r.Fields[1]), text) {
+			return true
+		}
+	}
+	return false
 }
 
 func touch(t *testing.T, path string) {
@@ -77,6 +94,10 @@ func TestDaemonWatchdogRestarts(t *testing.T) {
 	})
 	testutil.WaitFor(t, "the restarted process ready again", func() bool {
 		return len(clock.got()) >= 1 && h.has(state("w", services.StateReady))
+	})
+	// status's LAST EXIT says why.
+	testutil.WaitFor(t, "the status info naming the watchdog", func() bool {
+		return h.infoSays("w", "watchdog timeout: no WATCHDOG=1 within 300ms")
 	})
 	if h.countHistory("+"+preserves.FormatText(state("w", services.StateReady))) < 2 {
 		t.Errorf("ready was not withdrawn and re-asserted across the restart")
@@ -104,6 +125,8 @@ func TestDaemonReadinessFailures(t *testing.T) {
 			if !h.warns.Has(tc.cause, "giving up") {
 				t.Errorf("no log naming %q: %q", tc.cause, h.warns.Lines())
 			}
+			// status's REASON says why.
+			testutil.WaitFor(t, "the status info naming the cause", func() bool { return h.infoSays(tc.id, tc.cause) })
 			if tc.id != "nodog" && h.everHad(state(tc.id, services.StateReady)) {
 				t.Error("was ready")
 			}
