@@ -198,6 +198,7 @@ type monitor struct {
 	wg     sync.WaitGroup
 
 	mu       sync.Mutex
+	warnings int // warnings logged for this process (maxWarnings)
 	isReady  bool
 	readyT   *time.Timer
 	watchdog time.Duration
@@ -254,6 +255,24 @@ func prepareReadiness(s *Spec, cmd *exec.Cmd, h procHooks) (*monitor, error) {
 		cmd.Env = env
 	}
 	return m, nil
+}
+
+// maxWarnings bounds the protocol warnings logged per process, so that a
+// daemon flooding its notify socket cannot flood the log.
+const maxWarnings = 10
+
+// warnf logs a protocol warning, at most maxWarnings per process.
+func (m *monitor) warnf(format string, args ...any) {
+	m.mu.Lock()
+	n := m.warnings
+	m.warnings++
+	m.mu.Unlock()
+	switch {
+	case n < maxWarnings:
+		m.warn(format, args...)
+	case n == maxWarnings:
+		m.warn("further readiness protocol warnings of this process are suppressed")
+	}
 }
 
 // setEnv returns env with name set to value (replacing earlier settings).
@@ -390,7 +409,7 @@ func (m *monitor) readFD() {
 		}
 		if err != nil {
 			if m.ctx.Err() == nil {
-				m.warn("notification fd closed without a newline: readiness never signalled")
+				m.warnf("notification fd closed without a newline: readiness never signalled")
 			}
 			return
 		}

@@ -106,17 +106,17 @@ func (s *notifySocket) serve(pid int, m *monitor) {
 		n, oobn, flags, _, err := s.conn.ReadMsgUnix(buf, oob)
 		if err != nil {
 			if !errors.Is(err, net.ErrClosed) {
-				m.warn("notify socket: %v", err)
+				m.warnf("notify socket: %v", err)
 			}
 			return
 		}
 		if flags&unix.MSG_TRUNC != 0 {
-			m.warn("notify socket: datagram longer than %d bytes ignored", notifyMax)
+			m.warnf("notify socket: datagram longer than %d bytes ignored", notifyMax)
 			continue
 		}
 		sender, ok := senderPID(oob[:oobn])
 		if !ok || !fromDaemon(sender, pid, mainPID) {
-			m.warn("notify socket: datagram from pid %d outside the daemon's process group ignored", sender)
+			m.warnf("notify socket: datagram from pid %d outside the daemon's process group ignored", sender)
 			continue
 		}
 		n2, mp := m.handle(buf[:n], pid)
@@ -184,11 +184,11 @@ func (m *monitor) handle(msg []byte, pgid int) (*Notification, int) {
 		case "MAINPID":
 			p, err := strconv.Atoi(string(v))
 			if err != nil || p <= 0 {
-				m.warn("notify socket: bad MAINPID=%q", v)
+				m.warnf("notify socket: bad MAINPID=%q", v)
 				continue
 			}
 			if g, err := unix.Getpgid(p); err != nil || g != pgid {
-				m.warn("notify socket: MAINPID=%d is not in the daemon's process group; ignored", p)
+				m.warnf("notify socket: MAINPID=%d is not in the daemon's process group; ignored", p)
 				continue
 			}
 			n.MainPID, tell = p, true
@@ -204,7 +204,7 @@ func (m *monitor) handle(msg []byte, pgid int) (*Notification, int) {
 		case "WATCHDOG_USEC":
 			us, err := strconv.ParseInt(string(v), 10, 64)
 			if err != nil || us <= 0 || us > int64(24*time.Hour/time.Microsecond) {
-				m.warn("notify socket: bad WATCHDOG_USEC=%q", v)
+				m.warnf("notify socket: bad WATCHDOG_USEC=%q", v)
 				continue
 			}
 			m.mu.Lock()

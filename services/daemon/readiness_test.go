@@ -192,6 +192,21 @@ func TestReadinessSDNotifyMainPID(t *testing.T) {
 	}
 }
 
+// A daemon flooding its notify socket with rejected messages gets a
+// bounded number of warnings in the log.
+func TestReadinessWarningsBounded(t *testing.T) {
+	steps := []string{}
+	for range 3 * maxWarnings {
+		steps = append(steps, "notify:MAINPID=1")
+	}
+	run := runReadiness(t, Readiness{Kind: ReadySDNotify}, RestartNever, append(steps, "notify:READY=1")...)
+	run.waitReady(t)
+	_, _, warns, _, _, _ := run.get()
+	if len(warns) != maxWarnings+1 || !strings.Contains(warns[maxWarnings], "suppressed") {
+		t.Errorf("%d warnings: %q", len(warns), warns)
+	}
+}
+
 // A daemon that is never ready is stopped after readyTimeout and, under
 // policy never, the daemon gives up (failed) instead of completing.
 func TestReadinessSDNotifyNeverReady(t *testing.T) {
