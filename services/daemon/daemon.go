@@ -51,6 +51,7 @@ type Service struct {
 	sup    services.SuperviseOptions
 	dryRun bool
 	out    dataspace.FacetRef // the service's boot facet: daemon output is logged from here
+	order  *stopOrder         // dependents stop first (stop.go)
 }
 
 // BootWith is Boot with options. Every process runs in a linked task of
@@ -70,6 +71,8 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) (*Service, erro
 		s.sup.Now = s.now
 	}
 	s.out = t.FacetRef()
+	s.order = newStopOrder()
+	s.order.track(t, env.Config)
 	p := pattern.Rec(services.LabelRunService, pattern.Bind{Pattern: pattern.Rec(labelDaemon)})
 	t.During(env.Config, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 		runDaemon(t, s, env, caps[0])

@@ -50,6 +50,16 @@ type Exit struct {
 	// Failure, when not nil, is why the supervisor stopped the process
 	// (ErrNotReady, ErrWatchdog): the exit is a failure whatever its code.
 	Failure error
+	// Stop describes the stop, when the process was stopped (signalled
+	// by us) rather than exiting of its own accord.
+	Stop *StopReport
+}
+
+// StopReport is how a stop went.
+type StopReport struct {
+	Waited time.Duration // held back until dependent daemons had stopped
+	Took   time.Duration // from SIGTERM to the exit
+	Killed bool          // SIGKILL was needed (stopTimeout passed)
 }
 
 // Success reports whether the process exited with status 0 of its own
@@ -122,6 +132,9 @@ type procHooks struct {
 	ready  func()
 	notify func(Notification)
 	warn   func(format string, args ...any)
+	// beforeStop runs before a stopped process is signalled, and returns
+	// how long it held the signal back (dependents first, stop.go).
+	beforeStop func() time.Duration
 }
 
 // command builds the exec.Cmd for s: its own process group, stdin from
@@ -261,19 +274,30 @@ func runProcess(ctx context.Context, s *Spec, h procHooks, now func() time.Time,
 		reaped   bool
 		deadline time.Time // when the group gets SIGKILL, once stopping
 		kill     *time.Timer
+		stop     *StopReport
+		termAt   time.Time
 	)
 	stopWatch := context.AfterFunc(pctx, func() {
+		// Dependents first (stop.go): only when stopped from outside,
+		// not when the process failed its readiness.
+		var waited time.Duration
+		if h.beforeStop != nil && ctx.Err() != nil {
+			waited = h.beforeStop()
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		if reaped {
 			return
 		}
+		stop = &StopReport{Waited: waited}
+		termAt = time.Now()
 		_ = unix.Kill(-pid, unix.SIGTERM)
-		deadline = time.Now().Add(s.StopTimeout)
+		deadline = termAt.Add(s.StopTimeout)
 		kill = time.AfterFunc(s.StopTimeout, func() {
 			mu.Lock()
 			defer mu.Unlock()
 			if !reaped {
+				stop.Killed = true
 				_ = unix.Kill(-pid, unix.SIGKILL)
 			}
 		})
@@ -285,11 +309,16 @@ func runProcess(ctx context.Context, s *Spec, h procHooks, now func() time.Time,
 	if kill != nil {
 		kill.Stop()
 	}
+	if stop != nil {
+		stop.Took = time.Since(termAt)
+	}
+	report := stop
 	mu.Unlock()
 	stopWatch()
 	children.remove(pid)
 	mon.stop()
 	exit := exitOf(pid, cmd.ProcessState, werr)
+	exit.Stop = report
 	if ctx.Err() == nil && pctx.Err() != nil {
 		exit.Failure = context.Cause(pctx)
 	}

@@ -110,6 +110,12 @@ type Events struct {
 	Ready  func(pid int)
 	Notify func(pid int, n Notification)
 	Warn   func(pid int, msg string)
+	// BeforeStop runs before a process being stopped is signalled; it
+	// may block (dependents first) and returns how long it did.
+	BeforeStop func() time.Duration
+	// Stopped is called instead of Exited for a process that was
+	// stopped because ctx ended; e.Stop says how the stop went.
+	Stopped func(e Exit)
 }
 
 // Outcome is how Runner.Run ended.
@@ -163,6 +169,9 @@ func (r *Runner) Run(ctx context.Context, s *Spec, ev Events) Outcome {
 		began := r.clock.Now()
 		exit := r.run(ctx, s, ev.hooks(), &cleanups)
 		if ctx.Err() != nil {
+			if ev.Stopped != nil && exit.Pid != 0 {
+				ev.Stopped(exit)
+			}
 			return Stopped
 		}
 		next := lim.next(Decide(s.Restart, exit), began, r.clock.Now())
@@ -196,7 +205,7 @@ func (r *Runner) Run(ctx context.Context, s *Spec, ev Events) Outcome {
 // hooks adapts ev to one process instance: the readiness callbacks learn
 // its pid when it starts.
 func (ev Events) hooks() procHooks {
-	h := procHooks{line: ev.Line, stdio: ev.Stdio}
+	h := procHooks{line: ev.Line, stdio: ev.Stdio, beforeStop: ev.BeforeStop}
 	var pid int
 	h.started = func(p int) {
 		pid = p

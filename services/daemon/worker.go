@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -35,6 +36,7 @@ type daemonRun struct {
 	id   preserves.Value
 	log  zerolog.Logger
 	hist *history
+	key  string            // daemonKey(name)
 	sup  dataspace.FacetID // the current supervisor's facet
 }
 
@@ -55,7 +57,7 @@ func runDaemon(t *dataspace.Turn, s *Service, env services.Env, name preserves.V
 		return
 	}
 	d := &daemonRun{s: s, env: env, name: name, id: r.Fields[0],
-		log: env.Logger.With().Str("service", preserves.FormatText(name)).Logger(), hist: newHistory()}
+		log: env.Logger.With().Str("service", preserves.FormatText(name)).Logger(), hist: newHistory(), key: daemonKey(name)}
 	d.serveOutput(t)
 	d.startSupervisor(t)
 	t.OnMessage(env.Config, pattern.Rec(services.LabelRestartService, literal(name)), func(t *dataspace.Turn, _ []preserves.Value) error {
@@ -218,6 +220,7 @@ type specRun struct {
 	procRef dataspace.FacetRef
 	running bool
 	notify  notifyState // what the running process said (readiness_worker.go)
+	token   uint64      // the running process in the stop order (stop.go); runner goroutine only
 	// Its condition, for the status: a phase (cannot-start, backoff,
 	// gave-up) and why, and the degrade assertion that makes the daemon
 	// `failed` while it cannot start.
@@ -230,13 +233,28 @@ type specRun struct {
 func (r *specRun) run(ctx context.Context) error {
 	out := r.w.d.s.runner.Run(ctx, r.spec, r.readinessEvents(Events{
 		Started: func(pid int) {
+			if pid != 0 {
+				r.token = r.w.d.s.order.up(r.w.d.key, r.spec.StopTimeout)
+			}
 			r.fr.Activate(func(t *dataspace.Turn) error { r.started(t, pid); return nil })
 		},
 		Stdio: r.stdio,
 		Line:  r.w.d.output,
 		Exited: func(e Exit, next Next) {
+			if e.Pid != 0 {
+				r.w.d.s.order.down(r.w.d.key, r.token)
+			}
 			r.fr.Activate(func(t *dataspace.Turn) error { r.exited(t, e, next); return nil })
 		},
+		BeforeStop: func() time.Duration {
+			waited, late := r.w.d.s.order.waitDependents(r.w.d.key)
+			if len(late) > 0 {
+				r.w.d.log.Warn().Strs("dependents", late).Dur("waited", waited).
+					Msg("dependents still running after their stop timeouts; stopping anyway")
+			}
+			return waited
+		},
+		Stopped: r.stopped,
 	}))
 	switch out {
 	case Crashed:
@@ -245,6 +263,24 @@ func (r *specRun) run(ctx context.Context) error {
 		return dataspace.ErrKeepFacet // the spec facet stays: completed or failed
 	}
 	return ctx.Err()
+}
+
+// stopped is the event "a process we stopped is gone". It runs on the
+// runner's goroutine, after the spec's facet may be gone, so it only logs.
+func (r *specRun) stopped(e Exit) {
+	r.w.d.s.order.down(r.w.d.key, r.token)
+	ev := r.w.d.log.Info().Str("command", r.command).Int("pid", e.Pid).Str("status", e.String())
+	if st := e.Stop; st != nil {
+		ev = ev.Dur("took", st.Took).Bool("sigkill", st.Killed)
+		if st.Waited > 0 {
+			ev = ev.Dur("waitedForDependents", st.Waited)
+		}
+		if st.Killed {
+			ev.Msg("process stopped with SIGKILL after its stop timeout")
+			return
+		}
+	}
+	ev.Msg("process stopped")
 }
 
 // started is the event "a process was spawned".

@@ -1,0 +1,136 @@
+package daemon
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services"
+)
+
+// trapSpec is a daemon that appends "NAME" to file when it gets SIGTERM,
+// after pause seconds, and exits.
+func trapSpec(t *testing.T, name, file, pause string) preserves.Value {
+	return pv(t, `{argv: "trap 'sleep `+pause+`; echo `+name+` >> `+file+`; exit 0' TERM; echo $$; while :; do sleep 0.02; done", readyOnStart: #t}`)
+}
+
+func fileWords(t *testing.T, file string) []string {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(b))
+}
+
+// TestStopDependentsFirst: when a dependee restarts, its dependents
+// (directly and not) are stopped before it, and every stop is
+// logged with its duration and whether SIGKILL was needed.
+func TestStopDependentsFirst(t *testing.T) {
+	h, _ := bootDaemons(t, Options{})
+	file := filepath.Join(t.TempDir(), "order")
+	// app → cache → db; the dependee's TERM handler is instant, the
+	// dependents' are slow, so a parallel stop would write db first.
+	h.assert(preserves.Rec("daemon", preserves.Symbol("db"), trapSpec(t, "db", file, "0")))
+	h.assert(preserves.Rec("daemon", preserves.Symbol("cache"), trapSpec(t, "cache", file, "0.2")))
+	h.assert(preserves.Rec("daemon", preserves.Symbol("app"), trapSpec(t, "app", file, "0.3")))
+	h.assert(services.DependsOn(dname("app"), state("cache", services.StateReady)))
+	h.assert(services.DependsOn(dname("cache"), state("db", services.StateReady)))
+	h.assert(services.RequireService(dname("app")))
+	h.waitHas(state("app", services.StateReady), true)
+	h.send(h.env.Config, services.RestartService(dname("db")))
+	eventually(t, 20*time.Second, func() bool { return len(fileWords(t, file)) == 3 }, "three stops: %q", fileWords(t, file))
+	if got := strings.Join(fileWords(t, file), " "); got != "app cache db" {
+		t.Errorf("stop order %q, want dependents first", got)
+	}
+	if !h.warns.Has("process stopped", `"sigkill":false`, `"took"`, "waitedForDependents") {
+		t.Errorf("stop not logged with its duration: %q", h.warns.Lines())
+	}
+}
+
+// TestShutdownStopsDependentsFirst: the same order when the whole system
+// shuts down, and a process that ignores SIGTERM is logged as killed.
+func TestShutdownStopsDependentsFirst(t *testing.T) {
+	h, _ := bootDaemons(t, Options{})
+	file := filepath.Join(t.TempDir(), "order")
+	h.assert(preserves.Rec("daemon", preserves.Symbol("db"), trapSpec(t, "db", file, "0")))
+	h.assert(preserves.Rec("daemon", preserves.Symbol("app"), trapSpec(t, "app", file, "0.3")))
+	h.assert(preserves.Rec("daemon", preserves.Symbol("stubborn"),
+		pv(t, `{argv: "trap '' TERM; echo $$; while :; do sleep 0.02; done", readyOnStart: #t, stopTimeout: 0.2}`)))
+	h.assert(services.DependsOn(dname("app"), state("db", services.StateReady)))
+	h.assert(services.RequireService(dname("app")))
+	h.assert(services.RequireService(dname("stubborn")))
+	h.waitHas(state("app", services.StateReady), true)
+	h.waitHas(state("stubborn", services.StateReady), true)
+	ctxShutdown(t, h)
+	if got := strings.Join(fileWords(t, file), " "); got != "app db" {
+		t.Errorf("stop order %q, want app db", got)
+	}
+	if !h.warns.Has("process stopped with SIGKILL", `"sigkill":true`, "<daemon stubborn>") {
+		t.Errorf("escalation not logged: %q", h.warns.Lines())
+	}
+}
+
+// TestOutputWhileStoppingIsKept: what a process prints after SIGTERM,
+// and an unterminated last line, reach the log when the process is
+// stopped by a restart and by its requirement going.
+func TestOutputWhileStoppingIsKept(t *testing.T) {
+	h, _ := bootDaemons(t, Options{})
+	spec := pv(t, `{argv: "trap 'echo goodbye; printf unterminated; exit 0' TERM; echo hello; while :; do sleep 0.02; done", readyOnStart: #t}`)
+	unrequire, _ := require(h, "d", spec)
+	h.waitHas(state("d", services.StateReady), true)
+	count := func(text string) int {
+		n := 0
+		for _, l := range h.output("d") {
+			if s, ok := l.line.(preserves.String); ok && strings.TrimSuffix(string(s), "\n") == text {
+				n++
+			}
+		}
+		return n
+	}
+	h.send(h.env.Config, services.RestartService(dname("d")))
+	eventually(t, 10*time.Second, func() bool { return count("goodbye") == 1 && count("unterminated") == 1 },
+		"output while stopping on restart: %v", h.output("d"))
+	eventually(t, 10*time.Second, func() bool { return count("hello") == 2 }, "restarted")
+	unrequire()
+	eventually(t, 10*time.Second, func() bool { return count("goodbye") == 2 && count("unterminated") == 2 },
+		"output while stopping on retraction: %v", h.output("d"))
+}
+
+func TestStopOrderWaitIsBounded(t *testing.T) {
+	o := newStopOrder()
+	o.dependency("<daemon app>", "<daemon db>", +1)
+	app := o.up("<daemon app>", 50*time.Millisecond)
+	o.up("<daemon db>", time.Second)
+	began := time.Now()
+	waited, late := o.waitDependents("<daemon db>")
+	if len(late) != 1 || late[0] != "<daemon app>" || waited < 50*time.Millisecond || time.Since(began) > 10*time.Second {
+		t.Errorf("waited %v for %v", waited, late)
+	}
+	if w, late := o.waitDependents("<daemon app>"); w != 0 || late != nil {
+		t.Errorf("app has no dependents, waited %v for %v", w, late)
+	}
+	o.down("<daemon app>", app)
+	if w, late := o.waitDependents("<daemon db>"); late != nil || w > time.Second {
+		t.Errorf("after app stopped: waited %v for %v", w, late)
+	}
+}
+
+func TestStopOrderIgnoresDependentsStartedLater(t *testing.T) {
+	o := newStopOrder()
+	o.dependency("<daemon app>", "<daemon db>", +1)
+	app := o.up("<daemon app>", time.Minute)
+	w := o.snapshot("<daemon db>")
+	// The old app goes and a new one starts (a restart): db need not
+	// wait for the new one.
+	o.up("<daemon app>", time.Minute)
+	o.down("<daemon app>", app)
+	if waited, late := o.await(w); late != nil || waited > 10*time.Second {
+		t.Errorf("waited %v for %v", waited, late)
+	}
+	if w := o.snapshot("<daemon db>"); len(w.procs) != 1 {
+		t.Errorf("the new app is a dependent of later stops: %v", w.procs)
+	}
+}
