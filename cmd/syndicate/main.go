@@ -1,6 +1,7 @@
 // Command syndicate is the operator's client for a running syndicate-server:
 // it shows service status, dumps and observes the config dataspace, asserts
-// and sends values, restarts services, and checks and formats `.pr` scripts.
+// and sends values, restarts services, analyses the boot (`analyze`), and
+// checks and formats `.pr` scripts.
 // See docs/operator.md, or run `syndicate help`.
 package main
 
