@@ -237,6 +237,8 @@ func fmtDur(d time.Duration) string {
 		return "0"
 	case d < 0:
 		return "-" + fmtDur(-d)
+	case d < time.Microsecond:
+		return fmt.Sprintf("%dns", d.Nanoseconds())
 	case d < time.Millisecond:
 		return fmt.Sprintf("%dµs", d.Microseconds())
 	case d < time.Second:

@@ -228,6 +228,25 @@ func graphSVG(b *bootData) string {
 		boxW = max(boxW, textWidth(u.Name)+24)
 	}
 	boxW = min(boxW, 420)
+	// Services in the graph's edges first, isolated ones below them, so
+	// that chains are drawn straight across the top.
+	linked := map[string]bool{}
+	for _, u := range us {
+		for _, d := range u.Deps {
+			linked[u.Key], linked[d.Key] = true, true
+		}
+	}
+	for c := range cols {
+		slices.SortStableFunc(cols[c], func(a, b *unit) int {
+			switch {
+			case linked[a.Key] == linked[b.Key]:
+				return 0
+			case linked[a.Key]:
+				return -1
+			}
+			return 1
+		})
+	}
 	const (
 		boxH   = 28.0
 		gapX   = 90.0

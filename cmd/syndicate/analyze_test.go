@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -324,4 +325,25 @@ func TestDocsBootPlot(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(guide), "![Timeline of the shipped configuration's boot](boot-plot.svg)")
 	require.Contains(t, string(guide), "![Dependency graph of the shipped configuration](boot-graph.svg)")
+}
+
+// In the drawn graph, services with edges come first in their column, so
+// an isolated service that started earlier does not push a chain down.
+func TestAnalyzeGraphSVGLinkedFirst(t *testing.T) {
+	b := &bootData{Origin: t0, Now: ms(100), Units: map[string]*unit{}}
+	for i, n := range []string{"z", "b", "a"} { // z starts first
+		u := unitOf(preserves.Symbol(n), []timeline.Change{change(i, "+run"), change(i+1, "+ready")}, 0)
+		b.Units[u.Key] = u
+	}
+	b.addDep(preserves.Symbol("a"), mustName(t, "<service-state b ready>"))
+	svg := graphSVG(b)
+	parseSVG(t, svg)
+	y := func(name string) string {
+		m := regexp.MustCompile(`<rect x="[0-9.]+" y="([0-9.]+)"[^>]*><title>` + name + `: `).FindStringSubmatch(svg)
+		require.NotNil(t, m, name)
+		return m[1]
+	}
+	require.Equal(t, "20.0", y("b"), "b, linked, tops column 0")
+	require.Equal(t, "20.0", y("a"), "a, its dependant, beside it in column 1")
+	require.NotEqual(t, "20.0", y("z"), "z, isolated, below b")
 }
