@@ -108,7 +108,11 @@ func (p *parser) warnForeign(v preserves.Value, kind string) {
 }
 
 // findForeign returns the outermost record of v labelled with a structural
-// form, in pre-order.
+// form, in pre-order. The first field of `<Observe PATTERN OBSERVER>` is
+// skipped: it is a dataspace pattern value, whose `<bind …>`, `<rec …>`,
+// `<lit …>` and `<_>` records are what an Observe assertion really holds,
+// so read literally they mean what they say (`<reject <Observe <bind _>
+// _>>` refuses observers that capture whole assertions).
 func findForeign(v preserves.Value) (preserves.Value, bool) {
 	switch x := preserves.Unwrap(v).(type) {
 	case *preserves.Record:
@@ -118,7 +122,11 @@ func findForeign(v preserves.Value) (preserves.Value, bool) {
 		if at, ok := findForeign(x.Label); ok {
 			return at, true
 		}
-		for _, f := range x.Fields {
+		fields := x.Fields
+		if l, ok := symbolOf(x.Label); ok && l == "Observe" && len(fields) == 2 {
+			fields = fields[1:]
+		}
+		for _, f := range fields {
 			if at, ok := findForeign(f); ok {
 				return at, true
 			}

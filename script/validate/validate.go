@@ -40,6 +40,10 @@
 // checked. Capabilities are always variables in scripts, so a literal where
 // the schema wants one (the gatekeeper of a relay listener) is an error.
 //
+// Across all the files checked together, Binds warns about a bind with a
+// key asserted into a dataspace that is also handed out attenuated by
+// caveats that let the holder observe it (binds.go).
+//
 // Patterns (`? PATTERN …`) and `let` values are not declarations and are not
 // checked. Every error wraps ErrInvalid and is a *script.Error, so that the
 // lists of the compiler and of this package merge into one script.ErrorList.
@@ -102,8 +106,8 @@ func Check(paths ...string) error {
 	return all.Err()
 }
 
-// CheckAll is script.Check followed by Check: every compile error, warning
-// and validation error of the scripts under paths, in one sorted
+// CheckAll is script.Check followed by Check and Binds: every compile error,
+// warning and validation error of the scripts under paths, in one sorted
 // script.ErrorList (nil if there are none; script.Failed tells whether
 // any entry is an error rather than a warning). This is what `--check` runs.
 func CheckAll(paths ...string) error {
@@ -120,6 +124,7 @@ func CheckAll(paths ...string) error {
 			all = append(all, Source(path, src)...)
 		}
 	})
+	all = append(all, Binds(paths...)...)
 	all.Sort()
 	return all.Err()
 }
