@@ -69,12 +69,17 @@ type modelRun struct {
 	serial int64
 	sent   []preserves.Value // messages in send order
 	values map[int64]preserves.Value
+	budget int // facts the program may still assert
 	prog   []byte
 	pc     int
 	steps  []string // what ran, for failure messages
 }
 
 const modelLabels = 6 // more than index.fewLabels
+
+// modelBudget bounds the facts one program asserts: one 100,000-fact bulk
+// and change.
+const modelBudget = 110_000
 
 func factLabel(l int) preserves.Symbol { return preserves.Symbol(fmt.Sprintf("fact%d", l)) }
 
@@ -102,16 +107,21 @@ func (m *modelRun) pick(n int) int {
 	return b % n
 }
 
+// size picks a bulk size, within the program's budget of facts, so that
+// every program (a fuzzed one included) ends in seconds.
 func (m *modelRun) size() int {
 	b := m.next()
+	n := assertSizes[int(b)%len(assertSizes)]
 	if b == 0xff { // the rare huge bulk
-		return 100_000
+		n = 100_000
 	}
-	return assertSizes[int(b)%len(assertSizes)]
+	n = min(n, m.budget)
+	m.budget -= n
+	return n
 }
 
 func newModelRun(tb testing.TB, prog []byte) *modelRun {
-	m := &modelRun{tb: tb, prog: prog, values: map[int64]preserves.Value{}}
+	m := &modelRun{tb: tb, prog: prog, values: map[int64]preserves.Value{}, budget: modelBudget}
 	m.s = newSys(tb)
 	_, m.ds = hold(tb, m.s, "ds", NewDataspace())
 	// Observers: several catch-alls (more than index.fewObservers share
@@ -666,8 +676,8 @@ func FuzzRuntimeModel(f *testing.F) {
 		f.Add(prog)
 	}
 	f.Fuzz(func(t *testing.T, prog []byte) {
-		if len(prog) > 256 {
-			prog = prog[:256]
+		if len(prog) > 128 {
+			prog = prog[:128]
 		}
 		runModel(t, prog)
 	})
