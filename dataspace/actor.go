@@ -341,12 +341,16 @@ func (a *Actor) terminate(status ExitStatus, err error) {
 	t.deliver()
 	// 3. Exit hooks, in registration order. Their buffered events are
 	// discarded (runtime spec §3.4 QUIRK, copied): hooks are local cleanup.
-	for _, hook := range a.exitHooks {
-		t.begin(a.root)
-		_ = t.guard(func(t *Turn) error { hook(t, err); return nil }, nil)
-		t.discard()
+	// A hook may register another hook; it runs too, after the others.
+	for len(a.exitHooks) > 0 {
+		hooks := a.exitHooks
+		a.exitHooks = nil
+		for _, hook := range hooks {
+			t.begin(a.root)
+			_ = t.guard(func(t *Turn) error { hook(t, err); return nil }, nil)
+			t.discard()
+		}
 	}
-	a.exitHooks = nil
 	// 4. Drop all facets: cancel every linked task.
 	for _, f := range a.facets {
 		f.alive = false

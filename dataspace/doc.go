@@ -131,6 +131,22 @@
 // always forwarded, so the typed entity must ignore handles it never saw.
 // [BaseTypedEntity] gives it no-op defaults.
 //
+// # Walking what the walk changes
+//
+// A facet's handle list is compacted in place when mostly stale, and a
+// facet's child list shrinks when a child stops explicitly. A stopping
+// facet therefore detaches both lists before walking them: the walk
+// retracts each handle without touching facet bookkeeping, and a stop
+// action that stops a sibling finds it already detached. Every other walk
+// in this package either works on a snapshot (stop actions, exit hooks,
+// which may register more hooks that then run too), re-reads its length
+// (the pre-commit queue), or only deletes the key it stands on from a Go
+// map (the outbound table at termination), which Go permits.
+// model_test.go checks all of it against a naive model after every step of
+// random programs; FuzzRuntimeModel explores further on demand:
+//
+//	go test -run '^$' -fuzz FuzzRuntimeModel -fuzztime 10m -parallel 1 ./dataspace/
+//
 // Optional parts of the spec not implemented here: reachability-triggered
 // release (§3.5).
 package dataspace

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,7 +26,10 @@ import (
 // Programs are byte strings so that the same interpreter serves the seeded
 // random runs, the deterministic threshold cases and FuzzRuntimeModel.
 
-var modelSteps = flag.Int("model.steps", 0, "steps per random program in TestRuntimeModelRandom (0: a CI-sized default)")
+var (
+	modelSteps    = flag.Int("model.steps", 0, "steps per random program in TestRuntimeModelRandom (0: a CI-sized default)")
+	modelPrograms = flag.Int("model.programs", 4, "random programs in TestRuntimeModelRandom")
+)
 
 // mFacet is the model of one facet: what it has asserted, its live children,
 // whether a preventer holds it, and the facets its stop action stops.
@@ -52,11 +56,16 @@ type mActor struct {
 // filters and projects a fact or message value into what the observer
 // captures (ok=false: not its business).
 type modelObs struct {
-	rec  *recorder
+	rec  *liveRecorder
 	want func(v preserves.Value) (preserves.Value, bool)
 	// keep says whether a captured value is about facts or messages (a
 	// catch-all also sees the Observe assertions themselves).
 	keep func(captured preserves.Value) bool
+
+	p      pattern.Pattern
+	ref    *Ref   // the recorder's entity
+	h      Handle // its Observe assertion; 0 while it is not observing
+	msgLog []preserves.Value // the messages it should have received
 }
 
 type modelRun struct {
@@ -67,7 +76,6 @@ type modelRun struct {
 	obs    []modelObs
 	actors []*mActor
 	serial int64
-	sent   []preserves.Value // messages in send order
 	values map[int64]preserves.Value
 	budget int // facts the program may still assert
 	prog   []byte
@@ -80,6 +88,9 @@ const modelLabels = 6 // more than index.fewLabels
 // modelBudget bounds the facts one program asserts: one 100,000-fact bulk
 // and change.
 const modelBudget = 110_000
+
+// fuzzBudget bounds a fuzzed program: still several times every threshold.
+const fuzzBudget = 12_000
 
 func factLabel(l int) preserves.Symbol { return preserves.Symbol(fmt.Sprintf("fact%d", l)) }
 
@@ -120,8 +131,8 @@ func (m *modelRun) size() int {
 	return n
 }
 
-func newModelRun(tb testing.TB, prog []byte) *modelRun {
-	m := &modelRun{tb: tb, prog: prog, values: map[int64]preserves.Value{}, budget: modelBudget}
+func newModelRun(tb testing.TB, prog []byte, budget int) *modelRun {
+	m := &modelRun{tb: tb, prog: prog, values: map[int64]preserves.Value{}, budget: budget}
 	m.s = newSys(tb)
 	_, m.ds = hold(tb, m.s, "ds", NewDataspace())
 	// Observers: several catch-alls (more than index.fewObservers share
@@ -129,7 +140,7 @@ func newModelRun(tb testing.TB, prog []byte) *modelRun {
 	// a constant field.
 	nCatch := 1 + m.pick(12)
 	var fr FacetRef
-	var recs []*recorder
+	var recs []*liveRecorder
 	fr, _, _ = client(tb, m.s, "observers")
 	m.obsFR = fr
 	isOurs := func(v preserves.Value) bool {
@@ -141,7 +152,7 @@ func newModelRun(tb testing.TB, prog []byte) *modelRun {
 		return ok && (strings.HasPrefix(string(l), "fact") || l == "msg")
 	}
 	for range nCatch {
-		m.obs = append(m.obs, modelObs{rec: &recorder{}, want: func(v preserves.Value) (preserves.Value, bool) {
+		m.obs = append(m.obs, modelObs{rec: newLiveRecorder(), want: func(v preserves.Value) (preserves.Value, bool) {
 			return preserves.Sequence{v}, isOurs(v)
 		}, keep: func(c preserves.Value) bool {
 			cs, ok := c.(preserves.Sequence)
@@ -150,7 +161,7 @@ func newModelRun(tb testing.TB, prog []byte) *modelRun {
 	}
 	for l := range modelLabels {
 		label := factLabel(l)
-		m.obs = append(m.obs, modelObs{rec: &recorder{}, want: func(v preserves.Value) (preserves.Value, bool) {
+		m.obs = append(m.obs, modelObs{rec: newLiveRecorder(), want: func(v preserves.Value) (preserves.Value, bool) {
 			r := v.(*preserves.Record)
 			if !preserves.Equal(r.Label, label) {
 				return nil, false
@@ -158,7 +169,7 @@ func newModelRun(tb testing.TB, prog []byte) *modelRun {
 			return preserves.Sequence{r.Fields[0], r.Fields[1]}, true
 		}})
 	}
-	m.obs = append(m.obs, modelObs{rec: &recorder{}, want: func(v preserves.Value) (preserves.Value, bool) {
+	m.obs = append(m.obs, modelObs{rec: newLiveRecorder(), want: func(v preserves.Value) (preserves.Value, bool) {
 		r := v.(*preserves.Record)
 		if !preserves.Equal(r.Label, factLabel(0)) || !preserves.Equal(r.Fields[0], preserves.Int(0)) {
 			return nil, false
@@ -170,16 +181,17 @@ func newModelRun(tb testing.TB, prog []byte) *modelRun {
 	}
 	do(tb, fr, func(t *Turn) error {
 		for i, r := range recs {
-			var p pattern.Pattern
+			o := &m.obs[i]
 			switch {
 			case i < nCatch:
-				p = pattern.Capture()
+				o.p = pattern.Capture()
 			case i < nCatch+modelLabels:
-				p = pattern.Rec(factLabel(i-nCatch), pattern.Capture(), pattern.Capture())
+				o.p = pattern.Rec(factLabel(i-nCatch), pattern.Capture(), pattern.Capture())
 			default:
-				p = pattern.Rec(factLabel(0), pattern.Lit{Value: preserves.Int(0)}, pattern.Capture())
+				o.p = pattern.Rec(factLabel(0), pattern.Lit{Value: preserves.Int(0)}, pattern.Capture())
 			}
-			t.Assert(m.ds, Observe(p, t.Create(r)))
+			o.ref = t.Create(r)
+			o.h = t.Assert(m.ds, Observe(o.p, o.ref))
 		}
 		return nil
 	})
@@ -233,11 +245,13 @@ func (m *modelRun) assertIn(t *Turn, f *mFacet, n int) {
 
 // --- the model's semantics -------------------------------------------------
 
+// inert mirrors runtime spec §4.3; a linked spawn leaves the facet an
+// assertion of its own (to the child), held until the facet stops.
 func (f *mFacet) inert() bool {
 	if f.held || len(f.children) > 0 {
 		return false
 	}
-	return f.parent == nil || len(f.facts) == 0
+	return f.parent == nil || (len(f.facts) == 0 && len(f.links) == 0)
 }
 
 // stop mirrors runtime spec §4.6 at the level the observers can see.
@@ -286,6 +300,9 @@ func (m *modelRun) terminate(a *mActor) {
 // expected is what observer o should currently hold, sorted.
 func (m *modelRun) expected(o modelObs) []preserves.Value {
 	var out []preserves.Value
+	if o.h == 0 {
+		return nil
+	}
 	for _, f := range m.liveFacets() {
 		for s := range f.facts {
 			if w, ok := o.want(m.values[s]); ok {
@@ -306,7 +323,7 @@ func (m *modelRun) step() bool {
 	if m.pc >= len(m.prog) {
 		return false
 	}
-	op := m.next() % 11
+	op := m.next() % 12
 	facets := m.liveFacets()
 	if len(facets) == 0 {
 		m.spawn()
@@ -356,7 +373,11 @@ func (m *modelRun) step() bool {
 		_, v := m.factValue(a, 0)
 		v = preserves.Rec("msg", v.(*preserves.Record).Fields...)
 		do(m.tb, f.fr, func(t *Turn) error { t.Message(m.ds, v); return nil })
-		m.sent = append(m.sent, v)
+		for i := range m.obs {
+			if w, ok := m.obs[i].want(v); ok && m.obs[i].h != 0 {
+				m.obs[i].msgLog = append(m.obs[i].msgLog, w)
+			}
+		}
 		m.steps = append(m.steps, "message")
 	case 9: // a sync whose continuation asserts a fact
 		s, v := m.factValue(a, m.pick(modelLabels))
@@ -389,6 +410,16 @@ func (m *modelRun) step() bool {
 			m.steps = append(m.steps, fmt.Sprintf("crash after %d churned", n))
 		default:
 			m.spawnLinked(f)
+		}
+	case 11: // an observer leaves, or comes back (index slots swap)
+		o := &m.obs[m.pick(len(m.obs))]
+		if o.h != 0 {
+			do(m.tb, m.obsFR, func(t *Turn) error { t.Retract(o.h); return nil })
+			o.h = 0
+			m.steps = append(m.steps, "unobserve")
+		} else {
+			do(m.tb, m.obsFR, func(t *Turn) error { o.h = t.Assert(m.ds, Observe(o.p, o.ref)); return nil })
+			m.steps = append(m.steps, "observe again")
 		}
 	}
 	return true
@@ -508,30 +539,65 @@ func (m *modelRun) spawnLinked(f *mFacet) {
 }
 
 // expectedMessages is what observer o should have received so far.
-func (m *modelRun) expectedMessages(o modelObs) []preserves.Value {
-	var out []preserves.Value
-	for _, v := range m.sent {
-		if w, ok := o.want(v); ok {
-			out = append(out, w)
-		}
-	}
-	return out
+func (m *modelRun) expectedMessages(o modelObs) []preserves.Value { return o.msgLog }
+
+// liveRecorder keeps what an observer holds now and the messages it got,
+// so that checking after every step costs the live state, not the whole
+// history (the package's recorder replays its log).
+type liveRecorder struct {
+	BaseEntity
+	mu   sync.Mutex
+	live map[Handle]preserves.Value
+	msgs []preserves.Value
 }
 
-// observed is what observer o holds now and the messages it received.
+func newLiveRecorder() *liveRecorder { return &liveRecorder{live: map[Handle]preserves.Value{}} }
+
+func (r *liveRecorder) Assert(_ *Turn, v preserves.Value, h Handle) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.live[h]; dup {
+		return fmt.Errorf("handle %d asserted twice", h)
+	}
+	r.live[h] = v
+	return nil
+}
+
+func (r *liveRecorder) Retract(_ *Turn, h Handle) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.live[h]; !ok {
+		return fmt.Errorf("handle %d retracted but not held", h)
+	}
+	delete(r.live, h)
+	return nil
+}
+
+func (r *liveRecorder) Message(_ *Turn, v preserves.Value) error {
+	r.mu.Lock()
+	r.msgs = append(r.msgs, v)
+	r.mu.Unlock()
+	return nil
+}
+
+// observed is what observer o holds now (sorted) and the messages it
+// received.
 func observed(o modelObs) (state, msgs []preserves.Value) {
 	keep := o.keep
 	if keep == nil {
 		keep = func(preserves.Value) bool { return true }
 	}
-	for _, v := range o.rec.state() {
+	o.rec.mu.Lock()
+	defer o.rec.mu.Unlock()
+	for _, v := range o.rec.live {
 		if keep(v) {
 			state = append(state, v)
 		}
 	}
-	for _, e := range o.rec.events() {
-		if e.kind == "message" && keep(e.v) {
-			msgs = append(msgs, e.v)
+	slices.SortFunc(state, preserves.Compare)
+	for _, v := range o.rec.msgs {
+		if keep(v) {
+			msgs = append(msgs, v)
 		}
 	}
 	return state, msgs
@@ -594,8 +660,10 @@ func diffHint(got, want []preserves.Value) string {
 }
 
 // runModel runs prog to the end, checking after every step.
-func runModel(tb testing.TB, prog []byte) {
-	m := newModelRun(tb, prog)
+func runModel(tb testing.TB, prog []byte) { runModelBudget(tb, prog, modelBudget) }
+
+func runModelBudget(tb testing.TB, prog []byte, budget int) {
+	m := newModelRun(tb, prog, budget)
 	m.check()
 	for m.step() {
 		m.check()
@@ -620,6 +688,8 @@ func modelSeeds() map[string][]byte {
 		seeds[fmt.Sprintf("pair-%d", n)] = []byte{9, 3, 0, idx(1), 0, 1, 0, 0, idx(n), 0, 7, 1, idx(n), idx(n), 0, 0, 5, 1}
 	}
 	seeds["crash-churn"] = []byte{0, 3, 0, idx(200), 0, 10, 0, 0, idx(129)}
+	// Catch-all observers past index.fewObservers leave and come back.
+	seeds["observers"] = []byte{10, 3, 0, idx(33), 0, 11, 0, 0, 11, 0, 5, 8, 0, 11, 0, 0, 4, 0, 1, 5, 0}
 	seeds["linked"] = []byte{0, 10, 0, 1, idx(65), 0, 5, 0}
 	seeds["messages-syncs"] = []byte{0, 8, 0, 9, 0, 0, 8, 0, 3, 0, idx(33), 0, 5, 0}
 	return seeds
@@ -640,12 +710,11 @@ func TestRuntimeModelSeeds(t *testing.T) {
 // TestRuntimeModelRandom runs seeded random programs; -model.steps makes
 // them longer for a soak.
 func TestRuntimeModelRandom(t *testing.T) {
-	steps := *modelSteps
-	programs := 4
+	steps, programs := *modelSteps, *modelPrograms
 	if steps == 0 {
 		steps = 40
 		if testing.Short() {
-			programs, steps = 2, 30
+			programs, steps = min(programs, 2), 30
 		}
 	}
 	for seed := range uint64(programs) {
@@ -679,6 +748,8 @@ func FuzzRuntimeModel(f *testing.F) {
 		if len(prog) > 128 {
 			prog = prog[:128]
 		}
-		runModel(t, prog)
+		// Each input must run in well under a second for the fuzzer to
+		// explore; TestStopFacetHundredThousand covers the huge bulk.
+		runModelBudget(t, prog, fuzzBudget)
 	})
 }

@@ -838,3 +838,21 @@ func TestQuirk07_DuringFacetsAreNotInertStopped(t *testing.T) {
 		t.Fatal("during facet outlived its tuple")
 	}
 }
+
+// An exit hook that registers another exit hook (cleanup code calling a
+// helper that registers its own cleanup) gets it run too, not dropped.
+func TestExitHookRegisteredByExitHookRuns(t *testing.T) {
+	s := newSys(t)
+	var ran atomic.Int32
+	a := s.Spawn("a", func(t *Turn) error {
+		t.AddExitHook(func(t *Turn, _ error) {
+			ran.Add(1)
+			t.AddExitHook(func(*Turn, error) { ran.Add(10) })
+		})
+		return nil
+	})
+	waitDone(t, a)
+	if got := ran.Load(); got != 11 {
+		t.Fatalf("hooks ran %d, want 11 (both hooks once)", got)
+	}
+}
