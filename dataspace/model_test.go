@@ -63,8 +63,8 @@ type modelObs struct {
 	keep func(captured preserves.Value) bool
 
 	p      pattern.Pattern
-	ref    *Ref   // the recorder's entity
-	h      Handle // its Observe assertion; 0 while it is not observing
+	ref    *Ref              // the recorder's entity
+	h      Handle            // its Observe assertion; 0 while it is not observing
 	msgLog []preserves.Value // the messages it should have received
 }
 
