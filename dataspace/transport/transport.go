@@ -82,7 +82,13 @@ func UnixAddr(path string) Address { return Address{Network: Unix, Path: path} }
 // ParseValue reads `<tcp "HOST" PORT>` or `<unix "PATH">` (extra fields
 // are ignored, as the schema allows). Annotations are looked through; a
 // position they carry appears in the error.
+//
+// A schema.Wildcard (an unknown part, to a static checker) gives the zero
+// Address, as does a wildcard host or port their zero values.
 func ParseValue(v preserves.Value) (Address, error) {
+	if schema.IsWildcard(v) {
+		return Address{}, nil
+	}
 	if r, ok := preserves.Unwrap(v).(*preserves.Record); ok {
 		switch preserves.Unwrap(r.Label) {
 		case preserves.Symbol("tcp"):
@@ -101,7 +107,7 @@ func ParseValue(v preserves.Value) (Address, error) {
 			if err != nil {
 				return Address{}, fmt.Errorf("%w: %w", ErrAddress, err)
 			}
-			if u.Path == "" {
+			if u.Path == "" && !schema.IsWildcard(r.Fields[0]) {
 				pe := schema.Fail(r.Fields[0], "expected a socket path")
 				pe.Path = []string{"[0]"}
 				return Address{}, fmt.Errorf("%w: %w", ErrAddress, pe)

@@ -40,6 +40,11 @@
 // picks the one that got furthest. Mistakes in a schema are *[Error]
 // (class [ErrSchema]) with file:line:col.
 //
+// A static checker that knows only part of a value (a script whose
+// variables have no value yet) puts an embedded [Wildcard] where it does
+// not know: it matches every pattern, so the same generated parsers that
+// the runtime uses report exactly the errors in what is known.
+//
 // # Deviations
 //
 // ToValue of an intersection merges its parts; hand-built parts that

@@ -1022,18 +1022,16 @@ func (g *gen) union(d *Definition, name string) error {
 		g.p(")")
 		g.p("")
 		vals := make([]string, len(d.Or))
-		texts := make([]string, len(d.Or))
 		for i, a := range d.Or {
 			vals[i] = g.lit(a.Pattern.(Lit).Literal)
-			texts[i] = preserves.FormatText(a.Pattern.(Lit).Literal)
 		}
 		lv := lowerFirst(name) + "Values"
 		g.p("var %s = [...]%s.Value{%s}", lv, pv, strings.Join(vals, ", "))
 		g.p("")
 		g.p("// Parse%s parses v as one of the literals of %s.", name, name)
 		g.p("func Parse%s(v %s.Value) (%s, error) {", name, pv, name)
-		g.p("for i, l := range %s { if %s.Equal(v, l) { return %s(i), nil } }", lv, pv, name)
-		g.p("return 0, %s.Fail(v, \"expected one of %%s\", %q)", sc, strings.Join(texts, " "))
+		g.p("i, err := %s.LitIndex(v, %s[:])", sc, lv)
+		g.p("return %s(i), err", name)
 		g.p("}")
 		g.p("")
 		g.p("// ToValue returns the literal; an out-of-range %s panics.", name)

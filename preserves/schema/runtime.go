@@ -135,13 +135,41 @@ func NoMatch(v preserves.Value, def string, labels []string, errs []error) *Pars
 	return e
 }
 
+// Wildcard is an embedded payload standing for a part of a value that is
+// not known (a script variable, seen by a static checker): it matches
+// every pattern, so the generated parsers can check what is known of a
+// value. A parsed wildcard gives the zero host value (an embedded field
+// gets the Wildcard itself).
+type Wildcard struct{}
+
+// IsWildcard reports whether v is an embedded Wildcard.
+func IsWildcard(v preserves.Value) bool {
+	e, ok := preserves.Unwrap(v).(*preserves.Embedded)
+	if !ok {
+		return false
+	}
+	_, ok = e.Payload.(Wildcard)
+	return ok
+}
+
+func wildcards(n int) []preserves.Value {
+	w := make([]preserves.Value, n)
+	for i := range w {
+		w[i] = preserves.NewEmbedded(Wildcard{})
+	}
+	return w
+}
+
 // AsRecord returns v as a record with at least n fields.
 func AsRecord(v preserves.Value, n int) (*preserves.Record, error) {
 	r, ok := preserves.Unwrap(v).(*preserves.Record)
-	if !ok {
+	switch {
+	case !ok && IsWildcard(v):
+		w := wildcards(n + 1)
+		return preserves.NewRecord(w[0], w[1:]...), nil
+	case !ok:
 		return nil, Fail(v, "expected a record")
-	}
-	if len(r.Fields) < n {
+	case len(r.Fields) < n:
 		return nil, Fail(v, "expected at least %d fields", n)
 	}
 	return r, nil
@@ -150,10 +178,12 @@ func AsRecord(v preserves.Value, n int) (*preserves.Record, error) {
 // AsSeq returns v as a sequence of at least n elements.
 func AsSeq(v preserves.Value, n int) (preserves.Sequence, error) {
 	s, ok := preserves.Unwrap(v).(preserves.Sequence)
-	if !ok {
+	switch {
+	case !ok && IsWildcard(v):
+		return wildcards(n), nil
+	case !ok:
 		return nil, Fail(v, "expected a sequence")
-	}
-	if len(s) < n {
+	case len(s) < n:
 		return nil, Fail(v, "expected at least %d elements", n)
 	}
 	return s, nil
@@ -163,7 +193,7 @@ func AsSeq(v preserves.Value, n int) (preserves.Sequence, error) {
 func AsSet(v preserves.Value) ([]preserves.Value, error) {
 	s, ok := preserves.Unwrap(v).(*preserves.Set)
 	if !ok {
-		return nil, Fail(v, "expected a set")
+		return nil, failUnlessWildcard(v, "expected a set")
 	}
 	return s.Elems(), nil
 }
@@ -172,25 +202,37 @@ func AsSet(v preserves.Value) ([]preserves.Value, error) {
 func AsDict(v preserves.Value) (*preserves.Dictionary, error) {
 	d, ok := preserves.Unwrap(v).(*preserves.Dictionary)
 	if !ok {
-		return nil, Fail(v, "expected a dictionary")
+		return preserves.NewDictionary(), failUnlessWildcard(v, "expected a dictionary")
 	}
 	return d, nil
 }
 
-// Entry returns the value at key k of d.
+// Entry returns the value at key k of d, the dictionary v.
 func Entry(v preserves.Value, d *preserves.Dictionary, k preserves.Value) (preserves.Value, error) {
 	x, ok := d.Get(k)
 	if !ok {
+		if IsWildcard(v) {
+			return v, nil
+		}
 		return nil, Fail(v, "expected key %s", show(k))
 	}
 	return x, nil
+}
+
+// failUnlessWildcard is the error of a failed kind test, nil for a
+// Wildcard.
+func failUnlessWildcard(v preserves.Value, msg string) error {
+	if IsWildcard(v) {
+		return nil
+	}
+	return Fail(v, "%s", msg)
 }
 
 // AsBool returns v as a Boolean.
 func AsBool(v preserves.Value) (bool, error) {
 	b, ok := preserves.Unwrap(v).(preserves.Bool)
 	if !ok {
-		return false, Fail(v, "expected a boolean")
+		return false, failUnlessWildcard(v, "expected a boolean")
 	}
 	return bool(b), nil
 }
@@ -199,7 +241,7 @@ func AsBool(v preserves.Value) (bool, error) {
 func AsDouble(v preserves.Value) (float64, error) {
 	d, ok := preserves.Unwrap(v).(preserves.Double)
 	if !ok {
-		return 0, Fail(v, "expected a double (write 1.0, not 1)")
+		return 0, failUnlessWildcard(v, "expected a double (write 1.0, not 1)")
 	}
 	return d.Float64(), nil
 }
@@ -212,14 +254,14 @@ func AsInt(v preserves.Value) (*big.Int, error) {
 	case *preserves.BigInt:
 		return x.Big(), nil
 	}
-	return nil, Fail(v, "expected an integer")
+	return new(big.Int), failUnlessWildcard(v, "expected an integer")
 }
 
 // AsString returns v as a String (a Symbol is not a String).
 func AsString(v preserves.Value) (string, error) {
 	s, ok := preserves.Unwrap(v).(preserves.String)
 	if !ok {
-		return "", Fail(v, "expected a string")
+		return "", failUnlessWildcard(v, "expected a string")
 	}
 	return string(s), nil
 }
@@ -228,7 +270,7 @@ func AsString(v preserves.Value) (string, error) {
 func AsBytes(v preserves.Value) ([]byte, error) {
 	s, ok := preserves.Unwrap(v).(preserves.ByteString)
 	if !ok {
-		return nil, Fail(v, "expected a byte string")
+		return nil, failUnlessWildcard(v, "expected a byte string")
 	}
 	return []byte(s), nil
 }
@@ -237,16 +279,17 @@ func AsBytes(v preserves.Value) ([]byte, error) {
 func AsSymbol(v preserves.Value) (preserves.Symbol, error) {
 	s, ok := preserves.Unwrap(v).(preserves.Symbol)
 	if !ok {
-		return "", Fail(v, "expected a symbol")
+		return "", failUnlessWildcard(v, "expected a symbol")
 	}
 	return s, nil
 }
 
-// AsEmbedded returns the payload of v, an embedded value.
+// AsEmbedded returns the payload of v, an embedded value (a capability,
+// in Syndicate).
 func AsEmbedded(v preserves.Value) (any, error) {
 	e, ok := preserves.Unwrap(v).(*preserves.Embedded)
 	if !ok {
-		return nil, Fail(v, "expected an embedded value")
+		return nil, Fail(v, "expected an embedded value (a capability)")
 	}
 	return e.Payload, nil
 }
@@ -254,9 +297,27 @@ func AsEmbedded(v preserves.Value) (any, error) {
 // CheckLit checks that v equals want.
 func CheckLit(v, want preserves.Value) error {
 	if !preserves.Equal(v, want) {
-		return Fail(v, "expected %s", show(want))
+		return failUnlessWildcard(v, "expected "+show(want))
 	}
 	return nil
+}
+
+// LitIndex is the index of the literal v equals among lits (the
+// alternatives of an enum); a Wildcard is the first.
+func LitIndex(v preserves.Value, lits []preserves.Value) (int, error) {
+	for i, l := range lits {
+		if preserves.Equal(v, l) {
+			return i, nil
+		}
+	}
+	if IsWildcard(v) {
+		return 0, nil
+	}
+	texts := make([]string, len(lits))
+	for i, l := range lits {
+		texts[i] = show(l)
+	}
+	return 0, Fail(v, "expected one of %s", strings.Join(texts, ", "))
 }
 
 // IntValue is the Preserves integer n (0 for nil).

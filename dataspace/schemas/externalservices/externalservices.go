@@ -1179,12 +1179,8 @@ var restartPolicyValues = [...]preserves.Value{preserves.Symbol("always"), prese
 
 // ParseRestartPolicy parses v as one of the literals of RestartPolicy.
 func ParseRestartPolicy(v preserves.Value) (RestartPolicy, error) {
-	for i, l := range restartPolicyValues {
-		if preserves.Equal(v, l) {
-			return RestartPolicy(i), nil
-		}
-	}
-	return 0, schema.Fail(v, "expected one of %s", "always on-error all never")
+	i, err := schema.LitIndex(v, restartPolicyValues[:])
+	return RestartPolicy(i), err
 }
 
 // ToValue returns the literal; an out-of-range RestartPolicy panics.
@@ -1213,12 +1209,8 @@ var protocolValues = [...]preserves.Value{preserves.Symbol("none"), preserves.Sy
 
 // ParseProtocol parses v as one of the literals of Protocol.
 func ParseProtocol(v preserves.Value) (Protocol, error) {
-	for i, l := range protocolValues {
-		if preserves.Equal(v, l) {
-			return Protocol(i), nil
-		}
-	}
-	return 0, schema.Fail(v, "expected one of %s", "none application/syndicate text/syndicate")
+	i, err := schema.LitIndex(v, protocolValues[:])
+	return Protocol(i), err
 }
 
 // ToValue returns the literal; an out-of-range Protocol panics.

@@ -546,12 +546,8 @@ var lineModeValues = [...]preserves.Value{preserves.Symbol("lf"), preserves.Symb
 
 // ParseLineMode parses v as one of the literals of LineMode.
 func ParseLineMode(v preserves.Value) (LineMode, error) {
-	for i, l := range lineModeValues {
-		if preserves.Equal(v, l) {
-			return LineMode(i), nil
-		}
-	}
-	return 0, schema.Fail(v, "expected one of %s", "lf crlf")
+	i, err := schema.LitIndex(v, lineModeValues[:])
+	return LineMode(i), err
 }
 
 // ToValue returns the literal; an out-of-range LineMode panics.

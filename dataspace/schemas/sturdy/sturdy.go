@@ -802,12 +802,8 @@ var pAtomValues = [...]preserves.Value{preserves.Symbol("Boolean"), preserves.Sy
 
 // ParsePAtom parses v as one of the literals of PAtom.
 func ParsePAtom(v preserves.Value) (PAtom, error) {
-	for i, l := range pAtomValues {
-		if preserves.Equal(v, l) {
-			return PAtom(i), nil
-		}
-	}
-	return 0, schema.Fail(v, "expected one of %s", "Boolean Double SignedInteger String ByteString Symbol")
+	i, err := schema.LitIndex(v, pAtomValues[:])
+	return PAtom(i), err
 }
 
 // ToValue returns the literal; an out-of-range PAtom panics.

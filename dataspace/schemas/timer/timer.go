@@ -85,12 +85,8 @@ var timerKindValues = [...]preserves.Value{preserves.Symbol("relative"), preserv
 
 // ParseTimerKind parses v as one of the literals of TimerKind.
 func ParseTimerKind(v preserves.Value) (TimerKind, error) {
-	for i, l := range timerKindValues {
-		if preserves.Equal(v, l) {
-			return TimerKind(i), nil
-		}
-	}
-	return 0, schema.Fail(v, "expected one of %s", "relative absolute clear")
+	i, err := schema.LitIndex(v, timerKindValues[:])
+	return TimerKind(i), err
 }
 
 // ToValue returns the literal; an out-of-range TimerKind panics.

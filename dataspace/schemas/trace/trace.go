@@ -610,12 +610,8 @@ var linkedTaskReleaseReasonValues = [...]preserves.Value{preserves.Symbol("cance
 
 // ParseLinkedTaskReleaseReason parses v as one of the literals of LinkedTaskReleaseReason.
 func ParseLinkedTaskReleaseReason(v preserves.Value) (LinkedTaskReleaseReason, error) {
-	for i, l := range linkedTaskReleaseReasonValues {
-		if preserves.Equal(v, l) {
-			return LinkedTaskReleaseReason(i), nil
-		}
-	}
-	return 0, schema.Fail(v, "expected one of %s", "cancelled normal")
+	i, err := schema.LitIndex(v, linkedTaskReleaseReasonValues[:])
+	return LinkedTaskReleaseReason(i), err
 }
 
 // ToValue returns the literal; an out-of-range LinkedTaskReleaseReason panics.
@@ -1281,12 +1277,8 @@ var facetStopReasonValues = [...]preserves.Value{preserves.Symbol("explicit-acti
 
 // ParseFacetStopReason parses v as one of the literals of FacetStopReason.
 func ParseFacetStopReason(v preserves.Value) (FacetStopReason, error) {
-	for i, l := range facetStopReasonValues {
-		if preserves.Equal(v, l) {
-			return FacetStopReason(i), nil
-		}
-	}
-	return 0, schema.Fail(v, "expected one of %s", "explicit-action inert parent-stopping actor-stopping")
+	i, err := schema.LitIndex(v, facetStopReasonValues[:])
+	return FacetStopReason(i), err
 }
 
 // ToValue returns the literal; an out-of-range FacetStopReason panics.

@@ -169,7 +169,28 @@ func TestErrorPositions(t *testing.T) {
 	var pe *schema.ParseError
 	require.True(t, errors.As(err, &pe))
 	require.Equal(t, "scene.pr:4:3", pe.Pos.String())
-	require.Equal(t, "scene.pr:4:3: at [4]: expected an embedded value, got nope", err.Error())
+	require.Equal(t, "scene.pr:4:3: at [4]: expected an embedded value (a capability), got nope", err.Error())
+}
+
+// TestWildcards: a Wildcard stands for an unknown part and matches any
+// pattern, so a checker sees only the errors in what is known.
+func TestWildcards(t *testing.T) {
+	w := preserves.NewEmbedded(schema.Wildcard{})
+	_, err := draw.ParseLayer(preserves.Rec("layer", w, preserves.Bool(true), w, w, w))
+	require.NoError(t, err)
+	_, err = draw.ParseLayer(w)
+	require.NoError(t, err, "a whole unknown value")
+	_, err = draw.ParseStyle(w)
+	require.NoError(t, err)
+	_, err = draw.ParseHeader(preserves.Sequence{w, w})
+	require.NoError(t, err)
+	_, err = draw.ParseLayer(preserves.Rec("layer", w, preserves.Int(1), w, w, w))
+	var pe *schema.ParseError
+	require.True(t, errors.As(err, &pe), "known parts are still checked")
+	require.Equal(t, []string{"[1]"}, pe.Path)
+	c, err := draw.ParseColor(w)
+	require.NoError(t, err)
+	require.Equal(t, draw.ColorRed, c)
 }
 
 func TestHostValues(t *testing.T) {

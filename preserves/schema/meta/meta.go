@@ -869,12 +869,8 @@ var atomKindValues = [...]preserves.Value{preserves.Symbol("Boolean"), preserves
 
 // ParseAtomKind parses v as one of the literals of AtomKind.
 func ParseAtomKind(v preserves.Value) (AtomKind, error) {
-	for i, l := range atomKindValues {
-		if preserves.Equal(v, l) {
-			return AtomKind(i), nil
-		}
-	}
-	return 0, schema.Fail(v, "expected one of %s", "Boolean Double SignedInteger String ByteString Symbol")
+	i, err := schema.LitIndex(v, atomKindValues[:])
+	return AtomKind(i), err
 }
 
 // ToValue returns the literal; an out-of-range AtomKind panics.

@@ -29,12 +29,8 @@ var colorValues = [...]preserves.Value{preserves.Symbol("red"), preserves.Symbol
 
 // ParseColor parses v as one of the literals of Color.
 func ParseColor(v preserves.Value) (Color, error) {
-	for i, l := range colorValues {
-		if preserves.Equal(v, l) {
-			return Color(i), nil
-		}
-	}
-	return 0, schema.Fail(v, "expected one of %s", "red green dark-blue")
+	i, err := schema.LitIndex(v, colorValues[:])
+	return Color(i), err
 }
 
 // ToValue returns the literal; an out-of-range Color panics.
