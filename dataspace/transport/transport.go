@@ -31,6 +31,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/syndicate-go/syndicate/dataspace/schemas/internalservices"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/transportaddress"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/schema"
@@ -247,3 +248,52 @@ func ListenUnix(path string) (ln *net.UnixListener, replaced bool, err error) {
 }
 
 func bigInt(n int) *big.Int { return big.NewInt(int64(n)) }
+
+// RelayListener is a parsed `<relay-listener ADDR #:GATEKEEPER [#:HTTPD]>`
+// service name (internalServices.prs), the request a relay listener
+// serves. Gatekeeper and HTTPD are the embedded payloads (HTTPD nil when
+// absent or not embedded).
+type RelayListener struct {
+	Addr       Address
+	Gatekeeper any
+	HTTPD      any
+}
+
+// ParseRelayListener reads a relay-listener request the way the listener
+// service does, with the generated parsers: `<tcp …>` addresses take an
+// optional third field (the HTTP handler space), `<unix …>` ones none.
+// `--check` calls it too, so the two cannot disagree.
+func ParseRelayListener(v preserves.Value) (RelayListener, error) {
+	var out RelayListener
+	r, err := schema.AsRecord(v, 2)
+	if err != nil {
+		return out, err
+	}
+	if a, ok := preserves.Unwrap(r.Fields[0]).(*preserves.Record); ok && preserves.Equal(a.Label, preserves.Symbol("unix")) {
+		u, err := internalservices.ParseUnixRelayListener(v)
+		if err != nil {
+			return out, err
+		}
+		if len(r.Fields) > 2 {
+			pe := schema.Fail(r.Fields[2], "a unix listener takes no HTTP handler")
+			pe.Path = []string{"[2]"}
+			return out, pe
+		}
+		out.Gatekeeper = u.Gatekeeper
+	} else {
+		t, err := internalservices.ParseTcpWithoutHttp(v)
+		if err != nil {
+			return out, err
+		}
+		out.Gatekeeper = t.Gatekeeper
+		if len(r.Fields) > 2 {
+			if e, ok := preserves.Unwrap(r.Fields[2]).(*preserves.Embedded); ok {
+				out.HTTPD = e.Payload
+			}
+		}
+	}
+	if out.Addr, err = ParseValue(r.Fields[0]); err != nil {
+		return out, schema.At(err, "[0]")
+	}
+	return out, nil
+}

@@ -941,7 +941,7 @@ func (g *gen) single(d *Definition, name string) error {
 			return err
 		}
 		dst, dt, src := "r", name, "r"
-		wrapped := strings.HasPrefix(t, "*") || t == "any" || strings.HasSuffix(t, ".Value")
+		wrapped := strings.HasPrefix(t, "*") || t == "any" || t == pv+".Value"
 		g.doc(d.Doc, name+" is "+preserves.FormatText(p.Value())+".")
 		if wrapped {
 			g.p("type %s struct{ Value %s }", name, t)

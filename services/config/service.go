@@ -6,6 +6,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/internalservices"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
@@ -90,29 +91,17 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
 // edit to the target of a symlinked script.
 func RescanMessage() preserves.Value { return preserves.NewRecord(symConfigRescan) }
 
-// parseName checks `<config-watcher PATH ENV>` against its schema: PATH a
-// string, ENV a dictionary with symbol keys (extra trailing fields are
-// tolerated, as schema parsing does).
+// parseName reads `<config-watcher PATH ENV>` with the generated parser of
+// internalServices.prs (the one `--check` uses): PATH a string, ENV a
+// dictionary with symbol keys, extra trailing fields tolerated.
 func parseName(name preserves.Value) (string, map[string]preserves.Value, error) {
-	r, ok := name.(*preserves.Record)
-	if !ok || len(r.Fields) < 2 {
-		return "", nil, fmt.Errorf("config: not <config-watcher PATH ENV>: %v", name)
+	w, err := internalservices.ParseConfigWatcher(name)
+	if err != nil {
+		return "", nil, fmt.Errorf("config: %w", err)
 	}
-	path, ok := r.Fields[0].(preserves.String)
-	if !ok {
-		return "", nil, fmt.Errorf("config: PATH is not a string: %v", r.Fields[0])
+	env := make(map[string]preserves.Value, len(w.Env))
+	for k, v := range w.Env {
+		env[string(k)] = v
 	}
-	d, ok := r.Fields[1].(*preserves.Dictionary)
-	if !ok {
-		return "", nil, fmt.Errorf("config: ENV is not a dictionary: %v", r.Fields[1])
-	}
-	env := make(map[string]preserves.Value, d.Len())
-	for _, e := range d.Entries() {
-		k, ok := e.Key.(preserves.Symbol)
-		if !ok {
-			return "", nil, fmt.Errorf("config: ENV key is not a symbol: %v", e.Key)
-		}
-		env[string(k)] = e.Value
-	}
-	return string(path), env, nil
+	return w.Path, env, nil
 }

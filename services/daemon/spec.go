@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/syndicate-go/syndicate/dataspace/schemas/externalservices"
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
@@ -39,50 +40,25 @@ func (e *SpecError) Error() string {
 
 func (e *SpecError) Unwrap() error { return e.Class }
 
-// RestartPolicy is the per-process restart policy of §5.5.
-type RestartPolicy uint8
+// RestartPolicy is the per-process restart policy of §5.5, the enum
+// generated from externalServices.prs (its String is the symbol).
+type RestartPolicy = externalservices.RestartPolicy
 
 const (
-	RestartAlways  RestartPolicy = iota // restart after 200 ms (exit 0) or 1 s (error)
-	RestartOnError                      // complete on exit 0, restart after 1 s on error
-	RestartAll                          // complete on exit 0, crash the worker on error
-	RestartNever                        // complete whatever the exit
+	RestartAlways  = externalservices.RestartPolicyAlways  // restart after 200 ms (exit 0) or 1 s (error)
+	RestartOnError = externalservices.RestartPolicyOnError // complete on exit 0, restart after 1 s on error
+	RestartAll     = externalservices.RestartPolicyAll     // complete on exit 0, crash the worker on error
+	RestartNever   = externalservices.RestartPolicyNever   // complete whatever the exit
 )
 
-func (p RestartPolicy) String() string {
-	switch p {
-	case RestartAlways:
-		return "always"
-	case RestartOnError:
-		return "on-error"
-	case RestartAll:
-		return "all"
-	case RestartNever:
-		return "never"
-	}
-	return fmt.Sprintf("RestartPolicy(%d)", uint8(p))
-}
-
-// Protocol says what the child's stdin/stdout carry.
-type Protocol uint8
+// Protocol says what the child's stdin/stdout carry (externalServices.prs).
+type Protocol = externalservices.Protocol
 
 const (
-	ProtocolNone   Protocol = iota // stdin /dev/null, stdout logged
-	ProtocolBinary                 // application/syndicate
-	ProtocolText                   // text/syndicate
+	ProtocolNone   = externalservices.ProtocolNone            // stdin /dev/null, stdout logged
+	ProtocolBinary = externalservices.ProtocolBinarySyndicate // application/syndicate
+	ProtocolText   = externalservices.ProtocolTextSyndicate   // text/syndicate
 )
-
-func (p Protocol) String() string {
-	switch p {
-	case ProtocolNone:
-		return "none"
-	case ProtocolBinary:
-		return "application/syndicate"
-	case ProtocolText:
-		return "text/syndicate"
-	}
-	return fmt.Sprintf("Protocol(%d)", uint8(p))
-}
 
 // EnvChange is one entry of the `env` dictionary, applied in order after
 // clearEnv: Remove deletes Name, otherwise Name is set to Value.
@@ -214,32 +190,18 @@ func (s *Spec) full(d *preserves.Dictionary, top preserves.Value) error {
 		s.ReadyOnStart = bool(b)
 	}
 	if x, ok := get("restart"); ok {
-		sym, _ := preserves.Unwrap(x).(preserves.Symbol)
-		switch sym {
-		case "always":
-			s.Restart = RestartAlways
-		case "on-error":
-			s.Restart = RestartOnError
-		case "all":
-			s.Restart = RestartAll
-		case "never":
-			s.Restart = RestartNever
-		default:
+		p, err := externalservices.ParseRestartPolicy(x)
+		if err != nil {
 			return invalid(x, "restart must be always, on-error, all or never")
 		}
+		s.Restart = p
 	}
 	if x, ok := get("protocol"); ok {
-		sym, _ := preserves.Unwrap(x).(preserves.Symbol)
-		switch sym {
-		case "none":
-			s.Protocol = ProtocolNone
-		case "application/syndicate":
-			s.Protocol = ProtocolBinary
-		case "text/syndicate":
-			s.Protocol = ProtocolText
-		default:
+		p, err := externalservices.ParseProtocol(x)
+		if err != nil {
 			return invalid(x, "protocol must be none, application/syndicate or text/syndicate")
 		}
+		s.Protocol = p
 	}
 	if x, ok := get("stopTimeout"); ok {
 		secs, ok := seconds(x)

@@ -37,7 +37,6 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
-	"github.com/syndicate-go/syndicate/dataspace/schemas/internalservices"
 	"github.com/syndicate-go/syndicate/dataspace/transport"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
@@ -123,9 +122,8 @@ type spec struct {
 	maxInitial int
 }
 
-// parseName reads the request with the generated parsers of
-// internalServices.prs and the transport package, the same that
-// `--check` uses.
+// parseName reads the request with transport.ParseRelayListener, the
+// parse `--check` performs too.
 func parseName(v preserves.Value) (spec, error) {
 	s := spec{name: v}
 	r := v.(*preserves.Record)
@@ -133,32 +131,14 @@ func parseName(v preserves.Value) (spec, error) {
 		return s, fmt.Errorf("listener: expected <relay-listener ADDR #:GK>")
 	}
 	s.name = preserves.NewRecord(symRelayListener, r.Fields[0], r.Fields[1])
-	var gk any
-	if a, ok := preserves.Unwrap(r.Fields[0]).(*preserves.Record); ok && preserves.Equal(a.Label, symUnix) {
-		u, err := internalservices.ParseUnixRelayListener(v)
-		if err != nil {
-			return s, fmt.Errorf("listener: %w", err)
-		}
-		if len(r.Fields) > 2 {
-			return s, fmt.Errorf("listener: a unix listener takes no HTTP handler")
-		}
-		gk = u.Gatekeeper
-	} else {
-		t, err := internalservices.ParseTcpWithoutHttp(v)
-		if err != nil {
-			return s, fmt.Errorf("listener: %w", err)
-		}
-		gk = t.Gatekeeper
-		if len(r.Fields) >= 3 {
-			s.httpd, _ = dataspace.RefOf(r.Fields[2]) // not a capability: no httpd
-		}
-	}
-	var err error
-	if s.addr, err = transport.ParseValue(r.Fields[0]); err != nil {
+	req, err := transport.ParseRelayListener(v)
+	if err != nil {
 		return s, fmt.Errorf("listener: %w", err)
 	}
+	s.addr = req.Addr
+	s.httpd, _ = req.HTTPD.(*dataspace.Ref) // not a capability: no httpd
 	var ok bool
-	if s.gk, ok = gk.(*dataspace.Ref); !ok || s.gk == nil {
+	if s.gk, ok = req.Gatekeeper.(*dataspace.Ref); !ok || s.gk == nil {
 		return s, fmt.Errorf("listener: gatekeeper is not a capability")
 	}
 	return s, nil

@@ -250,9 +250,7 @@ func (r ConfigWatcher) ToValue() preserves.Value {
 }
 
 // ConfigEnv is <dictof <atom Symbol> any>.
-type ConfigEnv struct {
-	Value map[preserves.Symbol]preserves.Value
-}
+type ConfigEnv map[preserves.Symbol]preserves.Value
 
 // ParseConfigEnv parses v as a ConfigEnv.
 func ParseConfigEnv(v preserves.Value) (ConfigEnv, error) {
@@ -262,7 +260,7 @@ func ParseConfigEnv(v preserves.Value) (ConfigEnv, error) {
 	if err != nil {
 		return zero, err
 	}
-	r.Value = make(map[preserves.Symbol]preserves.Value, d7.Len())
+	r = make(ConfigEnv, d7.Len())
 	for i8, e9 := range d7.Entries() {
 		_ = i8
 		var k10 preserves.Symbol
@@ -271,14 +269,14 @@ func ParseConfigEnv(v preserves.Value) (ConfigEnv, error) {
 			return zero, schema.At(err, schema.Key(e9.Key))
 		}
 		v11 = e9.Value
-		r.Value[k10] = v11
+		r[k10] = v11
 	}
 	_, _ = zero, err
 	return r, nil
 }
 
 func (r ConfigEnv) ToValue() preserves.Value {
-	return schema.MapValue(r.Value, func(x12 preserves.Symbol) preserves.Value { return x12 }, func(x13 preserves.Value) preserves.Value { return x13 })
+	return schema.MapValue(r, func(x12 preserves.Symbol) preserves.Value { return x12 }, func(x13 preserves.Value) preserves.Value { return x13 })
 }
 
 // HttpRouter is the record or collection pattern HttpRouter.
