@@ -23,7 +23,7 @@ func TestCheckReportsPositions(t *testing.T) {
 	a := filepath.Join(dir, "a.pr")
 	require.Equal(t,
 		a+":1:20: argv: the command line is empty: it needs at least a program\n"+
-			a+":1:33: restart: sometimes is not a restart policy (always, on-error, all, never)\n"+
+			a+":1:33: restart: expected one of always, on-error, all, never, got sometimes\n"+
 			a+":2:1: ? <x ?y> needs an instruction\n", out)
 	require.Equal(t, "syndicate: 3 error(s)\n", errs)
 

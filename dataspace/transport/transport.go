@@ -281,6 +281,10 @@ func ParseRelayListener(v preserves.Value) (RelayListener, error) {
 		}
 		out.Gatekeeper = u.Gatekeeper
 	} else {
+		if a, ok := preserves.Unwrap(r.Fields[0]).(*preserves.Record); ok && !preserves.Equal(a.Label, preserves.Symbol("tcp")) && !schema.IsWildcard(a.Label) {
+			_, err := ParseValue(r.Fields[0]) // neither tcp nor unix
+			return out, schema.At(err, "[0]")
+		}
 		t, err := internalservices.ParseTcpWithoutHttp(v)
 		if err != nil {
 			return out, err

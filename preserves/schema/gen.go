@@ -549,10 +549,19 @@ func (g *gen) compound(p Pattern, src string, fs []field, steps []string) error 
 			}
 		}
 		r := g.fresh("rec")
-		g.p("%s, err := %s.AsRecord(%s, %d)", r, sc, src, min)
-		g.p("if err != nil { %s }", g.fail(steps))
-		if err := g.named(x.Label, r+".Label", fs, with(steps, `".label"`)); err != nil {
-			return err
+		if l, ok := x.Label.Pattern.(Lit); ok && x.Label.Name == "" {
+			if t, ok := x.Fields.Pattern.(Tuple); ok && x.Fields.Name == "" && len(t.Elems) == 0 {
+				g.p("if _, err := %s.AsRecordOf(%s, %s, 0); err != nil { %s }", sc, src, g.lit(l.Literal), g.fail(steps))
+				return nil
+			}
+			g.p("%s, err := %s.AsRecordOf(%s, %s, %d)", r, sc, src, g.lit(l.Literal), min)
+			g.p("if err != nil { %s }", g.fail(steps))
+		} else {
+			g.p("%s, err := %s.AsRecord(%s, %d)", r, sc, src, min)
+			g.p("if err != nil { %s }", g.fail(steps))
+			if err := g.named(x.Label, r+".Label", fs, with(steps, `".label"`)); err != nil {
+				return err
+			}
 		}
 		if x.Fields.Name == "" {
 			switch f := x.Fields.Pattern.(type) {

@@ -170,9 +170,22 @@ func AsRecord(v preserves.Value, n int) (*preserves.Record, error) {
 	case !ok:
 		return nil, Fail(v, "expected a record")
 	case len(r.Fields) < n:
-		return nil, Fail(v, "expected at least %d fields", n)
+		return nil, Fail(v, "expected at least %d field%s", n, plural(n))
 	}
 	return r, nil
+}
+
+// AsRecordOf returns v as a record labelled label with at least n fields.
+// The label is tested before the fields are counted, so a record of
+// another kind is reported as such (at path ".label").
+func AsRecordOf(v, label preserves.Value, n int) (*preserves.Record, error) {
+	r, ok := preserves.Unwrap(v).(*preserves.Record)
+	if ok && !preserves.Equal(r.Label, label) && !IsWildcard(r.Label) {
+		e := Fail(v, "expected <%s …>", show(label))
+		e.Path = []string{".label"}
+		return nil, e
+	}
+	return AsRecord(v, n)
 }
 
 // AsSeq returns v as a sequence of at least n elements.
@@ -184,7 +197,7 @@ func AsSeq(v preserves.Value, n int) (preserves.Sequence, error) {
 	case !ok:
 		return nil, Fail(v, "expected a sequence")
 	case len(s) < n:
-		return nil, Fail(v, "expected at least %d elements", n)
+		return nil, Fail(v, "expected at least %d element%s", n, plural(n))
 	}
 	return s, nil
 }
@@ -217,6 +230,13 @@ func Entry(v preserves.Value, d *preserves.Dictionary, k preserves.Value) (prese
 		return nil, Fail(v, "expected key %s", show(k))
 	}
 	return x, nil
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 // failUnlessWildcard is the error of a failed kind test, nil for a

@@ -1,9 +1,14 @@
 package validate
 
 import (
-	"strings"
+	"errors"
 
+	"github.com/syndicate-go/syndicate/dataspace/schemas/externalservices"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/internalservices"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
+	"github.com/syndicate-go/syndicate/dataspace/transport"
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/preserves/schema"
 )
 
 // The schema rules, one function per schema definition. Each takes a value
@@ -37,33 +42,18 @@ func (v *validator) declaration(val preserves.Value) {
 		return
 	}
 	switch l {
-	case "require-service", "run-service", "restart-service":
-		if v.arity(val, l, fields, 1, "<"+l+" NAME>") {
-			v.serviceName(fields[0])
-		}
+	case "require-service":
+		v.parsed(val, l, wrap(service.ParseRequireService))
+	case "run-service":
+		v.parsed(val, l, wrap(service.ParseRunService))
+	case "restart-service":
+		v.parsed(val, l, wrap(service.ParseRestartService))
 	case "service-state":
-		if v.arity(val, l, fields, 2, "<service-state NAME STATE>") {
-			v.serviceName(fields[0])
-		}
+		v.parsed(val, l, wrap(service.ParseServiceState))
 	case "service-object":
-		if v.arity(val, l, fields, 2, "<service-object NAME OBJECT>") {
-			v.serviceName(fields[0])
-		}
+		v.parsed(val, l, wrap(service.ParseServiceObject))
 	case "depends-on":
-		if !v.arity(val, l, fields, 2, "<depends-on DEPENDER <service-state DEPENDEE STATE>>") {
-			return
-		}
-		v.serviceName(fields[0])
-		dep := fields[1]
-		if isUnknown(dep) {
-			return
-		}
-		dl, dfields, ok := label(dep)
-		if !ok || dl != "service-state" || len(dfields) != 2 {
-			v.errorf(dep, "depends-on: the dependee must be <service-state NAME STATE>, not %s", render(dep))
-			return
-		}
-		v.serviceName(dfields[0])
+		v.parsed(val, l, wrap(service.ParseServiceDependency))
 	case "daemon":
 		switch len(fields) {
 		case 1: // a service name on its own: nothing more to check
@@ -72,11 +62,52 @@ func (v *validator) declaration(val preserves.Value) {
 		default:
 			v.errorf(val, "daemon: expected <daemon ID SPEC> (or the service name <daemon ID>), not %d fields", len(fields))
 		}
+		return
 	default:
 		if builtinNames[l] {
 			v.serviceName(val)
 		}
+		return
 	}
+	// The service names inside a parsed service request.
+	for _, f := range fields {
+		if l == "depends-on" {
+			if d, _, ok := label(f); ok && d == "service-state" {
+				f = preserves.Unwrap(f).(*preserves.Record).Fields[0]
+			}
+		}
+		v.serviceName(f)
+		if l != "depends-on" {
+			break
+		}
+	}
+}
+
+// wrap adapts a generated parser to parsed.
+func wrap[T any](parse func(preserves.Value) (T, error)) func(preserves.Value) error {
+	return func(x preserves.Value) error { _, err := parse(x); return err }
+}
+
+// parsed runs a generated parser (the one the service runs) on val, its
+// unknown parts schema wildcards, and reports its error at the part that
+// is wrong.
+func (v *validator) parsed(val preserves.Value, what string, parse func(preserves.Value) error) bool {
+	err := parse(val)
+	if err == nil {
+		return true
+	}
+	var pe *schema.ParseError
+	if !errors.As(err, &pe) {
+		v.errorf(val, "%s: %v", what, err)
+		return false
+	}
+	d := pe.Deepest()
+	at := val
+	if d.Pos.IsValid() {
+		at = &preserves.Annotated{Pos: d.Pos, Item: preserves.Bool(false)}
+	}
+	v.errorf(at, "%s: %s", what, d.Msg)
+	return false
 }
 
 // arity reports (and returns false) when fields does not have n elements.
@@ -101,103 +132,22 @@ func (v *validator) serviceName(name preserves.Value) {
 			v.errorf(name, "daemon: a daemon service is named <daemon ID>, with one field, not %d (the spec goes in a separate <daemon ID SPEC> assertion)", len(f))
 		}
 	case "milestone":
-		v.arity(name, l, f, 1, "<milestone NAME>")
+		if len(f) != 1 {
+			v.errorf(name, "milestone: expected <milestone NAME>, not %d field(s)", len(f))
+		}
 	case "config-watcher":
-		if !v.arity(name, l, f, 2, "<config-watcher PATH ENV>") {
-			return
-		}
-		v.str(f[0], "config-watcher: the path")
-		if env := f[1]; !isUnknown(env) {
-			d, ok := preserves.Unwrap(env).(*preserves.Dictionary)
-			if !ok {
-				v.errorf(env, "config-watcher: the environment must be a dictionary with symbol keys, not %s", render(env))
-				return
-			}
-			for _, e := range d.Entries() {
-				if _, ok := preserves.Unwrap(e.Key).(preserves.Symbol); !ok {
-					v.errorf(e.Key, "config-watcher: environment key %s is not a symbol", render(e.Key))
-				}
-			}
-		}
+		v.parsed(name, l, wrap(internalservices.ParseConfigWatcher))
 	case "relay-listener":
-		if len(f) != 2 && len(f) != 3 {
-			v.errorf(name, "relay-listener: expected <relay-listener <tcp HOST PORT> GATEKEEPER [HTTPD]> or <relay-listener <unix PATH> GATEKEEPER>, not %d field(s)", len(f))
-			return
-		}
-		v.transportAddress(f[0], len(f) == 3)
-		v.capability(f[1], "relay-listener: the gatekeeper")
-		if len(f) == 3 {
-			v.capability(f[2], "relay-listener: the httpd context")
-		}
+		v.parsed(name, l, wrap(transport.ParseRelayListener))
 	case "gatekeeper":
-		if v.arity(name, l, f, 1, "<gatekeeper BINDSPACE>") {
-			v.capability(f[0], "gatekeeper: the bind space")
-		}
+		v.parsed(name, l, wrap(internalservices.ParseGatekeeper))
 	case "http-router":
-		if v.arity(name, l, f, 1, "<http-router HTTPD>") {
-			v.capability(f[0], "http-router: the httpd context")
-		}
+		v.parsed(name, l, wrap(internalservices.ParseHttpRouter))
 	case "http-static-files":
-		if v.arity(name, l, f, 2, "<http-static-files DIR N>") {
-			v.str(f[0], "http-static-files: the directory")
-			if x := f[1]; !isUnknown(x) {
-				if _, ok := preserves.Unwrap(x).(preserves.Int); !ok {
-					v.errorf(x, "http-static-files: the path prefix length must be an integer, not %s", render(x))
-				}
-			}
-		}
+		v.parsed(name, l, wrap(internalservices.ParseHttpStaticFileServer))
 	case "debt-reporter":
-		if v.arity(name, l, f, 1, "<debt-reporter SECONDS>") {
-			if x := f[0]; !isUnknown(x) {
-				if _, ok := preserves.Unwrap(x).(preserves.Double); !ok {
-					v.errorf(x, "debt-reporter: the interval must be a double (e.g. 1.0), not %s", render(x))
-				}
-			}
-		}
+		v.parsed(name, l, wrap(internalservices.ParseDebtReporter))
 	}
-}
-
-// transportAddress checks `<tcp HOST PORT>` or `<unix PATH>` (tcp only when
-// tcpOnly, for a listener with an httpd).
-func (v *validator) transportAddress(a preserves.Value, tcpOnly bool) {
-	if isUnknown(a) {
-		return
-	}
-	l, f, ok := label(a)
-	switch {
-	case ok && l == "tcp":
-		if !v.arity(a, l, f, 2, `<tcp "HOST" PORT>`) {
-			return
-		}
-		v.str(f[0], "tcp: the host")
-		if p := f[1]; !isUnknown(p) {
-			n, ok := preserves.Unwrap(p).(preserves.Int)
-			switch {
-			case !ok:
-				v.errorf(p, "tcp: the port must be an integer, not %s", render(p))
-			case n < 0 || n > 65535:
-				v.errorf(p, "tcp: port %d is out of range 0-65535", int64(n))
-			}
-		}
-	case ok && l == "unix" && !tcpOnly:
-		if v.arity(a, l, f, 1, `<unix "PATH">`) {
-			v.str(f[0], "unix: the path")
-		}
-	case tcpOnly:
-		v.errorf(a, "relay-listener: a listener with an httpd needs a <tcp HOST PORT> address, not %s", render(a))
-	default:
-		v.errorf(a, "relay-listener: the address must be <tcp \"HOST\" PORT> or <unix \"PATH\">, not %s", render(a))
-	}
-}
-
-// capability checks a field the schema wants embedded: in a script that is
-// always a variable (`$gatekeeper`), never a literal; in a value checked
-// with Declaration, an embedded value.
-func (v *validator) capability(x preserves.Value, what string) {
-	if _, ok := preserves.Unwrap(x).(*preserves.Embedded); ok {
-		return // a capability, or (in a script) a variable
-	}
-	v.errorf(x, "%s must be a capability (a variable such as $gatekeeper), not %s", what, render(x))
 }
 
 func (v *validator) str(x preserves.Value, what string) bool {
@@ -266,12 +216,6 @@ func (v *validator) commandLine(c preserves.Value, what string) {
 	}
 }
 
-// Allowed symbols of the enumerated keys.
-var (
-	restartPolicies = []string{"always", "on-error", "all", "never"}
-	protocols       = []string{"none", "application/syndicate", "text/syndicate"}
-)
-
 // fullSpec checks a dictionary daemon spec (FullDaemonProcess plus our
 // extension keys).
 func (v *validator) fullSpec(spec preserves.Value, d *preserves.Dictionary) {
@@ -324,8 +268,12 @@ func (v *validator) fullSpec(spec preserves.Value, d *preserves.Dictionary) {
 			}
 		}
 	}
-	v.enum(get, "restart", "a restart policy", restartPolicies)
-	v.enum(get, "protocol", "a protocol", protocols)
+	if _, x, ok := get("restart"); ok {
+		v.parsed(x, "restart", wrap(externalservices.ParseRestartPolicy))
+	}
+	if _, x, ok := get("protocol"); ok {
+		v.parsed(x, "protocol", wrap(externalservices.ParseProtocol))
+	}
 	for _, k := range []string{"stopTimeout", "restartDelay", "restartMaxDelay", "restartWindow"} {
 		if _, x, ok := get(k); ok && !isUnknown(x) {
 			if !nonNegativeNumber(x) {
@@ -339,21 +287,6 @@ func (v *validator) fullSpec(spec preserves.Value, d *preserves.Dictionary) {
 			v.errorf(x, "restartLimit must be a non-negative integer, not %s", render(x))
 		}
 	}
-}
-
-func (v *validator) enum(get func(string) (preserves.Value, preserves.Value, bool), key, what string, allowed []string) {
-	_, x, ok := get(key)
-	if !ok || isUnknown(x) {
-		return
-	}
-	if s, ok := preserves.Unwrap(x).(preserves.Symbol); ok {
-		for _, a := range allowed {
-			if string(s) == a {
-				return
-			}
-		}
-	}
-	v.errorf(x, "%s: %s is not %s (%s)", key, render(x), what, strings.Join(allowed, ", "))
 }
 
 func nonNegativeNumber(x preserves.Value) bool {

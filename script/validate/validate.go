@@ -35,9 +35,18 @@
 //     deduce which service to require).
 //   - a built-in service name asserted on its own.
 //
+// The service requests and built-in service names are parsed with the
+// parsers generated from the schemas (dataspace/schemas/…, and
+// transport.ParseRelayListener for relay listeners), the very parsers the
+// services run, so `--check` and the runtime agree; the first mismatch in
+// each declaration is reported at the part that is wrong. The daemon
+// spec's restart and protocol keys use the generated enums; its other keys,
+// including our extensions, are still checked here by hand
+// (services/daemon.ParseSpec elaborates them at run time).
+//
 // Script variables make a value's shape undecidable: a part written `$x` (or
-// any other non-literal expression) is skipped, and only what is literal is
-// checked. Capabilities are always variables in scripts, so a literal where
+// any other non-literal expression) becomes a schema.Wildcard, which every
+// pattern accepts, and only what is literal is checked. Capabilities are always variables in scripts, so a literal where
 // the schema wants one (the gatekeeper of a relay listener) is an error.
 //
 // Across all the files checked together, Binds warns about a bind with a
@@ -58,6 +67,7 @@ import (
 	"strings"
 
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/preserves/schema"
 	"github.com/syndicate-go/syndicate/script"
 )
 
@@ -206,8 +216,9 @@ func (v *validator) instr(in script.Instr) {
 }
 
 // unknown marks a non-literal part of a value (a variable, an attenuation,
-// a convenience expression): its shape cannot be decided statically.
-type unknown struct{}
+// a convenience expression): its shape cannot be decided statically. It is
+// the schema wildcard, so the generated parsers skip it.
+type unknown = schema.Wildcard
 
 // value converts an expression to a Value with positions at every depth,
 // non-literal parts replaced by an embedded unknown{} (scripts cannot
@@ -258,14 +269,7 @@ func value(e script.Expr) preserves.Value {
 	return wrap(e.Pos(), preserves.NewEmbedded(unknown{}))
 }
 
-func isUnknown(v preserves.Value) bool {
-	e, ok := preserves.Unwrap(v).(*preserves.Embedded)
-	if !ok {
-		return false
-	}
-	_, ok = e.Payload.(unknown)
-	return ok
-}
+func isUnknown(v preserves.Value) bool { return schema.IsWildcard(v) }
 
 // render is the short text of a value for messages (unknown parts as `$…`).
 func render(v preserves.Value) string {

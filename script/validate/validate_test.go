@@ -56,7 +56,7 @@ func TestCheckAllMergesCompileAndValidationErrors(t *testing.T) {
 	require.ErrorAs(t, err, &list)
 	require.Len(t, list, 2, "%v", err)
 	a := filepath.Join(dir, "a.pr")
-	require.Equal(t, a+":1:32: restart: sometimes is not a restart policy (always, on-error, all, never)", list[0].Error())
+	require.Equal(t, a+":1:32: restart: expected one of always, on-error, all, never, got sometimes", list[0].Error())
 	require.True(t, errors.Is(list[0], ErrInvalid))
 	require.Equal(t, a+":2:1", list[1].Pos.String())
 	require.True(t, errors.Is(list[1], script.ErrScript))
@@ -75,7 +75,7 @@ func TestDeclaration(t *testing.T) {
 	require.NoError(t, err)
 	errs := Declaration(bad)
 	require.Len(t, errs, 1)
-	require.Equal(t, "restart: sometimes is not a restart policy (always, on-error, all, never)", errs[0].Error(),
+	require.Equal(t, "restart: expected one of always, on-error, all, never, got sometimes", errs[0].Error(),
 		"without positions the message stands alone")
 	require.ErrorIs(t, errs[0], ErrInvalid)
 

@@ -26,12 +26,9 @@ type ExitServer struct {
 func ParseExitServer(v preserves.Value) (ExitServer, error) {
 	var r, zero ExitServer
 	var err error
-	rec1, err := schema.AsRecord(v, 1)
+	rec1, err := schema.AsRecordOf(v, preserves.Symbol("exit"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec1.Label, preserves.Symbol("exit")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Code, err = schema.AsInt(rec1.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")

@@ -20,12 +20,9 @@ type Observe struct {
 func ParseObserve(v preserves.Value) (Observe, error) {
 	var r, zero Observe
 	var err error
-	rec1, err := schema.AsRecord(v, 2)
+	rec1, err := schema.AsRecordOf(v, preserves.Symbol("Observe"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec1.Label, preserves.Symbol("Observe")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Pattern, err = dataspacepatterns.ParsePattern(rec1.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")

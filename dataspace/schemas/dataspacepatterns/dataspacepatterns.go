@@ -28,12 +28,8 @@ func (PatternDiscard) isPattern() {}
 func parsePatternDiscard(v preserves.Value) (PatternDiscard, error) {
 	var r, zero PatternDiscard
 	var err error
-	rec1, err := schema.AsRecord(v, 0)
-	if err != nil {
+	if _, err := schema.AsRecordOf(v, preserves.Symbol("_"), 0); err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec1.Label, preserves.Symbol("_")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	_, _ = zero, err
 	return r, nil
@@ -51,12 +47,9 @@ func (PatternBind) isPattern() {}
 func parsePatternBind(v preserves.Value) (PatternBind, error) {
 	var r, zero PatternBind
 	var err error
-	rec2, err := schema.AsRecord(v, 1)
+	rec2, err := schema.AsRecordOf(v, preserves.Symbol("bind"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec2.Label, preserves.Symbol("bind")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Pattern, err = ParsePattern(rec2.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -79,12 +72,9 @@ func (PatternLit) isPattern() {}
 func parsePatternLit(v preserves.Value) (PatternLit, error) {
 	var r, zero PatternLit
 	var err error
-	rec3, err := schema.AsRecord(v, 1)
+	rec3, err := schema.AsRecordOf(v, preserves.Symbol("lit"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec3.Label, preserves.Symbol("lit")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Value, err = ParseAnyAtom(rec3.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -108,12 +98,9 @@ func (PatternGroup) isPattern() {}
 func parsePatternGroup(v preserves.Value) (PatternGroup, error) {
 	var r, zero PatternGroup
 	var err error
-	rec4, err := schema.AsRecord(v, 2)
+	rec4, err := schema.AsRecordOf(v, preserves.Symbol("group"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec4.Label, preserves.Symbol("group")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Type, err = ParseGroupType(rec4.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -179,12 +166,9 @@ func (GroupTypeRec) isGroupType() {}
 func parseGroupTypeRec(v preserves.Value) (GroupTypeRec, error) {
 	var r, zero GroupTypeRec
 	var err error
-	rec10, err := schema.AsRecord(v, 1)
+	rec10, err := schema.AsRecordOf(v, preserves.Symbol("rec"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec10.Label, preserves.Symbol("rec")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	r.Label = rec10.Fields[0]
 	_, _ = zero, err
@@ -204,12 +188,8 @@ func (GroupTypeArr) isGroupType() {}
 func parseGroupTypeArr(v preserves.Value) (GroupTypeArr, error) {
 	var r, zero GroupTypeArr
 	var err error
-	rec11, err := schema.AsRecord(v, 0)
-	if err != nil {
+	if _, err := schema.AsRecordOf(v, preserves.Symbol("arr"), 0); err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec11.Label, preserves.Symbol("arr")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	_, _ = zero, err
 	return r, nil
@@ -226,12 +206,8 @@ func (GroupTypeDict) isGroupType() {}
 func parseGroupTypeDict(v preserves.Value) (GroupTypeDict, error) {
 	var r, zero GroupTypeDict
 	var err error
-	rec12, err := schema.AsRecord(v, 0)
-	if err != nil {
+	if _, err := schema.AsRecordOf(v, preserves.Symbol("dict"), 0); err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec12.Label, preserves.Symbol("dict")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	_, _ = zero, err
 	return r, nil

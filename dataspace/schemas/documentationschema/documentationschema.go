@@ -19,12 +19,9 @@ type Metadata struct {
 func ParseMetadata(v preserves.Value) (Metadata, error) {
 	var r, zero Metadata
 	var err error
-	rec1, err := schema.AsRecord(v, 2)
+	rec1, err := schema.AsRecordOf(v, preserves.Symbol("metadata"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec1.Label, preserves.Symbol("metadata")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	r.Object = rec1.Fields[0]
 	d2, err := schema.AsDict(rec1.Fields[1])

@@ -25,12 +25,9 @@ type DaemonService struct {
 func ParseDaemonService(v preserves.Value) (DaemonService, error) {
 	var r, zero DaemonService
 	var err error
-	rec1, err := schema.AsRecord(v, 1)
+	rec1, err := schema.AsRecordOf(v, preserves.Symbol("daemon"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec1.Label, preserves.Symbol("daemon")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	r.Id = rec1.Fields[0]
 	_, _ = zero, err
@@ -51,12 +48,9 @@ type DaemonProcess struct {
 func ParseDaemonProcess(v preserves.Value) (DaemonProcess, error) {
 	var r, zero DaemonProcess
 	var err error
-	rec2, err := schema.AsRecord(v, 2)
+	rec2, err := schema.AsRecordOf(v, preserves.Symbol("daemon"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec2.Label, preserves.Symbol("daemon")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	r.Id = rec2.Fields[0]
 	if r.Config, err = ParseDaemonProcessSpec(rec2.Fields[1]); err != nil {
@@ -103,12 +97,9 @@ func (DaemonProcessSpecOneShot) isDaemonProcessSpec() {}
 func parseDaemonProcessSpecOneShot(v preserves.Value) (DaemonProcessSpecOneShot, error) {
 	var r, zero DaemonProcessSpecOneShot
 	var err error
-	rec3, err := schema.AsRecord(v, 1)
+	rec3, err := schema.AsRecordOf(v, preserves.Symbol("one-shot"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec3.Label, preserves.Symbol("one-shot")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Setup, err = ParseCommandLine(rec3.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")

@@ -23,12 +23,9 @@ type Resolve struct {
 func ParseResolve(v preserves.Value) (Resolve, error) {
 	var r, zero Resolve
 	var err error
-	rec1, err := schema.AsRecord(v, 2)
+	rec1, err := schema.AsRecordOf(v, preserves.Symbol("resolve"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec1.Label, preserves.Symbol("resolve")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Step, err = ParseStep(rec1.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -110,12 +107,9 @@ type Bind struct {
 func ParseBind(v preserves.Value) (Bind, error) {
 	var r, zero Bind
 	var err error
-	rec3, err := schema.AsRecord(v, 3)
+	rec3, err := schema.AsRecordOf(v, preserves.Symbol("bind"), 3)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec3.Label, preserves.Symbol("bind")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Description, err = ParseDescription(rec3.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -230,12 +224,9 @@ func (BoundBound) isBound() {}
 func parseBoundBound(v preserves.Value) (BoundBound, error) {
 	var r, zero BoundBound
 	var err error
-	rec5, err := schema.AsRecord(v, 1)
+	rec5, err := schema.AsRecordOf(v, preserves.Symbol("bound"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec5.Label, preserves.Symbol("bound")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.PathStep, err = ParsePathStep(rec5.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -297,12 +288,9 @@ type ResolvePath struct {
 func ParseResolvePath(v preserves.Value) (ResolvePath, error) {
 	var r, zero ResolvePath
 	var err error
-	rec6, err := schema.AsRecord(v, 1)
+	rec6, err := schema.AsRecordOf(v, preserves.Symbol("resolve-path"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec6.Label, preserves.Symbol("resolve-path")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Route, err = ParseRoute(rec6.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -326,12 +314,9 @@ type ResolvedPath struct {
 func ParseResolvedPath(v preserves.Value) (ResolvedPath, error) {
 	var r, zero ResolvedPath
 	var err error
-	rec7, err := schema.AsRecord(v, 3)
+	rec7, err := schema.AsRecordOf(v, preserves.Symbol("resolved-path"), 3)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec7.Label, preserves.Symbol("resolved-path")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	r.Addr = rec7.Fields[0]
 	if r.Control, err = schema.AsEmbedded(rec7.Fields[1]); err != nil {
@@ -357,12 +342,9 @@ type ConnectTransport struct {
 func ParseConnectTransport(v preserves.Value) (ConnectTransport, error) {
 	var r, zero ConnectTransport
 	var err error
-	rec8, err := schema.AsRecord(v, 1)
+	rec8, err := schema.AsRecordOf(v, preserves.Symbol("connect-transport"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec8.Label, preserves.Symbol("connect-transport")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	r.Addr = rec8.Fields[0]
 	_, _ = zero, err
@@ -384,12 +366,9 @@ type ConnectedTransport struct {
 func ParseConnectedTransport(v preserves.Value) (ConnectedTransport, error) {
 	var r, zero ConnectedTransport
 	var err error
-	rec9, err := schema.AsRecord(v, 3)
+	rec9, err := schema.AsRecordOf(v, preserves.Symbol("connected-transport"), 3)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec9.Label, preserves.Symbol("connected-transport")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	r.Addr = rec9.Fields[0]
 	if r.Control, err = schema.AsEmbedded(rec9.Fields[1]); err != nil {
@@ -416,12 +395,9 @@ type ResolvePathStep struct {
 func ParseResolvePathStep(v preserves.Value) (ResolvePathStep, error) {
 	var r, zero ResolvePathStep
 	var err error
-	rec10, err := schema.AsRecord(v, 2)
+	rec10, err := schema.AsRecordOf(v, preserves.Symbol("resolve-path-step"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec10.Label, preserves.Symbol("resolve-path-step")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Origin, err = schema.AsEmbedded(rec10.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -501,12 +477,9 @@ type Route struct {
 func ParseRoute(v preserves.Value) (Route, error) {
 	var r, zero Route
 	var err error
-	rec12, err := schema.AsRecord(v, 1)
+	rec12, err := schema.AsRecordOf(v, preserves.Symbol("route"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec12.Label, preserves.Symbol("route")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	s13, err := schema.AsSeq(rec12.Fields[0], 0)
 	if err != nil {
@@ -546,12 +519,8 @@ type ForceDisconnect struct {
 func ParseForceDisconnect(v preserves.Value) (ForceDisconnect, error) {
 	var r, zero ForceDisconnect
 	var err error
-	rec20, err := schema.AsRecord(v, 0)
-	if err != nil {
+	if _, err := schema.AsRecordOf(v, preserves.Symbol("force-disconnect"), 0); err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec20.Label, preserves.Symbol("force-disconnect")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	_, _ = zero, err
 	return r, nil

@@ -24,12 +24,9 @@ type HttpBinding struct {
 func ParseHttpBinding(v preserves.Value) (HttpBinding, error) {
 	var r, zero HttpBinding
 	var err error
-	rec1, err := schema.AsRecord(v, 5)
+	rec1, err := schema.AsRecordOf(v, preserves.Symbol("http-bind"), 5)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec1.Label, preserves.Symbol("http-bind")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Host, err = ParseHostPattern(rec1.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -67,12 +64,9 @@ type HttpService struct {
 func ParseHttpService(v preserves.Value) (HttpService, error) {
 	var r, zero HttpService
 	var err error
-	rec2, err := schema.AsRecord(v, 4)
+	rec2, err := schema.AsRecordOf(v, preserves.Symbol("http-service"), 4)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec2.Label, preserves.Symbol("http-service")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Host, err = ParseHostPattern(rec2.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -104,12 +98,9 @@ type HttpListener struct {
 func ParseHttpListener(v preserves.Value) (HttpListener, error) {
 	var r, zero HttpListener
 	var err error
-	rec3, err := schema.AsRecord(v, 1)
+	rec3, err := schema.AsRecordOf(v, preserves.Symbol("http-listener"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec3.Label, preserves.Symbol("http-listener")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Port, err = schema.AsInt(rec3.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -353,12 +344,9 @@ type HttpRequest struct {
 func ParseHttpRequest(v preserves.Value) (HttpRequest, error) {
 	var r, zero HttpRequest
 	var err error
-	rec8, err := schema.AsRecord(v, 8)
+	rec8, err := schema.AsRecordOf(v, preserves.Symbol("http-request"), 8)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec8.Label, preserves.Symbol("http-request")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.SequenceNumber, err = schema.AsInt(rec8.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -489,12 +477,9 @@ func (QueryValueFile) isQueryValue() {}
 func parseQueryValueFile(v preserves.Value) (QueryValueFile, error) {
 	var r, zero QueryValueFile
 	var err error
-	rec31, err := schema.AsRecord(v, 3)
+	rec31, err := schema.AsRecordOf(v, preserves.Symbol("file"), 3)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec31.Label, preserves.Symbol("file")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Filename, err = schema.AsString(rec31.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -651,12 +636,9 @@ type HttpContext struct {
 func ParseHttpContext(v preserves.Value) (HttpContext, error) {
 	var r, zero HttpContext
 	var err error
-	rec32, err := schema.AsRecord(v, 2)
+	rec32, err := schema.AsRecordOf(v, preserves.Symbol("request"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec32.Label, preserves.Symbol("request")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Req, err = ParseHttpRequest(rec32.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -697,12 +679,9 @@ func (HttpResponseStatus) isHttpResponse() {}
 func parseHttpResponseStatus(v preserves.Value) (HttpResponseStatus, error) {
 	var r, zero HttpResponseStatus
 	var err error
-	rec33, err := schema.AsRecord(v, 2)
+	rec33, err := schema.AsRecordOf(v, preserves.Symbol("status"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec33.Label, preserves.Symbol("status")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Code, err = schema.AsInt(rec33.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -729,12 +708,9 @@ func (HttpResponseHeader) isHttpResponse() {}
 func parseHttpResponseHeader(v preserves.Value) (HttpResponseHeader, error) {
 	var r, zero HttpResponseHeader
 	var err error
-	rec34, err := schema.AsRecord(v, 2)
+	rec34, err := schema.AsRecordOf(v, preserves.Symbol("header"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec34.Label, preserves.Symbol("header")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Name, err = schema.AsSymbol(rec34.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -760,12 +736,9 @@ func (HttpResponseChunk) isHttpResponse() {}
 func parseHttpResponseChunk(v preserves.Value) (HttpResponseChunk, error) {
 	var r, zero HttpResponseChunk
 	var err error
-	rec35, err := schema.AsRecord(v, 1)
+	rec35, err := schema.AsRecordOf(v, preserves.Symbol("chunk"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec35.Label, preserves.Symbol("chunk")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Chunk, err = ParseChunk(rec35.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -788,12 +761,9 @@ func (HttpResponseDone) isHttpResponse() {}
 func parseHttpResponseDone(v preserves.Value) (HttpResponseDone, error) {
 	var r, zero HttpResponseDone
 	var err error
-	rec36, err := schema.AsRecord(v, 1)
+	rec36, err := schema.AsRecordOf(v, preserves.Symbol("done"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec36.Label, preserves.Symbol("done")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Chunk, err = ParseChunk(rec36.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")

@@ -20,12 +20,9 @@ type Gatekeeper struct {
 func ParseGatekeeper(v preserves.Value) (Gatekeeper, error) {
 	var r, zero Gatekeeper
 	var err error
-	rec1, err := schema.AsRecord(v, 1)
+	rec1, err := schema.AsRecordOf(v, preserves.Symbol("gatekeeper"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec1.Label, preserves.Symbol("gatekeeper")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Bindspace, err = schema.AsEmbedded(rec1.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -47,12 +44,9 @@ type DebtReporter struct {
 func ParseDebtReporter(v preserves.Value) (DebtReporter, error) {
 	var r, zero DebtReporter
 	var err error
-	rec2, err := schema.AsRecord(v, 1)
+	rec2, err := schema.AsRecordOf(v, preserves.Symbol("debt-reporter"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec2.Label, preserves.Symbol("debt-reporter")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.IntervalSeconds, err = schema.AsDouble(rec2.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -131,12 +125,9 @@ type TcpWithoutHttp struct {
 func ParseTcpWithoutHttp(v preserves.Value) (TcpWithoutHttp, error) {
 	var r, zero TcpWithoutHttp
 	var err error
-	rec3, err := schema.AsRecord(v, 2)
+	rec3, err := schema.AsRecordOf(v, preserves.Symbol("relay-listener"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec3.Label, preserves.Symbol("relay-listener")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Addr, err = transportaddress.ParseTcp(rec3.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -163,12 +154,9 @@ type TcpWithHttp struct {
 func ParseTcpWithHttp(v preserves.Value) (TcpWithHttp, error) {
 	var r, zero TcpWithHttp
 	var err error
-	rec4, err := schema.AsRecord(v, 3)
+	rec4, err := schema.AsRecordOf(v, preserves.Symbol("relay-listener"), 3)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec4.Label, preserves.Symbol("relay-listener")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Addr, err = transportaddress.ParseTcp(rec4.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -197,12 +185,9 @@ type UnixRelayListener struct {
 func ParseUnixRelayListener(v preserves.Value) (UnixRelayListener, error) {
 	var r, zero UnixRelayListener
 	var err error
-	rec5, err := schema.AsRecord(v, 2)
+	rec5, err := schema.AsRecordOf(v, preserves.Symbol("relay-listener"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec5.Label, preserves.Symbol("relay-listener")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Addr, err = transportaddress.ParseUnix(rec5.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -228,12 +213,9 @@ type ConfigWatcher struct {
 func ParseConfigWatcher(v preserves.Value) (ConfigWatcher, error) {
 	var r, zero ConfigWatcher
 	var err error
-	rec6, err := schema.AsRecord(v, 2)
+	rec6, err := schema.AsRecordOf(v, preserves.Symbol("config-watcher"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec6.Label, preserves.Symbol("config-watcher")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Path, err = schema.AsString(rec6.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -288,12 +270,9 @@ type HttpRouter struct {
 func ParseHttpRouter(v preserves.Value) (HttpRouter, error) {
 	var r, zero HttpRouter
 	var err error
-	rec14, err := schema.AsRecord(v, 1)
+	rec14, err := schema.AsRecordOf(v, preserves.Symbol("http-router"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec14.Label, preserves.Symbol("http-router")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Httpd, err = schema.AsEmbedded(rec14.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -316,12 +295,9 @@ type HttpStaticFileServer struct {
 func ParseHttpStaticFileServer(v preserves.Value) (HttpStaticFileServer, error) {
 	var r, zero HttpStaticFileServer
 	var err error
-	rec15, err := schema.AsRecord(v, 2)
+	rec15, err := schema.AsRecordOf(v, preserves.Symbol("http-static-files"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec15.Label, preserves.Symbol("http-static-files")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Dir, err = schema.AsString(rec15.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")

@@ -551,12 +551,9 @@ type Initiator struct {
 func ParseInitiator(v preserves.Value) (Initiator, error) {
 	var r, zero Initiator
 	var err error
-	rec23, err := schema.AsRecord(v, 1)
+	rec23, err := schema.AsRecordOf(v, preserves.Symbol("initiator"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec23.Label, preserves.Symbol("initiator")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.InitiatorSession, err = schema.AsEmbedded(rec23.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")

@@ -167,12 +167,9 @@ type Error struct {
 func ParseError(v preserves.Value) (Error, error) {
 	var r, zero Error
 	var err error
-	rec6, err := schema.AsRecord(v, 2)
+	rec6, err := schema.AsRecordOf(v, preserves.Symbol("error"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec6.Label, preserves.Symbol("error")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Message, err = schema.AsString(rec6.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -395,12 +392,9 @@ type Assert struct {
 func ParseAssert(v preserves.Value) (Assert, error) {
 	var r, zero Assert
 	var err error
-	rec12, err := schema.AsRecord(v, 2)
+	rec12, err := schema.AsRecordOf(v, preserves.Symbol("A"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec12.Label, preserves.Symbol("A")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Assertion, err = ParseAssertion(rec12.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -425,12 +419,9 @@ type Retract struct {
 func ParseRetract(v preserves.Value) (Retract, error) {
 	var r, zero Retract
 	var err error
-	rec13, err := schema.AsRecord(v, 1)
+	rec13, err := schema.AsRecordOf(v, preserves.Symbol("R"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec13.Label, preserves.Symbol("R")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Handle, err = ParseHandle(rec13.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -452,12 +443,9 @@ type Message struct {
 func ParseMessage(v preserves.Value) (Message, error) {
 	var r, zero Message
 	var err error
-	rec14, err := schema.AsRecord(v, 1)
+	rec14, err := schema.AsRecordOf(v, preserves.Symbol("M"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec14.Label, preserves.Symbol("M")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Body, err = ParseAssertion(rec14.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -479,12 +467,9 @@ type Sync struct {
 func ParseSync(v preserves.Value) (Sync, error) {
 	var r, zero Sync
 	var err error
-	rec15, err := schema.AsRecord(v, 1)
+	rec15, err := schema.AsRecordOf(v, preserves.Symbol("S"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec15.Label, preserves.Symbol("S")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Peer, err = schema.AsEmbedded(rec15.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -533,19 +518,13 @@ type EnableCreditFlowControl struct {
 func ParseEnableCreditFlowControl(v preserves.Value) (EnableCreditFlowControl, error) {
 	var r, zero EnableCreditFlowControl
 	var err error
-	rec16, err := schema.AsRecord(v, 1)
+	rec16, err := schema.AsRecordOf(v, preserves.Symbol("do"), 1)
 	if err != nil {
 		return zero, err
 	}
-	if err := schema.CheckLit(rec16.Label, preserves.Symbol("do")); err != nil {
-		return zero, schema.At(err, ".label")
-	}
-	rec17, err := schema.AsRecord(rec16.Fields[0], 1)
+	rec17, err := schema.AsRecordOf(rec16.Fields[0], preserves.Symbol("credit-flow-control"), 1)
 	if err != nil {
 		return zero, schema.At(err, "[0]")
-	}
-	if err := schema.CheckLit(rec17.Label, preserves.Symbol("credit-flow-control")); err != nil {
-		return zero, schema.At(err, "[0]", ".label")
 	}
 	if err := schema.CheckLit(rec17.Fields[0], preserves.Int(202506)); err != nil {
 		return zero, schema.At(err, "[0]", "[0]")
@@ -566,19 +545,13 @@ type EnabledCreditFlowControl struct {
 func ParseEnabledCreditFlowControl(v preserves.Value) (EnabledCreditFlowControl, error) {
 	var r, zero EnabledCreditFlowControl
 	var err error
-	rec18, err := schema.AsRecord(v, 1)
+	rec18, err := schema.AsRecordOf(v, preserves.Symbol("will"), 1)
 	if err != nil {
 		return zero, err
 	}
-	if err := schema.CheckLit(rec18.Label, preserves.Symbol("will")); err != nil {
-		return zero, schema.At(err, ".label")
-	}
-	rec19, err := schema.AsRecord(rec18.Fields[0], 1)
+	rec19, err := schema.AsRecordOf(rec18.Fields[0], preserves.Symbol("credit-flow-control"), 1)
 	if err != nil {
 		return zero, schema.At(err, "[0]")
-	}
-	if err := schema.CheckLit(rec19.Label, preserves.Symbol("credit-flow-control")); err != nil {
-		return zero, schema.At(err, "[0]", ".label")
 	}
 	if err := schema.CheckLit(rec19.Fields[0], preserves.Int(202506)); err != nil {
 		return zero, schema.At(err, "[0]", "[0]")
@@ -600,12 +573,9 @@ type IssueCredit struct {
 func ParseIssueCredit(v preserves.Value) (IssueCredit, error) {
 	var r, zero IssueCredit
 	var err error
-	rec20, err := schema.AsRecord(v, 1)
+	rec20, err := schema.AsRecordOf(v, preserves.Symbol("C"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec20.Label, preserves.Symbol("C")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Count, err = schema.AsInt(rec20.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")

@@ -18,12 +18,9 @@ type Question struct {
 func ParseQuestion(v preserves.Value) (Question, error) {
 	var r, zero Question
 	var err error
-	rec1, err := schema.AsRecord(v, 1)
+	rec1, err := schema.AsRecordOf(v, preserves.Symbol("q"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec1.Label, preserves.Symbol("q")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	r.Request = rec1.Fields[0]
 	_, _ = zero, err
@@ -44,12 +41,9 @@ type Answer struct {
 func ParseAnswer(v preserves.Value) (Answer, error) {
 	var r, zero Answer
 	var err error
-	rec2, err := schema.AsRecord(v, 2)
+	rec2, err := schema.AsRecordOf(v, preserves.Symbol("a"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec2.Label, preserves.Symbol("a")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	r.Request = rec2.Fields[0]
 	r.Response = rec2.Fields[1]
@@ -126,12 +120,9 @@ type Ok struct {
 func ParseOk(v preserves.Value) (Ok, error) {
 	var r, zero Ok
 	var err error
-	rec3, err := schema.AsRecord(v, 1)
+	rec3, err := schema.AsRecordOf(v, preserves.Symbol("ok"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec3.Label, preserves.Symbol("ok")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	r.Value = rec3.Fields[0]
 	_, _ = zero, err
@@ -149,12 +140,9 @@ type Error struct {
 func ParseError(v preserves.Value) (Error, error) {
 	var r, zero Error
 	var err error
-	rec4, err := schema.AsRecord(v, 1)
+	rec4, err := schema.AsRecordOf(v, preserves.Symbol("error"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec4.Label, preserves.Symbol("error")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	r.Error = rec4.Fields[0]
 	_, _ = zero, err

@@ -20,12 +20,9 @@ type RequireService struct {
 func ParseRequireService(v preserves.Value) (RequireService, error) {
 	var r, zero RequireService
 	var err error
-	rec1, err := schema.AsRecord(v, 1)
+	rec1, err := schema.AsRecordOf(v, preserves.Symbol("require-service"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec1.Label, preserves.Symbol("require-service")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	r.ServiceName = rec1.Fields[0]
 	_, _ = zero, err
@@ -46,12 +43,9 @@ type RunService struct {
 func ParseRunService(v preserves.Value) (RunService, error) {
 	var r, zero RunService
 	var err error
-	rec2, err := schema.AsRecord(v, 1)
+	rec2, err := schema.AsRecordOf(v, preserves.Symbol("run-service"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec2.Label, preserves.Symbol("run-service")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	r.ServiceName = rec2.Fields[0]
 	_, _ = zero, err
@@ -79,12 +73,9 @@ type ServiceState struct {
 func ParseServiceState(v preserves.Value) (ServiceState, error) {
 	var r, zero ServiceState
 	var err error
-	rec3, err := schema.AsRecord(v, 2)
+	rec3, err := schema.AsRecordOf(v, preserves.Symbol("service-state"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec3.Label, preserves.Symbol("service-state")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	r.ServiceName = rec3.Fields[0]
 	if r.State, err = ParseState(rec3.Fields[1]); err != nil {
@@ -109,12 +100,9 @@ type ServiceObject struct {
 func ParseServiceObject(v preserves.Value) (ServiceObject, error) {
 	var r, zero ServiceObject
 	var err error
-	rec4, err := schema.AsRecord(v, 2)
+	rec4, err := schema.AsRecordOf(v, preserves.Symbol("service-object"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec4.Label, preserves.Symbol("service-object")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	r.ServiceName = rec4.Fields[0]
 	r.Object = rec4.Fields[1]
@@ -260,12 +248,9 @@ type ServiceDependency struct {
 func ParseServiceDependency(v preserves.Value) (ServiceDependency, error) {
 	var r, zero ServiceDependency
 	var err error
-	rec5, err := schema.AsRecord(v, 2)
+	rec5, err := schema.AsRecordOf(v, preserves.Symbol("depends-on"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec5.Label, preserves.Symbol("depends-on")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	r.Depender = rec5.Fields[0]
 	if r.Dependee, err = ParseServiceState(rec5.Fields[1]); err != nil {
@@ -288,12 +273,9 @@ type RestartService struct {
 func ParseRestartService(v preserves.Value) (RestartService, error) {
 	var r, zero RestartService
 	var err error
-	rec6, err := schema.AsRecord(v, 1)
+	rec6, err := schema.AsRecordOf(v, preserves.Symbol("restart-service"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec6.Label, preserves.Symbol("restart-service")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	r.ServiceName = rec6.Fields[0]
 	_, _ = zero, err

@@ -22,12 +22,9 @@ type StreamConnection struct {
 func ParseStreamConnection(v preserves.Value) (StreamConnection, error) {
 	var r, zero StreamConnection
 	var err error
-	rec1, err := schema.AsRecord(v, 3)
+	rec1, err := schema.AsRecordOf(v, preserves.Symbol("stream-connection"), 3)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec1.Label, preserves.Symbol("stream-connection")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Source, err = schema.AsEmbedded(rec1.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -53,12 +50,9 @@ type StreamListenerReady struct {
 func ParseStreamListenerReady(v preserves.Value) (StreamListenerReady, error) {
 	var r, zero StreamListenerReady
 	var err error
-	rec2, err := schema.AsRecord(v, 1)
+	rec2, err := schema.AsRecordOf(v, preserves.Symbol("stream-listener-ready"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec2.Label, preserves.Symbol("stream-listener-ready")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	r.Spec = rec2.Fields[0]
 	_, _ = zero, err
@@ -79,12 +73,9 @@ type StreamListenerError struct {
 func ParseStreamListenerError(v preserves.Value) (StreamListenerError, error) {
 	var r, zero StreamListenerError
 	var err error
-	rec3, err := schema.AsRecord(v, 2)
+	rec3, err := schema.AsRecordOf(v, preserves.Symbol("stream-listener-error"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec3.Label, preserves.Symbol("stream-listener-error")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	r.Spec = rec3.Fields[0]
 	if r.Message, err = schema.AsString(rec3.Fields[1]); err != nil {
@@ -107,12 +98,9 @@ type StreamError struct {
 func ParseStreamError(v preserves.Value) (StreamError, error) {
 	var r, zero StreamError
 	var err error
-	rec4, err := schema.AsRecord(v, 1)
+	rec4, err := schema.AsRecordOf(v, preserves.Symbol("error"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec4.Label, preserves.Symbol("error")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Message, err = schema.AsString(rec4.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -141,12 +129,9 @@ func (SourceSink) isSource() {}
 func parseSourceSink(v preserves.Value) (SourceSink, error) {
 	var r, zero SourceSink
 	var err error
-	rec5, err := schema.AsRecord(v, 1)
+	rec5, err := schema.AsRecordOf(v, preserves.Symbol("sink"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec5.Label, preserves.Symbol("sink")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Controller, err = schema.AsEmbedded(rec5.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -187,12 +172,9 @@ func (SourceCredit) isSource() {}
 func parseSourceCredit(v preserves.Value) (SourceCredit, error) {
 	var r, zero SourceCredit
 	var err error
-	rec6, err := schema.AsRecord(v, 2)
+	rec6, err := schema.AsRecordOf(v, preserves.Symbol("credit"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec6.Label, preserves.Symbol("credit")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Amount, err = ParseCreditAmount(rec6.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -245,12 +227,9 @@ func (SinkSource) isSink() {}
 func parseSinkSource(v preserves.Value) (SinkSource, error) {
 	var r, zero SinkSource
 	var err error
-	rec7, err := schema.AsRecord(v, 1)
+	rec7, err := schema.AsRecordOf(v, preserves.Symbol("source"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec7.Label, preserves.Symbol("source")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Controller, err = schema.AsEmbedded(rec7.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -291,12 +270,9 @@ func (SinkData) isSink() {}
 func parseSinkData(v preserves.Value) (SinkData, error) {
 	var r, zero SinkData
 	var err error
-	rec8, err := schema.AsRecord(v, 2)
+	rec8, err := schema.AsRecordOf(v, preserves.Symbol("data"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec8.Label, preserves.Symbol("data")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	r.Payload = rec8.Fields[0]
 	if r.Mode, err = ParseMode(rec8.Fields[1]); err != nil {
@@ -319,12 +295,8 @@ func (SinkEof) isSink() {}
 func parseSinkEof(v preserves.Value) (SinkEof, error) {
 	var r, zero SinkEof
 	var err error
-	rec9, err := schema.AsRecord(v, 0)
-	if err != nil {
+	if _, err := schema.AsRecordOf(v, preserves.Symbol("eof"), 0); err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec9.Label, preserves.Symbol("eof")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	_, _ = zero, err
 	return r, nil
@@ -464,12 +436,9 @@ func (ModePacket) isMode() {}
 func parseModePacket(v preserves.Value) (ModePacket, error) {
 	var r, zero ModePacket
 	var err error
-	rec10, err := schema.AsRecord(v, 1)
+	rec10, err := schema.AsRecordOf(v, preserves.Symbol("packet"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec10.Label, preserves.Symbol("packet")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Size, err = schema.AsInt(rec10.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -492,12 +461,9 @@ func (ModeObject) isMode() {}
 func parseModeObject(v preserves.Value) (ModeObject, error) {
 	var r, zero ModeObject
 	var err error
-	rec11, err := schema.AsRecord(v, 1)
+	rec11, err := schema.AsRecordOf(v, preserves.Symbol("object"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec11.Label, preserves.Symbol("object")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	r.Description = rec11.Fields[0]
 	_, _ = zero, err

@@ -95,12 +95,9 @@ type SturdyRef struct {
 func ParseSturdyRef(v preserves.Value) (SturdyRef, error) {
 	var r, zero SturdyRef
 	var err error
-	rec4, err := schema.AsRecord(v, 1)
+	rec4, err := schema.AsRecordOf(v, preserves.Symbol("ref"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec4.Label, preserves.Symbol("ref")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Parameters, err = ParseParameters(rec4.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -371,12 +368,9 @@ type Rewrite struct {
 func ParseRewrite(v preserves.Value) (Rewrite, error) {
 	var r, zero Rewrite
 	var err error
-	rec17, err := schema.AsRecord(v, 2)
+	rec17, err := schema.AsRecordOf(v, preserves.Symbol("rewrite"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec17.Label, preserves.Symbol("rewrite")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Pattern, err = ParsePattern(rec17.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -401,12 +395,9 @@ type Reject struct {
 func ParseReject(v preserves.Value) (Reject, error) {
 	var r, zero Reject
 	var err error
-	rec18, err := schema.AsRecord(v, 1)
+	rec18, err := schema.AsRecordOf(v, preserves.Symbol("reject"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec18.Label, preserves.Symbol("reject")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Pattern, err = ParsePattern(rec18.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -428,12 +419,9 @@ type Alts struct {
 func ParseAlts(v preserves.Value) (Alts, error) {
 	var r, zero Alts
 	var err error
-	rec19, err := schema.AsRecord(v, 1)
+	rec19, err := schema.AsRecordOf(v, preserves.Symbol("or"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec19.Label, preserves.Symbol("or")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	s20, err := schema.AsSeq(rec19.Fields[0], 0)
 	if err != nil {
@@ -563,12 +551,9 @@ type Lit struct {
 func ParseLit(v preserves.Value) (Lit, error) {
 	var r, zero Lit
 	var err error
-	rec29, err := schema.AsRecord(v, 1)
+	rec29, err := schema.AsRecordOf(v, preserves.Symbol("lit"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec29.Label, preserves.Symbol("lit")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	r.Value = rec29.Fields[0]
 	_, _ = zero, err
@@ -773,12 +758,8 @@ type PDiscard struct {
 func ParsePDiscard(v preserves.Value) (PDiscard, error) {
 	var r, zero PDiscard
 	var err error
-	rec30, err := schema.AsRecord(v, 0)
-	if err != nil {
+	if _, err := schema.AsRecordOf(v, preserves.Symbol("_"), 0); err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec30.Label, preserves.Symbol("_")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	_, _ = zero, err
 	return r, nil
@@ -841,12 +822,9 @@ type PBind struct {
 func ParsePBind(v preserves.Value) (PBind, error) {
 	var r, zero PBind
 	var err error
-	rec31, err := schema.AsRecord(v, 1)
+	rec31, err := schema.AsRecordOf(v, preserves.Symbol("bind"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec31.Label, preserves.Symbol("bind")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Pattern, err = ParsePattern(rec31.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -868,12 +846,9 @@ type PAnd struct {
 func ParsePAnd(v preserves.Value) (PAnd, error) {
 	var r, zero PAnd
 	var err error
-	rec32, err := schema.AsRecord(v, 1)
+	rec32, err := schema.AsRecordOf(v, preserves.Symbol("and"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec32.Label, preserves.Symbol("and")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	s33, err := schema.AsSeq(rec32.Fields[0], 0)
 	if err != nil {
@@ -902,12 +877,9 @@ type PNot struct {
 func ParsePNot(v preserves.Value) (PNot, error) {
 	var r, zero PNot
 	var err error
-	rec37, err := schema.AsRecord(v, 1)
+	rec37, err := schema.AsRecordOf(v, preserves.Symbol("not"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec37.Label, preserves.Symbol("not")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Pattern, err = ParsePattern(rec37.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -937,12 +909,9 @@ func (PCompoundRec) isPCompound() {}
 func parsePCompoundRec(v preserves.Value) (PCompoundRec, error) {
 	var r, zero PCompoundRec
 	var err error
-	rec38, err := schema.AsRecord(v, 2)
+	rec38, err := schema.AsRecordOf(v, preserves.Symbol("rec"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec38.Label, preserves.Symbol("rec")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	r.Label = rec38.Fields[0]
 	s39, err := schema.AsSeq(rec38.Fields[1], 0)
@@ -973,12 +942,9 @@ func (PCompoundArr) isPCompound() {}
 func parsePCompoundArr(v preserves.Value) (PCompoundArr, error) {
 	var r, zero PCompoundArr
 	var err error
-	rec43, err := schema.AsRecord(v, 1)
+	rec43, err := schema.AsRecordOf(v, preserves.Symbol("arr"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec43.Label, preserves.Symbol("arr")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	s44, err := schema.AsSeq(rec43.Fields[0], 0)
 	if err != nil {
@@ -1008,12 +974,9 @@ func (PCompoundDict) isPCompound() {}
 func parsePCompoundDict(v preserves.Value) (PCompoundDict, error) {
 	var r, zero PCompoundDict
 	var err error
-	rec48, err := schema.AsRecord(v, 1)
+	rec48, err := schema.AsRecordOf(v, preserves.Symbol("dict"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec48.Label, preserves.Symbol("dict")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	d49, err := schema.AsDict(rec48.Fields[0])
 	if err != nil {
@@ -1165,12 +1128,9 @@ type TAttenuate struct {
 func ParseTAttenuate(v preserves.Value) (TAttenuate, error) {
 	var r, zero TAttenuate
 	var err error
-	rec54, err := schema.AsRecord(v, 2)
+	rec54, err := schema.AsRecordOf(v, preserves.Symbol("attenuate"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec54.Label, preserves.Symbol("attenuate")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Template, err = ParseTemplate(rec54.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -1202,12 +1162,9 @@ type TRef struct {
 func ParseTRef(v preserves.Value) (TRef, error) {
 	var r, zero TRef
 	var err error
-	rec59, err := schema.AsRecord(v, 1)
+	rec59, err := schema.AsRecordOf(v, preserves.Symbol("ref"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec59.Label, preserves.Symbol("ref")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Binding, err = schema.AsInt(rec59.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -1237,12 +1194,9 @@ func (TCompoundRec) isTCompound() {}
 func parseTCompoundRec(v preserves.Value) (TCompoundRec, error) {
 	var r, zero TCompoundRec
 	var err error
-	rec60, err := schema.AsRecord(v, 2)
+	rec60, err := schema.AsRecordOf(v, preserves.Symbol("rec"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec60.Label, preserves.Symbol("rec")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	r.Label = rec60.Fields[0]
 	s61, err := schema.AsSeq(rec60.Fields[1], 0)
@@ -1273,12 +1227,9 @@ func (TCompoundArr) isTCompound() {}
 func parseTCompoundArr(v preserves.Value) (TCompoundArr, error) {
 	var r, zero TCompoundArr
 	var err error
-	rec65, err := schema.AsRecord(v, 1)
+	rec65, err := schema.AsRecordOf(v, preserves.Symbol("arr"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec65.Label, preserves.Symbol("arr")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	s66, err := schema.AsSeq(rec65.Fields[0], 0)
 	if err != nil {
@@ -1308,12 +1259,9 @@ func (TCompoundDict) isTCompound() {}
 func parseTCompoundDict(v preserves.Value) (TCompoundDict, error) {
 	var r, zero TCompoundDict
 	var err error
-	rec70, err := schema.AsRecord(v, 1)
+	rec70, err := schema.AsRecordOf(v, preserves.Symbol("dict"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec70.Label, preserves.Symbol("dict")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	d71, err := schema.AsDict(rec70.Fields[0])
 	if err != nil {

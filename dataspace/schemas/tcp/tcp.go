@@ -20,12 +20,9 @@ type TcpRemote struct {
 func ParseTcpRemote(v preserves.Value) (TcpRemote, error) {
 	var r, zero TcpRemote
 	var err error
-	rec1, err := schema.AsRecord(v, 2)
+	rec1, err := schema.AsRecordOf(v, preserves.Symbol("tcp-remote"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec1.Label, preserves.Symbol("tcp-remote")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Host, err = schema.AsString(rec1.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -51,12 +48,9 @@ type TcpLocal struct {
 func ParseTcpLocal(v preserves.Value) (TcpLocal, error) {
 	var r, zero TcpLocal
 	var err error
-	rec2, err := schema.AsRecord(v, 2)
+	rec2, err := schema.AsRecordOf(v, preserves.Symbol("tcp-local"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec2.Label, preserves.Symbol("tcp-local")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Host, err = schema.AsString(rec2.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -83,12 +77,9 @@ type TcpPeerInfo struct {
 func ParseTcpPeerInfo(v preserves.Value) (TcpPeerInfo, error) {
 	var r, zero TcpPeerInfo
 	var err error
-	rec3, err := schema.AsRecord(v, 3)
+	rec3, err := schema.AsRecordOf(v, preserves.Symbol("tcp-peer"), 3)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec3.Label, preserves.Symbol("tcp-peer")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Handle, err = schema.AsEmbedded(rec3.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")

@@ -21,12 +21,9 @@ type SetTimer struct {
 func ParseSetTimer(v preserves.Value) (SetTimer, error) {
 	var r, zero SetTimer
 	var err error
-	rec1, err := schema.AsRecord(v, 3)
+	rec1, err := schema.AsRecordOf(v, preserves.Symbol("set-timer"), 3)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec1.Label, preserves.Symbol("set-timer")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	r.Label = rec1.Fields[0]
 	if r.Seconds, err = schema.AsDouble(rec1.Fields[1]); err != nil {
@@ -53,12 +50,9 @@ type TimerExpired struct {
 func ParseTimerExpired(v preserves.Value) (TimerExpired, error) {
 	var r, zero TimerExpired
 	var err error
-	rec2, err := schema.AsRecord(v, 2)
+	rec2, err := schema.AsRecordOf(v, preserves.Symbol("timer-expired"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec2.Label, preserves.Symbol("timer-expired")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	r.Label = rec2.Fields[0]
 	if r.Seconds, err = schema.AsDouble(rec2.Fields[1]); err != nil {
@@ -108,12 +102,9 @@ type LaterThan struct {
 func ParseLaterThan(v preserves.Value) (LaterThan, error) {
 	var r, zero LaterThan
 	var err error
-	rec3, err := schema.AsRecord(v, 1)
+	rec3, err := schema.AsRecordOf(v, preserves.Symbol("later-than"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec3.Label, preserves.Symbol("later-than")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Seconds, err = schema.AsDouble(rec3.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -135,12 +126,9 @@ type PeriodicTick struct {
 func ParsePeriodicTick(v preserves.Value) (PeriodicTick, error) {
 	var r, zero PeriodicTick
 	var err error
-	rec4, err := schema.AsRecord(v, 1)
+	rec4, err := schema.AsRecordOf(v, preserves.Symbol("periodic-tick"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec4.Label, preserves.Symbol("periodic-tick")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Interval, err = schema.AsDouble(rec4.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")

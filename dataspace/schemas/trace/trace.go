@@ -22,12 +22,9 @@ type TraceEntry struct {
 func ParseTraceEntry(v preserves.Value) (TraceEntry, error) {
 	var r, zero TraceEntry
 	var err error
-	rec1, err := schema.AsRecord(v, 3)
+	rec1, err := schema.AsRecordOf(v, preserves.Symbol("trace"), 3)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec1.Label, preserves.Symbol("trace")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Timestamp, err = schema.AsDouble(rec1.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -62,12 +59,9 @@ func (ActorActivationStart) isActorActivation() {}
 func parseActorActivationStart(v preserves.Value) (ActorActivationStart, error) {
 	var r, zero ActorActivationStart
 	var err error
-	rec2, err := schema.AsRecord(v, 1)
+	rec2, err := schema.AsRecordOf(v, preserves.Symbol("start"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec2.Label, preserves.Symbol("start")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.ActorName, err = ParseName(rec2.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -107,12 +101,9 @@ func (ActorActivationStop) isActorActivation() {}
 func parseActorActivationStop(v preserves.Value) (ActorActivationStop, error) {
 	var r, zero ActorActivationStop
 	var err error
-	rec3, err := schema.AsRecord(v, 1)
+	rec3, err := schema.AsRecordOf(v, preserves.Symbol("stop"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec3.Label, preserves.Symbol("stop")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Status, err = ParseExitStatus(rec3.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -161,12 +152,8 @@ func (NameAnonymous) isName() {}
 func parseNameAnonymous(v preserves.Value) (NameAnonymous, error) {
 	var r, zero NameAnonymous
 	var err error
-	rec4, err := schema.AsRecord(v, 0)
-	if err != nil {
+	if _, err := schema.AsRecordOf(v, preserves.Symbol("anonymous"), 0); err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec4.Label, preserves.Symbol("anonymous")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	_, _ = zero, err
 	return r, nil
@@ -186,12 +173,9 @@ func (NameNamed) isName() {}
 func parseNameNamed(v preserves.Value) (NameNamed, error) {
 	var r, zero NameNamed
 	var err error
-	rec5, err := schema.AsRecord(v, 1)
+	rec5, err := schema.AsRecordOf(v, preserves.Symbol("named"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec5.Label, preserves.Symbol("named")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	r.Name = rec5.Fields[0]
 	_, _ = zero, err
@@ -355,12 +339,9 @@ type TurnDescription struct {
 func ParseTurnDescription(v preserves.Value) (TurnDescription, error) {
 	var r, zero TurnDescription
 	var err error
-	rec6, err := schema.AsRecord(v, 3)
+	rec6, err := schema.AsRecordOf(v, preserves.Symbol("turn"), 3)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec6.Label, preserves.Symbol("turn")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Id, err = ParseTurnId(rec6.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -402,12 +383,9 @@ func (TurnCauseTurn) isTurnCause() {}
 func parseTurnCauseTurn(v preserves.Value) (TurnCauseTurn, error) {
 	var r, zero TurnCauseTurn
 	var err error
-	rec11, err := schema.AsRecord(v, 1)
+	rec11, err := schema.AsRecordOf(v, preserves.Symbol("caused-by"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec11.Label, preserves.Symbol("caused-by")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Id, err = ParseTurnId(rec11.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -429,12 +407,8 @@ func (TurnCauseCleanup) isTurnCause() {}
 func parseTurnCauseCleanup(v preserves.Value) (TurnCauseCleanup, error) {
 	var r, zero TurnCauseCleanup
 	var err error
-	rec12, err := schema.AsRecord(v, 0)
-	if err != nil {
+	if _, err := schema.AsRecordOf(v, preserves.Symbol("cleanup"), 0); err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec12.Label, preserves.Symbol("cleanup")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	_, _ = zero, err
 	return r, nil
@@ -455,12 +429,9 @@ func (TurnCauseLinkedTaskRelease) isTurnCause() {}
 func parseTurnCauseLinkedTaskRelease(v preserves.Value) (TurnCauseLinkedTaskRelease, error) {
 	var r, zero TurnCauseLinkedTaskRelease
 	var err error
-	rec13, err := schema.AsRecord(v, 2)
+	rec13, err := schema.AsRecordOf(v, preserves.Symbol("linked-task-release"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec13.Label, preserves.Symbol("linked-task-release")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Id, err = ParseTaskId(rec13.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -486,12 +457,9 @@ func (TurnCausePeriodicActivation) isTurnCause() {}
 func parseTurnCausePeriodicActivation(v preserves.Value) (TurnCausePeriodicActivation, error) {
 	var r, zero TurnCausePeriodicActivation
 	var err error
-	rec14, err := schema.AsRecord(v, 1)
+	rec14, err := schema.AsRecordOf(v, preserves.Symbol("periodic-activation"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec14.Label, preserves.Symbol("periodic-activation")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Period, err = schema.AsDouble(rec14.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -515,12 +483,9 @@ func (TurnCauseDelay) isTurnCause() {}
 func parseTurnCauseDelay(v preserves.Value) (TurnCauseDelay, error) {
 	var r, zero TurnCauseDelay
 	var err error
-	rec15, err := schema.AsRecord(v, 2)
+	rec15, err := schema.AsRecordOf(v, preserves.Symbol("delay"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec15.Label, preserves.Symbol("delay")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.CausingTurn, err = ParseTurnId(rec15.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -546,12 +511,9 @@ func (TurnCauseExternal) isTurnCause() {}
 func parseTurnCauseExternal(v preserves.Value) (TurnCauseExternal, error) {
 	var r, zero TurnCauseExternal
 	var err error
-	rec16, err := schema.AsRecord(v, 1)
+	rec16, err := schema.AsRecordOf(v, preserves.Symbol("external"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec16.Label, preserves.Symbol("external")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	r.Description = rec16.Fields[0]
 	_, _ = zero, err
@@ -641,12 +603,9 @@ func (TurnEventAssert) isTurnEvent() {}
 func parseTurnEventAssert(v preserves.Value) (TurnEventAssert, error) {
 	var r, zero TurnEventAssert
 	var err error
-	rec17, err := schema.AsRecord(v, 2)
+	rec17, err := schema.AsRecordOf(v, preserves.Symbol("assert"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec17.Label, preserves.Symbol("assert")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Assertion, err = ParseAssertionDescription(rec17.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -672,12 +631,9 @@ func (TurnEventRetract) isTurnEvent() {}
 func parseTurnEventRetract(v preserves.Value) (TurnEventRetract, error) {
 	var r, zero TurnEventRetract
 	var err error
-	rec18, err := schema.AsRecord(v, 1)
+	rec18, err := schema.AsRecordOf(v, preserves.Symbol("retract"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec18.Label, preserves.Symbol("retract")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Handle, err = protocol.ParseHandle(rec18.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -700,12 +656,9 @@ func (TurnEventMessage) isTurnEvent() {}
 func parseTurnEventMessage(v preserves.Value) (TurnEventMessage, error) {
 	var r, zero TurnEventMessage
 	var err error
-	rec19, err := schema.AsRecord(v, 1)
+	rec19, err := schema.AsRecordOf(v, preserves.Symbol("message"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec19.Label, preserves.Symbol("message")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Body, err = ParseAssertionDescription(rec19.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -728,12 +681,9 @@ func (TurnEventSync) isTurnEvent() {}
 func parseTurnEventSync(v preserves.Value) (TurnEventSync, error) {
 	var r, zero TurnEventSync
 	var err error
-	rec20, err := schema.AsRecord(v, 1)
+	rec20, err := schema.AsRecordOf(v, preserves.Symbol("sync"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec20.Label, preserves.Symbol("sync")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Peer, err = ParseTarget(rec20.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -757,12 +707,9 @@ func (TurnEventBreakLink) isTurnEvent() {}
 func parseTurnEventBreakLink(v preserves.Value) (TurnEventBreakLink, error) {
 	var r, zero TurnEventBreakLink
 	var err error
-	rec21, err := schema.AsRecord(v, 2)
+	rec21, err := schema.AsRecordOf(v, preserves.Symbol("break-link"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec21.Label, preserves.Symbol("break-link")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Source, err = ParseActorId(rec21.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -819,12 +766,9 @@ type TargetedTurnEvent struct {
 func ParseTargetedTurnEvent(v preserves.Value) (TargetedTurnEvent, error) {
 	var r, zero TargetedTurnEvent
 	var err error
-	rec22, err := schema.AsRecord(v, 2)
+	rec22, err := schema.AsRecordOf(v, preserves.Symbol("event"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec22.Label, preserves.Symbol("event")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Target, err = ParseTarget(rec22.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -856,12 +800,9 @@ func (ActionDescriptionDequeue) isActionDescription() {}
 func parseActionDescriptionDequeue(v preserves.Value) (ActionDescriptionDequeue, error) {
 	var r, zero ActionDescriptionDequeue
 	var err error
-	rec23, err := schema.AsRecord(v, 1)
+	rec23, err := schema.AsRecordOf(v, preserves.Symbol("dequeue"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec23.Label, preserves.Symbol("dequeue")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Event, err = ParseTargetedTurnEvent(rec23.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -884,12 +825,9 @@ func (ActionDescriptionEnqueue) isActionDescription() {}
 func parseActionDescriptionEnqueue(v preserves.Value) (ActionDescriptionEnqueue, error) {
 	var r, zero ActionDescriptionEnqueue
 	var err error
-	rec24, err := schema.AsRecord(v, 1)
+	rec24, err := schema.AsRecordOf(v, preserves.Symbol("enqueue"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec24.Label, preserves.Symbol("enqueue")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Event, err = ParseTargetedTurnEvent(rec24.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -912,12 +850,9 @@ func (ActionDescriptionDequeueInternal) isActionDescription() {}
 func parseActionDescriptionDequeueInternal(v preserves.Value) (ActionDescriptionDequeueInternal, error) {
 	var r, zero ActionDescriptionDequeueInternal
 	var err error
-	rec25, err := schema.AsRecord(v, 1)
+	rec25, err := schema.AsRecordOf(v, preserves.Symbol("dequeue-internal"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec25.Label, preserves.Symbol("dequeue-internal")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Event, err = ParseTargetedTurnEvent(rec25.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -940,12 +875,9 @@ func (ActionDescriptionEnqueueInternal) isActionDescription() {}
 func parseActionDescriptionEnqueueInternal(v preserves.Value) (ActionDescriptionEnqueueInternal, error) {
 	var r, zero ActionDescriptionEnqueueInternal
 	var err error
-	rec26, err := schema.AsRecord(v, 1)
+	rec26, err := schema.AsRecordOf(v, preserves.Symbol("enqueue-internal"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec26.Label, preserves.Symbol("enqueue-internal")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Event, err = ParseTargetedTurnEvent(rec26.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -969,12 +901,9 @@ func (ActionDescriptionSpawn) isActionDescription() {}
 func parseActionDescriptionSpawn(v preserves.Value) (ActionDescriptionSpawn, error) {
 	var r, zero ActionDescriptionSpawn
 	var err error
-	rec27, err := schema.AsRecord(v, 2)
+	rec27, err := schema.AsRecordOf(v, preserves.Symbol("spawn"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec27.Label, preserves.Symbol("spawn")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Link, err = schema.AsBool(rec27.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -1003,12 +932,9 @@ func (ActionDescriptionLink) isActionDescription() {}
 func parseActionDescriptionLink(v preserves.Value) (ActionDescriptionLink, error) {
 	var r, zero ActionDescriptionLink
 	var err error
-	rec28, err := schema.AsRecord(v, 4)
+	rec28, err := schema.AsRecordOf(v, preserves.Symbol("link"), 4)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec28.Label, preserves.Symbol("link")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.ParentActor, err = ParseActorId(rec28.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -1040,12 +966,9 @@ func (ActionDescriptionFacetStart) isActionDescription() {}
 func parseActionDescriptionFacetStart(v preserves.Value) (ActionDescriptionFacetStart, error) {
 	var r, zero ActionDescriptionFacetStart
 	var err error
-	rec29, err := schema.AsRecord(v, 1)
+	rec29, err := schema.AsRecordOf(v, preserves.Symbol("facet-start"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec29.Label, preserves.Symbol("facet-start")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	s30, err := schema.AsSeq(rec29.Fields[0], 0)
 	if err != nil {
@@ -1076,12 +999,9 @@ func (ActionDescriptionFacetStop) isActionDescription() {}
 func parseActionDescriptionFacetStop(v preserves.Value) (ActionDescriptionFacetStop, error) {
 	var r, zero ActionDescriptionFacetStop
 	var err error
-	rec34, err := schema.AsRecord(v, 2)
+	rec34, err := schema.AsRecordOf(v, preserves.Symbol("facet-stop"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec34.Label, preserves.Symbol("facet-stop")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	s35, err := schema.AsSeq(rec34.Fields[0], 0)
 	if err != nil {
@@ -1115,12 +1035,9 @@ func (ActionDescriptionLinkedTaskStart) isActionDescription() {}
 func parseActionDescriptionLinkedTaskStart(v preserves.Value) (ActionDescriptionLinkedTaskStart, error) {
 	var r, zero ActionDescriptionLinkedTaskStart
 	var err error
-	rec39, err := schema.AsRecord(v, 2)
+	rec39, err := schema.AsRecordOf(v, preserves.Symbol("linked-task-start"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec39.Label, preserves.Symbol("linked-task-start")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.TaskName, err = ParseName(rec39.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -1205,12 +1122,9 @@ func (AssertionDescriptionValue) isAssertionDescription() {}
 func parseAssertionDescriptionValue(v preserves.Value) (AssertionDescriptionValue, error) {
 	var r, zero AssertionDescriptionValue
 	var err error
-	rec40, err := schema.AsRecord(v, 1)
+	rec40, err := schema.AsRecordOf(v, preserves.Symbol("value"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec40.Label, preserves.Symbol("value")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	r.Value = rec40.Fields[0]
 	_, _ = zero, err
@@ -1231,12 +1145,9 @@ func (AssertionDescriptionOpaque) isAssertionDescription() {}
 func parseAssertionDescriptionOpaque(v preserves.Value) (AssertionDescriptionOpaque, error) {
 	var r, zero AssertionDescriptionOpaque
 	var err error
-	rec41, err := schema.AsRecord(v, 1)
+	rec41, err := schema.AsRecordOf(v, preserves.Symbol("opaque"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec41.Label, preserves.Symbol("opaque")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	r.Description = rec41.Fields[0]
 	_, _ = zero, err
@@ -1302,12 +1213,9 @@ type Target struct {
 func ParseTarget(v preserves.Value) (Target, error) {
 	var r, zero Target
 	var err error
-	rec42, err := schema.AsRecord(v, 3)
+	rec42, err := schema.AsRecordOf(v, preserves.Symbol("entity"), 3)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec42.Label, preserves.Symbol("entity")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Actor, err = ParseActorId(rec42.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")

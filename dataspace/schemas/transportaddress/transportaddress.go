@@ -20,12 +20,9 @@ type Tcp struct {
 func ParseTcp(v preserves.Value) (Tcp, error) {
 	var r, zero Tcp
 	var err error
-	rec1, err := schema.AsRecord(v, 2)
+	rec1, err := schema.AsRecordOf(v, preserves.Symbol("tcp"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec1.Label, preserves.Symbol("tcp")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Host, err = schema.AsString(rec1.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -50,12 +47,9 @@ type Unix struct {
 func ParseUnix(v preserves.Value) (Unix, error) {
 	var r, zero Unix
 	var err error
-	rec2, err := schema.AsRecord(v, 1)
+	rec2, err := schema.AsRecordOf(v, preserves.Symbol("unix"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec2.Label, preserves.Symbol("unix")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Path, err = schema.AsString(rec2.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -77,12 +71,9 @@ type WebSocket struct {
 func ParseWebSocket(v preserves.Value) (WebSocket, error) {
 	var r, zero WebSocket
 	var err error
-	rec3, err := schema.AsRecord(v, 1)
+	rec3, err := schema.AsRecordOf(v, preserves.Symbol("ws"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec3.Label, preserves.Symbol("ws")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Url, err = schema.AsString(rec3.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -103,12 +94,8 @@ type Stdio struct {
 func ParseStdio(v preserves.Value) (Stdio, error) {
 	var r, zero Stdio
 	var err error
-	rec4, err := schema.AsRecord(v, 0)
-	if err != nil {
+	if _, err := schema.AsRecordOf(v, preserves.Symbol("stdio"), 0); err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec4.Label, preserves.Symbol("stdio")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	_, _ = zero, err
 	return r, nil

@@ -19,12 +19,9 @@ type Instance struct {
 func ParseInstance(v preserves.Value) (Instance, error) {
 	var r, zero Instance
 	var err error
-	rec1, err := schema.AsRecord(v, 2)
+	rec1, err := schema.AsRecordOf(v, preserves.Symbol("Instance"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec1.Label, preserves.Symbol("Instance")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Name, err = schema.AsString(rec1.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")

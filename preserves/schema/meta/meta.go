@@ -19,12 +19,9 @@ type Bundle struct {
 func ParseBundle(v preserves.Value) (Bundle, error) {
 	var r, zero Bundle
 	var err error
-	rec1, err := schema.AsRecord(v, 1)
+	rec1, err := schema.AsRecordOf(v, preserves.Symbol("bundle"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec1.Label, preserves.Symbol("bundle")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Modules, err = ParseModules(rec1.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -75,12 +72,9 @@ type Schema struct {
 func ParseSchema(v preserves.Value) (Schema, error) {
 	var r, zero Schema
 	var err error
-	rec7, err := schema.AsRecord(v, 1)
+	rec7, err := schema.AsRecordOf(v, preserves.Symbol("schema"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec7.Label, preserves.Symbol("schema")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	d8, err := schema.AsDict(rec7.Fields[0])
 	if err != nil {
@@ -237,12 +231,9 @@ func (DefinitionOr) isDefinition() {}
 func parseDefinitionOr(v preserves.Value) (DefinitionOr, error) {
 	var r, zero DefinitionOr
 	var err error
-	rec19, err := schema.AsRecord(v, 1)
+	rec19, err := schema.AsRecordOf(v, preserves.Symbol("or"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec19.Label, preserves.Symbol("or")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	s20, err := schema.AsSeq(rec19.Fields[0], 2)
 	if err != nil {
@@ -280,12 +271,9 @@ func (DefinitionAnd) isDefinition() {}
 func parseDefinitionAnd(v preserves.Value) (DefinitionAnd, error) {
 	var r, zero DefinitionAnd
 	var err error
-	rec24, err := schema.AsRecord(v, 1)
+	rec24, err := schema.AsRecordOf(v, preserves.Symbol("and"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec24.Label, preserves.Symbol("and")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	s25, err := schema.AsSeq(rec24.Fields[0], 2)
 	if err != nil {
@@ -438,12 +426,9 @@ func (SimplePatternAtom) isSimplePattern() {}
 func parseSimplePatternAtom(v preserves.Value) (SimplePatternAtom, error) {
 	var r, zero SimplePatternAtom
 	var err error
-	rec29, err := schema.AsRecord(v, 1)
+	rec29, err := schema.AsRecordOf(v, preserves.Symbol("atom"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec29.Label, preserves.Symbol("atom")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.AtomKind, err = ParseAtomKind(rec29.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -466,12 +451,9 @@ func (SimplePatternEmbedded) isSimplePattern() {}
 func parseSimplePatternEmbedded(v preserves.Value) (SimplePatternEmbedded, error) {
 	var r, zero SimplePatternEmbedded
 	var err error
-	rec30, err := schema.AsRecord(v, 1)
+	rec30, err := schema.AsRecordOf(v, preserves.Symbol("embedded"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec30.Label, preserves.Symbol("embedded")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Interface, err = ParseSimplePattern(rec30.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -494,12 +476,9 @@ func (SimplePatternLit) isSimplePattern() {}
 func parseSimplePatternLit(v preserves.Value) (SimplePatternLit, error) {
 	var r, zero SimplePatternLit
 	var err error
-	rec31, err := schema.AsRecord(v, 1)
+	rec31, err := schema.AsRecordOf(v, preserves.Symbol("lit"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec31.Label, preserves.Symbol("lit")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	r.Value = rec31.Fields[0]
 	_, _ = zero, err
@@ -520,12 +499,9 @@ func (SimplePatternSeqof) isSimplePattern() {}
 func parseSimplePatternSeqof(v preserves.Value) (SimplePatternSeqof, error) {
 	var r, zero SimplePatternSeqof
 	var err error
-	rec32, err := schema.AsRecord(v, 1)
+	rec32, err := schema.AsRecordOf(v, preserves.Symbol("seqof"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec32.Label, preserves.Symbol("seqof")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Pattern, err = ParseSimplePattern(rec32.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -548,12 +524,9 @@ func (SimplePatternSetof) isSimplePattern() {}
 func parseSimplePatternSetof(v preserves.Value) (SimplePatternSetof, error) {
 	var r, zero SimplePatternSetof
 	var err error
-	rec33, err := schema.AsRecord(v, 1)
+	rec33, err := schema.AsRecordOf(v, preserves.Symbol("setof"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec33.Label, preserves.Symbol("setof")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Pattern, err = ParseSimplePattern(rec33.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -577,12 +550,9 @@ func (SimplePatternDictof) isSimplePattern() {}
 func parseSimplePatternDictof(v preserves.Value) (SimplePatternDictof, error) {
 	var r, zero SimplePatternDictof
 	var err error
-	rec34, err := schema.AsRecord(v, 2)
+	rec34, err := schema.AsRecordOf(v, preserves.Symbol("dictof"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec34.Label, preserves.Symbol("dictof")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Key, err = ParseSimplePattern(rec34.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -678,12 +648,9 @@ func (CompoundPatternRec) isCompoundPattern() {}
 func parseCompoundPatternRec(v preserves.Value) (CompoundPatternRec, error) {
 	var r, zero CompoundPatternRec
 	var err error
-	rec35, err := schema.AsRecord(v, 2)
+	rec35, err := schema.AsRecordOf(v, preserves.Symbol("rec"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec35.Label, preserves.Symbol("rec")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Label, err = ParseNamedPattern(rec35.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -709,12 +676,9 @@ func (CompoundPatternTuple) isCompoundPattern() {}
 func parseCompoundPatternTuple(v preserves.Value) (CompoundPatternTuple, error) {
 	var r, zero CompoundPatternTuple
 	var err error
-	rec36, err := schema.AsRecord(v, 1)
+	rec36, err := schema.AsRecordOf(v, preserves.Symbol("tuple"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec36.Label, preserves.Symbol("tuple")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	s37, err := schema.AsSeq(rec36.Fields[0], 0)
 	if err != nil {
@@ -745,12 +709,9 @@ func (CompoundPatternTuplePrefix) isCompoundPattern() {}
 func parseCompoundPatternTuplePrefix(v preserves.Value) (CompoundPatternTuplePrefix, error) {
 	var r, zero CompoundPatternTuplePrefix
 	var err error
-	rec41, err := schema.AsRecord(v, 2)
+	rec41, err := schema.AsRecordOf(v, preserves.Symbol("tuplePrefix"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec41.Label, preserves.Symbol("tuplePrefix")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	s42, err := schema.AsSeq(rec41.Fields[0], 0)
 	if err != nil {
@@ -783,12 +744,9 @@ func (CompoundPatternDict) isCompoundPattern() {}
 func parseCompoundPatternDict(v preserves.Value) (CompoundPatternDict, error) {
 	var r, zero CompoundPatternDict
 	var err error
-	rec46, err := schema.AsRecord(v, 1)
+	rec46, err := schema.AsRecordOf(v, preserves.Symbol("dict"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec46.Label, preserves.Symbol("dict")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Entries, err = ParseDictionaryEntries(rec46.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -1033,12 +991,9 @@ type Binding struct {
 func ParseBinding(v preserves.Value) (Binding, error) {
 	var r, zero Binding
 	var err error
-	rec53, err := schema.AsRecord(v, 2)
+	rec53, err := schema.AsRecordOf(v, preserves.Symbol("named"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec53.Label, preserves.Symbol("named")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Name, err = schema.AsSymbol(rec53.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -1064,12 +1019,9 @@ type Ref struct {
 func ParseRef(v preserves.Value) (Ref, error) {
 	var r, zero Ref
 	var err error
-	rec54, err := schema.AsRecord(v, 2)
+	rec54, err := schema.AsRecordOf(v, preserves.Symbol("ref"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec54.Label, preserves.Symbol("ref")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Module, err = ParseModulePath(rec54.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")

@@ -113,12 +113,9 @@ func (ShapeCircle) isShape() {}
 func parseShapeCircle(v preserves.Value) (ShapeCircle, error) {
 	var r, zero ShapeCircle
 	var err error
-	rec6, err := schema.AsRecord(v, 2)
+	rec6, err := schema.AsRecordOf(v, preserves.Symbol("circle"), 2)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec6.Label, preserves.Symbol("circle")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Center, err = ParsePoint(rec6.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -145,12 +142,9 @@ func (ShapePolygon) isShape() {}
 func parseShapePolygon(v preserves.Value) (ShapePolygon, error) {
 	var r, zero ShapePolygon
 	var err error
-	rec7, err := schema.AsRecord(v, 1)
+	rec7, err := schema.AsRecordOf(v, preserves.Symbol("polygon"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec7.Label, preserves.Symbol("polygon")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.First, err = ParsePoint(rec7.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
@@ -242,12 +236,9 @@ type Layer struct {
 func ParseLayer(v preserves.Value) (Layer, error) {
 	var r, zero Layer
 	var err error
-	rec11, err := schema.AsRecord(v, 5)
+	rec11, err := schema.AsRecordOf(v, preserves.Symbol("layer"), 5)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec11.Label, preserves.Symbol("layer")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Name, err = schema.AsString(rec11.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")

@@ -18,12 +18,9 @@ type Region struct {
 func ParseRegion(v preserves.Value) (Region, error) {
 	var r, zero Region
 	var err error
-	rec1, err := schema.AsRecord(v, 1)
+	rec1, err := schema.AsRecordOf(v, preserves.Symbol("region"), 1)
 	if err != nil {
 		return zero, err
-	}
-	if err := schema.CheckLit(rec1.Label, preserves.Symbol("region")); err != nil {
-		return zero, schema.At(err, ".label")
 	}
 	if r.Name, err = schema.AsString(rec1.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
