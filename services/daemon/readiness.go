@@ -198,7 +198,8 @@ type monitor struct {
 	wg     sync.WaitGroup
 
 	mu       sync.Mutex
-	warnings int // warnings logged for this process (maxWarnings)
+	warnings int  // warnings logged for this process (maxWarnings)
+	extended bool // EXTEND_TIMEOUT_USEC moved the ready deadline
 	isReady  bool
 	readyT   *time.Timer
 	watchdog time.Duration
@@ -307,9 +308,18 @@ func (m *monitor) abandon() {
 func (m *monitor) start(pid int, fail func(error)) {
 	m.fail = fail
 	if m.r.Timeout > 0 {
+		m.mu.Lock()
 		m.readyT = time.AfterFunc(m.r.Timeout, func() {
+			m.mu.Lock()
+			ext := m.extended
+			m.mu.Unlock()
+			if ext {
+				fail(fmt.Errorf("%w: no readiness (%s) within %v, extended by EXTEND_TIMEOUT_USEC", ErrNotReady, m.describe(), m.r.Timeout))
+				return
+			}
 			fail(fmt.Errorf("%w: no readiness (%s) within %v", ErrNotReady, m.describe(), m.r.Timeout))
 		})
+		m.mu.Unlock()
 	}
 	switch m.r.Kind {
 	case ReadyFD:

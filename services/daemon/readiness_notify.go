@@ -22,6 +22,7 @@ package daemon
 //	MAINPID=N         the daemon's main process (must be in its group)
 //	WATCHDOG=1        keep-alive; WATCHDOG=trigger fails at once
 //	WATCHDOG_USEC=N   change the watchdog interval
+//	EXTEND_TIMEOUT_USEC=N  before ready: readyTimeout ends N µs from now
 
 import (
 	"bytes"
@@ -201,6 +202,18 @@ func (m *monitor) handle(msg []byte, pgid int) (*Notification, int) {
 			case "trigger":
 				m.fail(fmt.Errorf("%w: the daemon sent WATCHDOG=trigger", ErrWatchdog))
 			}
+		case "EXTEND_TIMEOUT_USEC":
+			us, err := strconv.ParseInt(string(v), 10, 64)
+			if err != nil || us <= 0 || us > int64(24*time.Hour/time.Microsecond) {
+				m.warnf("notify socket: bad EXTEND_TIMEOUT_USEC=%q", v)
+				continue
+			}
+			m.mu.Lock()
+			if !m.isReady && !m.done && m.readyT != nil {
+				m.readyT.Reset(time.Duration(us) * time.Microsecond)
+				m.extended = true
+			}
+			m.mu.Unlock()
 		case "WATCHDOG_USEC":
 			us, err := strconv.ParseInt(string(v), 10, 64)
 			if err != nil || us <= 0 || us > int64(24*time.Hour/time.Microsecond) {

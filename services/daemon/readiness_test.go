@@ -228,6 +228,18 @@ func TestReadinessWatchdogMissed(t *testing.T) {
 	}
 }
 
+// EXTEND_TIMEOUT_USEC moves the ready deadline: a daemon that asks for
+// more time survives its readyTimeout, and fails once the extension runs
+// out, saying so.
+func TestReadinessExtendTimeout(t *testing.T) {
+	run := runReadiness(t, Readiness{Kind: ReadySDNotify, Timeout: 300 * time.Millisecond}, RestartNever,
+		"notify:EXTEND_TIMEOUT_USEC=1500000", "sleep:600ms", "say:still alive", "notify:EXTEND_TIMEOUT_USEC=200000")
+	run.waitFailure(t, ErrNotReady, "extended by EXTEND_TIMEOUT_USEC")
+	if _, _, _, lines, _, _ := run.get(); len(lines) != 1 || lines[0] != "still alive" {
+		t.Errorf("lines %q: the process was stopped before its extension ran out", lines)
+	}
+}
+
 // WATCHDOG=trigger fails the daemon at once.
 func TestReadinessWatchdogTrigger(t *testing.T) {
 	run := runReadiness(t, Readiness{Kind: ReadySDNotify, Timeout: time.Minute, Watchdog: time.Hour}, RestartNever,
