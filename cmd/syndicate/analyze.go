@@ -16,6 +16,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -249,10 +250,9 @@ func fmtDur(d time.Duration) string {
 	return d.Truncate(time.Millisecond).String()
 }
 
-// writeBlame prints every service's time from request to up, slowest
-// first; services never up follow, with their state.
-func writeBlame(w io.Writer, b *bootData) {
-	var up, rest []*unit
+// blameOrder returns the services that came up, slowest first, and those
+// that were requested but never came up, by name.
+func blameOrder(b *bootData) (up, rest []*unit) {
 	for _, u := range b.Units {
 		if !u.Up.IsZero() && !u.requested().IsZero() {
 			up = append(up, u)
@@ -268,6 +268,13 @@ func writeBlame(w io.Writer, b *bootData) {
 		return strings.Compare(a.Key, c.Key)
 	})
 	slices.SortFunc(rest, func(a, c *unit) int { return strings.Compare(a.Key, c.Key) })
+	return up, rest
+}
+
+// writeBlame prints every service's time from request to up, slowest
+// first; services never up follow, with their state.
+func writeBlame(w io.Writer, b *bootData) {
+	up, rest := blameOrder(b)
 	// Times right-aligned, names left-aligned.
 	rows := [][4]string{{"REQUEST→UP", "RUN→UP", "", "SERVICE"}}
 	for _, u := range up {
@@ -289,6 +296,48 @@ func writeBlame(w io.Writer, b *bootData) {
 	for _, r := range rows {
 		fmt.Fprintf(w, "%*s  %*s  %-*s  %s\n", wd[0], r[0], wd[1], r[1], wd[2], r[2], r[3])
 	}
+}
+
+// jsonUnit is a service in `analyze blame --json` and `critical-chain
+// --json`: absolute times (absent when it never happened) and durations in
+// seconds.
+type jsonUnit struct {
+	Name      string     `json:"name"`
+	State     string     `json:"state"`
+	UpState   string     `json:"upState,omitempty"`
+	Requested *time.Time `json:"requested,omitempty"`
+	Run       *time.Time `json:"run,omitempty"`
+	Up        *time.Time `json:"up,omitempty"`
+	Failed    *time.Time `json:"failed,omitempty"`
+	// RequestToUp and RunToUp are blame's two columns; UpAt is the
+	// critical chain's @ (since the history origin).
+	RequestToUp *float64 `json:"requestToUp,omitempty"`
+	RunToUp     *float64 `json:"runToUp,omitempty"`
+	UpAt        *float64 `json:"upAt,omitempty"`
+	Depth       int      `json:"depth,omitempty"`
+	Dropped     int      `json:"droppedChanges,omitempty"`
+}
+
+func (b *bootData) jsonOf(u *unit) jsonUnit {
+	opt := func(t time.Time) *time.Time {
+		if t.IsZero() {
+			return nil
+		}
+		return &t
+	}
+	secs := func(d time.Duration) *float64 { f := d.Seconds(); return &f }
+	j := jsonUnit{Name: u.Name, State: u.State, UpState: u.UpState, Requested: opt(u.Requested), Run: opt(u.Run),
+		Up: opt(u.Up), Failed: opt(u.Failed), Dropped: u.Dropped}
+	if !u.Up.IsZero() {
+		j.RequestToUp, j.RunToUp, j.UpAt = secs(u.Up.Sub(u.requested())), secs(u.Up.Sub(u.start())), secs(b.since(u.Up))
+	}
+	return j
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // link is one step of a critical chain.
@@ -433,7 +482,10 @@ func runAnalyze(ctx context.Context, cl *cli, args []string) error {
 	}
 	sub, args := args[0], args[1:]
 	fs := cl.flagSet("analyze "+sub, true)
-	svg := false
+	svg, jsonF := false, false
+	if sub == "blame" || sub == "critical-chain" {
+		fs.BoolVar(&jsonF, "json", false, "print JSON")
+	}
 	if sub == "graph" {
 		fs.BoolVar(&svg, "svg", false, "draw the graph as SVG instead of writing DOT")
 	}
@@ -462,7 +514,16 @@ func runAnalyze(ctx context.Context, cl *cli, args []string) error {
 	}
 	switch sub {
 	case "blame":
-		writeBlame(cl.stdout, b)
+		if !jsonF {
+			writeBlame(cl.stdout, b)
+			break
+		}
+		up, rest := blameOrder(b)
+		out := []jsonUnit{}
+		for _, u := range append(up, rest...) {
+			out = append(out, b.jsonOf(u))
+		}
+		err = writeJSON(cl.stdout, out)
 	case "critical-chain":
 		var u *unit
 		if target != nil {
@@ -472,7 +533,18 @@ func runAnalyze(ctx context.Context, cl *cli, args []string) error {
 		} else if u = lastUp(b); u == nil {
 			return fmt.Errorf("analyze critical-chain: no service has become ready yet")
 		}
-		writeChain(cl.stdout, b, criticalChain(b, u))
+		chain := criticalChain(b, u)
+		if !jsonF {
+			writeChain(cl.stdout, b, chain)
+			break
+		}
+		out := []jsonUnit{}
+		for _, l := range chain {
+			j := b.jsonOf(l.u)
+			j.Depth = l.depth
+			out = append(out, j)
+		}
+		err = writeJSON(cl.stdout, out)
 	case "plot":
 		_, err = io.WriteString(cl.stdout, plotSVG(b))
 	case "graph":

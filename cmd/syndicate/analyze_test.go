@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"io"
@@ -272,6 +273,24 @@ func TestAnalyzeAgainstServer(t *testing.T) {
 	code, out, errs := cliRun(t, "--admin", s.path, "analyze", "critical-chain", "<daemon db>")
 	require.Equal(t, 0, code, errs)
 	require.Contains(t, out, "\n<daemon db> @")
+
+	code, out, errs = cliRun(t, "--admin", s.path, "analyze", "blame", "--json")
+	require.Equal(t, 0, code, errs)
+	var blame []jsonUnit
+	require.NoError(t, json.Unmarshal([]byte(out), &blame), out)
+	require.Len(t, blame, 2)
+	require.Equal(t, "<daemon web>", blame[0].Name, "web waited for db: slowest from request")
+	require.NotNil(t, blame[0].RequestToUp)
+	require.Greater(t, *blame[0].RequestToUp, *blame[0].RunToUp)
+
+	code, out, errs = cliRun(t, "--admin", s.path, "analyze", "critical-chain", "--json", "<daemon web>")
+	require.Equal(t, 0, code, errs)
+	var chain []jsonUnit
+	require.NoError(t, json.Unmarshal([]byte(out), &chain), out)
+	require.Len(t, chain, 2)
+	require.Equal(t, "<daemon db>", chain[1].Name)
+	require.Equal(t, 1, chain[1].Depth)
+	require.LessOrEqual(t, *chain[1].UpAt, *chain[0].UpAt)
 
 	code, out, errs = cliRun(t, "--admin", s.path, "analyze", "plot")
 	require.Equal(t, 0, code, errs)

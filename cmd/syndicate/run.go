@@ -67,7 +67,7 @@ func init() {
 		{"check", "FILE|DIR...", "compile and validate scripts (as syndicate-server --check)", runCheck},
 		{"fmt", "[-w] [--upgrade] [FILE...]", "canonical layout of .pr scripts, comments kept (--upgrade: ';' comments to '#')", runFmt},
 		{"disasm", "FILE...", "the instructions a script compiles to, each with its line:col", runDisasm},
-		{"analyze", "SUBCOMMAND", "boot analysis: blame, critical-chain [SERVICE], plot (SVG), graph [--svg] (DOT or SVG)", runAnalyze},
+		{"analyze", "SUBCOMMAND", "boot analysis: blame [--json], critical-chain [--json] [SERVICE], plot (SVG), graph [--svg]", runAnalyze},
 		{"noise-key", "[SERVICE]", "a fresh key pair for <bind <noise {…}> …>, as the spec's dictionary", runNoiseKey},
 	}
 }
