@@ -35,7 +35,7 @@ func (s *server) builtins(w primordial) []builtin {
 	bs := []builtin{
 		{"dependencies", services.Boot},
 		{"daemons", func(t *dataspace.Turn, env services.Env) error {
-			_, err := daemon.BootWith(t, env, daemon.Options{DryRun: o.dryRun})
+			_, err := daemon.BootWith(t, env, daemon.Options{DryRun: o.dryRun || s.daemonDryRun})
 			return err
 		}},
 		{"config", config.Boot},

@@ -102,13 +102,28 @@ type server struct {
 	booted   chan struct{}
 	cfg      *dataspace.Ref
 	topFacet dataspace.FacetRef
+	env      services.Env // the primordial environment
 
+	// daemonDryRun starts no daemon process, whatever the options (the
+	// hostile-vocabulary harness).
+	daemonDryRun bool
 	// superviseOpts shortens the built-in services' restart delays in
 	// tests; the zero value is the spec's timing.
 	superviseOpts services.SuperviseOptions
 
 	exitOnce sync.Once
 	exitCode chan int // receives the requested status once
+}
+
+func newServer(o *options, log zerolog.Logger, stdout io.Writer) *server {
+	return &server{opts: o, log: log, stdout: stdout, exitCode: make(chan int, 1), booted: make(chan struct{})}
+}
+
+// start creates the actor system and boots the top-level actor; signals,
+// the reaper and the way out are runServer's (tests run servers in-process).
+func (s *server) start(sysOpts dataspace.Options) {
+	s.sys = dataspace.NewSystem(sysOpts)
+	s.top = s.sys.Spawn("syndicate-server", s.boot)
 }
 
 func runServer(o *options, stdout, stderr io.Writer) int {
@@ -156,9 +171,8 @@ func runServer(o *options, stdout, stderr io.Writer) int {
 	defer stopReaper()
 	defer startMemoryReturner(log)()
 
-	s := &server{opts: o, log: log, stdout: stdout, exitCode: make(chan int, 1), booted: make(chan struct{})}
-	s.sys = dataspace.NewSystem(sysOpts)
-	s.top = s.sys.Spawn("syndicate-server", s.boot)
+	s := newServer(o, log, stdout)
+	s.start(sysOpts)
 
 	code := 0
 	for running := true; running; {
@@ -215,6 +229,7 @@ func (s *server) boot(t *dataspace.Turn) error {
 	logds := t.Create(dataspace.NewDataspace())
 	s.cfg, s.topFacet = cfg, t.FacetRef()
 	env := services.Env{Config: cfg, Log: logds, Logger: s.log}
+	defer func() { s.env = env }()
 	var wiring primordial
 	env.Gatekeeper, wiring.gatekeeper = services.NewForwarder(t)
 	if o.control {
