@@ -572,10 +572,8 @@ func FuzzHostileVocabulary(f *testing.F) {
 	for _, s := range []string{"", "\x00", "\x01\x0c\x0c", "\x02\x1f\x0c\x04", "\x05\x20\x0f\x03", "\x08\x24\x02\x04"} {
 		f.Add([]byte(s))
 	}
-	var h *inproc
-	var once sync.Once
+	h := startInproc(f) // one server for the whole run
 	f.Fuzz(func(t *testing.T, data []byte) {
-		once.Do(func() { h = startInproc(f) })
 		h.runInput(t, testutil.NewHostile(data), 6)
 	})
 }
@@ -693,10 +691,8 @@ func FuzzWireGatekeeper(f *testing.F) {
 	for _, s := range []string{"", "\x00\x00\x00", "\x01\x01\x0c", "\x02\x00\x01\x0d\x0d", "\x03\x05\x09\x09\x09"} {
 		f.Add([]byte(s))
 	}
-	var h *inproc
-	var once sync.Once
+	h := startInproc(f) // one server for the whole run
 	f.Fuzz(func(t *testing.T, data []byte) {
-		once.Do(func() { h = startInproc(f) })
 		h.runWire(t, data)
 	})
 }
