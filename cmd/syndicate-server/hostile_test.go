@@ -573,7 +573,10 @@ func FuzzHostileVocabulary(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	h := startInproc(f) // one server for the whole run
+	var rebase sync.Once
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// The fuzz target runs in goroutines of its own: count them in.
+		rebase.Do(func() { h.settleBaseline(t) })
 		h.runInput(t, testutil.NewHostile(data), 6)
 	})
 }
@@ -692,7 +695,10 @@ func FuzzWireGatekeeper(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	h := startInproc(f) // one server for the whole run
+	var rebase sync.Once
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// The fuzz target runs in goroutines of its own: count them in.
+		rebase.Do(func() { h.settleBaseline(t) })
 		h.runWire(t, data)
 	})
 }
