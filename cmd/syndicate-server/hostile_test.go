@@ -39,6 +39,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/caveat"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/transport"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/testutil"
 	"github.com/syndicate-go/syndicate/services"
@@ -158,7 +159,7 @@ func startInproc(tb testing.TB) *inproc {
 			tb.Fatal(err)
 		}
 	}
-	o := &options{configs: []string{filepath.Join(dir, "config")}, sockets: []string{h.sock}, control: true, noBanner: true, adminSocket: "-"}
+	o := &options{configs: []string{filepath.Join(dir, "config")}, sockets: []transport.Address{transport.UnixAddr(h.sock)}, control: true, noBanner: true, adminSocket: "-"}
 	logger := zerolog.New(h.log).Level(zerolog.InfoLevel)
 	h.s = newServer(o, logger, io.Discard)
 	h.s.daemonDryRun = true
