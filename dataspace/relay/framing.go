@@ -17,8 +17,10 @@ package relay
 // they let through that is malformed is rejected by the decoder.
 
 import (
+	"context"
 	"io"
 
+	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
@@ -56,6 +58,9 @@ type framer struct {
 	skip int
 
 	readSize int // current read size (readFrom)
+
+	budget   *BufferBudget // shared by the connections of a process
+	reserved int64         // bytes of budget held for buf beyond budget.free
 
 	err error // sticky
 }
@@ -107,15 +112,94 @@ const (
 	maxRead = 64 << 10
 )
 
+// BufferBudget bounds the memory the connections sharing it spend on
+// buffering packets that have not fully arrived. Each connection may hold
+// Free bytes of its own; beyond that its buffer grows only by reserving
+// from the shared Limit, and its reader waits (reading nothing more) until
+// enough is free. Without it, 20 connections each sending 10 MiB of a 16
+// MiB packet held 550 MB; with it they hold at most Limit beyond their
+// free allowance, and each is cut off by the packet timeout, returning its
+// reservation.
+type BufferBudget struct {
+	Free, Limit int64
+	used        *dataspace.Account // bytes reserved; Wait is the queue
+}
+
+// NewBufferBudget returns a budget of limit bytes shared beyond free bytes
+// per connection. limit must be at least MaxPacketSize plus 64 KiB for
+// the largest packets to get through.
+func NewBufferBudget(free, limit int64) *BufferBudget {
+	return &BufferBudget{Free: free, Limit: limit, used: dataspace.NewAccount()}
+}
+
+// DefaultBufferBudget is the budget of connections whose Options name
+// none: 1 MiB per connection, 32 MiB shared (two packets of the maximum
+// size arriving at once).
+var DefaultBufferBudget = NewBufferBudget(1<<20, 32<<20)
+
+// Used returns the bytes reserved from the shared part.
+func (b *BufferBudget) Used() int64 { return b.used.Debt() }
+
+// reserve makes room for a buffer of capacity nc, waiting for the shared
+// budget if needed.
+func (f *framer) reserve(ctx context.Context, nc int) error {
+	if f.budget == nil {
+		return nil
+	}
+	need := max(int64(nc)-f.budget.Free, 0) - f.reserved
+	if need <= 0 {
+		return nil
+	}
+	if err := f.budget.used.Wait(ctx, max(f.budget.Limit-need, 0)); err != nil {
+		return err
+	}
+	f.budget.used.Borrow(need)
+	f.reserved += need
+	return nil
+}
+
+// release returns what the buffer no longer needs of its reservation.
+func (f *framer) release() {
+	if f.budget == nil {
+		return
+	}
+	keep := max(int64(cap(f.buf))-f.budget.Free, 0)
+	if f.reserved > keep {
+		f.budget.used.Repay(f.reserved - keep)
+		f.reserved = keep
+	}
+}
+
+// close returns the whole reservation (the connection has ended).
+func (f *framer) close() {
+	f.buf = nil
+	f.release()
+}
+
 // readFrom reads once from r straight into the buffer (no intermediate
-// copy), growing it as traffic demands.
-func (f *framer) readFrom(r io.Reader) (int, error) {
+// copy), growing it as traffic demands within the budget.
+func (f *framer) readFrom(ctx context.Context, r io.Reader) (int, error) {
 	f.compact()
 	if f.readSize == 0 {
 		f.readSize = minRead
 	}
-	if cap(f.buf)-len(f.buf) < f.readSize {
+	switch {
+	case (cap(f.buf) > 1<<20 || f.reserved > 0) && len(f.buf) <= maxRead:
+		// A large packet has been handled: do not keep its buffer, nor
+		// its share of the budget.
 		nb := make([]byte, len(f.buf), len(f.buf)+f.readSize)
+		copy(nb, f.buf)
+		f.buf = nb
+		f.release()
+	case cap(f.buf)-len(f.buf) < f.readSize:
+		// Grow geometrically: a large packet arriving in reads of 64 KiB
+		// would otherwise be copied once per read (quadratic in its size,
+		// and a heap full of discarded copies).
+		nc := max(len(f.buf)+f.readSize, min(2*cap(f.buf), f.maxSize+maxRead))
+		if err := f.reserve(ctx, nc); err != nil {
+			return 0, err
+		}
+		nb := make([]byte, len(f.buf), nc)
 		copy(nb, f.buf)
 		f.buf = nb
 	}

@@ -237,3 +237,33 @@ func TestLimitInitialAssertions(t *testing.T) {
 	}
 	waitFor(t, "teardown", func() bool { return h.rec.count() == 0 })
 }
+
+func (r *recorder) messages() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.msgs)
+}
+
+// Packets still arriving share one memory budget beyond a free allowance
+// per connection: a connection that would exceed it waits, reading
+// nothing, until another's packet completes, and every reservation is
+// returned in the end.
+func TestLimitBufferBudgetShared(t *testing.T) {
+	budget := NewBufferBudget(64<<10, 512<<10)
+	a := newWire(t, Options{BufferBudget: budget})
+	b := newWire(t, Options{BufferBudget: budget})
+	bigA := `[[0 <M "` + strings.Repeat("a", 450<<10) + `">]]` + "\n"
+	a.net.Write([]byte(bigA[:400<<10])) // partial: holds most of the budget
+	waitFor(t, "the first connection's reservation", func() bool { return budget.Used() > 400<<10 })
+	go b.net.Write([]byte(`[[0 <M "` + strings.Repeat("b", 200<<10) + `">]]` + "\n"))
+	if b.rec.messages() != 0 {
+		t.Fatal("the second packet got through a spent budget")
+	}
+	a.net.Write([]byte(bigA[400<<10:]))
+	waitFor(t, "both packets", func() bool { return a.rec.messages() == 1 && b.rec.messages() == 1 })
+	a.net.Close()
+	b.net.Close()
+	a.closed()
+	b.closed()
+	waitFor(t, "the budget to be returned", func() bool { return budget.Used() == 0 })
+}

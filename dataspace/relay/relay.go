@@ -57,6 +57,10 @@ type Options struct {
 	// ErrLimit. 0 means DefaultPacketTimeout; negative, no limit.
 	PacketTimeout time.Duration
 
+	// BufferBudget bounds the memory spent on packets still arriving,
+	// shared with other connections; nil means DefaultBufferBudget.
+	BufferBudget *BufferBudget
+
 	// Limits for connections from peers not yet trusted (the relay
 	// listeners set them; zero means no limit). Each ends the connection
 	// with ErrLimit.
@@ -187,6 +191,9 @@ func RunSplit(t *dataspace.Turn, r io.Reader, w io.Writer, closer io.Closer, opt
 	}
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = DefaultWriteTimeout
+	}
+	if opts.BufferBudget == nil {
+		opts.BufferBudget = DefaultBufferBudget
 	}
 	if opts.PacketTimeout == 0 {
 		opts.PacketTimeout = DefaultPacketTimeout
@@ -732,6 +739,8 @@ func (c *Conn) write(buf []byte) error {
 func (c *Conn) readLoop(ctx context.Context) error {
 	defer c.taskDone()
 	f := newFramer(c.opts.MaxPacketSize, c.opts.MaxDepth, c.opts.MaxPacketValues)
+	f.budget = c.opts.BufferBudget
+	defer f.close()
 	var evBuf []Event
 	credit := c.opts.Credit
 	pt := c.packetTimer()
@@ -749,7 +758,7 @@ func (c *Conn) readLoop(ctx context.Context) error {
 		if c.acct.Wait(ctx, credit) != nil {
 			return ctx.Err()
 		}
-		n, rerr := f.readFrom(c.r)
+		n, rerr := f.readFrom(ctx, c.r)
 		if n > 0 {
 			for {
 				raw, syn, off, err := f.next()
