@@ -28,6 +28,20 @@
 // packet is one local turn (§15.7), so its effects on each local actor
 // arrive as one batch.
 //
+// # Flow control
+//
+// Each connection has a [dataspace.Account] (runtime spec §9). Every
+// inbound packet is handled in a turn on it, so the batches it causes, and
+// their fan-out, borrow against it until handled; the bytes a relay queues
+// for its peer are charged to the account of the turn that queued them
+// (one unit per event plus one per KiB) until the writer has written them.
+// The reader waits before each read and each packet while its account's
+// debt exceeds Options.Credit. A fast producer is thereby slowed to the
+// pace of the slowest consumer it feeds, and a flood costs the server a
+// few MiB per producer instead of everything the consumers have not read.
+// Go producers outside the relay get the same with
+// [dataspace.FacetRef.ActivatePaced].
+//
 // # Framing
 //
 // Each packet's syntax is detected from its first byte (≥ 0x80: binary,
@@ -35,8 +49,12 @@
 // packet, starting from Options.TextOutput. Text packets are followed by a
 // newline. Packet extents are found by resumable scanners before decoding
 // (framing.go), which lets limits bite early: a packet over
-// Options.MaxPacketSize bytes or nested deeper than Options.MaxDepth is a
-// connection error as soon as the limit is passed.
+// Options.MaxPacketSize bytes, nested deeper than Options.MaxDepth or
+// holding more than Options.MaxPacketValues values is a connection error
+// as soon as the limit is passed, before any decoding. Buffers for packets
+// still arriving grow geometrically within a BufferBudget shared by the
+// process's connections, and a packet must arrive within
+// Options.PacketTimeout.
 //
 // # Membranes and pins
 //
@@ -69,7 +87,14 @@
 // Malformed packets, unknown-oid events, duplicate remote handles,
 // transient references, invalid WireRefs and oversize or overdeep packets
 // produce an Error packet (best effort) and close that connection only. A
-// peer that stops reading fills the bounded outbound queue
-// (Options.MaxOutbound) and is disconnected with ErrSlowPeer; the final
-// flush on close is bounded in time, so a stuck peer cannot pin the actor.
+// peer that reads nothing for Options.WriteTimeout while output waits is
+// disconnected with ErrSlowPeer; a slow but steady reader never is. The
+// outbound queue is bounded by Options.MaxOutbound (ErrOutboundFull), a
+// backstop for producers outside flow control. The final flush on close is
+// bounded in time, so a stuck peer cannot pin the actor. For untrusted
+// peers, Options.FirstEventTimeout and MaxInitialAssertions bound the time
+// to the first event and the assertions held at oid 0 (a gatekeeper's
+// resolves). Error messages render peer values with
+// preserves.FormatTextLimit, so a huge value never costs more than a short
+// string. docs/limits.md lists every limit with its default.
 package relay

@@ -6,6 +6,12 @@
 //
 // The relay package itself never opens sockets; this package is the thin
 // layer that does.
+//
+// A program that sends faster than the server's consumers read should send
+// with [dataspace.FacetRef.ActivatePaced] on an account of its own: the
+// relay charges the bytes it queues to that account until written, and the
+// server stops reading from a connection whose consumers lag, so the
+// producer waits instead of queueing without bound.
 package client
 
 import (
