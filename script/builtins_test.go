@@ -4,6 +4,7 @@ import (
 	"os"
 	"regexp"
 	"testing"
+	"time"
 
 	"github.com/syndicate-go/syndicate/script"
 )
@@ -38,6 +39,36 @@ func TestBuiltinsDocumented(t *testing.T) {
 	for name := range documented {
 		if _, ok := script.LookupBuiltin(name); !ok {
 			t.Errorf("docs/language.md documents %s, which is no built-in", name)
+		}
+	}
+}
+
+// TestTimestamp: the one Timestamp of the tree (the `timestamp`
+// built-in, and the daemon log lines of services spec §4.5).
+func TestTimestamp(t *testing.T) {
+	cases := map[time.Time]string{
+		time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC):                    "2025-01-02T03:04:05+00:00",
+		time.Date(2025, 1, 2, 3, 4, 5, 678000000, time.UTC):            "2025-01-02T03:04:05.678+00:00",
+		time.Date(2025, 1, 2, 3, 4, 5, 678901000, time.UTC):            "2025-01-02T03:04:05.678901+00:00",
+		time.Date(2025, 1, 2, 3, 4, 5, 678901234, time.UTC):            "2025-01-02T03:04:05.678901234+00:00",
+		time.Date(2025, 1, 2, 5, 4, 5, 0, time.FixedZone("x", 2*3600)): "2025-01-02T03:04:05+00:00",
+	}
+	for tm, want := range cases {
+		if got := script.Timestamp(tm); got != want {
+			t.Errorf("Timestamp(%v) = %s, want %s", tm, got, want)
+		}
+	}
+}
+
+// TestIsScriptName: the one "is this file a script" rule, shared by the
+// config watcher, check and validation.
+func TestIsScriptName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"a.pr": true, "00-stages.pr": true, ".hidden.pr": false, "a.prs": false,
+		"a.pr~": false, "\xff.pr": false, "é.pr": true, ".pr": false,
+	} {
+		if got := script.IsScriptName(name); got != want {
+			t.Errorf("IsScriptName(%q) = %v", name, got)
 		}
 	}
 }

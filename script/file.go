@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/syndicate-go/syndicate/preserves"
 )
@@ -86,8 +87,7 @@ func noEmbedded(preserves.Value) (any, error) { return nil, ErrEmbeddedSyntax }
 // file, I/O errors included; Failed tells whether any entry is an error.
 func Check(paths ...string) error {
 	var all ErrorList
-	check := func(path string) {
-		src, err := os.ReadFile(path)
+	WalkScripts(paths, func(path string, src []byte, err error) {
 		if err != nil {
 			all = append(all, &Error{Pos: preserves.Pos{File: path}, Msg: err.Error(), Err: err})
 			return
@@ -95,37 +95,52 @@ func Check(paths ...string) error {
 		f, errs := ParseFile(path, src)
 		all = append(all, errs...)
 		all = append(all, f.Warnings...)
+	})
+	all.Sort()
+	return all.Err()
+}
+
+// IsScriptName reports whether a final path component names a script
+// (services spec §3.2): not hidden, valid UTF-8, ending in ".pr". The
+// config watcher, check and validation share it.
+func IsScriptName(name string) bool {
+	return !strings.HasPrefix(name, ".") && utf8.ValidString(name) && strings.HasSuffix(name, ".pr")
+}
+
+// WalkScripts calls visit with the contents of every script named by
+// paths: a file named explicitly whatever its name, and below a directory
+// every file whose name IsScriptName, hidden directories skipped (a
+// directory named explicitly is searched even when hidden). I/O errors
+// are passed to visit with a nil src.
+func WalkScripts(paths []string, visit func(path string, src []byte, err error)) {
+	read := func(path string) {
+		src, err := os.ReadFile(path)
+		visit(path, src, err)
 	}
 	for _, root := range paths {
 		info, err := os.Stat(root)
 		if err != nil {
-			all = append(all, &Error{Pos: preserves.Pos{File: root}, Msg: err.Error(), Err: err})
+			visit(root, nil, err)
 			continue
 		}
 		if !info.IsDir() {
-			check(root)
+			read(root)
 			continue
 		}
 		err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				all = append(all, &Error{Pos: preserves.Pos{File: path}, Msg: err.Error(), Err: err})
-				return nil
-			}
-			if path != root && strings.HasPrefix(d.Name(), ".") {
-				if d.IsDir() {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if !d.IsDir() && strings.HasSuffix(d.Name(), ".pr") {
-				check(path)
+			switch {
+			case err != nil:
+				visit(path, nil, err)
+			case path == root:
+			case d.IsDir() && strings.HasPrefix(d.Name(), "."):
+				return filepath.SkipDir
+			case !d.IsDir() && IsScriptName(d.Name()):
+				read(path)
 			}
 			return nil
 		})
 		if err != nil {
-			all = append(all, &Error{Pos: preserves.Pos{File: root}, Msg: err.Error(), Err: err})
+			visit(root, nil, err)
 		}
 	}
-	all.Sort()
-	return all.Err()
 }

@@ -127,7 +127,7 @@ func TestNextDelaySpecSequence(t *testing.T) {
 	var got []time.Duration
 	for i := 0; i < 4; i++ {
 		var d time.Duration
-		terms, d = nextDelay(terms, at, SuperviseOptions{})
+		terms, d = NextDelay(terms, at, SuperviseOptions{})
 		got = append(got, d)
 		at = at.Add(d + 10*time.Millisecond) // the worker fails at once
 	}
@@ -138,7 +138,7 @@ func TestNextDelaySpecSequence(t *testing.T) {
 		}
 	}
 	// Terminations further apart than the window never back off.
-	terms, d := nextDelay([]time.Time{at.Add(-TerminationWindow)}, at, SuperviseOptions{})
+	terms, d := NextDelay([]time.Time{at.Add(-TerminationWindow)}, at, SuperviseOptions{})
 	if d != RestartDelay || len(terms) != 1 {
 		t.Errorf("delay %v with %d remembered", d, len(terms))
 	}

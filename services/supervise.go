@@ -213,7 +213,7 @@ func (m *supervision) exit(failed bool, at time.Time) (restart bool, delay time.
 		m.terms = nil
 		return false, 0
 	}
-	m.terms, delay = nextDelay(m.terms, at, m.opts)
+	m.terms, delay = NextDelay(m.terms, at, m.opts)
 	return true, delay
 }
 
@@ -225,10 +225,12 @@ func (m *supervision) state() preserves.Symbol {
 	return m.base
 }
 
-// nextDelay records a worker termination at time at and returns the
+// NextDelay records a termination at time at and returns the
 // terminations still inside the window and the restart delay: the backoff
-// when more than one termination (this one included) is remembered.
-func nextDelay(terms []time.Time, at time.Time, opts SuperviseOptions) ([]time.Time, time.Duration) {
+// when more than one termination (this one included) is remembered. It is
+// the one restart window of the tree (supervised workers, resolve's
+// transport reconnects).
+func NextDelay(terms []time.Time, at time.Time, opts SuperviseOptions) ([]time.Time, time.Duration) {
 	kept := terms[:0]
 	for _, x := range terms {
 		if at.Sub(x) < TerminationWindow {

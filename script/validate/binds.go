@@ -60,7 +60,7 @@ type bindScan struct {
 func Binds(paths ...string) script.ErrorList {
 	exposed := map[string][]exposure{}
 	var binds []bindUse
-	walk(paths, func(path string, src []byte, err error) {
+	script.WalkScripts(paths, func(path string, src []byte, err error) {
 		if err != nil {
 			return
 		}

@@ -61,10 +61,6 @@ package validate
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/schema"
@@ -105,7 +101,7 @@ func Declaration(v preserves.Value) script.ErrorList {
 // included).
 func Check(paths ...string) error {
 	var all script.ErrorList
-	walk(paths, func(path string, src []byte, err error) {
+	script.WalkScripts(paths, func(path string, src []byte, err error) {
 		if err != nil {
 			all = append(all, &script.Error{Pos: preserves.Pos{File: path}, Msg: err.Error(), Err: err})
 			return
@@ -129,7 +125,7 @@ func CheckAll(paths ...string) error {
 		}
 		all = append(all, l...)
 	}
-	walk(paths, func(path string, src []byte, err error) {
+	script.WalkScripts(paths, func(path string, src []byte, err error) {
 		if err == nil { // I/O errors were reported by script.Check
 			all = append(all, Source(path, src)...)
 		}
@@ -137,40 +133,6 @@ func CheckAll(paths ...string) error {
 	all = append(all, Binds(paths...)...)
 	all.Sort()
 	return all.Err()
-}
-
-func walk(paths []string, visit func(path string, src []byte, err error)) {
-	read := func(path string) {
-		src, err := os.ReadFile(path)
-		visit(path, src, err)
-	}
-	for _, root := range paths {
-		info, err := os.Stat(root)
-		if err != nil {
-			visit(root, nil, err)
-			continue
-		}
-		if !info.IsDir() {
-			read(root)
-			continue
-		}
-		_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				visit(path, nil, err)
-				return nil
-			}
-			if path != root && strings.HasPrefix(d.Name(), ".") {
-				if d.IsDir() {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if !d.IsDir() && strings.HasSuffix(d.Name(), ".pr") {
-				read(path)
-			}
-			return nil
-		})
-	}
 }
 
 type validator struct {

@@ -394,21 +394,6 @@ func TestScriptDir(t *testing.T) {
 	w.wantContents(`<d "/etc/s">`, `<e ".">`, `<f "/given">`)
 }
 
-func TestTimestamp(t *testing.T) {
-	cases := map[time.Time]string{
-		time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC):                    "2025-01-02T03:04:05+00:00",
-		time.Date(2025, 1, 2, 3, 4, 5, 678000000, time.UTC):            "2025-01-02T03:04:05.678+00:00",
-		time.Date(2025, 1, 2, 3, 4, 5, 678901000, time.UTC):            "2025-01-02T03:04:05.678901+00:00",
-		time.Date(2025, 1, 2, 3, 4, 5, 678901234, time.UTC):            "2025-01-02T03:04:05.678901234+00:00",
-		time.Date(2025, 1, 2, 5, 4, 5, 0, time.FixedZone("x", 2*3600)): "2025-01-02T03:04:05+00:00",
-	}
-	for tm, want := range cases {
-		if got := vm.Timestamp(tm); got != want {
-			t.Errorf("Timestamp(%v) = %s, want %s", tm, got, want)
-		}
-	}
-}
-
 // Run's own error is nil even when the script fails, so a caller in a turn
 // can return it without crashing its actor; the facet is stopped.
 func TestRunReturnsNilOnScriptError(t *testing.T) {

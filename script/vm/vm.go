@@ -44,7 +44,6 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace/caveat"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/preserves"
-	"github.com/syndicate-go/syndicate/script"
 	"github.com/syndicate-go/syndicate/script/compile"
 )
 
@@ -483,9 +482,6 @@ func (a *activation) attenuate(t *dataspace.Turn, x *compile.MkAttenuate, sc *sc
 	}
 	return dataspace.Embed(nr), nil
 }
-
-// Timestamp formats tm as `timestamp` does (script.Timestamp).
-func Timestamp(tm time.Time) string { return script.Timestamp(tm) }
 
 // builtinContext is what a built-in sees of the running activation.
 type builtinContext struct {

@@ -10,9 +10,10 @@ import (
 	"sort"
 	"strings"
 	"syscall"
-	"unicode/utf8"
 
 	"github.com/rs/zerolog"
+
+	"github.com/syndicate-go/syndicate/script"
 )
 
 // Change is one difference between what the watcher last reported for a path
@@ -84,12 +85,6 @@ func newTree(root string, w dirWatcher, log zerolog.Logger) *tree {
 		visiting: map[fileID]bool{},
 		loops:    map[string]bool{},
 	}
-}
-
-// isScriptName reports whether a final path component names a script (§3.2):
-// not hidden, valid UTF-8, ending in ".pr".
-func isScriptName(name string) bool {
-	return !strings.HasPrefix(name, ".") && utf8.ValidString(name) && strings.HasSuffix(name, ".pr")
 }
 
 // within reports whether p is dir itself or lies under it.
@@ -290,7 +285,7 @@ func (t *tree) reconcile(p string, out *[]Change) {
 	case fi.IsDir():
 		t.forgetFile(p, out)
 		t.reconcileDir(p, fi, out)
-	case fi.Mode().IsRegular() && isScriptName(name):
+	case fi.Mode().IsRegular() && script.IsScriptName(name):
 		if _, wasDir := t.dirs[p]; wasDir {
 			t.forgetDirs(p, out) // a directory was replaced by a file
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/script"
 	"github.com/syndicate-go/syndicate/services"
 )
 
@@ -101,30 +102,12 @@ func LogRecord(l Line, service preserves.Value, now func() time.Time) preserves.
 	if ts.IsZero() {
 		ts = now()
 	}
-	return preserves.Rec(string(labelLog), preserves.String(Timestamp(ts)), preserves.NewDictionary(
+	return preserves.Rec(string(labelLog), preserves.String(script.Timestamp(ts)), preserves.NewDictionary(
 		preserves.DictEntry{Key: preserves.Symbol("pid"), Value: pid},
 		preserves.DictEntry{Key: preserves.Symbol("service"), Value: service},
 		preserves.DictEntry{Key: preserves.Symbol("stream"), Value: preserves.Symbol(l.Stream.String())},
 		preserves.DictEntry{Key: preserves.Symbol("line"), Value: line},
 	))
-}
-
-// Timestamp renders t as RFC 3339 in UTC with a `+00:00` offset and 0, 3,
-// 6 or 9 fractional digits as needed (services spec §4.5).
-func Timestamp(t time.Time) string {
-	t = t.UTC()
-	ns := t.Nanosecond()
-	layout := "2006-01-02T15:04:05"
-	switch {
-	case ns == 0:
-	case ns%1_000_000 == 0:
-		layout += ".000"
-	case ns%1_000 == 0:
-		layout += ".000000"
-	default:
-		layout += ".000000000"
-	}
-	return t.Format(layout) + "+00:00"
 }
 
 // literal is the pattern matching v field by field, or exactly when v

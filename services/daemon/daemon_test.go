@@ -478,20 +478,6 @@ func TestNoDaemonSpecsReadyAfterRoundTrip(t *testing.T) {
 	h.waitHas(state("empty", services.StateReady), true)
 }
 
-func TestTimestampFormat(t *testing.T) {
-	base := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
-	for ns, want := range map[int]string{
-		0:         "2025-01-02T03:04:05+00:00",
-		678000000: "2025-01-02T03:04:05.678+00:00",
-		678901000: "2025-01-02T03:04:05.678901+00:00",
-		678901234: "2025-01-02T03:04:05.678901234+00:00",
-	} {
-		if got := Timestamp(base.Add(time.Duration(ns)).In(time.FixedZone("X", 3600))); got != want {
-			t.Errorf("Timestamp(+%dns) = %s, want %s", ns, got, want)
-		}
-	}
-}
-
 func readFile(p string) (string, error) {
 	b, err := os.ReadFile(p)
 	return string(b), err

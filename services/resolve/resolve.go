@@ -87,6 +87,8 @@ type Options struct {
 	// Delay and Backoff replace services.RestartDelay and RestartBackoff
 	// between connection attempts (tests shorten them).
 	Delay, Backoff time.Duration
+	// Now is the clock of the restart window (time.Now if nil).
+	Now func() time.Time
 }
 
 // Boot installs the three resolution services in env.Config.
@@ -97,11 +99,8 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
 	if env.Config == nil {
 		return fmt.Errorf("resolve: Boot needs a config dataspace")
 	}
-	if opts.Delay <= 0 {
-		opts.Delay = services.RestartDelay
-	}
-	if opts.Backoff <= 0 {
-		opts.Backoff = services.RestartBackoff
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	s := &svc{cfg: env.Config, log: env.Logger, opts: opts}
 	q := func(p pattern.Pattern) pattern.Pattern { return pattern.Rec(symQ, p) }
@@ -159,18 +158,8 @@ func (s *svc) connectTransport(t *dataspace.Turn, addr preserves.Value) {
 			if failure != nil {
 				t.Update(&errHandle, s.cfg, answer(req, fail(failure)))
 			}
-			now := time.Now()
-			kept := terms[:0]
-			for _, x := range terms {
-				if now.Sub(x) < services.TerminationWindow {
-					kept = append(kept, x)
-				}
-			}
-			terms = append(kept, now)
-			d := s.opts.Delay
-			if len(terms) > 1 {
-				d = s.opts.Backoff
-			}
+			var d time.Duration
+			terms, d = services.NextDelay(terms, s.opts.Now(), services.SuperviseOptions{Delay: s.opts.Delay, Backoff: s.opts.Backoff})
 			t.After(d, func(t *dataspace.Turn) error { attempt(t); return nil })
 			return nil
 		})
