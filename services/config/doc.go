@@ -36,9 +36,12 @@
 // common to both never flicker. The old versions stop one round trip through
 // the config dataspace later, once the new versions' subscriptions have been
 // answered, so even assertions made in `?` handler bodies survive an edit
-// that keeps them (Q18; the reference withdraws them briefly). A file whose Preserves syntax is broken keeps
-// its previous version running; a file with compile errors has its previous
-// version stopped and nothing replaces it (§3.5).
+// that keeps them (Q18; the reference withdraws them briefly). A file whose new version does not compile,
+// because its Preserves syntax is broken or because of compile errors,
+// keeps its previous version running (a Go deviation: §3.5 stops the old
+// version on compile errors); the log says so, and the watcher's
+// `<service-info …>` carries the reason until the file is fixed or
+// removed. Run-time errors still follow the spec.
 //
 // Besides `<restart-service NAME>` (§2.4: stop and re-read everything), every
 // watcher listens for the message [RescanMessage], `<config-rescan>`, which

@@ -147,21 +147,44 @@ func TestScenario18SyntaxErrorKeepsOldVersion(t *testing.T) {
 	w.waitGone("<old>")
 }
 
-func TestScenario19ScriptErrorRetractsOldVersion(t *testing.T) {
+// Go deviation (operator issue): a new version with compile errors keeps
+// the old version running, like a syntax error (§3.5 step 3 stops it), and
+// the watcher's status says why.
+func TestScenario19ScriptErrorKeepsOldVersion(t *testing.T) {
 	dir := tempRoot(t)
 	p := filepath.Join(dir, "a.pr")
 	writeAtomic(t, p, "<old>")
 	w := newWorld(t, testOptions())
 	w.startWatcher(dir)
 	writeAtomic(t, p, "<new>\n?x\n")
-	w.waitGone("<old>")
 	w.waitLog(`"message":"` + p + `:2:1: `)
+	w.waitLog("the previous version keeps running")
 	w.barrier(dir)
 	if w.has("<new>") {
 		t.Fatal("a file with a script error asserted something")
 	}
+	if got := w.eventsOf("<old>"); got != "+" {
+		t.Fatalf("<old> events %q: the old version must keep running", got)
+	}
+	eventually(t, "the status reason", func() bool {
+		for _, v := range w.liveWith("<service-info <config-watcher") {
+			if strings.Contains(v, `reason: ["new version of `+p+` does not compile; previous version kept: `+p+`:2:1: `) {
+				return true
+			}
+		}
+		return false
+	})
 	writeAtomic(t, p, "<fixed>")
 	w.waitHas("<fixed>")
+	w.waitGone("<old>")
+	eventually(t, "the reason to go", func() bool {
+		for _, v := range w.liveWith("<service-info <config-watcher") {
+			if strings.Contains(v, "reason") {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 func TestScenario20RenameFile(t *testing.T) {

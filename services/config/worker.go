@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"github.com/rs/zerolog"
 
@@ -32,10 +33,15 @@ type worker struct {
 	opts Options
 
 	files map[string]dataspace.FacetID // script path → facet running it
+	// broken holds, per file whose latest version does not compile, the
+	// status reason; info publishes them (services.Info).
+	broken map[string]string
+	info   services.InfoPublisher
 }
 
 func (w *worker) boot(t *dataspace.Turn) error {
 	w.files = map[string]dataspace.FacetID{}
+	w.broken = map[string]string{}
 	// §2.4: restart-service stops the worker normally; the supervisor
 	// ("always") then restarts it.
 	services.StopOnRestart(t, w.svc, w.name)
@@ -96,6 +102,7 @@ func (w *worker) apply(t *dataspace.Turn, cs []Change) {
 	for _, c := range cs {
 		prev, had := w.files[c.Path]
 		if c.Removed {
+			delete(w.broken, c.Path)
 			if had {
 				delete(w.files, c.Path)
 				old = append(old, prev)
@@ -106,20 +113,21 @@ func (w *worker) apply(t *dataspace.Turn, cs []Change) {
 		prog, err := compileScript(c.Path, c.Src)
 		if err != nil {
 			w.logErrors(err)
-			var syn *preserves.Error
-			if errors.As(err, &syn) {
-				// A Preserves syntax failure keeps the previous version
-				// running (§3.5 step 2).
-				continue
-			}
-			// Compile errors: the previous version stops and nothing
-			// replaces it (§3.5 step 3).
+			// Go deviation (operator issue, docs/operator.md): a new
+			// version that does not compile, whether its Preserves
+			// syntax is broken (§3.5 step 2) or it has compile errors
+			// (§3.5 step 3 would stop the old version), keeps the
+			// previous version running. The log and the status say so.
+			first := firstError(err)
 			if had {
-				delete(w.files, c.Path)
-				old = append(old, prev)
+				w.log.Warn().Str("path", c.Path).Msg("the new version does not compile; the previous version keeps running")
+				w.broken[c.Path] = "new version of " + c.Path + " does not compile; previous version kept: " + first
+			} else {
+				w.broken[c.Path] = c.Path + " does not compile: " + first
 			}
 			continue
 		}
+		delete(w.broken, c.Path)
 		for _, warn := range prog.Warnings {
 			// A script that runs, but probably not as its author meant
 			// (a caveat in another dialect's notation restricts nothing).
@@ -144,6 +152,7 @@ func (w *worker) apply(t *dataspace.Turn, cs []Change) {
 		started = true
 		w.log.Info().Str("path", c.Path).Msg("processed")
 	}
+	w.publishInfo(t)
 	stop := func(t *dataspace.Turn) error {
 		for _, id := range old {
 			t.StopFacet(id)
@@ -162,6 +171,30 @@ func (w *worker) apply(t *dataspace.Turn, cs []Change) {
 	default:
 		_ = stop(t)
 	}
+}
+
+// publishInfo asserts the watcher's `<service-info …>`: the files whose
+// latest version does not compile.
+func (w *worker) publishInfo(t *dataspace.Turn) {
+	var reasons []string
+	for _, r := range w.broken {
+		reasons = append(reasons, r)
+	}
+	slices.Sort(reasons)
+	w.info.Publish(t, w.cfg, w.name, services.Info{Reasons: reasons})
+}
+
+// firstError is the first error of a list, with how many follow.
+func firstError(err error) string {
+	if l, ok := err.(interface{ Unwrap() []error }); ok {
+		if errs := l.Unwrap(); len(errs) > 0 {
+			if len(errs) > 1 {
+				return fmt.Sprintf("%v (and %d more errors)", errs[0], len(errs)-1)
+			}
+			return errs[0].Error()
+		}
+	}
+	return err.Error()
 }
 
 // logErrors logs each error of a list on its own line, as

@@ -421,12 +421,13 @@ func TestRestartLimitFailsDaemon(t *testing.T) {
 	if h.has(state("d", services.StateReady)) || h.has(state("d", services.StateStarted)) {
 		t.Error("ready or started after giving up")
 	}
-	// Retracting the spec clears the failure (no spec left: ready).
+	// Retracting the spec clears the failure (no spec left, but one
+	// was: started, not ready).
 	unspec[0]()
-	h.waitHas(state("d", services.StateReady), true)
+	h.waitHas(state("d", services.StateStarted), true)
 	h.waitHas(state("d", services.StateFailed), false)
 	unrequire()
-	h.waitHas(state("d", services.StateReady), false)
+	h.waitHas(state("d", services.StateStarted), false)
 }
 
 // Without the extra keys the reference's delays apply exactly.

@@ -134,3 +134,23 @@ func TestStopOrderIgnoresDependentsStartedLater(t *testing.T) {
 		t.Errorf("the new app is a dependent of later stops: %v", w.procs)
 	}
 }
+
+// TestRemovingUnreadyDaemonNeverReady: removing the declaration and the
+// requirement of a daemon that never became ready (what deleting its file
+// does) does not assert ready on the way out.
+func TestRemovingUnreadyDaemonNeverReady(t *testing.T) {
+	h, _ := bootDaemons(t, Options{})
+	unrequire, unspec := require(h, "d", pv(t, `{argv: "echo $$; exec sleep 100", readyOnStart: #f}`))
+	h.waitOutput("d", 1)
+	h.waitHas(state("d", services.StateStarted), true)
+	// The declaration goes first (it reaches the worker before the
+	// requirement's withdrawal stops it).
+	unspec[0]()
+	h.settle()
+	unrequire()
+	h.waitHas(state("d", services.StateStarted), false)
+	h.settle()
+	if h.everHad(state("d", services.StateReady)) {
+		t.Error("ready asserted while the daemon was being removed")
+	}
+}

@@ -397,8 +397,16 @@ func (r *specRun) retracted(t *dataspace.Turn) {
 // and its worker ends once every spec has completed. Before the first
 // sync round trip the worker counts as unready, so that a daemon with no
 // spec is ready only once it is known to have none.
+//
+// Go deviation (operator issue): once a worker has had a spec, losing the
+// last one does not make the daemon ready. The reference would assert
+// `ready` there, so removing the file of a daemon that never became ready
+// (or deleting a declaration its dependents wait for) would release its
+// dependents; a daemon that was never declared is ready, as in the
+// reference.
 type tally struct {
 	total, unready, completed int
+	had                       bool // a spec has been added
 }
 
 // specState is one spec's part in the tally.
@@ -413,7 +421,7 @@ func newTally() tally { return tally{unready: 1} }
 func (c *tally) synced() { c.unready-- }
 
 // specAdded: a spec appeared; it is unready until its process is up.
-func (c *tally) specAdded() { c.total++; c.unready++ }
+func (c *tally) specAdded() { c.total++; c.unready++; c.had = true }
 
 // specRemoved: a spec went; its readiness goes with it.
 func (c *tally) specRemoved(s *specState) {
@@ -453,5 +461,5 @@ func (c *tally) specCompleted(s *specState) {
 	}
 }
 
-func (c *tally) ready() bool        { return c.unready == 0 }
+func (c *tally) ready() bool        { return c.unready == 0 && (c.total > 0 || !c.had) }
 func (c *tally) allCompleted() bool { return c.total > 0 && c.total == c.completed }

@@ -39,11 +39,21 @@ func TestTallyTransitions(t *testing.T) {
 			"up 2 -> true,false",
 			"down 2 -> false,false",
 		}},
-		{"removing an up spec keeps ready", []string{
+		{"removing an up spec keeps ready while another is up", []string{
 			"sync -> true,false",
 			"add 1 -> false,false",
-			"up 1 -> true,false",
+			"add 2 -> false,false",
+			"up 1 -> false,false",
+			"up 2 -> true,false",
 			"remove 1 -> true,false",
+		}},
+		{"removing the last spec never makes ready", []string{
+			"sync -> true,false",
+			"add 1 -> false,false",
+			"remove 1 -> false,false",
+			"add 2 -> false,false",
+			"up 2 -> true,false",
+			"remove 2 -> false,false",
 		}},
 		{"removing an unready spec makes ready", []string{
 			"sync -> true,false",
@@ -66,7 +76,7 @@ func TestTallyTransitions(t *testing.T) {
 			"complete 1 -> false,false",
 			"complete 2 -> false,true",
 			"remove 2 -> false,true",
-			"remove 1 -> true,false",
+			"remove 1 -> false,false",
 		}},
 	}
 	for _, c := range cases {
