@@ -25,21 +25,31 @@ import (
 
 // session is one connection to a server.
 type session struct {
-	sys  *dataspace.System
-	conn *relay.Conn
-	cfg  *dataspace.Ref // the config dataspace (or what --ref resolved to)
-	what string         // how the server was reached, for messages
+	sys    *dataspace.System
+	ownSys bool // close shuts sys down (bench shares one among many sessions)
+	conn   *relay.Conn
+	cfg    *dataspace.Ref // the config dataspace (or what --ref resolved to)
+	what   string         // how the server was reached, for messages
+	pid    int            // the server's pid when the socket says (SO_PEERCRED), else 0
 }
 
 func (cl *cli) connect(ctx context.Context) (*session, error) {
+	s := &session{sys: dataspace.NewSystem(dataspace.Options{}), ownSys: true}
+	if err := cl.open(ctx, s); err != nil {
+		s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// open connects s, whose sys is set, as the connection flags say.
+func (cl *cli) open(ctx context.Context, s *session) error {
 	c := cl.conn
-	s := &session{sys: dataspace.NewSystem(dataspace.Options{})}
 	dctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	if c.connect == "" {
 		if c.ref != "" {
-			s.close()
-			return nil, usagef("--ref needs --connect ADDRESS (the admin socket needs no ref)")
+			return usagef("--ref needs --connect ADDRESS (the admin socket needs no ref)")
 		}
 		path := c.admin
 		if path == "" {
@@ -48,52 +58,46 @@ func (cl *cli) connect(ctx context.Context) (*session, error) {
 		s.what = "admin socket " + path
 		uc, err := admin.Dial(dctx, path)
 		if err != nil {
-			s.close()
-			return nil, dialError(s.what, err)
+			return dialError(s.what, err)
 		}
+		s.pid, _ = admin.PeerPID(uc)
 		conn, cfg, err := relay.Spawn(s.sys, "<unix "+strconv.Quote(path)+">", uc, relay.Options{ImportInitial: true})
 		if err != nil {
 			uc.Close()
-			s.close()
-			return nil, dialError(s.what, err)
+			return dialError(s.what, err)
 		}
 		s.conn, s.cfg = conn, cfg
-		return s, nil
+		return nil
 	}
 	if c.ref == "" {
-		s.close()
-		return nil, usagef("--connect needs --ref STURDYREF (listeners export the gatekeeper, not the config dataspace)")
+		return usagef("--connect needs --ref STURDYREF (listeners export the gatekeeper, not the config dataspace)")
 	}
 	addr, err := transport.ParseString(c.connect)
 	if err != nil {
-		s.close()
-		return nil, usagef("--connect: %v", err)
+		return usagef("--connect: %v", err)
+	}
+	ref, err := preserves.ParseText(c.ref)
+	if err != nil {
+		return usagef("--ref: %v", err)
 	}
 	s.what = c.connect
 	conn, gk, err := client.Dial(dctx, s.sys, addr)
 	if err != nil {
-		s.close()
-		return nil, dialError(s.what, err)
+		return dialError(s.what, err)
 	}
 	s.conn = conn
-	ref, err := preserves.ParseText(c.ref)
-	if err != nil {
-		s.close()
-		return nil, usagef("--ref: %v", err)
-	}
 	cap, _, err := client.Resolve(dctx, s.sys, gk, ref)
 	if err != nil {
-		s.close()
 		if errors.Is(err, client.ErrResolve) {
-			return nil, fmt.Errorf("the gatekeeper at %s refused the ref: %v", s.what, err)
+			return fmt.Errorf("the gatekeeper at %s refused the ref: %v", s.what, err)
 		}
 		if e := s.connErr(); e != nil {
-			return nil, e
+			return e
 		}
-		return nil, fmt.Errorf("resolving the ref at %s: %v", s.what, err)
+		return fmt.Errorf("resolving the ref at %s: %v", s.what, err)
 	}
 	s.cfg = cap
-	return s, nil
+	return nil
 }
 
 // dialError explains a failed connection in one line.
@@ -179,6 +183,9 @@ func (s *session) flush(ctx context.Context, fr dataspace.FacetRef) error {
 func (s *session) close() {
 	if s.conn != nil {
 		s.conn.Close()
+	}
+	if !s.ownSys {
+		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5e9)
 	defer cancel()

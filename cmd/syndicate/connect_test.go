@@ -17,11 +17,12 @@ import (
 	"github.com/syndicate-go/syndicate/services/listener"
 )
 
-// TestConnectWithSturdyRef reaches the config dataspace through a Unix relay
-// listener (the `-s PATH` of the server) and a sturdy ref bound at the
-// primordial gatekeeper, instead of the admin socket.
-func TestConnectWithSturdyRef(t *testing.T) {
-	s := newTestServer(t, admin.Options{})
+// relayListener starts a Unix relay listener (the `-s PATH` of the server)
+// on s with a sturdy ref to the config dataspace bound at its gatekeeper,
+// and returns the listener's address and the ref, as --connect and --ref
+// take them.
+func relayListener(t *testing.T, s *testServer) (addr, ref string) {
+	t.Helper()
 	sock := filepath.Join(t.TempDir(), "relay.sock")
 	key := []byte("secret key")
 	done := make(chan error, 1)
@@ -43,10 +44,17 @@ func TestConnectWithSturdyRef(t *testing.T) {
 	})
 	require.NoError(t, <-done)
 	waitFor(t, "relay listener socket", func() bool { _, err := os.Stat(sock); return err == nil })
+	return `<unix "` + sock + `">`, preserves.FormatText(caveat.Mint(preserves.String("config"), key).ToValue())
+}
+
+// TestConnectWithSturdyRef reaches the config dataspace through a Unix relay
+// listener and a sturdy ref bound at the primordial gatekeeper, instead of
+// the admin socket.
+func TestConnectWithSturdyRef(t *testing.T) {
+	s := newTestServer(t, admin.Options{})
+	addr, ref := relayListener(t, s)
 	s.assert(t, "<probe 1>")
 
-	ref := preserves.FormatText(caveat.Mint(preserves.String("config"), key).ToValue())
-	addr := `<unix "` + sock + `">`
 	code, out, errs := cliRun(t, "--connect", addr, "--ref", ref, "dump", "<probe _>")
 	require.Equal(t, 0, code, errs)
 	require.Equal(t, "<probe 1>\n", out)

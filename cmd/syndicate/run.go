@@ -69,6 +69,7 @@ func init() {
 		{"disasm", "FILE...", "the instructions a script compiles to, each with its line:col", runDisasm},
 		{"analyze", "SUBCOMMAND", "boot analysis: blame [--json], critical-chain [--json] [SERVICE], plot (SVG), graph [--svg]", runAnalyze},
 		{"noise-key", "[SERVICE]", "a fresh key pair for <bind <noise {…}> …>, as the spec's dictionary", runNoiseKey},
+		{"bench", "pubsub|reqrep|idle [FLAGS]", "measure the server: msg/s and MB/s, round-trip latency, memory per session", runBench},
 	}
 }
 

@@ -61,3 +61,14 @@ func dial(ctx context.Context, path string, uid int) (*net.UnixConn, error) {
 	}
 	return uc, nil
 }
+
+// PeerPID returns the pid of the process at the other end of a Unix
+// socket connection (SO_PEERCRED): a client reads the server's memory
+// through it (syndicate bench).
+func PeerPID(c *net.UnixConn) (int, error) {
+	cred, err := peerCred(c)
+	if err != nil {
+		return 0, err
+	}
+	return int(cred.Pid), nil
+}

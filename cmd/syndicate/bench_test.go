@@ -1,0 +1,146 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/syndicate-go/syndicate/services/admin"
+)
+
+func benchJSON(t *testing.T, args ...string) map[string]any {
+	t.Helper()
+	code, out, errs := cliRun(t, append(args, "--json", "--quiet")...)
+	require.Equal(t, 0, code, errs)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &m), out)
+	return m
+}
+
+func requireOrdered(t *testing.T, m map[string]any) {
+	t.Helper()
+	p50, p90, p99, mx := m["p50_us"].(float64), m["p90_us"].(float64), m["p99_us"].(float64), m["max_us"].(float64)
+	require.True(t, p50 > 0 && p50 <= p90 && p90 <= p99 && p99 <= mx, "quantiles %v %v %v %v", p50, p90, p99, mx)
+}
+
+// Every message every publisher sends reaches every subscriber, and the
+// result says how fast.
+func TestBenchPubSub(t *testing.T) {
+	s := newTestServer(t, admin.Options{})
+	m := benchJSON(t, "--admin", s.path, "bench", "pubsub", "--pub", "2", "--sub", "3", "--per-turn", "4", "--size", "100", "--duration", "300ms")
+	sent, received := int64(m["sent"].(float64)), int64(m["received"].(float64))
+	require.Positive(t, sent)
+	require.Zero(t, sent%4, "whole turns of 4")
+	require.Equal(t, 3*sent, received)
+	require.Equal(t, m["expected"], m["received"])
+	require.Positive(t, m["msg_per_s"].(float64))
+	require.InDelta(t, m["msg_per_s"].(float64)*100/1e6, m["mb_per_s"].(float64), 1e-6)
+	requireOrdered(t, m)
+	// Nothing published is left behind in the config dataspace.
+	code, out, _ := cliRun(t, "--admin", s.path, "dump", "<syndicate-bench _ _ _>")
+	require.Equal(t, 0, code)
+	require.Empty(t, out)
+}
+
+// Live progress goes to stderr once a second, the result to stdout.
+func TestBenchProgressAndText(t *testing.T) {
+	s := newTestServer(t, admin.Options{})
+	code, out, errs := cliRun(t, "--admin", s.path, "bench", "pubsub", "--duration", "1500ms")
+	require.Equal(t, 0, code, errs)
+	require.Regexp(t, `(?m)^\s+1\.\ds  sent \S+  received \S+  \(\S+ msg/s received\)$`, errs)
+	require.Regexp(t, `(?m)^  received +\d+ msgs in \S+s  \S+ msg/s  \S+ MB/s$`, out)
+	require.Regexp(t, `(?m)^  latency   p50 \S+  p90 \S+  p99 \S+  max \S+`, out)
+	require.NotContains(t, out, "MISSING")
+}
+
+func TestBenchReqRep(t *testing.T) {
+	s := newTestServer(t, admin.Options{})
+	m := benchJSON(t, "--admin", s.path, "bench", "reqrep", "--n", "300", "--warmup", "20")
+	require.Equal(t, 300.0, m["round_trips"])
+	require.Positive(t, m["round_trips_per_s"].(float64))
+	requireOrdered(t, m)
+	code, out, errs := cliRun(t, "--admin", s.path, "bench", "reqrep", "--n", "100", "--warmup", "0", "--quiet")
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, out, "client → server → responder → server → client")
+	require.Regexp(t, `(?m)^ +\S+ – \S+ +#+ +\d+$`, out, "a histogram")
+}
+
+// The admin socket's peer credentials name the server (here this very
+// process), whose memory is read before and after.
+func TestBenchIdleSessions(t *testing.T) {
+	s := newTestServer(t, admin.Options{})
+	m := benchJSON(t, "--admin", s.path, "bench", "idle", "--sessions", "30", "--settle", "0s")
+	require.Equal(t, 30.0, m["sessions"])
+	require.Equal(t, float64(os.Getpid()), m["server_pid"])
+	require.Positive(t, m["rss_before_kb"].(float64))
+	require.Positive(t, m["rss_after_kb"].(float64))
+	require.Contains(t, m, "rss_per_session_kb")
+}
+
+// Through a relay listener and a sturdy ref instead of the admin socket.
+func TestBenchThroughRelayListener(t *testing.T) {
+	s := newTestServer(t, admin.Options{})
+	addr, ref := relayListener(t, s)
+	m := benchJSON(t, "--connect", addr, "--ref", ref, "bench", "reqrep", "--n", "50", "--warmup", "5")
+	require.Equal(t, addr, m["server"])
+	requireOrdered(t, m)
+	m = benchJSON(t, "--connect", addr, "--ref", ref, "bench", "idle", "--sessions", "10", "--settle", "0s")
+	require.Equal(t, float64(os.Getpid()), m["server_pid"], "a Unix listener's peer credentials")
+	m = benchJSON(t, "--connect", addr, "--ref", ref, "bench", "pubsub", "--duration", "100ms", "--sub", "0")
+	require.Positive(t, m["sent"].(float64))
+}
+
+func TestBenchUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"bench"},
+		{"bench", "frob"},
+		{"bench", "pubsub", "--pub", "0"},
+		{"bench", "pubsub", "--size", "-1"},
+		{"bench", "reqrep", "--n", "0"},
+		{"bench", "idle", "--sessions", "0"},
+		{"bench", "idle", "extra"},
+	} {
+		code, _, errs := cliRun(t, args...)
+		require.Equal(t, 2, code, "%v: %s", args, errs)
+		require.True(t, strings.HasPrefix(errs, "syndicate: "), errs)
+	}
+}
+
+// A loopback TCP listener is found in /proc; other addresses are not
+// local.
+func TestServerPIDByAddress(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	require.Equal(t, os.Getpid(), serverPIDByAddress(fmt.Sprintf(`<tcp "127.0.0.1" %d>`, port)))
+	require.Zero(t, serverPIDByAddress(`<tcp "192.0.2.1" 9001>`))
+	require.Zero(t, serverPIDByAddress(""))
+}
+
+func TestHistogram(t *testing.T) {
+	for x := int64(0); x < 1<<20; x += 1 + x/7 {
+		i := bucketOf(x)
+		require.True(t, bucketLow(i) <= x && x < bucketLow(i+1), "%d in bucket %d [%d, %d)", x, i, bucketLow(i), bucketLow(i+1))
+	}
+	require.Less(t, bucketOf(1<<62), histBuckets)
+	h := &histogram{}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 100000 {
+		h.add(time.Duration(1+r.IntN(10000)) * time.Microsecond) // uniform 1µs..10ms
+	}
+	for _, q := range []float64{.5, .9, .99} {
+		want := q * 10000
+		got := float64(h.quantile(q)) / 1e3
+		require.InEpsilon(t, want, got, 0.13, "q%v", q)
+	}
+	require.LessOrEqual(t, h.quantile(1), 10*time.Millisecond)
+	require.Equal(t, uint64(100000), h.count())
+}
