@@ -242,6 +242,10 @@ func TestAnalyzeGraph(t *testing.T) {
 // the admin socket and analyses them.
 func TestAnalyzeAgainstServer(t *testing.T) {
 	s := newTestServer(t, admin.Options{})
+	// A server that records nothing is told apart from an empty boot.
+	code, _, errs := cliRun(t, "--admin", s.path, "analyze", "blame")
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "keeps no service history")
 	done := make(chan struct{})
 	s.fr.Activate(func(t *dataspace.Turn) error {
 		timeline.Boot(t, services.Env{Config: s.cfg})
@@ -270,7 +274,7 @@ func TestAnalyzeAgainstServer(t *testing.T) {
 	})
 	require.Contains(t, out, "└─<daemon db> @", "db gated web")
 
-	code, out, errs := cliRun(t, "--admin", s.path, "analyze", "critical-chain", "<daemon db>")
+	code, out, errs = cliRun(t, "--admin", s.path, "analyze", "critical-chain", "<daemon db>")
 	require.Equal(t, 0, code, errs)
 	require.Contains(t, out, "\n<daemon db> @")
 
