@@ -138,7 +138,7 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) {
 	r := &recorder{opts: opts, cfg: env.Config, log: env.Logger.With().Str("service", "timeline").Logger(),
 		services: map[string]*history{}, held: map[dataspace.Handle]heldFact{}}
 	r.rec = services.NewReconciler(t, r.flush)
-	t.Assert(env.Config, preserves.NewRecord(LabelHistoryOrigin, preserves.String(Format(opts.Now()))))
+	t.Assert(env.Config, preserves.NewRecord(LabelHistoryOrigin, preserves.String(services.StatusTime(opts.Now()))))
 	ref := t.Create(r)
 	capt := pattern.Bind{Pattern: pattern.Discard{}}
 	for _, p := range []pattern.Pattern{
@@ -281,9 +281,6 @@ func (hs *history) changes() []Change {
 	return append(out, hs.tail[:hs.tailAt]...)
 }
 
-// Format renders a change time: RFC 3339 in UTC with nanoseconds.
-func Format(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
-
 // HistoryRecord returns `<service-history NAME [CHANGE …] DROPPED>`.
 func HistoryRecord(name preserves.Value, changes []Change, dropped int) preserves.Value {
 	seq := make(preserves.Sequence, len(changes))
@@ -292,7 +289,7 @@ func HistoryRecord(name preserves.Value, changes []Change, dropped int) preserve
 		if c.Asserted {
 			l = LabelAsserted
 		}
-		seq[i] = preserves.NewRecord(l, preserves.String(Format(c.Time)), c.Fact)
+		seq[i] = preserves.NewRecord(l, preserves.String(services.StatusTime(c.Time)), c.Fact)
 	}
 	return preserves.NewRecord(LabelServiceHistory, name, seq, preserves.Int(dropped))
 }
