@@ -31,6 +31,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -243,17 +244,15 @@ func prepareReadiness(s *Spec, cmd *exec.Cmd, h procHooks) (*monitor, error) {
 			return nil, fmt.Errorf("notify socket: %w", err)
 		}
 		m.sock = sock
-		env := cmd.Env
-		if env == nil {
-			env = os.Environ()
-		}
-		env = setEnv(env, "NOTIFY_SOCKET", sock.path)
+		// The spec's environment plus the protocol's variables.
+		sc := *s
+		sc.Env = append(slices.Clone(s.Env), EnvChange{Name: "NOTIFY_SOCKET", Value: sock.path})
 		if m.watchdog > 0 {
 			// WATCHDOG_PID cannot be set: the pid is unknown before the
 			// fork. sd_watchdog_enabled() accepts its absence.
-			env = setEnv(env, "WATCHDOG_USEC", strconv.FormatInt(m.watchdog.Microseconds(), 10))
+			sc.Env = append(sc.Env, EnvChange{Name: "WATCHDOG_USEC", Value: strconv.FormatInt(m.watchdog.Microseconds(), 10)})
 		}
-		cmd.Env = env
+		cmd.Env = buildEnv(&sc)
 	}
 	return m, nil
 }
@@ -274,18 +273,6 @@ func (m *monitor) warnf(format string, args ...any) {
 	case n == maxWarnings:
 		m.warn("further readiness protocol warnings of this process are suppressed")
 	}
-}
-
-// setEnv returns env with name set to value (replacing earlier settings).
-func setEnv(env []string, name, value string) []string {
-	prefix := name + "="
-	out := make([]string, 0, len(env)+1)
-	for _, kv := range env {
-		if len(kv) < len(prefix) || kv[:len(prefix)] != prefix {
-			out = append(out, kv)
-		}
-	}
-	return append(out, prefix+value)
 }
 
 // abandon releases what prepare set up when the process did not start.
