@@ -866,6 +866,17 @@ func (g *gen) parser(name, typ string, body func() error) error {
 	return nil
 }
 
+// record emits the struct of a definition's fields and its parser.
+func (g *gen) record(d *Definition, name, what string, fs []field, parse func() error) error {
+	g.doc(d.Doc, name+" is "+what+" "+d.Name+".")
+	g.p("type %s struct {", name)
+	g.fieldsDecl(fs)
+	g.p("}")
+	g.p("")
+	g.p("// Parse%s parses v as a %s.", name, name)
+	return g.parser("Parse"+name, name, parse)
+}
+
 func (g *gen) fieldsDecl(fs []field) {
 	for _, f := range fs {
 		g.p("%s %s", f.goName, f.typ)
@@ -885,13 +896,7 @@ func (g *gen) definition(d *Definition) error {
 				return err
 			}
 		}
-		g.doc(d.Doc, name+" is the intersection "+d.Name+".")
-		g.p("type %s struct {", name)
-		g.fieldsDecl(fs)
-		g.p("}")
-		g.p("")
-		g.p("// Parse%s parses v as a %s.", name, name)
-		if err := g.parser("Parse"+name, name, func() error {
+		if err := g.record(d, name, "the intersection", fs, func() error {
 			for _, n := range d.And {
 				if err := g.named(n, "v", fs, nil); err != nil {
 					return err
@@ -975,13 +980,7 @@ func (g *gen) single(d *Definition, name string) error {
 	if err := g.gather(NamedPattern{Pattern: p, Pos: d.Pos}, &fs); err != nil {
 		return err
 	}
-	g.doc(d.Doc, name+" is the record or collection pattern "+d.Name+".")
-	g.p("type %s struct {", name)
-	g.fieldsDecl(fs)
-	g.p("}")
-	g.p("")
-	g.p("// Parse%s parses v as a %s.", name, name)
-	if err := g.parser("Parse"+name, name, func() error { return g.compound(p, "v", fs, nil) }); err != nil {
+	if err := g.record(d, name, "the record or collection pattern", fs, func() error { return g.compound(p, "v", fs, nil) }); err != nil {
 		return err
 	}
 	e, err := g.compoundExpr(p, fs)

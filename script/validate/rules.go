@@ -28,11 +28,28 @@ func label(v preserves.Value) (string, []preserves.Value, bool) {
 	return string(s), r.Fields, true
 }
 
-// builtinNames are the labels of built-in service names (services spec §2.7,
-// plus the framework's milestones).
-var builtinNames = map[string]bool{
-	"daemon": true, "config-watcher": true, "relay-listener": true, "gatekeeper": true,
-	"milestone": true, "http-static-files": true, "http-router": true, "debt-reporter": true,
+// requests are the service requests (service.prs), by label, each checked
+// by its generated parser.
+var requests = map[string]func(preserves.Value) error{
+	"require-service": wrap(service.ParseRequireService),
+	"run-service":     wrap(service.ParseRunService),
+	"restart-service": wrap(service.ParseRestartService),
+	"service-state":   wrap(service.ParseServiceState),
+	"service-object":  wrap(service.ParseServiceObject),
+	"depends-on":      wrap(service.ParseServiceDependency),
+}
+
+// builtinNames are the built-in service names (services spec §2.7, plus
+// the framework's milestones), by label, each checked by the parser the
+// service runs; nil for the names checked here (daemon, milestone).
+var builtinNames = map[string]func(preserves.Value) error{
+	"daemon": nil, "milestone": nil,
+	"config-watcher":    wrap(internalservices.ParseConfigWatcher),
+	"relay-listener":    wrap(transport.ParseRelayListener),
+	"gatekeeper":        wrap(internalservices.ParseGatekeeper),
+	"http-router":       wrap(internalservices.ParseHttpRouter),
+	"http-static-files": wrap(internalservices.ParseHttpStaticFileServer),
+	"debt-reporter":     wrap(internalservices.ParseDebtReporter),
 }
 
 // declaration checks one asserted or sent value.
@@ -41,30 +58,15 @@ func (v *validator) declaration(val preserves.Value) {
 	if !ok {
 		return
 	}
-	switch l {
-	case "require-service":
-		v.parsed(val, l, wrap(service.ParseRequireService))
-	case "run-service":
-		v.parsed(val, l, wrap(service.ParseRunService))
-	case "restart-service":
-		v.parsed(val, l, wrap(service.ParseRestartService))
-	case "service-state":
-		v.parsed(val, l, wrap(service.ParseServiceState))
-	case "service-object":
-		v.parsed(val, l, wrap(service.ParseServiceObject))
-	case "depends-on":
-		v.parsed(val, l, wrap(service.ParseServiceDependency))
-	case "daemon":
-		switch len(fields) {
-		case 1: // a service name on its own: nothing more to check
-		case 2:
+	if parse, ok := requests[l]; ok {
+		v.parsed(val, l, parse)
+	} else {
+		switch {
+		case l == "daemon" && len(fields) == 2:
 			v.daemonSpec(fields[1])
-		default:
+		case l == "daemon" && len(fields) > 2:
 			v.errorf(val, "daemon: expected <daemon ID SPEC> (or the service name <daemon ID>), not %d fields", len(fields))
-		}
-		return
-	default:
-		if builtinNames[l] {
+		case l != "daemon":
 			v.serviceName(val)
 		}
 		return
@@ -123,30 +125,15 @@ func (v *validator) arity(at preserves.Value, l string, fields []preserves.Value
 // service; any other value is a legal (user-defined) name.
 func (v *validator) serviceName(name preserves.Value) {
 	l, f, ok := label(name)
-	if !ok || !builtinNames[l] {
-		return
-	}
-	switch l {
-	case "daemon":
-		if len(f) != 1 {
-			v.errorf(name, "daemon: a daemon service is named <daemon ID>, with one field, not %d (the spec goes in a separate <daemon ID SPEC> assertion)", len(f))
-		}
-	case "milestone":
-		if len(f) != 1 {
-			v.errorf(name, "milestone: expected <milestone NAME>, not %d field(s)", len(f))
-		}
-	case "config-watcher":
-		v.parsed(name, l, wrap(internalservices.ParseConfigWatcher))
-	case "relay-listener":
-		v.parsed(name, l, wrap(transport.ParseRelayListener))
-	case "gatekeeper":
-		v.parsed(name, l, wrap(internalservices.ParseGatekeeper))
-	case "http-router":
-		v.parsed(name, l, wrap(internalservices.ParseHttpRouter))
-	case "http-static-files":
-		v.parsed(name, l, wrap(internalservices.ParseHttpStaticFileServer))
-	case "debt-reporter":
-		v.parsed(name, l, wrap(internalservices.ParseDebtReporter))
+	parse, builtin := builtinNames[l]
+	switch {
+	case !ok || !builtin:
+	case parse != nil:
+		v.parsed(name, l, parse)
+	case l == "daemon" && len(f) != 1:
+		v.errorf(name, "daemon: a daemon service is named <daemon ID>, with one field, not %d (the spec goes in a separate <daemon ID SPEC> assertion)", len(f))
+	case l == "milestone" && len(f) != 1:
+		v.errorf(name, "milestone: expected <milestone NAME>, not %d field(s)", len(f))
 	}
 }
 
