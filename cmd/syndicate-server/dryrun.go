@@ -47,35 +47,9 @@ func newDryRunModel() *dryRunModel {
 func display(v preserves.Value) string { return preserves.FormatText(hideRefs(preserves.Strip(v))) }
 
 func hideRefs(v preserves.Value) preserves.Value {
-	switch x := v.(type) {
-	case *preserves.Embedded:
+	return preserves.MapEmbedded(v, func(*preserves.Embedded) preserves.Value {
 		return preserves.NewEmbedded(preserves.Symbol("ref"))
-	case *preserves.Record:
-		fs := make([]preserves.Value, len(x.Fields))
-		for i, f := range x.Fields {
-			fs[i] = hideRefs(f)
-		}
-		return preserves.NewRecord(hideRefs(x.Label), fs...)
-	case preserves.Sequence:
-		out := make(preserves.Sequence, len(x))
-		for i, f := range x {
-			out[i] = hideRefs(f)
-		}
-		return out
-	case *preserves.Set:
-		var out []preserves.Value
-		for _, e := range x.Elems() {
-			out = append(out, hideRefs(e))
-		}
-		return preserves.NewSet(out...)
-	case *preserves.Dictionary:
-		var out []preserves.DictEntry
-		for _, e := range x.Entries() {
-			out = append(out, preserves.DictEntry{Key: hideRefs(e.Key), Value: hideRefs(e.Value)})
-		}
-		return preserves.NewDictionary(out...)
-	}
-	return v
+	})
 }
 
 func (m *dryRunModel) key(v preserves.Value) string {

@@ -504,35 +504,9 @@ func shortName(name preserves.Value) string {
 }
 
 func hideRefs(v preserves.Value) preserves.Value {
-	switch x := preserves.Unwrap(v).(type) {
-	case *preserves.Embedded:
+	return preserves.MapEmbedded(v, func(*preserves.Embedded) preserves.Value {
 		return preserves.NewEmbedded(preserves.Symbol("ref"))
-	case *preserves.Record:
-		fs := make([]preserves.Value, len(x.Fields))
-		for i, f := range x.Fields {
-			fs[i] = hideRefs(f)
-		}
-		return preserves.NewRecord(hideRefs(x.Label), fs...)
-	case preserves.Sequence:
-		out := make(preserves.Sequence, len(x))
-		for i, e := range x {
-			out[i] = hideRefs(e)
-		}
-		return out
-	case *preserves.Set:
-		out := make([]preserves.Value, 0, x.Len())
-		for _, e := range x.Elems() {
-			out = append(out, hideRefs(e))
-		}
-		return preserves.NewSet(out...)
-	case *preserves.Dictionary:
-		es := make([]preserves.DictEntry, 0, x.Len())
-		for _, e := range x.Entries() {
-			es = append(es, preserves.DictEntry{Key: hideRefs(e.Key), Value: hideRefs(e.Value)})
-		}
-		return preserves.NewDictionary(es...)
-	}
-	return v
+	})
 }
 
 func writeTable(w io.Writer, svcs []service, now time.Time) {

@@ -244,34 +244,10 @@ func render(v preserves.Value) string {
 
 // strip removes positions and turns unknown markers into the symbol `$…`.
 func strip(v preserves.Value) preserves.Value {
-	v = preserves.Strip(v)
-	var walk func(v preserves.Value) preserves.Value
-	walk = func(v preserves.Value) preserves.Value {
-		switch x := v.(type) {
-		case *preserves.Embedded:
-			if _, ok := x.Payload.(unknown); ok {
-				return preserves.Symbol("$…")
-			}
-		case *preserves.Record:
-			fs := make([]preserves.Value, len(x.Fields))
-			for i, f := range x.Fields {
-				fs[i] = walk(f)
-			}
-			return preserves.NewRecord(walk(x.Label), fs...)
-		case preserves.Sequence:
-			out := make(preserves.Sequence, len(x))
-			for i, e := range x {
-				out[i] = walk(e)
-			}
-			return out
-		case *preserves.Dictionary:
-			es := make([]preserves.DictEntry, 0, x.Len())
-			for _, e := range x.Entries() {
-				es = append(es, preserves.DictEntry{Key: walk(e.Key), Value: walk(e.Value)})
-			}
-			return preserves.NewDictionary(es...)
+	return preserves.MapEmbedded(v, func(e *preserves.Embedded) preserves.Value {
+		if _, ok := e.Payload.(unknown); ok {
+			return preserves.Symbol("$…")
 		}
-		return v
-	}
-	return walk(v)
+		return e
+	})
 }
