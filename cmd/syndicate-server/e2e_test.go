@@ -67,10 +67,15 @@ type running struct {
 
 // start runs the server; the test's cleanup kills it (and its process group)
 // if the test did not stop it.
-func start(t *testing.T, args ...string) *running {
+func start(t *testing.T, args ...string) *running { return startWrapped(t, nil, args...) }
+
+// startWrapped is start with the server run by a wrapper command (wrapper
+// followed by the server's path and arguments).
+func startWrapped(t *testing.T, wrapper []string, args ...string) *running {
 	t.Helper()
 	r := &running{stdout: &testutil.Buffer{}, stderr: &testutil.Buffer{}, done: make(chan struct{})}
-	r.cmd = exec.Command(serverBin, append([]string{"--no-banner", "--log-format", "json", "--admin-socket", "-"}, args...)...)
+	argv := append(append(append([]string(nil), wrapper...), serverBin, "--no-banner", "--log-format", "json", "--admin-socket", "-"), args...)
+	r.cmd = exec.Command(argv[0], argv[1:]...)
 	r.cmd.Stdout, r.cmd.Stderr = r.stdout, r.stderr
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(t, r.cmd.Start())
