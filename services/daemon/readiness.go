@@ -208,7 +208,7 @@ type monitor struct {
 	done     bool
 }
 
-// prepare sets up the protocol's side of cmd before it starts: the
+// prepareReadiness sets up the protocol's side of cmd before it starts: the
 // notification pipe in the child's fd table, or the notify socket in its
 // environment. A nil monitor and nil error mean there is nothing to run.
 func prepareReadiness(s *Spec, cmd *exec.Cmd, h procHooks) (*monitor, error) {
@@ -230,6 +230,7 @@ func prepareReadiness(s *Spec, cmd *exec.Cmd, h procHooks) (*monitor, error) {
 	case ReadyFD:
 		r, w, err := os.Pipe()
 		if err != nil {
+			m.cancel()
 			return nil, err
 		}
 		m.fdR, m.fdW = r, w
@@ -241,6 +242,7 @@ func prepareReadiness(s *Spec, cmd *exec.Cmd, h procHooks) (*monitor, error) {
 	case ReadySDNotify:
 		sock, err := listenNotify()
 		if err != nil {
+			m.cancel()
 			return nil, fmt.Errorf("notify socket: %w", err)
 		}
 		m.sock = sock
