@@ -137,6 +137,11 @@ type Conn struct {
 	// acct is charged for everything the peer's packets cause (§9).
 	acct *dataspace.Account
 
+	// Owned by the writer goroutine.
+	probed      bool
+	setDeadline func(time.Time) error // nil: the stream has no write deadlines
+	deadlineSet time.Time
+
 	// Outbound bytes, shared with the writer goroutine.
 	mu      sync.Mutex
 	out     []byte
@@ -694,40 +699,65 @@ const writeChunk = 256 << 10
 // others are written in chunks, each under a watchdog that closes the
 // stream.
 func (c *Conn) write(buf []byte) error {
-	timeout := c.opts.WriteTimeout
-	slow := func() error { return fmt.Errorf("%w: it has read nothing for %v", ErrSlowPeer, timeout) }
-	if d, ok := c.w.(interface{ SetWriteDeadline(time.Time) error }); ok && d.SetWriteDeadline(time.Time{}) == nil {
-		for len(buf) > 0 {
-			if err := d.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
-				return err
-			}
-			n, err := c.w.Write(buf)
-			buf = buf[n:]
-			switch {
-			case err == nil:
-			case errors.Is(err, os.ErrDeadlineExceeded) && n > 0:
-				// Progress: the peer reads, however slowly.
-			case errors.Is(err, os.ErrDeadlineExceeded):
-				return slow()
-			default:
-				return err
-			}
+	if !c.probed { // the first write: find out what the stream supports
+		c.probed = true
+		if d, ok := c.w.(interface{ SetWriteDeadline(time.Time) error }); ok && d.SetWriteDeadline(time.Time{}) == nil {
+			c.setDeadline = d.SetWriteDeadline
 		}
-		return nil
+	}
+	if c.setDeadline != nil {
+		return c.writeDeadlined(buf)
 	}
 	for len(buf) > 0 {
 		n := min(len(buf), writeChunk)
 		var fired atomic.Bool
-		tm := time.AfterFunc(timeout, func() { fired.Store(true); c.closeStream() })
+		tm := time.AfterFunc(c.opts.WriteTimeout, func() { fired.Store(true); c.closeStream() })
 		_, err := c.w.Write(buf[:n])
 		tm.Stop()
 		if fired.Load() {
-			return slow()
+			return c.slowPeer()
 		}
 		if err != nil {
 			return err
 		}
 		buf = buf[n:]
+	}
+	return nil
+}
+
+func (c *Conn) slowPeer() error {
+	return fmt.Errorf("%w: it has read nothing for %v", ErrSlowPeer, c.opts.WriteTimeout)
+}
+
+// writeDeadlined is write for streams with write deadlines. Setting a
+// deadline costs a runtime timer update, too much for every small write,
+// so the deadline is moved only once a quarter of the timeout has passed
+// since it was last set. A write that times out sooner than the full
+// timeout after it began (its deadline was set earlier) is resumed with a
+// fresh deadline, so the peer always gets the whole timeout.
+func (c *Conn) writeDeadlined(buf []byte) error {
+	timeout := c.opts.WriteTimeout
+	begin := time.Now()
+	for len(buf) > 0 {
+		if now := time.Now(); now.Sub(c.deadlineSet) > timeout/4 {
+			if err := c.setDeadline(now.Add(timeout)); err != nil {
+				return err
+			}
+			c.deadlineSet = now
+		}
+		n, err := c.w.Write(buf)
+		buf = buf[n:]
+		switch {
+		case err == nil:
+		case !errors.Is(err, os.ErrDeadlineExceeded):
+			return err
+		case n > 0: // progress: the peer reads, however slowly
+			begin, c.deadlineSet = time.Now(), time.Time{}
+		case time.Since(begin) < timeout:
+			c.deadlineSet = time.Time{}
+		default:
+			return c.slowPeer()
+		}
 	}
 	return nil
 }
