@@ -385,14 +385,13 @@ func (f *framer) scanBinary() (bool, error) {
 func (f *framer) scanInside() {
 	b := f.buf
 	p, open, values := f.scan, f.open, f.values
-	defer func() { f.values = values }()
 	for p+1 < len(b) {
 		tag := b[p]
 		switch {
 		case tag >= 0xB0 && tag <= 0xB3:
 			n := int(b[p+1])
 			if n >= 0x80 || n > f.maxSize || p+2+n > len(b) {
-				f.scan, f.open = p, open
+				f.scan, f.open, f.values = p, open, values
 				return
 			}
 			p += 2 + n
@@ -410,11 +409,11 @@ func (f *framer) scanInside() {
 		case tag == 0x86:
 			p++
 		default:
-			f.scan, f.open = p, open
+			f.scan, f.open, f.values = p, open, values
 			return
 		}
 	}
-	f.scan, f.open = p, open
+	f.scan, f.open, f.values = p, open, values
 }
 
 // varint reads a base-128 little-endian length. short: more bytes needed.
