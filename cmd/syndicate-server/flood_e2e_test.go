@@ -25,7 +25,8 @@ import (
 // (it never waits for anything), and one consumer reads them at about
 // 20 MB/s. It checks that every message arrives and reports the server's
 // peak RSS, its CPU time, and its RSS a few seconds after the flood (issue
-// 12 item 5: memory comes back).
+// 12 item 5: memory comes back), and the worst round trip another client
+// saw meanwhile.
 //
 //	go test -tags e2e -run '^$' -bench Flood -benchtime 1x ./cmd/syndicate-server/
 //
@@ -41,6 +42,7 @@ func BenchmarkFlood(b *testing.B) {
 		b.ReportMetric(stats.elapsed.Seconds(), "flood-s")
 		b.ReportMetric(stats.afterMB, "RSS-5s-after-MB")
 		b.ReportMetric(stats.idleMB, "idle-RSS-MB")
+		b.ReportMetric(float64(stats.canary.Milliseconds()), "canary-worst-ms")
 		f.stop()
 	}
 }
@@ -132,7 +134,7 @@ func rawPacket(tb testing.TB, text string) []byte {
 
 type floodStats struct {
 	peakMB, afterMB, idleMB float64
-	cpu, elapsed            time.Duration
+	cpu, elapsed, canary    time.Duration // canary: another client's worst round trip
 }
 
 // pacedReader reads no faster than rate bytes per second.
@@ -182,6 +184,7 @@ func (f *floodServer) run(tb testing.TB, total, rate int) floodStats {
 	}
 	defer prod.Close()
 	msg := rawPacket(tb, `[[0 <M <flood #[`+strings.Repeat("A", 1368)+`]>>]]`) // 1 KiB of bytes (base64)
+	canary := startCanary(tb, f.sock)
 	cpu0 := procCPU(tb, pid)
 	begin := time.Now()
 	prodErr := make(chan error, 1)
@@ -212,6 +215,7 @@ func (f *floodServer) run(tb testing.TB, total, rate int) floodStats {
 		got += len(pkt.Events)
 	}
 	st.elapsed = time.Since(begin)
+	st.canary = canary.stop()
 	if err := <-prodErr; err != nil {
 		tb.Fatal(err)
 	}

@@ -158,8 +158,8 @@ func settle(tb testing.TB, pid int) {
 	}
 }
 
-// canary syncs with the gatekeeper over its own connection every 50 ms and
-// keeps the worst round trip.
+// canary syncs with oid 0 (a TCP address or a Unix socket path) over its
+// own connection every 50 ms and keeps the worst round trip.
 type canary struct {
 	worst atomic.Int64
 	done  chan struct{}
@@ -167,7 +167,11 @@ type canary struct {
 }
 
 func startCanary(tb testing.TB, addr string) *canary {
-	c, err := net.Dial("tcp", addr)
+	network := "tcp"
+	if strings.HasPrefix(addr, "/") {
+		network = "unix"
+	}
+	c, err := net.Dial(network, addr)
 	if err != nil {
 		tb.Fatal(err)
 	}
