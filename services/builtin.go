@@ -35,7 +35,8 @@ func IsBuiltin(v preserves.Value) bool {
 // from any of its turns) the failure is logged by [ReportFailure], the
 // state becomes `failed`, and a fresh worker boots after the usual delay:
 // everything the old one asserted is gone, and the assertions it observed
-// are replayed to the new one.
+// are replayed to the new one. The message `<restart-service <builtin
+// name>>` stops the worker normally, so that a fresh one starts.
 //
 // boot must create everything outside values reach in the worker actor,
 // so that nothing from a script or a peer is handled by the caller.
@@ -46,8 +47,10 @@ func RunBuiltin(t *dataspace.Turn, env Env, name string, boot func(t *dataspace.
 			return err
 		}
 		// A built-in service runs until the server stops, even while it
-		// has nothing to watch.
+		// has nothing to watch; `<restart-service <builtin NAME>>`
+		// replaces its worker.
 		t.PreventInertCheck()
+		StopOnRestart(t, env, sn)
 		t.Assert(env.Config, ServiceState(sn, StateReady))
 		return nil
 	}, opts)

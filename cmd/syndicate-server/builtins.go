@@ -77,5 +77,5 @@ func (s *server) builtins(w primordial) []builtin {
 	} else if o.adminSocket != "-" {
 		bs = append(bs, builtin{"admin", s.bootAdmin})
 	}
-	return bs
+	return append(bs, s.extraBuiltins...)
 }

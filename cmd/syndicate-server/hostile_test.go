@@ -99,8 +99,9 @@ func (l *failureLog) crashes() []string {
 // answers records what is asserted at an observer.
 type answers struct {
 	dataspace.BaseEntity
-	mu   sync.Mutex
-	vals map[dataspace.Handle]preserves.Value
+	mu      sync.Mutex
+	vals    map[dataspace.Handle]preserves.Value
+	history []string // "+V" for each assertion ever made
 }
 
 func newAnswers() *answers { return &answers{vals: make(map[dataspace.Handle]preserves.Value)} }
@@ -108,6 +109,7 @@ func newAnswers() *answers { return &answers{vals: make(map[dataspace.Handle]pre
 func (a *answers) Assert(_ *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
 	a.mu.Lock()
 	a.vals[h] = v
+	a.history = append(a.history, "+"+preserves.FormatText(v))
 	a.mu.Unlock()
 	return nil
 }
@@ -117,6 +119,19 @@ func (a *answers) Retract(_ *dataspace.Turn, h dataspace.Handle) error {
 	delete(a.vals, h)
 	a.mu.Unlock()
 	return nil
+}
+
+// seen counts the assertions ever made whose text is s.
+func (a *answers) seen(s string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := 0
+	for _, x := range a.history {
+		if x == "+"+s {
+			n++
+		}
+	}
+	return n
 }
 
 func (a *answers) find(match func(preserves.Value) bool) bool {
@@ -147,7 +162,7 @@ type inproc struct {
 // startInproc runs a server on an empty config directory with a relay
 // socket and $control, daemons in dry-run mode (generated daemon specs
 // never start a program), and records the idle baseline.
-func startInproc(tb testing.TB) *inproc {
+func startInproc(tb testing.TB, configure ...func(*server)) *inproc {
 	tb.Helper()
 	dir, err := os.MkdirTemp("", "syndicate-hostile")
 	if err != nil {
@@ -164,6 +179,9 @@ func startInproc(tb testing.TB) *inproc {
 	h.s = newServer(o, logger, io.Discard)
 	h.s.daemonDryRun = true
 	h.s.superviseOpts = services.SuperviseOptions{Delay: 5 * time.Millisecond, Backoff: 20 * time.Millisecond}
+	for _, c := range configure {
+		c(h.s)
+	}
 	h.s.start(dataspace.Options{Logger: logger})
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -107,6 +107,8 @@ type server struct {
 	// daemonDryRun starts no daemon process, whatever the options (the
 	// hostile-vocabulary harness).
 	daemonDryRun bool
+	// extraBuiltins are run after the server's own (tests).
+	extraBuiltins []builtin
 	// superviseOpts shortens the built-in services' restart delays in
 	// tests; the zero value is the spec's timing.
 	superviseOpts services.SuperviseOptions
