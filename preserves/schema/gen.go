@@ -6,6 +6,7 @@ import (
 	"go/format"
 	"math"
 	"path"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -853,18 +854,33 @@ func (g *gen) module() ([]byte, error) {
 // parses into r.
 func (g *gen) parser(name, typ string, body func() error) error {
 	pv := g.use(preservesImport)
-	g.p("func %s(v %s.Value) (%s, error) {", name, pv, typ)
-	g.p("var r, zero %s", typ)
-	g.p("var err error")
-	if err := body(); err != nil {
+	outer := g.body
+	g.body = bytes.Buffer{}
+	err := body()
+	inner := g.body.String()
+	g.body = outer
+	if err != nil {
 		return err
 	}
-	g.p("_, _ = zero, err")
+	g.p("func %s(v %s.Value) (%s, error) {", name, pv, typ)
+	if strings.Contains(inner, "zero") {
+		g.p("var r, zero %s", typ)
+	} else {
+		g.p("var r %s", typ)
+	}
+	if assignsErr.MatchString(inner) {
+		g.p("var err error")
+	}
+	g.body.WriteString(inner)
 	g.p("return r, nil")
 	g.p("}")
 	g.p("")
 	return nil
 }
+
+// assignsErr finds a plain assignment to err (which needs a declaration)
+// in generated statements.
+var assignsErr = regexp.MustCompile(`(?m)^if [^;]*, err = `)
 
 // record emits the struct of a definition's fields and its parser.
 func (g *gen) record(d *Definition, name, what string, fs []field, parse func() error) error {

@@ -33,7 +33,6 @@ func ParseExitServer(v preserves.Value) (ExitServer, error) {
 	if r.Code, err = schema.AsInt(rec1.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 

@@ -30,7 +30,6 @@ func ParseObserve(v preserves.Value) (Observe, error) {
 	if r.Observer, err = schema.AsEmbedded(rec1.Fields[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 

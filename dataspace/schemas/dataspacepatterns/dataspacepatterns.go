@@ -27,11 +27,9 @@ func (PatternDiscard) isPattern() {}
 
 func parsePatternDiscard(v preserves.Value) (PatternDiscard, error) {
 	var r, zero PatternDiscard
-	var err error
 	if _, err := schema.AsRecordOf(v, preserves.Symbol("_"), 0); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -54,7 +52,6 @@ func parsePatternBind(v preserves.Value) (PatternBind, error) {
 	if r.Pattern, err = ParsePattern(rec2.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -79,7 +76,6 @@ func parsePatternLit(v preserves.Value) (PatternLit, error) {
 	if r.Value, err = ParseAnyAtom(rec3.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -116,7 +112,6 @@ func parsePatternGroup(v preserves.Value) (PatternGroup, error) {
 			return zero, schema.At(err, "[1]", schema.Key(e7.Key))
 		}
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -165,13 +160,11 @@ func (GroupTypeRec) isGroupType() {}
 
 func parseGroupTypeRec(v preserves.Value) (GroupTypeRec, error) {
 	var r, zero GroupTypeRec
-	var err error
 	rec10, err := schema.AsRecordOf(v, preserves.Symbol("rec"), 1)
 	if err != nil {
 		return zero, err
 	}
 	r.Label = rec10.Fields[0]
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -187,11 +180,9 @@ func (GroupTypeArr) isGroupType() {}
 
 func parseGroupTypeArr(v preserves.Value) (GroupTypeArr, error) {
 	var r, zero GroupTypeArr
-	var err error
 	if _, err := schema.AsRecordOf(v, preserves.Symbol("arr"), 0); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -205,11 +196,9 @@ func (GroupTypeDict) isGroupType() {}
 
 func parseGroupTypeDict(v preserves.Value) (GroupTypeDict, error) {
 	var r, zero GroupTypeDict
-	var err error
 	if _, err := schema.AsRecordOf(v, preserves.Symbol("dict"), 0); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -255,7 +244,6 @@ func parseAnyAtomBool(v preserves.Value) (AnyAtomBool, error) {
 	if r.Value, err = schema.AsBool(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -272,7 +260,6 @@ func parseAnyAtomDouble(v preserves.Value) (AnyAtomDouble, error) {
 	if r.Value, err = schema.AsDouble(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -289,7 +276,6 @@ func parseAnyAtomInt(v preserves.Value) (AnyAtomInt, error) {
 	if r.Value, err = schema.AsInt(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -306,7 +292,6 @@ func parseAnyAtomString(v preserves.Value) (AnyAtomString, error) {
 	if r.Value, err = schema.AsString(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -323,7 +308,6 @@ func parseAnyAtomBytes(v preserves.Value) (AnyAtomBytes, error) {
 	if r.Value, err = schema.AsBytes(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -340,7 +324,6 @@ func parseAnyAtomSymbol(v preserves.Value) (AnyAtomSymbol, error) {
 	if r.Value, err = schema.AsSymbol(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -357,7 +340,6 @@ func parseAnyAtomEmbedded(v preserves.Value) (AnyAtomEmbedded, error) {
 	if r.Value, err = schema.AsEmbedded(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 

@@ -39,7 +39,6 @@ func ParseMetadata(v preserves.Value) (Metadata, error) {
 		v6 = e4.Value
 		r.Info[k5] = v6
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -74,7 +73,6 @@ func parseDescriptionPresent(v preserves.Value) (DescriptionPresent, error) {
 	if r.Description, err = ParseIOList(x10); err != nil {
 		return zero, schema.At(err, "[description]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -91,7 +89,6 @@ func (DescriptionInvalid) isDescription() {}
 
 func parseDescriptionInvalid(v preserves.Value) (DescriptionInvalid, error) {
 	var r, zero DescriptionInvalid
-	var err error
 	d11, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
@@ -101,7 +98,6 @@ func parseDescriptionInvalid(v preserves.Value) (DescriptionInvalid, error) {
 		return zero, err
 	}
 	r.Description = x12
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -117,13 +113,11 @@ func (DescriptionAbsent) isDescription() {}
 
 func parseDescriptionAbsent(v preserves.Value) (DescriptionAbsent, error) {
 	var r, zero DescriptionAbsent
-	var err error
 	d13, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
 	_ = d13
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -177,7 +171,6 @@ func parseUrlPresent(v preserves.Value) (UrlPresent, error) {
 	if r.Url, err = schema.AsString(x15); err != nil {
 		return zero, schema.At(err, "[url]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -194,7 +187,6 @@ func (UrlInvalid) isUrl() {}
 
 func parseUrlInvalid(v preserves.Value) (UrlInvalid, error) {
 	var r, zero UrlInvalid
-	var err error
 	d16, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
@@ -204,7 +196,6 @@ func parseUrlInvalid(v preserves.Value) (UrlInvalid, error) {
 		return zero, err
 	}
 	r.Url = x17
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -218,13 +209,11 @@ func (UrlAbsent) isUrl() {}
 
 func parseUrlAbsent(v preserves.Value) (UrlAbsent, error) {
 	var r, zero UrlAbsent
-	var err error
 	d18, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
 	_ = d18
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -268,7 +257,6 @@ func parseIOListBytes(v preserves.Value) (IOListBytes, error) {
 	if r.Value, err = schema.AsBytes(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -285,7 +273,6 @@ func parseIOListString(v preserves.Value) (IOListString, error) {
 	if r.Value, err = schema.AsString(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -309,7 +296,6 @@ func parseIOListNested(v preserves.Value) (IOListNested, error) {
 			return zero, schema.At(err, schema.Index(i20))
 		}
 	}
-	_, _ = zero, err
 	return r, nil
 }
 

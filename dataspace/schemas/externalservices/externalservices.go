@@ -24,13 +24,11 @@ type DaemonService struct {
 // ParseDaemonService parses v as a DaemonService.
 func ParseDaemonService(v preserves.Value) (DaemonService, error) {
 	var r, zero DaemonService
-	var err error
 	rec1, err := schema.AsRecordOf(v, preserves.Symbol("daemon"), 1)
 	if err != nil {
 		return zero, err
 	}
 	r.Id = rec1.Fields[0]
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -56,7 +54,6 @@ func ParseDaemonProcess(v preserves.Value) (DaemonProcess, error) {
 	if r.Config, err = ParseDaemonProcessSpec(rec2.Fields[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -81,7 +78,6 @@ func parseDaemonProcessSpecSimple(v preserves.Value) (DaemonProcessSpecSimple, e
 	if r.Value, err = ParseCommandLine(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -104,7 +100,6 @@ func parseDaemonProcessSpecOneShot(v preserves.Value) (DaemonProcessSpecOneShot,
 	if r.Setup, err = ParseCommandLine(rec3.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -123,7 +118,6 @@ func parseDaemonProcessSpecFull(v preserves.Value) (DaemonProcessSpecFull, error
 	if r.Value, err = ParseFullDaemonProcess(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -174,7 +168,6 @@ func ParseFullDaemonProcess(v preserves.Value) (FullDaemonProcess, error) {
 	if r.Protocol, err = ParseProtocolField(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -210,7 +203,6 @@ func parseReadyOnStartPresent(v preserves.Value) (ReadyOnStartPresent, error) {
 	if r.ReadyOnStart, err = schema.AsBool(x5); err != nil {
 		return zero, schema.At(err, "[readyOnStart]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -227,7 +219,6 @@ func (ReadyOnStartInvalid) isReadyOnStart() {}
 
 func parseReadyOnStartInvalid(v preserves.Value) (ReadyOnStartInvalid, error) {
 	var r, zero ReadyOnStartInvalid
-	var err error
 	d6, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
@@ -237,7 +228,6 @@ func parseReadyOnStartInvalid(v preserves.Value) (ReadyOnStartInvalid, error) {
 		return zero, err
 	}
 	r.ReadyOnStart = x7
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -253,13 +243,11 @@ func (ReadyOnStartAbsent) isReadyOnStart() {}
 
 func parseReadyOnStartAbsent(v preserves.Value) (ReadyOnStartAbsent, error) {
 	var r, zero ReadyOnStartAbsent
-	var err error
 	d8, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
 	_ = d8
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -313,7 +301,6 @@ func parseRestartFieldPresent(v preserves.Value) (RestartFieldPresent, error) {
 	if r.Restart, err = ParseRestartPolicy(x10); err != nil {
 		return zero, schema.At(err, "[restart]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -330,7 +317,6 @@ func (RestartFieldInvalid) isRestartField() {}
 
 func parseRestartFieldInvalid(v preserves.Value) (RestartFieldInvalid, error) {
 	var r, zero RestartFieldInvalid
-	var err error
 	d11, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
@@ -340,7 +326,6 @@ func parseRestartFieldInvalid(v preserves.Value) (RestartFieldInvalid, error) {
 		return zero, err
 	}
 	r.Restart = x12
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -356,13 +341,11 @@ func (RestartFieldAbsent) isRestartField() {}
 
 func parseRestartFieldAbsent(v preserves.Value) (RestartFieldAbsent, error) {
 	var r, zero RestartFieldAbsent
-	var err error
 	d13, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
 	_ = d13
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -416,7 +399,6 @@ func parseProtocolFieldPresent(v preserves.Value) (ProtocolFieldPresent, error) 
 	if r.Protocol, err = ParseProtocol(x15); err != nil {
 		return zero, schema.At(err, "[protocol]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -433,7 +415,6 @@ func (ProtocolFieldInvalid) isProtocolField() {}
 
 func parseProtocolFieldInvalid(v preserves.Value) (ProtocolFieldInvalid, error) {
 	var r, zero ProtocolFieldInvalid
-	var err error
 	d16, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
@@ -443,7 +424,6 @@ func parseProtocolFieldInvalid(v preserves.Value) (ProtocolFieldInvalid, error) 
 		return zero, err
 	}
 	r.Protocol = x17
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -459,13 +439,11 @@ func (ProtocolFieldAbsent) isProtocolField() {}
 
 func parseProtocolFieldAbsent(v preserves.Value) (ProtocolFieldAbsent, error) {
 	var r, zero ProtocolFieldAbsent
-	var err error
 	d18, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
 	_ = d18
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -509,7 +487,6 @@ func parseProcessSimple(v preserves.Value) (ProcessSimple, error) {
 	if r.Value, err = ParseCommandLine(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -526,7 +503,6 @@ func parseProcessFull(v preserves.Value) (ProcessFull, error) {
 	if r.Value, err = ParseFullProcess(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -580,7 +556,6 @@ func ParseFullProcess(v preserves.Value) (FullProcess, error) {
 	if r.ClearEnv, err = ParseClearEnv(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -626,7 +601,6 @@ func parseProcessEnvPresent(v preserves.Value) (ProcessEnvPresent, error) {
 			return zero, schema.At(err, "[env]", schema.Key(e25.Key))
 		}
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -643,7 +617,6 @@ func (ProcessEnvInvalid) isProcessEnv() {}
 
 func parseProcessEnvInvalid(v preserves.Value) (ProcessEnvInvalid, error) {
 	var r, zero ProcessEnvInvalid
-	var err error
 	d28, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
@@ -653,7 +626,6 @@ func parseProcessEnvInvalid(v preserves.Value) (ProcessEnvInvalid, error) {
 		return zero, err
 	}
 	r.Env = x29
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -669,13 +641,11 @@ func (ProcessEnvAbsent) isProcessEnv() {}
 
 func parseProcessEnvAbsent(v preserves.Value) (ProcessEnvAbsent, error) {
 	var r, zero ProcessEnvAbsent
-	var err error
 	d30, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
 	_ = d30
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -729,7 +699,6 @@ func parseProcessDirPresent(v preserves.Value) (ProcessDirPresent, error) {
 	if r.Dir, err = schema.AsString(x32); err != nil {
 		return zero, schema.At(err, "[dir]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -746,7 +715,6 @@ func (ProcessDirInvalid) isProcessDir() {}
 
 func parseProcessDirInvalid(v preserves.Value) (ProcessDirInvalid, error) {
 	var r, zero ProcessDirInvalid
-	var err error
 	d33, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
@@ -756,7 +724,6 @@ func parseProcessDirInvalid(v preserves.Value) (ProcessDirInvalid, error) {
 		return zero, err
 	}
 	r.Dir = x34
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -772,13 +739,11 @@ func (ProcessDirAbsent) isProcessDir() {}
 
 func parseProcessDirAbsent(v preserves.Value) (ProcessDirAbsent, error) {
 	var r, zero ProcessDirAbsent
-	var err error
 	d35, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
 	_ = d35
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -832,7 +797,6 @@ func parseClearEnvPresent(v preserves.Value) (ClearEnvPresent, error) {
 	if r.ClearEnv, err = schema.AsBool(x37); err != nil {
 		return zero, schema.At(err, "[clearEnv]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -849,7 +813,6 @@ func (ClearEnvInvalid) isClearEnv() {}
 
 func parseClearEnvInvalid(v preserves.Value) (ClearEnvInvalid, error) {
 	var r, zero ClearEnvInvalid
-	var err error
 	d38, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
@@ -859,7 +822,6 @@ func parseClearEnvInvalid(v preserves.Value) (ClearEnvInvalid, error) {
 		return zero, err
 	}
 	r.ClearEnv = x39
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -875,13 +837,11 @@ func (ClearEnvAbsent) isClearEnv() {}
 
 func parseClearEnvAbsent(v preserves.Value) (ClearEnvAbsent, error) {
 	var r, zero ClearEnvAbsent
-	var err error
 	d40, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
 	_ = d40
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -925,7 +885,6 @@ func parseCommandLineShell(v preserves.Value) (CommandLineShell, error) {
 	if r.Value, err = schema.AsString(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -942,7 +901,6 @@ func parseCommandLineFull(v preserves.Value) (CommandLineFull, error) {
 	if r.Value, err = ParseFullCommandLine(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -987,7 +945,6 @@ func ParseFullCommandLine(v preserves.Value) (FullCommandLine, error) {
 			return zero, schema.At(err, schema.Index(i42+1))
 		}
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -1012,7 +969,6 @@ func parseEnvVariableString(v preserves.Value) (EnvVariableString, error) {
 	if r.Value, err = schema.AsString(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -1029,7 +985,6 @@ func parseEnvVariableSymbol(v preserves.Value) (EnvVariableSymbol, error) {
 	if r.Value, err = schema.AsSymbol(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -1041,10 +996,8 @@ type EnvVariableInvalid struct{ Value preserves.Value }
 func (EnvVariableInvalid) isEnvVariable() {}
 
 func parseEnvVariableInvalid(v preserves.Value) (EnvVariableInvalid, error) {
-	var r, zero EnvVariableInvalid
-	var err error
+	var r EnvVariableInvalid
 	r.Value = v
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -1088,7 +1041,6 @@ func parseEnvValueSet(v preserves.Value) (EnvValueSet, error) {
 	if r.Value, err = schema.AsString(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -1101,11 +1053,9 @@ func (EnvValueRemove) isEnvValue() {}
 
 func parseEnvValueRemove(v preserves.Value) (EnvValueRemove, error) {
 	var r, zero EnvValueRemove
-	var err error
 	if err := schema.CheckLit(v, preserves.Bool(false)); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -1117,10 +1067,8 @@ type EnvValueInvalid struct{ Value preserves.Value }
 func (EnvValueInvalid) isEnvValue() {}
 
 func parseEnvValueInvalid(v preserves.Value) (EnvValueInvalid, error) {
-	var r, zero EnvValueInvalid
-	var err error
+	var r EnvValueInvalid
 	r.Value = v
-	_, _ = zero, err
 	return r, nil
 }
 

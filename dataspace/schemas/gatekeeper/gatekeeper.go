@@ -33,7 +33,6 @@ func ParseResolve(v preserves.Value) (Resolve, error) {
 	if r.Observer, err = schema.AsEmbedded(rec1.Fields[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -59,7 +58,6 @@ func ParseStep(v preserves.Value) (Step, error) {
 		return zero, schema.At(err, ".label")
 	}
 	r.Detail = rec2.Fields[0]
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -120,7 +118,6 @@ func ParseBind(v preserves.Value) (Bind, error) {
 	if r.Observer, err = ParseBindObserver(rec3.Fields[2]); err != nil {
 		return zero, schema.At(err, "[2]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -146,7 +143,6 @@ func ParseDescription(v preserves.Value) (Description, error) {
 		return zero, schema.At(err, ".label")
 	}
 	r.Detail = rec4.Fields[0]
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -169,7 +165,6 @@ func parseBindObserverPresent(v preserves.Value) (BindObserverPresent, error) {
 	if r.Value, err = schema.AsEmbedded(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -182,11 +177,9 @@ func (BindObserverAbsent) isBindObserver() {}
 
 func parseBindObserverAbsent(v preserves.Value) (BindObserverAbsent, error) {
 	var r, zero BindObserverAbsent
-	var err error
 	if err := schema.CheckLit(v, preserves.Bool(false)); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -231,7 +224,6 @@ func parseBoundBound(v preserves.Value) (BoundBound, error) {
 	if r.PathStep, err = ParsePathStep(rec5.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -250,7 +242,6 @@ func parseBoundError(v preserves.Value) (BoundError, error) {
 	if r.Value, err = rpc.ParseError(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -295,7 +286,6 @@ func ParseResolvePath(v preserves.Value) (ResolvePath, error) {
 	if r.Route, err = ParseRoute(rec6.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -325,7 +315,6 @@ func ParseResolvedPath(v preserves.Value) (ResolvedPath, error) {
 	if r.ResponderSession, err = schema.AsEmbedded(rec7.Fields[2]); err != nil {
 		return zero, schema.At(err, "[2]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -341,13 +330,11 @@ type ConnectTransport struct {
 // ParseConnectTransport parses v as a ConnectTransport.
 func ParseConnectTransport(v preserves.Value) (ConnectTransport, error) {
 	var r, zero ConnectTransport
-	var err error
 	rec8, err := schema.AsRecordOf(v, preserves.Symbol("connect-transport"), 1)
 	if err != nil {
 		return zero, err
 	}
 	r.Addr = rec8.Fields[0]
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -377,7 +364,6 @@ func ParseConnectedTransport(v preserves.Value) (ConnectedTransport, error) {
 	if r.ResponderSession, err = schema.AsEmbedded(rec9.Fields[2]); err != nil {
 		return zero, schema.At(err, "[2]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -405,7 +391,6 @@ func ParseResolvePathStep(v preserves.Value) (ResolvePathStep, error) {
 	if r.PathStep, err = ParsePathStep(rec10.Fields[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -423,7 +408,6 @@ func ParseResolvedPathStep(v preserves.Value) (ResolvedPathStep, error) {
 	if r.Value, err = schema.AsEmbedded(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -447,7 +431,6 @@ func ParsePathStep(v preserves.Value) (PathStep, error) {
 		return zero, schema.At(err, ".label")
 	}
 	r.Detail = rec11.Fields[0]
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -495,7 +478,6 @@ func ParseRoute(v preserves.Value) (Route, error) {
 			return zero, schema.At(err, schema.Index(i16+1))
 		}
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -518,11 +500,9 @@ type ForceDisconnect struct {
 // ParseForceDisconnect parses v as a ForceDisconnect.
 func ParseForceDisconnect(v preserves.Value) (ForceDisconnect, error) {
 	var r, zero ForceDisconnect
-	var err error
 	if _, err := schema.AsRecordOf(v, preserves.Symbol("force-disconnect"), 0); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 

@@ -43,7 +43,6 @@ func ParseHttpBinding(v preserves.Value) (HttpBinding, error) {
 	if r.Handler, err = schema.AsEmbedded(rec1.Fields[4]); err != nil {
 		return zero, schema.At(err, "[4]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -80,7 +79,6 @@ func ParseHttpService(v preserves.Value) (HttpService, error) {
 	if r.Path, err = ParsePathPattern(rec2.Fields[3]); err != nil {
 		return zero, schema.At(err, "[3]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -105,7 +103,6 @@ func ParseHttpListener(v preserves.Value) (HttpListener, error) {
 	if r.Port, err = schema.AsInt(rec3.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -130,7 +127,6 @@ func parseHostPatternHost(v preserves.Value) (HostPatternHost, error) {
 	if r.Value, err = schema.AsString(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -143,11 +139,9 @@ func (HostPatternAny) isHostPattern() {}
 
 func parseHostPatternAny(v preserves.Value) (HostPatternAny, error) {
 	var r, zero HostPatternAny
-	var err error
 	if err := schema.CheckLit(v, preserves.Bool(false)); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -186,7 +180,6 @@ func ParsePathPattern(v preserves.Value) (PathPattern, error) {
 			return zero, schema.At(err, schema.Index(i5))
 		}
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -211,7 +204,6 @@ func parsePathPatternElementLabel(v preserves.Value) (PathPatternElementLabel, e
 	if r.Value, err = schema.AsString(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -224,11 +216,9 @@ func (PathPatternElementWildcard) isPathPatternElement() {}
 
 func parsePathPatternElementWildcard(v preserves.Value) (PathPatternElementWildcard, error) {
 	var r, zero PathPatternElementWildcard
-	var err error
 	if err := schema.CheckLit(v, preserves.Symbol("_")); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -241,11 +231,9 @@ func (PathPatternElementRest) isPathPatternElement() {}
 
 func parsePathPatternElementRest(v preserves.Value) (PathPatternElementRest, error) {
 	var r, zero PathPatternElementRest
-	var err error
 	if err := schema.CheckLit(v, preserves.Symbol("...")); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -285,11 +273,9 @@ func (MethodPatternAny) isMethodPattern() {}
 
 func parseMethodPatternAny(v preserves.Value) (MethodPatternAny, error) {
 	var r, zero MethodPatternAny
-	var err error
 	if err := schema.CheckLit(v, preserves.Bool(false)); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -306,7 +292,6 @@ func parseMethodPatternSpecific(v preserves.Value) (MethodPatternSpecific, error
 	if r.Value, err = schema.AsSymbol(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -400,7 +385,6 @@ func ParseHttpRequest(v preserves.Value) (HttpRequest, error) {
 	if r.Body, err = ParseRequestBody(rec8.Fields[7]); err != nil {
 		return zero, schema.At(err, "[7]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -434,7 +418,6 @@ func ParseHeaders(v preserves.Value) (Headers, error) {
 		}
 		r[k27] = v28
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -459,7 +442,6 @@ func parseQueryValueString(v preserves.Value) (QueryValueString, error) {
 	if r.Value, err = schema.AsString(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -490,7 +472,6 @@ func parseQueryValueFile(v preserves.Value) (QueryValueFile, error) {
 	if r.Body, err = schema.AsBytes(rec31.Fields[2]); err != nil {
 		return zero, schema.At(err, "[2]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -527,11 +508,9 @@ func (RequestBodyAbsent) isRequestBody() {}
 
 func parseRequestBodyAbsent(v preserves.Value) (RequestBodyAbsent, error) {
 	var r, zero RequestBodyAbsent
-	var err error
 	if err := schema.CheckLit(v, preserves.Bool(false)); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -548,7 +527,6 @@ func parseRequestBodyPresent(v preserves.Value) (RequestBodyPresent, error) {
 	if r.Value, err = schema.AsBytes(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -583,11 +561,9 @@ func (RequestHostAbsent) isRequestHost() {}
 
 func parseRequestHostAbsent(v preserves.Value) (RequestHostAbsent, error) {
 	var r, zero RequestHostAbsent
-	var err error
 	if err := schema.CheckLit(v, preserves.Bool(false)); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -604,7 +580,6 @@ func parseRequestHostPresent(v preserves.Value) (RequestHostPresent, error) {
 	if r.Value, err = schema.AsString(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -646,7 +621,6 @@ func ParseHttpContext(v preserves.Value) (HttpContext, error) {
 	if r.Res, err = schema.AsEmbedded(rec32.Fields[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -689,7 +663,6 @@ func parseHttpResponseStatus(v preserves.Value) (HttpResponseStatus, error) {
 	if r.Message, err = schema.AsString(rec33.Fields[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -718,7 +691,6 @@ func parseHttpResponseHeader(v preserves.Value) (HttpResponseHeader, error) {
 	if r.Value, err = schema.AsString(rec34.Fields[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -743,7 +715,6 @@ func parseHttpResponseChunk(v preserves.Value) (HttpResponseChunk, error) {
 	if r.Chunk, err = ParseChunk(rec35.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -768,7 +739,6 @@ func parseHttpResponseDone(v preserves.Value) (HttpResponseDone, error) {
 	if r.Chunk, err = ParseChunk(rec36.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -819,7 +789,6 @@ func parseChunkString(v preserves.Value) (ChunkString, error) {
 	if r.Value, err = schema.AsString(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -836,7 +805,6 @@ func parseChunkBytes(v preserves.Value) (ChunkBytes, error) {
 	if r.Value, err = schema.AsBytes(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -864,13 +832,11 @@ type MimeType preserves.Symbol
 // ParseMimeType parses v as a MimeType.
 func ParseMimeType(v preserves.Value) (MimeType, error) {
 	var r, zero MimeType
-	var err error
 	t37, err := schema.AsSymbol(v)
 	if err != nil {
 		return zero, err
 	}
 	r = MimeType(t37)
-	_, _ = zero, err
 	return r, nil
 }
 

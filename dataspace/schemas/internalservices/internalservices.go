@@ -27,7 +27,6 @@ func ParseGatekeeper(v preserves.Value) (Gatekeeper, error) {
 	if r.Bindspace, err = schema.AsEmbedded(rec1.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -51,7 +50,6 @@ func ParseDebtReporter(v preserves.Value) (DebtReporter, error) {
 	if r.IntervalSeconds, err = schema.AsDouble(rec2.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -76,7 +74,6 @@ func parseTcpRelayListenerTcpWithoutHttp(v preserves.Value) (TcpRelayListenerTcp
 	if r.Value, err = ParseTcpWithoutHttp(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -93,7 +90,6 @@ func parseTcpRelayListenerTcpWithHttp(v preserves.Value) (TcpRelayListenerTcpWit
 	if r.Value, err = ParseTcpWithHttp(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -135,7 +131,6 @@ func ParseTcpWithoutHttp(v preserves.Value) (TcpWithoutHttp, error) {
 	if r.Gatekeeper, err = schema.AsEmbedded(rec3.Fields[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -167,7 +162,6 @@ func ParseTcpWithHttp(v preserves.Value) (TcpWithHttp, error) {
 	if r.Httpd, err = schema.AsEmbedded(rec4.Fields[2]); err != nil {
 		return zero, schema.At(err, "[2]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -195,7 +189,6 @@ func ParseUnixRelayListener(v preserves.Value) (UnixRelayListener, error) {
 	if r.Gatekeeper, err = schema.AsEmbedded(rec5.Fields[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -223,7 +216,6 @@ func ParseConfigWatcher(v preserves.Value) (ConfigWatcher, error) {
 	if r.Env, err = ParseConfigEnv(rec6.Fields[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -253,7 +245,6 @@ func ParseConfigEnv(v preserves.Value) (ConfigEnv, error) {
 		v11 = e9.Value
 		r[k10] = v11
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -277,7 +268,6 @@ func ParseHttpRouter(v preserves.Value) (HttpRouter, error) {
 	if r.Httpd, err = schema.AsEmbedded(rec14.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -305,7 +295,6 @@ func ParseHttpStaticFileServer(v preserves.Value) (HttpStaticFileServer, error) 
 	if r.PathPrefixElements, err = schema.AsInt(rec15.Fields[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 

@@ -17,11 +17,9 @@ type NoiseStepType struct{}
 // ParseNoiseStepType checks that v is noise.
 func ParseNoiseStepType(v preserves.Value) (NoiseStepType, error) {
 	var r, zero NoiseStepType
-	var err error
 	if err := schema.CheckLit(v, preserves.Symbol("noise")); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -55,10 +53,8 @@ type ServiceSelector struct{ Value preserves.Value }
 
 // ParseServiceSelector parses v as a ServiceSelector.
 func ParseServiceSelector(v preserves.Value) (ServiceSelector, error) {
-	var r, zero ServiceSelector
-	var err error
+	var r ServiceSelector
 	r.Value = v
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -100,7 +96,6 @@ func ParseNoiseSpec(v preserves.Value) (NoiseSpec, error) {
 	if r.PreSharedKeys, err = ParseNoisePreSharedKeys(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -125,7 +120,6 @@ func ParseNoiseServiceSpec(v preserves.Value) (NoiseServiceSpec, error) {
 	if r.SecretKey, err = ParseSecretKeyField(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -161,7 +155,6 @@ func parseSecretKeyFieldPresent(v preserves.Value) (SecretKeyFieldPresent, error
 	if r.SecretKey, err = schema.AsBytes(x5); err != nil {
 		return zero, schema.At(err, "[secretKey]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -178,7 +171,6 @@ func (SecretKeyFieldInvalid) isSecretKeyField() {}
 
 func parseSecretKeyFieldInvalid(v preserves.Value) (SecretKeyFieldInvalid, error) {
 	var r, zero SecretKeyFieldInvalid
-	var err error
 	d6, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
@@ -188,7 +180,6 @@ func parseSecretKeyFieldInvalid(v preserves.Value) (SecretKeyFieldInvalid, error
 		return zero, err
 	}
 	r.SecretKey = x7
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -204,13 +195,11 @@ func (SecretKeyFieldAbsent) isSecretKeyField() {}
 
 func parseSecretKeyFieldAbsent(v preserves.Value) (SecretKeyFieldAbsent, error) {
 	var r, zero SecretKeyFieldAbsent
-	var err error
 	d8, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
 	_ = d8
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -264,7 +253,6 @@ func parseNoiseProtocolPresent(v preserves.Value) (NoiseProtocolPresent, error) 
 	if r.Protocol, err = schema.AsString(x10); err != nil {
 		return zero, schema.At(err, "[protocol]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -281,7 +269,6 @@ func (NoiseProtocolInvalid) isNoiseProtocol() {}
 
 func parseNoiseProtocolInvalid(v preserves.Value) (NoiseProtocolInvalid, error) {
 	var r, zero NoiseProtocolInvalid
-	var err error
 	d11, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
@@ -291,7 +278,6 @@ func parseNoiseProtocolInvalid(v preserves.Value) (NoiseProtocolInvalid, error) 
 		return zero, err
 	}
 	r.Protocol = x12
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -307,13 +293,11 @@ func (NoiseProtocolAbsent) isNoiseProtocol() {}
 
 func parseNoiseProtocolAbsent(v preserves.Value) (NoiseProtocolAbsent, error) {
 	var r, zero NoiseProtocolAbsent
-	var err error
 	d13, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
 	_ = d13
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -346,11 +330,9 @@ type DefaultProtocol struct{}
 // ParseDefaultProtocol checks that v is "Noise_NK_25519_ChaChaPoly_BLAKE2s".
 func ParseDefaultProtocol(v preserves.Value) (DefaultProtocol, error) {
 	var r, zero DefaultProtocol
-	var err error
 	if err := schema.CheckLit(v, preserves.String("Noise_NK_25519_ChaChaPoly_BLAKE2s")); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -393,7 +375,6 @@ func parseNoisePreSharedKeysPresent(v preserves.Value) (NoisePreSharedKeysPresen
 			return zero, schema.At(err, "[preSharedKeys]", schema.Index(i17))
 		}
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -410,7 +391,6 @@ func (NoisePreSharedKeysInvalid) isNoisePreSharedKeys() {}
 
 func parseNoisePreSharedKeysInvalid(v preserves.Value) (NoisePreSharedKeysInvalid, error) {
 	var r, zero NoisePreSharedKeysInvalid
-	var err error
 	d20, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
@@ -420,7 +400,6 @@ func parseNoisePreSharedKeysInvalid(v preserves.Value) (NoisePreSharedKeysInvali
 		return zero, err
 	}
 	r.PreSharedKeys = x21
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -436,13 +415,11 @@ func (NoisePreSharedKeysAbsent) isNoisePreSharedKeys() {}
 
 func parseNoisePreSharedKeysAbsent(v preserves.Value) (NoisePreSharedKeysAbsent, error) {
 	var r, zero NoisePreSharedKeysAbsent
-	var err error
 	d22, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
 	_ = d22
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -503,7 +480,6 @@ func parseSessionItemInitiator(v preserves.Value) (SessionItemInitiator, error) 
 	if r.Value, err = ParseInitiator(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -520,7 +496,6 @@ func parseSessionItemPacket(v preserves.Value) (SessionItemPacket, error) {
 	if r.Value, err = ParsePacket(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -558,7 +533,6 @@ func ParseInitiator(v preserves.Value) (Initiator, error) {
 	if r.InitiatorSession, err = schema.AsEmbedded(rec23.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -583,7 +557,6 @@ func parsePacketComplete(v preserves.Value) (PacketComplete, error) {
 	if r.Value, err = schema.AsBytes(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -607,7 +580,6 @@ func parsePacketFragmented(v preserves.Value) (PacketFragmented, error) {
 			return zero, schema.At(err, schema.Index(i25))
 		}
 	}
-	_, _ = zero, err
 	return r, nil
 }
 

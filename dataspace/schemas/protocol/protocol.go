@@ -27,7 +27,6 @@ func parsePacketTurn(v preserves.Value) (PacketTurn, error) {
 	if r.Value, err = ParseTurn(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -44,7 +43,6 @@ func parsePacketError(v preserves.Value) (PacketError, error) {
 	if r.Value, err = ParseError(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -61,7 +59,6 @@ func parsePacketExtension(v preserves.Value) (PacketExtension, error) {
 	if r.Value, err = ParseExtension(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -74,11 +71,9 @@ func (PacketNop) isPacket() {}
 
 func parsePacketNop(v preserves.Value) (PacketNop, error) {
 	var r, zero PacketNop
-	var err error
 	if _, err := ParseNop(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -119,7 +114,6 @@ type Extension struct {
 // ParseExtension parses v as a Extension.
 func ParseExtension(v preserves.Value) (Extension, error) {
 	var r, zero Extension
-	var err error
 	rec1, err := schema.AsRecord(v, 0)
 	if err != nil {
 		return zero, err
@@ -133,7 +127,6 @@ func ParseExtension(v preserves.Value) (Extension, error) {
 	for i3, e4 := range s2 {
 		r.Fields[i3] = e4
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -147,11 +140,9 @@ type Nop struct{}
 // ParseNop checks that v is #f.
 func ParseNop(v preserves.Value) (Nop, error) {
 	var r, zero Nop
-	var err error
 	if err := schema.CheckLit(v, preserves.Bool(false)); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -175,7 +166,6 @@ func ParseError(v preserves.Value) (Error, error) {
 		return zero, schema.At(err, "[0]")
 	}
 	r.Detail = rec6.Fields[1]
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -188,10 +178,8 @@ type Assertion struct{ Value preserves.Value }
 
 // ParseAssertion parses v as a Assertion.
 func ParseAssertion(v preserves.Value) (Assertion, error) {
-	var r, zero Assertion
-	var err error
+	var r Assertion
 	r.Value = v
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -207,7 +195,6 @@ func ParseHandle(v preserves.Value) (Handle, error) {
 	if r.Value, err = schema.AsInt(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -230,7 +217,6 @@ func parseEventAssert(v preserves.Value) (EventAssert, error) {
 	if r.Value, err = ParseAssert(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -247,7 +233,6 @@ func parseEventRetract(v preserves.Value) (EventRetract, error) {
 	if r.Value, err = ParseRetract(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -264,7 +249,6 @@ func parseEventMessage(v preserves.Value) (EventMessage, error) {
 	if r.Value, err = ParseMessage(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -281,7 +265,6 @@ func parseEventSync(v preserves.Value) (EventSync, error) {
 	if r.Value, err = ParseSync(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -323,7 +306,6 @@ func ParseOid(v preserves.Value) (Oid, error) {
 	if r.Value, err = schema.AsInt(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -346,7 +328,6 @@ func ParseTurn(v preserves.Value) (Turn, error) {
 			return zero, schema.At(err, schema.Index(i8))
 		}
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -374,7 +355,6 @@ func ParseTurnEvent(v preserves.Value) (TurnEvent, error) {
 	if r.Event, err = ParseEvent(s11[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -402,7 +382,6 @@ func ParseAssert(v preserves.Value) (Assert, error) {
 	if r.Handle, err = ParseHandle(rec12.Fields[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -426,7 +405,6 @@ func ParseRetract(v preserves.Value) (Retract, error) {
 	if r.Handle, err = ParseHandle(rec13.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -450,7 +428,6 @@ func ParseMessage(v preserves.Value) (Message, error) {
 	if r.Body, err = ParseAssertion(rec14.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -474,7 +451,6 @@ func ParseSync(v preserves.Value) (Sync, error) {
 	if r.Peer, err = schema.AsEmbedded(rec15.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -517,7 +493,6 @@ type EnableCreditFlowControl struct {
 // ParseEnableCreditFlowControl parses v as a EnableCreditFlowControl.
 func ParseEnableCreditFlowControl(v preserves.Value) (EnableCreditFlowControl, error) {
 	var r, zero EnableCreditFlowControl
-	var err error
 	rec16, err := schema.AsRecordOf(v, preserves.Symbol("do"), 1)
 	if err != nil {
 		return zero, err
@@ -529,7 +504,6 @@ func ParseEnableCreditFlowControl(v preserves.Value) (EnableCreditFlowControl, e
 	if err := schema.CheckLit(rec17.Fields[0], preserves.Int(202506)); err != nil {
 		return zero, schema.At(err, "[0]", "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -544,7 +518,6 @@ type EnabledCreditFlowControl struct {
 // ParseEnabledCreditFlowControl parses v as a EnabledCreditFlowControl.
 func ParseEnabledCreditFlowControl(v preserves.Value) (EnabledCreditFlowControl, error) {
 	var r, zero EnabledCreditFlowControl
-	var err error
 	rec18, err := schema.AsRecordOf(v, preserves.Symbol("will"), 1)
 	if err != nil {
 		return zero, err
@@ -556,7 +529,6 @@ func ParseEnabledCreditFlowControl(v preserves.Value) (EnabledCreditFlowControl,
 	if err := schema.CheckLit(rec19.Fields[0], preserves.Int(202506)); err != nil {
 		return zero, schema.At(err, "[0]", "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -580,7 +552,6 @@ func ParseIssueCredit(v preserves.Value) (IssueCredit, error) {
 	if r.Count, err = schema.AsInt(rec20.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 

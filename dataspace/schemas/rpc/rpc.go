@@ -17,13 +17,11 @@ type Question struct {
 // ParseQuestion parses v as a Question.
 func ParseQuestion(v preserves.Value) (Question, error) {
 	var r, zero Question
-	var err error
 	rec1, err := schema.AsRecordOf(v, preserves.Symbol("q"), 1)
 	if err != nil {
 		return zero, err
 	}
 	r.Request = rec1.Fields[0]
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -40,14 +38,12 @@ type Answer struct {
 // ParseAnswer parses v as a Answer.
 func ParseAnswer(v preserves.Value) (Answer, error) {
 	var r, zero Answer
-	var err error
 	rec2, err := schema.AsRecordOf(v, preserves.Symbol("a"), 2)
 	if err != nil {
 		return zero, err
 	}
 	r.Request = rec2.Fields[0]
 	r.Response = rec2.Fields[1]
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -72,7 +68,6 @@ func parseResultOk(v preserves.Value) (ResultOk, error) {
 	if r.Value, err = ParseOk(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -89,7 +84,6 @@ func parseResultError(v preserves.Value) (ResultError, error) {
 	if r.Value, err = ParseError(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -119,13 +113,11 @@ type Ok struct {
 // ParseOk parses v as a Ok.
 func ParseOk(v preserves.Value) (Ok, error) {
 	var r, zero Ok
-	var err error
 	rec3, err := schema.AsRecordOf(v, preserves.Symbol("ok"), 1)
 	if err != nil {
 		return zero, err
 	}
 	r.Value = rec3.Fields[0]
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -139,13 +131,11 @@ type Error struct {
 // ParseError parses v as a Error.
 func ParseError(v preserves.Value) (Error, error) {
 	var r, zero Error
-	var err error
 	rec4, err := schema.AsRecordOf(v, preserves.Symbol("error"), 1)
 	if err != nil {
 		return zero, err
 	}
 	r.Error = rec4.Fields[0]
-	_, _ = zero, err
 	return r, nil
 }
 

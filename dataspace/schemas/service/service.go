@@ -19,13 +19,11 @@ type RequireService struct {
 // ParseRequireService parses v as a RequireService.
 func ParseRequireService(v preserves.Value) (RequireService, error) {
 	var r, zero RequireService
-	var err error
 	rec1, err := schema.AsRecordOf(v, preserves.Symbol("require-service"), 1)
 	if err != nil {
 		return zero, err
 	}
 	r.ServiceName = rec1.Fields[0]
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -42,13 +40,11 @@ type RunService struct {
 // ParseRunService parses v as a RunService.
 func ParseRunService(v preserves.Value) (RunService, error) {
 	var r, zero RunService
-	var err error
 	rec2, err := schema.AsRecordOf(v, preserves.Symbol("run-service"), 1)
 	if err != nil {
 		return zero, err
 	}
 	r.ServiceName = rec2.Fields[0]
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -81,7 +77,6 @@ func ParseServiceState(v preserves.Value) (ServiceState, error) {
 	if r.State, err = ParseState(rec3.Fields[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -99,14 +94,12 @@ type ServiceObject struct {
 // ParseServiceObject parses v as a ServiceObject.
 func ParseServiceObject(v preserves.Value) (ServiceObject, error) {
 	var r, zero ServiceObject
-	var err error
 	rec4, err := schema.AsRecordOf(v, preserves.Symbol("service-object"), 2)
 	if err != nil {
 		return zero, err
 	}
 	r.ServiceName = rec4.Fields[0]
 	r.Object = rec4.Fields[1]
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -128,11 +121,9 @@ func (StateStarted) isState() {}
 
 func parseStateStarted(v preserves.Value) (StateStarted, error) {
 	var r, zero StateStarted
-	var err error
 	if err := schema.CheckLit(v, preserves.Symbol("started")); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -146,11 +137,9 @@ func (StateReady) isState() {}
 
 func parseStateReady(v preserves.Value) (StateReady, error) {
 	var r, zero StateReady
-	var err error
 	if err := schema.CheckLit(v, preserves.Symbol("ready")); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -163,11 +152,9 @@ func (StateFailed) isState() {}
 
 func parseStateFailed(v preserves.Value) (StateFailed, error) {
 	var r, zero StateFailed
-	var err error
 	if err := schema.CheckLit(v, preserves.Symbol("failed")); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -180,11 +167,9 @@ func (StateComplete) isState() {}
 
 func parseStateComplete(v preserves.Value) (StateComplete, error) {
 	var r, zero StateComplete
-	var err error
 	if err := schema.CheckLit(v, preserves.Symbol("complete")); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -196,10 +181,8 @@ type StateUserDefined struct{ Value preserves.Value }
 func (StateUserDefined) isState() {}
 
 func parseStateUserDefined(v preserves.Value) (StateUserDefined, error) {
-	var r, zero StateUserDefined
-	var err error
+	var r StateUserDefined
 	r.Value = v
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -256,7 +239,6 @@ func ParseServiceDependency(v preserves.Value) (ServiceDependency, error) {
 	if r.Dependee, err = ParseServiceState(rec5.Fields[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -272,13 +254,11 @@ type RestartService struct {
 // ParseRestartService parses v as a RestartService.
 func ParseRestartService(v preserves.Value) (RestartService, error) {
 	var r, zero RestartService
-	var err error
 	rec6, err := schema.AsRecordOf(v, preserves.Symbol("restart-service"), 1)
 	if err != nil {
 		return zero, err
 	}
 	r.ServiceName = rec6.Fields[0]
-	_, _ = zero, err
 	return r, nil
 }
 

@@ -73,7 +73,6 @@ func parseStandardRouteStandard(v preserves.Value) (StandardRouteStandard, error
 			return zero, schema.At(err, schema.Index(i5+5))
 		}
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -92,7 +91,6 @@ func parseStandardRouteGeneral(v preserves.Value) (StandardRouteGeneral, error) 
 	if r.Value, err = gatekeeper.ParseRoute(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -131,7 +129,6 @@ func parseStandardTransportWsUrl(v preserves.Value) (StandardTransportWsUrl, err
 	if r.Value, err = schema.AsString(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -143,10 +140,8 @@ type StandardTransportOther struct{ Value preserves.Value }
 func (StandardTransportOther) isStandardTransport() {}
 
 func parseStandardTransportOther(v preserves.Value) (StandardTransportOther, error) {
-	var r, zero StandardTransportOther
-	var err error
+	var r StandardTransportOther
 	r.Value = v
-	_, _ = zero, err
 	return r, nil
 }
 

@@ -33,7 +33,6 @@ func ParseStreamConnection(v preserves.Value) (StreamConnection, error) {
 		return zero, schema.At(err, "[1]")
 	}
 	r.Spec = rec1.Fields[2]
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -49,13 +48,11 @@ type StreamListenerReady struct {
 // ParseStreamListenerReady parses v as a StreamListenerReady.
 func ParseStreamListenerReady(v preserves.Value) (StreamListenerReady, error) {
 	var r, zero StreamListenerReady
-	var err error
 	rec2, err := schema.AsRecordOf(v, preserves.Symbol("stream-listener-ready"), 1)
 	if err != nil {
 		return zero, err
 	}
 	r.Spec = rec2.Fields[0]
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -81,7 +78,6 @@ func ParseStreamListenerError(v preserves.Value) (StreamListenerError, error) {
 	if r.Message, err = schema.AsString(rec3.Fields[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -105,7 +101,6 @@ func ParseStreamError(v preserves.Value) (StreamError, error) {
 	if r.Message, err = schema.AsString(rec4.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -136,7 +131,6 @@ func parseSourceSink(v preserves.Value) (SourceSink, error) {
 	if r.Controller, err = schema.AsEmbedded(rec5.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -155,7 +149,6 @@ func parseSourceStreamError(v preserves.Value) (SourceStreamError, error) {
 	if r.Value, err = ParseStreamError(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -182,7 +175,6 @@ func parseSourceCredit(v preserves.Value) (SourceCredit, error) {
 	if r.Mode, err = ParseMode(rec6.Fields[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -234,7 +226,6 @@ func parseSinkSource(v preserves.Value) (SinkSource, error) {
 	if r.Controller, err = schema.AsEmbedded(rec7.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -253,7 +244,6 @@ func parseSinkStreamError(v preserves.Value) (SinkStreamError, error) {
 	if r.Value, err = ParseStreamError(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -278,7 +268,6 @@ func parseSinkData(v preserves.Value) (SinkData, error) {
 	if r.Mode, err = ParseMode(rec8.Fields[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -294,11 +283,9 @@ func (SinkEof) isSink() {}
 
 func parseSinkEof(v preserves.Value) (SinkEof, error) {
 	var r, zero SinkEof
-	var err error
 	if _, err := schema.AsRecordOf(v, preserves.Symbol("eof"), 0); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -347,7 +334,6 @@ func parseCreditAmountCount(v preserves.Value) (CreditAmountCount, error) {
 	if r.Value, err = schema.AsInt(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -360,11 +346,9 @@ func (CreditAmountUnbounded) isCreditAmount() {}
 
 func parseCreditAmountUnbounded(v preserves.Value) (CreditAmountUnbounded, error) {
 	var r, zero CreditAmountUnbounded
-	var err error
 	if err := schema.CheckLit(v, preserves.Symbol("unbounded")); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -399,11 +383,9 @@ func (ModeBytes) isMode() {}
 
 func parseModeBytes(v preserves.Value) (ModeBytes, error) {
 	var r, zero ModeBytes
-	var err error
 	if err := schema.CheckLit(v, preserves.Symbol("bytes")); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -420,7 +402,6 @@ func parseModeLines(v preserves.Value) (ModeLines, error) {
 	if r.Value, err = ParseLineMode(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -443,7 +424,6 @@ func parseModePacket(v preserves.Value) (ModePacket, error) {
 	if r.Size, err = schema.AsInt(rec10.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -460,13 +440,11 @@ func (ModeObject) isMode() {}
 
 func parseModeObject(v preserves.Value) (ModeObject, error) {
 	var r, zero ModeObject
-	var err error
 	rec11, err := schema.AsRecordOf(v, preserves.Symbol("object"), 1)
 	if err != nil {
 		return zero, err
 	}
 	r.Description = rec11.Fields[0]
-	_, _ = zero, err
 	return r, nil
 }
 

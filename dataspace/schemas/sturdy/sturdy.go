@@ -18,11 +18,9 @@ type SturdyStepType struct{}
 // ParseSturdyStepType checks that v is ref.
 func ParseSturdyStepType(v preserves.Value) (SturdyStepType, error) {
 	var r, zero SturdyStepType
-	var err error
 	if err := schema.CheckLit(v, preserves.Symbol("ref")); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -68,7 +66,6 @@ func ParseSturdyDescriptionDetail(v preserves.Value) (SturdyDescriptionDetail, e
 		return zero, err
 	}
 	r.Oid = x3
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -102,7 +99,6 @@ func ParseSturdyRef(v preserves.Value) (SturdyRef, error) {
 	if r.Parameters, err = ParseParameters(rec4.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -140,7 +136,6 @@ func ParseParameters(v preserves.Value) (Parameters, error) {
 	if r.Caveats, err = ParseCaveatsField(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -183,7 +178,6 @@ func parseCaveatsFieldPresent(v preserves.Value) (CaveatsFieldPresent, error) {
 			return zero, schema.At(err, "[caveats]", schema.Index(i11))
 		}
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -200,7 +194,6 @@ func (CaveatsFieldInvalid) isCaveatsField() {}
 
 func parseCaveatsFieldInvalid(v preserves.Value) (CaveatsFieldInvalid, error) {
 	var r, zero CaveatsFieldInvalid
-	var err error
 	d14, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
@@ -210,7 +203,6 @@ func parseCaveatsFieldInvalid(v preserves.Value) (CaveatsFieldInvalid, error) {
 		return zero, err
 	}
 	r.Caveats = x15
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -226,13 +218,11 @@ func (CaveatsFieldAbsent) isCaveatsField() {}
 
 func parseCaveatsFieldAbsent(v preserves.Value) (CaveatsFieldAbsent, error) {
 	var r, zero CaveatsFieldAbsent
-	var err error
 	d16, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
 	_ = d16
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -277,7 +267,6 @@ func parseCaveatRewrite(v preserves.Value) (CaveatRewrite, error) {
 	if r.Value, err = ParseRewrite(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -294,7 +283,6 @@ func parseCaveatAlts(v preserves.Value) (CaveatAlts, error) {
 	if r.Value, err = ParseAlts(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -311,7 +299,6 @@ func parseCaveatReject(v preserves.Value) (CaveatReject, error) {
 	if r.Value, err = ParseReject(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -323,10 +310,8 @@ type CaveatUnknown struct{ Value preserves.Value }
 func (CaveatUnknown) isCaveat() {}
 
 func parseCaveatUnknown(v preserves.Value) (CaveatUnknown, error) {
-	var r, zero CaveatUnknown
-	var err error
+	var r CaveatUnknown
 	r.Value = v
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -378,7 +363,6 @@ func ParseRewrite(v preserves.Value) (Rewrite, error) {
 	if r.Template, err = ParseTemplate(rec17.Fields[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -402,7 +386,6 @@ func ParseReject(v preserves.Value) (Reject, error) {
 	if r.Pattern, err = ParsePattern(rec18.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -433,7 +416,6 @@ func ParseAlts(v preserves.Value) (Alts, error) {
 			return zero, schema.At(err, "[0]", schema.Index(i21))
 		}
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -451,7 +433,6 @@ func ParseOid(v preserves.Value) (Oid, error) {
 	if r.Value, err = schema.AsInt(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -483,7 +464,6 @@ func parseWireRefMine(v preserves.Value) (WireRefMine, error) {
 	if r.Oid, err = ParseOid(s24[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -518,7 +498,6 @@ func parseWireRefYours(v preserves.Value) (WireRefYours, error) {
 			return zero, schema.At(err, schema.Index(i26+2))
 		}
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -550,13 +529,11 @@ type Lit struct {
 // ParseLit parses v as a Lit.
 func ParseLit(v preserves.Value) (Lit, error) {
 	var r, zero Lit
-	var err error
 	rec29, err := schema.AsRecordOf(v, preserves.Symbol("lit"), 1)
 	if err != nil {
 		return zero, err
 	}
 	r.Value = rec29.Fields[0]
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -579,7 +556,6 @@ func parsePatternPDiscard(v preserves.Value) (PatternPDiscard, error) {
 	if r.Value, err = ParsePDiscard(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -596,7 +572,6 @@ func parsePatternPAtom(v preserves.Value) (PatternPAtom, error) {
 	if r.Value, err = ParsePAtom(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -609,11 +584,9 @@ func (PatternPEmbedded) isPattern() {}
 
 func parsePatternPEmbedded(v preserves.Value) (PatternPEmbedded, error) {
 	var r, zero PatternPEmbedded
-	var err error
 	if _, err := ParsePEmbedded(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -630,7 +603,6 @@ func parsePatternPBind(v preserves.Value) (PatternPBind, error) {
 	if r.Value, err = ParsePBind(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -647,7 +619,6 @@ func parsePatternPAnd(v preserves.Value) (PatternPAnd, error) {
 	if r.Value, err = ParsePAnd(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -664,7 +635,6 @@ func parsePatternPNot(v preserves.Value) (PatternPNot, error) {
 	if r.Value, err = ParsePNot(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -681,7 +651,6 @@ func parsePatternLit(v preserves.Value) (PatternLit, error) {
 	if r.Value, err = ParseLit(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -698,7 +667,6 @@ func parsePatternPCompound(v preserves.Value) (PatternPCompound, error) {
 	if r.Value, err = ParsePCompound(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -757,11 +725,9 @@ type PDiscard struct {
 // ParsePDiscard parses v as a PDiscard.
 func ParsePDiscard(v preserves.Value) (PDiscard, error) {
 	var r, zero PDiscard
-	var err error
 	if _, err := schema.AsRecordOf(v, preserves.Symbol("_"), 0); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -803,11 +769,9 @@ type PEmbedded struct{}
 // ParsePEmbedded checks that v is Embedded.
 func ParsePEmbedded(v preserves.Value) (PEmbedded, error) {
 	var r, zero PEmbedded
-	var err error
 	if err := schema.CheckLit(v, preserves.Symbol("Embedded")); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -829,7 +793,6 @@ func ParsePBind(v preserves.Value) (PBind, error) {
 	if r.Pattern, err = ParsePattern(rec31.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -860,7 +823,6 @@ func ParsePAnd(v preserves.Value) (PAnd, error) {
 			return zero, schema.At(err, "[0]", schema.Index(i34))
 		}
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -884,7 +846,6 @@ func ParsePNot(v preserves.Value) (PNot, error) {
 	if r.Pattern, err = ParsePattern(rec37.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -924,7 +885,6 @@ func parsePCompoundRec(v preserves.Value) (PCompoundRec, error) {
 			return zero, schema.At(err, "[1]", schema.Index(i40))
 		}
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -956,7 +916,6 @@ func parsePCompoundArr(v preserves.Value) (PCompoundArr, error) {
 			return zero, schema.At(err, "[0]", schema.Index(i45))
 		}
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -989,7 +948,6 @@ func parsePCompoundDict(v preserves.Value) (PCompoundDict, error) {
 			return zero, schema.At(err, "[0]", schema.Key(e51.Key))
 		}
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -1035,7 +993,6 @@ func parseTemplateTAttenuate(v preserves.Value) (TemplateTAttenuate, error) {
 	if r.Value, err = ParseTAttenuate(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -1052,7 +1009,6 @@ func parseTemplateTRef(v preserves.Value) (TemplateTRef, error) {
 	if r.Value, err = ParseTRef(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -1069,7 +1025,6 @@ func parseTemplateLit(v preserves.Value) (TemplateLit, error) {
 	if r.Value, err = ParseLit(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -1086,7 +1041,6 @@ func parseTemplateTCompound(v preserves.Value) (TemplateTCompound, error) {
 	if r.Value, err = ParseTCompound(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -1145,7 +1099,6 @@ func ParseTAttenuate(v preserves.Value) (TAttenuate, error) {
 			return zero, schema.At(err, "[1]", schema.Index(i56))
 		}
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -1169,7 +1122,6 @@ func ParseTRef(v preserves.Value) (TRef, error) {
 	if r.Binding, err = schema.AsInt(rec59.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -1209,7 +1161,6 @@ func parseTCompoundRec(v preserves.Value) (TCompoundRec, error) {
 			return zero, schema.At(err, "[1]", schema.Index(i62))
 		}
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -1241,7 +1192,6 @@ func parseTCompoundArr(v preserves.Value) (TCompoundArr, error) {
 			return zero, schema.At(err, "[0]", schema.Index(i67))
 		}
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -1274,7 +1224,6 @@ func parseTCompoundDict(v preserves.Value) (TCompoundDict, error) {
 			return zero, schema.At(err, "[0]", schema.Key(e73.Key))
 		}
 	}
-	_, _ = zero, err
 	return r, nil
 }
 

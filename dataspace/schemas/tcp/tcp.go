@@ -30,7 +30,6 @@ func ParseTcpRemote(v preserves.Value) (TcpRemote, error) {
 	if r.Port, err = schema.AsInt(rec1.Fields[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -58,7 +57,6 @@ func ParseTcpLocal(v preserves.Value) (TcpLocal, error) {
 	if r.Port, err = schema.AsInt(rec2.Fields[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -90,7 +88,6 @@ func ParseTcpPeerInfo(v preserves.Value) (TcpPeerInfo, error) {
 	if r.Remote, err = ParseTcpRemote(rec3.Fields[2]); err != nil {
 		return zero, schema.At(err, "[2]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 

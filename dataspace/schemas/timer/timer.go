@@ -32,7 +32,6 @@ func ParseSetTimer(v preserves.Value) (SetTimer, error) {
 	if r.Kind, err = ParseTimerKind(rec1.Fields[2]); err != nil {
 		return zero, schema.At(err, "[2]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -58,7 +57,6 @@ func ParseTimerExpired(v preserves.Value) (TimerExpired, error) {
 	if r.Seconds, err = schema.AsDouble(rec2.Fields[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -109,7 +107,6 @@ func ParseLaterThan(v preserves.Value) (LaterThan, error) {
 	if r.Seconds, err = schema.AsDouble(rec3.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -133,7 +130,6 @@ func ParsePeriodicTick(v preserves.Value) (PeriodicTick, error) {
 	if r.Interval, err = schema.AsDouble(rec4.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 

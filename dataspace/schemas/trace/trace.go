@@ -35,7 +35,6 @@ func ParseTraceEntry(v preserves.Value) (TraceEntry, error) {
 	if r.Item, err = ParseActorActivation(rec1.Fields[2]); err != nil {
 		return zero, schema.At(err, "[2]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -66,7 +65,6 @@ func parseActorActivationStart(v preserves.Value) (ActorActivationStart, error) 
 	if r.ActorName, err = ParseName(rec2.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -85,7 +83,6 @@ func parseActorActivationTurn(v preserves.Value) (ActorActivationTurn, error) {
 	if r.Value, err = ParseTurnDescription(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -108,7 +105,6 @@ func parseActorActivationStop(v preserves.Value) (ActorActivationStop, error) {
 	if r.Status, err = ParseExitStatus(rec3.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -151,11 +147,9 @@ func (NameAnonymous) isName() {}
 
 func parseNameAnonymous(v preserves.Value) (NameAnonymous, error) {
 	var r, zero NameAnonymous
-	var err error
 	if _, err := schema.AsRecordOf(v, preserves.Symbol("anonymous"), 0); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -172,13 +166,11 @@ func (NameNamed) isName() {}
 
 func parseNameNamed(v preserves.Value) (NameNamed, error) {
 	var r, zero NameNamed
-	var err error
 	rec5, err := schema.AsRecordOf(v, preserves.Symbol("named"), 1)
 	if err != nil {
 		return zero, err
 	}
 	r.Name = rec5.Fields[0]
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -207,10 +199,8 @@ type ActorId struct{ Value preserves.Value }
 
 // ParseActorId parses v as a ActorId.
 func ParseActorId(v preserves.Value) (ActorId, error) {
-	var r, zero ActorId
-	var err error
+	var r ActorId
 	r.Value = v
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -221,10 +211,8 @@ type FacetId struct{ Value preserves.Value }
 
 // ParseFacetId parses v as a FacetId.
 func ParseFacetId(v preserves.Value) (FacetId, error) {
-	var r, zero FacetId
-	var err error
+	var r FacetId
 	r.Value = v
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -235,10 +223,8 @@ type Oid struct{ Value preserves.Value }
 
 // ParseOid parses v as a Oid.
 func ParseOid(v preserves.Value) (Oid, error) {
-	var r, zero Oid
-	var err error
+	var r Oid
 	r.Value = v
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -249,10 +235,8 @@ type TaskId struct{ Value preserves.Value }
 
 // ParseTaskId parses v as a TaskId.
 func ParseTaskId(v preserves.Value) (TaskId, error) {
-	var r, zero TaskId
-	var err error
+	var r TaskId
 	r.Value = v
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -263,10 +247,8 @@ type TurnId struct{ Value preserves.Value }
 
 // ParseTurnId parses v as a TurnId.
 func ParseTurnId(v preserves.Value) (TurnId, error) {
-	var r, zero TurnId
-	var err error
+	var r TurnId
 	r.Value = v
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -285,11 +267,9 @@ func (ExitStatusOk) isExitStatus() {}
 
 func parseExitStatusOk(v preserves.Value) (ExitStatusOk, error) {
 	var r, zero ExitStatusOk
-	var err error
 	if err := schema.CheckLit(v, preserves.Symbol("ok")); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -306,7 +286,6 @@ func parseExitStatusError(v preserves.Value) (ExitStatusError, error) {
 	if r.Value, err = protocol.ParseError(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -359,7 +338,6 @@ func ParseTurnDescription(v preserves.Value) (TurnDescription, error) {
 			return zero, schema.At(err, "[2]", schema.Index(i8))
 		}
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -390,7 +368,6 @@ func parseTurnCauseTurn(v preserves.Value) (TurnCauseTurn, error) {
 	if r.Id, err = ParseTurnId(rec11.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -406,11 +383,9 @@ func (TurnCauseCleanup) isTurnCause() {}
 
 func parseTurnCauseCleanup(v preserves.Value) (TurnCauseCleanup, error) {
 	var r, zero TurnCauseCleanup
-	var err error
 	if _, err := schema.AsRecordOf(v, preserves.Symbol("cleanup"), 0); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -439,7 +414,6 @@ func parseTurnCauseLinkedTaskRelease(v preserves.Value) (TurnCauseLinkedTaskRele
 	if r.Reason, err = ParseLinkedTaskReleaseReason(rec13.Fields[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -464,7 +438,6 @@ func parseTurnCausePeriodicActivation(v preserves.Value) (TurnCausePeriodicActiv
 	if r.Period, err = schema.AsDouble(rec14.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -493,7 +466,6 @@ func parseTurnCauseDelay(v preserves.Value) (TurnCauseDelay, error) {
 	if r.Amount, err = schema.AsDouble(rec15.Fields[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -510,13 +482,11 @@ func (TurnCauseExternal) isTurnCause() {}
 
 func parseTurnCauseExternal(v preserves.Value) (TurnCauseExternal, error) {
 	var r, zero TurnCauseExternal
-	var err error
 	rec16, err := schema.AsRecordOf(v, preserves.Symbol("external"), 1)
 	if err != nil {
 		return zero, err
 	}
 	r.Description = rec16.Fields[0]
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -613,7 +583,6 @@ func parseTurnEventAssert(v preserves.Value) (TurnEventAssert, error) {
 	if r.Handle, err = protocol.ParseHandle(rec17.Fields[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -638,7 +607,6 @@ func parseTurnEventRetract(v preserves.Value) (TurnEventRetract, error) {
 	if r.Handle, err = protocol.ParseHandle(rec18.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -663,7 +631,6 @@ func parseTurnEventMessage(v preserves.Value) (TurnEventMessage, error) {
 	if r.Body, err = ParseAssertionDescription(rec19.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -688,7 +655,6 @@ func parseTurnEventSync(v preserves.Value) (TurnEventSync, error) {
 	if r.Peer, err = ParseTarget(rec20.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -717,7 +683,6 @@ func parseTurnEventBreakLink(v preserves.Value) (TurnEventBreakLink, error) {
 	if r.Handle, err = protocol.ParseHandle(rec21.Fields[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -776,7 +741,6 @@ func ParseTargetedTurnEvent(v preserves.Value) (TargetedTurnEvent, error) {
 	if r.Detail, err = ParseTurnEvent(rec22.Fields[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -807,7 +771,6 @@ func parseActionDescriptionDequeue(v preserves.Value) (ActionDescriptionDequeue,
 	if r.Event, err = ParseTargetedTurnEvent(rec23.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -832,7 +795,6 @@ func parseActionDescriptionEnqueue(v preserves.Value) (ActionDescriptionEnqueue,
 	if r.Event, err = ParseTargetedTurnEvent(rec24.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -857,7 +819,6 @@ func parseActionDescriptionDequeueInternal(v preserves.Value) (ActionDescription
 	if r.Event, err = ParseTargetedTurnEvent(rec25.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -882,7 +843,6 @@ func parseActionDescriptionEnqueueInternal(v preserves.Value) (ActionDescription
 	if r.Event, err = ParseTargetedTurnEvent(rec26.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -911,7 +871,6 @@ func parseActionDescriptionSpawn(v preserves.Value) (ActionDescriptionSpawn, err
 	if r.Id, err = ParseActorId(rec27.Fields[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -948,7 +907,6 @@ func parseActionDescriptionLink(v preserves.Value) (ActionDescriptionLink, error
 	if r.ParentToChild, err = protocol.ParseHandle(rec28.Fields[3]); err != nil {
 		return zero, schema.At(err, "[3]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -980,7 +938,6 @@ func parseActionDescriptionFacetStart(v preserves.Value) (ActionDescriptionFacet
 			return zero, schema.At(err, "[0]", schema.Index(i31))
 		}
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -1016,7 +973,6 @@ func parseActionDescriptionFacetStop(v preserves.Value) (ActionDescriptionFacetS
 	if r.Reason, err = ParseFacetStopReason(rec34.Fields[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -1045,7 +1001,6 @@ func parseActionDescriptionLinkedTaskStart(v preserves.Value) (ActionDescription
 	if r.Id, err = ParseTaskId(rec39.Fields[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -1121,13 +1076,11 @@ func (AssertionDescriptionValue) isAssertionDescription() {}
 
 func parseAssertionDescriptionValue(v preserves.Value) (AssertionDescriptionValue, error) {
 	var r, zero AssertionDescriptionValue
-	var err error
 	rec40, err := schema.AsRecordOf(v, preserves.Symbol("value"), 1)
 	if err != nil {
 		return zero, err
 	}
 	r.Value = rec40.Fields[0]
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -1144,13 +1097,11 @@ func (AssertionDescriptionOpaque) isAssertionDescription() {}
 
 func parseAssertionDescriptionOpaque(v preserves.Value) (AssertionDescriptionOpaque, error) {
 	var r, zero AssertionDescriptionOpaque
-	var err error
 	rec41, err := schema.AsRecordOf(v, preserves.Symbol("opaque"), 1)
 	if err != nil {
 		return zero, err
 	}
 	r.Description = rec41.Fields[0]
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -1226,7 +1177,6 @@ func ParseTarget(v preserves.Value) (Target, error) {
 	if r.Oid, err = ParseOid(rec42.Fields[2]); err != nil {
 		return zero, schema.At(err, "[2]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 

@@ -30,7 +30,6 @@ func ParseTcp(v preserves.Value) (Tcp, error) {
 	if r.Port, err = schema.AsInt(rec1.Fields[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -54,7 +53,6 @@ func ParseUnix(v preserves.Value) (Unix, error) {
 	if r.Path, err = schema.AsString(rec2.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -78,7 +76,6 @@ func ParseWebSocket(v preserves.Value) (WebSocket, error) {
 	if r.Url, err = schema.AsString(rec3.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -93,11 +90,9 @@ type Stdio struct {
 // ParseStdio parses v as a Stdio.
 func ParseStdio(v preserves.Value) (Stdio, error) {
 	var r, zero Stdio
-	var err error
 	if _, err := schema.AsRecordOf(v, preserves.Symbol("stdio"), 0); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 

@@ -27,7 +27,6 @@ func ParseInstance(v preserves.Value) (Instance, error) {
 		return zero, schema.At(err, "[0]")
 	}
 	r.Argument = rec1.Fields[1]
-	_, _ = zero, err
 	return r, nil
 }
 

@@ -26,7 +26,6 @@ func ParseBundle(v preserves.Value) (Bundle, error) {
 	if r.Modules, err = ParseModules(rec1.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -54,7 +53,6 @@ func ParseModules(v preserves.Value) (Modules, error) {
 			return zero, schema.At(err, schema.Key(e4.Key))
 		}
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -101,7 +99,6 @@ func ParseSchema(v preserves.Value) (Schema, error) {
 	if _, err := ParseVersion(x11); err != nil {
 		return zero, schema.At(err, "[0]", "[version]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -115,11 +112,9 @@ type Version struct{}
 // ParseVersion checks that v is 1.
 func ParseVersion(v preserves.Value) (Version, error) {
 	var r, zero Version
-	var err error
 	if err := schema.CheckLit(v, preserves.Int(1)); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -138,11 +133,9 @@ func (EmbeddedTypeNameFalse) isEmbeddedTypeName() {}
 
 func parseEmbeddedTypeNameFalse(v preserves.Value) (EmbeddedTypeNameFalse, error) {
 	var r, zero EmbeddedTypeNameFalse
-	var err error
 	if err := schema.CheckLit(v, preserves.Bool(false)); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -159,7 +152,6 @@ func parseEmbeddedTypeNameRef(v preserves.Value) (EmbeddedTypeNameRef, error) {
 	if r.Value, err = ParseRef(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -205,7 +197,6 @@ func ParseDefinitions(v preserves.Value) (Definitions, error) {
 		}
 		r[k15] = v16
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -251,7 +242,6 @@ func parseDefinitionOr(v preserves.Value) (DefinitionOr, error) {
 			return zero, schema.At(err, "[0]", schema.Index(i21+2))
 		}
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -291,7 +281,6 @@ func parseDefinitionAnd(v preserves.Value) (DefinitionAnd, error) {
 			return zero, schema.At(err, "[0]", schema.Index(i26+2))
 		}
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -310,7 +299,6 @@ func parseDefinitionPattern(v preserves.Value) (DefinitionPattern, error) {
 	if r.Value, err = ParsePattern(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -354,7 +342,6 @@ func parsePatternSimplePattern(v preserves.Value) (PatternSimplePattern, error) 
 	if r.Value, err = ParseSimplePattern(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -371,7 +358,6 @@ func parsePatternCompoundPattern(v preserves.Value) (PatternCompoundPattern, err
 	if r.Value, err = ParseCompoundPattern(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -406,11 +392,9 @@ func (SimplePatternAny) isSimplePattern() {}
 
 func parseSimplePatternAny(v preserves.Value) (SimplePatternAny, error) {
 	var r, zero SimplePatternAny
-	var err error
 	if err := schema.CheckLit(v, preserves.Symbol("any")); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -433,7 +417,6 @@ func parseSimplePatternAtom(v preserves.Value) (SimplePatternAtom, error) {
 	if r.AtomKind, err = ParseAtomKind(rec29.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -458,7 +441,6 @@ func parseSimplePatternEmbedded(v preserves.Value) (SimplePatternEmbedded, error
 	if r.Interface, err = ParseSimplePattern(rec30.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -475,13 +457,11 @@ func (SimplePatternLit) isSimplePattern() {}
 
 func parseSimplePatternLit(v preserves.Value) (SimplePatternLit, error) {
 	var r, zero SimplePatternLit
-	var err error
 	rec31, err := schema.AsRecordOf(v, preserves.Symbol("lit"), 1)
 	if err != nil {
 		return zero, err
 	}
 	r.Value = rec31.Fields[0]
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -506,7 +486,6 @@ func parseSimplePatternSeqof(v preserves.Value) (SimplePatternSeqof, error) {
 	if r.Pattern, err = ParseSimplePattern(rec32.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -531,7 +510,6 @@ func parseSimplePatternSetof(v preserves.Value) (SimplePatternSetof, error) {
 	if r.Pattern, err = ParseSimplePattern(rec33.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -560,7 +538,6 @@ func parseSimplePatternDictof(v preserves.Value) (SimplePatternDictof, error) {
 	if r.Value, err = ParseSimplePattern(rec34.Fields[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -579,7 +556,6 @@ func parseSimplePatternRef(v preserves.Value) (SimplePatternRef, error) {
 	if r.Value, err = ParseRef(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -658,7 +634,6 @@ func parseCompoundPatternRec(v preserves.Value) (CompoundPatternRec, error) {
 	if r.Fields, err = ParseNamedPattern(rec35.Fields[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -690,7 +665,6 @@ func parseCompoundPatternTuple(v preserves.Value) (CompoundPatternTuple, error) 
 			return zero, schema.At(err, "[0]", schema.Index(i38))
 		}
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -726,7 +700,6 @@ func parseCompoundPatternTuplePrefix(v preserves.Value) (CompoundPatternTuplePre
 	if r.Variable, err = ParseNamedSimplePattern(rec41.Fields[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -751,7 +724,6 @@ func parseCompoundPatternDict(v preserves.Value) (CompoundPatternDict, error) {
 	if r.Entries, err = ParseDictionaryEntries(rec46.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -803,7 +775,6 @@ func ParseDictionaryEntries(v preserves.Value) (DictionaryEntries, error) {
 			return zero, schema.At(err, schema.Key(e49.Key))
 		}
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -861,7 +832,6 @@ func ParseNamedAlternative(v preserves.Value) (NamedAlternative, error) {
 	if r.Pattern, err = ParsePattern(s52[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -886,7 +856,6 @@ func parseNamedSimplePatternNamed(v preserves.Value) (NamedSimplePatternNamed, e
 	if r.Value, err = ParseBinding(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -903,7 +872,6 @@ func parseNamedSimplePatternAnonymous(v preserves.Value) (NamedSimplePatternAnon
 	if r.Value, err = ParseSimplePattern(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -942,7 +910,6 @@ func parseNamedPatternNamed(v preserves.Value) (NamedPatternNamed, error) {
 	if r.Value, err = ParseBinding(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -959,7 +926,6 @@ func parseNamedPatternAnonymous(v preserves.Value) (NamedPatternAnonymous, error
 	if r.Value, err = ParsePattern(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -1001,7 +967,6 @@ func ParseBinding(v preserves.Value) (Binding, error) {
 	if r.Pattern, err = ParseSimplePattern(rec53.Fields[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -1029,7 +994,6 @@ func ParseRef(v preserves.Value) (Ref, error) {
 	if r.Name, err = schema.AsSymbol(rec54.Fields[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -1054,7 +1018,6 @@ func ParseModulePath(v preserves.Value) (ModulePath, error) {
 			return zero, schema.At(err, schema.Index(i56))
 		}
 	}
-	_, _ = zero, err
 	return r, nil
 }
 

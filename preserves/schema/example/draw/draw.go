@@ -63,7 +63,6 @@ func ParsePoint(v preserves.Value) (Point, error) {
 	if r.Y, err = schema.AsDouble(s1[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -88,7 +87,6 @@ func ParseTags(v preserves.Value) (Tags, error) {
 			return zero, schema.At(err, schema.Index(i3))
 		}
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -123,7 +121,6 @@ func parseShapeCircle(v preserves.Value) (ShapeCircle, error) {
 	if r.Radius, err = schema.AsDouble(rec6.Fields[1]); err != nil {
 		return zero, schema.At(err, "[1]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -155,7 +152,6 @@ func parseShapePolygon(v preserves.Value) (ShapePolygon, error) {
 			return zero, schema.At(err, schema.Index(i8+1))
 		}
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -174,7 +170,6 @@ func parseShapePoint(v preserves.Value) (ShapePoint, error) {
 	if r.Value, err = ParsePoint(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -191,7 +186,6 @@ func parseShapeRaw(v preserves.Value) (ShapeRaw, error) {
 	if r.Value, err = schema.AsBytes(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -262,7 +256,6 @@ func ParseLayer(v preserves.Value) (Layer, error) {
 	if r.Owner, err = schema.AsEmbedded(rec11.Fields[4]); err != nil {
 		return zero, schema.At(err, "[4]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -302,7 +295,6 @@ func ParseStyle(v preserves.Value) (Style, error) {
 	if r.Dash, err = ParseDash(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -345,7 +337,6 @@ func parseDashOn(v preserves.Value) (DashOn, error) {
 			return zero, schema.At(err, "[dash]", schema.Index(i22))
 		}
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -361,13 +352,11 @@ func (DashOff) isDash() {}
 
 func parseDashOff(v preserves.Value) (DashOff, error) {
 	var r, zero DashOff
-	var err error
 	d25, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
 	_ = d25
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -410,7 +399,6 @@ func ParseEnvelope(v preserves.Value) (Envelope, error) {
 		return zero, schema.At(err, "[0]")
 	}
 	r.Body = rec26.Fields[1]
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -424,11 +412,9 @@ type Magic struct{}
 // ParseMagic checks that v is [1 2].
 func ParseMagic(v preserves.Value) (Magic, error) {
 	var r, zero Magic
-	var err error
 	if err := schema.CheckLit(v, lit0); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -460,7 +446,6 @@ func ParseHeader(v preserves.Value) (Header, error) {
 			return zero, schema.At(err, schema.Index(i28+2))
 		}
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -492,7 +477,6 @@ func ParseNames(v preserves.Value) (Names, error) {
 		}
 		r[k34] = v35
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -527,7 +511,6 @@ func ParseIndex(v preserves.Value) (Index, error) {
 			}
 		}
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -543,11 +526,9 @@ type Nop struct{}
 // ParseNop checks that v is #f.
 func ParseNop(v preserves.Value) (Nop, error) {
 	var r, zero Nop
-	var err error
 	if err := schema.CheckLit(v, preserves.Bool(false)); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
@@ -569,7 +550,6 @@ func ParseCount(v preserves.Value) (Count, error) {
 	if r.Value, err = schema.AsInt(v); err != nil {
 		return zero, err
 	}
-	_, _ = zero, err
 	return r, nil
 }
 

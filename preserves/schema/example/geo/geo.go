@@ -25,7 +25,6 @@ func ParseRegion(v preserves.Value) (Region, error) {
 	if r.Name, err = schema.AsString(rec1.Fields[0]); err != nil {
 		return zero, schema.At(err, "[0]")
 	}
-	_, _ = zero, err
 	return r, nil
 }
 
