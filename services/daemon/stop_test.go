@@ -14,7 +14,10 @@ import (
 // trapSpec is a daemon that appends "NAME" to file when it gets SIGTERM,
 // after pause seconds, and exits.
 func trapSpec(t *testing.T, name, file, pause string) preserves.Value {
-	return pv(t, `{argv: "trap 'sleep `+pause+`; echo `+name+` >> `+file+`; exit 0' TERM; echo $$; while :; do sleep 0.02; done", readyOnStart: #t}`)
+	// Ready only once the trap is set (s6 readiness on fd 3): counted
+	// ready at spawn, a SIGTERM could beat the trap and kill the shell
+	// silently.
+	return pv(t, `{argv: "trap 'sleep `+pause+`; echo `+name+` >> `+file+`; exit 0' TERM; echo >&3; echo $$; while :; do sleep 0.02; done", readiness: <notification-fd 3>}`)
 }
 
 func fileWords(t *testing.T, file string) []string {
@@ -58,7 +61,7 @@ func TestShutdownStopsDependentsFirst(t *testing.T) {
 	h.assert(preserves.Rec("daemon", preserves.Symbol("db"), trapSpec(t, "db", file, "0")))
 	h.assert(preserves.Rec("daemon", preserves.Symbol("app"), trapSpec(t, "app", file, "0.3")))
 	h.assert(preserves.Rec("daemon", preserves.Symbol("stubborn"),
-		pv(t, `{argv: "trap '' TERM; echo $$; while :; do sleep 0.02; done", readyOnStart: #t, stopTimeout: 0.2}`)))
+		pv(t, `{argv: "trap '' TERM; echo >&3; echo $$; while :; do sleep 0.02; done", readiness: <notification-fd 3>, stopTimeout: 0.2}`)))
 	h.assert(services.DependsOn(dname("app"), state("db", services.StateReady)))
 	h.assert(services.RequireService(dname("app")))
 	h.assert(services.RequireService(dname("stubborn")))
