@@ -39,7 +39,9 @@ func (s *server) builtins(w primordial) []builtin {
 			return err
 		}},
 		{"config", config.Boot},
-		{"logger", logger.Boot},
+		{"logger", func(t *dataspace.Turn, env services.Env) error {
+			return logger.BootWith(t, env, s.loggerOptions(s.stderr))
+		}},
 		{"debt", debt.Boot},
 		{"timeline", timeline.Boot},
 		{"gatekeeper", func(t *dataspace.Turn, env services.Env) error {

@@ -388,7 +388,7 @@ func TestE2ETCPListenerAndSturdyRef(t *testing.T) {
 		return nil
 	})
 	eventually(t, 10*time.Second, "the message to reach the script", func() bool {
-		return strings.Contains(r.stderr.String(), `- -[-] -: \"over tcp\"`)
+		return strings.Contains(r.stderr.String(), `"line":"over tcp"`)
 	})
 	require.Equal(t, 0, r.stop(t))
 }
@@ -415,7 +415,7 @@ func TestE2EInferior(t *testing.T) {
 	require.NoError(t, err)
 	go io.Copy(io.Discard, stdout)
 	eventually(t, 10*time.Second, "the parent's assertion to reach the script", func() bool {
-		return strings.Contains(stderr.String(), `- -[-] -: \"hi\"`)
+		return strings.Contains(stderr.String(), `"line":"hi"`)
 	})
 	// Closing stdin ends the session; the server keeps running (Q1).
 	stdin.Close()
@@ -468,7 +468,7 @@ func TestE2EDryRunShippedConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, string(want), got)
 	require.Contains(t, errb.String(), "dry run: would start process")
-	require.NotContains(t, errb.String(), `stdout: \\\"hello from`, "no process ran (its output would be logged)")
+	require.NotContains(t, errb.String(), `"line":"hello from`, "no process ran (its output would be logged)")
 	require.NotContains(t, errb.String(), `"message":"listening"`, "no socket was bound")
 }
 

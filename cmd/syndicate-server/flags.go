@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/syndicate-go/syndicate/dataspace/transport"
+	"github.com/syndicate-go/syndicate/services/logger"
 )
 
 // options is the parsed command line. The flags are the reference server's
@@ -31,6 +32,13 @@ type options struct {
 	logLevel    string
 	dryRun      bool
 	adminSocket string // "" = default path; "-" = none
+
+	// Service output (issue 15): printed on stderr unless serviceOutput
+	// is false; kept per service under logDir when set.
+	serviceOutput bool
+	logDir        string
+	logFileSize   int64
+	logFileCount  int
 }
 
 type stringList []string
@@ -86,7 +94,7 @@ var errHelp = flag.ErrHelp
 // long spelling of each flag are accepted, with one or two dashes, as Go's
 // flag package does.
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
-	o := &options{}
+	o := &options{serviceOutput: true}
 	fs := flag.NewFlagSet("syndicate-server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfg := (*stringList)(&o.configs)
@@ -110,6 +118,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.dryRun, "dry-run", false, "run every script and service, but start no process and bind no socket")
 	fs.StringVar(&o.adminSocket, "admin-socket", os.Getenv("SYNDICATE_ADMIN_SOCKET"), "path of the admin socket (default $SYNDICATE_ADMIN_SOCKET, or under $XDG_RUNTIME_DIR or /run/syndicate; - for none)")
 	fs.StringVar(&o.adminSocket, "admin", o.adminSocket, "alias of --admin-socket")
+	fs.BoolVar(&o.serviceOutput, "service-output", true, "print daemons' output and $log messages on stderr (--service-output=false: only keep them)")
+	fs.StringVar(&o.logDir, "log-dir", "", "keep each service's output in a directory of its own under `DIR`, rotated")
+	fs.Int64Var(&o.logFileSize, "log-file-size", logger.DefaultFileSize, "rotate a service's log file when it reaches `BYTES`")
+	fs.IntVar(&o.logFileCount, "log-file-count", logger.DefaultFileCount, "rotated log files kept per service")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: syndicate-server [flags] [FILE...]\n\n"+
 			"  -c, --config PATH       watch PATH for .pr scripts (repeatable)\n"+
@@ -123,7 +135,11 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 			"      --check             compile scripts, run nothing, report errors\n"+
 			"      --dry-run           run scripts and services, start no process, bind no socket\n"+
 			"      --log-format F      console or json\n"+
-			"      --log-level L       debug, info, warn or error\n"+
+			"      --log-level L       debug, info, warn or error (the server's own messages)\n"+
+			"      --service-output=false  do not print service output on stderr\n"+
+			"      --log-dir DIR       keep service output under DIR/SERVICE/current, rotated\n"+
+			"      --log-file-size N   rotate at N bytes (default 1048576)\n"+
+			"      --log-file-count N  rotated files kept per service (default 10)\n"+
 			"      --admin-socket PATH admin socket path (- for none; also --admin, $SYNDICATE_ADMIN_SOCKET)\n")
 	}
 	if err := fs.Parse(args); err != nil {
@@ -133,6 +149,12 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	case "", "console", "json":
 	default:
 		return nil, fmt.Errorf("--log-format: %q is neither console nor json", o.logFormat)
+	}
+	if o.logFileSize < 4096 {
+		return nil, fmt.Errorf("--log-file-size: %d is below the minimum of 4096 bytes", o.logFileSize)
+	}
+	if o.logFileCount < 1 {
+		return nil, fmt.Errorf("--log-file-count: %d: at least one rotated file must be kept", o.logFileCount)
 	}
 	if fs.NArg() > 0 {
 		if !o.check {

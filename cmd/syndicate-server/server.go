@@ -24,6 +24,7 @@ import (
 	"github.com/syndicate-go/syndicate/services/config"
 	"github.com/syndicate-go/syndicate/services/daemon"
 	"github.com/syndicate-go/syndicate/services/debt"
+	"github.com/syndicate-go/syndicate/services/logger"
 )
 
 // shutdownGrace bounds an orderly shutdown beyond the daemons' own stop
@@ -31,7 +32,9 @@ import (
 const shutdownGrace = 30 * time.Second
 
 // newLogger builds the diagnostic logger: console lines on a terminal, JSON
-// otherwise, at the level from --log-level or $SYNDICATE_LOG.
+// otherwise, at the level from --log-level or $SYNDICATE_LOG. Console lines
+// are coloured only on a terminal and never when $NO_COLOR is set, so a
+// forced console format writes no escape sequences into files.
 func newLogger(o *options, stderr io.Writer) (zerolog.Logger, error) {
 	level := zerolog.InfoLevel
 	name := o.logLevel
@@ -45,21 +48,51 @@ func newLogger(o *options, stderr io.Writer) (zerolog.Logger, error) {
 		}
 		level = l
 	}
-	format := o.logFormat
-	if format == "" {
-		format = "json"
-		if f, ok := stderr.(*os.File); ok {
-			if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-				format = "console"
-			}
-		}
-	}
 	var w io.Writer = stderr
-	if format == "console" {
-		w = zerolog.ConsoleWriter{Out: stderr, TimeFormat: "15:04:05.000"}
+	if logFormat(o, stderr) == "console" {
+		w = zerolog.ConsoleWriter{Out: stderr, TimeFormat: "15:04:05.000", NoColor: !useColor(stderr)}
 	}
 	zerolog.TimeFieldFormat = time.RFC3339Nano
 	return zerolog.New(w).Level(level).With().Timestamp().Logger(), nil
+}
+
+// logFormat is --log-format, or console on a terminal and json otherwise.
+func logFormat(o *options, stderr io.Writer) string {
+	if o.logFormat != "" {
+		return o.logFormat
+	}
+	if isTerminal(stderr) {
+		return "console"
+	}
+	return "json"
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// useColor: a terminal, and no NO_COLOR (https://no-color.org: set and
+// not empty).
+func useColor(w io.Writer) bool {
+	return isTerminal(w) && os.Getenv("NO_COLOR") == ""
+}
+
+// loggerOptions says where service output goes (issue 15): stderr in the
+// diagnostic log's format unless --service-output=false, and --log-dir.
+func (s *server) loggerOptions(stderr io.Writer) logger.Options {
+	o := s.opts
+	lo := logger.Options{Dir: o.logDir, FileSize: o.logFileSize, FileCount: o.logFileCount}
+	if o.serviceOutput && stderr != nil {
+		lo.Console = stderr
+		lo.JSON = logFormat(o, stderr) == "json"
+		lo.Color = !lo.JSON && useColor(stderr)
+	}
+	return lo
 }
 
 // runCheck compiles every script under the -c paths and the named files
@@ -95,6 +128,7 @@ type server struct {
 	opts   *options
 	log    zerolog.Logger
 	stdout io.Writer
+	stderr io.Writer
 	sys    *dataspace.System
 	top    *dataspace.Actor
 
@@ -134,6 +168,11 @@ func runServer(o *options, stdout, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer signal.Stop(sigs)
+	// A write to a closed stderr must not kill the server (as PID 1, the
+	// machine): with SIGPIPE notified, such writes fail with EPIPE
+	// instead. Notified rather than ignored, so daemons still start with
+	// the default disposition.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 
 	log, err := newLogger(o, stderr)
 	if err != nil {
@@ -174,6 +213,7 @@ func runServer(o *options, stdout, stderr io.Writer) int {
 	defer startMemoryReturner(log)()
 
 	s := newServer(o, log, stdout)
+	s.stderr = stderr // service output (logger options)
 	s.start(sysOpts)
 
 	code := 0
@@ -327,8 +367,7 @@ func (s *server) bootAdmin(t *dataspace.Turn, env services.Env) error {
 			return nil
 		}
 		s.log.Warn().Err(err).Str("path", path).Msg("admin socket not available")
-		return nil
 	}
-	s.log.Info().Str("path", path).Msg("admin socket listening")
+	// admin.Listen logs "admin socket listening" itself.
 	return nil
 }

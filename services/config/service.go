@@ -49,8 +49,15 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
 		// Stripped: the name is compared and used as a key; a script's
 		// value carries positions, reported below.
 		name := preserves.Strip(caps[0])
-		log := env.Logger.With().Str("service", preserves.FormatText(name)).Logger()
 		path, bindings, err := parseName(name)
+		// Log lines name the watcher by its path only: the full name
+		// carries the environment dictionary, refs included, which made
+		// every routine line hundreds of bytes long (issue 15).
+		logName := preserves.FormatText(name)
+		if err == nil {
+			logName = preserves.FormatText(preserves.Rec("config-watcher", preserves.String(path)))
+		}
+		log := env.Logger.With().Str("service", logName).Logger()
 		if err != nil {
 			// Go deviation (§0): a malformed request is reported, not
 			// silently ignored.

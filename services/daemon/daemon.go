@@ -3,12 +3,10 @@ package daemon
 import (
 	"errors"
 	"time"
-	"unicode/utf8"
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/preserves"
-	"github.com/syndicate-go/syndicate/script"
 	"github.com/syndicate-go/syndicate/services"
 )
 
@@ -84,31 +82,6 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) (*Service, erro
 
 // Wait waits until no process runner is active (all daemons stopped).
 func (s *Service) Wait() { s.runner.Wait() }
-
-// LogRecord builds the `<log "TIMESTAMP" {pid, service, stream, line}>`
-// message of §5.6 for one line of output.
-func LogRecord(l Line, service preserves.Value, now func() time.Time) preserves.Value {
-	var line preserves.Value
-	if utf8.Valid(l.Text) {
-		line = preserves.String(l.Text)
-	} else {
-		line = preserves.ByteString(l.Text)
-	}
-	var pid preserves.Value = preserves.Symbol("unknown")
-	if l.Pid > 0 {
-		pid = preserves.Int(l.Pid)
-	}
-	ts := l.Time
-	if ts.IsZero() {
-		ts = now()
-	}
-	return preserves.Rec(string(labelLog), preserves.String(script.Timestamp(ts)), preserves.NewDictionary(
-		preserves.DictEntry{Key: preserves.Symbol("pid"), Value: pid},
-		preserves.DictEntry{Key: preserves.Symbol("service"), Value: service},
-		preserves.DictEntry{Key: preserves.Symbol("stream"), Value: preserves.Symbol(l.Stream.String())},
-		preserves.DictEntry{Key: preserves.Symbol("line"), Value: line},
-	))
-}
 
 // literal is the pattern matching v field by field, or exactly when v
 // cannot be lifted (it contains a set).

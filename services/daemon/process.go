@@ -1,9 +1,8 @@
 package daemon
 
 import (
-	"bufio"
+	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -112,9 +111,12 @@ const (
 	drainGrace = 250 * time.Millisecond
 	// maxLine splits pathological lines so memory stays bounded.
 	maxLine = 64 << 10
-	// readBuf is each pipe reader's buffer; longer lines are assembled
-	// across reads, so it only trades syscalls for idle memory.
-	readBuf = 1024
+	// readBuf is the most each pipe reader takes from its pipe at once; the
+	// lines of one read are handed on as one batch. Longer lines are
+	// assembled across reads. A reader holds at most one batch beyond the
+	// one being logged, so this also bounds the output a process can have
+	// in the server (issue 12 §6).
+	readBuf = 16 << 10
 	// groupPoll is how often we look whether a process group is gone.
 	groupPoll = 10 * time.Millisecond
 )
@@ -124,6 +126,12 @@ const (
 type procHooks struct {
 	started func(pid int)
 	line    func(Line)
+	// output, when set, replaces line: it receives each read's lines as
+	// one batch and may block until the log can take them, which is how
+	// a daemon that prints faster than the log is written ends up blocked
+	// on its pipe. ctx ends when the pipes are cut after the child's exit
+	// (drainGrace); output must then deliver without waiting.
+	output func(ctx context.Context, batch []Line)
 	// stdio takes over stdout and stdin of a Syndicate-protocol child
 	// (Events.Stdio); without it such a child runs like protocol none.
 	stdio func(pid int, stdout, stdin *os.File) <-chan struct{}
@@ -240,12 +248,25 @@ func runProcess(ctx context.Context, s *Spec, h procHooks, now func() time.Time,
 	}
 	pid := cmd.Process.Pid
 
+	emit := h.output
+	if emit == nil {
+		emit = func(_ context.Context, batch []Line) {
+			if h.line != nil {
+				for _, l := range batch {
+					h.line(l)
+				}
+			}
+		}
+	}
+	// cut ends the readers' patience with the log once the pipes are cut.
+	readCtx, cut := context.WithCancel(context.Background())
+	defer cut()
 	var readers sync.WaitGroup
 	readers.Add(1)
-	go func() { defer readers.Done(); readLines(errR, Stderr, pid, now, h.line) }()
+	go func() { defer readers.Done(); readLines(readCtx, errR, Stderr, pid, now, emit) }()
 	if !proto {
 		readers.Add(1)
-		go func() { defer readers.Done(); readLines(outR, Stdout, pid, now, h.line) }()
+		go func() { defer readers.Done(); readLines(readCtx, outR, Stdout, pid, now, emit) }()
 	}
 
 	// A readiness failure stops this process only: pctx is cancelled
@@ -355,6 +376,7 @@ func runProcess(ctx context.Context, s *Spec, h procHooks, now func() time.Time,
 			}
 		}
 	case <-grace.C:
+		cut()
 		if !proto {
 			_ = outR.SetReadDeadline(time.Now())
 		}
@@ -389,28 +411,48 @@ func killGroupBy(pgid int, deadline time.Time) {
 }
 
 // readLines delivers r's content line by line until EOF, error or a read
-// deadline, always flushing a final partial line.
-func readLines(r io.Reader, stream Stream, pid int, now func() time.Time, emit func(Line)) {
-	br := bufio.NewReaderSize(r, readBuf)
-	var acc []byte
-	flush := func() {
-		if len(acc) > 0 && emit != nil {
-			emit(Line{Stream: stream, Pid: pid, Text: acc, Time: now()})
-		}
-		acc = nil
-	}
+// deadline, always flushing a final partial line. The lines of one read go
+// to emit as one batch, sharing one copy of the bytes and one timestamp;
+// the next read happens only after emit has returned, so a blocking emit
+// stops the reading. emit must not keep the batch slice (its lines it may).
+func readLines(ctx context.Context, r io.Reader, stream Stream, pid int, now func() time.Time, emit func(context.Context, []Line)) {
+	buf := make([]byte, readBuf)
+	var acc []byte // an unfinished line, assembled across reads
+	var batch []Line
 	for {
-		chunk, err := br.ReadSlice('\n')
-		acc = append(acc, chunk...)
-		switch {
-		case err == nil:
-			flush()
-		case errors.Is(err, bufio.ErrBufferFull):
-			if len(acc) >= maxLine {
-				flush()
+		n, err := r.Read(buf)
+		if n > 0 {
+			ts := now()
+			// One copy per read: the batch's lines are slices of it,
+			// capacity-limited so that nobody appends into a neighbour.
+			data := append([]byte(nil), buf[:n]...)
+			batch = batch[:0]
+			for len(data) > 0 {
+				i := bytes.IndexByte(data, '\n')
+				if i < 0 {
+					acc = append(acc, data...)
+					if len(acc) >= maxLine {
+						batch = append(batch, Line{Stream: stream, Pid: pid, Text: acc, Time: ts})
+						acc = nil
+					}
+					break
+				}
+				text := data[: i+1 : i+1]
+				if len(acc) > 0 {
+					text = append(acc, text...)
+					acc = nil
+				}
+				batch = append(batch, Line{Stream: stream, Pid: pid, Text: text, Time: ts})
+				data = data[i+1:]
 			}
-		default:
-			flush()
+			if len(batch) > 0 {
+				emit(ctx, batch)
+			}
+		}
+		if err != nil {
+			if len(acc) > 0 {
+				emit(ctx, []Line{{Stream: stream, Pid: pid, Text: acc, Time: now()}})
+			}
 			return
 		}
 	}

@@ -95,9 +95,14 @@ func Decide(p RestartPolicy, e Exit) Next {
 // goroutine of Runner.Run (Line on a reader goroutine) and must not block
 // for long; the dataspace integration forwards them into its actor.
 type Events struct {
-	Started func(pid int)           // a process was spawned
-	Line    func(Line)              // a line of output
-	Exited  func(e Exit, next Next) // a process is down; next is what follows
+	Started func(pid int) // a process was spawned
+	Line    func(Line)    // a line of output
+	// Output, when set, replaces Line: the lines of one read of a pipe as
+	// one batch, on that pipe's reader goroutine. It may block until the
+	// log can take them (the child then blocks on its pipe); once ctx is
+	// done it must deliver without waiting. It must not keep the slice.
+	Output func(ctx context.Context, batch []Line)
+	Exited func(e Exit, next Next) // a process is down; next is what follows
 	// Stdio, for Syndicate-protocol specs, is called after Started with
 	// the child's stdout (read end) and stdin (write end). The callee owns
 	// both and must close them; it returns a channel closed once it has
@@ -205,7 +210,7 @@ func (r *Runner) Run(ctx context.Context, s *Spec, ev Events) Outcome {
 // hooks adapts ev to one process instance: the readiness callbacks learn
 // its pid when it starts.
 func (ev Events) hooks() procHooks {
-	h := procHooks{line: ev.Line, stdio: ev.Stdio, beforeStop: ev.BeforeStop}
+	h := procHooks{line: ev.Line, output: ev.Output, stdio: ev.Stdio, beforeStop: ev.BeforeStop}
 	var pid int
 	h.started = func(p int) {
 		pid = p

@@ -154,23 +154,6 @@ func (w *worker) publishInfo(t *dataspace.Turn) {
 	w.info.Publish(t, w.d.env.Config, w.d.name, services.MergeInfo(parts...))
 }
 
-// output is the event "a process printed a line"; it is called by the pipe
-// readers. The line is kept in the tail and logged from the daemon
-// service's own facet, not the worker's nor the spec's, so that what a
-// process prints while it is being stopped (restart, retraction, file
-// removal) still reaches the log.
-func (d *daemonRun) output(l Line) {
-	d.hist.line(l)
-	if !d.s.out.Activate(func(t *dataspace.Turn) error {
-		t.Message(d.env.Log, LogRecord(l, d.name, d.s.now))
-		return nil
-	}) {
-		// The service itself is stopping (server shutdown): the log
-		// actor may be gone, so the line goes to the server's log.
-		d.log.Info().Str("stream", l.Stream.String()).Int("pid", l.Pid).Str("line", string(l.Text)).Msg("daemon output")
-	}
-}
-
 // specAsserted is the event "`<daemon ID SPEC>` appeared"; it runs in the
 // facet that lasts as long as the assertion.
 func (w *worker) specAsserted(t *dataspace.Turn, raw preserves.Value) error {
@@ -200,6 +183,7 @@ func (w *worker) specAsserted(t *dataspace.Turn, raw preserves.Value) error {
 	r.command = fmt.Sprintf("%q", spec.Argv)
 	r.key = specKey(raw)
 	r.fr = t.FacetRef()
+	r.out = dataspace.NewAccount()
 	t.LinkedTask("daemon process", r.run)
 	return nil
 }
@@ -219,8 +203,9 @@ type specRun struct {
 	proc    dataspace.FacetID
 	procRef dataspace.FacetRef
 	running bool
-	notify  notifyState // what the running process said (readiness_worker.go)
-	token   uint64      // the running process in the stop order (stop.go); runner goroutine only
+	out     *dataspace.Account // charged with its output (output.go)
+	notify  notifyState        // what the running process said (readiness_worker.go)
+	token   uint64             // the running process in the stop order (stop.go); runner goroutine only
 	// Its condition, for the status: a phase (cannot-start, backoff,
 	// gave-up) and why, and the degrade assertion that makes the daemon
 	// `failed` while it cannot start.
@@ -238,8 +223,8 @@ func (r *specRun) run(ctx context.Context) error {
 			}
 			r.fr.Activate(func(t *dataspace.Turn) error { r.started(t, pid); return nil })
 		},
-		Stdio: r.stdio,
-		Line:  r.w.d.output,
+		Stdio:  r.stdio,
+		Output: func(ctx context.Context, batch []Line) { r.w.d.outputBatch(ctx, r.out, batch) },
 		Exited: func(e Exit, next Next) {
 			if e.Pid != 0 {
 				r.w.d.s.order.down(r.w.d.key, r.token)

@@ -1,11 +1,52 @@
 // Package logger is the server's `logger` actor (services spec §1.9): it
-// prints every `<log TIMESTAMP DETAIL>` message sent to the log dataspace as
-// one diagnostic line, `TIMESTAMP SERVICE[PID] STREAM: LINE`, followed by any
-// other detail keys. Assertions to the log dataspace are ignored.
+// takes every `<log TIMESTAMP DETAIL>` message sent to the log dataspace,
+// daemon output lines (§5.6) and scripts' `$log` messages alike, and turns
+// each into one [Event]. Assertions to the log dataspace are ignored.
+//
+// # Where events go
+//
+// Service output is data, not diagnostics: it does not pass through the
+// server's leveled zerolog logger, so --log-level never hides it. Each event
+// goes to
+//
+//   - the console (Options.Console, the server's stderr unless
+//     --service-output=false), as one JSON object (--log-format json) or one
+//     line `15:04:05.000 <daemon web>[1234] out: listening on :8080`
+//     (console format: plain text unescaped, colours only on a terminal);
+//   - a ring buffer per service (Options.History lines), which `syndicate
+//     logs` reads and follows through the admin socket (`<log-tail …>`);
+//   - with --log-dir, the service's own directory (dir.go).
+//
+// Go deviation: the reference prints `TIMESTAMP SERVICE[PID] STREAM: LINE`
+// with every part in Preserves text (so lines are quoted and escaped) inside
+// a diagnostic message carrying a second timestamp. Here an event has one
+// timestamp, the server's: a daemon line's is the time it was read; a
+// `$log` message's is its TIMESTAMP when that is RFC 3339, else the time
+// it arrived (another string is kept as the detail `timestamp`).
+//
+// # Back-pressure and bounds
+//
+// The console is written by a goroutine of its own fed through a bounded
+// queue of buffers; when it is full, the logger's turn waits. The daemon
+// service charges the output it publishes to an account and reads a pipe
+// again only once the logger has handled everything before, so a console
+// that cannot keep up slows the daemons down, which then block on their
+// pipes, as under s6-log, and server memory stays bounded whatever they
+// print (issue 12). The log directory never waits: see dir.go. Followers
+// (`syndicate logs -f`) get their own bounded queue each, paced by sync
+// round trips, and are told how many lines they missed when they fall
+// behind.
+//
+// All state is owned by the actor whose facet ran Boot; the console and
+// file writers own only their output.
 package logger
 
 import (
-	"strings"
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -15,68 +56,348 @@ import (
 	"github.com/syndicate-go/syndicate/services"
 )
 
-// Boot subscribes, from the active facet, to log messages in env.Log; lines
-// go to env.Logger at info level.
+// Options says where service output goes.
+type Options struct {
+	// Console receives every event (nil: events are not printed).
+	Console io.Writer
+	// JSON prints events as JSON objects instead of console lines.
+	JSON bool
+	// Color adds ANSI colours to console lines.
+	Color bool
+	// Dir is the root of the per-service log directories ("" for none).
+	Dir string
+	// FileSize and FileCount limit each service's directory
+	// (DefaultFileSize, DefaultFileCount when 0); FileQueue bounds the
+	// bytes waiting for the disk (DefaultFileQueue when 0).
+	FileSize  int64
+	FileCount int
+	FileQueue int64
+	// History is how many lines of each service are kept in memory
+	// (DefaultHistory when 0).
+	History int
+	// Now stamps events whose message carries no usable time (time.Now
+	// when nil).
+	Now func() time.Time
+
+	fileGate <-chan struct{} // tests: holds file writes until closed
+}
+
+// DefaultHistory is the number of lines per service kept for `syndicate
+// logs`.
+const DefaultHistory = 1000
+
+const (
+	// maxServices bounds the services the logger keeps state for (ring,
+	// directory, drop counts); beyond it the least recently heard is
+	// forgotten, so scripts naming ever new services cannot grow it.
+	maxServices = 512
+	// historyBytes bounds one service's ring besides its line count.
+	historyBytes = 256 << 10
+	// consoleChunk is the size at which a turn's console output is handed
+	// to the writer even before the turn ends; consoleQueue is how many
+	// such buffers may wait.
+	consoleChunk = 64 << 10
+	consoleQueue = 4
+)
+
+var (
+	labelLog        = preserves.Symbol("log")
+	labelLogTail    = preserves.Symbol("log-tail")
+	labelLogDir     = preserves.Symbol("log-dir")
+	labelLogDropped = preserves.Symbol("log-dropped")
+	labelCaughtUp   = preserves.Symbol("log-caught-up")
+)
+
+// LogDir is `<log-dir "PATH">`, asserted in the config dataspace while
+// per-service log directories are kept under PATH.
+func LogDir(path string) preserves.Value {
+	return preserves.NewRecord(labelLogDir, preserves.String(path))
+}
+
+// LogDropped is `<log-dropped SERVICE N>`: N lines of SERVICE could not be
+// written to its log directory since the server started.
+func LogDropped(service preserves.Value, n int64) preserves.Value {
+	return preserves.NewRecord(labelLogDropped, service, preserves.Int(n))
+}
+
+// Boot installs the logger with no console (events are kept in memory
+// for `syndicate logs`); servers use BootWith.
+func Boot(t *dataspace.Turn, env services.Env) error { return BootWith(t, env, Options{}) }
+
+// BootWith subscribes, from the active facet, to log messages in env.Log.
 //
 // The reference runs the logger in an actor of its own, spawned last at
 // start-up, so a script's first messages can reach the log dataspace before
 // the logger's subscription does and be lost. Subscribing in the caller's
 // (boot) turn instead puts the Observe ahead of anything a script can send:
 // the config watchers only start after that turn has committed.
-func Boot(t *dataspace.Turn, env services.Env) error {
-	log := env.Logger
-	p := pattern.Rec(preserves.Symbol("log"), pattern.Capture(), pattern.Capture())
-	t.OnMessage(env.Log, p, func(t *dataspace.Turn, caps []preserves.Value) error {
-		if line, ok := Format(caps[0], caps[1]); ok {
-			log.Info().Msg(line)
+func BootWith(t *dataspace.Turn, env services.Env, o Options) error {
+	l := &logger{env: env, o: o, svcs: map[string]*svcState{}, followers: map[*follower]struct{}{}}
+	if l.o.Now == nil {
+		l.o.Now = time.Now
+	}
+	if l.o.History <= 0 {
+		l.o.History = DefaultHistory
+	}
+	if o.Console != nil {
+		l.console = newConsole(o.Console)
+		t.LinkedTask("log console", l.console.run)
+	}
+	if o.Dir != "" {
+		root, err := filepath.Abs(o.Dir)
+		if err != nil {
+			return fmt.Errorf("log directory: %w", err)
 		}
-		return nil
-	})
+		size, count, queue := o.FileSize, o.FileCount, o.FileQueue
+		if size <= 0 {
+			size = DefaultFileSize
+		}
+		if count <= 0 {
+			count = DefaultFileCount
+		}
+		if queue <= 0 {
+			queue = DefaultFileQueue
+		}
+		l.files = newDirWriter(root, size, count, queue, env.Logger, l.o.Now)
+		l.files.gate = o.fileGate
+		t.LinkedTask("log files", l.files.run)
+		t.Assert(env.Config, LogDir(root))
+	}
+	t.OnMessage(env.Log, pattern.Rec(labelLog, pattern.Capture(), pattern.Capture()), l.handle)
+	t.During(env.Config, pattern.Rec(labelLogTail, pattern.Capture(), pattern.Capture(), pattern.Capture(), pattern.Capture()), l.tail)
 	return nil
 }
 
-var dash = preserves.Symbol("-")
+// logger is the state of the logger actor.
+type logger struct {
+	env     services.Env
+	o       Options
+	console *console
+	files   *dirWriter
 
-// Format renders one log record as §1.9 specifies. It reports false when
-// DETAIL is not a dictionary (such messages are ignored entirely).
-func Format(timestamp, detail preserves.Value) (string, bool) {
-	d, ok := preserves.Unwrap(detail).(*preserves.Dictionary)
+	seq       uint64
+	svcs      map[string]*svcState
+	lastSvc   preserves.Value // cache of the last service's key
+	lastState *svcState
+	followers map[*follower]struct{}
+
+	conBuf    []byte
+	scheduled bool // a pre-commit flush is due in this turn
+}
+
+// svcState is what the logger keeps about one service.
+type svcState struct {
+	service preserves.Value
+	text    string
+	used    uint64 // seq of its latest event
+	ring    ring
+
+	dir        string // DirName(text), "" until first needed
+	chunk      []byte // lines for the log directory, written at the end of the turn
+	chunkLines int
+	queued     bool  // listed in pending
+	dropping   int64 // lines dropped in the current spell
+	dropped    int64 // lines dropped since start
+	dropLogged time.Time
+	dropShown  dataspace.Handle // <log-dropped …> in the config dataspace
+}
+
+// handle is the turn of one `<log …>` message.
+func (l *logger) handle(t *dataspace.Turn, caps []preserves.Value) error {
+	ev, ok := FromLog(caps[0], caps[1], l.o.Now())
 	if !ok {
-		return "", false
+		return nil
 	}
-	ts := "-"
-	if s, ok := preserves.Unwrap(timestamp).(preserves.String); ok {
-		ts = string(s)
-	}
-	take := func(key string) preserves.Value {
-		if v, ok := d.Get(preserves.Symbol(key)); ok {
-			return v
+	l.seq++
+	ev.Seq = l.seq
+	s := l.state(ev.Service)
+	s.used = l.seq
+	s.ring.add(ev, l.o.History)
+	if l.console != nil {
+		if l.o.JSON {
+			l.conBuf = AppendJSON(l.conBuf, ev)
+		} else {
+			l.conBuf = AppendConsole(l.conBuf, ev, l.o.Color)
 		}
-		return dash
-	}
-	var b strings.Builder
-	b.WriteString(ts)
-	b.WriteByte(' ')
-	b.WriteString(preserves.FormatText(take("service")))
-	b.WriteByte('[')
-	b.WriteString(preserves.FormatText(take("pid")))
-	b.WriteString("] ")
-	b.WriteString(preserves.FormatText(take("stream")))
-	b.WriteString(": ")
-	b.WriteString(preserves.FormatText(take("line")))
-	var rest []preserves.DictEntry
-	for _, e := range d.Entries() {
-		switch preserves.Unwrap(e.Key) {
-		case preserves.Symbol("service"), preserves.Symbol("pid"), preserves.Symbol("stream"), preserves.Symbol("line"):
-			continue
+		if len(l.conBuf) >= consoleChunk {
+			l.conBuf = l.console.send(l.conBuf)
 		}
-		rest = append(rest, e)
 	}
-	if len(rest) > 0 {
-		b.WriteByte(' ')
-		b.WriteString(preserves.FormatText(preserves.NewDictionary(rest...)))
+	if l.files != nil {
+		if s.dir == "" {
+			s.dir = DirName(s.text)
+		}
+		s.chunk = AppendFile(s.chunk, ev)
+		s.chunkLines++
+		if len(s.chunk) >= consoleChunk {
+			l.writeChunk(t, s)
+		}
 	}
-	return b.String(), true
+	for f := range l.followers {
+		f.add(ev)
+	}
+	if !l.scheduled {
+		l.scheduled = true
+		t.PreCommit(l.flush)
+	}
+	return nil
+}
+
+// state returns the service's state, creating it (and forgetting the
+// least recently heard service beyond maxServices).
+func (l *logger) state(service preserves.Value) *svcState {
+	if l.lastState != nil && (service == nil) == (l.lastSvc == nil) && (service == nil || preserves.Equal(service, l.lastSvc)) {
+		return l.lastState
+	}
+	text := "-"
+	if service != nil {
+		text = preserves.FormatText(service)
+	}
+	s, ok := l.svcs[text]
+	if !ok {
+		if len(l.svcs) >= maxServices {
+			l.evict()
+		}
+		s = &svcState{service: service, text: text}
+		l.svcs[text] = s
+	}
+	l.lastSvc, l.lastState = service, s
+	return s
+}
+
+func (l *logger) evict() {
+	var oldest *svcState
+	for _, s := range l.svcs {
+		if s.chunkLines == 0 && (oldest == nil || s.used < oldest.used) {
+			oldest = s
+		}
+	}
+	if oldest != nil {
+		delete(l.svcs, oldest.text)
+		if l.lastState == oldest {
+			l.lastState, l.lastSvc = nil, nil
+		}
+	}
+}
+
+// flush ends a turn that logged something: the console gets the turn's
+// lines (waiting while its queue is full), the log directory its chunks
+// (never waiting), followers what they can take.
+func (l *logger) flush(t *dataspace.Turn) error {
+	l.scheduled = false
+	if len(l.conBuf) > 0 {
+		l.conBuf = l.console.send(l.conBuf)
+	}
+	if l.files != nil {
+		for _, s := range l.svcs {
+			if s.chunkLines > 0 {
+				l.writeChunk(t, s)
+			}
+		}
+	}
+	for f := range l.followers {
+		f.pump(t)
+	}
+	return nil
+}
+
+// writeChunk offers s's pending lines to the log directory, counting them
+// as dropped when there is no room, and reporting a spell of drops in the
+// service's log, the server's log and `<log-dropped …>` once there is.
+func (l *logger) writeChunk(t *dataspace.Turn, s *svcState) {
+	data, lines := s.chunk, s.chunkLines
+	s.chunk, s.chunkLines = nil, 0
+	if s.dropping > 0 {
+		note := Event{Time: l.o.Now(), Extra: []preserves.DictEntry{
+			{Key: preserves.Symbol("dropped"), Value: preserves.Int(s.dropping)}}}
+		note.Line = preserves.String("syndicate-server: lines dropped, the log directory was too slow")
+		data = append(AppendFile(nil, note), data...)
+	}
+	now := l.o.Now()
+	if !l.files.offer(fileChunk{dir: s.dir, data: data, lines: lines}) {
+		if s.dropping == 0 {
+			l.env.Logger.Warn().Str("service", s.text).Msg("log directory too slow: dropping this service's lines (counted)")
+		}
+		s.dropping += int64(lines)
+		s.dropped += int64(lines)
+		// The count in status follows at most once a second.
+		if now.Sub(s.dropLogged) >= time.Second {
+			l.showDropped(t, s, now)
+		}
+		return
+	}
+	if s.dropping > 0 {
+		l.env.Logger.Warn().Str("service", s.text).Int64("dropped", s.dropping).Int64("total", s.dropped).
+			Msg("log directory caught up; lines were dropped")
+		s.dropping = 0
+		l.showDropped(t, s, now)
+	}
+}
+
+func (l *logger) showDropped(t *dataspace.Turn, s *svcState, now time.Time) {
+	s.dropLogged = now
+	if s.dropShown != 0 {
+		t.Retract(s.dropShown)
+	}
+	name := s.service
+	if name == nil {
+		name = dash
+	}
+	s.dropShown = t.Assert(l.env.Config, LogDropped(name, s.dropped))
+}
+
+// console writes buffers on a goroutine of its own. send waits while
+// consoleQueue buffers are already waiting: that is the back-pressure.
+type console struct {
+	w     io.Writer
+	queue chan []byte
+	free  chan []byte
+	done  chan struct{}
+}
+
+func newConsole(w io.Writer) *console {
+	return &console{w: w, queue: make(chan []byte, consoleQueue), free: make(chan []byte, consoleQueue+1), done: make(chan struct{})}
+}
+
+// send hands b to the writer and returns an empty buffer to fill next.
+func (c *console) send(b []byte) []byte {
+	select {
+	case c.queue <- b:
+	case <-c.done:
+		return b[:0]
+	}
+	select {
+	case nb := <-c.free:
+		return nb[:0]
+	default:
+		return make([]byte, 0, len(b))
+	}
+}
+
+func (c *console) run(ctx context.Context) error {
+	defer close(c.done)
+	write := func(b []byte) {
+		_, _ = c.w.Write(b)
+		select {
+		case c.free <- b:
+		default:
+		}
+	}
+	for {
+		select {
+		case b := <-c.queue:
+			write(b)
+		case <-ctx.Done():
+			for {
+				select {
+				case b := <-c.queue:
+					write(b)
+				default:
+					return nil
+				}
+			}
+		}
+	}
 }
 
 // Discard is a logger for tests that do not look at output.

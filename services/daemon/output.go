@@ -1,0 +1,102 @@
+package daemon
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/script"
+)
+
+// Daemon output back-pressure (issue 12 §6). The pipe readers hand over
+// the lines of each read as one batch; outputBatch publishes a batch as
+// `<log …>` messages in one turn charged to the spec's account, after
+// waiting until everything published before has been handled by every
+// recipient (the logger writing it out, any script observing $log). So
+// output is read no faster than the log takes it: when the log falls
+// behind, the reader stops reading and the daemon blocks on its pipe, as
+// under s6-log, and the server holds at most two reads' worth of any
+// process's output whatever it prints.
+
+// outputWaiting counts the readers waiting for the log right now (tests
+// see back-pressure happen through it).
+var outputWaiting atomic.Int64
+
+// outputBatch is the event "a process printed these lines" (the lines of
+// one read of one pipe). The lines are kept in the tail for the status and
+// logged from the daemon service's own facet, not the worker's nor the
+// spec's, so that what a process prints while it is being stopped (restart,
+// retraction, file removal) still reaches the log. Once ctx is done (the
+// pipes are being cut after the exit) it publishes without waiting.
+func (d *daemonRun) outputBatch(ctx context.Context, acct *dataspace.Account, batch []Line) {
+	for _, l := range batch {
+		d.hist.line(l)
+	}
+	if acct.Debt() > 0 {
+		outputWaiting.Add(1)
+		_ = acct.Wait(ctx, 0)
+		outputWaiting.Add(-1)
+	}
+	if !d.s.out.ActivateAccount(acct, func(t *dataspace.Turn) error {
+		// The lines of one read share their timestamp: render it once.
+		var ts preserves.Value
+		var at time.Time
+		for _, l := range batch {
+			if ts == nil || !l.Time.Equal(at) {
+				at = l.Time
+				if at.IsZero() {
+					at = d.s.now()
+				}
+				ts = preserves.String(script.Timestamp(at))
+			}
+			t.Message(d.env.Log, logRecord(l, d.name, ts))
+		}
+		return nil
+	}) {
+		// The service itself is stopping (server shutdown): the log
+		// actor may be gone, so the lines go to the server's log.
+		for _, l := range batch {
+			d.log.Info().Str("stream", l.Stream.String()).Int("pid", l.Pid).Str("line", string(l.Text)).Msg("daemon output")
+		}
+	}
+}
+
+// LogRecord builds the `<log "TIMESTAMP" {pid, service, stream, line}>`
+// message of §5.6 for one line of output.
+func LogRecord(l Line, service preserves.Value, now func() time.Time) preserves.Value {
+	ts := l.Time
+	if ts.IsZero() {
+		ts = now()
+	}
+	return logRecord(l, service, preserves.String(script.Timestamp(ts)))
+}
+
+func logRecord(l Line, service, timestamp preserves.Value) preserves.Value {
+	var line preserves.Value
+	if utf8.Valid(l.Text) {
+		line = preserves.String(l.Text)
+	} else {
+		line = preserves.ByteString(l.Text)
+	}
+	var pid preserves.Value = preserves.Symbol("unknown")
+	if l.Pid > 0 {
+		pid = preserves.Int(l.Pid)
+	}
+	// In key order already, so that NewDictionary's sort has nothing to do.
+	return preserves.NewRecord(labelLog, timestamp, preserves.NewDictionary(
+		preserves.DictEntry{Key: keyLine, Value: line},
+		preserves.DictEntry{Key: keyPid, Value: pid},
+		preserves.DictEntry{Key: keyService, Value: service},
+		preserves.DictEntry{Key: keyStream, Value: streamSymbol[l.Stream]},
+	))
+}
+
+var (
+	keyService   = preserves.Symbol("service")
+	keyStream    = preserves.Symbol("stream")
+	keyLine      = preserves.Symbol("line")
+	streamSymbol = [...]preserves.Value{Stdout: preserves.Symbol("stdout"), Stderr: preserves.Symbol("stderr")}
+)

@@ -1,0 +1,378 @@
+package logger
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/syndicate-go/syndicate/preserves"
+)
+
+// Event is one line of service output: a daemon's output line or a `$log`
+// message, with the server's timestamp. Service, Pid and Stream are nil
+// when the message did not name them.
+type Event struct {
+	Seq     uint64 // order of arrival at the logger, from 1
+	Time    time.Time
+	Service preserves.Value
+	Pid     preserves.Value
+	Stream  preserves.Value
+	Line    preserves.Value // nil when the message had no line
+	Extra   []preserves.DictEntry
+}
+
+var (
+	keyService = preserves.Symbol("service")
+	keyPid     = preserves.Symbol("pid")
+	keyStream  = preserves.Symbol("stream")
+	keyLine    = preserves.Symbol("line")
+	dash       = preserves.Symbol("-")
+)
+
+// FromLog reads the TIMESTAMP and DETAIL of a `<log TIMESTAMP DETAIL>`
+// message. It reports false when DETAIL is not a dictionary (services spec
+// §1.9: such messages are ignored). The event's time is TIMESTAMP when that
+// is an RFC 3339 string (daemon lines carry the time they were read), now
+// otherwise; any other string but "-" is kept as the detail `timestamp`.
+func FromLog(timestamp, detail preserves.Value, now time.Time) (Event, bool) {
+	d, ok := preserves.Unwrap(detail).(*preserves.Dictionary)
+	if !ok {
+		return Event{}, false
+	}
+	ev := Event{Time: now}
+	for _, e := range d.Entries() {
+		v := preserves.Strip(e.Value)
+		switch preserves.Unwrap(e.Key) {
+		case keyService:
+			ev.Service = v
+		case keyPid:
+			ev.Pid = v
+		case keyStream:
+			ev.Stream = v
+		case keyLine:
+			ev.Line = v
+		default:
+			ev.Extra = append(ev.Extra, preserves.DictEntry{Key: preserves.Strip(e.Key), Value: v})
+		}
+	}
+	if s, ok := preserves.Unwrap(timestamp).(preserves.String); ok && s != "-" {
+		if t, err := parseTime(string(s)); err == nil {
+			ev.Time = t
+		} else {
+			ev.Extra = append(ev.Extra, preserves.DictEntry{Key: preserves.Symbol("timestamp"), Value: s})
+		}
+	}
+	return ev, true
+}
+
+// lastTime caches the most recent timestamp parsed: the lines of one read
+// of a daemon's pipe share theirs.
+var lastTime struct {
+	s string
+	t time.Time
+}
+
+// parseTime is time.Parse(RFC3339Nano) with a one-entry cache. It is only
+// called from the logger's actor.
+func parseTime(s string) (time.Time, error) {
+	if s == lastTime.s {
+		return lastTime.t, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err == nil {
+		lastTime.s, lastTime.t = s, t
+	}
+	return t, err
+}
+
+// Record is the event as a `<log "TIMESTAMP" DETAIL>` message again, with
+// the server's timestamp (what `syndicate logs` receives).
+func (ev Event) Record() preserves.Value {
+	entries := make([]preserves.DictEntry, 0, 4+len(ev.Extra))
+	add := func(k preserves.Symbol, v preserves.Value) {
+		if v != nil {
+			entries = append(entries, preserves.DictEntry{Key: k, Value: v})
+		}
+	}
+	add(keyService, ev.Service)
+	add(keyPid, ev.Pid)
+	add(keyStream, ev.Stream)
+	add(keyLine, ev.Line)
+	entries = append(entries, ev.Extra...)
+	return preserves.Rec("log", preserves.String(ev.Time.UTC().Format(time.RFC3339Nano)), preserves.NewDictionary(entries...))
+}
+
+// ServiceText is the service as Preserves text, "-" when unnamed.
+func (ev Event) ServiceText() string {
+	if ev.Service == nil {
+		return "-"
+	}
+	return text(ev.Service)
+}
+
+// text renders v as Preserves text, except that a symbol or a string is
+// taken as its contents (stream names, detail keys).
+func text(v preserves.Value) string {
+	switch x := v.(type) {
+	case preserves.Symbol:
+		return string(x)
+	}
+	return preserves.FormatText(v)
+}
+
+// plainLine returns the line as it should be printed and whether it is
+// plain text: a valid UTF-8 string without control characters other than
+// tab, once one trailing newline is dropped. Anything else is rendered as
+// Preserves text (quoted, escaped), so no daemon can write escape
+// sequences to the operator's terminal.
+func plainLine(v preserves.Value) (string, bool) {
+	if v == nil {
+		return "", true
+	}
+	s, ok := v.(preserves.String)
+	if !ok {
+		return preserves.FormatText(v), false
+	}
+	line := strings.TrimSuffix(string(s), "\n")
+	if !utf8.ValidString(line) {
+		return preserves.FormatText(s), false
+	}
+	for i := 0; i < len(line); i++ {
+		if c := line[i]; (c < 0x20 && c != '\t') || c == 0x7f {
+			return preserves.FormatText(preserves.String(line)), false
+		}
+	}
+	return line, true
+}
+
+// streamName shortens the daemon's stream symbols for console lines.
+func streamName(v preserves.Value) string {
+	switch v {
+	case preserves.Symbol("stdout"):
+		return "out"
+	case preserves.Symbol("stderr"):
+		return "err"
+	}
+	return text(v)
+}
+
+// ANSI colours of console lines (only on a terminal, and never with
+// NO_COLOR set); the time is dim as in the server's own lines.
+const (
+	colDim   = "\x1b[90m"
+	colName  = "\x1b[36m"
+	colErr   = "\x1b[31m"
+	colReset = "\x1b[0m"
+)
+
+// AppendConsole appends the console form of ev and a newline:
+//
+//	15:04:05.000 <daemon web>[1234] out: listening on :8080
+//
+// The service is `-` when unnamed; [PID] and the stream are left out when
+// absent; other detail keys follow as a Preserves dictionary.
+func AppendConsole(b []byte, ev Event, color bool) []byte {
+	if color {
+		b = append(b, colDim...)
+	}
+	b = ev.Time.Local().AppendFormat(b, "15:04:05.000")
+	if color {
+		b = append(b, colReset...)
+	}
+	b = append(b, ' ')
+	if color {
+		b = append(b, colName...)
+	}
+	b = append(b, ev.ServiceText()...)
+	b = appendBody(b, ev, color)
+	return append(b, '\n')
+}
+
+// appendBody appends `[PID] STREAM: LINE {extra}` (the part of a line after
+// the service name); colour starts, if color, with the service's.
+func appendBody(b []byte, ev Event, color bool) []byte {
+	if ev.Pid != nil {
+		b = append(b, '[')
+		b = append(b, text(ev.Pid)...)
+		b = append(b, ']')
+	}
+	if color {
+		b = append(b, colReset...)
+	}
+	if ev.Stream != nil {
+		b = append(b, ' ')
+		errStream := color && ev.Stream == preserves.Symbol("stderr")
+		if errStream {
+			b = append(b, colErr...)
+		}
+		b = append(b, streamName(ev.Stream)...)
+		if errStream {
+			b = append(b, colReset...)
+		}
+	}
+	b = append(b, ':')
+	if ev.Line != nil {
+		line, _ := plainLine(ev.Line)
+		b = append(b, ' ')
+		b = append(b, line...)
+	}
+	if len(ev.Extra) > 0 {
+		b = append(b, ' ')
+		if color {
+			b = append(b, colDim...)
+		}
+		b = append(b, preserves.FormatText(preserves.NewDictionary(ev.Extra...))...)
+		if color {
+			b = append(b, colReset...)
+		}
+	}
+	return b
+}
+
+// FileTimeFormat is the timestamp of lines in log directories: UTC, fixed
+// width, so lines and files sort by time as text.
+const FileTimeFormat = "2006-01-02T15:04:05.000000000Z"
+
+// AppendFile appends the form of ev kept in a service's log directory: the
+// full UTC time, then `[PID] STREAM: ` when present, the line and any other
+// detail keys, without colours (the directory names the service):
+//
+//	2026-11-24T23:57:38.123456789Z [1234] out: listening on :8080
+//	2026-11-24T23:57:39.000000000Z hello {extra: 1}
+func AppendFile(b []byte, ev Event) []byte {
+	b = ev.Time.UTC().AppendFormat(b, FileTimeFormat)
+	b = append(b, ' ')
+	if ev.Pid != nil {
+		b = append(b, '[')
+		b = append(b, text(ev.Pid)...)
+		b = append(b, "] "...)
+	}
+	if ev.Stream != nil {
+		b = append(b, streamName(ev.Stream)...)
+		b = append(b, ": "...)
+	}
+	line, _ := plainLine(ev.Line)
+	b = append(b, line...)
+	if len(ev.Extra) > 0 {
+		if ev.Line != nil {
+			b = append(b, ' ')
+		}
+		b = append(b, preserves.FormatText(preserves.NewDictionary(ev.Extra...))...)
+	}
+	return append(b, '\n')
+}
+
+// AppendJSON appends ev as one JSON object and a newline:
+//
+//	{"time":"…","service":"<daemon web>","pid":1234,"stream":"stdout","line":"listening on :8080"}
+//
+// service is Preserves text; stream and symbol-keyed details are plain
+// names; line is the text itself when it is a UTF-8 string (one trailing
+// newline dropped), Preserves text otherwise. Every other detail key is a
+// field of its own: numbers, booleans and strings as JSON, anything else
+// as Preserves text. Keys that would repeat a field get a `detail.` prefix.
+func AppendJSON(b []byte, ev Event) []byte {
+	b = append(b, `{"time":"`...)
+	b = ev.Time.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, '"')
+	if ev.Service != nil {
+		b = append(b, `,"service":`...)
+		b = appendJSONString(b, text(ev.Service))
+	}
+	if ev.Pid != nil {
+		b = append(b, `,"pid":`...)
+		b = appendJSONValue(b, ev.Pid)
+	}
+	if ev.Stream != nil {
+		b = append(b, `,"stream":`...)
+		b = appendJSONString(b, text(ev.Stream))
+	}
+	if ev.Line != nil {
+		b = append(b, `,"line":`...)
+		if s, ok := ev.Line.(preserves.String); ok && utf8.ValidString(string(s)) {
+			b = appendJSONString(b, strings.TrimSuffix(string(s), "\n"))
+		} else {
+			b = appendJSONString(b, preserves.FormatText(ev.Line))
+		}
+	}
+	for _, e := range ev.Extra {
+		k := text(e.Key)
+		switch k {
+		case "time", "service", "pid", "stream", "line", "level", "message":
+			k = "detail." + k
+		}
+		b = append(b, ',')
+		b = appendJSONString(b, k)
+		b = append(b, ':')
+		b = appendJSONValue(b, e.Value)
+	}
+	return append(b, "}\n"...)
+}
+
+func appendJSONValue(b []byte, v preserves.Value) []byte {
+	switch x := v.(type) {
+	case preserves.Int:
+		return strconv.AppendInt(b, int64(x), 10)
+	case preserves.Bool:
+		return strconv.AppendBool(b, bool(x))
+	case preserves.Double:
+		if f := x.Float64(); !math.IsNaN(f) && !math.IsInf(f, 0) {
+			return strconv.AppendFloat(b, f, 'g', -1, 64)
+		}
+	case preserves.String:
+		if utf8.ValidString(string(x)) {
+			return appendJSONString(b, string(x))
+		}
+	case preserves.Symbol:
+		return appendJSONString(b, string(x))
+	}
+	return appendJSONString(b, preserves.FormatText(v))
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string (RFC 8259): quotes,
+// backslashes and control characters escaped, invalid UTF-8 replaced by
+// U+FFFD, everything else as it is.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
