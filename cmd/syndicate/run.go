@@ -64,6 +64,7 @@ func init() {
 		{"assert", "VALUE", "assert VALUE until interrupted", runAssert},
 		{"send", "VALUE", "send VALUE as a message", runSend},
 		{"restart", "NAME", "send <restart-service NAME>", runRestart},
+		{"logs", "[-f] [-n N] [SERVICE]", "recent service output (SERVICE: <daemon web>, or just web), -f to follow", runLogs},
 		{"check", "FILE|DIR...", "compile and validate scripts (as syndicate-server --check)", runCheck},
 		{"fmt", "[-w] [--upgrade] [FILE...]", "canonical layout of .pr scripts, comments kept (--upgrade: ';' comments to '#')", runFmt},
 		{"disasm", "FILE...", "the instructions a script compiles to, each with its line:col", runDisasm},

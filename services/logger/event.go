@@ -376,3 +376,38 @@ func appendJSONString(b []byte, s string) []byte {
 	b = append(b, s[start:]...)
 	return append(b, '"')
 }
+
+// ParseFileLine reads back a line written by AppendFile for service: the
+// time, `[PID]`, the stream and the rest as the line (any detail
+// dictionary stays part of it). It reports false for a line that does not
+// start with a timestamp.
+func ParseFileLine(service preserves.Value, line string) (Event, bool) {
+	ts, rest, ok := strings.Cut(strings.TrimSuffix(line, "\n"), " ")
+	if !ok {
+		return Event{}, false
+	}
+	t, err := time.Parse(FileTimeFormat, ts)
+	if err != nil {
+		return Event{}, false
+	}
+	ev := Event{Time: t, Service: service}
+	if strings.HasPrefix(rest, "[") {
+		if i := strings.Index(rest, "] "); i > 0 {
+			if n, err := strconv.ParseInt(rest[1:i], 10, 64); err == nil {
+				ev.Pid = preserves.Int(n)
+			} else {
+				ev.Pid = preserves.Symbol(rest[1:i])
+			}
+			rest = rest[i+2:]
+		}
+	}
+	for short, stream := range map[string]preserves.Symbol{"out: ": "stdout", "err: ": "stderr"} {
+		if strings.HasPrefix(rest, short) {
+			ev.Stream = stream
+			rest = rest[len(short):]
+			break
+		}
+	}
+	ev.Line = preserves.String(rest)
+	return ev, true
+}

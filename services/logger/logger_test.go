@@ -429,3 +429,19 @@ func TestLogDirDropsCounted(t *testing.T) {
 		return reported == int64(noted)
 	})
 }
+
+func TestParseFileLine(t *testing.T) {
+	web := preserves.Rec("daemon", preserves.Symbol("web"))
+	for _, detail := range []string{
+		`{pid: 4321, service: <daemon web>, stream: stderr, line: "oops\n"}`,
+		`{pid: 7, service: <daemon web>, stream: stdout, line: "out: not a stream"}`,
+		`{service: <daemon web>, line: "hello"}`,
+	} {
+		ev := event(t, `"2025-01-02T03:04:05.678901+00:00"`, detail)
+		back, ok := ParseFileLine(web, string(AppendFile(nil, ev)))
+		require.True(t, ok)
+		require.Equal(t, string(AppendConsole(nil, ev, false)), string(AppendConsole(nil, back, false)), detail)
+	}
+	_, ok := ParseFileLine(web, "not a log line")
+	require.False(t, ok)
+}

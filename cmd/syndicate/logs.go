@@ -1,0 +1,230 @@
+package main
+
+// logs: recent service output from the server's in-memory history, then,
+// with -f, new lines as they come (the `<log-tail …>` protocol of
+// services/logger). With --log-dir on the server and a SERVICE named,
+// lines older than that history come from the service's log directory,
+// which the server announces as `<log-dir "PATH">`.
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services/logger"
+)
+
+func runLogs(ctx context.Context, cl *cli, args []string) error {
+	fs := cl.flagSet("logs", true)
+	follow := fs.Bool("f", false, "keep printing new lines until interrupted")
+	n := fs.Int("n", 20, "number of recent lines")
+	asJSON := fs.Bool("json", false, "one JSON object per line")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 1 {
+		return usagef("logs takes at most one SERVICE")
+	}
+	if *n < 0 {
+		return usagef("logs: -n must not be negative")
+	}
+	var service preserves.Value = preserves.Bool(false)
+	if fs.NArg() == 1 {
+		v, err := serviceArg(fs.Arg(0))
+		if err != nil {
+			return err
+		}
+		service = v
+	}
+	s, err := cl.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+
+	p := &logPrinter{w: cl.stdout, json: *asJSON, color: !*asJSON && useColor(cl.stdout), errw: cl.stderr}
+	caughtUp := make(chan struct{})
+	sink := &logSink{p: p, caughtUp: caughtUp}
+	var dir string
+	_, err = s.spawn("logs", func(t *dataspace.Turn) error {
+		t.During(s.cfg, pattern.Rec(preserves.Symbol("log-dir"), pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
+			if d, ok := caps[0].(preserves.String); ok {
+				dir = string(d)
+			}
+			return nil
+		})
+		// The log-dir assertion, if any, arrives before the answer to
+		// this sync, so it is known before the history comes in.
+		t.Sync(s.cfg, func(t *dataspace.Turn) error {
+			sink.dir, sink.service, sink.n = dir, service, *n
+			t.Assert(s.cfg, preserves.Rec("log-tail", service, preserves.Int(*n), preserves.Bool(*follow), dataspace.Embed(t.Create(sink))))
+			return nil
+		})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.wait(ctx, caughtUp); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	if !*follow {
+		return nil
+	}
+	if err := s.wait(ctx, nil); err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
+}
+
+// serviceArg reads SERVICE: Preserves text; a bare symbol names a daemon
+// (`web` is `<daemon web>`).
+func serviceArg(arg string) (preserves.Value, error) {
+	v, err := preserves.ParseText(arg)
+	if err != nil {
+		return nil, usagef("logs: SERVICE %q is not Preserves text: %v", arg, err)
+	}
+	v = preserves.Strip(v)
+	if sym, ok := v.(preserves.Symbol); ok {
+		v = preserves.Rec("daemon", sym)
+	}
+	return v, nil
+}
+
+// logSink receives the server's answer, in the client actor.
+type logSink struct {
+	dataspace.BaseEntity
+	p        *logPrinter
+	caughtUp chan struct{}
+	done     bool
+	history  []logger.Event
+
+	// Set before the request is made.
+	dir     string
+	service preserves.Value
+	n       int
+}
+
+func (k *logSink) Message(_ *dataspace.Turn, v preserves.Value) error {
+	r, ok := preserves.Unwrap(v).(*preserves.Record)
+	if !ok {
+		return nil
+	}
+	switch {
+	case r.Label == preserves.Symbol("log") && len(r.Fields) == 2:
+		ev, ok := logger.FromLog(r.Fields[0], r.Fields[1], time.Now())
+		if !ok {
+			return nil
+		}
+		if k.done {
+			k.p.print(ev)
+		} else {
+			k.history = append(k.history, ev)
+		}
+	case r.Label == preserves.Symbol("log-caught-up"):
+		if !k.done {
+			k.done = true
+			k.printHistory()
+			close(k.caughtUp)
+		}
+	case r.Label == preserves.Symbol("log-dropped") && len(r.Fields) == 1:
+		fmt.Fprintf(k.p.errw, "syndicate: %s lines skipped: this client did not keep up\n", preserves.FormatText(r.Fields[0]))
+	}
+	return nil
+}
+
+// printHistory prints the server's history, preceded, when it is short
+// and there is a log directory, by older lines from the files.
+func (k *logSink) printHistory() {
+	if missing := k.n - len(k.history); missing > 0 && k.dir != "" && k.service != preserves.Bool(false) {
+		before := time.Now()
+		if len(k.history) > 0 {
+			before = k.history[0].Time
+		}
+		name := logger.DirName(preserves.FormatText(k.service))
+		for _, ev := range olderLines(filepath.Join(k.dir, name), k.service, before, missing) {
+			k.p.print(ev)
+		}
+	}
+	for _, ev := range k.history {
+		k.p.print(ev)
+	}
+	k.history = nil
+}
+
+// olderLines returns the last n lines of a service's log directory that
+// are older than before, oldest first, reading the newest files first.
+func olderLines(dir string, service preserves.Value, before time.Time, n int) []logger.Event {
+	files, _ := logger.RotatedFiles(dir)
+	files = append(files, filepath.Join(dir, "current"))
+	var out []logger.Event // newest first while collecting
+	for i := len(files) - 1; i >= 0 && len(out) < n; i-- {
+		evs := readLogFile(files[i], service)
+		for j := len(evs) - 1; j >= 0 && len(out) < n; j-- {
+			if evs[j].Time.Before(before) {
+				out = append(out, evs[j])
+			}
+		}
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out
+}
+
+func readLogFile(path string, service preserves.Value) []logger.Event {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var evs []logger.Event
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if ev, ok := logger.ParseFileLine(service, sc.Text()); ok {
+			evs = append(evs, ev)
+		}
+	}
+	return evs
+}
+
+// logPrinter prints events the way the server does.
+type logPrinter struct {
+	mu          sync.Mutex
+	w, errw     io.Writer
+	json, color bool
+	buf         []byte
+}
+
+func (p *logPrinter) print(ev logger.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.json {
+		p.buf = logger.AppendJSON(p.buf[:0], ev)
+	} else {
+		p.buf = logger.AppendConsole(p.buf[:0], ev, p.color)
+	}
+	_, _ = p.w.Write(p.buf)
+}
+
+// useColor: a terminal, and no NO_COLOR.
+func useColor(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok || os.Getenv("NO_COLOR") != "" {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services"
+	"github.com/syndicate-go/syndicate/services/admin"
+	"github.com/syndicate-go/syndicate/services/logger"
+)
+
+// logServer is a server with the logger (a short history, a log
+// directory) behind the admin socket.
+type logServer struct {
+	fr         dataspace.FacetRef
+	logds      *dataspace.Ref
+	path, dir  string
+	start      time.Time
+	sent       int
+	web, other preserves.Value
+}
+
+func newLogServer(t *testing.T) *logServer {
+	s := &logServer{path: filepath.Join(t.TempDir(), "admin.sock"), dir: t.TempDir(),
+		start: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		web:   preserves.Rec("daemon", preserves.Symbol("web")), other: preserves.Rec("daemon", preserves.Symbol("other"))}
+	sys := dataspace.NewSystem(dataspace.Options{})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, sys.Shutdown(ctx))
+	})
+	booted := make(chan error, 1)
+	sys.Spawn("server", func(t *dataspace.Turn) error {
+		t.PreventInertCheck()
+		env := services.Env{Config: t.Create(dataspace.NewDataspace()), Log: t.Create(dataspace.NewDataspace()), Logger: zerolog.Nop()}
+		s.fr, s.logds = t.FacetRef(), env.Log
+		if err := logger.BootWith(t, env, logger.Options{History: 5, Dir: s.dir}); err != nil {
+			return err
+		}
+		booted <- admin.Listen(t, env, s.path)
+		return nil
+	})
+	require.NoError(t, <-booted)
+	return s
+}
+
+// line sends one line of service, a second after the previous one.
+func (s *logServer) line(service preserves.Value, text string) {
+	s.sent++
+	ts := s.start.Add(time.Duration(s.sent) * time.Second).Format(time.RFC3339Nano)
+	s.fr.Activate(func(t *dataspace.Turn) error {
+		t.Message(s.logds, preserves.Rec("log", preserves.String(ts), preserves.Dict(
+			preserves.Symbol("service"), service, preserves.Symbol("pid"), preserves.Int(42),
+			preserves.Symbol("stream"), preserves.Symbol("stdout"), preserves.Symbol("line"), preserves.String(text+"\n"))))
+		return nil
+	})
+}
+
+func TestLogsHistoryFilesAndFollow(t *testing.T) {
+	s := newLogServer(t)
+	for i := 1; i <= 10; i++ {
+		s.line(s.web, fmt.Sprintf("web %d", i))
+		s.line(s.other, fmt.Sprintf("other %d", i))
+	}
+	current := filepath.Join(s.dir, "daemon-web", "current")
+	waitFor(t, "the log directory", func() bool {
+		b, _ := os.ReadFile(current)
+		return strings.Contains(string(b), "web 10\n")
+	})
+
+	// 8 lines: 5 from the server's history, 3 older ones from the files.
+	code, out, errs := cliRun(t, "--admin", s.path, "logs", "-n", "8", "web")
+	require.Equal(t, 0, code, errs)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	require.Len(t, lines, 8, out)
+	for i, l := range lines {
+		require.True(t, strings.HasSuffix(l, fmt.Sprintf(" <daemon web>[42] out: web %d", i+3)), "line %d: %q", i, l)
+	}
+	require.NotContains(t, out, "\x1b", "no colours off a terminal")
+
+	// All services: the last lines of the history, in order.
+	code, out, _ = cliRun(t, "--admin", s.path, "logs", "-n", "2")
+	require.Equal(t, 0, code)
+	require.Regexp(t, `<daemon web>\[42\] out: web 10\n.*<daemon other>\[42\] out: other 10\n$`, out)
+
+	// JSON.
+	code, out, _ = cliRun(t, "--admin", s.path, "logs", "--json", "-n", "1", "<daemon other>")
+	require.Equal(t, 0, code)
+	var ev map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &ev), out)
+	require.Equal(t, map[string]any{"time": "2026-01-02T03:04:25Z", "service": "<daemon other>", "pid": float64(42), "stream": "stdout", "line": "other 10"}, ev)
+
+	// Follow: only new lines of that service.
+	b := startCLI("--admin", s.path, "logs", "-f", "-n", "1", "web")
+	waitFor(t, "the history", func() bool { return strings.Contains(b.out.String(), "web 10\n") })
+	s.line(s.other, "other 11")
+	s.line(s.web, "web 11")
+	waitFor(t, "a followed line", func() bool { return strings.Contains(b.out.String(), "web 11\n") })
+	require.Equal(t, 0, b.stop(t))
+	require.NotContains(t, b.out.String(), "other")
+	require.Equal(t, 2, strings.Count(b.out.String(), "\n"), b.out.String())
+}
+
+func TestLogsUnknownServiceIsEmpty(t *testing.T) {
+	s := newLogServer(t)
+	code, out, errs := cliRun(t, "--admin", s.path, "logs", "nobody")
+	require.Equal(t, 0, code, errs)
+	require.Empty(t, out)
+	code, _, errs = cliRun(t, "--admin", s.path, "logs", "-n", "-1")
+	require.Equal(t, 2, code, errs)
+}
