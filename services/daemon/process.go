@@ -428,22 +428,23 @@ func readLines(ctx context.Context, r io.Reader, stream Stream, pid int, now fun
 			data := append([]byte(nil), buf[:n]...)
 			batch = batch[:0]
 			for len(data) > 0 {
-				i := bytes.IndexByte(data, '\n')
-				if i < 0 {
-					acc = append(acc, data...)
-					if len(acc) >= maxLine {
-						batch = append(batch, Line{Stream: stream, Pid: pid, Text: acc, Time: ts})
-						acc = nil
-					}
-					break
+				// The next piece: up to a newline, cut at maxLine.
+				end := len(data)
+				if i := bytes.IndexByte(data, '\n'); i >= 0 {
+					end = i + 1
 				}
-				text := data[: i+1 : i+1]
+				end = min(end, maxLine-len(acc))
+				piece := data[:end:end]
+				data = data[end:]
+				if piece[end-1] != '\n' && len(acc)+end < maxLine {
+					acc = append(acc, piece...) // unfinished: more to come
+					continue
+				}
 				if len(acc) > 0 {
-					text = append(acc, text...)
+					piece = append(acc, piece...)
 					acc = nil
 				}
-				batch = append(batch, Line{Stream: stream, Pid: pid, Text: text, Time: ts})
-				data = data[i+1:]
+				batch = append(batch, Line{Stream: stream, Pid: pid, Text: piece, Time: ts})
 			}
 			if len(batch) > 0 {
 				emit(ctx, batch)
