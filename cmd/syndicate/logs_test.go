@@ -121,3 +121,17 @@ func TestLogsUnknownServiceIsEmpty(t *testing.T) {
 	code, _, errs = cliRun(t, "--admin", s.path, "logs", "-n", "-1")
 	require.Equal(t, 2, code, errs)
 }
+
+// Lines the log directory could not take show in the status.
+func TestStatusShowsLogDrops(t *testing.T) {
+	s := newTestServer(t, admin.Options{})
+	s.assert(t, `<require-service <daemon web>>`)
+	s.assert(t, `<run-service <daemon web>>`)
+	s.assert(t, `<log-dropped <daemon web> 12>`)
+	code, out, errs := cliRun(t, "--admin", s.path, "status")
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, out, "12 log lines dropped (log directory too slow)")
+	code, out, _ = cliRun(t, "--admin", s.path, "status", "--json")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, `"logDropped":12`)
+}

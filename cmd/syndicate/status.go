@@ -69,6 +69,9 @@ type service struct {
 	// <status-text NAME TEXT>), one per process.
 	StatusText []string `json:"statusText,omitempty"`
 	Pos        string   `json:"pos,omitempty"`
+	// LogDropped counts lines the logger could not write to the
+	// service's --log-dir directory (<log-dropped NAME N>).
+	LogDropped int64 `json:"logDropped,omitempty"`
 	// Only in the NAME view: what it depends on, and its last output.
 	DependsOn []dependency `json:"dependsOn,omitempty"`
 	Output    []outputLine `json:"output,omitempty"`
@@ -110,6 +113,7 @@ type model struct {
 	deps     map[string]map[string]int // name → text of awaited assertion → count
 	outputs  map[string]preserves.Value
 	texts    map[string]map[string]int // name → status text → count
+	dropped  map[string]int64          // name → log lines dropped
 	names    map[string]preserves.Value
 }
 
@@ -117,7 +121,8 @@ func newModel(filter pattern.Pattern) *model {
 	return &model{filter: filter, required: map[string]int{}, running: map[string]int{},
 		states: map[string]map[string]int{}, procs: map[string]map[string]int{},
 		infos: map[string]map[string]int{}, deps: map[string]map[string]int{},
-		outputs: map[string]preserves.Value{}, texts: map[string]map[string]int{}, names: map[string]preserves.Value{}}
+		outputs: map[string]preserves.Value{}, texts: map[string]map[string]int{}, dropped: map[string]int64{},
+		names: map[string]preserves.Value{}}
 }
 
 func (m *model) key(name preserves.Value) string {
@@ -186,6 +191,12 @@ func (m *model) subscribe(t *dataspace.Turn, cfg *dataspace.Ref, changed func(t 
 			bump2(m.texts, m.key(c[0]), string(text), d)
 		}
 	})
+	watch("log-dropped", 2, func(c []preserves.Value, d int) {
+		if n, ok := preserves.Strip(c[1]).(preserves.Int); ok && d > 0 {
+			k := m.key(c[0])
+			m.dropped[k] = max(m.dropped[k], int64(n)) // a total: it only grows
+		}
+	})
 	watch("service-output", 2, func(c []preserves.Value, d int) {
 		k := m.key(c[0])
 		if d > 0 {
@@ -238,6 +249,7 @@ func (m *model) snapshot() []service {
 			s.StatusText = append(s.StatusText, text)
 		}
 		slices.Sort(s.StatusText)
+		s.LogDropped = m.dropped[k]
 		out = append(out, s)
 	}
 	slices.SortFunc(out, func(a, b service) int { return preserves.Compare(a.name, b.name) })
@@ -582,6 +594,9 @@ func (s service) lastExit(now time.Time) string {
 // what the daemon says of itself (STATUS=), quoted.
 func (s service) reason() string {
 	if len(s.Reasons) == 0 {
+		if s.LogDropped > 0 && len(s.StatusText) == 0 {
+			return s.droppedText()
+		}
 		return s.statusText()
 	}
 	r := strings.Join(s.Reasons, "; ")
@@ -589,6 +604,11 @@ func (s service) reason() string {
 		r += " (" + s.Pos + ")"
 	}
 	return r
+}
+
+// droppedText says how many lines of output the log directory missed.
+func (s service) droppedText() string {
+	return fmt.Sprintf("%d log lines dropped (log directory too slow)", s.LogDropped)
 }
 
 // statusText is the daemon's STATUS= text, quoted, or "-".
@@ -616,6 +636,9 @@ func writeDetail(w io.Writer, s service, now time.Time) {
 	fmt.Fprintf(tw, "  reason:\t%s\n", s.reason())
 	if len(s.StatusText) > 0 && len(s.Reasons) > 0 {
 		fmt.Fprintf(tw, "  status text:\t%s\n", s.statusText())
+	}
+	if s.LogDropped > 0 {
+		fmt.Fprintf(tw, "  log:\t%s\n", s.droppedText())
 	}
 	tw.Flush()
 	if len(s.DependsOn) > 0 {
