@@ -23,12 +23,15 @@ import (
 // replaced; the oldest rotated files beyond the count limit are removed.
 //
 // Files are written by one goroutine, the dirWriter's, fed through a
-// bounded queue. The logger never waits for it: when the disk is slower
-// than the services print, whatever does not fit in the queue is dropped
-// and counted, and the count is written into the service's log (and the
-// server's) as soon as there is room again, and shown by `syndicate
-// status`. A slow disk therefore never blocks a daemon; the console, which
-// is where the server's own health is seen, is the sink that does.
+// bounded queue. When the queue is full the logger waits for room, but
+// only for a while (Options.FilePatience, 1 s by default): a disk that is
+// merely slower than the services, say while it fsyncs a rotation, slows
+// them down a little, as s6-log would, and no line is lost. A disk that
+// does not make room within that time is taken as stuck: from then on
+// lines that do not fit are dropped at once and counted, until a chunk
+// fits again. The count is written into the service's log (and the
+// server's) as soon as there is room, and shown by `syndicate status`. So
+// a stuck disk never holds a daemon up for more than the patience, once.
 
 // Default limits of a log directory.
 const (
@@ -37,6 +40,9 @@ const (
 	// DefaultFileQueue bounds the bytes waiting for the disk, all
 	// services together.
 	DefaultFileQueue = 4 << 20
+	// DefaultFilePatience is how long the logger waits for room in the
+	// queue before it drops lines.
+	DefaultFilePatience = time.Second
 	// maxOpenFiles bounds the `current` files kept open; the least
 	// recently written is closed first.
 	maxOpenFiles = 64
@@ -76,6 +82,10 @@ func DirName(service string) string {
 	return name
 }
 
+// filesWaiting counts offers waiting for room right now (tests see the
+// logger wait for a slow disk through it).
+var filesWaiting atomic.Int32
+
 // fileChunk is a run of formatted lines for one service's directory.
 type fileChunk struct {
 	dir   string
@@ -91,7 +101,9 @@ type dirWriter struct {
 	queueBytes   int64
 	log          zerolog.Logger
 	queue        chan fileChunk
-	queued       atomic.Int64 // bytes in queue
+	queued       atomic.Int64  // bytes in queue
+	space        chan struct{} // signalled whenever a write made room
+	done         chan struct{} // closed when run returns
 	open         map[string]*openFile
 	now          func() time.Time
 	failedBefore map[string]bool // directories whose last write failed
@@ -107,23 +119,40 @@ type openFile struct {
 
 func newDirWriter(root string, size int64, count int, queueBytes int64, log zerolog.Logger, now func() time.Time) *dirWriter {
 	return &dirWriter{root: root, size: size, count: count, queueBytes: queueBytes, log: log,
-		queue: make(chan fileChunk, 1024), open: map[string]*openFile{}, now: now, failedBefore: map[string]bool{}}
+		queue: make(chan fileChunk, 1024), space: make(chan struct{}, 1), done: make(chan struct{}), open: map[string]*openFile{}, now: now, failedBefore: map[string]bool{}}
 }
 
-// offer queues c without waiting; false means no room (the caller counts
-// the lines as dropped).
-func (w *dirWriter) offer(c fileChunk) bool {
+// offer queues c, waiting up to patience for room; false means there was
+// none (the caller counts the lines as dropped).
+func (w *dirWriter) offer(c fileChunk, patience time.Duration) bool {
 	n := int64(len(c.data))
-	if w.queued.Add(n) > w.queueBytes {
+	var timeout <-chan time.Time
+	for {
+		if w.queued.Add(n) <= w.queueBytes {
+			select {
+			case w.queue <- c:
+				return true
+			default:
+			}
+		}
 		w.queued.Add(-n)
-		return false
-	}
-	select {
-	case w.queue <- c:
-		return true
-	default:
-		w.queued.Add(-n)
-		return false
+		if patience <= 0 {
+			return false
+		}
+		if timeout == nil {
+			t := time.NewTimer(patience)
+			defer t.Stop()
+			timeout = t.C
+			filesWaiting.Add(1)
+			defer filesWaiting.Add(-1)
+		}
+		select {
+		case <-w.space:
+		case <-timeout:
+			return false
+		case <-w.done:
+			return false
+		}
 	}
 }
 
@@ -131,6 +160,7 @@ func (w *dirWriter) offer(c fileChunk) bool {
 // queued and closes the files.
 func (w *dirWriter) run(ctx context.Context) error {
 	var tick uint64
+	defer close(w.done)
 	defer w.closeAll()
 	for {
 		select {
@@ -162,7 +192,13 @@ func (w *dirWriter) closeAll() {
 // write appends c to its directory's `current`, rotating between lines
 // whenever the file would pass the size limit.
 func (w *dirWriter) write(c fileChunk, tick uint64) {
-	defer w.queued.Add(-int64(len(c.data)))
+	defer func() {
+		w.queued.Add(-int64(len(c.data)))
+		select {
+		case w.space <- struct{}{}:
+		default:
+		}
+	}()
 	if w.gate != nil {
 		<-w.gate
 	}

@@ -21,6 +21,8 @@ type Event struct {
 	Stream  preserves.Value
 	Line    preserves.Value // nil when the message had no line
 	Extra   []preserves.DictEntry
+
+	serviceText string // cache of ServiceText, set by the logger
 }
 
 var (
@@ -37,11 +39,16 @@ var (
 // is an RFC 3339 string (daemon lines carry the time they were read), now
 // otherwise; any other string but "-" is kept as the detail `timestamp`.
 func FromLog(timestamp, detail preserves.Value, now time.Time) (Event, bool) {
+	return fromLog(timestamp, detail, func() time.Time { return now }, nil)
+}
+
+// fromLog is FromLog asking for the time only when the message has none.
+func fromLog(timestamp, detail preserves.Value, now func() time.Time, tp *timeParser) (Event, bool) {
 	d, ok := preserves.Unwrap(detail).(*preserves.Dictionary)
 	if !ok {
 		return Event{}, false
 	}
-	ev := Event{Time: now}
+	var ev Event
 	for _, e := range d.Entries() {
 		v := preserves.Strip(e.Value)
 		switch preserves.Unwrap(e.Key) {
@@ -58,31 +65,33 @@ func FromLog(timestamp, detail preserves.Value, now time.Time) (Event, bool) {
 		}
 	}
 	if s, ok := preserves.Unwrap(timestamp).(preserves.String); ok && s != "-" {
-		if t, err := parseTime(string(s)); err == nil {
+		if t, err := tp.parse(string(s)); err == nil {
 			ev.Time = t
 		} else {
 			ev.Extra = append(ev.Extra, preserves.DictEntry{Key: preserves.Symbol("timestamp"), Value: s})
 		}
 	}
+	if ev.Time.IsZero() {
+		ev.Time = now()
+	}
 	return ev, true
 }
 
-// lastTime caches the most recent timestamp parsed: the lines of one read
-// of a daemon's pipe share theirs.
-var lastTime struct {
+// timeParser is time.Parse(RFC3339Nano) with a one-entry cache: the lines
+// of one read of a daemon's pipe share their timestamp. Each user owns its
+// parser; a nil one does not cache.
+type timeParser struct {
 	s string
 	t time.Time
 }
 
-// parseTime is time.Parse(RFC3339Nano) with a one-entry cache. It is only
-// called from the logger's actor.
-func parseTime(s string) (time.Time, error) {
-	if s == lastTime.s {
-		return lastTime.t, nil
+func (p *timeParser) parse(s string) (time.Time, error) {
+	if p != nil && s == p.s {
+		return p.t, nil
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
-	if err == nil {
-		lastTime.s, lastTime.t = s, t
+	if err == nil && p != nil {
+		p.s, p.t = s, t
 	}
 	return t, err
 }
@@ -106,10 +115,13 @@ func (ev Event) Record() preserves.Value {
 
 // ServiceText is the service as Preserves text, "-" when unnamed.
 func (ev Event) ServiceText() string {
-	if ev.Service == nil {
+	switch {
+	case ev.Service == nil:
 		return "-"
+	case ev.serviceText != "":
+		return ev.serviceText
 	}
-	return text(ev.Service)
+	return preserves.FormatText(ev.Service)
 }
 
 // text renders v as Preserves text, except that a symbol or a string is
@@ -118,8 +130,41 @@ func text(v preserves.Value) string {
 	switch x := v.(type) {
 	case preserves.Symbol:
 		return string(x)
+	case preserves.Int:
+		return strconv.FormatInt(int64(x), 10)
 	}
 	return preserves.FormatText(v)
+}
+
+// appendText is text appended to b.
+func appendText(b []byte, v preserves.Value) []byte {
+	switch x := v.(type) {
+	case preserves.Symbol:
+		return append(b, x...)
+	case preserves.Int:
+		return strconv.AppendInt(b, int64(x), 10)
+	}
+	return append(b, preserves.FormatText(v)...)
+}
+
+// timeCache remembers the last rendering of a time in one layout: the
+// lines of one read of a daemon's pipe share their time. Each user owns
+// its cache (the logger actor, a client).
+type timeCache struct {
+	t      time.Time
+	layout string
+	text   []byte
+}
+
+func (c *timeCache) append(b []byte, t time.Time, layout string) []byte {
+	if c == nil {
+		return t.AppendFormat(b, layout)
+	}
+	if !t.Equal(c.t) || layout != c.layout || c.text == nil {
+		c.t, c.layout = t, layout
+		c.text = t.AppendFormat(c.text[:0], layout)
+	}
+	return append(b, c.text...)
 }
 
 // plainLine returns the line as it should be printed and whether it is
@@ -174,10 +219,14 @@ const (
 // The service is `-` when unnamed; [PID] and the stream are left out when
 // absent; other detail keys follow as a Preserves dictionary.
 func AppendConsole(b []byte, ev Event, color bool) []byte {
+	return appendConsole(b, ev, color, nil)
+}
+
+func appendConsole(b []byte, ev Event, color bool, tc *timeCache) []byte {
 	if color {
 		b = append(b, colDim...)
 	}
-	b = ev.Time.Local().AppendFormat(b, "15:04:05.000")
+	b = tc.append(b, ev.Time.Local(), "15:04:05.000")
 	if color {
 		b = append(b, colReset...)
 	}
@@ -195,7 +244,7 @@ func AppendConsole(b []byte, ev Event, color bool) []byte {
 func appendBody(b []byte, ev Event, color bool) []byte {
 	if ev.Pid != nil {
 		b = append(b, '[')
-		b = append(b, text(ev.Pid)...)
+		b = appendText(b, ev.Pid)
 		b = append(b, ']')
 	}
 	if color {
@@ -241,12 +290,14 @@ const FileTimeFormat = "2006-01-02T15:04:05.000000000Z"
 //
 //	2026-11-24T23:57:38.123456789Z [1234] out: listening on :8080
 //	2026-11-24T23:57:39.000000000Z hello {extra: 1}
-func AppendFile(b []byte, ev Event) []byte {
-	b = ev.Time.UTC().AppendFormat(b, FileTimeFormat)
+func AppendFile(b []byte, ev Event) []byte { return appendFile(b, ev, nil) }
+
+func appendFile(b []byte, ev Event, tc *timeCache) []byte {
+	b = tc.append(b, ev.Time.UTC(), FileTimeFormat)
 	b = append(b, ' ')
 	if ev.Pid != nil {
 		b = append(b, '[')
-		b = append(b, text(ev.Pid)...)
+		b = appendText(b, ev.Pid)
 		b = append(b, "] "...)
 	}
 	if ev.Stream != nil {
@@ -273,13 +324,15 @@ func AppendFile(b []byte, ev Event) []byte {
 // newline dropped), Preserves text otherwise. Every other detail key is a
 // field of its own: numbers, booleans and strings as JSON, anything else
 // as Preserves text. Keys that would repeat a field get a `detail.` prefix.
-func AppendJSON(b []byte, ev Event) []byte {
+func AppendJSON(b []byte, ev Event) []byte { return appendJSON(b, ev, nil) }
+
+func appendJSON(b []byte, ev Event, tc *timeCache) []byte {
 	b = append(b, `{"time":"`...)
-	b = ev.Time.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = tc.append(b, ev.Time.UTC(), time.RFC3339Nano)
 	b = append(b, '"')
 	if ev.Service != nil {
 		b = append(b, `,"service":`...)
-		b = appendJSONString(b, text(ev.Service))
+		b = appendJSONString(b, ev.ServiceText())
 	}
 	if ev.Pid != nil {
 		b = append(b, `,"pid":`...)

@@ -72,6 +72,10 @@ type Options struct {
 	FileSize  int64
 	FileCount int
 	FileQueue int64
+	// FilePatience is how long the logger waits for room in the file
+	// queue before it drops lines (DefaultFilePatience when 0; negative:
+	// never waits).
+	FilePatience time.Duration
 	// History is how many lines of each service are kept in memory
 	// (DefaultHistory when 0).
 	History int
@@ -158,6 +162,9 @@ func BootWith(t *dataspace.Turn, env services.Env, o Options) error {
 		if queue <= 0 {
 			queue = DefaultFileQueue
 		}
+		if l.o.FilePatience == 0 {
+			l.o.FilePatience = DefaultFilePatience
+		}
 		l.files = newDirWriter(root, size, count, queue, env.Logger, l.o.Now)
 		l.files.gate = o.fileGate
 		t.LinkedTask("log files", l.files.run)
@@ -181,8 +188,15 @@ type logger struct {
 	lastState *svcState
 	followers map[*follower]struct{}
 
+	// filesStuck: the log directory made no room within the patience;
+	// lines are dropped without waiting until a chunk fits again.
+	filesStuck bool
+
 	conBuf    []byte
 	scheduled bool // a pre-commit flush is due in this turn
+	conTime   timeCache
+	fileTime  timeCache
+	times     timeParser
 }
 
 // svcState is what the logger keeps about one service.
@@ -204,20 +218,21 @@ type svcState struct {
 
 // handle is the turn of one `<log …>` message.
 func (l *logger) handle(t *dataspace.Turn, caps []preserves.Value) error {
-	ev, ok := FromLog(caps[0], caps[1], l.o.Now())
+	ev, ok := fromLog(caps[0], caps[1], l.o.Now, &l.times)
 	if !ok {
 		return nil
 	}
 	l.seq++
 	ev.Seq = l.seq
 	s := l.state(ev.Service)
+	ev.serviceText = s.text
 	s.used = l.seq
 	s.ring.add(ev, l.o.History)
 	if l.console != nil {
 		if l.o.JSON {
-			l.conBuf = AppendJSON(l.conBuf, ev)
+			l.conBuf = appendJSON(l.conBuf, ev, &l.conTime)
 		} else {
-			l.conBuf = AppendConsole(l.conBuf, ev, l.o.Color)
+			l.conBuf = appendConsole(l.conBuf, ev, l.o.Color, &l.conTime)
 		}
 		if len(l.conBuf) >= consoleChunk {
 			l.conBuf = l.console.send(l.conBuf)
@@ -227,7 +242,7 @@ func (l *logger) handle(t *dataspace.Turn, caps []preserves.Value) error {
 		if s.dir == "" {
 			s.dir = DirName(s.text)
 		}
-		s.chunk = AppendFile(s.chunk, ev)
+		s.chunk = appendFile(s.chunk, ev, &l.fileTime)
 		s.chunkLines++
 		if len(s.chunk) >= consoleChunk {
 			l.writeChunk(t, s)
@@ -306,7 +321,9 @@ func (l *logger) flush(t *dataspace.Turn) error {
 // service's log, the server's log and `<log-dropped …>` once there is.
 func (l *logger) writeChunk(t *dataspace.Turn, s *svcState) {
 	data, lines := s.chunk, s.chunkLines
-	s.chunk, s.chunkLines = nil, 0
+	// The writer owns data now; the next chunk starts at its size, so it
+	// rarely grows.
+	s.chunk, s.chunkLines = make([]byte, 0, min(cap(data), consoleChunk+4096)), 0
 	if s.dropping > 0 {
 		note := Event{Time: l.o.Now(), Extra: []preserves.DictEntry{
 			{Key: preserves.Symbol("dropped"), Value: preserves.Int(s.dropping)}}}
@@ -314,7 +331,12 @@ func (l *logger) writeChunk(t *dataspace.Turn, s *svcState) {
 		data = append(AppendFile(nil, note), data...)
 	}
 	now := l.o.Now()
-	if !l.files.offer(fileChunk{dir: s.dir, data: data, lines: lines}) {
+	patience := l.o.FilePatience
+	if l.filesStuck {
+		patience = 0
+	}
+	if !l.files.offer(fileChunk{dir: s.dir, data: data, lines: lines}, patience) {
+		l.filesStuck = true
 		if s.dropping == 0 {
 			l.env.Logger.Warn().Str("service", s.text).Msg("log directory too slow: dropping this service's lines (counted)")
 		}
@@ -326,6 +348,7 @@ func (l *logger) writeChunk(t *dataspace.Turn, s *svcState) {
 		}
 		return
 	}
+	l.filesStuck = false
 	if s.dropping > 0 {
 		l.env.Logger.Warn().Str("service", s.text).Int64("dropped", s.dropping).Int64("total", s.dropped).
 			Msg("log directory caught up; lines were dropped")

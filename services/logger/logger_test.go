@@ -445,3 +445,28 @@ func TestParseFileLine(t *testing.T) {
 	_, ok := ParseFileLine(web, "not a log line")
 	require.False(t, ok)
 }
+
+// A disk that is slow but makes room within the patience loses nothing:
+// the logger waits for it (and so, through the account, do the daemons).
+func TestLogDirWaitsForSlowDisk(t *testing.T) {
+	root := t.TempDir()
+	gate := make(chan struct{})
+	h := bootLogger(t, Options{Dir: root, FileQueue: 4096, FilePatience: time.Hour, fileGate: gate})
+	web := preserves.Rec("daemon", preserves.Symbol("web"))
+	const total = 200
+	go func() {
+		for i := 0; i < total; i++ {
+			h.send(logMsg(web, fmt.Sprintf("line %d %s", i, strings.Repeat("y", 40))))
+		}
+	}()
+	testutil.WaitFor(t, "the logger to wait for the disk", func() bool { return filesWaiting.Load() > 0 })
+	close(gate)
+	cur := filepath.Join(root, "daemon-web", "current")
+	testutil.WaitFor(t, "every line written", func() bool {
+		b, _ := os.ReadFile(cur)
+		return strings.Count(string(b), " line ") == total
+	})
+	b, _ := os.ReadFile(cur)
+	require.NotContains(t, string(b), "dropped")
+	require.False(t, h.server.Has("dropping"), h.server.String())
+}
