@@ -242,8 +242,12 @@ func readDefinition(items []preserves.Value) (*Definition, error) {
 // split cuts body at every sep (one leading sep allowed); every piece is
 // one value.
 func split(body []preserves.Value, sep string) ([]preserves.Value, error) {
-	if isSym(body[0], sep) {
+	first := body[0]
+	if isSym(first, sep) {
 		body = body[1:]
+	}
+	if len(body) == 0 {
+		return nil, errAt(first, "nothing after %s", sep)
 	}
 	var out []preserves.Value
 	start := 0
