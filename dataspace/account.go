@@ -32,10 +32,6 @@ func NewAccount() *Account { return &Account{} }
 // handled.
 func (a *Account) Debt() int64 { return a.debt.Load() }
 
-func (a *Account) borrow(n int) { a.debt.Add(int64(n)) }
-
-func (a *Account) repay(n int) { a.Repay(int64(n)) }
-
 // Borrow charges n units of debt for work held on the account's behalf
 // outside actor mailboxes (a relay charges the bytes it has queued for a
 // peer until they are written). Every Borrow must be matched by a Repay.

@@ -286,6 +286,9 @@ func (a *Actor) runTurn(f *facet, fn func(t *Turn) error, b *batch, acct *Accoun
 	t := &a.turn
 	t.begin(f)
 	t.acct = acct
+	if b != nil && b.weight > 1 {
+		t.weight = b.weight // fan-out of large values costs what they weigh
+	}
 	if a.tr != nil {
 		a.tr.beginTurn(b)
 	}

@@ -759,6 +759,32 @@ func TestAccountCoversDownstreamWork(t *testing.T) {
 	}
 }
 
+// SetEventCost: events of large values cost what they weigh, and the
+// weight follows them downstream, so credit bounds the memory held in a
+// slow actor's mailbox, not only the number of events.
+func TestAccountEventCostFollowsTheEvents(t *testing.T) {
+	s := newSys(t)
+	c := &blocker{entered: make(chan struct{}), release: make(chan struct{})}
+	_, cref := hold(t, s, "c", c)
+	fw := &forwarder{next: cref}
+	_, bref := hold(t, s, "b", fw)
+	fr, _, _ := client(t, s, "a")
+	do(t, fr, func(t *Turn) error { t.Message(cref, sym("block")); return nil })
+	<-c.entered
+	acct := NewAccount()
+	fr.ActivateAccount(acct, func(t *Turn) error {
+		t.SetEventCost(100)
+		for range 3 {
+			t.Message(bref, sym("big"))
+		}
+		return nil
+	})
+	// b forwarded each at the same weight; c is stuck with all three.
+	waitFor(t, "forwarding", func() bool { return fw.n.Load() == 3 && acct.Debt() == 300 })
+	close(c.release)
+	waitFor(t, "the debt to be settled", func() bool { return c.len() == 3 && acct.Debt() == 0 })
+}
+
 // Quirk 5 (not copied): a retraction leaves its facet's handle set at
 // once, so an inert check later in the same turn sees the facet empty.
 func TestQuirk05_RetractedHandleLeavesFacetAtOnce(t *testing.T) {

@@ -47,7 +47,9 @@ type batch struct {
 	kind   batchKind
 	dest   *Actor
 	events []event
-	acct   *Account // charged len(events) at delivery; repaid in putBatch
+	acct   *Account // charged cost at delivery; repaid in putBatch
+	cost   int64    // len(events) × the sending turn's event cost
+	weight int64    // the sending turn's event cost, inherited by the turn handling b
 	cause  uint64   // tracing only: the sending turn's id (| selfSent)
 }
 
@@ -60,7 +62,7 @@ func getBatch() *batch { return batchPool.Get().(*batch) }
 // values.
 func putBatch(b *batch) {
 	if b.acct != nil {
-		b.acct.repay(len(b.events))
+		b.acct.Repay(b.cost)
 		b.acct = nil
 	}
 	if cap(b.events) > 4096 {
@@ -69,7 +71,7 @@ func putBatch(b *batch) {
 		clear(b.events)
 		b.events = b.events[:0]
 	}
-	b.kind, b.dest, b.cause = batchEvents, nil, 0
+	b.kind, b.dest, b.cause, b.cost, b.weight = batchEvents, nil, 0, 0, 0
 	batchPool.Put(b)
 }
 
@@ -99,6 +101,7 @@ type Turn struct {
 	a      *Actor
 	active *facet
 	acct   *Account // charged for this turn's output; may be nil
+	weight int64    // units each event sent costs acct (≥ 1; see SetEventCost)
 
 	outs      []*batch
 	outMap    map[*Actor]*batch // used once outs grows past a few entries
@@ -123,10 +126,19 @@ const outScanLimit = 8
 // nil when nothing is counted.
 func (t *Turn) Account() *Account { return t.acct }
 
+// SetEventCost makes each event this turn sends cost n units of its
+// account instead of one, and so each event sent by the turns handling
+// them, and so on down the line: a turn whose events carry large values
+// (a relay handling a packet of large messages) charges their size, so
+// that credit bounds the memory they hold in mailboxes downstream, not
+// just their number. n < 1 means 1.
+func (t *Turn) SetEventCost(n int64) { t.weight = max(n, 1) }
+
 // begin resets the turn for a fresh activation with f active.
 func (t *Turn) begin(f *facet) {
 	t.active = f
 	t.acct = nil
+	t.weight = 1
 	t.serial++
 }
 
@@ -244,7 +256,9 @@ func (t *Turn) deliver() {
 	for i, b := range t.outs {
 		if t.acct != nil {
 			b.acct = t.acct
-			t.acct.borrow(len(b.events))
+			b.weight = t.weight
+			b.cost = int64(len(b.events)) * t.weight
+			t.acct.Borrow(b.cost)
 		}
 		if !b.dest.mb.push(b) {
 			putBatch(b)

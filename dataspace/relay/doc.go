@@ -35,6 +35,9 @@
 // their fan-out, borrow against it until handled; the bytes a relay queues
 // for its peer are charged to the account of the turn that queued them
 // (one unit per event plus one per KiB) until the writer has written them.
+// Events of large packets cost their share of the packet's size
+// (dataspace.Turn.SetEventCost), and so does everything they cause
+// downstream, so that a slow local actor cannot hoard them either.
 // The reader waits before each read and each packet while its account's
 // debt exceeds Options.Credit. A fast producer is thereby slowed to the
 // pace of the slowest consumer it feeds, and a flood costs the server a

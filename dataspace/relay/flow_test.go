@@ -1,15 +1,18 @@
 package relay
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
@@ -270,4 +273,46 @@ func TestFlowSlowReaderKeptConnected(t *testing.T) {
 		t.Fatalf("slow reader disconnected: %v", h.conn.Err())
 	default:
 	}
+}
+
+// blockingEntity holds its actor in its first Message until released.
+type blockingEntity struct {
+	dataspace.BaseEntity
+	entered, release chan struct{}
+	once             sync.Once
+	n                atomic.Int32
+}
+
+func (b *blockingEntity) Message(*dataspace.Turn, preserves.Value) error {
+	b.once.Do(func() { close(b.entered); <-b.release })
+	b.n.Add(1)
+	return nil
+}
+
+// Large messages are charged by size all the way down: a producer whose
+// messages wait in a stuck local subscriber's mailbox owes their size in
+// KiB, not just their number, so credit bounds the memory they hold.
+func TestFlowLargeMessagesChargedBySizeDownstream(t *testing.T) {
+	s := newFlowServer(t)
+	sub := &blockingEntity{entered: make(chan struct{}), release: make(chan struct{})}
+	drv := newDriver(t, s.sys, "subscriber")
+	drv.do(func(t *dataspace.Turn) {
+		t.Assert(s.ds, dataspace.Observe(pattern.Rec(preserves.Symbol("m"), pattern.Discard{}), t.Create(sub)))
+	})
+	prod, pnc := s.connect(t, Options{Credit: 1000})
+	big := binPacket(t, `[[0 <M <m #"`+strings.Repeat("z", 64<<10)+`">>]]`)
+	if _, err := pnc.Write(big); err != nil {
+		t.Fatal(err)
+	}
+	<-sub.entered // the first is being handled; the subscriber is stuck
+	go pnc.Write(bytes.Repeat(big, 40))
+	// Each 64 KiB message costs 65 units in the subscriber's mailbox: the
+	// relay stops reading after about credit/65 of them.
+	waitFor(t, "the producer to be held back", func() bool { return prod.Account().Debt() > 1000 })
+	if d := prod.Account().Debt(); d > 1000+2*65 {
+		t.Fatalf("debt %d: the relay read on past its credit", d)
+	}
+	close(sub.release)
+	waitFor(t, "every message", func() bool { return sub.n.Load() == 41 })
+	waitFor(t, "the debt to be settled", func() bool { return prod.Account().Debt() == 0 })
 }

@@ -824,7 +824,9 @@ func (c *Conn) readLoop(ctx context.Context) error {
 					first.Stop()
 					first = nil
 				}
+				cost := eventCost(len(raw), pkt)
 				alive := c.fr.ActivateAccount(c.acct, func(t *dataspace.Turn) error {
+					t.SetEventCost(cost)
 					c.handle(t, pkt, syn, off)
 					return nil
 				})
@@ -857,6 +859,13 @@ func (c *Conn) readLoop(ctx context.Context) error {
 			return dataspace.ErrKeepFacet
 		}
 	}
+}
+
+// eventCost is what each event a packet causes costs the connection's
+// account: one unit, plus one per KiB of the packet per event, so that
+// large messages are charged by size wherever they wait downstream.
+func eventCost(size int, pkt Packet) int64 {
+	return 1 + int64(size>>10)/int64(max(len(pkt.Events), 1))
 }
 
 // limitClose ends the connection from a timer: err becomes the
