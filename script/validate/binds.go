@@ -176,25 +176,15 @@ func (s *bindScan) expr(e compile.Expr) {
 	switch x := e.(type) {
 	case *compile.MkRecord:
 		s.expr(x.Label)
-		for _, f := range x.Fields {
-			s.expr(f)
-		}
+		s.exprs(x.Fields)
 	case *compile.MkSeq:
-		for _, f := range x.Elems {
-			s.expr(f)
-		}
+		s.exprs(x.Elems)
 	case *compile.MkSet:
-		for _, f := range x.Elems {
-			s.expr(f)
-		}
+		s.exprs(x.Elems)
 	case *compile.MkDict:
-		for _, f := range x.Vals {
-			s.expr(f)
-		}
+		s.exprs(x.Vals)
 	case *compile.Call:
-		for _, f := range x.Args {
-			s.expr(f)
-		}
+		s.exprs(x.Args)
 	case *compile.MkAttenuate:
 		s.expr(x.Caveats)
 		c, ok := x.Caveats.(*compile.Const)
@@ -212,6 +202,12 @@ func (s *bindScan) expr(e compile.Expr) {
 		case revealsBinds(cs):
 			s.exposed[s.key(x.Var)] = append(s.exposed[s.key(x.Var)], exposure{at: s.pos(x.At), literal: true})
 		}
+	}
+}
+
+func (s *bindScan) exprs(es []compile.Expr) {
+	for _, e := range es {
+		s.expr(e)
 	}
 }
 
