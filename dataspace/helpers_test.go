@@ -15,12 +15,18 @@ import (
 
 var waitFor = testutil.WaitFor
 
+// patience bounds waits that end early unless something is wrong: generous,
+// because CI runs -race on a small, loaded machine (a sync behind a bulk of
+// 100,000 assertions can take seconds there), and a passing test never
+// waits for it.
+const patience = 20 * time.Second
+
 // waitDone waits for an actor to terminate.
 func waitDone(tb testing.TB, a *Actor) {
 	tb.Helper()
 	select {
 	case <-a.Done():
-	case <-time.After(5 * time.Second):
+	case <-time.After(patience):
 		tb.Fatalf("actor %s did not terminate", a.Name())
 	}
 }
@@ -36,7 +42,7 @@ func newSys(tb testing.TB) *System {
 		if err := s.Shutdown(ctx); err != nil {
 			tb.Errorf("shutdown: %v", err)
 		}
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(patience)
 		for runtime.NumGoroutine() > base {
 			if time.Now().After(deadline) {
 				buf := make([]byte, 1<<20)
@@ -113,7 +119,7 @@ func hold(tb testing.TB, s *System, name string, e Entity) (*Actor, *Ref) {
 	select {
 	case r := <-ch:
 		return a, r
-	case <-time.After(5 * time.Second):
+	case <-time.After(patience):
 		tb.Fatal("boot timed out")
 	}
 	return nil, nil
@@ -193,7 +199,7 @@ func settle(tb testing.TB, fr FacetRef, target *Ref) {
 	})
 	select {
 	case <-ch:
-	case <-time.After(5 * time.Second):
+	case <-time.After(patience):
 		tb.Fatal("sync timed out")
 	}
 }

@@ -513,7 +513,7 @@ func (m *modelRun) spawnLinked(f *mFacet) {
 	})
 	select {
 	case <-booted:
-	case <-time.After(20 * time.Second):
+	case <-time.After(patience):
 		m.tb.Fatal("linked actor did not boot")
 	}
 	m.actors = append(m.actors, c)
@@ -650,7 +650,7 @@ func (m *modelRun) check() {
 	if _, ok := agree(); ok {
 		return
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(patience)
 	for time.Now().Before(deadline) {
 		time.Sleep(2 * time.Millisecond)
 		settle(m.tb, m.obsFR, m.ds)
