@@ -79,6 +79,22 @@ func ReportFailure(log zerolog.Logger, name preserves.Value, err error) {
 	ev.Msg("service worker failed")
 }
 
+// FailureSummary is the one-line reason a failed worker shows in
+// `syndicate status`: the error and, for a crash, the offending value and
+// its source position.
+func FailureSummary(err error) string {
+	msg := err.Error()
+	var pe *dataspace.PanicError
+	if errors.As(err, &pe) && pe.Event != nil {
+		msg += " (handling " + abbreviate(preserves.FormatText(preserves.Strip(pe.Event)))
+		if pos, ok := FindPos(pe.Event); ok {
+			msg += " from " + pos.String()
+		}
+		msg += ")"
+	}
+	return abbreviate(msg)
+}
+
 // maxReported bounds the text of a value in a log record: a hostile value
 // may be megabytes long.
 const maxReported = 512

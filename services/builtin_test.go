@@ -2,6 +2,7 @@ package services
 
 import (
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -141,5 +142,59 @@ func TestForwarderFollowsRestarts(t *testing.T) {
 	}
 	if strings.Contains(h.warns.String(), "error") {
 		t.Errorf("unexpected log: %s", h.warns.String())
+	}
+}
+
+// TestSuperviseFailuresOnly: a silent service (§2.5) reports no state
+// while it runs, `failed` after a crash, and none again once restarted;
+// the failure's summary names the offending value and its position.
+func TestSuperviseFailuresOnly(t *testing.T) {
+	name := sym("quiet")
+	opts := SuperviseOptions{Delay: 5 * time.Millisecond, Backoff: 20 * time.Millisecond, FailuresOnly: true}
+	var runs atomic.Int32
+	h := newHarness(t, func(t *dataspace.Turn, env Env) error {
+		t.PreventInertCheck()
+		Supervise(t, env, name, Always, "quiet", func(t *dataspace.Turn, _ *dataspace.Ref) error {
+			runs.Add(1)
+			t.PreventInertCheck()
+			return crashy(t, env)
+		}, opts)
+		return nil
+	})
+	testutil.WaitFor(t, "the worker", func() bool { return runs.Load() == 1 })
+	h.settle()
+	for _, s := range []preserves.Value{StateStarted, StateReady, StateFailed} {
+		if h.has(ServiceState(name, s)) {
+			t.Errorf("a silent service reported %v", s)
+		}
+	}
+	pos := &preserves.Annotated{Pos: preserves.Pos{File: "q.pr", Line: 1, Col: 2}, Item: preserves.NewSet()}
+	h.send(h.env.Config, preserves.NewRecord(sym("boom"), pos))
+	testutil.WaitFor(t, "failed reported", func() bool {
+		return h.countHistory("+"+preserves.FormatText(ServiceState(name, StateFailed))) == 1
+	})
+	testutil.WaitFor(t, "restarted, silent again", func() bool {
+		return runs.Load() == 2 && !h.has(ServiceState(name, StateFailed))
+	})
+	if !h.warns.Has(`"pos":"q.pr:1:2"`) {
+		t.Errorf("crash report without position: %s", h.warns.String())
+	}
+}
+
+// TestFailureSummary: the status line of a crash names the value and its
+// position, cut short.
+func TestFailureSummary(t *testing.T) {
+	ev := &preserves.Annotated{Pos: preserves.Pos{File: "f.pr", Line: 3, Col: 4}, Item: preserves.String(strings.Repeat("x", 2000))}
+	got := FailureSummary(&dataspace.PanicError{Value: "boom", Event: preserves.Sequence{ev}})
+	if !strings.HasPrefix(got, `dataspace: panic in actor: boom (handling ["xxx`) || len(got) > maxReported+len("…") {
+		t.Errorf("summary %q", got)
+	}
+	got = FailureSummary(&dataspace.PanicError{Value: "boom", Event: preserves.Sequence{preserves.NewRecord(sym("x"), ev)}})
+	if !strings.Contains(got, "(handling [<x") {
+		t.Errorf("summary %q", got)
+	}
+	short := &preserves.Annotated{Pos: preserves.Pos{File: "f.pr", Line: 3, Col: 4}, Item: preserves.Int(1)}
+	if got := FailureSummary(&dataspace.PanicError{Value: "boom", Event: preserves.Sequence{short}}); got != "dataspace: panic in actor: boom (handling [1] from f.pr:3:4)" {
+		t.Errorf("summary %q", got)
 	}
 }

@@ -35,6 +35,9 @@ type SuperviseOptions struct {
 	// Delay and Backoff replace RestartDelay and RestartBackoff when
 	// non-zero (tests).
 	Delay, Backoff time.Duration
+	// FailuresOnly reports no state but `failed` (services that report no
+	// state, like <http-static-files …> (§2.5), still show a crash).
+	FailuresOnly bool
 }
 
 // Supervisor runs the worker actor of one service (§2.3). The exported
@@ -129,7 +132,7 @@ func (s *Supervisor) workerExited(t *dataspace.Turn, err error) {
 	s.failure = ""
 	if err != nil {
 		ReportFailure(s.Env.Logger, s.Name, err)
-		s.failure = err.Error()
+		s.failure = FailureSummary(err)
 	}
 	restart, delay := s.m.exit(err != nil, s.Options.Now())
 	s.publish(t)
@@ -150,6 +153,17 @@ func (s *Supervisor) degradeChanged(t *dataspace.Turn, d int) {
 // or its degrade entity.
 func (s *Supervisor) publish(t *dataspace.Turn) {
 	st := s.m.state()
+	if s.Options.FailuresOnly && st != StateFailed {
+		if s.handle != 0 {
+			t.Retract(s.handle)
+			s.handle, s.shown = 0, ""
+		}
+		if s.info.handle != 0 {
+			t.Retract(s.info.handle)
+			s.info = InfoPublisher{}
+		}
+		return
+	}
 	if st != s.shown || s.handle == 0 {
 		s.shown = st
 		s.since = s.Options.Now()

@@ -19,9 +19,9 @@
 //	│                  per <gatekeeper #:BS>
 //	├── listeners      one supervised worker per <relay-listener …>;
 //	│                  each accepted connection an actor of its own
-//	├── http           one supervised worker per <http-router …>, one
-//	│                  linked worker per <http-static-files …> (§2.5:
-//	│                  no states)
+//	├── http           one supervised worker per <http-router …> and per
+//	│                  <http-static-files …> (which reports only
+//	│                  `failed`: §2.5 gives it no states)
 //	├── debt           one supervised reporter per <debt-reporter …>
 //	├── resolve        connect-transport, resolve-path (not in a dry run)
 //	├── control        $control (with --control)

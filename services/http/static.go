@@ -85,12 +85,14 @@ func bootStatic(t *dataspace.Turn, env services.Env, opts Options) {
 		if mimeFile == "" {
 			mimeFile = "/etc/mime.types"
 		}
-		t.SpawnLink(preserves.FormatText(preserves.NewRecord(symStaticWorker, name)), func(t *dataspace.Turn) error {
+		// Supervised (§2.3, policy Always) but silent (§2.5): only a
+		// crash shows, as `failed`, until the restarted worker is up.
+		services.Supervise(t, env, name, services.Always, preserves.FormatText(preserves.NewRecord(symStaticWorker, name)), func(t *dataspace.Turn, _ *dataspace.Ref) error {
 			mime := loadMimeTypes(mimeFile)
 			h := t.Create(&staticHandler{dir: dir, drop: n, mime: mime, facets: make(map[dataspace.Handle]dataspace.FacetID)})
 			t.Assert(env.Config, services.ServiceObject(name, dataspace.Embed(h)))
 			return nil
-		})
+		}, services.SuperviseOptions{FailuresOnly: true})
 		return nil
 	})
 }
