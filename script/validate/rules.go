@@ -2,6 +2,7 @@ package validate
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/syndicate-go/syndicate/dataspace/schemas/externalservices"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/internalservices"
@@ -214,6 +215,16 @@ func (v *validator) fullSpec(spec preserves.Value, d *preserves.Dictionary) {
 		}
 		return nil, nil, false
 	}
+	for _, e := range d.Entries() {
+		k, ok := preserves.Unwrap(e.Key).(preserves.Symbol)
+		if !ok {
+			v.errorf(e.Key, "daemon: spec keys are symbols, not %s", render(e.Key))
+			continue
+		}
+		if !slices.Contains(DaemonSpecKeys, string(k)) {
+			v.errorf(e.Key, "%s", UnknownKeyMessage(string(k)))
+		}
+	}
 	if _, argv, ok := get("argv"); ok {
 		v.commandLine(argv, "argv")
 	} else {
@@ -235,8 +246,15 @@ func (v *validator) fullSpec(spec preserves.Value, d *preserves.Dictionary) {
 			v.errorf(x, "env must be a dictionary of variables to strings (or #f to remove), not %s", render(x))
 		} else {
 			for _, e := range env.Entries() {
-				switch preserves.Unwrap(e.Key).(type) {
-				case preserves.String, preserves.Symbol:
+				switch k := preserves.Unwrap(e.Key).(type) {
+				case preserves.String:
+					if p := EnvNameProblem(string(k)); p != "" {
+						v.errorf(e.Key, "%s", p)
+					}
+				case preserves.Symbol:
+					if p := EnvNameProblem(string(k)); p != "" {
+						v.errorf(e.Key, "%s", p)
+					}
 				default:
 					v.errorf(e.Key, "env: variable name %s must be a string or a symbol", render(e.Key))
 				}

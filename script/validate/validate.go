@@ -21,7 +21,9 @@
 //     never), `protocol` (none, application/syndicate, text/syndicate), and
 //     our extensions `stopTimeout`, `restartDelay`, `restartMaxDelay`,
 //     `restartWindow` (non-negative seconds) and `restartLimit`
-//     (non-negative integer). Other keys are ignored, as by the reference.
+//     (non-negative integer). Other keys are errors, with a "did you mean" suggestion
+//     (the reference ignores them; the daemon service warns at run time), and
+//     so are environment names that are empty or contain `=`.
 //   - `<require-service NAME>`, `<run-service NAME>`, `<restart-service
 //     NAME>`, `<service-state NAME STATE>`, `<service-object NAME OBJ>`:
 //     their arity, and NAME when it has the shape of a built-in service

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/syndicate-go/syndicate/dataspace/schemas/externalservices"
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/script/validate"
 )
 
 // Spec errors come in two classes because the services spec (§5.3) treats
@@ -169,6 +171,11 @@ func (s *Spec) full(d *preserves.Dictionary, top preserves.Value) error {
 			default:
 				return invalid(e.Key, "env key must be a string or a symbol")
 			}
+			// An empty name, or one with `=`, would reach the child as
+			// a different variable ("BAD=INJECT" as BAD=INJECT=x).
+			if p := validate.EnvNameProblem(name); p != "" {
+				return invalid(e.Key, p)
+			}
 			switch val := preserves.Unwrap(e.Value).(type) {
 			case preserves.String:
 				s.Env = append(s.Env, EnvChange{Name: name, Value: string(val)})
@@ -262,4 +269,22 @@ func notASpec(at preserves.Value, msg string) error {
 
 func invalid(at preserves.Value, msg string) error {
 	return &SpecError{Pos: preserves.PosOf(at), Msg: msg, Class: ErrInvalidField}
+}
+
+// UnknownKeys lists the keys of a dictionary spec that no version of the
+// daemon service reads (the reference ignores them; so do we, with a
+// warning and a status reason), each with a "did you mean" suggestion.
+func UnknownKeys(raw preserves.Value) []string {
+	d, ok := preserves.Unwrap(raw).(*preserves.Dictionary)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, e := range d.Entries() {
+		k, ok := preserves.Unwrap(e.Key).(preserves.Symbol)
+		if ok && !slices.Contains(validate.DaemonSpecKeys, string(k)) {
+			out = append(out, validate.UnknownKeyMessage(string(k)))
+		}
+	}
+	return out
 }

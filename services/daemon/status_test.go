@@ -143,3 +143,27 @@ func TestOutputRequest(t *testing.T) {
 		return false
 	}, "service-output with both lines")
 }
+
+// TestUnknownKeysWarnedAtRunTime: misspelt keys are ignored (reference
+// semantics) but logged and shown as status reasons.
+func TestUnknownKeysWarnedAtRunTime(t *testing.T) {
+	h, _ := bootDaemons(t, Options{})
+	require(h, "d", pv(t, `{argv: "exec sleep 100", restat: always}`))
+	h.waitHas(state("d", services.StateReady), true)
+	i := h.waitInfo(t, "d", func(i services.Info) bool { return len(i.Reasons) > 0 }, "reason")
+	if i.Reasons[0] != "unknown key restat in a daemon spec (did you mean restart?)" {
+		t.Errorf("reasons %q", i.Reasons)
+	}
+	if !h.warns.Has("unknown key restat") {
+		t.Errorf("not logged: %q", h.warns.Lines())
+	}
+}
+
+// TestEnvNameWithEqualsRejected: "BAD=INJECT" never reaches the child.
+func TestEnvNameWithEqualsRejected(t *testing.T) {
+	for _, src := range []string{`{argv: "env", env: {"BAD=INJECT": "x"}}`, `{argv: "env", env: {"": "x"}}`} {
+		if _, err := ParseSpec(pv(t, src)); !errors.Is(err, ErrInvalidField) {
+			t.Errorf("%s: %v", src, err)
+		}
+	}
+}

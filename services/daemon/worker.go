@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -146,8 +147,9 @@ func (w *worker) publishInfo(t *dataspace.Turn) {
 		if r.spec != nil && r.spec.Limits.Window > 0 {
 			window = r.spec.Limits.Window
 		}
-		if r.phase != "" || len(r.reasons) > 0 {
-			parts = append(parts, services.Info{Phase: r.phase, Reasons: r.reasons, Pos: posText(r.raw)})
+		if r.phase != "" || len(r.reasons)+len(r.warnings) > 0 {
+			reasons := append(slices.Clone(r.reasons), r.warnings...)
+			parts = append(parts, services.Info{Phase: r.phase, Reasons: reasons, Pos: posText(r.raw)})
 		}
 	}
 	parts[0] = w.d.hist.info(w.d.s.now(), window)
@@ -180,6 +182,11 @@ func (w *worker) specAsserted(t *dataspace.Turn, raw preserves.Value) error {
 		return err
 	}
 	r.spec = spec
+	// Misspelt keys are ignored, as by the reference, but not silently.
+	for _, msg := range UnknownKeys(raw) {
+		w.d.log.Warn().Str("pos", posText(raw)).Msg(msg)
+		r.warnings = append(r.warnings, msg)
+	}
 	r.command = fmt.Sprintf("%q", spec.Argv)
 	r.key = specKey(raw)
 	r.fr = t.FacetRef()
@@ -211,6 +218,7 @@ type specRun struct {
 	// `failed` while it cannot start.
 	phase    preserves.Symbol
 	reasons  []string
+	warnings []string // about the spec itself (unknown keys)
 	degraded dataspace.Handle
 }
 
