@@ -37,7 +37,9 @@ func TestE2EOrderedShutdown(t *testing.T) {
 	writeFile(t, filepath.Join(cfg, "app.pr"), trapDaemon(dir, "app", "0.3", "db"))
 	writeFile(t, filepath.Join(cfg, "web.pr"), trapDaemon(dir, "web", "0.2", "app"))
 	r := start(t, "-c", cfg)
-	waitPid(t, filepath.Join(dir, "web.pid"), "web to start after its dependencies")
+	for _, name := range []string{"db", "app", "web"} {
+		waitPid(t, filepath.Join(dir, name+".pid"), name+" to start (its TERM trap set)")
+	}
 	require.Equal(t, 0, r.stop(t))
 	order, err := os.ReadFile(filepath.Join(dir, "order"))
 	require.NoError(t, err)

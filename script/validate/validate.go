@@ -114,7 +114,8 @@ func Check(paths ...string) error {
 	return all.Err()
 }
 
-// CheckAll is script.Check followed by Check and Binds: every compile error,
+// CheckAll is script.Check followed by Check, Binds and Analyze (the
+// whole-tree analysis): every compile error,
 // warning and validation error of the scripts under paths, in one sorted
 // script.ErrorList (nil if there are none; script.Failed tells whether
 // any entry is an error rather than a warning). This is what `--check` runs.
@@ -133,6 +134,7 @@ func CheckAll(paths ...string) error {
 		}
 	})
 	all = append(all, Binds(paths...)...)
+	all = append(all, Analyze(paths...)...)
 	all.Sort()
 	return all.Err()
 }

@@ -43,6 +43,10 @@ func TestStopDependentsFirst(t *testing.T) {
 	h.assert(services.DependsOn(dname("cache"), state("db", services.StateReady)))
 	h.assert(services.RequireService(dname("app")))
 	h.waitHas(state("app", services.StateReady), true)
+	// Each prints its pid once its TERM trap is set.
+	h.waitOutput("db", 1)
+	h.waitOutput("cache", 1)
+	h.waitOutput("app", 1)
 	h.send(h.env.Config, services.RestartService(dname("db")))
 	eventually(t, 20*time.Second, func() bool { return len(fileWords(t, file)) == 3 }, "three stops: %q", fileWords(t, file))
 	if got := strings.Join(fileWords(t, file), " "); got != "app cache db" {
@@ -67,9 +71,13 @@ func TestShutdownStopsDependentsFirst(t *testing.T) {
 	h.assert(services.RequireService(dname("stubborn")))
 	h.waitHas(state("app", services.StateReady), true)
 	h.waitHas(state("stubborn", services.StateReady), true)
+	// Each prints its pid once its TERM trap is set.
+	h.waitOutput("db", 1)
+	h.waitOutput("app", 1)
+	h.waitOutput("stubborn", 1)
 	ctxShutdown(t, h)
 	if got := strings.Join(fileWords(t, file), " "); got != "app db" {
-		t.Errorf("stop order %q, want app db", got)
+		t.Errorf("stop order %q, want app db\n%s", got, strings.Join(h.warns.Lines(), "\n"))
 	}
 	if !h.warns.Has("process stopped with SIGKILL", `"sigkill":true`, "<daemon stubborn>") {
 		t.Errorf("escalation not logged: %q", h.warns.Lines())
@@ -93,6 +101,7 @@ func TestOutputWhileStoppingIsKept(t *testing.T) {
 		}
 		return n
 	}
+	eventually(t, 10*time.Second, func() bool { return count("hello") == 1 }, "trap set")
 	h.send(h.env.Config, services.RestartService(dname("d")))
 	eventually(t, 10*time.Second, func() bool { return count("goodbye") == 1 && count("unterminated") == 1 },
 		"output while stopping on restart: %v", h.output("d"))

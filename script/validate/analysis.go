@@ -1,0 +1,505 @@
+package validate
+
+// Whole-tree analysis (operator issue): what no single file can tell, as a
+// catalog compiler checks a whole catalog. Every script checked together
+// is one configuration; the analysis reads the literal service vocabulary
+// of all of them and reports:
+//
+// Errors (ErrInvalid):
+//   - a static `depends-on` cycle between literal service names, with the
+//     cycle named (at run time it would wait for ever);
+//   - a `$variable` bound neither by the file (let, `?` captures, `=~`) nor
+//     by the environment every script gets ($config, $log, $gatekeeper,
+//     $control, $scriptdir), nor by the ENV of a `<config-watcher PATH ENV>`
+//     declared in the tree; with a "did you mean" suggestion.
+//
+// Warnings (ErrSuspicious):
+//   - a required daemon, or a dependee daemon, declared nowhere: by the
+//     reference's semantics it is `started,ready` at once, so its
+//     dependents start without it;
+//   - one daemon declared in several files: each declaration runs its own
+//     process;
+//   - a required service that no built-in provides and no script serves
+//     (asserts its service-state, or reacts to its run-service).
+//
+// Only literal values count; a part that uses variables is left alone.
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/script"
+	"github.com/syndicate-go/syndicate/script/compile"
+)
+
+// ErrSuspicious is the class of the whole-tree warnings: the configuration
+// runs, but probably not as meant.
+var ErrSuspicious = errors.New("validate: suspicious configuration")
+
+// PrimordialNames are the variables every script of the server gets
+// (services spec §1.3, plus $scriptdir of §3.4 and $control with --control).
+var PrimordialNames = []string{"config", "log", "gatekeeper", "control", "scriptdir"}
+
+type declared struct {
+	pos  preserves.Pos
+	spec string
+}
+
+type edge struct {
+	to  string
+	pos preserves.Pos
+}
+
+// tree accumulates what the files of one configuration declare.
+type tree struct {
+	daemons  map[string][]declared      // daemon ID text → declarations
+	required map[string][]preserves.Pos // service name text → where required
+	names    map[string]preserves.Value // service name text → name
+	deps     map[string][]edge          // depender → dependees
+	states   map[string]bool            // services whose state a script asserts
+	patterns []pattern.Pattern          // what scripts observe
+	envNames map[string]bool            // keys of config-watcher ENV dictionaries
+	uses     []varUse                   // variables used, not bound in their file
+	// incomplete: a file could not be read, so absence proves nothing.
+	incomplete bool
+}
+
+type varUse struct {
+	name  string
+	pos   preserves.Pos
+	bound []string // the names bound where it is used (suggestions)
+}
+
+// Analyze runs the whole-tree analysis on the scripts named by paths (as
+// Check finds them) and returns its errors and warnings, sorted.
+func Analyze(paths ...string) script.ErrorList {
+	tr := &tree{daemons: map[string][]declared{}, required: map[string][]preserves.Pos{},
+		names: map[string]preserves.Value{}, deps: map[string][]edge{}, states: map[string]bool{},
+		envNames: map[string]bool{}}
+	script.WalkScripts(paths, func(path string, src []byte, err error) {
+		if err != nil {
+			return
+		}
+		f, errs := script.ParseFile(path, src)
+		if len(errs) > 0 {
+			// Reported by the compiler's own check. What this file
+			// declares is unknown, so nothing can be said to be
+			// declared nowhere.
+			tr.incomplete = true
+			return
+		}
+		prog := compile.CompileOptions(f, compile.Options{Positions: true})
+		s := &fileScan{tr: tr, file: path}
+		s.instr(prog.Body, scope{}, compile.DefaultTarget)
+	})
+	var out script.ErrorList
+	tr.cycles(&out)
+	tr.variables(&out)
+	tr.duplicates(&out)
+	if !tr.incomplete {
+		tr.undeclared(&out)
+		tr.unserved(&out)
+	}
+	out.Sort()
+	return out
+}
+
+// scope is the set of names bound around an instruction.
+type scope map[string]bool
+
+func (s scope) with(names []string) scope {
+	if len(names) == 0 {
+		return s
+	}
+	out := make(scope, len(s)+len(names))
+	for k := range s {
+		out[k] = true
+	}
+	for _, n := range names {
+		out[n] = true
+	}
+	return out
+}
+
+type fileScan struct {
+	tr   *tree
+	file string
+}
+
+func (s *fileScan) pos(p preserves.Pos) preserves.Pos {
+	if p.File == "" {
+		p.File = s.file
+	}
+	return p
+}
+
+func (s *fileScan) use(name string, at preserves.Pos, sc scope) {
+	if name == "." || sc[name] {
+		return
+	}
+	u := varUse{name: name, pos: s.pos(at)}
+	for k := range sc {
+		u.bound = append(u.bound, k)
+	}
+	slices.Sort(u.bound)
+	s.tr.uses = append(s.tr.uses, u)
+}
+
+func (s *fileScan) instr(in compile.Instr, sc scope, target string) {
+	switch x := in.(type) {
+	case *compile.Seq:
+		// A let binds for the rest of its block; binding it for the
+		// whole block is lenient and never reports a bound name.
+		var lets []string
+		for _, i := range x.Body {
+			if l, ok := i.(*compile.Let); ok {
+				lets = append(lets, l.Binders...)
+			}
+		}
+		inner := sc.with(lets)
+		for _, i := range x.Body {
+			s.instr(i, inner, target)
+		}
+	case *compile.Assert:
+		s.use(x.Target, x.At, sc)
+		s.expr(x.Value, sc)
+		s.declaration(x.Value)
+	case *compile.Send:
+		s.use(x.Target, x.At, sc)
+		s.expr(x.Value, sc)
+	case *compile.During:
+		s.use(x.Target, x.At, sc)
+		s.observe(x.Pat)
+		s.pat(x.Pat, sc)
+		s.instr(x.Body, sc.with(x.Binders), x.Target)
+	case *compile.OnMessage:
+		s.use(x.Target, x.At, sc)
+		s.observe(x.Pat)
+		s.pat(x.Pat, sc)
+		s.instr(x.Body, sc.with(x.Binders), x.Target)
+	case *compile.OnStop:
+		s.instr(x.Body, sc, target)
+	case *compile.Let:
+		s.expr(x.Expr, sc)
+		s.pat(x.Pat, sc)
+	case *compile.Cond:
+		s.use(x.Var, x.At, sc)
+		s.pat(x.Pat, sc)
+		s.instr(x.Then, sc.with(x.Binders), target)
+		if x.Else != nil {
+			s.instr(x.Else, sc, target)
+		}
+	}
+}
+
+func (s *fileScan) expr(e compile.Expr, sc scope) {
+	switch x := e.(type) {
+	case *compile.Ref:
+		s.use(x.Name, x.At, sc)
+	case *compile.MkRecord:
+		s.expr(x.Label, sc)
+		for _, f := range x.Fields {
+			s.expr(f, sc)
+		}
+		s.watcherEnv(x)
+	case *compile.MkSeq:
+		for _, f := range x.Elems {
+			s.expr(f, sc)
+		}
+	case *compile.MkSet:
+		for _, f := range x.Elems {
+			s.expr(f, sc)
+		}
+	case *compile.MkDict:
+		for _, f := range x.Keys {
+			s.expr(f, sc)
+		}
+		for _, f := range x.Vals {
+			s.expr(f, sc)
+		}
+	case *compile.MkAttenuate:
+		s.use(x.Var, x.At, sc)
+		s.expr(x.Caveats, sc)
+	case *compile.Call:
+		for _, f := range x.Args {
+			s.expr(f, sc)
+		}
+	}
+}
+
+// observe records what a `?` or `??` subscribes to, when it is literal.
+func (s *fileScan) observe(p compile.Pat) {
+	if c, ok := p.(*compile.PConst); ok {
+		s.tr.patterns = append(s.tr.patterns, c.Pattern)
+	}
+}
+
+// pat records the variables a pattern uses.
+func (s *fileScan) pat(p compile.Pat, sc scope) {
+	switch x := p.(type) {
+	case *compile.PLift:
+		s.expr(x.Value, sc)
+	case *compile.PBind:
+		s.pat(x.Sub, sc)
+	case *compile.PRec:
+		s.expr(x.Label, sc)
+		for _, f := range x.Fields {
+			s.pat(f, sc)
+		}
+	case *compile.PArr:
+		for _, f := range x.Items {
+			s.pat(f, sc)
+		}
+	case *compile.PDict:
+		for _, f := range x.Vals {
+			s.pat(f, sc)
+		}
+	}
+}
+
+// watcherEnv records the keys of `<config-watcher PATH {KEY: …}>`.
+func (s *fileScan) watcherEnv(r *compile.MkRecord) {
+	c, ok := r.Label.(*compile.Const)
+	if !ok || preserves.Unwrap(c.Value) != preserves.Symbol("config-watcher") || len(r.Fields) < 2 {
+		return
+	}
+	switch d := r.Fields[1].(type) {
+	case *compile.MkDict:
+		for _, k := range d.Keys {
+			if kc, ok := k.(*compile.Const); ok {
+				if sym, ok := preserves.Unwrap(kc.Value).(preserves.Symbol); ok {
+					s.tr.envNames[string(sym)] = true
+				}
+			}
+		}
+	case *compile.Const:
+		if dict, ok := preserves.Unwrap(d.Value).(*preserves.Dictionary); ok {
+			for _, e := range dict.Entries() {
+				if sym, ok := preserves.Unwrap(e.Key).(preserves.Symbol); ok {
+					s.tr.envNames[string(sym)] = true
+				}
+			}
+		}
+	}
+}
+
+// declaration records a literal asserted value of the service vocabulary.
+func (s *fileScan) declaration(e compile.Expr) {
+	c, ok := e.(*compile.Const)
+	if !ok {
+		// A record built from variables: its literal label and fields
+		// may still declare something, e.g. <require-service <daemon x>>
+		// asserted next to a capability. Only fully literal parts count.
+		return
+	}
+	v := c.Value
+	at := s.pos(preserves.PosOf(v))
+	if at.Line == 0 {
+		at = s.pos(c.At)
+	}
+	l, fields, ok := label(v)
+	if !ok {
+		return
+	}
+	key := func(x preserves.Value) string {
+		x = preserves.Strip(x)
+		k := preserves.FormatText(x)
+		s.tr.names[k] = x
+		return k
+	}
+	switch {
+	case l == "daemon" && len(fields) == 2:
+		id := key(preserves.NewRecord(preserves.Symbol("daemon"), fields[0]))
+		s.tr.daemons[id] = append(s.tr.daemons[id], declared{pos: at, spec: preserves.FormatText(preserves.Strip(fields[1]))})
+	case l == "require-service" && len(fields) == 1:
+		k := key(fields[0])
+		s.tr.required[k] = append(s.tr.required[k], at)
+	case l == "service-state" && len(fields) == 2:
+		s.tr.states[key(fields[0])] = true
+	case l == "depends-on" && len(fields) == 2:
+		dl, df, ok := label(fields[1])
+		if ok && dl == "service-state" && len(df) == 2 {
+			from, to := key(fields[0]), key(df[0])
+			s.tr.deps[from] = append(s.tr.deps[from], edge{to: to, pos: at})
+		}
+	}
+}
+
+// cycles reports each static depends-on cycle once, at its first edge.
+func (tr *tree) cycles(out *script.ErrorList) {
+	seen := map[string]bool{}
+	var froms []string
+	for k := range tr.deps {
+		froms = append(froms, k)
+	}
+	slices.Sort(froms)
+	reported := map[string]bool{}
+	for _, start := range froms {
+		if seen[start] {
+			continue
+		}
+		var path []string
+		var edges []edge
+		onPath := map[string]int{}
+		var visit func(n string)
+		visit = func(n string) {
+			if i, ok := onPath[n]; ok {
+				cycle := append(append([]string(nil), path[i:]...), n)
+				canon := canonicalCycle(cycle)
+				if !reported[canon] {
+					reported[canon] = true
+					*out = append(*out, &script.Error{Pos: edges[i].pos, Err: ErrInvalid,
+						Msg: "dependency cycle: " + strings.Join(cycle, " → ") + " (these services would wait for each other for ever)"})
+				}
+				return
+			}
+			if seen[n] {
+				return
+			}
+			seen[n] = true
+			onPath[n] = len(path)
+			path = append(path, n)
+			for _, e := range tr.deps[n] {
+				edges = append(edges, e)
+				visit(e.to)
+				edges = edges[:len(edges)-1]
+			}
+			path = path[:len(path)-1]
+			delete(onPath, n)
+		}
+		visit(start)
+	}
+}
+
+// canonicalCycle names a cycle independently of where it was entered.
+func canonicalCycle(c []string) string {
+	ring := c[:len(c)-1]
+	best := 0
+	for i := range ring {
+		if ring[i] < ring[best] {
+			best = i
+		}
+	}
+	return strings.Join(append(append([]string(nil), ring[best:]...), ring[:best]...), "\x00")
+}
+
+func (tr *tree) variables(out *script.ErrorList) {
+	known := slices.Clone(PrimordialNames)
+	for k := range tr.envNames {
+		known = append(known, k)
+	}
+	for _, u := range tr.uses {
+		if slices.Contains(known, u.name) {
+			continue
+		}
+		*out = append(*out, &script.Error{Pos: u.pos, Err: ErrInvalid,
+			Msg: "undefined variable $" + u.name + didYouMeanVar(u.name, append(u.bound, known...))})
+	}
+}
+
+func didYouMeanVar(name string, known []string) string {
+	if s := Suggest(name, known); s != "" {
+		return " (did you mean $" + s + "?)"
+	}
+	return ""
+}
+
+// daemonNames lists the `<daemon ID>` services the tree requires or
+// depends on, with where.
+func (tr *tree) daemonRefs() map[string][]preserves.Pos {
+	refs := map[string][]preserves.Pos{}
+	isDaemon := func(k string) bool {
+		l, f, ok := label(tr.names[k])
+		return ok && l == "daemon" && len(f) == 1
+	}
+	for k, ps := range tr.required {
+		if isDaemon(k) {
+			refs[k] = append(refs[k], ps...)
+		}
+	}
+	for _, es := range tr.deps {
+		for _, e := range es {
+			if isDaemon(e.to) {
+				refs[e.to] = append(refs[e.to], e.pos)
+			}
+		}
+	}
+	return refs
+}
+
+func (tr *tree) undeclared(out *script.ErrorList) {
+	for k, ps := range tr.daemonRefs() {
+		if len(tr.daemons[k]) > 0 {
+			continue
+		}
+		var ids []string
+		for d := range tr.daemons {
+			ids = append(ids, d)
+		}
+		hint := didYouMean(k, ids)
+		for _, p := range ps {
+			out.Warnf(p, ErrSuspicious, "no %s declaration in the checked files%s: the daemon would be started,ready at once, "+
+				"so what depends on it would start without it", strings.TrimSuffix(k, ">")+" …>", hint)
+		}
+	}
+}
+
+func (tr *tree) duplicates(out *script.ErrorList) {
+	for k, ds := range tr.daemons {
+		files := map[string]bool{}
+		for _, d := range ds {
+			files[d.pos.File] = true
+		}
+		if len(files) < 2 {
+			continue
+		}
+		var where []string
+		for _, d := range ds {
+			where = append(where, d.pos.String())
+		}
+		for _, d := range ds {
+			out.Warnf(d.pos, ErrSuspicious, "%s is declared in %d files (%s): each declaration runs a process of its own",
+				k, len(files), strings.Join(where, ", "))
+		}
+	}
+}
+
+func (tr *tree) unserved(out *script.ErrorList) {
+	for k, ps := range tr.required {
+		name := tr.names[k]
+		if l, _, ok := label(name); ok && builtinNames[l] {
+			continue
+		}
+		if tr.states[k] {
+			continue
+		}
+		served := false
+		run := preserves.NewRecord(preserves.Symbol("run-service"), name)
+		for _, p := range tr.patterns {
+			if _, ok := pattern.Match(p, run); ok {
+				served = true
+				break
+			}
+		}
+		if served {
+			continue
+		}
+		var builtins []string
+		for b := range builtinNames {
+			builtins = append(builtins, b)
+		}
+		hint := ""
+		if l, _, ok := label(name); ok {
+			if s := Suggest(l, builtins); s != "" {
+				hint = fmt.Sprintf(" (did you mean <%s …>?)", s)
+			}
+		}
+		for _, p := range ps {
+			out.Warnf(p, ErrSuspicious, "no built-in service and no script provides %s%s: it would stay starting for ever", k, hint)
+		}
+	}
+}
