@@ -471,7 +471,7 @@ func (tr *tree) duplicates(out *script.ErrorList) {
 func (tr *tree) unserved(out *script.ErrorList) {
 	for k, ps := range tr.required {
 		name := tr.names[k]
-		if l, _, ok := label(name); ok && builtinNames[l] {
+		if l, _, ok := label(name); ok && isBuiltin(l) {
 			continue
 		}
 		if tr.states[k] {
@@ -502,4 +502,9 @@ func (tr *tree) unserved(out *script.ErrorList) {
 			out.Warnf(p, ErrSuspicious, "no built-in service and no script provides %s%s: it would stay starting for ever", k, hint)
 		}
 	}
+}
+
+func isBuiltin(l string) bool {
+	_, ok := builtinNames[l]
+	return ok
 }
