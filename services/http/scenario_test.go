@@ -12,7 +12,9 @@ import (
 	nethttp "net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -161,6 +163,9 @@ func TestScenario62AndStaticFilesOverHTTP(t *testing.T) {
 	os.MkdirAll(www, 0o755)
 	os.WriteFile(filepath.Join(www, "a.txt"), []byte("hello"), 0o644)
 	os.WriteFile(filepath.Join(root, "secret.txt"), []byte("SECRET"), 0o644)
+	big := strings.Repeat("0123456789abcdef", 3<<16) // 3 MiB: 48 chunks
+	os.WriteFile(filepath.Join(www, "big"), []byte(big), 0o644)
+	hasFIFO := syscall.Mkfifo(filepath.Join(www, "fifo"), 0o644) == nil
 	mime := filepath.Join(root, "mime.types")
 	os.WriteFile(mime, []byte("text/plain txt\n"), 0o644)
 
@@ -237,6 +242,17 @@ func TestScenario62AndStaticFilesOverHTTP(t *testing.T) {
 	resp, body = get(t, cl, "GET", base+"/static/a.txt")
 	if resp.StatusCode != 200 || body != "hello" || resp.Header.Get("Content-Type") != "text/plain" {
 		t.Fatalf("GET /static/a.txt: %d %q %v", resp.StatusCode, body, resp.Header)
+	}
+	// A file of many chunks arrives whole, with its length; a FIFO is
+	// refused at once (it used to pin a thread per request, forever).
+	resp, body = get(t, cl, "GET", base+"/static/big")
+	if resp.StatusCode != 200 || body != big || resp.ContentLength != int64(len(big)) {
+		t.Fatalf("GET /static/big: %d, %d bytes of %d, length %d", resp.StatusCode, len(body), len(big), resp.ContentLength)
+	}
+	if hasFIFO {
+		if resp, _ := get(t, cl, "GET", base+"/static/fifo"); resp.StatusCode != 403 {
+			t.Fatalf("GET /static/fifo: %d", resp.StatusCode)
+		}
 	}
 	if resp, _ := get(t, cl, "GET", base+"/deep"); resp.StatusCode != 404 { // Q15: N=3 > 1 element
 		t.Fatalf("GET /deep with N=3: %d", resp.StatusCode)
