@@ -191,3 +191,18 @@ func TestFmtUpgrade(t *testing.T) {
 	code, _, _ = cliRun(t, "check", old)
 	require.Equal(t, 0, code)
 }
+
+// Hostile case (issue 12): a keyed bind in $config while $config is handed
+// out attenuated with Observe allowed; check warns (exit status 0) and
+// names both places.
+func TestCheckWarnsAboutExposedBinds(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.pr"), []byte(
+		"let ?u = <* $config [<reject <forbidden _>>]>\n<require-service <config-watcher \"/x\" {config: $u}>>\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "b.pr"), []byte(
+		"<bind <ref {oid: \"config\", key: #\"k\"}> $config #f>\n"), 0o644))
+	code, out, errs := cliRun(t, "check", dir)
+	require.Equal(t, 0, code, errs)
+	require.Regexp(t, `b\.pr:1:1: warning: this bind holds a key and is asserted into \$config, which is handed out attenuated at .*a\.pr:1:10`, out)
+	require.Contains(t, errs, "1 warning")
+}
