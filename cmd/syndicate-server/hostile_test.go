@@ -62,7 +62,8 @@ func (l *failureLog) Write(p []byte) (int, error) {
 	if debugHarness {
 		os.Stderr.WriteString(s)
 	}
-	if strings.Contains(s, `"level":"error"`) || strings.Contains(s, "server running") {
+	if strings.Contains(s, `"level":"error"`) || strings.Contains(s, "server running") ||
+		strings.Contains(s, `"message":"processed"`) || strings.Contains(s, `"message":"removed"`) {
 		l.mu.Lock()
 		if len(l.lines) < 1000 {
 			l.lines = append(l.lines, s)
@@ -584,6 +585,74 @@ func TestIssue12Script(t *testing.T) {
 	})
 	h.checkAlive(t, "the issue 12 script")
 	h.checkCanary(t)
+}
+
+// scriptTemplates put a generated value's text into the vocabulary as a
+// script says it.
+var scriptTemplates = []string{
+	`<q <resolve-path <route [%[1]s] %[2]s>>>`,
+	`<q <resolve-path <route %[1]s>>>`,
+	`<q <resolve-path <route [<tcp "127.0.0.1" 1>] <ref {oid: %[1]s sig: %[2]s}>>>>`,
+	`<require-service %[1]s>`,
+	`<depends-on %[1]s %[2]s>`,
+	`<depends-on <milestone x> <service-state %[1]s ready>>`,
+	`$log ! <log "-" {line: %[1]s}>`,
+	`$log ! <log %[1]s %[2]s>`,
+	`$gatekeeper <resolve <ref %[1]s> $config>`,
+	`$gatekeeper <resolve <noise %[1]s> $config>`,
+	`$gatekeeper <resolve %[1]s $config>`,
+	`<bind <ref {oid: %[1]s key: #"k"}> $config #f>`,
+	`<bind <noise {service: %[1]s}> $config #f>`,
+	`<run-service <milestone %[1]s>>`,
+	`<run-service <gatekeeper %[1]s>>`,
+	`<http-bind #f 0 get [%[1]s] $config>`,
+	`? <hostile-input ?x> [ <echo $x %[1]s> ]`,
+	`<hostile-input %[1]s>`,
+	`%[1]s`,
+	`$config ! %[1]s`,
+	`$control ! <exit %[1]s>`,
+	`$config += %[1]s`,
+}
+
+// TestHostileScripts: generated values in scripts of a watched directory.
+// Each script either does not compile (logged) or runs; either way the
+// server lives, the canary works, and removing the script returns the
+// server to its baseline.
+func TestHostileScripts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a full server")
+	}
+	h := startInproc(t)
+	for seed := uint64(1); seed <= 30; seed++ {
+		g := testutil.NewHostileSeeded(seed)
+		g.Embed = func() preserves.Value { return preserves.String("embedded") }
+		text := func() string { return preserves.FormatText(preserves.Strip(g.Value())) }
+		var src strings.Builder
+		for i := 0; i < 4; i++ {
+			fmt.Fprintf(&src, scriptTemplates[g.Intn(len(scriptTemplates))]+"\n", text(), text())
+		}
+		path := filepath.Join(h.dir, "config", fmt.Sprintf("hostile-%d.pr", seed))
+		if err := os.WriteFile(path, []byte(src.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		input := path + ":\n" + src.String()
+		quoted := strings.Trim(preserves.FormatText(preserves.String(path)), `"`)
+		testutil.WaitFor(t, "the script handled", func() bool {
+			return h.log.has(`"path":"`+quoted+`","message":"processed"`) || h.log.has(quoted+":")
+		})
+		h.roundTrips(t)
+		h.checkAlive(t, input)
+		h.checkCanary(t)
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		if h.log.has(`"path":"` + quoted + `","message":"processed"`) {
+			testutil.WaitFor(t, "the script removed", func() bool { return h.log.has(`"path":"` + quoted + `","message":"removed"`) })
+		}
+		h.roundTrips(t)
+		h.checkAlive(t, input)
+		h.checkBaseline(t, input)
+	}
 }
 
 // FuzzHostileVocabulary drives the templates with fuzz input.
