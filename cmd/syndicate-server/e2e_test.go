@@ -344,7 +344,7 @@ func TestE2EShippedConfig(t *testing.T) {
 	require.Equal(t, 0, r.stop(t))
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

@@ -1,0 +1,323 @@
+//go:build e2e
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/caveat"
+	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/relay/client"
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/preserves/testutil"
+)
+
+// Wire benchmarks against the built server, the way issue 16 measures it:
+// the server runs as its own process; the clients (one publisher and one
+// subscriber connection, or one requester and one responder) share this
+// process, as natsbench's do, and each resolves a sturdy ref to the config
+// dataspace through the gatekeeper on a loopback TCP listener. Payloads
+// are 16-byte byte strings.
+//
+//	go test -tags e2e -run '^$' -bench 'Wire' -benchtime 2000000x ./cmd/syndicate-server/
+//
+// With NATS_BENCH_DIR naming a directory holding nats-server and natsbench
+// (as /work/shared/anchors/nats-bench.sh builds them), every iteration
+// also runs the NATS figure right after ours, so that the ratio comes from
+// one run on a noisy machine. WIRE_SERVER_PID_FILE, if set, receives the
+// server's PID (for perf record / strace -p while the benchmark runs).
+
+type wireServer struct {
+	cmd  *exec.Cmd
+	port int
+}
+
+func startWireServer(b *testing.B) *wireServer {
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "bind.pr"), []byte(`<bind <ref {oid: "bench", key: #"bench"}> $config #f>`+"\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	port := freePort(b)
+	stderr := &testutil.Buffer{}
+	cmd := exec.Command(serverBin, "--no-banner", "--log-format", "json", "--admin-socket", "-", "-p", strconv.Itoa(port), "-c", dir)
+	cmd.Stderr = stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	stopOnFailure(b, cmd)
+	testutil.WaitFor(b, "the listener", func() bool { return strings.Contains(stderr.String(), `"message":"listening"`) })
+	if f := os.Getenv("WIRE_SERVER_PID_FILE"); f != "" {
+		os.WriteFile(f, []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644)
+	}
+	return &wireServer{cmd: cmd, port: port}
+}
+
+func (s *wireServer) stop() {
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	s.cmd.Wait()
+}
+
+// session dials the server and resolves the bench sturdy ref: the config
+// dataspace, seen through its own connection.
+func (s *wireServer) session(b *testing.B, sys *dataspace.System) *dataspace.Ref {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, gk, err := client.Dial(ctx, sys, preserves.Rec("tcp", preserves.String("127.0.0.1"), preserves.Int(int64(s.port))))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ds, _, err := client.Resolve(ctx, sys, gk, caveat.Mint(preserves.String("bench"), []byte("bench")).ToValue())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return ds
+}
+
+// actorIn spawns an actor that stays alive and returns a handle to run
+// turns in it.
+func actorIn(sys *dataspace.System, name string) dataspace.FacetRef {
+	ch := make(chan dataspace.FacetRef, 1)
+	sys.Spawn(name, func(t *dataspace.Turn) error {
+		t.PreventInertCheck()
+		ch <- t.FacetRef()
+		return nil
+	})
+	return <-ch
+}
+
+func freshSystem(b *testing.B) *dataspace.System {
+	sys := dataspace.NewSystem(dataspace.Options{})
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		sys.Shutdown(ctx)
+	})
+	return sys
+}
+
+type wireCounter struct {
+	dataspace.BaseEntity
+	n atomic.Int64
+}
+
+func (c *wireCounter) Message(*dataspace.Turn, preserves.Value) error {
+	c.n.Add(1)
+	return nil
+}
+
+var payload16 = preserves.ByteString("0123456789abcdef")
+
+// BenchmarkWirePubSub: one publisher connection → server → one subscriber
+// connection, batch messages per publishing turn, at most 20,000 messages
+// in flight (the publisher waits for the subscriber beyond that).
+func BenchmarkWirePubSub(b *testing.B) {
+	for _, batch := range []int{1, 20, 500} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			s := startWireServer(b)
+			defer s.stop()
+			rate := wirePubSub(b, s, batch)
+			b.ReportMetric(rate, "msgs/s")
+			if nats := natsFigure(b, "pubsub", "pubsub_median"); nats > 0 {
+				b.ReportMetric(nats, "nats-msgs/s")
+				b.ReportMetric(rate/nats, "ratio")
+			}
+		})
+	}
+}
+
+func wirePubSub(b *testing.B, s *wireServer, batch int) float64 {
+	sys := freshSystem(b)
+	sub := s.session(b, sys)
+	pub := s.session(b, sys)
+	cnt := &wireCounter{}
+	subA := actorIn(sys, "subscriber")
+	pubA := actorIn(sys, "publisher")
+	subA.Activate(func(t *dataspace.Turn) error {
+		t.Assert(sub, dataspace.Observe(pattern.Rec(preserves.Symbol("bench"), pattern.Discard{}), t.Create(cnt)))
+		return nil
+	})
+	msg := preserves.Rec("bench", payload16)
+	// Wait until the subscription is in place at the server.
+	testutil.WaitFor(b, "the subscription", func() bool {
+		pubA.Activate(func(t *dataspace.Turn) error { t.Message(pub, msg); return nil })
+		time.Sleep(time.Millisecond)
+		return cnt.n.Load() > 0
+	})
+	for cnt.n.Load() != 0 {
+		cnt.n.Store(0)
+		time.Sleep(20 * time.Millisecond)
+	}
+	const window = 20000
+	b.ResetTimer()
+	start := time.Now()
+	for sent := 0; sent < b.N; {
+		for int64(sent)-cnt.n.Load() > window {
+			time.Sleep(50 * time.Microsecond)
+		}
+		n := min(batch, b.N-sent)
+		pubA.Activate(func(t *dataspace.Turn) error {
+			for range n {
+				t.Message(pub, msg)
+			}
+			return nil
+		})
+		sent += n
+	}
+	testutil.WaitFor(b, "every message", func() bool { return cnt.n.Load() >= int64(b.N) })
+	el := time.Since(start)
+	b.StopTimer()
+	return float64(b.N) / el.Seconds()
+}
+
+// responder answers every <req X> with <rep X> in the same dataspace (it
+// observes <req $x>, so it receives the captures [X]).
+type responder struct {
+	dataspace.BaseEntity
+	ds *dataspace.Ref
+}
+
+func (r *responder) Message(t *dataspace.Turn, v preserves.Value) error {
+	if xs, ok := v.(preserves.Sequence); ok && len(xs) == 1 {
+		t.Message(r.ds, preserves.Rec("rep", xs[0]))
+	}
+	return nil
+}
+
+type wireLatch struct {
+	dataspace.BaseEntity
+	ch chan struct{}
+}
+
+func (l *wireLatch) Message(*dataspace.Turn, preserves.Value) error {
+	select { // never block the actor: a late reply to a timed-out ping is dropped
+	case l.ch <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// BenchmarkWireReqRep: sequential round trips requester → server →
+// responder → server → requester, each on its own connection, as NATS's
+// Request does (the reply travels on a subject the requester subscribed
+// to).
+func BenchmarkWireReqRep(b *testing.B) {
+	s := startWireServer(b)
+	defer s.stop()
+	sys := freshSystem(b)
+	respDS := s.session(b, sys)
+	reqDS := s.session(b, sys)
+	respA := actorIn(sys, "responder")
+	reqA := actorIn(sys, "requester")
+	l := &wireLatch{ch: make(chan struct{}, 1)}
+	respA.Activate(func(t *dataspace.Turn) error {
+		t.Assert(respDS, dataspace.Observe(pattern.Rec(preserves.Symbol("req"), pattern.Bind{Pattern: pattern.Discard{}}), t.Create(&responder{ds: respDS})))
+		return nil
+	})
+	reqA.Activate(func(t *dataspace.Turn) error {
+		t.Assert(reqDS, dataspace.Observe(pattern.Rec(preserves.Symbol("rep"), pattern.Discard{}), t.Create(l)))
+		return nil
+	})
+	req := preserves.Rec("req", payload16)
+	ping := func() bool {
+		select {
+		case <-l.ch:
+		default:
+		}
+		reqA.Activate(func(t *dataspace.Turn) error { t.Message(reqDS, req); return nil })
+		select {
+		case <-l.ch:
+			return true
+		case <-time.After(100 * time.Millisecond):
+			return false
+		}
+	}
+	testutil.WaitFor(b, "the first reply", ping)
+	for range 2000 { // warm up, as natsbench does
+		ping()
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		if !ping() {
+			b.Fatal("no reply within 100ms")
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	p50 := float64(lat[len(lat)/2].Nanoseconds()) / 1000
+	b.ReportMetric(p50, "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1000, "p99-µs")
+	if nats := natsFigure(b, "reqrep", "rtt_p50_us"); nats > 0 {
+		b.ReportMetric(nats, "nats-p50-µs")
+		b.ReportMetric(p50/nats, "ratio")
+	}
+}
+
+// natsFigure runs natsbench MODE against a fresh nats-server from
+// $NATS_BENCH_DIR and returns the value of key, or 0 when NATS_BENCH_DIR
+// is not set.
+func natsFigure(b *testing.B, mode, key string) float64 {
+	dir := os.Getenv("NATS_BENCH_DIR")
+	if dir == "" {
+		return 0
+	}
+	port := freePort(b)
+	srv := exec.Command(filepath.Join(dir, "nats-server"), "-a", "127.0.0.1", "-p", strconv.Itoa(port))
+	srv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := srv.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		syscall.Kill(-srv.Process.Pid, syscall.SIGKILL)
+		srv.Wait()
+	}()
+	url := "nats://127.0.0.1:" + strconv.Itoa(port)
+	args := []string{mode, "-url", url, "-size", "16"}
+	if mode == "pubsub" {
+		args = append(args, "-dur", envOr("NATS_DUR", "2s"), "-reps", "1")
+	} else {
+		args = append(args, "-n", strconv.Itoa(max(b.N, 2000)))
+	}
+	var out []byte
+	var err error
+	for range 50 { // the server needs a moment to listen
+		out, err = exec.Command(filepath.Join(dir, "natsbench"), args...).Output()
+		if err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		b.Fatalf("natsbench: %v", err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && k == key {
+			f, _ := strconv.ParseFloat(v, 64)
+			return f
+		}
+	}
+	b.Fatalf("natsbench printed no %s: %s", key, out)
+	return 0
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
