@@ -321,3 +321,33 @@ func envOr(name, def string) string {
 	}
 	return def
 }
+
+// BenchmarkWireIdleSessions opens WIRE_SESSIONS (default 1,000) sessions,
+// each a TCP connection that resolved the bench sturdy ref, lets the
+// server settle and reports its resident memory per session (VmRSS after
+// minus before, as natsbench conns measures NATS).
+//
+//	go test -tags e2e -run '^$' -bench WireIdleSessions -benchtime 1x ./cmd/syndicate-server/
+func BenchmarkWireIdleSessions(b *testing.B) {
+	n := envInt("WIRE_SESSIONS", 1000)
+	for range b.N {
+		s := startWireServer(b)
+		pid := s.cmd.Process.Pid
+		sys := freshSystem(b)
+		s.session(b, sys) // warm up: the listener's first connection allocates shared state
+		time.Sleep(2 * time.Second)
+		before := procStatus(b, pid, "VmRSS")
+		for range n {
+			s.session(b, sys)
+		}
+		time.Sleep(2 * time.Second)
+		after := procStatus(b, pid, "VmRSS")
+		b.ReportMetric((after-before)*1024/float64(n), "kB/session")
+		b.ReportMetric(after, "server-RSS-MB")
+		if d, err := time.ParseDuration(os.Getenv("WIRE_HOLD")); err == nil {
+			fmt.Fprintln(os.Stderr, "holding", d)
+			time.Sleep(d) // time to profile the server (see SYNDICATE_PPROF)
+		}
+		s.stop()
+	}
+}
