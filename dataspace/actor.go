@@ -170,7 +170,7 @@ func (s *System) newActor(name string) *Actor {
 	}
 	a.log = s.log.With().Str("actor", name).Logger()
 	a.ctx, a.cancel = context.WithCancel(context.Background())
-	a.mb.init()
+	a.mb.init(a)
 	a.root = a.newFacet(nil)
 	a.turn.a = a
 	s.traceActor(a)
@@ -216,10 +216,9 @@ func (a *Actor) release() {
 	}
 }
 
-// run is the actor goroutine: boot, then drain the mailbox, many batches
-// per wake-up, until the actor terminates.
+// run boots the actor on a fresh goroutine, which then drains the
+// mailbox (see drain).
 func (a *Actor) run(boot func(t *Turn) error) {
-	defer a.finish()
 	a.mu.Lock()
 	if !a.dead.Load() {
 		if a.tr != nil {
@@ -231,12 +230,28 @@ func (a *Actor) run(boot func(t *Turn) error) {
 		}, nil, nil)
 	}
 	a.mu.Unlock()
+	a.drain()
+}
+
+// drain handles queued batches, many per mailbox swap, until the mailbox
+// is empty; then the goroutine ends, and the next push starts another
+// (mailbox.push). An idle actor so holds no goroutine and no stack: a
+// server with thousands of idle sessions and daemons keeps only their
+// state (issue 16). At most one drain runs at a time; the one that sees
+// the actor dead discards what is queued and finishes it.
+func (a *Actor) drain() {
 	var q []*batch
-	for !a.dead.Load() {
-		<-a.mb.wake
+	for {
+		if a.dead.Load() {
+			for _, b := range a.mb.close() {
+				putBatch(b)
+			}
+			a.finish()
+			return
+		}
 		q = a.mb.take(q)
-		if len(q) == 0 {
-			continue
+		if q == nil {
+			return
 		}
 		for i, b := range q {
 			// The lock is taken per batch, not per drain, so that a
@@ -251,14 +266,10 @@ func (a *Actor) run(boot func(t *Turn) error) {
 			q[i] = nil
 		}
 	}
-	// Anything still queued is discarded: a terminated actor ignores events.
-	for _, b := range a.mb.close() {
-		putBatch(b)
-	}
 }
 
-// finish runs when the actor goroutine returns: wait for linked tasks, then
-// announce termination.
+// finish runs on the drain that sees the actor dead: wait for linked
+// tasks, then announce termination.
 func (a *Actor) finish() {
 	a.wg.Done()
 	a.wg.Wait()
@@ -366,8 +377,8 @@ func (a *Actor) terminate(status ExitStatus, err error) {
 	if a.tr != nil {
 		a.tr.stopped(status, err)
 	}
-	// Wake the run loop so it notices and exits.
-	a.mb.signal()
+	// Make a drain notice, so that it finishes the actor.
+	a.mb.kick()
 }
 
 // drop marks an actor that never ran as Dropped. A SpawnLink child may
@@ -393,19 +404,24 @@ func (a *Actor) drop() {
 }
 
 // mailbox is an unbounded FIFO of batches. Senders append under its own
-// lock (never the actor's turn lock, so a send never waits for a turn); the
-// run loop swaps the whole queue out in one step.
+// lock (never the actor's turn lock, so a send never waits for a turn); a
+// drain swaps the whole queue out in one step. No goroutine waits on an
+// empty mailbox: the push that makes it non-empty starts a drain.
 type mailbox struct {
-	mu     sync.Mutex
-	q      []*batch
-	closed bool
-	wake   chan struct{} // capacity 1: "the queue may be non-empty"
-	taken  uint64        // batches handed to the run loop so far (Stats)
+	mu      sync.Mutex
+	q       []*batch
+	spare   []*batch // the last drained queue, reused by the next drain
+	closed  bool
+	running bool   // a drain runs (or the actor has not booted yet)
+	taken   uint64 // batches handed to drains so far (Stats)
+	a       *Actor
 }
 
-func (m *mailbox) init() { m.wake = make(chan struct{}, 1) }
+// init readies an actor's mailbox; until run starts, pushes only queue.
+func (m *mailbox) init(a *Actor) { m.a, m.running = a, true }
 
-// push appends b; false if the mailbox is closed (the actor is gone).
+// push appends b, starting a drain if none runs; false if the mailbox is
+// closed (the actor is gone).
 func (m *mailbox) push(b *batch) bool {
 	m.mu.Lock()
 	if m.closed {
@@ -413,26 +429,44 @@ func (m *mailbox) push(b *batch) bool {
 		return false
 	}
 	m.q = append(m.q, b)
-	first := len(m.q) == 1
+	start := !m.running
+	m.running = true
 	m.mu.Unlock()
-	if first {
-		m.signal()
+	if start {
+		go m.a.drain()
 	}
 	return true
 }
 
-func (m *mailbox) signal() {
-	select {
-	case m.wake <- struct{}{}:
-	default:
+// kick starts a drain if none runs, so that a terminated actor finishes.
+func (m *mailbox) kick() {
+	m.mu.Lock()
+	start := !m.running && !m.closed
+	m.running = true
+	m.mu.Unlock()
+	if start {
+		go m.a.drain()
 	}
 }
 
-// take swaps the queue with spare (emptied), returning the old queue.
-func (m *mailbox) take(spare []*batch) []*batch {
+// take returns the queued batches, recycling done (the previous take's,
+// handled) as the next queue. On an empty queue it returns nil and the
+// drain must end: it no longer counts as running.
+func (m *mailbox) take(done []*batch) []*batch {
 	m.mu.Lock()
 	q := m.q
-	m.q = spare[:0]
+	if len(q) == 0 {
+		m.running = false
+		if done != nil {
+			m.spare = done[:0]
+		}
+		m.mu.Unlock()
+		return nil
+	}
+	if done == nil {
+		done, m.spare = m.spare, nil
+	}
+	m.q = done[:0]
 	m.taken += uint64(len(q))
 	m.mu.Unlock()
 	return q
@@ -443,7 +477,7 @@ func (m *mailbox) close() []*batch {
 	m.mu.Lock()
 	m.closed = true
 	q := m.q
-	m.q = nil
+	m.q, m.spare = nil, nil
 	m.mu.Unlock()
 	return q
 }

@@ -143,11 +143,19 @@ type Conn struct {
 	deadlineSet time.Time
 
 	// Outbound bytes, shared with the writer goroutine.
-	mu      sync.Mutex
-	out     []byte
-	loans   []loan // debt for the bytes in out
-	closing bool   // no more output will be queued: write what is left, then close
-	wake    chan struct{}
+	mu                            sync.Mutex
+	out                           []byte
+	loans                         []loan // debt for the bytes in out
+	closing                       bool   // no more output will be queued: write what is left, then close
+	writing                       bool   // a writer goroutine runs (see kick)
+	retire                        bool   // the running writer has been idle for writerLinger: it ends
+	writes, seenWrites, writerGen uint64
+	lingerT                       *time.Timer
+	wake                          chan struct{}
+	spare                         []byte // the last written buffer, reused for the next output
+	spareL                        []loan
+	final                         bool          // the final write has begun: no writer starts again
+	wdone                         chan struct{} // closed once the final write has closed the stream
 
 	errv   atomic.Pointer[error]
 	done   chan struct{}
@@ -213,6 +221,7 @@ func RunSplit(t *dataspace.Turn, r io.Reader, w io.Writer, closer io.Closer, opt
 		imported: newTable(),
 		inbound:  make(map[int64]inRec),
 		outbound: make(map[dataspace.Handle]outRec),
+		wdone:    make(chan struct{}),
 		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
 		acct:     dataspace.NewAccount(),
@@ -238,7 +247,6 @@ func RunSplit(t *dataspace.Turn, r io.Reader, w io.Writer, closer io.Closer, opt
 		})
 		c.nTasks.Store(2)
 		t.LinkedTask("relay-reader", c.readLoop)
-		t.LinkedTask("relay-writer", c.writeLoop)
 		return nil
 	})
 	return c, c.peer
@@ -342,15 +350,36 @@ func (c *Conn) shutdown() {
 	c.mu.Lock()
 	c.closing = true
 	c.mu.Unlock()
-	c.signal()
+	c.kick()
 }
 
-func (c *Conn) signal() {
-	select {
-	case c.wake <- struct{}{}:
-	default:
+// kick starts a writer goroutine if there is something to write (or the
+// stream to close) and none runs. The writer runs only while it has
+// bytes to write: an idle connection holds no writer goroutine and no
+// stack (issue 16: memory per idle session).
+func (c *Conn) kick() {
+	c.mu.Lock()
+	if c.writing {
+		c.mu.Unlock()
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+		return
+	}
+	start := !c.final && (len(c.out) > 0 || c.closing)
+	c.writing = start
+	c.mu.Unlock()
+	if start {
+		go c.writeRun()
 	}
 }
+
+// writerLinger is how long an idle writer waits for more output before
+// its goroutine ends: long enough that a busy connection does not start
+// one per packet (a fresh goroutine also regrows its stack), short enough
+// that idle sessions soon hold none.
+const writerLinger = 250 * time.Millisecond
 
 func (c *Conn) closeStream() {
 	c.closed.Do(func() {
@@ -585,7 +614,7 @@ func (c *Conn) enqueueRaw(b []byte, force bool, acct *dataspace.Account, cost in
 		}
 	}
 	c.mu.Unlock()
-	c.signal()
+	c.kick()
 	return true
 }
 
@@ -612,43 +641,54 @@ func (c *Conn) enqueueBytes(v preserves.Value, force bool) bool {
 	}
 	c.out = out
 	c.mu.Unlock()
-	c.signal()
+	c.kick()
 	return true
 }
 
-// writeLoop is the writer goroutine: it writes everything queued since its
-// last write in one Write call (packets queued by several turns go out
-// together), and closes the stream once the facet has stopped.
-func (c *Conn) writeLoop(ctx context.Context) error {
-	defer c.taskDone()
-	// However the writer ends, nothing more is queued and every loan is
-	// repaid, so no producer waits for bytes that will never be written.
-	defer func() {
-		c.mu.Lock()
-		c.closing = true
-		c.out = nil
-		loans := c.loans
-		c.loans = nil
-		c.mu.Unlock()
-		repay(loans)
-	}()
-	var spare []byte
+// writeRun is a writer goroutine, started by kick: it writes everything
+// queued since its last write in one Write call (packets queued by several
+// turns go out together, so a burst of turns costs one system call), and
+// ends when nothing is left. Once the connection is closing it writes
+// what is left, bounded in time, and closes the stream: that final run
+// ends the writer's share of the connection (taskDone), and the reader
+// waits for it (wdone) so that the actor outlives its last write.
+func (c *Conn) writeRun() {
+	// A timer, not one per wait: arming a timer on every idle moment
+	// costs the hot path more than the whole write (measured).
+	c.mu.Lock()
+	c.writerGen++
+	gen := c.writerGen
+	linger := time.AfterFunc(writerLinger, func() { c.lingerCheck(gen) })
+	c.lingerT = linger
+	c.mu.Unlock()
+	defer linger.Stop()
+	var spare []byte // the last written buffer, reused for the next output
 	var spareLoans []loan
 	for {
 		c.mu.Lock()
 		buf, closing, loans := c.out, c.closing, c.loans
-		c.out = spare[:0]
-		c.loans = spareLoans[:0]
+		if len(buf) == 0 && !closing {
+			if c.retire {
+				c.retire = false
+				c.writing = false
+				c.mu.Unlock()
+				return
+			}
+			c.mu.Unlock()
+			<-c.wake
+			continue
+		}
+		c.writes++
+		c.out, c.loans = spare[:0], spareLoans[:0]
 		spare, spareLoans = nil, nil // now owned by c; buf and loans become the next spares
+		if closing {
+			c.final = true
+			c.out, c.loans = nil, nil
+		}
 		c.mu.Unlock()
-		if closing || ctx.Err() != nil {
+		if closing {
 			// Final flush, bounded: a peer that does not read cannot
 			// hold the goroutine (and so the actor) forever.
-			c.mu.Lock()
-			c.closing = true
-			buf = append(buf, c.out...)
-			c.out = nil
-			c.mu.Unlock()
 			repay(loans)
 			if len(buf) > 0 {
 				tm := time.AfterFunc(time.Second, c.closeStream)
@@ -656,31 +696,62 @@ func (c *Conn) writeLoop(ctx context.Context) error {
 				tm.Stop()
 			}
 			c.closeStream()
-			return ctx.Err()
+			close(c.wdone)
+			c.taskDone()
+			return
 		}
-		if len(buf) > 0 {
-			err := c.write(buf)
-			repay(loans)
-			if err != nil {
-				c.setErr(err) // before closing: the reader then fails too
-				c.closeStream()
-				c.fr.Activate(func(t *dataspace.Turn) error {
-					c.stopIn(t, err, false)
-					return nil
-				})
-				return dataspace.ErrKeepFacet
-			}
+		err := c.write(buf)
+		repay(loans)
+		if err != nil {
+			c.setErr(err) // before closing: the reader then fails too
+			c.closeStream()
+			c.fr.Activate(func(t *dataspace.Turn) error {
+				c.stopIn(t, err, false)
+				return nil
+			})
 		}
 		clear(loans)
 		spareLoans = loans
 		if cap(buf) <= 1<<20 {
 			spare = buf
 		}
-		select {
-		case <-c.wake:
-		case <-ctx.Done():
-		}
 	}
+}
+
+// lingerCheck runs every writerLinger while writer gen runs: if it wrote
+// nothing since the last check, it is told to end.
+func (c *Conn) lingerCheck(gen uint64) {
+	c.mu.Lock()
+	if c.writerGen != gen || !c.writing {
+		c.mu.Unlock()
+		return
+	}
+	idle := c.writes == c.seenWrites
+	c.seenWrites = c.writes
+	c.retire = idle
+	c.mu.Unlock()
+	if idle {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+		return
+	}
+	c.mu.Lock()
+	if c.writerGen == gen && c.writing {
+		c.lingerT.Reset(writerLinger)
+	}
+	c.mu.Unlock()
+}
+
+// stopWriting makes the writer write what is left and close the stream
+// when the relay's context ends without the facet's stop action having
+// run (the actor crashed).
+func (c *Conn) stopWriting() {
+	c.mu.Lock()
+	c.closing = true
+	c.mu.Unlock()
+	c.kick()
 }
 
 func repay(loans []loan) {
@@ -768,6 +839,15 @@ func (c *Conn) writeDeadlined(buf []byte) error {
 // handles each in one turn of the relay facet.
 func (c *Conn) readLoop(ctx context.Context) error {
 	defer c.taskDone()
+	// The writer closes the stream when the facet ends, however it ends;
+	// the reader, a linked task, ends after it.
+	stop := context.AfterFunc(ctx, c.stopWriting)
+	defer func() {
+		if stop() { // not cancelled: this connection is over all the same
+			c.stopWriting()
+		}
+		<-c.wdone
+	}()
 	f := newFramer(c.opts.MaxPacketSize, c.opts.MaxDepth, c.opts.MaxPacketValues)
 	f.budget = c.opts.BufferBudget
 	defer f.close()
