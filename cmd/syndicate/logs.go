@@ -9,10 +9,12 @@ package main
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,7 +29,7 @@ func runLogs(ctx context.Context, cl *cli, args []string) error {
 	follow := fs.Bool("f", false, "keep printing new lines until interrupted")
 	n := fs.Int("n", 20, "number of recent lines")
 	asJSON := fs.Bool("json", false, "one JSON object per line")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(fs, flagsFirst(fs, args)); err != nil {
 		return err
 	}
 	if fs.NArg() > 1 {
@@ -86,6 +88,36 @@ func runLogs(ctx context.Context, cl *cli, args []string) error {
 		return err
 	}
 	return nil
+}
+
+// flagsFirst moves flags (with their values) ahead of the other
+// arguments, so that `syndicate logs web -f` works as `logs -f web`.
+func flagsFirst(fs *flag.FlagSet, args []string) []string {
+	var flags, rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			rest = append(rest, args[i:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			rest = append(rest, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		// A flag that is not boolean takes the next argument as its value.
+		if f := fs.Lookup(name); f != nil && i+1 < len(args) {
+			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !b.IsBoolFlag() {
+				i++
+				flags = append(flags, args[i])
+			}
+		}
+	}
+	return append(flags, rest...)
 }
 
 // serviceArg reads SERVICE: Preserves text; a bare symbol names a daemon

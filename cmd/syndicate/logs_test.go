@@ -81,7 +81,7 @@ func TestLogsHistoryFilesAndFollow(t *testing.T) {
 	})
 
 	// 8 lines: 5 from the server's history, 3 older ones from the files.
-	code, out, errs := cliRun(t, "--admin", s.path, "logs", "-n", "8", "web")
+	code, out, errs := cliRun(t, "--admin", s.path, "logs", "web", "-n", "8")
 	require.Equal(t, 0, code, errs)
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	require.Len(t, lines, 8, out)

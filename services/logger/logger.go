@@ -128,13 +128,11 @@ func LogDropped(service preserves.Value, n int64) preserves.Value {
 // for `syndicate logs`); servers use BootWith.
 func Boot(t *dataspace.Turn, env services.Env) error { return BootWith(t, env, Options{}) }
 
-// BootWith subscribes, from the active facet, to log messages in env.Log.
-//
-// The reference runs the logger in an actor of its own, spawned last at
-// start-up, so a script's first messages can reach the log dataspace before
-// the logger's subscription does and be lost. Subscribing in the caller's
-// (boot) turn instead puts the Observe ahead of anything a script can send:
-// the config watchers only start after that turn has committed.
+// BootWith subscribes, from the active facet, to log messages in env.Log
+// and to `<log-tail …>` requests in env.Config; the console and file
+// writers are linked tasks of that facet, so stopping it flushes and
+// closes them. The server runs it as the worker of `<builtin logger>`
+// (services.RunBuiltin): a crash restarts it with empty histories.
 func BootWith(t *dataspace.Turn, env services.Env, o Options) error {
 	l := &logger{env: env, o: o, svcs: map[string]*svcState{}, followers: map[*follower]struct{}{}}
 	if l.o.Now == nil {
