@@ -9,8 +9,8 @@
 set -eu
 T=${T:-60}
 work=$(mktemp -d)
-pid=
-trap 'kill $pid 2>/dev/null || true; rm -rf "$work"' EXIT
+pid= reader=
+trap 'kill $pid $reader 2>/dev/null || true; rm -rf "$work"' EXIT
 go build -o "$work/syndicate-server" ./cmd/syndicate-server
 go build -o "$work/syndicate" ./cmd/syndicate
 mkdir "$work/cfg"
@@ -33,7 +33,8 @@ measure() { # name; the server's pid in $pid
 	pid=
 }
 
-run() { "$work/syndicate-server" --no-banner --admin-socket "$work/admin.sock" --log-format json -c "$work/cfg" "$@"; }
+# exec: $! must be the server itself, not a subshell around it.
+run() { exec "$work/syndicate-server" --no-banner --admin-socket "$work/admin.sock" --log-format json -c "$work/cfg" "$@"; }
 
 name="stderr to /dev/null"
 run 2>/dev/null &
@@ -42,12 +43,14 @@ measure
 
 name="stderr read at 1 MB/s"
 mkfifo "$work/slow"
-(while :; do head -c 1048576 >/dev/null || exit; sleep 1; done) <"$work/slow" &
+# 1 MB a second until the writer is gone.
+(while [ "$(head -c 1048576 | wc -c)" -gt 0 ]; do sleep 1; done) <"$work/slow" &
 reader=$!
 run 2>"$work/slow" &
 pid=$!
 measure
-kill $reader 2>/dev/null || true
+wait $reader 2>/dev/null || true
+reader=
 
 name="--log-dir only"
 mkdir "$work/logs"
