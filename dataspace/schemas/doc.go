@@ -7,7 +7,9 @@
 // The generated packages import only preserves and preserves/schema, so
 // every layer (dataspace/relay, services, script/validate) may use them.
 // Embedded values (`#:…`, the runtime's capabilities) are carried as
-// their payloads of type any.
+// their payloads of type any. What a schema cannot say (value ranges, the
+// exact arity of service names) is written by hand beside the generated
+// file (internalservices/ranges.go), once for the services and `--check`.
 package schemas
 
 //go:generate go run ../../cmd/preserves-schema-go -o . -import github.com/syndicate-go/syndicate/dataspace/schemas -alias TransportAddress=transportAddress .

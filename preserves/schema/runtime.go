@@ -98,8 +98,16 @@ func Fail(v preserves.Value, format string, args ...any) *ParseError {
 	return &ParseError{Pos: preserves.PosOf(v), Msg: fmt.Sprintf(format, args...) + ", got " + show(v)}
 }
 
+// show is the short text of v for messages; wildcards print as `$…`, as
+// a checker's unknown parts are usually script variables.
 func show(v preserves.Value) string {
-	s := preserves.FormatText(preserves.Strip(v))
+	s := preserves.FormatText(preserves.MapEmbedded(v, func(e *preserves.Embedded) preserves.Value {
+		if _, ok := e.Payload.(Wildcard); ok {
+			return preserves.Symbol("$…")
+		}
+		return e
+	}))
+	s = strings.ReplaceAll(s, "|$…|", "$…")
 	if len(s) > 60 {
 		s = s[:57] + "..."
 	}

@@ -47,10 +47,10 @@ var builtinNames = map[string]func(preserves.Value) error{
 	"daemon": nil, "milestone": nil,
 	"config-watcher":    wrap(internalservices.ParseConfigWatcher),
 	"relay-listener":    wrap(transport.ParseRelayListener),
-	"gatekeeper":        wrap(internalservices.ParseGatekeeper),
-	"http-router":       wrap(internalservices.ParseHttpRouter),
-	"http-static-files": wrap(internalservices.ParseHttpStaticFileServer),
-	"debt-reporter":     wrap(internalservices.ParseDebtReporter),
+	"gatekeeper":        exact(1, internalservices.ParseGatekeeper),
+	"http-router":       exact(1, internalservices.ParseHttpRouter),
+	"http-static-files": func(v preserves.Value) error { _, _, err := internalservices.StaticFiles(v); return err },
+	"debt-reporter":     wrap(internalservices.DebtPeriod),
 }
 
 // declaration checks one asserted or sent value.
@@ -89,6 +89,17 @@ func (v *validator) declaration(val preserves.Value) {
 // wrap adapts a generated parser to parsed.
 func wrap[T any](parse func(preserves.Value) (T, error)) func(preserves.Value) error {
 	return func(x preserves.Value) error { _, err := parse(x); return err }
+}
+
+// exact is wrap for a service name that takes exactly n fields, as the
+// service requires (internalservices.Exact).
+func exact[T any](n int, parse func(preserves.Value) (T, error)) func(preserves.Value) error {
+	return func(x preserves.Value) error {
+		if _, err := parse(x); err != nil {
+			return err
+		}
+		return internalservices.Exact(x, n)
+	}
 }
 
 // parsed runs a generated parser (the one the service runs) on val, its

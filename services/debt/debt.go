@@ -31,6 +31,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/internalservices"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
@@ -63,8 +64,8 @@ func Boot(t *dataspace.Turn, env services.Env) error {
 	p := pattern.Rec(services.LabelRunService, pattern.Bind{Pattern: pattern.Rec(symDebtReporter)})
 	t.During(env.Config, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 		name := preserves.Strip(caps[0])
-		period, ok := parse(name)
-		if !ok {
+		period, err := internalservices.DebtPeriod(name)
+		if err != nil {
 			env.Logger.Warn().Str("service", preserves.FormatText(name)).Msg("debt reporter: malformed <debt-reporter SECONDS> request (SECONDS must be a positive double)")
 			t.Assert(env.Config, services.ServiceState(name, services.StateFailed))
 			return nil
@@ -85,25 +86,6 @@ func Boot(t *dataspace.Turn, env services.Env) error {
 		return nil
 	})
 	return nil
-}
-
-// parse checks `<debt-reporter SECONDS>` and returns the period.
-func parse(name preserves.Value) (time.Duration, bool) {
-	r, ok := name.(*preserves.Record)
-	if !ok || len(r.Fields) != 1 {
-		return 0, false
-	}
-	d, ok := preserves.Unwrap(r.Fields[0]).(preserves.Double)
-	if !ok {
-		return 0, false
-	}
-	secs := d.Float64()
-	// Below a millisecond the reporter would flood the log; above ~292
-	// years the Duration overflows.
-	if math.IsNaN(secs) || secs < 0.001 || secs > float64(math.MaxInt64/int64(time.Second)) {
-		return 0, false
-	}
-	return time.Duration(secs * float64(time.Second)), true
 }
 
 // reporter logs one report per tick; it remembers the previous batch

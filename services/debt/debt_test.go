@@ -13,6 +13,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/internalservices"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/testutil"
 	"github.com/syndicate-go/syndicate/services"
@@ -278,9 +279,9 @@ func TestParse(t *testing.T) {
 		{request(preserves.String("1.0")), 0, false},
 		{preserves.String("debt-reporter"), 0, false},
 	} {
-		got, ok := parse(c.v)
-		if got != c.want || ok != c.ok {
-			t.Errorf("parse(%v) = %v, %v; want %v, %v", c.v, got, ok, c.want, c.ok)
+		got, err := internalservices.DebtPeriod(c.v)
+		if got != c.want || (err == nil) != c.ok {
+			t.Errorf("DebtPeriod(%v) = %v, %v; want %v, %v", c.v, got, err, c.want, c.ok)
 		}
 	}
 	if got := preserves.FormatText(ServiceName(1)); got != "<debt-reporter 1.0>" {

@@ -71,6 +71,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace/caveat"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/relay/noisesession"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/internalservices"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
@@ -379,13 +380,11 @@ func Boot(t *dataspace.Turn, env services.Env) error {
 	p := pattern.Rec(symRunService, pattern.Bind{Pattern: pattern.Rec(symGatekeeper)})
 	t.During(env.Config, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 		name := preserves.Strip(caps[0])
-		r := name.(*preserves.Record)
 		var bs *dataspace.Ref
-		ok := len(r.Fields) == 1
-		if ok {
-			bs, ok = dataspace.RefOf(r.Fields[0])
+		if req, err := internalservices.ParseGatekeeper(name); err == nil && internalservices.Exact(name, 1) == nil {
+			bs, _ = req.Bindspace.(*dataspace.Ref)
 		}
-		if !ok {
+		if bs == nil {
 			// Go deviation (services spec §0): reported, not ignored.
 			ev := env.Logger.Warn().Str("service", preserves.FormatText(name))
 			if pos := preserves.PosOf(caps[0]); pos.IsValid() {

@@ -44,6 +44,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/internalservices"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
@@ -96,10 +97,9 @@ func bootRouter(t *dataspace.Turn, env services.Env) {
 	t.During(env.Config, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 		name := preserves.Strip(caps[0])
 		log := env.Logger.With().Str("service", preserves.FormatText(name)).Logger()
-		r := name.(*preserves.Record)
 		var httpd *dataspace.Ref
-		if len(r.Fields) == 1 {
-			httpd, _ = dataspace.RefOf(r.Fields[0])
+		if req, err := internalservices.ParseHttpRouter(name); err == nil && internalservices.Exact(name, 1) == nil {
+			httpd, _ = req.Httpd.(*dataspace.Ref)
 		}
 		if httpd == nil {
 			ev := log.Warn()

@@ -48,6 +48,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/internalservices"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
@@ -67,8 +68,8 @@ func bootStatic(t *dataspace.Turn, env services.Env, opts Options) {
 	t.During(env.Config, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 		name := preserves.Strip(caps[0])
 		log := env.Logger.With().Str("service", preserves.FormatText(name)).Logger()
-		dir, n, ok := parseStaticName(name)
-		if !ok {
+		dir, n, err := internalservices.StaticFiles(name)
+		if err != nil {
 			// No state is ever reported for this service (§2.5), so the
 			// warning is all there is.
 			ev := log.Warn()
@@ -95,19 +96,6 @@ func bootStatic(t *dataspace.Turn, env services.Env, opts Options) {
 		}, services.SuperviseOptions{FailuresOnly: true})
 		return nil
 	})
-}
-
-func parseStaticName(name preserves.Value) (string, int, bool) {
-	r := name.(*preserves.Record)
-	if len(r.Fields) != 2 {
-		return "", 0, false
-	}
-	dir, ok1 := r.Fields[0].(preserves.String)
-	n, ok2 := r.Fields[1].(preserves.Int)
-	if !ok1 || !ok2 || n < 0 || int64(n) > 1<<20 {
-		return "", 0, false
-	}
-	return string(dir), int(n), true
 }
 
 // staticHandler is H: one facet per outstanding request.
