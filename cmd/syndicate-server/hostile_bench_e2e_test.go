@@ -59,6 +59,19 @@ func BenchmarkHostile(b *testing.B) {
 			}
 			return []net.Conn{send(tb, addr, []byte(sb.String()))}
 		}},
+		{"500-connections-64-resolves-each", func(tb testing.TB, addr string) []net.Conn {
+			var cs []net.Conn
+			for c := range 500 {
+				var sb strings.Builder
+				sb.WriteString("[")
+				for i := range 64 {
+					fmt.Fprintf(&sb, `[0 <A <resolve <noise {service: %d}> #:[0 %d]> %d>]`, c*64+i, i, i)
+				}
+				sb.WriteString("]\n")
+				cs = append(cs, send(tb, addr, []byte(sb.String())))
+			}
+			return cs
+		}},
 		{"20-partial-packets-10MiB", func(tb testing.TB, addr string) []net.Conn {
 			head := []byte{0xB5, 0xB5, 0xB0, 0x01, 0x00, 0xB4, 0xB3, 0x01, 'M', 0xB1}
 			head = binary.AppendUvarint(head, 16<<20-64)

@@ -267,3 +267,29 @@ func TestLimitBufferBudgetShared(t *testing.T) {
 	b.closed()
 	waitFor(t, "the budget to be returned", func() bool { return budget.Used() == 0 })
 }
+
+// A quota shared by connections bounds the assertions they hold at oid 0
+// together; a connection's share returns when it ends.
+func TestLimitInitialQuotaShared(t *testing.T) {
+	q := NewQuota(3)
+	a := newWire(t, Options{InitialQuota: q})
+	b := newWire(t, Options{InitialQuota: q})
+	a.send(`[[0 <A <a1> 1>] [0 <A <a2> 2>]]`)
+	waitFor(t, "a's assertions", func() bool { return a.rec.count() == 2 && q.Used() == 2 })
+	b.send(`[[0 <A <b1> 1>]]`)
+	waitFor(t, "b's assertion", func() bool { return b.rec.count() == 1 && q.Used() == 3 })
+	b.send(`[[0 <A <b2> 2>]]`)
+	pkts := b.expectEOF()
+	if len(pkts) != 1 || !strings.Contains(pkts[0], "from all connections") {
+		t.Fatalf("got %v", pkts)
+	}
+	if err := b.closed(); !errors.Is(err, ErrLimit) {
+		t.Fatalf("err = %v", err)
+	}
+	waitFor(t, "b's share back", func() bool { return q.Used() == 2 })
+	a.send(`[[0 <R 1>] [0 <A <a3> 3>]]`)
+	waitFor(t, "a within the quota", func() bool { return a.rec.has("+<a3>") && q.Used() == 2 })
+	a.net.Close()
+	a.closed()
+	waitFor(t, "a's share back", func() bool { return q.Used() == 0 })
+}

@@ -72,6 +72,10 @@ type Options struct {
 	// InitialRef at once: for a gatekeeper, its resolves, pending or
 	// granted, and so its noise handshakes.
 	MaxInitialAssertions int
+	// InitialQuota, shared by several connections (a listener's), bounds
+	// the assertions they hold at InitialRef together, so that many
+	// connections cannot multiply MaxInitialAssertions without bound.
+	InitialQuota *Quota
 	// Logger receives connection diagnostics; the zero Logger discards.
 	Logger zerolog.Logger
 }
@@ -101,6 +105,28 @@ type loan struct {
 	acct *dataspace.Account
 	n    int64
 }
+
+// Quota is a count shared by connections (Options.InitialQuota).
+type Quota struct {
+	limit int64
+	used  atomic.Int64
+}
+
+// NewQuota returns a quota of n.
+func NewQuota(n int64) *Quota { return &Quota{limit: n} }
+
+// Used returns how much of the quota is taken.
+func (q *Quota) Used() int64 { return q.used.Load() }
+
+func (q *Quota) take() bool {
+	if q.used.Add(1) > q.limit {
+		q.used.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (q *Quota) give(n int) { q.used.Add(-int64(n)) }
 
 // Conn is one relay connection: a facet of its host actor holding the
 // membrane, the proxies for imported objects, and the assertions made on
@@ -156,6 +182,8 @@ type Conn struct {
 	spareL                        []loan
 	final                         bool          // the final write has begun: no writer starts again
 	wdone                         chan struct{} // closed once the final write has closed the stream
+
+	quotaHeld atomic.Int64 // of Options.InitialQuota, returned when the tasks end
 
 	errv   atomic.Pointer[error]
 	done   chan struct{}
@@ -391,6 +419,11 @@ func (c *Conn) closeStream() {
 
 func (c *Conn) taskDone() {
 	if c.nTasks.Add(-1) == 0 {
+		// The facet has stopped (or its actor ended), retracting what the
+		// peer asserted: its share of the quota goes back.
+		if q := c.opts.InitialQuota; q != nil {
+			q.give(int(c.quotaHeld.Swap(0)))
+		}
 		close(c.done)
 	}
 }
@@ -1060,6 +1093,14 @@ func (c *Conn) handleEvent(t *dataspace.Turn, ev *Event) error {
 		target.count++
 		initial := ev.Oid == 0 && c.opts.InitialRef != nil
 		if initial {
+			if q := c.opts.InitialQuota; q != nil {
+				if !q.take() {
+					// Not counted: the connection ends, retracting it.
+					c.inbound[ev.Handle] = inRec{local: h, pins: append(pins, target)}
+					return protoErr(-1, ErrLimit, nil, "the server holds %d assertions at the initial object from all connections; no more", q.limit)
+				}
+				c.quotaHeld.Add(1)
+			}
 			c.initialAsserts++
 		}
 		c.inbound[ev.Handle] = inRec{local: h, pins: append(pins, target), initial: initial}
@@ -1074,6 +1115,10 @@ func (c *Conn) handleEvent(t *dataspace.Turn, ev *Event) error {
 		delete(c.inbound, ev.Handle)
 		if rec.initial {
 			c.initialAsserts--
+			if q := c.opts.InitialQuota; q != nil {
+				c.quotaHeld.Add(-1)
+				q.give(1)
+			}
 		}
 		t.Retract(rec.local)
 		c.release(rec.pins)

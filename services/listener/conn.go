@@ -26,6 +26,11 @@ const (
 	// noise handshakes. Each pending resolve costs the server ~6 KB, each
 	// pending noise session ~14 KB.
 	MaxInitialAssertions = 64
+	// ListenerAssertions bounds the same for all of one listener's
+	// connections together (about 25 MB of pending resolves), so that
+	// many connections cannot multiply MaxInitialAssertions. At the limit
+	// the connection asking for more is closed.
+	ListenerAssertions = 4096
 )
 
 // spawnConn starts the unlinked connection actor for c; httpd is the HTTP
@@ -43,6 +48,7 @@ func (s *spec) spawnConn(t *dataspace.Turn, c net.Conn, httpd *dataspace.Ref) {
 			Logger:               log,
 			FirstEventTimeout:    firstEvent,
 			MaxInitialAssertions: s.maxInitial,
+			InitialQuota:         s.quota,
 		}
 		if !sniff {
 			// Unix sockets carry only the Syndicate protocol (no sniffing;

@@ -37,6 +37,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/relay"
 	"github.com/syndicate-go/syndicate/dataspace/transport"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
@@ -69,6 +70,8 @@ type Options struct {
 	// every connection (relay.Options); zero means the package defaults.
 	FirstEventTimeout    time.Duration
 	MaxInitialAssertions int
+	// MaxListenerAssertions overrides ListenerAssertions.
+	MaxListenerAssertions int
 }
 
 // Boot installs the relay listener services in env.Config.
@@ -101,6 +104,7 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
 		spec.dryRun = opts.DryRun
 		spec.firstEvent = cmp.Or(opts.FirstEventTimeout, FirstEventTimeout)
 		spec.maxInitial = cmp.Or(opts.MaxInitialAssertions, MaxInitialAssertions)
+		spec.quota = relay.NewQuota(int64(cmp.Or(opts.MaxListenerAssertions, ListenerAssertions)))
 		services.Supervise(t, env, spec.name, services.Always, "<relay "+preserves.FormatText(spec.name)+">",
 			func(t *dataspace.Turn, _ *dataspace.Ref) error { return spec.boot(t) }, opts.Supervise)
 		return nil
@@ -120,6 +124,7 @@ type spec struct {
 
 	firstEvent time.Duration // connection limits, see conn.go
 	maxInitial int
+	quota      *relay.Quota // shared by every connection of this listener
 }
 
 // parseName reads the request with transport.ParseRelayListener, the

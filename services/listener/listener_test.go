@@ -398,5 +398,38 @@ func TestUnauthenticatedPeerLimits(t *testing.T) {
 		if out := closedByServer(greedy); !strings.Contains(out, "more than 2 assertions") {
 			t.Fatalf("%s: got %q", addr[0], out)
 		}
+
+	}
+}
+
+// All of a listener's connections together hold at most
+// MaxListenerAssertions at the gatekeeper: two connections with two
+// pending resolves each exceed a quota of three; the second is closed.
+func TestListenerAssertionQuota(t *testing.T) {
+	s := newServerWith(t, Options{MaxListenerAssertions: 3})
+	port := freePort(t)
+	name := tcpName(s.gk, port)
+	s.do(func(t *dataspace.Turn) { t.Assert(s.cfg, services.RunService(name)) })
+	waitFor(t, "the listener", func() bool { return s.has(state(name, services.StateReady)) })
+	var pair []net.Conn
+	for i := range 2 {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(testutil.WaitPatience))
+		io.WriteString(c, "[[0 <A <resolve <ref {oid: 1 sig: #x\"00\"}> #:[0 1]> 0>] [0 <A <resolve <ref {oid: 2 sig: #x\"00\"}> #:[0 2]> 1>]]\n")
+		if i == 0 { // the sync's answer: both resolves are counted
+			io.WriteString(c, "[[0 <S #:[0 9]>]]\n")
+			if _, err := bufio.NewReader(c).ReadString('\n'); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pair = append(pair, c)
+	}
+	out, err := io.ReadAll(pair[1])
+	if err != nil || !strings.Contains(string(out), "from all connections") {
+		t.Fatalf("got %q, %v", out, err)
 	}
 }
