@@ -86,6 +86,7 @@ func RestartService(name preserves.Value) preserves.Value {
 func Boot(t *dataspace.Turn, env Env) error {
 	BootDependencies(t, env)
 	BootMilestones(t, env)
+	BootDiagnostics(t, env)
 	return nil
 }
 

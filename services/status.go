@@ -183,3 +183,11 @@ func (p *InfoPublisher) Publish(t *dataspace.Turn, cfg *dataspace.Ref, name pres
 	p.shown = text
 	t.Update(&p.handle, cfg, v)
 }
+
+// Clear withdraws the assertion, if any.
+func (p *InfoPublisher) Clear(t *dataspace.Turn) {
+	if p.handle != 0 {
+		t.Retract(p.handle)
+		p.handle, p.shown = 0, ""
+	}
+}

@@ -289,6 +289,14 @@ func (m *model) addInfo(s *service, k string) {
 			s.Reasons = append(s.Reasons, "waiting for "+dep)
 		}
 	}
+	// The server reports a cycle too, once it has lasted a while.
+	var kept []string
+	for _, r := range s.Reasons {
+		if !slices.Contains(kept, r) {
+			kept = append(kept, r)
+		}
+	}
+	s.Reasons = kept
 }
 
 // awaited splits a dependee `<service-state DEP STATE>` into DEP's key and

@@ -167,3 +167,36 @@ func TestEnvNameWithEqualsRejected(t *testing.T) {
 		}
 	}
 }
+
+// TestUndeclaredDaemonReason: a required daemon with no declaration is
+// ready (reference semantics), but warned about and given a reason after
+// the grace period.
+func TestUndeclaredDaemonReason(t *testing.T) {
+	h, _ := bootDaemons(t, Options{})
+	h.assert(services.RequireService(dname("postgress")))
+	h.waitHas(state("postgress", services.StateReady), true)
+	i := h.waitInfo(t, "postgress", func(i services.Info) bool { return len(i.Reasons) > 0 }, "reason")
+	if i.Reasons[0] != "no <daemon postgress …> declaration: ready with no process" {
+		t.Errorf("reasons %q", i.Reasons)
+	}
+	if !h.warns.Has("no <daemon postgress …> declaration") {
+		t.Errorf("not logged: %q", h.warns.Lines())
+	}
+}
+
+// TestDuplicateDeclarationReason: one daemon declared in two files.
+func TestDuplicateDeclarationReason(t *testing.T) {
+	h, _ := bootDaemons(t, Options{})
+	at := func(file, src string) preserves.Value {
+		v, err := preserves.ParseTextOptions([]byte(src), preserves.TextOptions{Positions: true, File: file})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	require(h, "dup", at("a.pr", `"exec sleep 100"`), at("b.pr", `"exec sleep 101"`))
+	i := h.waitInfo(t, "dup", func(i services.Info) bool { return len(i.Reasons) > 0 }, "reason")
+	if i.Reasons[0] != "declared in several files (a.pr:1:1, b.pr:1:1): each declaration runs a process of its own" {
+		t.Errorf("reasons %q", i.Reasons)
+	}
+}

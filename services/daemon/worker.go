@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -100,6 +101,10 @@ type worker struct {
 	ready dataspace.Handle // <service-state NAME ready>, while tally.ready()
 	specs map[*specRun]struct{}
 	info  services.InfoPublisher
+	// Run-time counterparts of --check (services/diagnose.go): no
+	// declaration after the grace period, declarations in several files.
+	undeclared bool
+	dupWarned  string
 }
 
 // boot is the worker actor's boot.
@@ -117,7 +122,21 @@ func (w *worker) boot(t *dataspace.Turn) error {
 		w.rec.Kick(t)
 		return nil
 	})
+	t.After(services.DiagnosisGrace, func(t *dataspace.Turn) error {
+		if !w.tally.had {
+			// Reference semantics: started,ready with no process. A
+			// misspelt or deleted declaration would pass in silence.
+			w.undeclared = true
+			w.d.log.Warn().Msg(w.undeclaredReason())
+			w.rec.Kick(t)
+		}
+		return nil
+	})
 	return nil
+}
+
+func (w *worker) undeclaredReason() string {
+	return "no " + strings.TrimSuffix(preserves.FormatText(w.d.name), ">") + " …> declaration: ready with no process"
 }
 
 // reconcile makes the ready assertion follow the tally, and ends the
@@ -153,6 +172,27 @@ func (w *worker) publishInfo(t *dataspace.Turn) {
 		}
 	}
 	parts[0] = w.d.hist.info(w.d.s.now(), window)
+	if w.undeclared && !w.tally.had {
+		parts = append(parts, services.Info{Reasons: []string{w.undeclaredReason()}})
+	}
+	files := map[string]bool{}
+	var where []string
+	for r := range w.specs {
+		p := preserves.PosOf(r.raw)
+		if p.File != "" {
+			files[p.File] = true
+			where = append(where, p.String())
+		}
+	}
+	if len(files) > 1 {
+		slices.Sort(where)
+		reason := "declared in several files (" + strings.Join(where, ", ") + "): each declaration runs a process of its own"
+		parts = append(parts, services.Info{Reasons: []string{reason}})
+		if w.dupWarned != reason {
+			w.dupWarned = reason
+			w.d.log.Warn().Msg(reason)
+		}
+	}
 	w.info.Publish(t, w.d.env.Config, w.d.name, services.MergeInfo(parts...))
 }
 
