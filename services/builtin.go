@@ -162,7 +162,8 @@ func FindPos(v preserves.Value) (preserves.Pos, bool) {
 }
 
 // panicFrame picks the first frame of a panicking goroutine's stack below
-// the runtime's panic machinery: the Go file:line that panicked.
+// the runtime's panic machinery and any Must… helper (whose caller is the
+// one that trusted a value it should not have): the Go file:line to blame.
 func panicFrame(stack []byte) string {
 	lines := strings.Split(string(stack), "\n")
 	seenPanic := false
@@ -172,7 +173,7 @@ func panicFrame(stack []byte) string {
 			seenPanic = true
 			continue
 		}
-		if !seenPanic || strings.HasPrefix(fn, "\t") || strings.HasPrefix(fn, "runtime.") {
+		if !seenPanic || strings.HasPrefix(fn, "\t") || strings.HasPrefix(fn, "runtime.") || strings.Contains(fn, ".Must") {
 			continue
 		}
 		loc := strings.TrimSpace(lines[i+1])
