@@ -441,6 +441,13 @@ func (h *inproc) templates() []func(g *testutil.Hostile) act {
 		func(g *testutil.Hostile) act {
 			return in(cfg, rec("bind", rec("ref", preserves.Dict(preserves.Symbol("oid"), x(g), preserves.Symbol("key"), x(g))), x(g), x(g)))
 		},
+		func(g *testutil.Hostile) act {
+			// A well-formed bind with an observer, but for its oid.
+			return in(cfg, rec("bind", rec("ref", preserves.Dict(preserves.Symbol("oid"), preserves.Sequence{x(g), sink()}, preserves.Symbol("key"), preserves.ByteString("k"))), sink(), sink()))
+		},
+		func(g *testutil.Hostile) act {
+			return in(cfg, rec("bind", rec("ref", preserves.Dict(preserves.Symbol("oid"), x(g), preserves.Symbol("key"), preserves.ByteString("k"))), sink(), sink()))
+		},
 		func(g *testutil.Hostile) act { return in(cfg, rec("bind", rec("noise", x(g)), sink(), sink())) },
 		func(g *testutil.Hostile) act {
 			return in(cfg, rec("bind", rec("noise", preserves.Dict(preserves.Symbol("service"), x(g), preserves.Symbol("key"), x(g), preserves.Symbol("secretKey"), x(g), preserves.Symbol("protocol"), x(g))), sink(), sink()))

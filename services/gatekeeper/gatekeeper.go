@@ -366,6 +366,10 @@ func parseSturdyDescription(dr *preserves.Record) (preserves.Value, []byte, erro
 	if !ok {
 		return nil, nil, fmt.Errorf("description key is not a byte string")
 	}
+	if preserves.HasEmbedded(oid) {
+		// No canonical encoding to sign (caveat.Mint would panic).
+		return nil, nil, fmt.Errorf("description oid contains an embedded value")
+	}
 	return preserves.Strip(oid), key.Bytes(), nil
 }
 

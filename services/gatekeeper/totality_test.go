@@ -113,3 +113,32 @@ func TestWireResolveWithSet(t *testing.T) {
 		<-done
 	}
 }
+
+// TestBindWithEmbeddedOid: a bind whose oid holds a capability cannot be
+// signed (caveat.Mint panics on it). With an observer it used to crash the
+// gatekeeper's actor; now it is logged as malformed and nothing else
+// changes.
+func TestBindWithEmbeddedOid(t *testing.T) {
+	w := newWorld(t)
+	obs := newBox()
+	w.do(func(t *dataspace.Turn) {
+		o := t.Create(obs)
+		oid := preserves.Sequence{dataspace.Embed(o)}
+		t.Assert(w.bs, bind(oid, []byte("k"), t.Create(newBox()), o))
+	})
+	key := []byte("k")
+	target := newBox()
+	w.do(func(t *dataspace.Turn) { t.Assert(w.bs, bind(preserves.String("x"), key, t.Create(target), nil)) })
+	good := caveat.Mint(preserves.String("x"), key)
+	ans := newBox()
+	w.do(func(t *dataspace.Turn) { t.Assert(w.gk, resolve(good.ToValue(), t.Create(ans))) })
+	if r := ans.only(t).(*preserves.Record); r.Label != symOk {
+		t.Fatalf("good resolve: %v", r)
+	}
+	if w.a.Status() != dataspace.Running {
+		t.Fatalf("the gatekeeper's actor ended: %v", w.a.Err())
+	}
+	if len(obs.all()) != 0 {
+		t.Errorf("the unsignable bind was answered: %v", obs.all())
+	}
+}
