@@ -75,9 +75,15 @@ func runLogs(ctx context.Context, cl *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := s.wait(ctx, caughtUp); err != nil {
-		if ctx.Err() != nil {
+	// A server without the logger service never answers.
+	wctx, cancel := context.WithTimeout(ctx, cl.conn.timeout)
+	defer cancel()
+	if err := s.wait(wctx, caughtUp); err != nil {
+		switch {
+		case ctx.Err() != nil:
 			return nil
+		case wctx.Err() != nil:
+			return fmt.Errorf("no answer to <log-tail …> from %s within %v (is its logger service running?)", s.what, cl.conn.timeout)
 		}
 		return err
 	}

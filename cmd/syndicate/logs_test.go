@@ -135,3 +135,11 @@ func TestStatusShowsLogDrops(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.Contains(t, out, `"logDropped":12`)
 }
+
+// A server without the logger: an error, not a hang.
+func TestLogsWithoutLogger(t *testing.T) {
+	s := newTestServer(t, admin.Options{})
+	code, _, errs := cliRun(t, "--admin", s.path, "logs", "--timeout", "300ms")
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "no answer to <log-tail …>")
+}

@@ -45,6 +45,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -162,6 +163,11 @@ func BootWith(t *dataspace.Turn, env services.Env, o Options) error {
 		}
 		if l.o.FilePatience == 0 {
 			l.o.FilePatience = DefaultFilePatience
+		}
+		// A log directory that cannot be made is reported, and each write
+		// tries again: losing the logs must not stop the server.
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			env.Logger.Error().Err(err).Str("dir", root).Msg("log directory not available; service lines are not kept until it is")
 		}
 		l.files = newDirWriter(root, size, count, queue, env.Logger, l.o.Now)
 		l.files.gate = o.fileGate
