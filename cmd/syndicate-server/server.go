@@ -50,7 +50,7 @@ func newLogger(o *options, stderr io.Writer) (zerolog.Logger, error) {
 	}
 	var w io.Writer = stderr
 	if logFormat(o, stderr) == "console" {
-		w = zerolog.ConsoleWriter{Out: stderr, TimeFormat: "15:04:05.000", NoColor: !useColor(stderr)}
+		w = zerolog.ConsoleWriter{Out: stderr, TimeFormat: "15:04:05.000", NoColor: !logger.UseColor(stderr)}
 	}
 	zerolog.TimeFieldFormat = time.RFC3339Nano
 	return zerolog.New(w).Level(level).With().Timestamp().Logger(), nil
@@ -61,25 +61,10 @@ func logFormat(o *options, stderr io.Writer) string {
 	if o.logFormat != "" {
 		return o.logFormat
 	}
-	if isTerminal(stderr) {
+	if logger.IsTerminal(stderr) {
 		return "console"
 	}
 	return "json"
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-// useColor: a terminal, and no NO_COLOR (https://no-color.org: set and
-// not empty).
-func useColor(w io.Writer) bool {
-	return isTerminal(w) && os.Getenv("NO_COLOR") == ""
 }
 
 // loggerOptions says where service output goes (issue 15): stderr in the
@@ -90,7 +75,7 @@ func (s *server) loggerOptions(stderr io.Writer) logger.Options {
 	if o.serviceOutput && stderr != nil {
 		lo.Console = stderr
 		lo.JSON = logFormat(o, stderr) == "json"
-		lo.Color = !lo.JSON && useColor(stderr)
+		lo.Color = !lo.JSON && logger.UseColor(stderr)
 	}
 	return lo
 }

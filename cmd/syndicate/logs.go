@@ -52,7 +52,7 @@ func runLogs(ctx context.Context, cl *cli, args []string) error {
 	}
 	defer s.close()
 
-	p := &logPrinter{w: cl.stdout, json: *asJSON, color: !*asJSON && useColor(cl.stdout), errw: cl.stderr}
+	p := &logPrinter{w: cl.stdout, json: *asJSON, color: !*asJSON && logger.UseColor(cl.stdout), errw: cl.stderr}
 	caughtUp := make(chan struct{})
 	sink := &logSink{p: p, caughtUp: caughtUp}
 	var dir string
@@ -255,14 +255,4 @@ func (p *logPrinter) print(ev logger.Event) {
 		p.buf = logger.AppendConsole(p.buf[:0], ev, p.color)
 	}
 	_, _ = p.w.Write(p.buf)
-}
-
-// useColor: a terminal, and no NO_COLOR.
-func useColor(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok || os.Getenv("NO_COLOR") != "" {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

@@ -1,7 +1,9 @@
 package logger
 
 import (
+	"io"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -201,6 +203,22 @@ func streamName(v preserves.Value) string {
 		return "err"
 	}
 	return text(v)
+}
+
+// IsTerminal reports whether w is a terminal (a character device).
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// UseColor reports whether console lines to w get colours: only on a
+// terminal, and never when NO_COLOR is set (https://no-color.org).
+func UseColor(w io.Writer) bool {
+	return IsTerminal(w) && os.Getenv("NO_COLOR") == ""
 }
 
 // ANSI colours of console lines (only on a terminal, and never with
