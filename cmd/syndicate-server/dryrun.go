@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,13 +13,15 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
+	"github.com/syndicate-go/syndicate/services/daemon"
 )
 
 // A dry run (operator issue) runs every script and service, but the daemon
 // and listener services start no process and bind no socket. Once the config
 // dataspace has been quiet for dryRunQuiet, the server prints the services
-// that would run, dependencies first, and the ones still waiting, then
-// exits 0.
+// that would run, dependencies first, each daemon with its command, the
+// ones still waiting and the dependency cycles among them, then exits 0,
+// or 1 when a service would fail or wait for ever.
 const (
 	dryRunQuiet   = 400 * time.Millisecond
 	dryRunTimeout = 60 * time.Second
@@ -33,13 +36,15 @@ type dryRunModel struct {
 	states   map[string]map[string]int
 	deps     map[string]map[string]int // depender → dependee → count
 	needs    map[string]map[string]int // depender → awaited assertion text → count
+	commands map[string]map[string]int // <daemon ID> → command text → count
 	last     time.Time
 }
 
 func newDryRunModel() *dryRunModel {
 	return &dryRunModel{names: map[string]preserves.Value{}, required: map[string]int{},
 		running: map[string]int{}, states: map[string]map[string]int{},
-		deps: map[string]map[string]int{}, needs: map[string]map[string]int{}, last: time.Now()}
+		deps: map[string]map[string]int{}, needs: map[string]map[string]int{},
+		commands: map[string]map[string]int{}, last: time.Now()}
 }
 
 // display renders a value with every capability shown as #:ref, so that the
@@ -118,6 +123,10 @@ func (s *server) startDryRun(t *dataspace.Turn, cfg *dataspace.Ref, out io.Write
 		}
 	})
 
+	m.track(t, cfg, pattern.Rec(sym("daemon"), pattern.Capture(), pattern.Capture()), func(c []preserves.Value, d int) {
+		count2(m.commands, m.key(preserves.NewRecord(sym("daemon"), preserves.Strip(c[0]))), commandText(c[1]), d)
+	})
+
 	fr := t.FacetRef()
 	begin := time.Now()
 	t.LinkedTask("dry-run", func(ctx context.Context) error {
@@ -129,7 +138,7 @@ func (s *server) startDryRun(t *dataspace.Turn, cfg *dataspace.Ref, out io.Write
 				return nil
 			case <-tick.C:
 			}
-			done := false
+			done, code := false, 0
 			fr.Activate(func(*dataspace.Turn) error {
 				if time.Since(m.last) < dryRunQuiet && time.Since(begin) < dryRunTimeout {
 					return nil
@@ -137,12 +146,12 @@ func (s *server) startDryRun(t *dataspace.Turn, cfg *dataspace.Ref, out io.Write
 				if time.Since(begin) >= dryRunTimeout {
 					s.log.Warn().Msg("dry run: the system did not become quiet; reporting what it has now")
 				}
-				m.report(out)
+				code = m.report(out)
 				done = true
 				return nil
 			})
 			if done {
-				s.requestExit(0)
+				s.requestExit(code)
 				return dataspace.ErrKeepFacet
 			}
 		}
@@ -205,10 +214,15 @@ func (m *dryRunModel) order(keys []string) []string {
 	return out
 }
 
-func (m *dryRunModel) report(w io.Writer) {
-	var run, waiting []string
+// report prints the summary and returns the exit status: 1 when a
+// service would fail or wait for ever (operator issue), else 0.
+func (m *dryRunModel) report(w io.Writer) int {
+	var run, waiting, failed []string
 	for k := range m.running {
 		run = append(run, k)
+		if m.states[k]["failed"] > 0 {
+			failed = append(failed, k)
+		}
 	}
 	for k := range m.required {
 		if m.running[k] == 0 {
@@ -220,6 +234,7 @@ func (m *dryRunModel) report(w io.Writer) {
 	fmt.Fprintf(w, "dry run: %d service(s) would run, dependencies first:\n", len(run))
 	for _, k := range run {
 		fmt.Fprintf(w, "  %s%s\n", k, m.stateText(k))
+		m.writeCommands(w, k)
 	}
 	if len(waiting) > 0 {
 		fmt.Fprintf(w, "waiting (required, not running):\n")
@@ -234,8 +249,104 @@ func (m *dryRunModel) report(w io.Writer) {
 				fmt.Fprintf(w, "  needs %s", strings.Join(needs, ", "))
 			}
 			fmt.Fprintln(w)
+			m.writeCommands(w, k)
 		}
 	}
+	cycles := m.cycles(waiting)
+	for _, c := range cycles {
+		fmt.Fprintf(w, "dependency cycle: %s\n", strings.Join(c, " → "))
+	}
+	slices.Sort(failed)
+	for _, k := range failed {
+		fmt.Fprintf(w, "would fail: %s\n", k)
+	}
+	if len(waiting) > 0 || len(failed) > 0 {
+		fmt.Fprintf(w, "dry run: %d service(s) would fail, %d would wait for ever\n", len(failed), len(waiting))
+		return 1
+	}
+	return 0
+}
+
+// writeCommands prints the command of each spec of a daemon.
+func (m *dryRunModel) writeCommands(w io.Writer, k string) {
+	var cmds []string
+	for c := range m.commands[k] {
+		cmds = append(cmds, c)
+	}
+	slices.Sort(cmds)
+	for _, c := range cmds {
+		fmt.Fprintf(w, "      command: %s\n", c)
+	}
+}
+
+// commandText renders what a daemon spec would run: argv quoted, or why
+// it is not a spec.
+func commandText(spec preserves.Value) string {
+	sp, err := daemon.ParseSpec(spec)
+	if err != nil {
+		return "invalid spec: " + err.Error()
+	}
+	var b strings.Builder
+	for i, a := range sp.Argv {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(strconv.Quote(a))
+	}
+	if sp.Dir != "" {
+		b.WriteString("  (in " + sp.Dir + ")")
+	}
+	return b.String()
+}
+
+// cycles returns the dependency cycles among keys, each from its least
+// member back to it, once.
+func (m *dryRunModel) cycles(keys []string) [][]string {
+	in := map[string]bool{}
+	for _, k := range keys {
+		in[k] = true
+	}
+	var out [][]string
+	seen := map[string]bool{}
+	for _, start := range keys {
+		var path []string
+		onPath := map[string]bool{}
+		var visit func(n string) []string
+		visit = func(n string) []string {
+			if n == start && len(path) > 0 {
+				return append(slices.Clone(path), n)
+			}
+			if onPath[n] || !in[n] {
+				return nil
+			}
+			onPath[n] = true
+			path = append(path, n)
+			var deps []string
+			for d := range m.deps[n] {
+				deps = append(deps, d)
+			}
+			slices.Sort(deps)
+			for _, d := range deps {
+				if c := visit(d); c != nil {
+					return c
+				}
+			}
+			path = path[:len(path)-1]
+			return nil
+		}
+		c := visit(start)
+		if c == nil {
+			continue
+		}
+		members := slices.Clone(c[:len(c)-1])
+		slices.Sort(members)
+		id := strings.Join(members, "\x00")
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func (m *dryRunModel) stateText(k string) string {

@@ -3,12 +3,13 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -96,4 +97,26 @@ func TestE2EOutputWhileStoppingReachesTheLog(t *testing.T) {
 	waitPid(t, filepath.Join(dir, "d.pid"), "d to start a third time")
 	require.Equal(t, 0, r.stop(t))
 	require.True(t, logged("goodbye-3") && logged("tail-3"), "output of the process stopped by shutdown")
+}
+
+// TestE2EDryRunFailsOnCycle: --dry-run names a dependency cycle, shows
+// each daemon's command, and exits 1 because the services would wait for
+// ever.
+func TestE2EDryRunFailsOnCycle(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "cycle.pr"), `<require-service <daemon a>>
+<daemon a "run-a">
+<daemon b ["/usr/bin/b" "--flag"]>
+<depends-on <daemon a> <service-state <daemon b> ready>>
+<depends-on <daemon b> <service-state <daemon a> ready>>
+`)
+	cmd := exec.Command(serverBin, "--dry-run", "--no-banner", "--log-format", "json", "--admin-socket", "-", "-c", dir)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	require.Equal(t, 1, exitCode(err), "stdout: %s\nstderr: %s", out.String(), errb.String())
+	require.Contains(t, out.String(), "dependency cycle: <daemon a> → <daemon b> → <daemon a>\n")
+	require.Contains(t, out.String(), `      command: "sh" "-c" "run-a"`)
+	require.Contains(t, out.String(), `      command: "/usr/bin/b" "--flag"`)
+	require.Contains(t, out.String(), "dry run: 0 service(s) would fail, 2 would wait for ever\n")
 }
