@@ -118,7 +118,9 @@ func TestFlowProducerSlowedToConsumer(t *testing.T) {
 	s := newFlowServer(t)
 	const credit = 256
 	cons, cnc := s.connect(t, Options{MaxOutbound: 1 << 20}) // no flow control would overflow it
-	prod, pnc := s.connect(t, Options{Credit: credit})
+	// A short packet timeout: packets the relay stops reading half-way for
+	// flow control are not late by the peer's fault.
+	prod, pnc := s.connect(t, Options{Credit: credit, PacketTimeout: 200 * time.Millisecond})
 	f := subscribe(t, cnc)
 
 	const total = 16 << 10 // 16 MiB of 1 KiB messages: more than the kernel buffers hold
@@ -151,6 +153,7 @@ func TestFlowProducerSlowedToConsumer(t *testing.T) {
 	if written.Load() == total {
 		t.Fatal("the producer was never slowed down")
 	}
+	time.Sleep(500 * time.Millisecond) // held back past the packet timeout; not synchronisation
 	if got := countEvents(t, cnc, f, total); got != total {
 		t.Fatalf("consumer got %d of %d", got, total)
 	}

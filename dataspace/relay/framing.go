@@ -60,6 +60,7 @@ type framer struct {
 	readSize int // current read size (readFrom)
 
 	budget   *BufferBudget // shared by the connections of a process
+	onWait   func()        // called before waiting for the budget
 	reserved int64         // bytes of budget held for buf beyond budget.free
 
 	err error // sticky
@@ -150,7 +151,11 @@ func (f *framer) reserve(ctx context.Context, nc int) error {
 	if need <= 0 {
 		return nil
 	}
-	if err := f.budget.used.Wait(ctx, max(f.budget.Limit-need, 0)); err != nil {
+	limit := max(f.budget.Limit-need, 0)
+	if f.budget.used.Debt() > limit && f.onWait != nil {
+		f.onWait()
+	}
+	if err := f.budget.used.Wait(ctx, limit); err != nil {
 		return err
 	}
 	f.budget.used.Borrow(need)

@@ -251,11 +251,14 @@ func (r *recorder) messages() int {
 func TestLimitBufferBudgetShared(t *testing.T) {
 	budget := NewBufferBudget(64<<10, 512<<10)
 	a := newWire(t, Options{BufferBudget: budget})
-	b := newWire(t, Options{BufferBudget: budget})
+	// b's packet waits for the budget longer than its packet timeout:
+	// that delay is ours, not the peer's, and does not count.
+	b := newWire(t, Options{BufferBudget: budget, PacketTimeout: 200 * time.Millisecond})
 	bigA := `[[0 <M "` + strings.Repeat("a", 450<<10) + `">]]` + "\n"
 	a.net.Write([]byte(bigA[:400<<10])) // partial: holds most of the budget
 	waitFor(t, "the first connection's reservation", func() bool { return budget.Used() > 400<<10 })
 	go b.net.Write([]byte(`[[0 <M "` + strings.Repeat("b", 200<<10) + `">]]` + "\n"))
+	time.Sleep(500 * time.Millisecond) // past b's packet timeout; not synchronisation
 	if b.rec.messages() != 0 {
 		t.Fatal("the second packet got through a spent budget")
 	}

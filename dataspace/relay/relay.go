@@ -888,6 +888,18 @@ func (c *Conn) readLoop(ctx context.Context) error {
 	credit := c.opts.Credit
 	pt := c.packetTimer()
 	defer pt.stop()
+	f.onWait = pt.hold
+	// wait is flow control (§9): no reading while what the peer sent
+	// earlier is still being handled downstream. A packet that arrives
+	// late because we stopped reading is not the peer's fault: its timer
+	// is held meanwhile.
+	wait := func() error {
+		if c.acct.Debt() <= credit {
+			return nil
+		}
+		pt.hold()
+		return c.acct.Wait(ctx, credit)
+	}
 	var first *time.Timer
 	if d := c.opts.FirstEventTimeout; d > 0 {
 		first = time.AfterFunc(d, func() {
@@ -896,9 +908,7 @@ func (c *Conn) readLoop(ctx context.Context) error {
 		defer first.Stop()
 	}
 	for {
-		// Flow control (§9): read no more while what the peer sent
-		// earlier is still being handled downstream.
-		if c.acct.Wait(ctx, credit) != nil {
+		if wait() != nil {
 			return ctx.Err()
 		}
 		n, rerr := f.readFrom(ctx, c.r)
@@ -930,7 +940,7 @@ func (c *Conn) readLoop(ctx context.Context) error {
 					})
 					return dataspace.ErrKeepFacet
 				}
-				if c.acct.Wait(ctx, credit) != nil {
+				if wait() != nil {
 					return ctx.Err()
 				}
 				if first != nil && pkt.Kind == TurnPacket && len(pkt.Events) > 0 {
@@ -1030,6 +1040,15 @@ func (p *packetTimer) track(f *framer) {
 func (p *packetTimer) fire() {
 	if off := p.pending.Load(); off != 0 {
 		p.c.limitClose(protoErr(off-1, ErrLimit, nil, "packet incomplete after %v", p.d))
+	}
+}
+
+// hold stops timing the pending packet: the relay is about to stop
+// reading for its own reasons (flow control, the buffer budget). The next
+// track after the wait times the packet afresh.
+func (p *packetTimer) hold() {
+	if p.pending.Swap(0) != 0 {
+		p.tm.Stop()
 	}
 }
 
