@@ -94,6 +94,7 @@ func runFmt(ctx context.Context, cl *cli, args []string) error {
 	write := fs.Bool("w", false, "write the result to the file instead of stdout")
 	list := fs.Bool("l", false, "list the files whose layout differs, print nothing else")
 	upgrade := fs.Bool("upgrade", false, "rewrite legacy ';' comments to '#' in place, changing nothing else")
+	check := fs.Bool("check", false, "change nothing; list the files whose layout differs and exit 1 if there are any")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -112,10 +113,17 @@ func runFmt(ctx context.Context, cl *cli, args []string) error {
 		if err != nil {
 			return err
 		}
+		if *check {
+			if !bytes.Equal(src, out) {
+				fmt.Fprintln(cl.stdout, "<stdin>")
+				return exitStatus(1)
+			}
+			return nil
+		}
 		_, err = cl.stdout.Write(out)
 		return err
 	}
-	failed := false
+	failed, differ := false, false
 	for _, path := range fs.Args() {
 		src, err := os.ReadFile(path)
 		if err != nil {
@@ -130,8 +138,9 @@ func runFmt(ctx context.Context, cl *cli, args []string) error {
 			continue
 		}
 		changed := !bytes.Equal(src, out)
+		differ = differ || changed
 		switch {
-		case *list:
+		case *list, *check:
 			if changed {
 				fmt.Fprintln(cl.stdout, path)
 			}
@@ -146,7 +155,7 @@ func runFmt(ctx context.Context, cl *cli, args []string) error {
 			cl.stdout.Write(out)
 		}
 	}
-	if failed {
+	if failed || (*check && differ) {
 		return exitStatus(1)
 	}
 	return nil

@@ -52,8 +52,16 @@ func TestFmt(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.Equal(t, path+"\n", out)
 
+	// --check changes nothing, lists the file and exits 1.
+	code, out, _ = cliRun(t, "fmt", "--check", path)
+	require.Equal(t, 1, code)
+	require.Equal(t, path+"\n", out)
+
 	code, out, _ = cliRun(t, "fmt", "-w", path)
 	require.Equal(t, 0, code)
+	require.Empty(t, out)
+	code, out, _ = cliRun(t, "fmt", "--check", path)
+	require.Equal(t, 0, code, "a formatted file passes --check")
 	require.Empty(t, out)
 	got, err := os.ReadFile(path)
 	require.NoError(t, err)

@@ -17,8 +17,10 @@
 //     Preserves text writer's indented layout (lines of about 80 columns,
 //     records ending in a compound "hanging" as in `<daemon x {` … `}>`);
 //   - `#` comments on lines of their own directly before the token they
-//     annotate (in Preserves a comment belongs to the value after it); the
-//     comments at the very end of a file stay at the end;
+//     annotate (in Preserves a comment belongs to the value after it),
+//     except a comment that follows an instruction on its line, which
+//     stays there (`<a 1>  # about a`); a blank line after a comment stays;
+//     the comments at the very end of a file stay at the end;
 //   - one blank line between two instructions wherever the source had at
 //     least one, and none elsewhere; a final newline.
 //
@@ -126,14 +128,24 @@ func (f *formatter) atLineStart() bool {
 func (f *formatter) block(toks []preserves.Value, depth int, from int) {
 	for i := 0; i < len(toks); {
 		end, blocks := script.Group(toks, i)
+		first := toks[i]
 		if i > 0 {
-			f.nl(depth)
-			if f.blankBefore(toks[i-1], toks[i]) {
-				f.nl(depth)
-			}
 			from = -1
 			if ps := preserves.PosOf(toks[i-1]); ps.IsValid() && ps.Offset < len(f.src) {
 				from = skipValue(f.src, ps.Offset)
+			}
+			// A comment on the same line as the end of the previous
+			// instruction stays there (in Preserves it annotates the
+			// next value, which is where the reader puts it).
+			if rest, ok := f.trailingComment(first, from); ok {
+				line, _ := lineAnnotation(first.(*preserves.Annotated), 0)
+				f.buf.WriteString("  " + line)
+				first = rest
+				from += bytes.IndexByte(f.src[from:], '\n') + 1
+			}
+			f.nl(depth)
+			if f.blankBefore(toks[i-1], toks[i]) {
+				f.nl(depth)
 			}
 		}
 		for j := i; j < end; j++ {
@@ -142,9 +154,13 @@ func (f *formatter) block(toks []preserves.Value, depth int, from int) {
 			}
 			tok := toks[j]
 			if j == i {
-				if blanks := f.commentBlanks(tok, from); blanks != nil {
+				tok = first
+				if blanks, after := f.commentBlanks(tok, from); blanks != nil {
 					a := tok.(*preserves.Annotated)
 					f.annotations(a, depth, blanks)
+					if after {
+						f.nl(depth) // a blank line after a header comment stays
+					}
 					tok = &preserves.Annotated{Pos: a.Pos, Item: a.Item}
 				}
 			}
@@ -152,6 +168,32 @@ func (f *formatter) block(toks []preserves.Value, depth int, from int) {
 		}
 		i = end
 	}
+}
+
+// trailingComment reports whether v's first annotation is a comment that
+// starts on the line where the source offset from (the end of the
+// previous value) is, and returns v without it.
+func (f *formatter) trailingComment(v preserves.Value, from int) (preserves.Value, bool) {
+	a, ok := v.(*preserves.Annotated)
+	if !ok || len(a.Anns) == 0 || from < 0 || !a.Pos.IsValid() || a.Pos.Offset > len(f.src) || from > a.Pos.Offset {
+		return v, false
+	}
+	if _, ok := lineAnnotation(a, 0); !ok || len(a.Comment) == 0 || !a.Comment[0] {
+		return v, false
+	}
+	gap := f.src[from:a.Pos.Offset]
+	nl := bytes.IndexByte(gap, '\n')
+	if nl < 0 {
+		return v, false
+	}
+	if t := bytes.TrimSpace(gap[:nl]); len(t) == 0 || t[0] != '#' {
+		return v, false
+	}
+	rest := &preserves.Annotated{Pos: a.Pos, Item: a.Item, Anns: a.Anns[1:], Comment: a.Comment[1:]}
+	if len(rest.Anns) == 0 {
+		return a.Item, true
+	}
+	return rest, true
 }
 
 // token writes one token: a block, or a value (with its annotations).
@@ -198,20 +240,24 @@ func (f *formatter) annotations(a *preserves.Annotated, depth int, blanks []bool
 
 // commentBlanks says, for each comment of v (all of whose annotations must
 // be comments), whether a blank line precedes it in the source between
-// offset from and v's item. It returns nil when the source does not line up
-// (the first comment's blank line is the instruction's, see blankBefore).
-func (f *formatter) commentBlanks(v preserves.Value, from int) []bool {
+// offset from and v's item, and whether one follows the last comment (a
+// header comment set apart from what follows). It returns nil when the
+// source does not line up (the first comment's blank line is the
+// instruction's, see blankBefore).
+func (f *formatter) commentBlanks(v preserves.Value, from int) (blanks []bool, after bool) {
 	a, ok := v.(*preserves.Annotated)
-	if !ok || len(a.Anns) < 2 || !onlyLineAnnotations(v) {
-		return nil
+	if !ok || len(a.Anns) < 1 || !onlyLineAnnotations(v) {
+		return nil, false
 	}
 	to := a.Pos.Offset
 	if !a.Pos.IsValid() || from < 0 || from > to || to > len(f.src) {
-		return nil
+		return nil, false
 	}
-	blanks := make([]bool, 0, len(a.Anns))
+	blanks = make([]bool, 0, len(a.Anns))
 	pending := false
-	for _, line := range bytes.Split(f.src[from:to], []byte("\n")) {
+	lines := bytes.Split(f.src[from:to], []byte("\n"))
+	// The last segment is the start of the item's own line.
+	for _, line := range lines[:len(lines)-1] {
 		t := bytes.TrimSpace(line)
 		switch {
 		case len(t) == 0:
@@ -224,9 +270,9 @@ func (f *formatter) commentBlanks(v preserves.Value, from int) []bool {
 		}
 	}
 	if len(blanks) != len(a.Anns) {
-		return nil
+		return nil, false
 	}
-	return blanks
+	return blanks, pending
 }
 
 // blankBefore reports whether the source has a blank line between the end
@@ -240,21 +286,24 @@ func (f *formatter) blankBefore(prev, next preserves.Value) bool {
 	if end >= ns.Offset {
 		return false
 	}
-	gap := f.src[end:ns.Offset]
-	for {
-		i := bytes.IndexByte(gap, '\n')
-		if i < 0 {
+	// Only the blank lines before next's first comment count: one after
+	// a comment is written with the comment (commentBlanks).
+	// The first segment ends the previous value's line; the last one
+	// starts next's line; whole lines lie between.
+	lines := bytes.Split(f.src[end:ns.Offset], []byte("\n"))
+	if len(lines) < 3 {
+		return false
+	}
+	for _, line := range lines[1 : len(lines)-1] {
+		t := bytes.TrimSpace(line)
+		switch {
+		case len(t) == 0:
+			return true
+		case t[0] == '#':
 			return false
 		}
-		gap = gap[i+1:]
-		j := 0
-		for j < len(gap) && (gap[j] == ' ' || gap[j] == '\t' || gap[j] == '\r') {
-			j++
-		}
-		if j < len(gap) && gap[j] == '\n' {
-			return true
-		}
 	}
+	return false
 }
 
 // lineAnnotation returns the line form of annotation i of a when it is a
