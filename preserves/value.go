@@ -201,6 +201,16 @@ type Dictionary struct{ entries []DictEntry }
 // NewDictionary returns the dictionary of the given entries. When a key
 // repeats, the last entry wins. It takes ownership of the slice.
 func NewDictionary(entries ...DictEntry) *Dictionary {
+	// Entries already in strictly increasing key order (as decoders and
+	// most Go callers produce them) need neither the sort, which
+	// allocates, nor the deduplication.
+	sorted := true
+	for i := 1; i < len(entries) && sorted; i++ {
+		sorted = Compare(entries[i-1].Key, entries[i].Key) < 0
+	}
+	if sorted {
+		return &Dictionary{entries: entries}
+	}
 	sort.SliceStable(entries, func(i, j int) bool { return Compare(entries[i].Key, entries[j].Key) < 0 })
 	out := entries[:0]
 	for _, e := range entries {

@@ -48,3 +48,17 @@ func TestDict(t *testing.T) {
 	}()
 	Dict(Symbol("k"))
 }
+
+// Entries given in key order are taken as they are: one allocation (the
+// dictionary), no sort; any other order still sorts and deduplicates.
+func TestNewDictionarySortedInput(t *testing.T) {
+	a, b, c := Symbol("a"), Symbol("b"), Symbol("c")
+	entries := []DictEntry{{a, Int(1)}, {b, Int(2)}, {c, Int(3)}}
+	if n := testing.AllocsPerRun(100, func() { _ = NewDictionary(entries...) }); n > 1 {
+		t.Errorf("%v allocations for sorted entries, want 1", n)
+	}
+	d := NewDictionary(DictEntry{c, Int(3)}, DictEntry{a, Int(1)}, DictEntry{a, Int(9)}, DictEntry{b, Int(2)})
+	if got := FormatText(d); got != "{a: 9, b: 2, c: 3}" {
+		t.Errorf("unsorted input: %s", got)
+	}
+}

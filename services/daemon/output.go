@@ -41,9 +41,11 @@ func (d *daemonRun) outputBatch(ctx context.Context, acct *dataspace.Account, ba
 		outputWaiting.Add(-1)
 	}
 	if !d.s.out.ActivateAccount(acct, func(t *dataspace.Turn) error {
-		// The lines of one read share their timestamp: render it once.
-		var ts preserves.Value
+		// The lines of one read share their timestamp and pid: make
+		// those values once.
+		var ts, pid preserves.Value
 		var at time.Time
+		lastPid := -1
 		for _, l := range batch {
 			if ts == nil || !l.Time.Equal(at) {
 				at = l.Time
@@ -52,7 +54,10 @@ func (d *daemonRun) outputBatch(ctx context.Context, acct *dataspace.Account, ba
 				}
 				ts = preserves.String(script.Timestamp(at))
 			}
-			t.Message(d.env.Log, logRecord(l, d.name, ts))
+			if l.Pid != lastPid {
+				lastPid, pid = l.Pid, pidValue(l.Pid)
+			}
+			t.Message(d.env.Log, logRecord(l, d.name, ts, pid))
 		}
 		return nil
 	}) {
@@ -71,21 +76,24 @@ func LogRecord(l Line, service preserves.Value, now func() time.Time) preserves.
 	if ts.IsZero() {
 		ts = now()
 	}
-	return logRecord(l, service, preserves.String(script.Timestamp(ts)))
+	return logRecord(l, service, preserves.String(script.Timestamp(ts)), pidValue(l.Pid))
 }
 
-func logRecord(l Line, service, timestamp preserves.Value) preserves.Value {
+func pidValue(pid int) preserves.Value {
+	if pid > 0 {
+		return preserves.Int(pid)
+	}
+	return preserves.Symbol("unknown")
+}
+
+func logRecord(l Line, service, timestamp, pid preserves.Value) preserves.Value {
 	var line preserves.Value
 	if utf8.Valid(l.Text) {
 		line = preserves.String(l.Text)
 	} else {
 		line = preserves.ByteString(l.Text)
 	}
-	var pid preserves.Value = preserves.Symbol("unknown")
-	if l.Pid > 0 {
-		pid = preserves.Int(l.Pid)
-	}
-	// In key order already, so that NewDictionary's sort has nothing to do.
+	// In key order already, so that NewDictionary has nothing to sort.
 	return preserves.NewRecord(labelLog, timestamp, preserves.NewDictionary(
 		preserves.DictEntry{Key: keyLine, Value: line},
 		preserves.DictEntry{Key: keyPid, Value: pid},
