@@ -101,6 +101,11 @@ func (d *diagnosis) boot(t *dataspace.Turn) {
 	d.track(t, pattern.Rec(LabelServiceState, pattern.Capture(), pattern.Capture()), func(c []preserves.Value, n int) {
 		adjust2(d.states, d.key(c[0]), preserves.FormatText(preserves.Strip(c[1])), n)
 	})
+	// A silent service (§2.5: http-static-files) reports no state, but
+	// publishes its object.
+	d.track(t, pattern.Rec(LabelServiceObject, pattern.Capture(), pattern.Discard{}), func(c []preserves.Value, n int) {
+		adjust2(d.states, d.key(c[0]), "object", n)
+	})
 	d.track(t, pattern.Rec(LabelDependsOn, pattern.Capture(),
 		pattern.Rec(LabelServiceState, pattern.Capture(), pattern.Capture())), func(c []preserves.Value, n int) {
 		adjust2(d.deps, d.key(c[0]), d.key(c[1])+"\x00"+preserves.FormatText(preserves.Strip(c[2])), n)

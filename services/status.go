@@ -26,6 +26,7 @@ const (
 	PhaseCannotStart = preserves.Symbol("cannot-start") // a spawn failed; retried with backoff
 	PhaseBackoff     = preserves.Symbol("backoff")      // waiting to restart after an exit
 	PhaseGaveUp      = preserves.Symbol("gave-up")      // restart limit reached
+	PhaseRunning     = preserves.Symbol("running")      // a silent service (§2.5) at work
 )
 
 // Info is one source's contribution to a service's status. Zero fields are

@@ -158,10 +158,13 @@ func (s *Supervisor) publish(t *dataspace.Turn) {
 			t.Retract(s.handle)
 			s.handle, s.shown = 0, ""
 		}
-		if s.info.handle != 0 {
-			t.Retract(s.info.handle)
-			s.info = InfoPublisher{}
+		// No state, but the status shows that it runs (operator
+		// issue: a silent service is not `starting` for ever).
+		i := Info{Restarts: s.m.starts - 1, Recent: s.m.recent()}
+		if st == StateStarted {
+			i.Phase = PhaseRunning
 		}
+		s.info.Publish(t, s.Env.Config, s.Name, i)
 		return
 	}
 	if st != s.shown || s.handle == 0 {

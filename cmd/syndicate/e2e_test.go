@@ -289,6 +289,15 @@ func TestStatusFailureReasonsAndExitCode(t *testing.T) {
 	require.NotNil(t, one.ExitAt)
 	require.NotNil(t, one.Since)
 
+	// A silent built-in (http-static-files) shows that it runs.
+	s.assert(t, `<run-service <http-static-files "/www" 1>>`)
+	s.assert(t, `<service-info <http-static-files "/www" 1> {phase: running}>`)
+	waitFor(t, "static files running", func() bool {
+		_, out, _ = cliRun(t, "--admin", s.path, "status", "<http-static-files _ _>")
+		return strings.Contains(out, "running")
+	})
+	require.Regexp(t, `<http-static-files "/www" 1>\s+run\s+running\s`, out)
+
 	// Nothing failed among the matches: exit 0.
 	code, _, _ = cliRun(t, "--admin", s.path, "status", "<daemon a>")
 	require.Equal(t, 0, code)

@@ -491,6 +491,8 @@ func (s service) state() string {
 		return strings.Join(s.States, ",") + " (" + s.Phase + ")"
 	case len(s.States) > 0:
 		return strings.Join(s.States, ",")
+	case s.Phase != "":
+		return s.Phase // a silent service: no state, but at work
 	case s.Required && !s.Running:
 		return "waiting" // for its dependencies
 	case s.Running:

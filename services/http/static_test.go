@@ -175,10 +175,18 @@ func TestStaticFilesService(t *testing.T) {
 	waitFor(t, "negative N warning", func() bool { return h.logs.Has("malformed http-static-files request", " -1>") })
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	running := false
 	for k := range h.present {
 		if strings.HasPrefix(k, "cfg <service-state") {
 			t.Errorf("static files reported a state: %s", k)
 		}
+		// Silent (§2.5), but the status sees it at work.
+		if strings.HasPrefix(k, "cfg <service-info <http-static-files") && strings.Contains(k, "phase: running") {
+			running = true
+		}
+	}
+	if !running {
+		t.Error("no <service-info … {phase: running}> for the static files service")
 	}
 }
 

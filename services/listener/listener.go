@@ -107,6 +107,17 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
 		spec.quota = relay.NewQuota(int64(cmp.Or(opts.MaxListenerAssertions, ListenerAssertions)))
 		services.Supervise(t, env, spec.name, services.Always, "<relay "+preserves.FormatText(spec.name)+">",
 			func(t *dataspace.Turn, _ *dataspace.Ref) error { return spec.boot(t) }, opts.Supervise)
+		if !preserves.Equal(full, spec.name) {
+			// Q4: the state belongs to the first two fields. The name
+			// that was asked for (with the HTTP handler space) mirrors
+			// it, so that status and dependants of the full name see
+			// the listener's state (operator issue).
+			mirror := pattern.Rec(services.LabelServiceState, literalName(spec.name), pattern.Capture())
+			t.During(env.Config, mirror, func(t *dataspace.Turn, caps []preserves.Value) error {
+				t.Assert(env.Config, services.ServiceState(full, preserves.Strip(caps[0])))
+				return nil
+			})
+		}
 		return nil
 	})
 	return nil
@@ -193,4 +204,12 @@ func (s *spec) boot(t *dataspace.Turn) error {
 		}
 	})
 	return nil
+}
+
+// literalName matches name exactly, field by field.
+func literalName(name preserves.Value) pattern.Pattern {
+	if p, err := pattern.Lift(name); err == nil {
+		return p
+	}
+	return pattern.Lit{Value: name}
 }
