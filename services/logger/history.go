@@ -23,8 +23,10 @@ import (
 // else down. Retracting the assertion ends it.
 
 const (
-	followQueue = 4096 // lines waiting for one client
-	followBatch = 256  // lines sent before each sync round trip
+	// totalHistoryBytes bounds the histories of all services together.
+	totalHistoryBytes = 16 << 20
+	followQueue       = 4096 // lines waiting for one client
+	followBatch       = 256  // lines sent before each sync round trip
 )
 
 // ring is a service's recent lines, bounded in count and bytes.
@@ -42,16 +44,16 @@ func evSize(ev Event) int {
 	return 128
 }
 
-func (r *ring) add(ev Event, max int) {
+// add appends ev, dropping the oldest lines beyond max lines or
+// historyBytes; it returns the change in the ring's bytes.
+func (r *ring) add(ev Event, max int) int {
+	before := r.bytes
 	if r.evs == nil {
 		r.evs = make([]Event, min(max, 64))
 	}
 	size := evSize(ev)
 	for r.n > 0 && (r.n >= max || r.bytes+size > historyBytes) {
-		r.bytes -= evSize(r.evs[r.head])
-		r.evs[r.head] = Event{}
-		r.head = (r.head + 1) % len(r.evs)
-		r.n--
+		r.dropOldest()
 	}
 	if r.n == len(r.evs) {
 		// Grow (up to max): unroll into a bigger slice.
@@ -64,6 +66,39 @@ func (r *ring) add(ev Event, max int) {
 	r.evs[(r.head+r.n)%len(r.evs)] = ev
 	r.n++
 	r.bytes += size
+	return r.bytes - before
+}
+
+// dropOldest forgets the oldest line and returns its size.
+func (r *ring) dropOldest() int {
+	size := evSize(r.evs[r.head])
+	r.bytes -= size
+	r.evs[r.head] = Event{}
+	r.head = (r.head + 1) % len(r.evs)
+	r.n--
+	return size
+}
+
+// remember keeps ev in s's ring, then trims the histories of all services
+// to totalHistoryBytes, taking the oldest lines of the least recently
+// heard services first.
+func (l *logger) remember(s *svcState, ev Event) {
+	l.histBytes += s.ring.add(ev, l.o.History)
+	for l.histBytes > totalHistoryBytes {
+		var victim *svcState
+		for _, c := range l.svcs {
+			if c.ring.n > 0 && c != s && (victim == nil || c.used < victim.used) {
+				victim = c
+			}
+		}
+		if victim == nil {
+			victim = s
+		}
+		if victim.ring.n == 0 {
+			return
+		}
+		l.histBytes -= victim.ring.dropOldest()
+	}
 }
 
 // last appends the newest n lines, oldest first.

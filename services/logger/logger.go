@@ -188,6 +188,7 @@ type logger struct {
 
 	seq       uint64
 	svcs      map[string]*svcState
+	histBytes int             // in all rings
 	lastSvc   preserves.Value // cache of the last service's key
 	lastState *svcState
 	followers map[*follower]struct{}
@@ -231,7 +232,7 @@ func (l *logger) handle(t *dataspace.Turn, caps []preserves.Value) error {
 	s := l.state(ev.Service)
 	ev.serviceText = s.text
 	s.used = l.seq
-	s.ring.add(ev, l.o.History)
+	l.remember(s, ev)
 	if l.console != nil {
 		if l.o.JSON {
 			l.conBuf = appendJSON(l.conBuf, ev, &l.conTime)
@@ -292,6 +293,7 @@ func (l *logger) evict() {
 		}
 	}
 	if oldest != nil {
+		l.histBytes -= oldest.ring.bytes
 		delete(l.svcs, oldest.text)
 		if l.lastState == oldest {
 			l.lastState, l.lastSvc = nil, nil

@@ -470,3 +470,31 @@ func TestLogDirWaitsForSlowDisk(t *testing.T) {
 	require.NotContains(t, string(b), "dropped")
 	require.False(t, h.server.Has("dropping"), h.server.String())
 }
+
+// The histories of all services together stay within totalHistoryBytes;
+// the least recently heard services lose their oldest lines first.
+func TestHistoryBoundedAcrossServices(t *testing.T) {
+	l := &logger{o: Options{History: DefaultHistory}, svcs: map[string]*svcState{}}
+	big := strings.Repeat("x", 80<<10) // three fit in one ring (historyBytes)
+	for i := 0; i < 300; i++ {
+		svc := preserves.Rec("daemon", preserves.Int(int64(i)))
+		for j := 0; j < 3; j++ {
+			l.seq++
+			s := l.state(svc)
+			s.used = l.seq
+			l.remember(s, Event{Seq: l.seq, Service: svc, Line: preserves.String(big)})
+		}
+	}
+	sum := 0
+	for _, s := range l.svcs {
+		sum += s.ring.bytes
+	}
+	require.Equal(t, sum, l.histBytes)
+	require.LessOrEqual(t, l.histBytes, totalHistoryBytes)
+	require.Greater(t, l.histBytes, totalHistoryBytes/2, "not needlessly emptied")
+	// The newest service kept its lines; the oldest lost theirs.
+	require.Equal(t, 3, l.svcs[preserves.FormatText(preserves.Rec("daemon", preserves.Int(299)))].ring.n)
+	if s, ok := l.svcs[preserves.FormatText(preserves.Rec("daemon", preserves.Int(0)))]; ok {
+		require.Zero(t, s.ring.n)
+	}
+}
