@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -78,16 +77,7 @@ func BenchmarkIdleRSS(b *testing.B) {
 		}
 		// Let start-up garbage settle before reading VmRSS.
 		time.Sleep(500 * time.Millisecond)
-		st, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/status")
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, line := range strings.Split(string(st), "\n") {
-			if strings.HasPrefix(line, "VmRSS:") {
-				kb, _ := strconv.Atoi(strings.Fields(line)[1])
-				total += float64(kb) / 1024
-			}
-		}
+		total += procStatus(b, cmd.Process.Pid, "VmRSS")
 		cmd.Process.Signal(syscall.SIGTERM)
 		cmd.Wait()
 	}

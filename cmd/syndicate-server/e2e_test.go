@@ -67,11 +67,11 @@ type running struct {
 
 // start runs the server; the test's cleanup kills it (and its process group)
 // if the test did not stop it.
-func start(t *testing.T, args ...string) *running { return startWrapped(t, nil, args...) }
+func start(t testing.TB, args ...string) *running { return startWrapped(t, nil, args...) }
 
 // startWrapped is start with the server run by a wrapper command (wrapper
 // followed by the server's path and arguments).
-func startWrapped(t *testing.T, wrapper []string, args ...string) *running {
+func startWrapped(t testing.TB, wrapper []string, args ...string) *running {
 	t.Helper()
 	r := &running{stdout: &testutil.Buffer{}, stderr: &testutil.Buffer{}, done: make(chan struct{})}
 	argv := append(append(append([]string(nil), wrapper...), serverBin, "--no-banner", "--log-format", "json", "--admin-socket", "-"), args...)
@@ -107,7 +107,7 @@ func startWrapped(t *testing.T, wrapper []string, args ...string) *running {
 }
 
 // stop sends SIGTERM and waits for the exit status.
-func (r *running) stop(t *testing.T) int {
+func (r *running) stop(t testing.TB) int {
 	t.Helper()
 	require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM))
 	select {

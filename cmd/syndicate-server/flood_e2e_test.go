@@ -7,11 +7,9 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -43,7 +41,7 @@ func BenchmarkFlood(b *testing.B) {
 		b.ReportMetric(stats.afterMB, "RSS-5s-after-MB")
 		b.ReportMetric(stats.idleMB, "idle-RSS-MB")
 		b.ReportMetric(float64(stats.canary.Milliseconds()), "canary-worst-ms")
-		f.stop()
+		f.stop(b)
 	}
 }
 
@@ -70,9 +68,8 @@ func envInt(name string, def int) int {
 // connection $config itself, so that raw peers can publish and subscribe
 // without a handshake.
 type floodServer struct {
-	cmd    *exec.Cmd
-	sock   string
-	stderr *testutil.Buffer
+	*running
+	sock string
 }
 
 func startFlood(tb testing.TB) *floodServer {
@@ -82,24 +79,9 @@ func startFlood(tb testing.TB) *floodServer {
 	if err := os.WriteFile(filepath.Join(dir, "flood.pr"), []byte(script), 0o644); err != nil {
 		tb.Fatal(err)
 	}
-	f := &floodServer{sock: sock, stderr: &testutil.Buffer{}}
-	f.cmd = exec.Command(serverBin, "--no-banner", "--log-format", "json", "--admin-socket", "-", "-c", filepath.Join(dir, "flood.pr"))
-	f.cmd.Stderr = f.stderr
-	f.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := f.cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		syscall.Kill(-f.cmd.Process.Pid, syscall.SIGKILL)
-		f.cmd.Wait()
-	})
+	f := &floodServer{running: start(tb, "-c", filepath.Join(dir, "flood.pr")), sock: sock}
 	testutil.WaitFor(tb, "the flood listener", func() bool { return strings.Contains(f.stderr.String(), `"message":"listening"`) })
 	return f
-}
-
-func (f *floodServer) stop() {
-	f.cmd.Process.Signal(syscall.SIGTERM)
-	f.cmd.Wait()
 }
 
 // procStatus reads a "VmXXX:" line of /proc/PID/status in MB.

@@ -8,7 +8,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -96,10 +95,11 @@ func BenchmarkHostile(b *testing.B) {
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			for range b.N {
-				port := freePortTB(b)
-				srv := startServerTB(b, "-p", strconv.Itoa(port))
+				port := freePort(b)
+				srv := start(b, "-p", strconv.Itoa(port))
+				testutil.WaitFor(b, "the listener", func() bool { return strings.Contains(srv.stderr.String(), `"message":"listening"`) })
 				addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-				pid := srv.Process.Pid
+				pid := srv.cmd.Process.Pid
 				canary := startCanary(b, addr)
 				cpu0 := procCPU(b, pid)
 				conns := c.attack(b, addr)
@@ -113,36 +113,10 @@ func BenchmarkHostile(b *testing.B) {
 				for _, c := range conns {
 					c.Close()
 				}
-				srv.Process.Signal(syscall.SIGTERM)
-				srv.Wait()
+				srv.stop(b)
 			}
 		})
 	}
-}
-
-func freePortTB(tb testing.TB) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-func startServerTB(tb testing.TB, args ...string) *exec.Cmd {
-	stderr := &testutil.Buffer{}
-	cmd := exec.Command(serverBin, append([]string{"--no-banner", "--log-format", "json", "--admin-socket", "-"}, args...)...)
-	cmd.Stderr = stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		cmd.Wait()
-	})
-	testutil.WaitFor(tb, "the listener", func() bool { return strings.Contains(stderr.String(), `"message":"listening"`) })
-	return cmd
 }
 
 // send connects and writes b in the background (the server may stop
