@@ -80,6 +80,8 @@ type Let struct {
 	At   preserves.Pos
 	Pat  Expr
 	Expr Expr
+	// PatSrc is the pattern as written, for run-time errors.
+	PatSrc string
 }
 
 // Cond is `=~ PAT THEN ELSE...`. The variable tested is the active target at

@@ -250,6 +250,7 @@ func (p *parser) let(toks []preserves.Value, i int, top bool) (Instr, int) {
 	}
 	l := p.lets.New()
 	l.At, l.Pat, l.Expr = pos, pat, e
+	l.PatSrc = render(toks[i+1])
 	return l, next
 }
 

@@ -141,6 +141,7 @@ func (c *compiler) instr(in script.Instr, target, outer string) Instr {
 		c.n++
 		l := c.lets.New()
 		l.At, l.Pat, l.Binders, l.Expr = x.At, c.pattern(x.Pat), c.bindersOf(x.Pat), c.value(x.Expr)
+		l.PatSrc = x.PatSrc
 		return l
 	case *script.Cond:
 		c.n++

@@ -90,6 +90,7 @@ type Let struct {
 	Pat     Pat
 	Binders []string
 	Expr    Expr
+	PatSrc  string // the pattern as written (error messages)
 }
 
 // Cond matches the value of Var against Pat: on success the captures are

@@ -434,3 +434,16 @@ func TestRunNilProgram(t *testing.T) {
 		t.Errorf("errors %v", errs)
 	}
 }
+
+// A let mismatch quotes the pattern as written, not its dataspace form.
+func TestLetMismatchQuotesSource(t *testing.T) {
+	w := newWorld(t)
+	w.runProg(w.compile("m.pr", "let <pair ?a ?b> = <triple 1 2 3>"), nil)
+	errs := w.runtimeErrors()
+	if len(errs) != 1 {
+		t.Fatalf("errors %v", errs)
+	}
+	if got, want := errs[0].Error(), "m.pr:1:1: let: <triple 1 2 3> does not match <pair ?a ?b>"; got != want {
+		t.Errorf("error %q, want %q", got, want)
+	}
+}

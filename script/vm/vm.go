@@ -314,7 +314,13 @@ func (a *activation) exec(t *dataspace.Turn, in compile.Instr, sc *scope) *Runti
 		}
 		caps, ok := pattern.Match(p, v)
 		if !ok {
-			return a.errorf(x.At, ErrNoMatch, "let: %s does not match %s", short(v), short(pattern.ToValue(p)))
+			// Quote the pattern as written, not its dataspace form
+			// (<group <rec pair> {0: <bind <_>> …}>).
+			src := x.PatSrc
+			if src == "" {
+				src = short(pattern.ToValue(p))
+			}
+			return a.errorf(x.At, ErrNoMatch, "let: %s does not match %s", short(v), src)
 		}
 		sc.bindAll(x.Binders, caps)
 	case *compile.Cond:
