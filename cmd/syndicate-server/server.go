@@ -266,7 +266,7 @@ func (s *server) boot(t *dataspace.Turn) error {
 	for _, b := range bs {
 		services.RunBuiltin(t, env, b.name, b.boot, s.superviseOpts)
 	}
-	s.announceWhenReady(t, cfg, len(bs))
+	s.announceWhenReady(t, cfg, bs)
 
 	// §1.1: the debt reporter first, then ports, sockets, configs.
 	if o.debtReporter {
@@ -292,13 +292,19 @@ func (s *server) boot(t *dataspace.Turn) error {
 // announceWhenReady logs "server running" once every built-in service has
 // booted for the first time (so the admin socket and the services are
 // there when the line appears).
-func (s *server) announceWhenReady(t *dataspace.Turn, cfg *dataspace.Ref, n int) {
-	seen := make(map[string]bool)
+func (s *server) announceWhenReady(t *dataspace.Turn, cfg *dataspace.Ref, bs []builtin) {
+	waiting := make(map[preserves.Symbol]bool, len(bs))
+	for _, b := range bs {
+		waiting[preserves.Symbol(b.name)] = true
+	}
 	announced := false
 	p := pattern.Rec(services.LabelServiceState, pattern.Rec(services.LabelBuiltin, pattern.Capture()), pattern.MustLift(services.StateReady))
 	t.During(cfg, p, func(t *dataspace.Turn, caps []preserves.Value) error {
-		seen[preserves.FormatText(caps[0])] = true
-		if len(seen) == n && !announced {
+		// Only our own builtins count: anyone may assert a state.
+		if name, ok := preserves.Unwrap(caps[0]).(preserves.Symbol); ok {
+			delete(waiting, name)
+		}
+		if len(waiting) == 0 && !announced {
 			announced = true
 			s.log.Info().Int("pid", os.Getpid()).Strs("config", s.opts.configs).Msg("server running")
 		}
