@@ -323,7 +323,9 @@ func runProcess(ctx context.Context, s *Spec, h procHooks, now func() time.Time,
 			}
 		})
 	})
-	// The one and only Wait for this child.
+	// The one and only Wait for this child (awaitExit: without holding a
+	// thread while it runs).
+	awaitExit(pid)
 	werr := cmd.Wait()
 	mu.Lock()
 	reaped = true
