@@ -371,3 +371,82 @@ func BenchmarkWireIdleSessions(b *testing.B) {
 		s.stop()
 	}
 }
+
+// BenchmarkDaemonPSS supervises DAEMONS (default 1,000) `sleep` daemons,
+// added to a running server's config directory, and reports the server's
+// proportional set size (smaps_rollup Pss) per daemon once every child
+// runs, after minus before.
+//
+//	go test -tags e2e -run '^$' -bench DaemonPSS -benchtime 1x ./cmd/syndicate-server/
+func BenchmarkDaemonPSS(b *testing.B) {
+	n := envInt("DAEMONS", 1000)
+	for range b.N {
+		dir := b.TempDir()
+		stderr := &testutil.Buffer{}
+		cmd := exec.Command(serverBin, "--no-banner", "--log-format", "json", "--admin-socket", "-", "-c", dir)
+		cmd.Stderr = stderr
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		stopOnFailure(b, cmd)
+		pid := cmd.Process.Pid
+		time.Sleep(2 * time.Second)
+		before := smapsPss(b, pid)
+		var sb strings.Builder
+		for i := range n {
+			fmt.Fprintf(&sb, "<require-service <daemon d%d>>\n<daemon d%d \"exec sleep 1000\">\n", i, i)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "daemons.pr"), []byte(sb.String()), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		deadline := time.Now().Add(120 * time.Second)
+		for childCount(pid) < n {
+			if time.Now().After(deadline) {
+				b.Fatalf("%d of %d children after 120s", childCount(pid), n)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		time.Sleep(2 * time.Second)
+		after := smapsPss(b, pid)
+		b.ReportMetric(float64(after-before)/float64(n), "PSS-kB/daemon")
+		b.ReportMetric(float64(threads(pid)), "threads")
+		if d, err := time.ParseDuration(os.Getenv("WIRE_HOLD")); err == nil {
+			fmt.Fprintln(os.Stderr, "holding", d)
+			time.Sleep(d) // time to profile the server (see SYNDICATE_PPROF)
+		}
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}
+}
+
+func smapsPss(b *testing.B, pid int) int {
+	st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/smaps_rollup")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(st), "\n") {
+		if strings.HasPrefix(line, "Pss:") {
+			kb, _ := strconv.Atoi(strings.Fields(line)[1])
+			return kb
+		}
+	}
+	b.Fatal("no Pss in smaps_rollup")
+	return 0
+}
+
+// childCount counts pid's direct children over all its threads.
+func childCount(pid int) int {
+	tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/children")
+	n := 0
+	for _, t := range tasks {
+		c, _ := os.ReadFile(t)
+		n += len(strings.Fields(string(c)))
+	}
+	return n
+}
+
+func threads(pid int) int {
+	tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*")
+	return len(tasks)
+}
