@@ -78,3 +78,58 @@ func TestE2ELogDir(t *testing.T) {
 	require.Equal(t, 0, r.stop(t))
 	require.False(t, r.stderr.Has(`"line":"hello"`), "service output off the console")
 }
+
+// The server outlives its stderr: once the reader is gone, writes fail
+// (EPIPE) instead of killing it with SIGPIPE, and daemons run on.
+func TestE2EServerOutlivesClosedStderr(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	writeFile(t, filepath.Join(dir, "d.pr"), `<require-service <daemon d>>
+<daemon d "echo $$ > `+pidFile+`; while :; do echo tick; sleep 0.05; done">
+`)
+	cmd := exec.Command(serverBin, "--no-banner", "--admin-socket", "-", "--log-format", "json", "-c", dir)
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(t, cmd.Start())
+	done := make(chan error, 1)
+	defer func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	}()
+	buf := make([]byte, 4096)
+	_, err = stderr.Read(buf) // the server has started writing
+	require.NoError(t, err)
+	stderr.Close()
+	go func() { done <- cmd.Wait() }()
+	pid := waitPid(t, pidFile, "the daemon")
+	// More output, more server lines (SIGHUP logs a rescan): all of it
+	// goes nowhere, and the server stays.
+	require.NoError(t, cmd.Process.Signal(syscall.SIGHUP))
+	first, _ := os.ReadFile(pidFile)
+	eventually(t, 10*time.Second, "a second of ticks", func() bool {
+		select {
+		case err := <-done:
+			done <- err
+			t.Fatalf("server exited: %v", err)
+		default:
+		}
+		return alive(pid)
+	})
+	select {
+	case err := <-done:
+		done <- err
+		t.Fatalf("server exited with a closed stderr: %v", err)
+	case <-time.After(time.Second):
+	}
+	again, _ := os.ReadFile(pidFile)
+	require.Equal(t, string(first), string(again), "the daemon was not restarted")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-done:
+		done <- err
+		require.Equal(t, 0, exitCode(err))
+	case <-time.After(20 * time.Second):
+		t.Fatal("no exit after SIGTERM")
+	}
+}
