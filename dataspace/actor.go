@@ -297,6 +297,7 @@ func (a *Actor) runTurn(f *facet, fn func(t *Turn) error, b *batch, acct *Accoun
 	t := &a.turn
 	t.begin(f)
 	t.acct = acct
+	t.handled = b
 	if b != nil && b.weight > 1 {
 		t.weight = b.weight // fan-out of large values costs what they weigh
 	}

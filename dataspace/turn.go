@@ -102,6 +102,9 @@ type Turn struct {
 	active *facet
 	acct   *Account // charged for this turn's output; may be nil
 	weight int64    // units each event sent costs acct (≥ 1; see SetEventCost)
+	// handled is the batch this turn handles (nil for activations): its
+	// debt is settled at commit, netted with what the turn sends.
+	handled *batch
 
 	outs      []*batch
 	outMap    map[*Actor]*batch // used once outs grows past a few entries
@@ -139,6 +142,7 @@ func (t *Turn) begin(f *facet) {
 	t.active = f
 	t.acct = nil
 	t.weight = 1
+	t.handled = nil
 	t.serial++
 }
 
@@ -253,13 +257,29 @@ func (t *Turn) commit() {
 
 // deliver sends each destination its batch.
 func (t *Turn) deliver() {
-	for i, b := range t.outs {
-		if t.acct != nil {
+	if t.acct != nil {
+		// One update of the account for the whole turn: what it sends,
+		// less what the batch it handled cost (settled here rather than
+		// after the turn, so a pass-through actor such as a dataspace
+		// touches the shared counter once per turn, not twice).
+		var net int64
+		for _, b := range t.outs {
 			b.acct = t.acct
 			b.weight = t.weight
 			b.cost = int64(len(b.events)) * t.weight
-			t.acct.Borrow(b.cost)
+			net += b.cost
 		}
+		if h := t.handled; h != nil && h.acct == t.acct {
+			net -= h.cost
+			h.acct = nil
+		}
+		if net > 0 {
+			t.acct.Borrow(net)
+		} else if net < 0 {
+			t.acct.Repay(-net)
+		}
+	}
+	for i, b := range t.outs {
 		if !b.dest.mb.push(b) {
 			putBatch(b)
 		}
