@@ -8,6 +8,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/script/validate"
 )
 
 // Run-time counterparts of the whole-tree analysis of `--check` (operator
@@ -198,26 +199,4 @@ func (d *diagnosis) unmet(k string) []string {
 }
 
 // cycle returns a cycle of unmet dependencies from k back to k, or nil.
-func (d *diagnosis) cycle(k string) []string {
-	var path []string
-	seen := map[string]bool{}
-	var visit func(n string) []string
-	visit = func(n string) []string {
-		if n == k && len(path) > 0 {
-			return append(slices.Clone(path), n)
-		}
-		if seen[n] {
-			return nil
-		}
-		seen[n] = true
-		path = append(path, n)
-		for _, dep := range d.unmet(n) {
-			if c := visit(dep); c != nil {
-				return c
-			}
-		}
-		path = path[:len(path)-1]
-		return nil
-	}
-	return visit(k)
-}
+func (d *diagnosis) cycle(k string) []string { return validate.CycleThrough(k, d.unmet) }

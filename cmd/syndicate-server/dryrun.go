@@ -12,6 +12,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/script/validate"
 	"github.com/syndicate-go/syndicate/services"
 	"github.com/syndicate-go/syndicate/services/daemon"
 )
@@ -299,49 +300,26 @@ func commandText(spec preserves.Value) string {
 	return b.String()
 }
 
-// cycles returns the dependency cycles among keys, each from its least
-// member back to it, once.
+// cycles returns the dependency cycles among keys, each once.
 func (m *dryRunModel) cycles(keys []string) [][]string {
-	in := map[string]bool{}
-	for _, k := range keys {
-		in[k] = true
-	}
 	var out [][]string
 	seen := map[string]bool{}
 	for _, start := range keys {
-		var path []string
-		onPath := map[string]bool{}
-		var visit func(n string) []string
-		visit = func(n string) []string {
-			if n == start && len(path) > 0 {
-				return append(slices.Clone(path), n)
-			}
-			if onPath[n] || !in[n] {
-				return nil
-			}
-			onPath[n] = true
-			path = append(path, n)
+		c := validate.CycleThrough(start, func(n string) []string {
 			var deps []string
 			for d := range m.deps[n] {
-				deps = append(deps, d)
-			}
-			slices.Sort(deps)
-			for _, d := range deps {
-				if c := visit(d); c != nil {
-					return c
+				if slices.Contains(keys, d) {
+					deps = append(deps, d)
 				}
 			}
-			path = path[:len(path)-1]
-			return nil
-		}
-		c := visit(start)
+			return deps
+		})
 		if c == nil {
 			continue
 		}
 		members := slices.Clone(c[:len(c)-1])
 		slices.Sort(members)
-		id := strings.Join(members, "\x00")
-		if !seen[id] {
+		if id := strings.Join(members, "\x00"); !seen[id] {
 			seen[id] = true
 			out = append(out, c)
 		}

@@ -36,6 +36,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/script/validate"
 	"github.com/syndicate-go/syndicate/services"
 	"github.com/syndicate-go/syndicate/services/daemon"
 )
@@ -333,39 +334,15 @@ func (m *model) unmet(k string) []string {
 // cycle returns a cycle of unmet dependencies through k, as names from k
 // back to k, or nil. Called with m.mu held.
 func (m *model) cycle(k string) []string {
-	var path []string
-	onPath := map[string]bool{}
-	seen := map[string]bool{}
-	var visit func(n string) []string
-	visit = func(n string) []string {
-		if onPath[n] {
-			if n != k {
-				return nil // a cycle, but not through k
-			}
-			return append(append([]string(nil), path...), n)
-		}
-		if seen[n] {
-			return nil
-		}
-		seen[n], onPath[n] = true, true
-		path = append(path, n)
-		var texts []string
+	return validate.CycleThrough(k, func(n string) []string {
+		var out []string
 		for text := range m.deps[n] {
-			texts = append(texts, text)
-		}
-		slices.Sort(texts)
-		for _, text := range texts {
 			if dep, st, ok := m.awaited(text); ok && m.states[dep][st] == 0 {
-				if c := visit(dep); c != nil {
-					return c
-				}
+				out = append(out, dep)
 			}
 		}
-		path = path[:len(path)-1]
-		onPath[n] = false
-		return nil
-	}
-	return visit(k)
+		return out
+	})
 }
 
 // chain returns k's dependencies with theirs, to depth levels (a cycle is

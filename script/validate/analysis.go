@@ -329,62 +329,44 @@ func (s *fileScan) declaration(e compile.Expr) {
 	}
 }
 
-// cycles reports each static depends-on cycle once, at its first edge.
+// cycles reports each static depends-on cycle once, at the depends-on of
+// its first member (in sorted order) that closes it.
 func (tr *tree) cycles(out *script.ErrorList) {
-	seen := map[string]bool{}
 	var froms []string
 	for k := range tr.deps {
 		froms = append(froms, k)
 	}
 	slices.Sort(froms)
+	next := func(n string) []string {
+		var to []string
+		for _, e := range tr.deps[n] {
+			to = append(to, e.to)
+		}
+		return to
+	}
 	reported := map[string]bool{}
 	for _, start := range froms {
-		if seen[start] {
+		cycle := CycleThrough(start, next)
+		if cycle == nil {
 			continue
 		}
-		var path []string
-		var edges []edge
-		onPath := map[string]int{}
-		var visit func(n string)
-		visit = func(n string) {
-			if i, ok := onPath[n]; ok {
-				cycle := append(append([]string(nil), path[i:]...), n)
-				canon := canonicalCycle(cycle)
-				if !reported[canon] {
-					reported[canon] = true
-					*out = append(*out, &script.Error{Pos: edges[i].pos, Err: ErrInvalid,
-						Msg: "dependency cycle: " + strings.Join(cycle, " → ") + " (these services would wait for each other for ever)"})
-				}
-				return
-			}
-			if seen[n] {
-				return
-			}
-			seen[n] = true
-			onPath[n] = len(path)
-			path = append(path, n)
-			for _, e := range tr.deps[n] {
-				edges = append(edges, e)
-				visit(e.to)
-				edges = edges[:len(edges)-1]
-			}
-			path = path[:len(path)-1]
-			delete(onPath, n)
+		members := slices.Clone(cycle[:len(cycle)-1])
+		slices.Sort(members)
+		id := strings.Join(members, "\x00")
+		if reported[id] {
+			continue
 		}
-		visit(start)
-	}
-}
-
-// canonicalCycle names a cycle independently of where it was entered.
-func canonicalCycle(c []string) string {
-	ring := c[:len(c)-1]
-	best := 0
-	for i := range ring {
-		if ring[i] < ring[best] {
-			best = i
+		reported[id] = true
+		at := tr.deps[start][0].pos
+		for _, e := range tr.deps[start] {
+			if e.to == cycle[1] {
+				at = e.pos
+				break
+			}
 		}
+		*out = append(*out, &script.Error{Pos: at, Err: ErrInvalid,
+			Msg: "dependency cycle: " + strings.Join(cycle, " → ") + " (these services would wait for each other for ever)"})
 	}
-	return strings.Join(append(append([]string(nil), ring[best:]...), ring[:best]...), "\x00")
 }
 
 func (tr *tree) variables(out *script.ErrorList) {

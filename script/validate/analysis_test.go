@@ -96,3 +96,12 @@ func TestSuggest(t *testing.T) {
 	require.Equal(t, "stopTimeout", Suggest("stoptimout", DaemonSpecKeys))
 	require.Equal(t, "", Suggest("frobnicate", DaemonSpecKeys))
 }
+
+func TestCycleThrough(t *testing.T) {
+	g := map[string][]string{"a": {"b"}, "b": {"c", "a"}, "c": {}, "d": {"a"}}
+	next := func(n string) []string { return g[n] }
+	require.Equal(t, []string{"a", "b", "a"}, CycleThrough("a", next))
+	require.Equal(t, []string{"b", "a", "b"}, CycleThrough("b", next))
+	require.Nil(t, CycleThrough("d", next), "d leads into a cycle but is not on one")
+	require.Nil(t, CycleThrough("c", next))
+}
