@@ -3,7 +3,15 @@
 // `<require-service NAME>` into `<run-service NAME>` once NAME's
 // `depends-on` dependees are in their awaited states, the supervisor that
 // runs a service's worker actor with the restart rules of §2.3 and reports
-// `<service-state NAME S>`, and built-in milestones.
+// `<service-state NAME S>`, and built-in milestones. It is also the home of
+// the status model (status.go: `<service-info NAME INFO>`, what `syndicate
+// status` shows beyond the state) and of the run-time diagnostics
+// (diagnose.go: a service nothing provides, a dependency cycle), warned
+// about and shown as status reasons after a grace period.
+//
+// The supervisor is a state machine as a type (supervise.go): [Supervisor]
+// holds its state in fields with one method per event, and its decisions
+// are a plain value tested with a transition table.
 //
 // Every service package (daemon, config watcher, gatekeeper, listeners)
 // exposes `Boot(t *dataspace.Turn, env services.Env) error` and reacts to

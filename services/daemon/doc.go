@@ -43,6 +43,17 @@
 //     reason in [Exit.Failure]. readiness_worker.go turns what the process
 //     says into the daemon's states (ready, reloading, stopping) and
 //     `<status-text NAME TEXT>`.
+//   - status.go is what `syndicate status` learns beyond process-status:
+//     each daemon's history (start counts, last exit, the last TailLines
+//     output lines, kept where lines leave the pipe) and its
+//     `<service-info …>` (services/status.go), plus `<service-output …>`
+//     answering `<output-request …>`.
+//   - spawn.go explains spawn failures (missing program, not executable,
+//     missing dir: fork/exec says ENOENT for two of them) and grows their
+//     retry delay up to MaxSpawnDelay; a spawn failure is its own phase
+//     (cannot-start) and makes the daemon failed until a spawn succeeds.
+//   - stop.go orders stops: a process is signalled only once the running
+//     daemons that depend on it have stopped (a Go deviation).
 //   - limits.go applies the optional restart keys (restartDelay,
 //     restartMaxDelay, restartLimit, restartWindow) to the decisions of
 //     restart.go; without them the reference's delays apply exactly.
@@ -60,8 +71,13 @@
 // # Stopping and shutdown
 //
 // Stopping a spec's facet (spec retracted, daemon no longer required,
-// restart-service, worker crash) cancels the linked task: the process group
-// gets SIGTERM, then SIGKILL after stopTimeout. The task returns only once
+// restart-service, worker crash) cancels the linked task: once every
+// running daemon that depends on it has stopped (stop.go; bounded by their
+// stop timeouts), the process group gets SIGTERM, then SIGKILL after
+// stopTimeout. Each stop is logged with its duration, the wait for
+// dependents and whether SIGKILL was needed. Output is logged from the
+// service's own facet, so what a process prints while stopping, and an
+// unterminated last line, reach the log. The task returns only once
 // the child is reaped and the rest of its group is gone, and the actor
 // runtime waits for linked tasks, so System.Shutdown stops every daemon
 // before it returns (§5.8, Q9).
