@@ -2,9 +2,10 @@ package main
 
 // logs: recent service output from the server's in-memory history, then,
 // with -f, new lines as they come (the `<log-tail …>` protocol of
-// services/logger). With --log-dir on the server and a SERVICE named,
-// lines older than that history come from the service's log directory,
-// which the server announces as `<log-dir "PATH">`.
+// services/logger). With --log-dir on the server, lines older than that
+// history come from the log directories, which the server announces as
+// `<log-dir "PATH">` (for every service at once, each is named by its
+// directory).
 
 import (
 	"bufio"
@@ -14,6 +15,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -185,13 +187,27 @@ func (k *logSink) Message(_ *dataspace.Turn, v preserves.Value) error {
 // printHistory prints the server's history, preceded, when it is short
 // and there is a log directory, by older lines from the files.
 func (k *logSink) printHistory() {
-	if missing := k.n - len(k.history); missing > 0 && k.dir != "" && k.service != preserves.Bool(false) {
+	if missing := k.n - len(k.history); missing > 0 && k.dir != "" {
 		before := time.Now()
 		if len(k.history) > 0 {
 			before = k.history[0].Time
 		}
-		name := logger.DirName(preserves.FormatText(k.service))
-		for _, ev := range olderLines(filepath.Join(k.dir, name), k.service, before, missing) {
+		var older []logger.Event
+		if k.service != preserves.Bool(false) {
+			name := logger.DirName(preserves.FormatText(k.service))
+			older = olderLines(filepath.Join(k.dir, name), k.service, before, missing)
+		} else {
+			// Every service: the files name it only by its directory.
+			entries, _ := os.ReadDir(k.dir)
+			for _, e := range entries {
+				if e.IsDir() {
+					older = append(older, olderLines(filepath.Join(k.dir, e.Name()), preserves.Symbol(e.Name()), before, missing)...)
+				}
+			}
+			sort.SliceStable(older, func(i, j int) bool { return older[i].Time.Before(older[j].Time) })
+			older = older[max(0, len(older)-missing):]
+		}
+		for _, ev := range older {
 			k.p.print(ev)
 		}
 	}

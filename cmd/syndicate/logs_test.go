@@ -94,6 +94,22 @@ func TestLogsHistoryFilesAndFollow(t *testing.T) {
 	code, out, _ = cliRun(t, "--admin", s.path, "logs", "-n", "2")
 	require.Equal(t, 0, code)
 	require.Regexp(t, `<daemon web>\[42\] out: web 10\n.*<daemon other>\[42\] out: other 10\n$`, out)
+	// More than the history holds: the older ones from every service's
+	// files, in time order, named by their directories.
+	waitFor(t, "the other log directory", func() bool {
+		b, _ := os.ReadFile(filepath.Join(s.dir, "daemon-other", "current"))
+		return strings.Contains(string(b), "other 10\n")
+	})
+	code, out, _ = cliRun(t, "--admin", s.path, "logs", "-n", "13")
+	require.Equal(t, 0, code)
+	lines = strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	require.Len(t, lines, 13, out)
+	// The history holds 5 lines per service (web 6-10, other 6-10);
+	// the three before them come from the files: other 4, web 5, other 5.
+	require.Contains(t, lines[0], " daemon-other[42] out: other 4")
+	require.Contains(t, lines[1], " daemon-web[42] out: web 5")
+	require.Contains(t, lines[2], " daemon-other[42] out: other 5")
+	require.Contains(t, lines[3], " <daemon web>[42] out: web 6")
 
 	// JSON.
 	code, out, _ = cliRun(t, "--admin", s.path, "logs", "--json", "-n", "1", "<daemon other>")
