@@ -17,6 +17,11 @@
 //     after the spec's stopTimeout. The pipes are drained (with a short
 //     grace) before the exit is reported, so the tail of the output is never
 //     lost (Q8).
+//   - output.go publishes output with back-pressure: the lines of each
+//     read of a pipe go to $log as one turn charged to the spec's account,
+//     and a pipe is read again only once the log has handled the previous
+//     batch, so a daemon printing faster than the log is written blocks on
+//     its pipe and the server holds at most two reads of its output.
 //   - restart.go is the restart loop of §5.5 ([Runner], [Decide]) with an
 //     injectable [Clock]; delays are exactly the spec's (200 ms after exit 0,
 //     1 s after an error).
