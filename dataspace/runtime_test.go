@@ -499,6 +499,38 @@ func TestSpawnedActorBootsAtCommit(t *testing.T) {
 	}
 }
 
+// TestSpawnedActorComesAfterItsParentsTurn: what a turn sends reaches its
+// destinations before anything an actor it spawned sends there. The
+// child is caused by that turn: were it started before the turn's
+// batches are delivered, its first events could overtake them (a
+// supervised worker's assertions overtook the subscription its
+// supervisor made in the same turn, and a message for it was lost).
+// Each round spawns several children so that one of them is likely to
+// run during the parent's commit.
+func TestSpawnedActorComesAfterItsParentsTurn(t *testing.T) {
+	s := newSys(t)
+	fr, _, _ := client(t, s, "parent")
+	for round := range 50 {
+		r := &recorder{}
+		_, ref := hold(t, s, "recorder", r)
+		const children = 8
+		do(t, fr, func(t *Turn) error {
+			t.Message(ref, preserves.String("parent"))
+			for range children {
+				t.Spawn("child", func(t *Turn) error {
+					t.Message(ref, preserves.String("child"))
+					return nil
+				})
+			}
+			return nil
+		})
+		waitFor(t, "every message", func() bool { return r.len() == children+1 })
+		if first := r.events()[0].v; !preserves.Equal(first, preserves.String("parent")) {
+			t.Fatalf("round %d: %v arrived before the spawning turn's message", round, first)
+		}
+	}
+}
+
 // TestDataspaceMatchesNaiveModel drives a Dataspace over the skeleton
 // index and one over the naive model with the same random operations and
 // compares what every observer holds and receives.

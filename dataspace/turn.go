@@ -240,11 +240,17 @@ func (t *Turn) runPreCommit() error {
 	return nil
 }
 
-// commit makes the turn final: boot spawned actors, then deliver.
+// commit makes the turn final: deliver, then boot spawned actors. A child
+// is caused by this turn, so everything the turn sends is queued at its
+// destinations before the child can send anything there: booted first,
+// a supervised worker's assertions could overtake the subscription its
+// supervisor made in the same turn, and a message for it be lost.
+// (Batches for a child not yet started wait in its mailbox.)
 func (t *Turn) commit() {
 	clear(t.undo)
 	t.undo = t.undo[:0]
 	t.pre = t.pre[:0]
+	t.deliver()
 	if len(t.spawns) > 0 {
 		for _, s := range t.spawns {
 			t.a.sys.start(s.a, s.boot)
@@ -252,7 +258,6 @@ func (t *Turn) commit() {
 		clear(t.spawns)
 		t.spawns = t.spawns[:0]
 	}
-	t.deliver()
 }
 
 // deliver sends each destination its batch.
