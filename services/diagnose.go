@@ -174,6 +174,22 @@ func (d *diagnosis) check(t *dataspace.Turn, now time.Time) (waiting bool) {
 			delete(d.reported, k)
 		}
 	}
+	// Forget the names nothing refers to any more (a long-running
+	// server sees many come and go).
+	dependees := map[string]bool{}
+	for _, deps := range d.deps {
+		for dep := range deps {
+			name, _, _ := strings.Cut(dep, "\x00")
+			dependees[name] = true
+		}
+	}
+	for k := range d.names {
+		_, pub := d.published[k]
+		_, rep := reasons[k]
+		if d.required[k] == 0 && d.running[k] == 0 && len(d.states[k]) == 0 && len(d.deps[k]) == 0 && !pub && !rep && !dependees[k] {
+			delete(d.names, k)
+		}
+	}
 	for k, r := range reasons {
 		p := d.published[k]
 		if p == nil {

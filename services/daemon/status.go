@@ -74,8 +74,15 @@ func (h *history) exited(e Exit, at time.Time, restart bool) {
 	}
 }
 
+// tailLineMax bounds the bytes kept of each tail line (the log gets the
+// whole line), so a daemon's tail costs at most TailLines × tailLineMax.
+const tailLineMax = 1024
+
 // line keeps l in the tail. It is called by the pipe readers.
 func (h *history) line(l Line) {
+	if len(l.Text) > tailLineMax {
+		l.Text = append(l.Text[:tailLineMax:tailLineMax], "…"...)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.tail[h.next] = l

@@ -200,3 +200,11 @@ func TestDuplicateDeclarationReason(t *testing.T) {
 		t.Errorf("reasons %q", i.Reasons)
 	}
 }
+
+func TestHistoryTailBoundsLines(t *testing.T) {
+	h := newHistory()
+	h.line(Line{Text: make([]byte, 1<<20)})
+	if got := len(h.lastLines()[0].Text); got > tailLineMax+len("…") {
+		t.Errorf("kept %d bytes of a 1 MiB line", got)
+	}
+}
