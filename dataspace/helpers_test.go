@@ -190,7 +190,10 @@ func do(tb testing.TB, fr FacetRef, fn func(t *Turn) error) {
 // settle makes fr's actor sync with target and waits for the reply: every
 // event fr's actor sent target earlier has then been handled, and every
 // reply target's actor sent fr's actor in those turns has been delivered.
-func settle(tb testing.TB, fr FacetRef, target *Ref) {
+func settle(tb testing.TB, fr FacetRef, target *Ref) { settleWithin(tb, fr, target, patience) }
+
+// settleWithin is settle with its own failure-only patience.
+func settleWithin(tb testing.TB, fr FacetRef, target *Ref, within time.Duration) {
 	tb.Helper()
 	ch := make(chan struct{})
 	do(tb, fr, func(t *Turn) error {
@@ -199,7 +202,7 @@ func settle(tb testing.TB, fr FacetRef, target *Ref) {
 	})
 	select {
 	case <-ch:
-	case <-time.After(patience):
+	case <-time.After(within):
 		tb.Fatal("sync timed out")
 	}
 }
