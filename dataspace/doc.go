@@ -23,11 +23,17 @@
 //
 // # Goroutines and ownership
 //
-// Each started actor has one goroutine (run) that drains its mailbox. The
-// mailbox is a mutex-protected slice of batches plus a one-slot wake-up
-// channel; senders append under the mailbox lock only, so sending never
-// waits for the receiver's turn, and the actor swaps out the whole queue
-// per wake-up, handling many batches (one turn each) per wake-up.
+// An actor has a goroutine only while it has work: the push that makes
+// its mailbox non-empty starts one (drain), which swaps out the whole
+// queue, handles many batches (one turn each) per swap, and ends when it
+// finds the mailbox empty. At most one drain runs per actor (the mailbox's
+// running flag, under the mailbox lock); the drain that sees the actor
+// dead finishes it. The mailbox is a mutex-protected slice of batches;
+// senders append under the mailbox lock only, so sending never waits for
+// the receiver's turn. An idle actor so costs its state and no stack: a
+// server with thousands of idle sessions and daemons holds no goroutine
+// for their actors (issue 16; starting a goroutine costs about what
+// waking a parked one does).
 //
 // The turn lock (Actor.mu) guards all actor state: the facet tree and every
 // facet field except the atomic preventer counter, the outbound assertion

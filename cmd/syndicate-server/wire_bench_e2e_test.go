@@ -139,6 +139,8 @@ func BenchmarkWirePubSub(b *testing.B) {
 			if nats := natsFigure(b, "pubsub", "pubsub_median"); nats > 0 {
 				b.ReportMetric(nats, "nats-msgs/s")
 				b.ReportMetric(rate/nats, "ratio")
+				b.ReportMetric(lastNATS.serverNsPerMsg, "nats-server-cpu-ns/msg")
+				b.ReportMetric(lastNATS.clientNsPerMsg, "nats-client-cpu-ns/msg")
 			}
 		})
 	}
@@ -274,6 +276,12 @@ func BenchmarkWireReqRep(b *testing.B) {
 	}
 }
 
+// natsCPU is the CPU time per delivered message of NATS's last pubsub
+// run: nats-server's and natsbench's (both clients).
+type natsCPU struct{ serverNsPerMsg, clientNsPerMsg float64 }
+
+var lastNATS natsCPU
+
 // natsFigure runs natsbench MODE against a fresh nats-server from
 // $NATS_BENCH_DIR and returns the value of key, or 0 when NATS_BENCH_DIR
 // is not set.
@@ -301,8 +309,11 @@ func natsFigure(b *testing.B, mode, key string) float64 {
 	}
 	var out []byte
 	var err error
+	var nb *exec.Cmd
+	srv0 := procCPU(b, srv.Process.Pid)
 	for range 50 { // the server needs a moment to listen
-		out, err = exec.Command(filepath.Join(dir, "natsbench"), args...).Output()
+		nb = exec.Command(filepath.Join(dir, "natsbench"), args...)
+		out, err = nb.Output()
 		if err == nil {
 			break
 		}
@@ -310,6 +321,16 @@ func natsFigure(b *testing.B, mode, key string) float64 {
 	}
 	if err != nil {
 		b.Fatalf("natsbench: %v", err)
+	}
+	lastNATS = natsCPU{}
+	if i := strings.Index(string(out), " delivered="); i >= 0 {
+		var delivered float64
+		fmt.Sscan(strings.Fields(string(out)[i+len(" delivered="):])[0], &delivered)
+		if delivered > 0 {
+			cli := nb.ProcessState.UserTime() + nb.ProcessState.SystemTime()
+			lastNATS.serverNsPerMsg = float64((procCPU(b, srv.Process.Pid) - srv0).Nanoseconds()) / delivered
+			lastNATS.clientNsPerMsg = float64(cli.Nanoseconds()) / delivered
+		}
 	}
 	for _, line := range strings.Split(string(out), "\n") {
 		if k, v, ok := strings.Cut(line, "="); ok && k == key {

@@ -11,10 +11,14 @@
 // tables), the proxies standing for the peer's objects, and every assertion
 // made on the peer's behalf, so that stopping the facet — for whatever
 // reason: end of input, a protocol error, a local decision — retracts all of
-// them. [Spawn] does the same in a fresh top-level actor. Two linked tasks
-// of the relay facet do the I/O: a reader that frames and decodes packets
-// and hands each to one turn of the facet ([dataspace.FacetRef.Activate]),
-// and a writer that writes queued bytes. The host actor never crashes
+// them. [Spawn] does the same in a fresh top-level actor. Two goroutines
+// do the I/O: a reader, a linked task of the relay facet, that frames and
+// decodes packets and hands each to one turn of the facet
+// ([dataspace.FacetRef.Activate]), and a writer that writes queued bytes.
+// The writer runs only while there is output, lingering 250 ms before it
+// ends, so an idle connection holds one goroutine; its last run writes
+// what is left and closes the stream, and the reader waits for that, so
+// the actor still outlives every write. The host actor never crashes
 // because of the peer: connection errors stop the relay facet only.
 //
 // # Batching
