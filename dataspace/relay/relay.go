@@ -387,19 +387,32 @@ func (c *Conn) shutdown() {
 // stack (issue 16: memory per idle session).
 func (c *Conn) kick() {
 	c.mu.Lock()
+	start, wake := c.kickLocked()
+	c.mu.Unlock()
+	c.kicked(start, wake)
+}
+
+// kickLocked is kick's decision, taken under c.mu (so that enqueueRaw
+// takes the lock once per packet): start a writer, or wake the running one.
+func (c *Conn) kickLocked() (start, wake bool) {
 	if c.writing {
-		c.mu.Unlock()
+		return false, true
+	}
+	start = !c.final && (len(c.out) > 0 || c.closing)
+	c.writing = start
+	return start, false
+}
+
+// kicked carries out kickLocked's decision, after c.mu is released.
+func (c *Conn) kicked(start, wake bool) {
+	switch {
+	case start:
+		go c.writeRun()
+	case wake:
 		select {
 		case c.wake <- struct{}{}:
 		default:
 		}
-		return
-	}
-	start := !c.final && (len(c.out) > 0 || c.closing)
-	c.writing = start
-	c.mu.Unlock()
-	if start {
-		go c.writeRun()
 	}
 }
 
@@ -646,8 +659,9 @@ func (c *Conn) enqueueRaw(b []byte, force bool, acct *dataspace.Account, cost in
 			c.loans = append(c.loans, loan{acct, cost})
 		}
 	}
+	start, wake := c.kickLocked()
 	c.mu.Unlock()
-	c.kick()
+	c.kicked(start, wake)
 	return true
 }
 
