@@ -471,3 +471,50 @@ func threads(pid int) int {
 	tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*")
 	return len(tasks)
 }
+
+// BenchmarkDaemonRestart measures restart latency: a daemon whose process
+// appends a timestamp and exits with status 1 at once, restarted after
+// restartDelay 10 ms; it reports the median and p90 time from one start
+// to the next, net of that delay (so it includes the shell's start-up,
+// as the s6/runit anchor with flap-child.sh does).
+//
+//	go test -tags e2e -run '^$' -bench DaemonRestart -benchtime 1x ./cmd/syndicate-server/
+func BenchmarkDaemonRestart(b *testing.B) {
+	const starts = 60
+	for range b.N {
+		dir := b.TempDir()
+		stamps := filepath.Join(dir, "starts")
+		script := fmt.Sprintf(`<require-service <daemon flap>>
+<daemon flap {argv: ["/bin/sh" "-c" "date +%%s%%N >> %s; exit 1"] restartDelay: 0.01 restartMaxDelay: 0.01 restartLimit: 100000 restartWindow: 1}>
+`, stamps)
+		if err := os.WriteFile(filepath.Join(dir, "flap.pr"), []byte(script), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		cmd := exec.Command(serverBin, "--no-banner", "--log-format", "json", "--admin-socket", "-", "-c", filepath.Join(dir, "flap.pr"))
+		cmd.Stderr = &testutil.Buffer{}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		stopOnFailure(b, cmd)
+		var ts []int64
+		testutil.WaitFor(b, "the restarts", func() bool {
+			data, _ := os.ReadFile(stamps)
+			ts = ts[:0]
+			for _, f := range strings.Fields(string(data)) {
+				n, _ := strconv.ParseInt(f, 10, 64)
+				ts = append(ts, n)
+			}
+			return len(ts) > starts
+		})
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+		var d []time.Duration
+		for i := 1; i < len(ts); i++ {
+			d = append(d, time.Duration(ts[i]-ts[i-1])-10*time.Millisecond)
+		}
+		slices.Sort(d)
+		b.ReportMetric(float64(d[len(d)/2].Microseconds())/1000, "net-p50-ms")
+		b.ReportMetric(float64(d[len(d)*9/10].Microseconds())/1000, "net-p90-ms")
+	}
+}
