@@ -45,13 +45,19 @@ type diagnosis struct {
 	pending   bool
 }
 
-// BootDiagnostics starts the diagnostics in the active facet.
+// BootDiagnostics starts the diagnostics in an actor of their own, linked
+// to the active facet, so that their bookkeeping stays off the path from
+// a requirement to its service's start (the dependency tracker's actor).
 func BootDiagnostics(t *dataspace.Turn, env Env) {
-	d := &diagnosis{env: env, grace: DiagnosisGrace, names: map[string]preserves.Value{},
-		required: map[string]int{}, running: map[string]int{}, states: map[string]map[string]int{},
-		deps: map[string]map[string]int{}, since: map[string]time.Time{},
-		published: map[string]*InfoPublisher{}, reported: map[string]string{}}
-	d.boot(t)
+	t.SpawnLink("service-diagnostics", func(t *dataspace.Turn) error {
+		t.PreventInertCheck()
+		d := &diagnosis{env: env, grace: DiagnosisGrace, names: map[string]preserves.Value{},
+			required: map[string]int{}, running: map[string]int{}, states: map[string]map[string]int{},
+			deps: map[string]map[string]int{}, since: map[string]time.Time{},
+			published: map[string]*InfoPublisher{}, reported: map[string]string{}}
+		d.boot(t)
+		return nil
+	})
 }
 
 func (d *diagnosis) key(v preserves.Value) string {

@@ -1,6 +1,7 @@
 package services
 
 import (
+	"slices"
 	"time"
 
 	"github.com/syndicate-go/syndicate/dataspace"
@@ -171,24 +172,28 @@ func MergeInfo(parts ...Info) Info {
 // must be updated with its owning facet active.
 type InfoPublisher struct {
 	handle dataspace.Handle
-	shown  string
+	shown  Info
 }
 
 // Publish asserts `<service-info name i>` in cfg unless it is unchanged.
 func (p *InfoPublisher) Publish(t *dataspace.Turn, cfg *dataspace.Ref, name preserves.Value, i Info) {
-	v := ServiceInfo(name, i)
-	text := preserves.FormatText(v)
-	if text == p.shown && p.handle != 0 {
+	if p.handle != 0 && i.equal(p.shown) {
 		return
 	}
-	p.shown = text
-	t.Update(&p.handle, cfg, v)
+	p.shown = i
+	p.shown.Reasons = slices.Clone(i.Reasons)
+	t.Update(&p.handle, cfg, ServiceInfo(name, i))
+}
+
+func (i Info) equal(j Info) bool {
+	return i.Since.Equal(j.Since) && i.Restarts == j.Restarts && i.Recent == j.Recent && i.Exit == j.Exit &&
+		i.ExitAt.Equal(j.ExitAt) && i.Phase == j.Phase && i.Pos == j.Pos && slices.Equal(i.Reasons, j.Reasons)
 }
 
 // Clear withdraws the assertion, if any.
 func (p *InfoPublisher) Clear(t *dataspace.Turn) {
 	if p.handle != 0 {
 		t.Retract(p.handle)
-		p.handle, p.shown = 0, ""
+		p.handle, p.shown = 0, Info{}
 	}
 }

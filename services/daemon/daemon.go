@@ -51,6 +51,9 @@ type Service struct {
 	dryRun bool
 	out    dataspace.FacetRef // the service's boot facet: daemon output is logged from here
 	order  *stopOrder         // dependents stop first (stop.go)
+	// runs are the wanted daemons by key; touched only in turns of the
+	// service's actor (output requests, status.go).
+	runs map[string]*daemonRun
 }
 
 // BootWith is Boot with options. Every process runs in a linked task of
@@ -72,6 +75,8 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) (*Service, erro
 	s.out = t.FacetRef()
 	s.order = newStopOrder()
 	s.order.track(t, env.Config)
+	s.runs = map[string]*daemonRun{}
+	s.serveOutput(t, env.Config)
 	p := pattern.Rec(services.LabelRunService, pattern.Bind{Pattern: pattern.Rec(labelDaemon)})
 	t.During(env.Config, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 		runDaemon(t, s, env, caps[0])

@@ -139,11 +139,17 @@ func OutputValue(lines []Line) preserves.Value {
 	return seq
 }
 
-// serveOutput answers `<output-request NAME>` in the active facet with the
-// tail as it is when the request appears.
-func (d *daemonRun) serveOutput(t *dataspace.Turn) {
-	t.During(d.env.Config, pattern.Rec(labelOutputRequest, literal(d.name)), func(t *dataspace.Turn, _ []preserves.Value) error {
-		t.Assert(d.env.Config, preserves.NewRecord(labelServiceOutput, d.name, OutputValue(d.hist.lastLines())))
+// serveOutput answers `<output-request <daemon ID>>`, in the service's
+// boot facet, with the tail of that daemon as it is when the request
+// appears (nothing for a daemon that is not wanted). One subscription
+// serves every daemon.
+func (s *Service) serveOutput(t *dataspace.Turn, cfg *dataspace.Ref) {
+	p := pattern.Rec(labelOutputRequest, pattern.Bind{Pattern: pattern.Rec(labelDaemon, pattern.Discard{})})
+	t.During(cfg, p, func(t *dataspace.Turn, caps []preserves.Value) error {
+		name := preserves.Strip(caps[0])
+		if d := s.runs[daemonKey(name)]; d != nil {
+			t.Assert(cfg, preserves.NewRecord(labelServiceOutput, name, OutputValue(d.hist.lastLines())))
+		}
 		return nil
 	})
 }

@@ -60,7 +60,13 @@ func runDaemon(t *dataspace.Turn, s *Service, env services.Env, name preserves.V
 	}
 	d := &daemonRun{s: s, env: env, name: name, id: r.Fields[0],
 		log: env.Logger.With().Str("service", preserves.FormatText(name)).Logger(), hist: newHistory(), key: daemonKey(name)}
-	d.serveOutput(t)
+	s.runs[d.key] = d
+	t.OnStop(func(*dataspace.Turn) error {
+		if s.runs[d.key] == d {
+			delete(s.runs, d.key)
+		}
+		return nil
+	})
 	d.startSupervisor(t)
 	t.OnMessage(env.Config, pattern.Rec(services.LabelRestartService, literal(name)), func(t *dataspace.Turn, _ []preserves.Value) error {
 		d.restartRequested(t)
