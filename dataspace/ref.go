@@ -225,7 +225,10 @@ func appendKey(b []byte, v preserves.Value) []byte {
 	case preserves.Int:
 		return binary.AppendVarint(append(b, 0), int64(x))
 	case *preserves.BigInt:
-		return appendStr(append(b, 1), x.Big().String())
+		// Sign and magnitude: decimal would cost seconds for a hostile
+		// integer of a million digits.
+		n := x.Big()
+		return appendStr(append(b, 1, byte(n.Sign()+1)), string(n.Bytes()))
 	case preserves.String:
 		return appendStr(b, string(x))
 	case preserves.ByteString:

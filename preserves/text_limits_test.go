@@ -82,3 +82,22 @@ func TestFormatTextLimit(t *testing.T) {
 		t.Fatalf("short value changed: %q", got)
 	}
 }
+
+// Show and ShowString keep preserves.ShowLimit bytes and mark a cut with
+// "…"; text that fits is unchanged.
+func TestShow(t *testing.T) {
+	long := strings.Repeat("é", preserves.ShowLimit)
+	if s := preserves.Show(preserves.String(long)); len(s) > preserves.ShowLimit+len("…") || !strings.HasSuffix(s, "…") || !utf8.ValidString(s) {
+		t.Errorf("Show: %d bytes: %q", len(s), s)
+	}
+	if s := preserves.ShowString(long); len(s) > preserves.ShowLimit+len("…") || !strings.HasSuffix(s, "…") || !utf8.ValidString(s) {
+		t.Errorf("ShowString: %d bytes: %q", len(s), s)
+	}
+	v := preserves.NewRecord(preserves.Symbol("daemon"), preserves.Symbol("x"))
+	if got := preserves.Show(v); got != "<daemon x>" {
+		t.Errorf("Show changed a short value: %q", got)
+	}
+	if got := preserves.ShowString("short"); got != "short" {
+		t.Errorf("ShowString changed short text: %q", got)
+	}
+}

@@ -811,7 +811,7 @@ func (r *TextReader) readSet() Value {
 		for i := 1; i < len(elems); i++ {
 			if Compare(elems[i-1], elems[i]) == 0 {
 				r.fail(textSecondOccurrence(offs, len(orig), func(j int) Value { return orig[j] }, elems[i]),
-					"duplicate set element %s", FormatText(Strip(elems[i])))
+					"duplicate set element %s", Show(Strip(elems[i])))
 			}
 		}
 	}
@@ -873,7 +873,7 @@ func (r *TextReader) readDict() Value {
 		for i := 1; i < n; i++ {
 			if Compare(entries[i-1].Key, entries[i].Key) == 0 {
 				at := textSecondOccurrence(r.offs[omark:], n, func(j int) Value { return kv[2*j] }, entries[i].Key)
-				r.fail(at, "duplicate dictionary key %s", FormatText(Strip(entries[i].Key)))
+				r.fail(at, "duplicate dictionary key %s", Show(Strip(entries[i].Key)))
 			}
 		}
 	}

@@ -63,6 +63,31 @@ func FormatTextLimit(v Value, n int) string {
 	return string(b) + "…"
 }
 
+// ShowLimit is the most bytes of value text Show and ShowString keep (a
+// cut is marked by a final "…"): enough to recognise a value in a log line,
+// small enough that a hostile one cannot flood the log.
+const ShowLimit = 512
+
+// Show renders v for a log field, an error message, an <error …> answer or
+// a warning: FormatTextLimit(v, ShowLimit), at a cost bounded by ShowLimit.
+// Use it for every value that may come from a script, a peer or a daemon;
+// keep FormatText for text that must read back as v (keys, names that
+// round-trip, output asked for in full).
+func Show(v Value) string { return FormatTextLimit(v, ShowLimit) }
+
+// ShowString cuts s, text already built that may quote a value from
+// outside (an error's message, say), to ShowLimit bytes the way Show does.
+func ShowString(s string) string {
+	if len(s) <= ShowLimit {
+		return s
+	}
+	cut := ShowLimit
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut-- // do not cut a character in half
+	}
+	return s[:cut] + "…"
+}
+
 // FormatTextIndent renders v indented with indent per level, annotations
 // (and comments) included.
 func FormatTextIndent(v Value, indent string) string {

@@ -2,6 +2,7 @@ package script
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"github.com/syndicate-go/syndicate/preserves"
 )
@@ -113,7 +114,7 @@ func symbolOf(v preserves.Value) (string, bool) {
 
 // render gives a short text of a token for error messages.
 func render(v preserves.Value) string {
-	s := preserves.FormatText(preserves.Strip(v))
+	s := preserves.FormatTextLimit(preserves.Strip(v), 40*utf8.UTFMax) // the cut below still applies
 	if r := []rune(s); len(r) > 40 {
 		s = string(r[:37]) + "..."
 	}

@@ -3,7 +3,6 @@ package services
 import (
 	"errors"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 
@@ -62,11 +61,11 @@ func RunBuiltin(t *dataspace.Turn, env Env, name string, boot func(t *dataspace.
 // (`file:line:col`, when a script asserted it), and the Go frame that
 // panicked. The full stack goes to debug level.
 func ReportFailure(log zerolog.Logger, name preserves.Value, err error) {
-	ev := log.Error().Str("service", abbreviate(preserves.FormatText(preserves.Strip(name)))).Err(err)
+	ev := log.Error().Str("service", preserves.Show(preserves.Strip(name))).Err(err)
 	var pe *dataspace.PanicError
 	if errors.As(err, &pe) {
 		if pe.Event != nil {
-			ev = ev.Str("value", abbreviate(preserves.FormatText(preserves.Strip(pe.Event))))
+			ev = ev.Str("value", preserves.Show(preserves.Strip(pe.Event)))
 			if pos, ok := FindPos(pe.Event); ok {
 				ev = ev.Str("pos", pos.String())
 			}
@@ -74,7 +73,7 @@ func ReportFailure(log zerolog.Logger, name preserves.Value, err error) {
 		if frame := panicFrame(pe.Stack); frame != "" {
 			ev = ev.Str("at", frame)
 		}
-		log.Debug().Str("service", preserves.FormatText(preserves.Strip(name))).Bytes("stack", pe.Stack).Msg("service worker stack")
+		log.Debug().Str("service", preserves.Show(preserves.Strip(name))).Bytes("stack", pe.Stack).Msg("service worker stack")
 	}
 	ev.Msg("service worker failed")
 }
@@ -86,28 +85,13 @@ func FailureSummary(err error) string {
 	msg := err.Error()
 	var pe *dataspace.PanicError
 	if errors.As(err, &pe) && pe.Event != nil {
-		msg += " (handling " + abbreviate(preserves.FormatText(preserves.Strip(pe.Event)))
+		msg += " (handling " + preserves.Show(preserves.Strip(pe.Event))
 		if pos, ok := FindPos(pe.Event); ok {
 			msg += " from " + pos.String()
 		}
 		msg += ")"
 	}
-	return abbreviate(msg)
-}
-
-// maxReported bounds the text of a value in a log record: a hostile value
-// may be megabytes long.
-const maxReported = 512
-
-func abbreviate(s string) string {
-	if len(s) <= maxReported {
-		return s
-	}
-	cut := maxReported
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return preserves.ShowString(msg)
 }
 
 // FindPos returns the first source position carried by v or by a value

@@ -191,7 +191,7 @@ func TestSuperviseFailuresOnly(t *testing.T) {
 func TestFailureSummary(t *testing.T) {
 	ev := &preserves.Annotated{Pos: preserves.Pos{File: "f.pr", Line: 3, Col: 4}, Item: preserves.String(strings.Repeat("x", 2000))}
 	got := FailureSummary(&dataspace.PanicError{Value: "boom", Event: preserves.Sequence{ev}})
-	if !strings.HasPrefix(got, `dataspace: panic in actor: boom (handling ["xxx`) || len(got) > maxReported+len("…") {
+	if !strings.HasPrefix(got, `dataspace: panic in actor: boom (handling ["xxx`) || len(got) > preserves.ShowLimit+len("…") {
 		t.Errorf("summary %q", got)
 	}
 	got = FailureSummary(&dataspace.PanicError{Value: "boom", Event: preserves.Sequence{preserves.NewRecord(sym("x"), ev)}})

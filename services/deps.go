@@ -50,7 +50,7 @@ func trackDependencies(t *dataspace.Turn, env Env, name preserves.Value) {
 		if depName, ok := dependeeName(dep); ok {
 			t.Assert(env.Config, RequireService(depName))
 		} else {
-			env.Logger.Warn().Str("service", preserves.FormatText(name)).Str("dependee", preserves.FormatText(dep)).
+			env.Logger.Warn().Str("service", preserves.Show(name)).Str("dependee", preserves.Show(dep)).
 				Msg("cannot deduce dependee service name")
 		}
 		change(t, +1)
@@ -58,7 +58,7 @@ func trackDependencies(t *dataspace.Turn, env Env, name preserves.Value) {
 		awaited, err := pattern.Lift(dep)
 		if err != nil {
 			// A set cannot be a dataspace pattern: the obstacle stays.
-			env.Logger.Warn().Str("service", preserves.FormatText(name)).Str("dependee", preserves.FormatText(dep)).Err(err).
+			env.Logger.Warn().Str("service", preserves.Show(name)).Str("dependee", preserves.Show(dep)).Err(err).
 				Msg("dependee cannot be observed")
 			return nil
 		}

@@ -50,19 +50,43 @@ import (
 var debugHarness = os.Getenv("HOSTILE_DEBUG") != ""
 
 // failureLog keeps the log records that matter to the harness: errors and
-// the start-up line. Everything else is dropped, so a long fuzzing run
-// does not accumulate the server's chatter.
+// the start-up line (warnings too, once keepWarnings is called).
+// Everything else is dropped, so a long fuzzing run does not accumulate the
+// server's chatter; only the longest record's length is kept of it.
 type failureLog struct {
-	mu    sync.Mutex
-	lines []string
+	mu       sync.Mutex
+	lines    []string
+	warnings bool
+	longest  int    // bytes in the longest record written
+	head     string // the start of that record
+}
+
+func (l *failureLog) keepWarnings() {
+	l.mu.Lock()
+	l.warnings = true
+	l.mu.Unlock()
+}
+
+// longestRecord returns the length and the start of the longest record.
+func (l *failureLog) longestRecord() (int, string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.longest, l.head
 }
 
 func (l *failureLog) Write(p []byte) (int, error) {
-	s := string(p)
 	if debugHarness {
-		os.Stderr.WriteString(s)
+		os.Stderr.Write(p)
 	}
+	l.mu.Lock()
+	if len(p) > l.longest {
+		l.longest, l.head = len(p), string(p[:min(len(p), 300)])
+	}
+	warnings := l.warnings
+	l.mu.Unlock()
+	s := string(p)
 	if strings.Contains(s, `"level":"error"`) || strings.Contains(s, "server running") ||
+		warnings && strings.Contains(s, `"level":"warn"`) ||
 		strings.Contains(s, `"message":"processed"`) || strings.Contains(s, `"message":"removed"`) {
 		l.mu.Lock()
 		if len(l.lines) < 1000 {
@@ -340,11 +364,7 @@ func (a act) String() string {
 	if a.msg {
 		kind = "send"
 	}
-	s := preserves.FormatText(a.v)
-	if len(s) > 300 {
-		s = s[:300] + "…"
-	}
-	return kind + " " + s
+	return kind + " " + preserves.FormatTextLimit(a.v, 300)
 }
 
 func rec(label string, fields ...preserves.Value) preserves.Value {

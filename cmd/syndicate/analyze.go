@@ -528,7 +528,7 @@ func runAnalyze(ctx context.Context, cl *cli, args []string) error {
 		var u *unit
 		if target != nil {
 			if u = b.Units[preserves.FormatText(preserves.Strip(target))]; u == nil {
-				return fmt.Errorf("analyze critical-chain: no history of %s", preserves.FormatText(target))
+				return fmt.Errorf("analyze critical-chain: no history of %s", preserves.Show(target))
 			}
 		} else if u = lastUp(b); u == nil {
 			return fmt.Errorf("analyze critical-chain: no service has become ready yet")

@@ -179,7 +179,7 @@ func (k *logSink) Message(_ *dataspace.Turn, v preserves.Value) error {
 			close(k.caughtUp)
 		}
 	case r.Label == preserves.Symbol("log-dropped") && len(r.Fields) == 1:
-		fmt.Fprintf(k.p.errw, "syndicate: %s lines skipped: this client did not keep up\n", preserves.FormatText(r.Fields[0]))
+		fmt.Fprintf(k.p.errw, "syndicate: %s lines skipped: this client did not keep up\n", preserves.Show(r.Fields[0]))
 	}
 	return nil
 }

@@ -151,7 +151,7 @@ func runRestart(ctx context.Context, cl *cli, args []string) error {
 		return err
 	}
 	if found == 0 {
-		return fmt.Errorf("%w %s: it is not running (see syndicate status)", errNoSuchService, preserves.FormatText(preserves.Strip(name)))
+		return fmt.Errorf("%w %s: it is not running (see syndicate status)", errNoSuchService, preserves.Show(preserves.Strip(name)))
 	}
 	after, err := s.spawn("restart-sent", func(*dataspace.Turn) error { return nil })
 	if err != nil {

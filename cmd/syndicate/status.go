@@ -32,6 +32,7 @@ import (
 	"sync"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
@@ -495,7 +496,7 @@ const maxNameWidth = 72
 // (their descriptions are long and say little), and at most maxNameWidth
 // characters.
 func shortName(name preserves.Value) string {
-	s := preserves.FormatText(hideRefs(name))
+	s := preserves.FormatTextLimit(hideRefs(name), maxNameWidth*utf8.UTFMax)
 	if r := []rune(s); len(r) > maxNameWidth {
 		s = string(r[:maxNameWidth-1]) + "…"
 	}
@@ -613,7 +614,7 @@ func (s service) statusText() string {
 // writeDetail prints the NAME view: every field, the dependency chain and
 // the last output lines.
 func writeDetail(w io.Writer, s service, now time.Time) {
-	fmt.Fprintf(w, "%s\n", preserves.FormatText(hideRefs(s.name)))
+	fmt.Fprintf(w, "%s\n", preserves.Show(hideRefs(s.name)))
 	tw := tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
 	fmt.Fprintf(tw, "  wanted:\t%s\n", s.wanted())
 	fmt.Fprintf(tw, "  state:\t%s for %s\n", s.state(), s.held(now))

@@ -140,9 +140,9 @@ func groupTypeFromValue(v preserves.Value) (GroupType, error) {
 func labelText(l preserves.Value) string {
 	switch x := preserves.Unwrap(l).(type) {
 	case preserves.Symbol:
-		return string(x)
+		return preserves.ShowString(string(x))
 	case preserves.String:
-		return fmt.Sprintf("%q", string(x))
+		return fmt.Sprintf("%q", preserves.ShowString(string(x)))
 	}
 	return "of kind " + preserves.Unwrap(l).Kind().String()
 }

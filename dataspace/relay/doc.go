@@ -101,7 +101,7 @@
 // bounded in time, so a stuck peer cannot pin the actor. For untrusted
 // peers, Options.FirstEventTimeout and MaxInitialAssertions bound the time
 // to the first event and the assertions held at oid 0 (a gatekeeper's
-// resolves). Error messages render peer values with
-// preserves.FormatTextLimit, so a huge value never costs more than a short
-// string. docs/limits.md lists every limit with its default.
+// resolves). Error messages render peer values with preserves.Show (at
+// most preserves.ShowLimit bytes), so a huge value never costs more than a
+// short string. docs/limits.md lists every limit with its default.
 package relay

@@ -148,12 +148,12 @@ func (c *Conn) encodeValue(v preserves.Value, pins []*symbol) (preserves.Value, 
 func (c *Conn) decodeRef(t *dataspace.Turn, w preserves.Value) (*dataspace.Ref, *symbol, error) {
 	seq, ok := preserves.Unwrap(w).(preserves.Sequence)
 	if !ok || len(seq) < 2 {
-		return nil, nil, protoErr(-1, ErrProtocol, nil, "malformed WireRef %s", abbreviate(w))
+		return nil, nil, protoErr(-1, ErrProtocol, nil, "malformed WireRef %s", preserves.Show(w))
 	}
 	tag, ok1 := preserves.Unwrap(seq[0]).(preserves.Int)
 	oidv, ok2 := preserves.Unwrap(seq[1]).(preserves.Int)
 	if !ok1 || !ok2 || oidv < 0 || (tag == 0 && len(seq) != 2) {
-		return nil, nil, protoErr(-1, ErrProtocol, nil, "malformed WireRef %s", abbreviate(w))
+		return nil, nil, protoErr(-1, ErrProtocol, nil, "malformed WireRef %s", preserves.Show(w))
 	}
 	oid := int64(oidv)
 	switch tag {
@@ -205,7 +205,7 @@ func (c *Conn) decodeRef(t *dataspace.Turn, w preserves.Value) (*dataspace.Ref, 
 		}
 		return a, s, nil
 	}
-	return nil, nil, protoErr(-1, ErrProtocol, nil, "malformed WireRef %s", abbreviate(w))
+	return nil, nil, protoErr(-1, ErrProtocol, nil, "malformed WireRef %s", preserves.Show(w))
 }
 
 // decodeValue replaces every WireRef in v by a local Cap, appending pins.

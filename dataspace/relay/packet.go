@@ -80,7 +80,7 @@ func ParsePacket(v preserves.Value) (Packet, error) {
 		for i, te := range x {
 			ev, ok := parseTurnEvent(te)
 			if !ok {
-				return Packet{}, protoErr(-1, ErrProtocol, nil, "malformed TurnEvent %d: %s", i, abbreviate(te))
+				return Packet{}, protoErr(-1, ErrProtocol, nil, "malformed TurnEvent %d: %s", i, preserves.Show(te))
 			}
 			evs[i] = ev
 		}
@@ -97,7 +97,7 @@ func ParsePacket(v preserves.Value) (Packet, error) {
 			return Packet{Kind: NopPacket}, nil
 		}
 	}
-	return Packet{}, protoErr(-1, ErrProtocol, nil, "not a packet: %s", abbreviate(v))
+	return Packet{}, protoErr(-1, ErrProtocol, nil, "not a packet: %s", preserves.Show(v))
 }
 
 func parseTurnEvent(v preserves.Value) (Event, bool) {
@@ -191,9 +191,6 @@ func AppendPacket(dst []byte, v preserves.Value, syn Syntax) ([]byte, error) {
 	}
 	return preserves.AppendBinary(dst, v, preserves.EncodeOptions{})
 }
-
-// abbreviate renders v for an error message, cut to a sane length.
-func abbreviate(v preserves.Value) string { return preserves.FormatTextLimit(v, 200) }
 
 // WireRef helpers: `[0 oid]` (mine: exported by the sender) and
 // `[1 oid caveat…]` (yours: exported by the receiver).

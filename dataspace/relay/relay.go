@@ -1092,10 +1092,10 @@ func (c *Conn) handle(t *dataspace.Turn, pkt Packet, syn Syntax, off int64) {
 			}
 		}
 	case ErrorPacket:
-		err := &PeerError{Message: pkt.Msg, Detail: abbreviate(pkt.Detail)}
+		err := &PeerError{Message: pkt.Msg, Detail: preserves.Show(pkt.Detail)}
 		c.stopIn(t, err, true)
 	case ExtensionPacket:
-		c.log.Debug().Str("packet", abbreviate(pkt.Detail)).Msg("relay: ignoring extension packet")
+		c.log.Debug().Str("packet", preserves.Show(pkt.Detail)).Msg("relay: ignoring extension packet")
 	case NopPacket:
 	}
 }

@@ -101,12 +101,13 @@ func Fail(v preserves.Value, format string, args ...any) *ParseError {
 // show is the short text of v for messages; wildcards print as `$…`, as
 // a checker's unknown parts are usually script variables.
 func show(v preserves.Value) string {
-	s := preserves.FormatText(preserves.MapEmbedded(v, func(e *preserves.Embedded) preserves.Value {
+	// 256 bytes leave 60 after `|$…|` shrinks to `$…` (the cut below).
+	s := preserves.FormatTextLimit(preserves.MapEmbedded(v, func(e *preserves.Embedded) preserves.Value {
 		if _, ok := e.Payload.(Wildcard); ok {
 			return preserves.Symbol("$…")
 		}
 		return e
-	}))
+	}), 256)
 	s = strings.ReplaceAll(s, "|$…|", "$…")
 	if len(s) > 60 {
 		s = s[:57] + "..."

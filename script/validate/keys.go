@@ -1,6 +1,10 @@
 package validate
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/syndicate-go/syndicate/preserves"
+)
 
 // DaemonSpecKeys are the keys of the dictionary form of a daemon spec: the
 // reference's FullDaemonProcess and our extensions (docs/protocol.md). It
@@ -17,6 +21,9 @@ var DaemonSpecKeys = []string{
 func Suggest(word string, candidates []string) string {
 	best, bestD := "", len(word)/3+2 // at most 2 edits for short words
 	for _, c := range candidates {
+		if n := len(word) - len(c); n >= bestD || -n >= bestD {
+			continue // the distance is at least the difference in length
+		}
 		if d := editDistance(strings.ToLower(word), strings.ToLower(c)); d < bestD {
 			best, bestD = c, d
 		}
@@ -34,7 +41,7 @@ func didYouMean(word string, candidates []string) string {
 
 // UnknownKeyMessage is the message about an unknown daemon-spec key.
 func UnknownKeyMessage(key string) string {
-	return "unknown key " + key + " in a daemon spec" + didYouMean(key, DaemonSpecKeys)
+	return "unknown key " + preserves.ShowString(key) + " in a daemon spec" + didYouMean(key, DaemonSpecKeys)
 }
 
 // EnvNameProblem says what is wrong with an environment variable name
@@ -45,6 +52,7 @@ func EnvNameProblem(name string) string {
 	case name == "":
 		return "env: an empty variable name"
 	case strings.ContainsRune(name, '='):
+		name = preserves.ShowString(name)
 		return "env: variable name " + name + " contains '=' (it would reach the program as " + name + "=VALUE, a different variable)"
 	case strings.ContainsRune(name, 0):
 		return "env: variable name contains a NUL byte"

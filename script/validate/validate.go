@@ -63,6 +63,7 @@ package validate
 import (
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/schema"
@@ -239,7 +240,7 @@ func isUnknown(v preserves.Value) bool { return schema.IsWildcard(v) }
 
 // render is the short text of a value for messages (unknown parts as `$…`).
 func render(v preserves.Value) string {
-	s := preserves.FormatText(strip(v))
+	s := preserves.FormatTextLimit(strip(v), 40*utf8.UTFMax) // the cut below still applies
 	if r := []rune(s); len(r) > 40 {
 		s = string(r[:37]) + "..."
 	}

@@ -37,6 +37,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 
@@ -372,7 +373,7 @@ func (a *activation) target(at preserves.Pos, name string, sc *scope) (*dataspac
 
 // short renders v for an error message, truncated.
 func short(v preserves.Value) string {
-	s := preserves.FormatText(v)
+	s := preserves.FormatTextLimit(v, 80*utf8.UTFMax) // the cut below still applies
 	if r := []rune(s); len(r) > 80 {
 		s = string(r[:77]) + "..."
 	}

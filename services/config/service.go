@@ -53,9 +53,9 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
 		// Log lines name the watcher by its path only: the full name
 		// carries the environment dictionary, refs included, which made
 		// every routine line hundreds of bytes long (issue 15).
-		logName := preserves.FormatText(name)
+		logName := preserves.Show(name)
 		if err == nil {
-			logName = preserves.FormatText(preserves.Rec("config-watcher", preserves.String(path)))
+			logName = preserves.Show(preserves.Rec("config-watcher", preserves.String(path)))
 		}
 		log := env.Logger.With().Str("service", logName).Logger()
 		if err != nil {
@@ -71,7 +71,7 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
 		}
 		// §3.1: a supervisor with policy "always", state reported for the
 		// full name, running the worker actor `<config PATH>`.
-		actorName := preserves.FormatText(preserves.Rec("config", preserves.String(path)))
+		actorName := preserves.Show(preserves.Rec("config", preserves.String(path)))
 		services.Supervise(t, env, name, services.Always, actorName,
 			func(t *dataspace.Turn, _ *dataspace.Ref) error {
 				w := &worker{

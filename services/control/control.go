@@ -33,10 +33,10 @@ func (e *Entity) Message(t *dataspace.Turn, v preserves.Value) error {
 		if n >= math.MinInt32 && n <= math.MaxInt32 {
 			code = int(n)
 		} else {
-			e.Log.Warn().Str("code", preserves.FormatText(n)).Msg("exit code out of range; exiting with status 1")
+			e.Log.Warn().Str("code", preserves.Show(n)).Msg("exit code out of range; exiting with status 1")
 		}
 	case *preserves.BigInt:
-		e.Log.Warn().Str("code", preserves.FormatText(n)).Msg("exit code out of range; exiting with status 1")
+		e.Log.Warn().Str("code", preserves.Show(n)).Msg("exit code out of range; exiting with status 1")
 	default:
 		return nil // <exit "2"> is not an ExitServer message
 	}

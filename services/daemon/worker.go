@@ -53,13 +53,13 @@ func runDaemon(t *dataspace.Turn, s *Service, env services.Env, name preserves.V
 	if len(r.Fields) < 1 {
 		// Go deviation (§0): a request of our label that the schema
 		// rejects is reported, never silently ignored.
-		env.Logger.Warn().Str("service", preserves.FormatText(name)).Str("pos", pos).
+		env.Logger.Warn().Str("service", preserves.Show(name)).Str("pos", pos).
 			Msg("malformed daemon service name: expected <daemon ID>")
 		t.Assert(env.Config, services.ServiceState(name, services.StateFailed))
 		return
 	}
 	d := &daemonRun{s: s, env: env, name: name, id: r.Fields[0],
-		log: env.Logger.With().Str("service", preserves.FormatText(name)).Logger(), hist: newHistory(), key: daemonKey(name)}
+		log: env.Logger.With().Str("service", preserves.Show(name)).Logger(), hist: newHistory(), key: daemonKey(name)}
 	s.runs[d.key] = d
 	t.OnStop(func(*dataspace.Turn) error {
 		if s.runs[d.key] == d {
@@ -77,7 +77,7 @@ func runDaemon(t *dataspace.Turn, s *Service, env services.Env, name preserves.V
 // startSupervisor starts a supervisor of worker actors in a facet of its own.
 func (d *daemonRun) startSupervisor(t *dataspace.Turn) {
 	d.sup, _ = t.Facet(func(t *dataspace.Turn) error {
-		services.Supervise(t, d.env, d.name, services.OnErrorOnly, preserves.FormatText(d.name),
+		services.Supervise(t, d.env, d.name, services.OnErrorOnly, preserves.Show(d.name),
 			func(t *dataspace.Turn, degrade *dataspace.Ref) error {
 				w := &worker{d: d, degrade: degrade}
 				return w.boot(t)
@@ -142,7 +142,7 @@ func (w *worker) boot(t *dataspace.Turn) error {
 }
 
 func (w *worker) undeclaredReason() string {
-	return "no " + strings.TrimSuffix(preserves.FormatText(w.d.name), ">") + " …> declaration: ready with no process"
+	return "no " + strings.TrimSuffix(preserves.Show(w.d.name), ">") + " …> declaration: ready with no process"
 }
 
 // reconcile makes the ready assertion follow the tally, and ends the
@@ -215,7 +215,7 @@ func (w *worker) specAsserted(t *dataspace.Turn, raw preserves.Value) error {
 	})
 	spec, err := ParseSpec(raw)
 	if err != nil {
-		ev := w.d.log.Warn().Str("spec", preserves.FormatText(raw)).Str("pos", posText(raw)).Err(err)
+		ev := w.d.log.Warn().Str("spec", preserves.Show(raw)).Str("pos", posText(raw)).Err(err)
 		if errors.Is(err, ErrNotASpec) {
 			// The tally stays raised; the daemon reports failed while
 			// this spec is asserted (Go deviation, §5.3).
@@ -233,7 +233,7 @@ func (w *worker) specAsserted(t *dataspace.Turn, raw preserves.Value) error {
 		w.d.log.Warn().Str("pos", posText(raw)).Msg(msg)
 		r.warnings = append(r.warnings, msg)
 	}
-	r.command = fmt.Sprintf("%q", spec.Argv)
+	r.command = preserves.ShowString(fmt.Sprintf("%q", spec.Argv)) // for log lines
 	r.key = specKey(raw)
 	r.fr = t.FacetRef()
 	r.out = dataspace.NewAccount()

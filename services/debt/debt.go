@@ -66,15 +66,15 @@ func Boot(t *dataspace.Turn, env services.Env) error {
 		name := preserves.Strip(caps[0])
 		period, err := internalservices.DebtPeriod(name)
 		if err != nil {
-			env.Logger.Warn().Str("service", preserves.FormatText(name)).Msg("debt reporter: malformed <debt-reporter SECONDS> request (SECONDS must be a positive double)")
+			env.Logger.Warn().Str("service", preserves.Show(name)).Msg("debt reporter: malformed <debt-reporter SECONDS> request (SECONDS must be a positive double)")
 			t.Assert(env.Config, services.ServiceState(name, services.StateFailed))
 			return nil
 		}
-		log := env.Logger.With().Str("service", preserves.FormatText(name)).Logger()
+		log := env.Logger.With().Str("service", preserves.Show(name)).Logger()
 		sys := t.Actor().System()
 		// Supervised (§2.3, policy Always): a crashing reporter is
 		// reported `failed` and restarted.
-		services.Supervise(t, env, name, services.Always, preserves.FormatText(preserves.NewRecord(symWorker, name)), func(t *dataspace.Turn, _ *dataspace.Ref) error {
+		services.Supervise(t, env, name, services.Always, preserves.Show(preserves.NewRecord(symWorker, name)), func(t *dataspace.Turn, _ *dataspace.Ref) error {
 			t.Assert(env.Config, services.ServiceState(name, services.StateReady))
 			r := &reporter{sys: sys, log: log}
 			t.Every(period, func(*dataspace.Turn) error {

@@ -246,16 +246,16 @@ func (g *gatekeeper) answer(ref *caveat.SturdyRef, keyv, targetv preserves.Value
 	target, ok2 := dataspace.RefOf(targetv)
 	if !ok || !ok2 {
 		// Q11: the reference crashes here; we refuse the resolution.
-		g.log.Warn().Str("bind", preserves.FormatText(keyv)).Msg("gatekeeper: matching bind with a non-bytes key or non-capability target")
+		g.log.Warn().Str("bind", preserves.Show(keyv)).Msg("gatekeeper: matching bind with a non-bytes key or non-capability target")
 		return errInvalid
 	}
 	if err := ref.Validate(key.Bytes()); err != nil {
-		g.log.Warn().Err(err).Str("oid", preserves.FormatText(ref.OID)).Msg("gatekeeper: sturdy ref failed validation")
+		g.log.Warn().Err(err).Str("oid", preserves.Show(ref.OID)).Msg("gatekeeper: sturdy ref failed validation")
 		return errValidation
 	}
 	att, err := target.Attenuate(ref.Caveats...)
 	if err != nil {
-		g.log.Warn().Err(err).Str("oid", preserves.FormatText(ref.OID)).Msg("gatekeeper: sturdy ref caveats invalid")
+		g.log.Warn().Err(err).Str("oid", preserves.Show(ref.OID)).Msg("gatekeeper: sturdy ref caveats invalid")
 		return errValidation
 	}
 	return preserves.NewRecord(symOk, dataspace.Embed(att))
@@ -331,7 +331,7 @@ func watchBinds(t *dataspace.Turn, bs *dataspace.Ref, log zerolog.Logger) {
 			}
 		}
 		if err != nil {
-			log.Error().Err(err).Str("bind", preserves.FormatText(preserves.NewRecord(symBind, desc, target, obsv))).Msg("gatekeeper: malformed bind")
+			log.Error().Err(err).Str("bind", preserves.Show(preserves.NewRecord(symBind, desc, target, obsv))).Msg("gatekeeper: malformed bind")
 			return nil
 		}
 		if obs != nil {
@@ -390,7 +390,7 @@ func Boot(t *dataspace.Turn, env services.Env) error {
 		}
 		if bs == nil {
 			// Go deviation (services spec §0): reported, not ignored.
-			ev := env.Logger.Warn().Str("service", preserves.FormatText(name))
+			ev := env.Logger.Warn().Str("service", preserves.Show(name))
 			if pos := preserves.PosOf(caps[0]); pos.IsValid() {
 				ev = ev.Str("pos", pos.String()) // where a script asked
 			}
@@ -398,10 +398,10 @@ func Boot(t *dataspace.Turn, env services.Env) error {
 			t.Assert(env.Config, services.ServiceState(name, services.StateFailed))
 			return nil
 		}
-		log := env.Logger.With().Str("service", preserves.FormatText(name)).Logger()
+		log := env.Logger.With().Str("service", preserves.Show(name)).Logger()
 		// Supervised (§2.3, policy Always): a crashing gatekeeper is
 		// reported `failed` and restarted (with a new service object).
-		services.Supervise(t, env, name, services.Always, preserves.FormatText(preserves.NewRecord(symGatekeeper, name)), func(t *dataspace.Turn, _ *dataspace.Ref) error {
+		services.Supervise(t, env, name, services.Always, preserves.Show(preserves.NewRecord(symGatekeeper, name)), func(t *dataspace.Turn, _ *dataspace.Ref) error {
 			t.PreventInertCheck()
 			gk := New(t, bs, log)
 			t.Assert(env.Config, preserves.NewRecord(services.LabelServiceObject, name, dataspace.Embed(gk)))

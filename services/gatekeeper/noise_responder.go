@@ -26,7 +26,7 @@ func noiseBound(t *dataspace.Turn, dr *preserves.Record, target, obsv preserves.
 	if b, isBool := preserves.Unwrap(obsv).(preserves.Bool); !isBool || bool(b) {
 		var ok bool
 		if obs, ok = dataspace.RefOf(obsv); !ok {
-			log.Error().Str("observer", preserves.FormatText(obsv)).Msg("gatekeeper: malformed noise bind: observer is neither #f nor a capability")
+			log.Error().Str("observer", preserves.Show(obsv)).Msg("gatekeeper: malformed noise bind: observer is neither #f nor a capability")
 			return
 		}
 	}
@@ -40,7 +40,7 @@ func noiseBound(t *dataspace.Turn, dr *preserves.Record, target, obsv preserves.
 		}
 	}
 	if err != nil {
-		log.Error().Err(err).Str("description", preserves.FormatText(preserves.Strip(dr))).Msg("gatekeeper: malformed noise bind")
+		log.Error().Err(err).Str("description", preserves.Show(preserves.Strip(dr))).Msg("gatekeeper: malformed noise bind")
 		if obs != nil {
 			t.Assert(obs, noiseError(err))
 		}
@@ -63,18 +63,18 @@ func (g *gatekeeper) startResponder(t *dataspace.Turn, specv, targetv preserves.
 		err = fmt.Errorf("bind target is not a capability")
 	}
 	if err != nil {
-		g.log.Warn().Err(err).Str("spec", preserves.FormatText(preserves.Strip(specv))).Msg("gatekeeper: noise bind unusable")
+		g.log.Warn().Err(err).Str("spec", preserves.Show(preserves.Strip(specv))).Msg("gatekeeper: noise bind unusable")
 		t.Assert(obs, noiseError(err))
 		return
 	}
 	hs, err := spec.Handshake(false)
 	if err != nil {
-		g.log.Warn().Err(err).Str("service", preserves.FormatText(spec.Service)).Msg("gatekeeper: noise handshake set-up failed")
+		g.log.Warn().Err(err).Str("service", preserves.Show(spec.Service)).Msg("gatekeeper: noise handshake set-up failed")
 		t.Assert(obs, noiseError(err))
 		return
 	}
-	log := g.log.With().Str("noise-service", preserves.FormatText(spec.Service)).Logger()
-	t.SpawnLink("noise-responder "+preserves.FormatText(spec.Service), func(t *dataspace.Turn) error {
+	log := g.log.With().Str("noise-service", preserves.Show(spec.Service)).Logger()
+	t.SpawnLink("noise-responder "+preserves.Show(spec.Service), func(t *dataspace.Turn) error {
 		t.PreventInertCheck()
 		sess := noisesession.New(t, hs, noisesession.Options{
 			// The initiator's oid 0 is the bound target.
@@ -112,7 +112,7 @@ func (r *responderSession) Assert(t *dataspace.Turn, v preserves.Value, h datasp
 	}
 	switch {
 	case !ok:
-		r.sess.End(t, fmt.Errorf("noise session: unexpected assertion %s", preserves.FormatText(preserves.Strip(v))))
+		r.sess.End(t, fmt.Errorf("noise session: unexpected assertion %s", preserves.Show(preserves.Strip(v))))
 	case r.hasPeer:
 		r.sess.End(t, fmt.Errorf("noise session: second initiator"))
 	default:

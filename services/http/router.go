@@ -96,7 +96,7 @@ func bootRouter(t *dataspace.Turn, env services.Env) {
 	p := pattern.Rec(services.LabelRunService, pattern.Bind{Pattern: pattern.Rec(symHTTPRouter)})
 	t.During(env.Config, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 		name := preserves.Strip(caps[0])
-		log := env.Logger.With().Str("service", preserves.FormatText(name)).Logger()
+		log := env.Logger.With().Str("service", preserves.Show(name)).Logger()
 		var httpd *dataspace.Ref
 		if req, err := internalservices.ParseHttpRouter(name); err == nil && internalservices.Exact(name, 1) == nil {
 			httpd, _ = req.Httpd.(*dataspace.Ref)
@@ -112,7 +112,7 @@ func bootRouter(t *dataspace.Turn, env services.Env) {
 		}
 		// Supervised (§2.3, policy Always): a crashing router is
 		// reported `failed` and restarted.
-		services.Supervise(t, env, name, services.Always, preserves.FormatText(preserves.NewRecord(symRouterWorker, name)), func(t *dataspace.Turn, _ *dataspace.Ref) error {
+		services.Supervise(t, env, name, services.Always, preserves.Show(preserves.NewRecord(symRouterWorker, name)), func(t *dataspace.Turn, _ *dataspace.Ref) error {
 			t.Assert(env.Config, services.ServiceState(name, services.StateReady))
 			newRouter(t, httpd, log)
 			return nil
@@ -192,7 +192,7 @@ func parseBinding(port int64, caps []preserves.Value) (*binding, error) {
 		}
 		b.host = h
 	default:
-		return nil, fmt.Errorf("http: host %s: expected a string or #f", preserves.FormatText(h))
+		return nil, fmt.Errorf("http: host %s: expected a string or #f", preserves.Show(h))
 	}
 	switch m := preserves.Strip(caps[1]).(type) {
 	case preserves.Symbol:
@@ -203,21 +203,21 @@ func parseBinding(port int64, caps []preserves.Value) (*binding, error) {
 		}
 		b.method = m
 	default:
-		return nil, fmt.Errorf("http: method %s: expected a symbol or #f", preserves.FormatText(m))
+		return nil, fmt.Errorf("http: method %s: expected a symbol or #f", preserves.Show(m))
 	}
 	path, ok := preserves.Strip(caps[2]).(preserves.Sequence)
 	if !ok {
-		return nil, fmt.Errorf("http: path %s: expected a sequence", preserves.FormatText(caps[2]))
+		return nil, fmt.Errorf("http: path %s: expected a sequence", preserves.Show(caps[2]))
 	}
 	for _, e := range path {
 		switch e := e.(type) {
 		case preserves.String:
 		case preserves.Symbol:
 			if e != symWildcard && e != symRest {
-				return nil, fmt.Errorf("http: path element %s: expected a string, _ or ...", e)
+				return nil, fmt.Errorf("http: path element %s: expected a string, _ or ...", preserves.Show(e))
 			}
 		default:
-			return nil, fmt.Errorf("http: path element %s: expected a string, _ or ...", preserves.FormatText(e))
+			return nil, fmt.Errorf("http: path element %s: expected a string, _ or ...", preserves.Show(e))
 		}
 	}
 	b.path = path
@@ -340,7 +340,7 @@ func (r *router) route(t *dataspace.Turn, reqv, resv preserves.Value) {
 	res, ok := dataspace.RefOf(resv)
 	q, ok2 := parseRequest(reqv)
 	if !ok || !ok2 {
-		r.log.Debug().Str("request", preserves.FormatText(reqv)).Msg("ignoring malformed request")
+		r.log.Debug().Str("request", preserves.Show(reqv)).Msg("ignoring malformed request")
 		return
 	}
 	bs := r.byPort[q.port]
@@ -384,7 +384,7 @@ func (r *router) route(t *dataspace.Turn, reqv, resv preserves.Value) {
 	}
 	b := slices.MinFunc(chosen, func(x, y *binding) int { return cmp.Compare(x.seq, y.seq) })
 	if len(chosen) > 1 {
-		r.log.Warn().Str("path", preserves.FormatText(b.path)).Str("method", preserves.FormatText(b.method)).
+		r.log.Warn().Str("path", preserves.Show(b.path)).Str("method", preserves.Show(b.method)).
 			Int("handlers", len(chosen)).Msg("several handlers bound for one route; using the first")
 	}
 	rq := &routed{res: res, b: b}

@@ -67,7 +67,7 @@ func bootStatic(t *dataspace.Turn, env services.Env, opts Options) {
 	p := pattern.Rec(services.LabelRunService, pattern.Bind{Pattern: pattern.Rec(symStaticFiles)})
 	t.During(env.Config, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 		name := preserves.Strip(caps[0])
-		log := env.Logger.With().Str("service", preserves.FormatText(name)).Logger()
+		log := env.Logger.With().Str("service", preserves.Show(name)).Logger()
 		dir, n, err := internalservices.StaticFiles(name)
 		if err != nil {
 			// No state is ever reported for this service (§2.5), so the
@@ -88,7 +88,7 @@ func bootStatic(t *dataspace.Turn, env services.Env, opts Options) {
 		}
 		// Supervised (§2.3, policy Always) but silent (§2.5): only a
 		// crash shows, as `failed`, until the restarted worker is up.
-		services.Supervise(t, env, name, services.Always, preserves.FormatText(preserves.NewRecord(symStaticWorker, name)), func(t *dataspace.Turn, _ *dataspace.Ref) error {
+		services.Supervise(t, env, name, services.Always, preserves.Show(preserves.NewRecord(symStaticWorker, name)), func(t *dataspace.Turn, _ *dataspace.Ref) error {
 			mime := loadMimeTypes(mimeFile)
 			h := t.Create(&staticHandler{dir: dir, drop: n, mime: mime, facets: make(map[dataspace.Handle]dataspace.FacetID)})
 			t.Assert(env.Config, services.ServiceObject(name, dataspace.Embed(h)))

@@ -594,7 +594,7 @@ func (h *httpHandler) exchange(w http.ResponseWriter, r *http.Request, req prese
 				emptyReply(w, http.StatusInternalServerError)
 				return
 			case respInvalid:
-				abort("malformed HTTP response message", h.log.Warn().Str("message", preserves.FormatText(ev.bad)))
+				abort("malformed HTTP response message", h.log.Warn().Str("message", preserves.Show(ev.bad)))
 			}
 		}
 		if len(evs) > 0 {

@@ -88,7 +88,7 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
 	t.During(env.Config, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 		full := preserves.Strip(caps[0])
 		spec, err := parseName(full)
-		log := env.Logger.With().Str("service", preserves.FormatText(spec.name)).Logger()
+		log := env.Logger.With().Str("service", preserves.Show(spec.name)).Logger()
 		if err != nil {
 			// Go deviation (services spec §0): reported, not ignored.
 			ev := log.Warn().Err(err)
@@ -105,7 +105,7 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
 		spec.firstEvent = cmp.Or(opts.FirstEventTimeout, FirstEventTimeout)
 		spec.maxInitial = cmp.Or(opts.MaxInitialAssertions, MaxInitialAssertions)
 		spec.quota = relay.NewQuota(int64(cmp.Or(opts.MaxListenerAssertions, ListenerAssertions)))
-		services.Supervise(t, env, spec.name, services.Always, "<relay "+preserves.FormatText(spec.name)+">",
+		services.Supervise(t, env, spec.name, services.Always, "<relay "+preserves.Show(spec.name)+">",
 			func(t *dataspace.Turn, _ *dataspace.Ref) error { return spec.boot(t) }, opts.Supervise)
 		if !preserves.Equal(full, spec.name) {
 			// Q4: the state belongs to the first two fields. The name

@@ -155,7 +155,7 @@ func (l *logger) tail(t *dataspace.Turn, caps []preserves.Value) error {
 	n, nok := preserves.Unwrap(caps[1]).(preserves.Int)
 	follow, fok := preserves.Unwrap(caps[2]).(preserves.Bool)
 	if !ok || !nok || !fok || n < 0 {
-		l.env.Logger.Warn().Str("request", preserves.FormatText(preserves.NewRecord(labelLogTail, caps...))).
+		l.env.Logger.Warn().Str("request", preserves.Show(preserves.NewRecord(labelLogTail, caps...))).
 			Msg("malformed <log-tail SERVICE N FOLLOW #:SINK> request")
 		return nil
 	}

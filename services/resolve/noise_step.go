@@ -27,7 +27,7 @@ func (s *svc) noiseStep(t *dataspace.Turn, originv, specv preserves.Value) {
 		_, err = spec.Handshake(true) // refuse unrunnable protocols now
 	}
 	if err != nil {
-		s.log.Warn().Err(err).Str("step", preserves.FormatText(step)).Msg("resolve: unusable noise path step")
+		s.log.Warn().Err(err).Str("step", preserves.Show(step)).Msg("resolve: unusable noise path step")
 		t.Assert(s.cfg, answer(req, fail(preserves.String(err.Error()))))
 		return
 	}
@@ -87,7 +87,7 @@ func (o *noiseObserver) Retract(t *dataspace.Turn, h dataspace.Handle) error {
 // responder's oid 0, announced as `<ok #:PEER>`. A failed session leaves
 // `<error "MESSAGE">` as the step's answer (see noiseObserver.failed).
 func (o *noiseObserver) startInitiator(t *dataspace.Turn, responder *dataspace.Ref, h dataspace.Handle) {
-	log := o.s.log.With().Str("noise-service", preserves.FormatText(o.spec.Service)).Logger()
+	log := o.s.log.With().Str("noise-service", preserves.Show(o.spec.Service)).Logger()
 	id, _ := t.Facet(func(t *dataspace.Turn) error {
 		t.PreventInertCheck()
 		id := t.ActiveFacet()

@@ -144,7 +144,7 @@ func (s *svc) connectTransport(t *dataspace.Turn, addr preserves.Value) {
 		return // non-TCP addresses are ignored
 	}
 	req := preserves.NewRecord(symConnectTransport, addr)
-	log := s.log.With().Str("transport", preserves.FormatText(addr)).Logger()
+	log := s.log.With().Str("transport", preserves.Show(addr)).Logger()
 	var terms []time.Time
 	var attempt func(t *dataspace.Turn)
 	// The error answer of a failed attempt belongs to the question's facet
@@ -315,7 +315,7 @@ func parseRoute(route preserves.Value) (transports, steps []preserves.Value, ok 
 func (s *svc) resolvePath(t *dataspace.Turn, route preserves.Value) {
 	transports, steps, valid := parseRoute(route)
 	if !valid {
-		s.log.Warn().Str("route", preserves.FormatText(route)).Msg("resolve-path: malformed route ignored")
+		s.log.Warn().Str("route", preserves.Show(route)).Msg("resolve-path: malformed route ignored")
 		return
 	}
 	req := preserves.NewRecord(symResolvePath, route)
@@ -390,12 +390,12 @@ func (s *svc) resolvePath(t *dataspace.Turn, route preserves.Value) {
 // refuseRoute answers req with `<error "MESSAGE">` naming the part of the
 // route that cannot be resolved, and logs it.
 func (s *svc) refuseRoute(t *dataspace.Turn, req preserves.Value, what string, part preserves.Value, err error) {
-	ev := s.log.Warn().Err(err).Str(what, preserves.FormatText(part))
+	ev := s.log.Warn().Err(err).Str(what, preserves.Show(part))
 	if pos := preserves.PosOf(part); pos.IsValid() {
 		ev = ev.Str("pos", pos.String())
 	}
 	ev.Msg("resolve-path: route refused")
-	msg := fmt.Sprintf("resolve-path: %s %s cannot be resolved: %v", what, preserves.FormatText(preserves.Strip(part)), err)
+	msg := fmt.Sprintf("resolve-path: %s %s cannot be resolved: %v", what, preserves.Show(preserves.Strip(part)), err)
 	t.Assert(s.cfg, answer(req, fail(preserves.String(msg))))
 }
 

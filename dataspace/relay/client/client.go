@@ -39,7 +39,7 @@ var (
 type ResolveError struct{ Detail preserves.Value }
 
 func (e *ResolveError) Error() string {
-	return "client: resolution refused: " + preserves.FormatText(e.Detail)
+	return "client: resolution refused: " + preserves.Show(e.Detail)
 }
 
 // Unwrap makes errors.Is(err, ErrResolve) hold.
