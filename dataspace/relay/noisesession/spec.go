@@ -68,7 +68,7 @@ func parseProtocol(name string) (protocol, error) {
 		rest, ok = strings.CutSuffix(rest, protocolSuffix)
 	}
 	if !ok || strings.Contains(rest, "_") {
-		return protocol{}, fmt.Errorf("unsupported noise protocol %q: want Noise_<PATTERN>%s", name, protocolSuffix)
+		return protocol{}, fmt.Errorf("unsupported noise protocol %q: want Noise_<PATTERN>%s", preserves.ShowString(name), protocolSuffix)
 	}
 	base, mods := rest, ""
 	if i := strings.Index(rest, "psk"); i >= 0 {
@@ -76,7 +76,7 @@ func parseProtocol(name string) (protocol, error) {
 	}
 	pat, ok := patterns[base]
 	if !ok {
-		return protocol{}, fmt.Errorf("unknown noise handshake pattern %q in %q", base, name)
+		return protocol{}, fmt.Errorf("unknown noise handshake pattern %q in %q", preserves.ShowString(base), preserves.ShowString(name))
 	}
 	p := protocol{pattern: pat}
 	if mods == "" {
@@ -87,7 +87,7 @@ func parseProtocol(name string) (protocol, error) {
 		digits, ok := strings.CutPrefix(m, "psk")
 		n, err := strconv.Atoi(digits)
 		if !ok || err != nil || digits != strconv.Itoa(n) || n < 0 || n > len(pat.Messages) || seen[n] {
-			return protocol{}, fmt.Errorf("invalid psk modifier %q in noise protocol %q", m, name)
+			return protocol{}, fmt.Errorf("invalid psk modifier %q in noise protocol %q", preserves.ShowString(m), preserves.ShowString(name))
 		}
 		seen[n] = true
 		p.psks = append(p.psks, n)
