@@ -572,7 +572,7 @@ func (h *httpHandler) exchange(w http.ResponseWriter, r *http.Request, req prese
 					continue
 				}
 				if !validHeaderName(ev.name) || !validHeaderValue(ev.value) {
-					abort("invalid HTTP header from responder", h.log.Warn().Str("name", ev.name).Str("value", ev.value))
+					abort("invalid HTTP header from responder", h.log.Warn().Str("name", preserves.ShowString(ev.name)).Str("value", preserves.ShowString(ev.value)))
 				}
 				hdr.Set(ev.name, ev.value)
 			case respChunk:
