@@ -2,6 +2,7 @@ package noisesession
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/flynn/noise"
@@ -112,6 +113,17 @@ func TestParseProtocol(t *testing.T) {
 	}
 	if _, err := parseProtocol("Noise_NK_448_ChaChaPoly_BLAKE2s"); err == nil {
 		t.Error("448 accepted")
+	}
+	// A peer's name is quoted cut short: the error becomes an <error …>
+	// answer and a warning.
+	long := strings.Repeat("X", 1<<20)
+	for _, name := range []string{long, "Noise_" + long + protocolSuffix, "Noise_NNpsk" + long + protocolSuffix} {
+		_, err := parseProtocol(name)
+		if err == nil {
+			t.Errorf("a 1 MiB protocol name accepted")
+		} else if n := len(err.Error()); n > 4*preserves.ShowLimit {
+			t.Errorf("a 1 MiB protocol name: %d bytes of error", n)
+		}
 	}
 }
 
