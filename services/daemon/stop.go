@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"time"
@@ -197,6 +198,32 @@ func (o *stopOrder) await(w stopWait) (waited time.Duration, late []string) {
 		case <-timer.C:
 			slices.Sort(left)
 			return time.Since(began), slices.Compact(left)
+		}
+	}
+}
+
+// idleLimit bounds how long a restart waits for the old processes.
+const idleLimit = 5 * time.Minute
+
+// waitIdle blocks until daemon k has no running process, ctx ends, or
+// idleLimit passes (each stop is itself bounded, so this is a safety net).
+func (o *stopOrder) waitIdle(ctx context.Context, k string) {
+	timer := time.NewTimer(idleLimit)
+	defer timer.Stop()
+	for {
+		o.mu.Lock()
+		_, busy := o.live[k]
+		ch := o.changed
+		o.mu.Unlock()
+		if !busy {
+			return
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+			return
 		}
 	}
 }

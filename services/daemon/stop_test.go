@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"os"
+	"slices"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -89,7 +90,7 @@ func TestShutdownStopsDependentsFirst(t *testing.T) {
 // stopped by a restart and by its requirement going.
 func TestOutputWhileStoppingIsKept(t *testing.T) {
 	h, _ := bootDaemons(t, Options{})
-	spec := pv(t, `{argv: "trap 'echo goodbye; printf unterminated; exit 0' TERM; echo hello; while :; do sleep 0.02; done", readyOnStart: #t}`)
+	spec := pv(t, `{argv: "trap 'sleep 0.2; echo goodbye; printf unterminated; exit 0' TERM; echo hello; while :; do sleep 0.02; done", readyOnStart: #t}`)
 	unrequire, _ := require(h, "d", spec)
 	h.waitHas(state("d", services.StateReady), true)
 	count := func(text string) int {
@@ -106,6 +107,22 @@ func TestOutputWhileStoppingIsKept(t *testing.T) {
 	eventually(t, 10*time.Second, func() bool { return count("goodbye") == 1 && count("unterminated") == 1 },
 		"output while stopping on restart: %v", h.output("d"))
 	eventually(t, 10*time.Second, func() bool { return count("hello") == 2 }, "restarted")
+	// The new process started only once the old one was gone.
+	var order []string
+	for _, l := range h.output("d") {
+		if s, ok := l.line.(preserves.String); ok {
+			order = append(order, strings.TrimSuffix(string(s), "\n"))
+		}
+	}
+	last := -1
+	for k, line := range order {
+		if line == "hello" {
+			last = k
+		}
+	}
+	if i := slices.Index(order, "unterminated"); i < 0 || last < i {
+		t.Errorf("the restarted process overlapped the old one: %q", order)
+	}
 	unrequire()
 	eventually(t, 10*time.Second, func() bool { return count("goodbye") == 2 && count("unterminated") == 2 },
 		"output while stopping on retraction: %v", h.output("d"))

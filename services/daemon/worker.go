@@ -40,6 +40,9 @@ type daemonRun struct {
 	hist *history
 	key  string            // daemonKey(name)
 	sup  dataspace.FacetID // the current supervisor's facet
+	// restarts counts restart requests; only the latest one starts a
+	// supervisor once the old processes are gone.
+	restarts int
 }
 
 // runDaemon runs in the facet of one `<run-service <daemon …>>`.
@@ -89,10 +92,27 @@ func (d *daemonRun) startSupervisor(t *dataspace.Turn) {
 // restartRequested is the event `<restart-service <daemon ID>>` (§2.4): the
 // whole supervision facet goes (every process is stopped) and a brand-new
 // supervisor starts at once.
+//
+// The new supervisor starts once the old processes are gone (Go deviation:
+// the reference starts it at once). Since dependents now stop first
+// (stop.go), starting at once would run two instances of the daemon side
+// by side for as long as the dependents take to stop.
 func (d *daemonRun) restartRequested(t *dataspace.Turn) {
 	d.log.Info().Msg("restart requested")
 	t.StopFacet(d.sup)
-	d.startSupervisor(t)
+	d.restarts++
+	gen := d.restarts
+	fr := t.FacetRef()
+	t.LinkedTask("daemon restart", func(ctx context.Context) error {
+		d.s.order.waitIdle(ctx, d.key)
+		fr.Activate(func(t *dataspace.Turn) error {
+			if gen == d.restarts { // a later restart request starts its own
+				d.startSupervisor(t)
+			}
+			return nil
+		})
+		return dataspace.ErrKeepFacet
+	})
 }
 
 // worker is one daemon worker actor (§5.3).
