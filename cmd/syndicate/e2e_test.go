@@ -199,6 +199,22 @@ func TestSendAndRestartDeliver(t *testing.T) {
 	require.Equal(t, []string{`<ping "x">`, "<restart-service <daemon web>>", `<daemon x {argv: []}>`}, s.messages())
 }
 
+// TestRestartIsNeverLost: `restart` returns once its message has reached
+// the server, so closing the connection right after never loses it. (Its
+// final round trip once went through a fresh actor, which could overtake
+// the message still being committed by the actor that sent it.)
+func TestRestartIsNeverLost(t *testing.T) {
+	s := newTestServer(t, admin.Options{})
+	s.assert(t, "<run-service <daemon web>>")
+	const n = 30
+	for i := range n {
+		code, _, errs := cliRun(t, "--admin", s.path, "restart", "<daemon web>")
+		require.Equal(t, 0, code, "restart %d: %s", i, errs)
+	}
+	waitFor(t, "every restart message", func() bool { return len(s.messages()) >= n })
+	require.Len(t, s.messages(), n)
+}
+
 func TestStatus(t *testing.T) {
 	s := newTestServer(t, admin.Options{})
 	s.assert(t, "<require-service <milestone boot>>")

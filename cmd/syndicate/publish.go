@@ -125,7 +125,7 @@ func runRestart(ctx context.Context, cl *cli, args []string) error {
 	// so that a typo is an error rather than a message nobody hears.
 	found := 0
 	synced := make(chan struct{})
-	_, err = s.spawn("restart", func(t *dataspace.Turn) error {
+	fr, err := s.spawn("restart", func(t *dataspace.Turn) error {
 		p, err := pattern.Lift(preserves.Strip(name))
 		if err != nil {
 			p = pattern.Lit{Value: preserves.Strip(name)}
@@ -153,9 +153,9 @@ func runRestart(ctx context.Context, cl *cli, args []string) error {
 	if found == 0 {
 		return fmt.Errorf("%w %s: it is not running (see syndicate status)", errNoSuchService, preserves.Show(preserves.Strip(name)))
 	}
-	after, err := s.spawn("restart-sent", func(*dataspace.Turn) error { return nil })
-	if err != nil {
-		return err
-	}
-	return s.flush(tctx, after)
+	// The round trip goes through the actor that sent the message: synced
+	// was closed inside that turn, before it committed, so a fresh actor's
+	// sync could reach the relay first, and the message be lost when the
+	// connection closes. The same actor's next turn waits for that commit.
+	return s.flush(tctx, fr)
 }
