@@ -137,6 +137,16 @@
 // always forwarded, so the typed entity must ignore handles it never saw.
 // [BaseTypedEntity] gives it no-op defaults.
 //
+// # Commit order
+//
+// Commit delivers the turn's batches before it starts the actors the turn
+// spawned. Runtime spec §5.2 lists booting first; booting is asynchronous
+// either way, and this order guarantees that a child's first events never
+// overtake its parent's at a shared destination (a supervisor's
+// subscription made in the spawning turn is in place before its worker's
+// first assertion arrives). Batches for a child not yet started wait in
+// its mailbox.
+//
 // # Walking what the walk changes
 //
 // A facet's handle list is compacted in place when mostly stale, and a
