@@ -317,6 +317,12 @@ func TestStatusFailureReasonsAndExitCode(t *testing.T) {
 	// Nothing failed among the matches: exit 0.
 	code, _, _ = cliRun(t, "--admin", s.path, "status", "<daemon a>")
 	require.Equal(t, 0, code)
+
+	// A misspelt name matches nothing: that is an error, not a healthy
+	// empty table.
+	code, _, errs := cliRun(t, "--admin", s.path, "status", "<daemon nosuch>")
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "no service matches <daemon nosuch>")
 }
 
 // TestStatusName: the NAME view shows the dependency chain and the last

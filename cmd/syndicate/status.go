@@ -719,6 +719,11 @@ func runStatus(ctx context.Context, cl *cli, args []string) error {
 		if *watchF {
 			return nil
 		}
+		if len(svcs) == 0 && fs.NArg() == 1 {
+			// Like `systemctl status nosuch`: a misspelt name is not
+			// a healthy service.
+			return fmt.Errorf("no service matches %s", fs.Arg(0))
+		}
 		for _, sv := range svcs {
 			if sv.failed() {
 				return exitStatus(1) // a required service has failed
