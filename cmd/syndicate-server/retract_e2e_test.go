@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,9 +24,20 @@ import (
 
 // sleepersWith counts live (non-zombie) processes whose command line is
 // `sleep <marker>.N` for some N.
-func sleepersWith(marker string) int {
+func sleepersWith(marker string) int { return len(sleeperPids(marker)) }
+
+// killSleepers ends every `sleep <marker>.N` process: daemons run in
+// process groups of their own, so a failed test whose server is killed
+// would otherwise leave them behind.
+func killSleepers(marker string) {
+	for _, pid := range sleeperPids(marker) {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+func sleeperPids(marker string) []int {
 	ents, _ := os.ReadDir("/proc")
-	n := 0
+	var pids []int
 	for _, e := range ents {
 		pid := 0
 		if _, err := fmt.Sscan(e.Name(), &pid); err != nil || pid <= 0 {
@@ -36,10 +48,10 @@ func sleepersWith(marker string) int {
 			continue
 		}
 		if alive(pid) {
-			n++
+			pids = append(pids, pid)
 		}
 	}
-	return n
+	return pids
 }
 
 // dumpLines runs `syndicate dump PATTERN` and returns the lines it prints.
@@ -70,6 +82,9 @@ func TestE2ERemovingAFileOf1000DaemonsStopsAll(t *testing.T) {
 		fmt.Fprintf(&b, "<require-service <daemon d%d>>\n<daemon d%d {argv: [\"sleep\" \"%s.%d\"]}>\n", i, i, marker, i)
 	}
 	writeFile(t, filepath.Join(cfg, "many.pr"), b.String())
+	// Registered before start's own cleanup, so it runs after the server
+	// has been killed and can restart nothing.
+	t.Cleanup(func() { killSleepers(marker) })
 	r := start(t, "-c", cfg)
 	eventually(t, 120*time.Second, fmt.Sprintf("%d daemons to run", n), func() bool { return sleepersWith(marker) == n })
 
