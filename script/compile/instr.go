@@ -207,6 +207,39 @@ func (*MkDict) isExpr()      {}
 func (*MkAttenuate) isExpr() {}
 func (*Call) isExpr()        {}
 
+// EachSubExpr calls fn on each expression e is built from, in evaluation
+// order, so that analyses walking expression trees need not each know the
+// node types (the exhaustiveness test in script/vm covers this switch).
+func EachSubExpr(e Expr, fn func(Expr)) {
+	switch x := e.(type) {
+	case *Const, *Ref:
+	case *MkRecord:
+		fn(x.Label)
+		for _, f := range x.Fields {
+			fn(f)
+		}
+	case *MkSeq:
+		for _, f := range x.Elems {
+			fn(f)
+		}
+	case *MkSet:
+		for _, f := range x.Elems {
+			fn(f)
+		}
+	case *MkDict:
+		for i := range x.Keys {
+			fn(x.Keys[i])
+			fn(x.Vals[i])
+		}
+	case *MkAttenuate:
+		fn(x.Caveats)
+	case *Call:
+		for _, f := range x.Args {
+			fn(f)
+		}
+	}
+}
+
 // ---------------------------------------------------------------------------
 // Pattern expressions
 

@@ -201,34 +201,11 @@ func (s *fileScan) expr(e compile.Expr, sc scope) {
 	case *compile.Ref:
 		s.use(x.Name, x.At, sc)
 	case *compile.MkRecord:
-		s.expr(x.Label, sc)
-		for _, f := range x.Fields {
-			s.expr(f, sc)
-		}
 		s.watcherEnv(x)
-	case *compile.MkSeq:
-		for _, f := range x.Elems {
-			s.expr(f, sc)
-		}
-	case *compile.MkSet:
-		for _, f := range x.Elems {
-			s.expr(f, sc)
-		}
-	case *compile.MkDict:
-		for _, f := range x.Keys {
-			s.expr(f, sc)
-		}
-		for _, f := range x.Vals {
-			s.expr(f, sc)
-		}
 	case *compile.MkAttenuate:
 		s.use(x.Var, x.At, sc)
-		s.expr(x.Caveats, sc)
-	case *compile.Call:
-		for _, f := range x.Args {
-			s.expr(f, sc)
-		}
 	}
+	compile.EachSubExpr(e, func(sub compile.Expr) { s.expr(sub, sc) })
 }
 
 // observe records what a `?` or `??` subscribes to, when it is literal.

@@ -173,41 +173,25 @@ func (s *bindScan) pos(p preserves.Pos) preserves.Pos {
 
 // expr records the attenuations inside e.
 func (s *bindScan) expr(e compile.Expr) {
-	switch x := e.(type) {
-	case *compile.MkRecord:
-		s.expr(x.Label)
-		s.exprs(x.Fields)
-	case *compile.MkSeq:
-		s.exprs(x.Elems)
-	case *compile.MkSet:
-		s.exprs(x.Elems)
-	case *compile.MkDict:
-		s.exprs(x.Vals)
-	case *compile.Call:
-		s.exprs(x.Args)
-	case *compile.MkAttenuate:
-		s.expr(x.Caveats)
-		c, ok := x.Caveats.(*compile.Const)
-		var cs []caveat.Caveat
-		var err error
-		if ok {
-			cs, err = caveat.ListFromValue(c.Value)
-		}
-		switch {
-		case !ok:
-			s.exposed[s.key(x.Var)] = append(s.exposed[s.key(x.Var)], exposure{at: s.pos(x.At)})
-		case err != nil:
-			// A caveat list the runtime refuses fails the attenuation
-			// itself (reported at run time); nothing is handed out.
-		case revealsBinds(cs):
-			s.exposed[s.key(x.Var)] = append(s.exposed[s.key(x.Var)], exposure{at: s.pos(x.At), literal: true})
-		}
+	compile.EachSubExpr(e, s.expr)
+	x, ok := e.(*compile.MkAttenuate)
+	if !ok {
+		return
 	}
-}
-
-func (s *bindScan) exprs(es []compile.Expr) {
-	for _, e := range es {
-		s.expr(e)
+	c, ok := x.Caveats.(*compile.Const)
+	var cs []caveat.Caveat
+	var err error
+	if ok {
+		cs, err = caveat.ListFromValue(c.Value)
+	}
+	switch {
+	case !ok:
+		s.exposed[s.key(x.Var)] = append(s.exposed[s.key(x.Var)], exposure{at: s.pos(x.At)})
+	case err != nil:
+		// A caveat list the runtime refuses fails the attenuation
+		// itself (reported at run time); nothing is handed out.
+	case revealsBinds(cs):
+		s.exposed[s.key(x.Var)] = append(s.exposed[s.key(x.Var)], exposure{at: s.pos(x.At), literal: true})
 	}
 }
 

@@ -55,6 +55,7 @@ func TestNodeSwitchesAreExhaustive(t *testing.T) {
 		{"compile", "compiler.caveat", scriptCaveat, nil},
 		{"compile", "disasm.instr", instr, nil},
 		{"compile", "writeExpr", expr, nil},
+		{"compile", "EachSubExpr", expr, nil},
 		{"compile", "writePat", pat, nil},
 		{"vm", "activation.exec", instr, nil},
 		{"vm", "activation.eval", expr, nil},
