@@ -4,10 +4,13 @@
 // `depends-on` dependees are in their awaited states, the supervisor that
 // runs a service's worker actor with the restart rules of §2.3 and reports
 // `<service-state NAME S>`, and built-in milestones. It is also the home of
-// the status model (status.go: `<service-info NAME INFO>`, what `syndicate
-// status` shows beyond the state) and of the run-time diagnostics
-// (diagnose.go: a service nothing provides, a dependency cycle), warned
-// about and shown as status reasons after a grace period.
+// the status model: [StatusModel] (statusmodel.go) reads the service
+// vocabulary (required, running, states, dependencies, cycles) for
+// `syndicate status`, `syndicate-server --dry-run` and the run-time
+// diagnostics (diagnose.go: a service nothing provides, a dependency cycle,
+// warned about and shown as status reasons after a grace period), and
+// status.go holds `<service-info NAME INFO>`, what `syndicate status` shows
+// beyond the state.
 //
 // The supervisor is a state machine as a type (supervise.go): [Supervisor]
 // holds its state in fields with one method per event, and its decisions

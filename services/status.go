@@ -9,9 +9,10 @@ import (
 )
 
 // The status vocabulary (our protocol extension, docs/protocol.md): what
-// `syndicate status` shows beyond `<service-state NAME S>`. It is the one
-// home of the status model: the supervisor, the daemon service and the
-// dependency diagnostics each assert their own
+// `syndicate status` shows beyond `<service-state NAME S>` (its reading of
+// the rest of the vocabulary is [StatusModel]). It is the one home of the
+// status record: the supervisor, the daemon service and the dependency
+// diagnostics each assert their own
 //
 //	<service-info NAME {since: "RFC3339", restarts: N, recent: N,
 //	                    exit: "exit status: 3", exit-at: "RFC3339",

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/syndicate-go/syndicate/dataspace"
-	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/script/validate"
 	"github.com/syndicate-go/syndicate/services"
@@ -28,104 +27,28 @@ const (
 	dryRunTimeout = 60 * time.Second
 )
 
-// dryRunModel mirrors the service vocabulary of the config dataspace. It is
-// touched only in turns of the top-level actor.
+// dryRunModel is the status model (services.StatusModel, keyed by
+// display so that names show capabilities as #:ref) plus the command of
+// each daemon spec. It is touched only in turns of the top-level actor.
 type dryRunModel struct {
-	names    map[string]preserves.Value
-	required map[string]int
-	running  map[string]int
-	states   map[string]map[string]int
-	deps     map[string]map[string]int // depender → dependee → count
-	needs    map[string]map[string]int // depender → awaited assertion text → count
+	*services.StatusModel
 	commands map[string]map[string]int // <daemon ID> → command text → count
 	last     time.Time
 }
 
-func newDryRunModel() *dryRunModel {
-	return &dryRunModel{names: map[string]preserves.Value{}, required: map[string]int{},
-		running: map[string]int{}, states: map[string]map[string]int{},
-		deps: map[string]map[string]int{}, needs: map[string]map[string]int{},
-		commands: map[string]map[string]int{}, last: time.Now()}
-}
-
 // display renders a value with every capability shown as #:ref, so that the
 // summary does not depend on object identities.
-func display(v preserves.Value) string { return preserves.FormatText(hideRefs(preserves.Strip(v))) }
-
-func hideRefs(v preserves.Value) preserves.Value {
-	return preserves.MapEmbedded(v, func(*preserves.Embedded) preserves.Value {
-		return preserves.NewEmbedded(preserves.Symbol("ref"))
-	})
-}
-
-func (m *dryRunModel) key(v preserves.Value) string {
-	k := display(v)
-	m.names[k] = v
-	return k
-}
-
-func count(mp map[string]int, k string, d int) {
-	mp[k] += d
-	if mp[k] <= 0 {
-		delete(mp, k)
-	}
-}
-
-func count2(mp map[string]map[string]int, k1, k2 string, d int) {
-	inner := mp[k1]
-	if inner == nil {
-		inner = map[string]int{}
-		mp[k1] = inner
-	}
-	count(inner, k2, d)
-	if len(inner) == 0 {
-		delete(mp, k1)
-	}
-}
-
-// track keeps the model up to date: each matching assertion adjusts it when
-// it appears and again when it goes.
-func (m *dryRunModel) track(t *dataspace.Turn, cfg *dataspace.Ref, p pattern.Pattern, apply func(caps []preserves.Value, d int)) {
-	t.During(cfg, p, func(t *dataspace.Turn, caps []preserves.Value) error {
-		apply(caps, 1)
-		m.last = time.Now()
-		t.OnStop(func(*dataspace.Turn) error {
-			apply(caps, -1)
-			m.last = time.Now()
-			return nil
-		})
-		return nil
-	})
-}
+func display(v preserves.Value) string { return preserves.FormatText(services.HideRefs(v)) }
 
 // startDryRun installs the observers and the quiet-period check in the
 // active facet (the worker of the built-in `dry-run` service).
 func (s *server) startDryRun(t *dataspace.Turn, cfg *dataspace.Ref, out io.Writer) {
-	m := newDryRunModel()
-	sym := func(s string) preserves.Symbol { return preserves.Symbol(s) }
-	m.track(t, cfg, pattern.Rec(sym("require-service"), pattern.Capture()), func(c []preserves.Value, d int) {
-		count(m.required, m.key(c[0]), d)
-	})
-	m.track(t, cfg, pattern.Rec(sym("run-service"), pattern.Capture()), func(c []preserves.Value, d int) {
-		count(m.running, m.key(c[0]), d)
-	})
-	m.track(t, cfg, pattern.Rec(sym("service-state"), pattern.Capture(), pattern.Capture()), func(c []preserves.Value, d int) {
-		if services.IsBuiltin(c[0]) {
-			return // the server's own services run in a dry run too
-		}
-		count2(m.states, m.key(c[0]), display(c[1]), d)
-	})
-	m.track(t, cfg, pattern.Rec(sym("depends-on"), pattern.Capture(), pattern.Capture()), func(c []preserves.Value, d int) {
-		depender := m.key(c[0])
-		count2(m.needs, depender, display(c[1]), d)
-		if r, ok := preserves.Strip(c[1]).(*preserves.Record); ok && len(r.Fields) == 2 &&
-			preserves.Equal(r.Label, sym("service-state")) {
-			count2(m.deps, depender, m.key(r.Fields[0]), d)
-		}
-	})
-
-	m.track(t, cfg, pattern.Rec(sym("daemon"), pattern.Capture(), pattern.Capture()), func(c []preserves.Value, d int) {
-		count2(m.commands, m.key(preserves.NewRecord(sym("daemon"), preserves.Strip(c[0]))), commandText(c[1]), d)
+	m := &dryRunModel{StatusModel: services.NewStatusModel(display), commands: map[string]map[string]int{}, last: time.Now()}
+	m.Changed = func(*dataspace.Turn) { m.last = time.Now() }
+	m.Track(t, cfg)
+	daemonLabel := preserves.Symbol("daemon")
+	m.Watch(t, cfg, daemonLabel, 2, func(c []preserves.Value, d int) {
+		services.Count2(m.commands, m.Key(preserves.NewRecord(daemonLabel, preserves.Strip(c[0]))), commandText(c[1]), d)
 	})
 
 	fr := t.FacetRef()
@@ -168,11 +91,11 @@ func (m *dryRunModel) order(keys []string) []string {
 		in[k] = true
 	}
 	sortKeys := func(ks []string) {
-		slices.SortFunc(ks, func(a, b string) int { return preserves.Compare(m.names[a], m.names[b]) })
+		slices.SortFunc(ks, func(a, b string) int { return preserves.Compare(m.Names[a], m.Names[b]) })
 	}
 	pending := map[string]int{} // unmet dependencies within keys
 	for _, k := range keys {
-		for dep := range m.deps[k] {
+		for _, dep := range m.Dependees(k, false) {
 			if in[dep] && dep != k {
 				pending[k]++
 			}
@@ -204,7 +127,7 @@ func (m *dryRunModel) order(keys []string) []string {
 		placed[k] = true
 		out = append(out, k)
 		for _, other := range keys {
-			if !placed[other] && m.deps[other][k] > 0 {
+			if !placed[other] && slices.Contains(m.Dependees(other, false), k) {
 				pending[other]--
 				if pending[other] == 0 {
 					ready = append(ready, other)
@@ -219,14 +142,14 @@ func (m *dryRunModel) order(keys []string) []string {
 // service would fail or wait for ever (operator issue), else 0.
 func (m *dryRunModel) report(w io.Writer) int {
 	var run, waiting, failed []string
-	for k := range m.running {
+	for k := range m.Running {
 		run = append(run, k)
-		if m.states[k]["failed"] > 0 {
+		if m.States[k]["failed"] > 0 && !services.IsBuiltin(m.Names[k]) {
 			failed = append(failed, k)
 		}
 	}
-	for k := range m.required {
-		if m.running[k] == 0 {
+	for k := range m.Required {
+		if m.Waiting(k) {
 			waiting = append(waiting, k)
 		}
 	}
@@ -241,10 +164,9 @@ func (m *dryRunModel) report(w io.Writer) int {
 		fmt.Fprintf(w, "waiting (required, not running):\n")
 		for _, k := range waiting {
 			var needs []string
-			for n := range m.needs[k] {
-				needs = append(needs, n)
+			for _, a := range m.Awaits(k) {
+				needs = append(needs, a.Text)
 			}
-			slices.Sort(needs)
 			fmt.Fprintf(w, "  %s%s", k, m.stateText(k))
 			if len(needs) > 0 {
 				fmt.Fprintf(w, "  needs %s", strings.Join(needs, ", "))
@@ -307,7 +229,7 @@ func (m *dryRunModel) cycles(keys []string) [][]string {
 	for _, start := range keys {
 		c := validate.CycleThrough(start, func(n string) []string {
 			var deps []string
-			for d := range m.deps[n] {
+			for _, d := range m.Dependees(n, false) {
 				if slices.Contains(keys, d) {
 					deps = append(deps, d)
 				}
@@ -328,8 +250,11 @@ func (m *dryRunModel) cycles(keys []string) [][]string {
 }
 
 func (m *dryRunModel) stateText(k string) string {
+	if services.IsBuiltin(m.Names[k]) {
+		return "" // the server's own services run in a dry run too
+	}
 	var ss []string
-	for st := range m.states[k] {
+	for st := range m.States[k] {
 		ss = append(ss, st)
 	}
 	if len(ss) == 0 {

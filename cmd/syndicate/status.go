@@ -37,7 +37,6 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/preserves"
-	"github.com/syndicate-go/syndicate/script/validate"
 	"github.com/syndicate-go/syndicate/services"
 	"github.com/syndicate-go/syndicate/services/daemon"
 )
@@ -102,107 +101,51 @@ func (s service) failed() bool {
 	return s.Required && slices.Contains(s.States, "failed")
 }
 
-// model accumulates the subscriptions' assertions; counts, because the
-// dataspace may hold one assertion several times (from several parties).
+// model is the status model (services.StatusModel) plus what only this
+// command shows: processes, service-info, status texts, dropped log lines
+// and a daemon's output. The snapshot is read on another goroutine than
+// the actor's that changes it, hence mu.
 type model struct {
-	mu       sync.Mutex
-	filter   pattern.Pattern // nil: everything
-	required map[string]int
-	running  map[string]int
-	states   map[string]map[string]int
-	procs    map[string]map[string]int // name → text of info → count
-	infos    map[string]map[string]int // name → text of service-info → count
-	deps     map[string]map[string]int // name → text of awaited assertion → count
-	outputs  map[string]preserves.Value
-	texts    map[string]map[string]int // name → status text → count
-	dropped  map[string]int64          // name → log lines dropped
-	names    map[string]preserves.Value
+	*services.StatusModel
+	mu      sync.Mutex
+	filter  pattern.Pattern           // nil: everything
+	procs   map[string]map[string]int // name → text of info → count
+	infos   map[string]map[string]int // name → text of service-info → count
+	outputs map[string]preserves.Value
+	texts   map[string]map[string]int // name → status text → count
+	dropped map[string]int64          // name → log lines dropped
 }
 
 func newModel(filter pattern.Pattern) *model {
-	return &model{filter: filter, required: map[string]int{}, running: map[string]int{},
-		states: map[string]map[string]int{}, procs: map[string]map[string]int{},
-		infos: map[string]map[string]int{}, deps: map[string]map[string]int{},
-		outputs: map[string]preserves.Value{}, texts: map[string]map[string]int{}, dropped: map[string]int64{},
-		names: map[string]preserves.Value{}}
+	m := &model{StatusModel: services.NewStatusModel(nil), filter: filter,
+		procs: map[string]map[string]int{}, infos: map[string]map[string]int{},
+		outputs: map[string]preserves.Value{}, texts: map[string]map[string]int{}, dropped: map[string]int64{}}
+	m.Locker = &m.mu
+	return m
 }
 
-func (m *model) key(name preserves.Value) string {
-	name = preserves.Strip(name)
-	k := preserves.FormatText(name)
-	m.names[k] = name
-	return k
-}
-
-func bump(mp map[string]int, k string, d int) {
-	mp[k] += d
-	if mp[k] <= 0 {
-		delete(mp, k)
-	}
-}
-
-func bump2(mp map[string]map[string]int, k, sub string, d int) {
-	inner := mp[k]
-	if inner == nil {
-		inner = map[string]int{}
-		mp[k] = inner
-	}
-	bump(inner, sub, d)
-	if len(inner) == 0 {
-		delete(mp, k)
-	}
-}
-
-// subscribe installs the four subscriptions; changed runs after each change.
+// subscribe installs the subscriptions; changed runs after each change.
 func (m *model) subscribe(t *dataspace.Turn, cfg *dataspace.Ref, changed func(t *dataspace.Turn)) {
-	cap := pattern.Bind{Pattern: pattern.Discard{}}
-	watch := func(label string, nfields int, apply func(caps []preserves.Value, d int)) {
-		fields := make([]pattern.Pattern, nfields)
-		for i := range fields {
-			fields[i] = cap
-		}
-		on := func(d int) func(t *dataspace.Turn, caps []preserves.Value) {
-			return func(t *dataspace.Turn, caps []preserves.Value) {
-				if len(caps) < nfields+1 {
-					return
-				}
-				m.mu.Lock()
-				apply(caps[1:], d)
-				m.mu.Unlock()
-				changed(t)
-			}
-		}
-		subscribe(t, cfg, pattern.Rec(preserves.Symbol(label), fields...), &observer{onAssert: on(1), onRetract: on(-1)})
+	m.Changed = changed
+	m.Track(t, cfg)
+	watch := func(label preserves.Symbol, apply func(k string, v preserves.Value, d int)) {
+		m.Watch(t, cfg, label, 2, func(c []preserves.Value, d int) { apply(m.Key(c[0]), preserves.Strip(c[1]), d) })
 	}
-	watch("require-service", 1, func(c []preserves.Value, d int) { bump(m.required, m.key(c[0]), d) })
-	watch("run-service", 1, func(c []preserves.Value, d int) { bump(m.running, m.key(c[0]), d) })
-	watch("service-state", 2, func(c []preserves.Value, d int) {
-		bump2(m.states, m.key(c[0]), preserves.FormatText(preserves.Strip(c[1])), d)
-	})
-	watch("process-status", 2, func(c []preserves.Value, d int) {
-		bump2(m.procs, m.key(c[0]), preserves.FormatText(preserves.Strip(c[1])), d)
-	})
-	watch(string(services.LabelServiceInfo), 2, func(c []preserves.Value, d int) {
-		bump2(m.infos, m.key(c[0]), preserves.FormatText(preserves.Strip(c[1])), d)
-	})
-	watch("depends-on", 2, func(c []preserves.Value, d int) {
-		bump2(m.deps, m.key(c[0]), preserves.FormatText(preserves.Strip(c[1])), d)
-	})
-	watch(string(daemon.LabelStatusText), 2, func(c []preserves.Value, d int) {
-		if text, ok := preserves.Strip(c[1]).(preserves.String); ok {
-			bump2(m.texts, m.key(c[0]), string(text), d)
+	watch("process-status", func(k string, v preserves.Value, d int) { services.Count2(m.procs, k, m.Text(v), d) })
+	watch(services.LabelServiceInfo, func(k string, v preserves.Value, d int) { services.Count2(m.infos, k, m.Text(v), d) })
+	watch(daemon.LabelStatusText, func(k string, v preserves.Value, d int) {
+		if text, ok := v.(preserves.String); ok {
+			services.Count2(m.texts, k, string(text), d)
 		}
 	})
-	watch("log-dropped", 2, func(c []preserves.Value, d int) {
-		if n, ok := preserves.Strip(c[1]).(preserves.Int); ok && d > 0 {
-			k := m.key(c[0])
+	watch("log-dropped", func(k string, v preserves.Value, d int) {
+		if n, ok := v.(preserves.Int); ok && d > 0 {
 			m.dropped[k] = max(m.dropped[k], int64(n)) // a total: it only grows
 		}
 	})
-	watch("service-output", 2, func(c []preserves.Value, d int) {
-		k := m.key(c[0])
+	watch("service-output", func(k string, v preserves.Value, d int) {
 		if d > 0 {
-			m.outputs[k] = preserves.Strip(c[1])
+			m.outputs[k] = v
 		} else {
 			delete(m.outputs, k)
 		}
@@ -217,12 +160,12 @@ func (m *model) snapshot() []service {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	keys := map[string]bool{}
-	for _, mp := range []map[string]int{m.required, m.running} {
+	for _, mp := range []map[string]int{m.Required, m.Running} {
 		for k := range mp {
 			keys[k] = true
 		}
 	}
-	for k := range m.states {
+	for k := range m.States {
 		keys[k] = true
 	}
 	for k := range m.procs {
@@ -233,13 +176,13 @@ func (m *model) snapshot() []service {
 	}
 	var out []service
 	for k := range keys {
-		name := m.names[k]
+		name := m.Names[k]
 		if m.filter != nil {
 			if _, ok := pattern.Match(m.filter, name); !ok {
 				continue
 			}
 		}
-		s := service{name: name, Name: k, Required: m.required[k] > 0, Running: m.running[k] > 0, States: m.stateList(k)}
+		s := service{name: name, Name: k, Required: m.Required[k] > 0, Running: m.Running[k] > 0, States: m.stateList(k)}
 		for info := range m.procs[k] {
 			if p, ok := parseProcess(info); ok {
 				s.Processes = append(s.Processes, p)
@@ -284,7 +227,7 @@ func (m *model) addInfo(s *service, k string) {
 	}
 	s.Reasons = i.Reasons
 	if s.Required && !s.Running {
-		if cycle := m.cycle(k); cycle != nil {
+		if cycle := m.Cycle(k); cycle != nil {
 			s.Reasons = append(s.Reasons, "dependency cycle: "+strings.Join(cycle, " → "))
 		}
 		for _, dep := range m.unmet(k) {
@@ -301,73 +244,38 @@ func (m *model) addInfo(s *service, k string) {
 	s.Reasons = kept
 }
 
-// awaited splits a dependee `<service-state DEP STATE>` into DEP's key and
-// STATE.
-func (m *model) awaited(text string) (dep, state string, ok bool) {
-	v, err := preserves.ParseText(text)
-	if err != nil {
-		return "", "", false
-	}
-	r, isRec := v.(*preserves.Record)
-	if !isRec || !preserves.Equal(r.Label, services.LabelServiceState) || len(r.Fields) != 2 {
-		return "", "", false
-	}
-	return m.key(r.Fields[0]), preserves.FormatText(r.Fields[1]), true
-}
-
 // unmet lists k's dependencies that do not hold, as "DEP STATE" (or the
 // awaited assertion when it is not a service state). Called with m.mu held.
 func (m *model) unmet(k string) []string {
 	var out []string
-	for text := range m.deps[k] {
-		dep, st, ok := m.awaited(text)
+	for _, a := range m.Awaits(k) {
 		switch {
-		case !ok:
-			out = append(out, text)
-		case m.states[dep][st] == 0:
-			out = append(out, dep+" "+st)
+		case a.Service == "":
+			out = append(out, a.Text)
+		case !m.Met(a):
+			out = append(out, a.Service+" "+a.State)
 		}
 	}
 	slices.Sort(out)
 	return out
 }
 
-// cycle returns a cycle of unmet dependencies through k, as names from k
-// back to k, or nil. Called with m.mu held.
-func (m *model) cycle(k string) []string {
-	return validate.CycleThrough(k, func(n string) []string {
-		var out []string
-		for text := range m.deps[n] {
-			if dep, st, ok := m.awaited(text); ok && m.states[dep][st] == 0 {
-				out = append(out, dep)
-			}
-		}
-		return out
-	})
-}
-
-// chain returns k's dependencies with theirs, to depth levels (a cycle is
-// cut where it closes). Called with m.mu held.
+// chain returns k's dependencies with theirs (a cycle is cut where it
+// closes). Called with m.mu held.
 func (m *model) chain(k string, seen map[string]bool) []dependency {
 	if seen[k] {
 		return nil
 	}
 	seen[k] = true
 	defer delete(seen, k)
-	var texts []string
-	for text := range m.deps[k] {
-		texts = append(texts, text)
-	}
-	slices.Sort(texts)
 	var out []dependency
-	for _, text := range texts {
-		dep, st, ok := m.awaited(text)
-		if !ok {
-			out = append(out, dependency{Name: text, States: []string{}})
+	for _, a := range m.Awaits(k) {
+		if a.Service == "" {
+			out = append(out, dependency{Name: a.Text, States: []string{}})
 			continue
 		}
-		d := dependency{Name: dep, Awaits: st, States: m.stateList(dep), Met: m.states[dep][st] > 0}
-		d.DependsOn = m.chain(dep, seen)
+		d := dependency{Name: a.Service, Awaits: a.State, States: m.stateList(a.Service), Met: m.Met(a)}
+		d.DependsOn = m.chain(a.Service, seen)
 		out = append(out, d)
 	}
 	return out
@@ -406,7 +314,7 @@ func (m *model) detail(s *service) {
 // stateList is the sorted states of service k. Called with m.mu held.
 func (m *model) stateList(k string) []string {
 	out := []string{}
-	for st := range m.states[k] {
+	for st := range m.States[k] {
 		out = append(out, st)
 	}
 	sortStates(out)
@@ -496,17 +404,11 @@ const maxNameWidth = 72
 // (their descriptions are long and say little), and at most maxNameWidth
 // characters.
 func shortName(name preserves.Value) string {
-	s := preserves.FormatTextLimit(hideRefs(name), maxNameWidth*utf8.UTFMax)
+	s := preserves.FormatTextLimit(services.HideRefs(name), maxNameWidth*utf8.UTFMax)
 	if r := []rune(s); len(r) > maxNameWidth {
 		s = string(r[:maxNameWidth-1]) + "…"
 	}
 	return s
-}
-
-func hideRefs(v preserves.Value) preserves.Value {
-	return preserves.MapEmbedded(v, func(*preserves.Embedded) preserves.Value {
-		return preserves.NewEmbedded(preserves.Symbol("ref"))
-	})
 }
 
 func writeTable(w io.Writer, svcs []service, now time.Time) {
@@ -614,7 +516,7 @@ func (s service) statusText() string {
 // writeDetail prints the NAME view: every field, the dependency chain and
 // the last output lines.
 func writeDetail(w io.Writer, s service, now time.Time) {
-	fmt.Fprintf(w, "%s\n", preserves.Show(hideRefs(s.name)))
+	fmt.Fprintf(w, "%s\n", preserves.Show(services.HideRefs(s.name)))
 	tw := tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
 	fmt.Fprintf(tw, "  wanted:\t%s\n", s.wanted())
 	fmt.Fprintf(tw, "  state:\t%s for %s\n", s.state(), s.held(now))
@@ -738,7 +640,7 @@ func runStatus(ctx context.Context, cl *cli, args []string) error {
 		pending := false
 		m.subscribe(t, s.cfg, func(t *dataspace.Turn) {
 			m.mu.Lock()
-			has := literal != nil && m.outputs[m.key(literal)] != nil
+			has := literal != nil && m.outputs[m.Key(literal)] != nil
 			m.mu.Unlock()
 			if has {
 				select {
@@ -787,7 +689,7 @@ func runStatus(ctx context.Context, cl *cli, args []string) error {
 		// The daemon service answers the output request in a turn of its
 		// own; give it a moment when the daemon is running.
 		m.mu.Lock()
-		running := m.running[m.key(literal)] > 0
+		running := m.Running[m.Key(literal)] > 0
 		m.mu.Unlock()
 		if running {
 			select {

@@ -1,0 +1,209 @@
+package services
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/script/validate"
+)
+
+// StatusModel is the one reading of the service vocabulary of a config
+// dataspace: which services are required, which run, their states, and
+// what they depend on. `syndicate status`, `syndicate-server --dry-run`
+// and the run-time diagnostics (diagnose.go) each keep one and differ
+// only in what they show; so all of them agree on what "waiting", "unmet"
+// and "dependency cycle" mean.
+//
+// The maps count: the dataspace may hold one assertion several times
+// (from several parties), and an entry goes only when its last copy does.
+// Services are keyed by the text of their name (see Key); Names maps the
+// keys back to the values.
+//
+// A model belongs to the actor whose facet called Track. A reader on
+// another goroutine sets Locker: every change is made with it held.
+type StatusModel struct {
+	Names    map[string]preserves.Value
+	Required map[string]int
+	Running  map[string]int
+	States   map[string]map[string]int    // service → state text → count
+	Deps     map[string]map[Awaited]int   // depender → awaited assertion → count
+	key      func(preserves.Value) string // nil: preserves.FormatText
+
+	// Locker, if set, is held while an assertion changes the model.
+	Locker sync.Locker
+	// Changed, if set, runs after each change, in the turn that made it.
+	Changed func(t *dataspace.Turn)
+}
+
+// Awaited is what one `<depends-on NAME AWAITED>` waits for.
+type Awaited struct {
+	Text string // AWAITED, rendered by the model's key function
+	// For `<service-state DEP STATE>`: DEP's key and STATE's text; empty
+	// for any other assertion.
+	Service, State string
+}
+
+// NewStatusModel returns an empty model. key renders names and states as
+// text (nil: preserves.FormatText); it sees values without annotations.
+func NewStatusModel(key func(preserves.Value) string) *StatusModel {
+	return &StatusModel{Names: map[string]preserves.Value{}, Required: map[string]int{},
+		Running: map[string]int{}, States: map[string]map[string]int{},
+		Deps: map[string]map[Awaited]int{}, key: key}
+}
+
+// HideRefs replaces every capability in v by `#:ref`, so that a rendering
+// does not depend on object identities (or their long descriptions).
+func HideRefs(v preserves.Value) preserves.Value {
+	return preserves.MapEmbedded(v, func(*preserves.Embedded) preserves.Value {
+		return preserves.NewEmbedded(preserves.Symbol("ref"))
+	})
+}
+
+// Text renders v (a state, an awaited assertion) as the model keys it.
+func (m *StatusModel) Text(v preserves.Value) string {
+	v = preserves.Strip(v)
+	if m.key != nil {
+		return m.key(v)
+	}
+	return preserves.FormatText(v)
+}
+
+// Key returns the key of service name, remembering the name.
+func (m *StatusModel) Key(name preserves.Value) string {
+	k := m.Text(name)
+	m.Names[k] = preserves.Strip(name)
+	return k
+}
+
+// Count adds n to mp[k], deleting the entry when it drops to zero.
+func Count[K comparable](mp map[K]int, k K, n int) {
+	if mp[k] += n; mp[k] <= 0 {
+		delete(mp, k)
+	}
+}
+
+// Count2 adds n to mp[k][sub], deleting entries that drop to zero.
+func Count2[K comparable](mp map[string]map[K]int, k string, sub K, n int) {
+	inner := mp[k]
+	if inner == nil {
+		inner = map[K]int{}
+		mp[k] = inner
+	}
+	Count(inner, sub, n)
+	if len(inner) == 0 {
+		delete(mp, k)
+	}
+}
+
+// Watch keeps something up to date with the assertions `<label F1 … Fn>`
+// (n fields, all captured) in cfg: apply runs with d = 1 when one appears
+// and with d = -1 when it goes.
+func (m *StatusModel) Watch(t *dataspace.Turn, cfg *dataspace.Ref, label preserves.Symbol, n int, apply func(caps []preserves.Value, d int)) {
+	fields := make([]pattern.Pattern, n)
+	for i := range fields {
+		fields[i] = pattern.Capture()
+	}
+	change := func(t *dataspace.Turn, caps []preserves.Value, d int) {
+		if m.Locker != nil {
+			m.Locker.Lock()
+		}
+		apply(caps, d)
+		if m.Locker != nil {
+			m.Locker.Unlock()
+		}
+		if m.Changed != nil {
+			m.Changed(t)
+		}
+	}
+	t.During(cfg, pattern.Rec(label, fields...), func(t *dataspace.Turn, caps []preserves.Value) error {
+		change(t, caps, 1)
+		t.OnStop(func(t *dataspace.Turn) error {
+			change(t, caps, -1)
+			return nil
+		})
+		return nil
+	})
+}
+
+// Track subscribes the model to `<require-service NAME>`,
+// `<run-service NAME>`, `<service-state NAME STATE>` and
+// `<depends-on NAME AWAITED>` in cfg, in the active facet.
+func (m *StatusModel) Track(t *dataspace.Turn, cfg *dataspace.Ref) {
+	m.Watch(t, cfg, LabelRequireService, 1, func(c []preserves.Value, d int) { Count(m.Required, m.Key(c[0]), d) })
+	m.Watch(t, cfg, LabelRunService, 1, func(c []preserves.Value, d int) { Count(m.Running, m.Key(c[0]), d) })
+	m.Watch(t, cfg, LabelServiceState, 2, func(c []preserves.Value, d int) {
+		Count2(m.States, m.Key(c[0]), m.Text(c[1]), d)
+	})
+	m.Watch(t, cfg, LabelDependsOn, 2, func(c []preserves.Value, d int) {
+		Count2(m.Deps, m.Key(c[0]), m.awaited(c[1]), d)
+	})
+}
+
+func (m *StatusModel) awaited(v preserves.Value) Awaited {
+	a := Awaited{Text: m.Text(v)}
+	if r, ok := preserves.Strip(v).(*preserves.Record); ok && len(r.Fields) == 2 &&
+		preserves.Equal(r.Label, LabelServiceState) {
+		a.Service, a.State = m.Key(r.Fields[0]), m.Text(r.Fields[1])
+	}
+	return a
+}
+
+// Met reports whether a holds: a service state that is asserted. Other
+// assertions are never known to hold (the model does not watch them).
+func (m *StatusModel) Met(a Awaited) bool {
+	return a.Service != "" && m.States[a.Service][a.State] > 0
+}
+
+// Waiting reports whether service k is required but not running.
+func (m *StatusModel) Waiting(k string) bool { return m.Required[k] > 0 && m.Running[k] == 0 }
+
+// Awaits lists what service k depends on, sorted by text.
+func (m *StatusModel) Awaits(k string) []Awaited {
+	var out []Awaited
+	for a := range m.Deps[k] {
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(a, b Awaited) int {
+		return cmp.Or(strings.Compare(a.Text, b.Text), strings.Compare(a.Service, b.Service), strings.Compare(a.State, b.State))
+	})
+	return out
+}
+
+// Dependees lists the services whose state k awaits, sorted, each once;
+// unmet limits them to the states that do not hold.
+func (m *StatusModel) Dependees(k string, unmet bool) []string {
+	var out []string
+	for a := range m.Deps[k] {
+		if a.Service != "" && !(unmet && m.Met(a)) {
+			out = append(out, a.Service)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Cycle returns a cycle of unmet dependencies from k back to k, or nil.
+func (m *StatusModel) Cycle(k string) []string {
+	return validate.CycleThrough(k, func(n string) []string { return m.Dependees(n, true) })
+}
+
+// Referenced reports whether anything in the model still refers to
+// service k (a long-running reader forgets the names that went).
+func (m *StatusModel) Referenced(k string) bool {
+	if m.Required[k] > 0 || m.Running[k] > 0 || len(m.States[k]) > 0 || len(m.Deps[k]) > 0 {
+		return true
+	}
+	for _, deps := range m.Deps {
+		for a := range deps {
+			if a.Service == k {
+				return true
+			}
+		}
+	}
+	return false
+}
