@@ -416,39 +416,30 @@ func writeChain(w io.Writer, b *bootData, chain []link) {
 
 // fetchBoot reads the histories and dependencies from the server.
 func fetchBoot(ctx context.Context, cl *cli) (*bootData, error) {
-	s, err := cl.connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer s.close()
 	b := &bootData{Units: map[string]*unit{}}
 	var origins, deps [][]preserves.Value
 	var hists []preserves.Value
 	synced := make(chan struct{})
-	_, err = s.spawn("analyze", func(t *dataspace.Turn) error {
+	s, _, err := cl.start(ctx, "analyze", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
 		d := pattern.Discard{}
 		capt := pattern.Bind{Pattern: d}
-		subscribe(t, s.cfg, pattern.Rec(timeline.LabelHistoryOrigin, d), &observer{onAssert: func(_ *dataspace.Turn, c []preserves.Value) {
+		subscribe(t, cfg, pattern.Rec(timeline.LabelHistoryOrigin, d), &observer{onAssert: func(_ *dataspace.Turn, c []preserves.Value) {
 			origins = append(origins, c)
 		}})
-		subscribe(t, s.cfg, pattern.Rec(timeline.LabelServiceHistory, d, d, d), &observer{onAssert: func(_ *dataspace.Turn, c []preserves.Value) {
+		subscribe(t, cfg, pattern.Rec(timeline.LabelServiceHistory, d, d, d), &observer{onAssert: func(_ *dataspace.Turn, c []preserves.Value) {
 			hists = append(hists, c[0])
 		}})
-		subscribe(t, s.cfg, pattern.Rec(services.LabelDependsOn, capt, capt), &observer{onAssert: func(_ *dataspace.Turn, c []preserves.Value) {
+		subscribe(t, cfg, pattern.Rec(services.LabelDependsOn, capt, capt), &observer{onAssert: func(_ *dataspace.Turn, c []preserves.Value) {
 			deps = append(deps, c)
 		}})
-		t.Sync(s.cfg, func(*dataspace.Turn) error { close(synced); return nil })
+		t.Sync(cfg, func(*dataspace.Turn) error { close(synced); return nil })
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	tctx, cancel := context.WithTimeout(ctx, cl.conn.timeout)
-	defer cancel()
-	if err := s.wait(tctx, synced); err != nil {
-		if ctx.Err() == nil && tctx.Err() != nil {
-			return nil, fmt.Errorf("no answer from %s within %v", s.what, cl.conn.timeout)
-		}
+	defer s.close()
+	if err := s.await(ctx, synced); err != nil {
 		return nil, err
 	}
 	b.Now = time.Now()

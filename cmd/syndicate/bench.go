@@ -168,6 +168,21 @@ func (b *bench) open(ctx context.Context) (*session, error) {
 	return s, nil
 }
 
+// actor opens a session and runs boot in an actor of it (see spawn);
+// once it returns, the server has what boot asserted, so subscriptions
+// are in place.
+func (b *bench) actor(ctx context.Context, name string, boot func(t *dataspace.Turn, cfg *dataspace.Ref) error) (*session, dataspace.FacetRef, error) {
+	s, err := b.open(ctx)
+	if err != nil {
+		return nil, dataspace.FacetRef{}, err
+	}
+	fr, err := s.spawn(name, func(t *dataspace.Turn) error { return boot(t, s.cfg) })
+	if err == nil {
+		err = s.flush(ctx, fr)
+	}
+	return s, fr, err
+}
+
 // progress prints line() to stderr once a second until stop is called.
 func (b *bench) progress(line func(elapsed time.Duration) string) (stop func()) {
 	if b.o.quiet {
@@ -237,13 +252,9 @@ func (b *bench) pubsub(ctx context.Context) (*pubsubResult, error) {
 	hist := &histogram{}
 	var received, lastNs atomic.Int64
 	for i := 0; i < o.subs; i++ {
-		s, err := b.open(ctx)
-		if err != nil {
-			return nil, err
-		}
-		fr, err := s.spawn(fmt.Sprintf("bench-sub-%d", i), func(t *dataspace.Turn) error {
+		_, _, err := b.actor(ctx, fmt.Sprintf("bench-sub-%d", i), func(t *dataspace.Turn, cfg *dataspace.Ref) error {
 			p := pattern.Rec(symBench, pattern.Lit{Value: b.run}, pattern.Capture(), pattern.Discard{})
-			t.OnMessage(s.cfg, p, func(_ *dataspace.Turn, caps []preserves.Value) error {
+			t.OnMessage(cfg, p, func(_ *dataspace.Turn, caps []preserves.Value) error {
 				now := time.Since(base)
 				if ts, ok := caps[0].(preserves.Int); ok {
 					hist.add(now - time.Duration(ts))
@@ -257,10 +268,6 @@ func (b *bench) pubsub(ctx context.Context) (*pubsubResult, error) {
 		if err != nil {
 			return nil, err
 		}
-		// Once the sync is back the subscription is in place.
-		if err := s.flush(ctx, fr); err != nil {
-			return nil, err
-		}
 	}
 	type pub struct {
 		s  *session
@@ -268,11 +275,7 @@ func (b *bench) pubsub(ctx context.Context) (*pubsubResult, error) {
 	}
 	pubs := make([]pub, o.pubs)
 	for i := range pubs {
-		s, err := b.open(ctx)
-		if err != nil {
-			return nil, err
-		}
-		fr, err := s.spawn(fmt.Sprintf("bench-pub-%d", i), func(*dataspace.Turn) error { return nil })
+		s, fr, err := b.actor(ctx, fmt.Sprintf("bench-pub-%d", i), func(*dataspace.Turn, *dataspace.Ref) error { return nil })
 		if err != nil {
 			return nil, err
 		}
@@ -404,25 +407,14 @@ type reqrepResult struct {
 
 func (b *bench) reqrep(ctx context.Context) (*reqrepResult, error) {
 	o := b.o
-	rs, err := b.open(ctx)
-	if err != nil {
-		return nil, err
-	}
-	rfr, err := rs.spawn("bench-responder", func(t *dataspace.Turn) error {
+	rs, _, err := b.actor(ctx, "bench-responder", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
 		p := pattern.Rec(symBenchReq, pattern.Lit{Value: b.run}, pattern.Capture(), pattern.Capture())
-		t.OnMessage(rs.cfg, p, func(t *dataspace.Turn, caps []preserves.Value) error {
-			t.Message(rs.cfg, preserves.NewRecord(symBenchReply, b.run, caps[0], caps[1]))
+		t.OnMessage(cfg, p, func(t *dataspace.Turn, caps []preserves.Value) error {
+			t.Message(cfg, preserves.NewRecord(symBenchReply, b.run, caps[0], caps[1]))
 			return nil
 		})
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	if err := rs.flush(ctx, rfr); err != nil {
-		return nil, err
-	}
-	qs, err := b.open(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -434,16 +426,16 @@ func (b *bench) reqrep(ctx context.Context) (*reqrepResult, error) {
 	var sentAt time.Time
 	var measureStart time.Time
 	var measured time.Duration
-	request := func(t *dataspace.Turn, seq int) {
+	request := func(t *dataspace.Turn, cfg *dataspace.Ref, seq int) {
 		if seq == o.warmup {
 			measureStart = time.Now()
 		}
 		sentAt = time.Now()
-		t.Message(qs.cfg, preserves.NewRecord(symBenchReq, b.run, preserves.Int(seq), payload))
+		t.Message(cfg, preserves.NewRecord(symBenchReq, b.run, preserves.Int(seq), payload))
 	}
-	qfr, err := qs.spawn("bench-requester", func(t *dataspace.Turn) error {
+	qs, qfr, err := b.actor(ctx, "bench-requester", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
 		p := pattern.Rec(symBenchReply, pattern.Lit{Value: b.run}, pattern.Capture(), pattern.Discard{})
-		t.OnMessage(qs.cfg, p, func(t *dataspace.Turn, caps []preserves.Value) error {
+		t.OnMessage(cfg, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 			rtt := time.Since(sentAt)
 			seq, ok := caps[0].(preserves.Int)
 			if !ok || int64(seq) != done.Load() {
@@ -453,7 +445,7 @@ func (b *bench) reqrep(ctx context.Context) (*reqrepResult, error) {
 				hist.add(rtt)
 			}
 			if n := done.Add(1); int(n) < total {
-				request(t, int(n))
+				request(t, cfg, int(n))
 			} else {
 				measured = time.Since(measureStart)
 				close(finished)
@@ -465,13 +457,10 @@ func (b *bench) reqrep(ctx context.Context) (*reqrepResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := qs.flush(ctx, qfr); err != nil {
-		return nil, err
-	}
 	stop := b.progress(func(time.Duration) string {
 		return fmt.Sprintf("%d of %d round trips", done.Load(), total)
 	})
-	qfr.Activate(func(t *dataspace.Turn) error { request(t, 0); return nil })
+	qfr.Activate(func(t *dataspace.Turn) error { request(t, qs.cfg, 0); return nil })
 	err = qs.wait(ctx, finished)
 	if err == nil {
 		err = rs.connErr()

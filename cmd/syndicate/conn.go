@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/relay"
@@ -25,13 +26,17 @@ import (
 
 // session is one connection to a server.
 type session struct {
-	sys    *dataspace.System
-	ownSys bool // close shuts sys down (bench shares one among many sessions)
-	conn   *relay.Conn
-	cfg    *dataspace.Ref // the config dataspace (or what --ref resolved to)
-	what   string         // how the server was reached, for messages
-	pid    int            // the server's pid when the socket says (SO_PEERCRED), else 0
+	sys     *dataspace.System
+	ownSys  bool // close shuts sys down (bench shares one among many sessions)
+	conn    *relay.Conn
+	cfg     *dataspace.Ref // the config dataspace (or what --ref resolved to)
+	what    string         // how the server was reached, for messages
+	pid     int            // the server's pid when the socket says (SO_PEERCRED), else 0
+	timeout time.Duration  // --timeout: how long await waits for an answer
 }
+
+// errNoAnswer: the server did not answer within --timeout.
+var errNoAnswer = errors.New("no answer")
 
 func (cl *cli) connect(ctx context.Context) (*session, error) {
 	s := &session{sys: dataspace.NewSystem(dataspace.Options{}), ownSys: true}
@@ -45,6 +50,7 @@ func (cl *cli) connect(ctx context.Context) (*session, error) {
 // open connects s, whose sys is set, as the connection flags say.
 func (cl *cli) open(ctx context.Context, s *session) error {
 	c := cl.conn
+	s.timeout = c.timeout
 	dctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	if c.connect == "" {
@@ -152,6 +158,34 @@ func (s *session) wait(ctx context.Context, ch <-chan struct{}) error {
 	}
 }
 
+// start connects and runs boot in a new actor of the session (as spawn
+// does), with the config dataspace (or what --ref resolved to). The caller
+// closes the session.
+func (cl *cli) start(ctx context.Context, name string, boot func(t *dataspace.Turn, cfg *dataspace.Ref) error) (*session, dataspace.FacetRef, error) {
+	s, err := cl.connect(ctx)
+	if err != nil {
+		return nil, dataspace.FacetRef{}, err
+	}
+	fr, err := s.spawn(name, func(t *dataspace.Turn) error { return boot(t, s.cfg) })
+	if err != nil {
+		s.close()
+		return nil, dataspace.FacetRef{}, err
+	}
+	return s, fr, nil
+}
+
+// await is wait for at most the --timeout; running out of time is
+// errNoAnswer.
+func (s *session) await(ctx context.Context, ch <-chan struct{}) error {
+	tctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	err := s.wait(tctx, ch)
+	if err != nil && ctx.Err() == nil && tctx.Err() != nil {
+		return fmt.Errorf("%w from %s within %v", errNoAnswer, s.what, s.timeout)
+	}
+	return err
+}
+
 // spawn runs boot in a new actor of the session; the returned facet
 // reference lets the command act later (e.g. retract on interrupt).
 func (s *session) spawn(name string, boot func(t *dataspace.Turn) error) (dataspace.FacetRef, error) {
@@ -169,15 +203,20 @@ func (s *session) spawn(name string, boot func(t *dataspace.Turn) error) (datasp
 	}
 }
 
-// flush waits until everything sent so far has reached the server's
-// dataspace (a sync round trip through the relay).
-func (s *session) flush(ctx context.Context, fr dataspace.FacetRef) error {
+// sync returns a channel closed once everything fr's actor sent so far
+// has reached the server's dataspace (a sync round trip through the relay).
+func (s *session) sync(fr dataspace.FacetRef) <-chan struct{} {
 	done := make(chan struct{})
 	fr.Activate(func(t *dataspace.Turn) error {
 		t.Sync(s.cfg, func(*dataspace.Turn) error { close(done); return nil })
 		return nil
 	})
-	return s.wait(ctx, done)
+	return done
+}
+
+// flush waits, without a time limit, for sync.
+func (s *session) flush(ctx context.Context, fr dataspace.FacetRef) error {
+	return s.wait(ctx, s.sync(fr))
 }
 
 func (s *session) close() {

@@ -19,15 +19,25 @@ import (
 	"github.com/syndicate-go/syndicate/script/validate"
 )
 
-func runCheck(ctx context.Context, cl *cli, args []string) error {
-	fs := cl.flagSet("check", false)
+// fileArgs parses the arguments of a command that takes files and no
+// flags of its own; missing is the usage error when there are none.
+func (cl *cli) fileArgs(name string, args []string, missing string) ([]string, error) {
+	fs := cl.flagSet(name, false)
 	if err := parseFlags(fs, args); err != nil {
-		return err
+		return nil, err
 	}
 	if fs.NArg() == 0 {
-		return usagef("check needs FILE or DIR arguments")
+		return nil, usagef("%s", missing)
 	}
-	err := validate.CheckAll(fs.Args()...)
+	return fs.Args(), nil
+}
+
+func runCheck(ctx context.Context, cl *cli, args []string) error {
+	files, err := cl.fileArgs("check", args, "check needs FILE or DIR arguments")
+	if err != nil {
+		return err
+	}
+	err = validate.CheckAll(files...)
 	if err == nil {
 		return nil
 	}
@@ -50,15 +60,12 @@ func runCheck(ctx context.Context, cl *cli, args []string) error {
 // construct (which names are bound where, which literals became patterns).
 // Files that do not compile get their errors instead, as check prints them.
 func runDisasm(ctx context.Context, cl *cli, args []string) error {
-	fs := cl.flagSet("disasm", false)
-	if err := parseFlags(fs, args); err != nil {
+	files, err := cl.fileArgs("disasm", args, "disasm needs FILE arguments")
+	if err != nil {
 		return err
 	}
-	if fs.NArg() == 0 {
-		return usagef("disasm needs FILE arguments")
-	}
 	nerr := 0
-	for i, file := range fs.Args() {
+	for i, file := range files {
 		src, err := os.ReadFile(file)
 		if err != nil {
 			fmt.Fprintf(cl.stderr, "syndicate: %v\n", err)

@@ -10,6 +10,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -48,18 +49,12 @@ func runLogs(ctx context.Context, cl *cli, args []string) error {
 		}
 		service = v
 	}
-	s, err := cl.connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer s.close()
-
 	p := &logPrinter{w: cl.stdout, json: *asJSON, color: !*asJSON && logger.UseColor(cl.stdout), errw: cl.stderr}
 	caughtUp := make(chan struct{})
 	sink := &logSink{p: p, caughtUp: caughtUp}
 	var dir string
-	_, err = s.spawn("logs", func(t *dataspace.Turn) error {
-		t.During(s.cfg, pattern.Rec(preserves.Symbol("log-dir"), pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
+	s, _, err := cl.start(ctx, "logs", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
+		t.During(cfg, pattern.Rec(preserves.Symbol("log-dir"), pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
 			if d, ok := caps[0].(preserves.String); ok {
 				dir = string(d)
 			}
@@ -67,9 +62,9 @@ func runLogs(ctx context.Context, cl *cli, args []string) error {
 		})
 		// The log-dir assertion, if any, arrives before the answer to
 		// this sync, so it is known before the history comes in.
-		t.Sync(s.cfg, func(t *dataspace.Turn) error {
+		t.Sync(cfg, func(t *dataspace.Turn) error {
 			sink.dir, sink.service, sink.n = dir, service, *n
-			t.Assert(s.cfg, preserves.Rec("log-tail", service, preserves.Int(*n), preserves.Bool(*follow), dataspace.Embed(t.Create(sink))))
+			t.Assert(cfg, preserves.Rec("log-tail", service, preserves.Int(*n), preserves.Bool(*follow), dataspace.Embed(t.Create(sink))))
 			return nil
 		})
 		return nil
@@ -77,15 +72,14 @@ func runLogs(ctx context.Context, cl *cli, args []string) error {
 	if err != nil {
 		return err
 	}
+	defer s.close()
 	// A server without the logger service never answers.
-	wctx, cancel := context.WithTimeout(ctx, cl.conn.timeout)
-	defer cancel()
-	if err := s.wait(wctx, caughtUp); err != nil {
+	if err := s.await(ctx, caughtUp); err != nil {
 		switch {
 		case ctx.Err() != nil:
 			return nil
-		case wctx.Err() != nil:
-			return fmt.Errorf("no answer to <log-tail …> from %s within %v (is its logger service running?)", s.what, cl.conn.timeout)
+		case errors.Is(err, errNoAnswer):
+			return fmt.Errorf("no answer to <log-tail …> from %s within %v (is its logger service running?)", s.what, s.timeout)
 		}
 		return err
 	}

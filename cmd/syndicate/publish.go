@@ -46,18 +46,14 @@ func runAssert(ctx context.Context, cl *cli, args []string) error {
 		return err
 	}
 	cl.warnInvalid(cl.positioned)
-	s, err := cl.connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer s.close()
-	fr, err := s.spawn("assert", func(t *dataspace.Turn) error {
-		t.Assert(s.cfg, v)
+	s, fr, err := cl.start(ctx, "assert", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
+		t.Assert(cfg, v)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
+	defer s.close()
 	if err := s.flush(ctx, fr); err != nil {
 		return err
 	}
@@ -70,31 +66,23 @@ func runAssert(ctx context.Context, cl *cli, args []string) error {
 	fr.Activate(func(t *dataspace.Turn) error { t.StopRoot(); return nil })
 	// The stopped facet cannot sync, so a fresh one does: the relay keeps
 	// order, so its round trip ends after the retraction has arrived.
-	tctx, cancel := context.WithTimeout(context.Background(), cl.conn.timeout)
-	defer cancel()
 	after, err := s.spawn("assert-retracted", func(*dataspace.Turn) error { return nil })
 	if err != nil {
 		return err
 	}
-	return s.flush(tctx, after)
+	return s.await(context.Background(), s.sync(after))
 }
 
 func (cl *cli) sendMessage(ctx context.Context, v preserves.Value) error {
-	s, err := cl.connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer s.close()
-	fr, err := s.spawn("send", func(t *dataspace.Turn) error {
-		t.Message(s.cfg, v)
+	s, fr, err := cl.start(ctx, "send", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
+		t.Message(cfg, v)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	tctx, cancel := context.WithTimeout(ctx, cl.conn.timeout)
-	defer cancel()
-	return s.flush(tctx, fr)
+	defer s.close()
+	return s.await(ctx, s.sync(fr))
 }
 
 func runSend(ctx context.Context, cl *cli, args []string) error {
@@ -116,26 +104,21 @@ func runRestart(ctx context.Context, cl *cli, args []string) error {
 		return err
 	}
 	cl.warnInvalid(services.RestartService(cl.positioned))
-	s, err := cl.connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer s.close()
 	// Only a running service reacts to <restart-service NAME>: look first,
 	// so that a typo is an error rather than a message nobody hears.
 	found := 0
 	synced := make(chan struct{})
-	fr, err := s.spawn("restart", func(t *dataspace.Turn) error {
+	s, fr, err := cl.start(ctx, "restart", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
 		p, err := pattern.Lift(preserves.Strip(name))
 		if err != nil {
 			p = pattern.Lit{Value: preserves.Strip(name)}
 		}
-		subscribe(t, s.cfg, pattern.Rec(services.LabelRunService, p), &observer{
+		subscribe(t, cfg, pattern.Rec(services.LabelRunService, p), &observer{
 			onAssert: func(*dataspace.Turn, []preserves.Value) { found++ },
 		})
-		t.Sync(s.cfg, func(t *dataspace.Turn) error {
+		t.Sync(cfg, func(t *dataspace.Turn) error {
 			if found > 0 {
-				t.Message(s.cfg, services.RestartService(name))
+				t.Message(cfg, services.RestartService(name))
 			}
 			close(synced)
 			return nil
@@ -145,9 +128,8 @@ func runRestart(ctx context.Context, cl *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	tctx, cancel := context.WithTimeout(ctx, cl.conn.timeout)
-	defer cancel()
-	if err := s.wait(tctx, synced); err != nil {
+	defer s.close()
+	if err := s.await(ctx, synced); err != nil {
 		return err
 	}
 	if found == 0 {
@@ -157,5 +139,5 @@ func runRestart(ctx context.Context, cl *cli, args []string) error {
 	// was closed inside that turn, before it committed, so a fresh actor's
 	// sync could reach the relay first, and the message be lost when the
 	// connection closes. The same actor's next turn waits for that commit.
-	return s.flush(tctx, fr)
+	return s.await(ctx, s.sync(fr))
 }

@@ -6,7 +6,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -110,18 +109,13 @@ func runDump(ctx context.Context, cl *cli, args []string) error {
 	default:
 		return usagef("dump takes at most one PATTERN")
 	}
-	s, err := cl.connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer s.close()
 	var mu sync.Mutex
 	var vals []preserves.Value
 	done := make(chan struct{})
-	_, err = s.spawn("dump", func(t *dataspace.Turn) error {
+	s, _, err := cl.start(ctx, "dump", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
 		o := &observer{}
-		self := subscribe(t, s.cfg, p, o)
-		t.Sync(s.cfg, func(*dataspace.Turn) error {
+		self := subscribe(t, cfg, p, o)
+		t.Sync(cfg, func(*dataspace.Turn) error {
 			mu.Lock()
 			for _, caps := range o.held {
 				if len(caps) > 0 && (*all || !isObserve(caps[0])) && !observes(caps[0], self) {
@@ -137,12 +131,8 @@ func runDump(ctx context.Context, cl *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	tctx, cancel := context.WithTimeout(ctx, cl.conn.timeout)
-	defer cancel()
-	if err := s.wait(tctx, done); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("no answer from %s within %v", s.what, cl.conn.timeout)
-		}
+	defer s.close()
+	if err := s.await(ctx, done); err != nil {
 		return err
 	}
 	mu.Lock()
@@ -166,18 +156,13 @@ func runObserve(ctx context.Context, cl *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	s, err := cl.connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer s.close()
 	line := func(sign string, caps []preserves.Value) {
 		if len(caps) > 0 {
 			fmt.Fprintf(cl.stdout, "%s %s\n", sign, preserves.FormatText(preserves.Strip(caps[0])))
 		}
 	}
-	_, err = s.spawn("observe", func(t *dataspace.Turn) error {
-		subscribe(t, s.cfg, p, &observer{
+	s, _, err := cl.start(ctx, "observe", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
+		subscribe(t, cfg, p, &observer{
 			onAssert:  func(_ *dataspace.Turn, caps []preserves.Value) { line("+", caps) },
 			onRetract: func(_ *dataspace.Turn, caps []preserves.Value) { line("-", caps) },
 			onMessage: func(_ *dataspace.Turn, caps []preserves.Value) { line("!", caps) },
@@ -187,6 +172,7 @@ func runObserve(ctx context.Context, cl *cli, args []string) error {
 	if err != nil {
 		return err
 	}
+	defer s.close()
 	// Until interrupted, or until the connection ends.
 	if err := s.wait(ctx, nil); err != nil && ctx.Err() == nil {
 		return err

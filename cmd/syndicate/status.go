@@ -586,11 +586,6 @@ func runStatus(ctx context.Context, cl *cli, args []string) error {
 	default:
 		return usagef("status takes at most one PATTERN (a service name pattern such as '<daemon _>')")
 	}
-	s, err := cl.connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer s.close()
 	m := newModel(filter)
 	gotOutput := make(chan struct{}, 1)
 	print := func() error {
@@ -636,9 +631,9 @@ func runStatus(ctx context.Context, cl *cli, args []string) error {
 	synced := make(chan struct{})
 	updates := make(chan struct{}, 1)
 	live := false // set in the actor once the snapshot is complete
-	_, err = s.spawn("status", func(t *dataspace.Turn) error {
+	s, _, err := cl.start(ctx, "status", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
 		pending := false
-		m.subscribe(t, s.cfg, func(t *dataspace.Turn) {
+		m.subscribe(t, cfg, func(t *dataspace.Turn) {
 			m.mu.Lock()
 			has := literal != nil && m.outputs[m.Key(literal)] != nil
 			m.mu.Unlock()
@@ -665,9 +660,9 @@ func runStatus(ctx context.Context, cl *cli, args []string) error {
 		if literal != nil {
 			// Only the daemon service answers; for anything else this
 			// assertion is harmless and goes with the connection.
-			t.Assert(s.cfg, daemon.OutputRequest(literal))
+			t.Assert(cfg, daemon.OutputRequest(literal))
 		}
-		t.Sync(s.cfg, func(*dataspace.Turn) error {
+		t.Sync(cfg, func(*dataspace.Turn) error {
 			live = true
 			close(synced)
 			return nil
@@ -677,12 +672,8 @@ func runStatus(ctx context.Context, cl *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	tctx, cancel := context.WithTimeout(ctx, cl.conn.timeout)
-	defer cancel()
-	if err := s.wait(tctx, synced); err != nil {
-		if ctx.Err() == nil && tctx.Err() != nil {
-			return fmt.Errorf("no answer from %s within %v", s.what, cl.conn.timeout)
-		}
+	defer s.close()
+	if err := s.await(ctx, synced); err != nil {
 		return err
 	}
 	if literal != nil && preserves.Equal(recordLabel(literal), preserves.Symbol("daemon")) {
