@@ -419,8 +419,7 @@ func fetchBoot(ctx context.Context, cl *cli) (*bootData, error) {
 	b := &bootData{Units: map[string]*unit{}}
 	var origins, deps [][]preserves.Value
 	var hists []preserves.Value
-	synced := make(chan struct{})
-	s, _, err := cl.start(ctx, "analyze", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
+	s, _, err := cl.query(ctx, "analyze", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
 		d := pattern.Discard{}
 		capt := pattern.Bind{Pattern: d}
 		subscribe(t, cfg, pattern.Rec(timeline.LabelHistoryOrigin, d), &observer{onAssert: func(_ *dataspace.Turn, c []preserves.Value) {
@@ -432,16 +431,12 @@ func fetchBoot(ctx context.Context, cl *cli) (*bootData, error) {
 		subscribe(t, cfg, pattern.Rec(services.LabelDependsOn, capt, capt), &observer{onAssert: func(_ *dataspace.Turn, c []preserves.Value) {
 			deps = append(deps, c)
 		}})
-		t.Sync(cfg, func(*dataspace.Turn) error { close(synced); return nil })
 		return nil
-	})
+	}, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer s.close()
-	if err := s.await(ctx, synced); err != nil {
-		return nil, err
-	}
 	b.Now = time.Now()
 	// The observers ran in the session's actor, before the sync's answer.
 	for _, o := range origins {

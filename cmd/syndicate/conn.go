@@ -174,6 +174,36 @@ func (cl *cli) start(ctx context.Context, name string, boot func(t *dataspace.Tu
 	return s, fr, nil
 }
 
+// query is start, then a sync round trip: it returns once the server
+// has answered (at most --timeout), when every assertion that boot's
+// subscriptions match has arrived. synced, if set, runs in the turn of
+// the answer.
+func (cl *cli) query(ctx context.Context, name string, boot func(t *dataspace.Turn, cfg *dataspace.Ref) error, synced func(t *dataspace.Turn, cfg *dataspace.Ref)) (*session, dataspace.FacetRef, error) {
+	done := make(chan struct{})
+	s, fr, err := cl.start(ctx, name, func(t *dataspace.Turn, cfg *dataspace.Ref) error {
+		if err := boot(t, cfg); err != nil {
+			return err
+		}
+		t.Sync(cfg, func(t *dataspace.Turn) error {
+			if synced != nil {
+				synced(t, cfg)
+			}
+			close(done)
+			return nil
+		})
+		return nil
+	})
+	if err == nil {
+		if err = s.await(ctx, done); err != nil {
+			s.close()
+		}
+	}
+	if err != nil {
+		return nil, fr, err
+	}
+	return s, fr, nil
+}
+
 // await is wait for at most the --timeout; running out of time is
 // errNoAnswer.
 func (s *session) await(ctx context.Context, ch <-chan struct{}) error {

@@ -107,8 +107,7 @@ func runRestart(ctx context.Context, cl *cli, args []string) error {
 	// Only a running service reacts to <restart-service NAME>: look first,
 	// so that a typo is an error rather than a message nobody hears.
 	found := 0
-	synced := make(chan struct{})
-	s, fr, err := cl.start(ctx, "restart", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
+	s, fr, err := cl.query(ctx, "restart", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
 		p, err := pattern.Lift(preserves.Strip(name))
 		if err != nil {
 			p = pattern.Lit{Value: preserves.Strip(name)}
@@ -116,22 +115,16 @@ func runRestart(ctx context.Context, cl *cli, args []string) error {
 		subscribe(t, cfg, pattern.Rec(services.LabelRunService, p), &observer{
 			onAssert: func(*dataspace.Turn, []preserves.Value) { found++ },
 		})
-		t.Sync(cfg, func(t *dataspace.Turn) error {
-			if found > 0 {
-				t.Message(cfg, services.RestartService(name))
-			}
-			close(synced)
-			return nil
-		})
 		return nil
+	}, func(t *dataspace.Turn, cfg *dataspace.Ref) {
+		if found > 0 {
+			t.Message(cfg, services.RestartService(name))
+		}
 	})
 	if err != nil {
 		return err
 	}
 	defer s.close()
-	if err := s.await(ctx, synced); err != nil {
-		return err
-	}
 	if found == 0 {
 		return fmt.Errorf("%w %s: it is not running (see syndicate status)", errNoSuchService, preserves.Show(preserves.Strip(name)))
 	}

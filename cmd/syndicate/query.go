@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
@@ -109,34 +108,23 @@ func runDump(ctx context.Context, cl *cli, args []string) error {
 	default:
 		return usagef("dump takes at most one PATTERN")
 	}
-	var mu sync.Mutex
 	var vals []preserves.Value
-	done := make(chan struct{})
-	s, _, err := cl.start(ctx, "dump", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
-		o := &observer{}
-		self := subscribe(t, cfg, p, o)
-		t.Sync(cfg, func(*dataspace.Turn) error {
-			mu.Lock()
-			for _, caps := range o.held {
-				if len(caps) > 0 && (*all || !isObserve(caps[0])) && !observes(caps[0], self) {
-					vals = append(vals, caps[0])
-				}
-			}
-			mu.Unlock()
-			close(done)
-			return nil
-		})
+	o := &observer{}
+	var self *dataspace.Ref
+	s, _, err := cl.query(ctx, "dump", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
+		self = subscribe(t, cfg, p, o)
 		return nil
+	}, func(*dataspace.Turn, *dataspace.Ref) {
+		for _, caps := range o.held {
+			if len(caps) > 0 && (*all || !isObserve(caps[0])) && !observes(caps[0], self) {
+				vals = append(vals, caps[0])
+			}
+		}
 	})
 	if err != nil {
 		return err
 	}
 	defer s.close()
-	if err := s.await(ctx, done); err != nil {
-		return err
-	}
-	mu.Lock()
-	defer mu.Unlock()
 	slices.SortFunc(vals, preserves.Compare)
 	for _, v := range vals {
 		fmt.Fprintln(cl.stdout, render(v))

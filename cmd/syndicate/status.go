@@ -628,10 +628,9 @@ func runStatus(ctx context.Context, cl *cli, args []string) error {
 		}
 		return nil
 	}
-	synced := make(chan struct{})
 	updates := make(chan struct{}, 1)
 	live := false // set in the actor once the snapshot is complete
-	s, _, err := cl.start(ctx, "status", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
+	s, _, err := cl.query(ctx, "status", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
 		pending := false
 		m.subscribe(t, cfg, func(t *dataspace.Turn) {
 			m.mu.Lock()
@@ -662,20 +661,12 @@ func runStatus(ctx context.Context, cl *cli, args []string) error {
 			// assertion is harmless and goes with the connection.
 			t.Assert(cfg, daemon.OutputRequest(literal))
 		}
-		t.Sync(cfg, func(*dataspace.Turn) error {
-			live = true
-			close(synced)
-			return nil
-		})
 		return nil
-	})
+	}, func(*dataspace.Turn, *dataspace.Ref) { live = true })
 	if err != nil {
 		return err
 	}
 	defer s.close()
-	if err := s.await(ctx, synced); err != nil {
-		return err
-	}
 	if literal != nil && preserves.Equal(recordLabel(literal), preserves.Symbol("daemon")) {
 		// The daemon service answers the output request in a turn of its
 		// own; give it a moment when the daemon is running.
