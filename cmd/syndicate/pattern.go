@@ -10,6 +10,7 @@ package main
 // spec §4.7), without its `$var` references, which have no meaning here.
 
 import (
+	"flag"
 	"fmt"
 	"strings"
 
@@ -94,6 +95,18 @@ func findEmbedded(v preserves.Value) (preserves.Pos, bool) {
 		}
 	}
 	return preserves.Pos{}, false
+}
+
+// patternArg reads the optional PATTERN argument of a command (nil when
+// there is none); more arguments are the usage error tooMany.
+func patternArg(fs *flag.FlagSet, tooMany string) (pattern.Pattern, error) {
+	switch fs.NArg() {
+	case 0:
+		return nil, nil
+	case 1:
+		return parsePattern(fs.Arg(0))
+	}
+	return nil, usagef("%s", tooMany)
 }
 
 // parsePattern reads a PATTERN argument.

@@ -96,17 +96,14 @@ func runDump(ctx context.Context, cl *cli, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	var p pattern.Pattern = pattern.Discard{}
-	switch fs.NArg() {
-	case 0:
-	case 1:
-		var err error
-		if p, err = parsePattern(fs.Arg(0)); err != nil {
-			return err
-		}
-		*all = true // a pattern says exactly what is wanted
+	p, err := patternArg(fs, "dump takes at most one PATTERN")
+	switch {
+	case err != nil:
+		return err
+	case p == nil:
+		p = pattern.Discard{}
 	default:
-		return usagef("dump takes at most one PATTERN")
+		*all = true // a pattern says exactly what is wanted
 	}
 	var vals []preserves.Value
 	o := &observer{}

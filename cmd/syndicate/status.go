@@ -573,18 +573,13 @@ func runStatus(ctx context.Context, cl *cli, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	var filter pattern.Pattern
+	filter, err := patternArg(fs, "status takes at most one PATTERN (a service name pattern such as '<daemon _>')")
+	if err != nil {
+		return err
+	}
 	var literal preserves.Value // the argument, when it may be one service's name
-	switch fs.NArg() {
-	case 0:
-	case 1:
-		var err error
-		if filter, err = parsePattern(fs.Arg(0)); err != nil {
-			return err
-		}
+	if filter != nil {
 		literal, _ = preserves.ParseText(fs.Arg(0))
-	default:
-		return usagef("status takes at most one PATTERN (a service name pattern such as '<daemon _>')")
 	}
 	m := newModel(filter)
 	gotOutput := make(chan struct{}, 1)
