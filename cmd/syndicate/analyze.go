@@ -419,7 +419,7 @@ func fetchBoot(ctx context.Context, cl *cli) (*bootData, error) {
 	b := &bootData{Units: map[string]*unit{}}
 	var origins, deps [][]preserves.Value
 	var hists []preserves.Value
-	s, _, err := cl.query(ctx, "analyze", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
+	s, _, err := cl.startSynced(ctx, "analyze", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
 		d := pattern.Discard{}
 		capt := pattern.Bind{Pattern: d}
 		subscribe(t, cfg, pattern.Rec(timeline.LabelHistoryOrigin, d), &observer{onAssert: func(_ *dataspace.Turn, c []preserves.Value) {

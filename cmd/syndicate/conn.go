@@ -174,11 +174,11 @@ func (cl *cli) start(ctx context.Context, name string, boot func(t *dataspace.Tu
 	return s, fr, nil
 }
 
-// query is start, then a sync round trip: it returns once the server
-// has answered (at most --timeout), when every assertion that boot's
-// subscriptions match has arrived. synced, if set, runs in the turn of
-// the answer.
-func (cl *cli) query(ctx context.Context, name string, boot func(t *dataspace.Turn, cfg *dataspace.Ref) error, synced func(t *dataspace.Turn, cfg *dataspace.Ref)) (*session, dataspace.FacetRef, error) {
+// startSynced is start, then a sync round trip: it returns once the server
+// has answered (at most --timeout), when what boot asserted and sent has
+// reached the server, and every assertion its subscriptions match has
+// come back. synced, if set, runs in the turn of the answer.
+func (cl *cli) startSynced(ctx context.Context, name string, boot func(t *dataspace.Turn, cfg *dataspace.Ref) error, synced func(t *dataspace.Turn, cfg *dataspace.Ref)) (*session, dataspace.FacetRef, error) {
 	done := make(chan struct{})
 	s, fr, err := cl.start(ctx, name, func(t *dataspace.Turn, cfg *dataspace.Ref) error {
 		if err := boot(t, cfg); err != nil {

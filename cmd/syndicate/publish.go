@@ -46,17 +46,14 @@ func runAssert(ctx context.Context, cl *cli, args []string) error {
 		return err
 	}
 	cl.warnInvalid(cl.positioned)
-	s, fr, err := cl.start(ctx, "assert", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
+	s, fr, err := cl.startSynced(ctx, "assert", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
 		t.Assert(cfg, v)
 		return nil
-	})
+	}, nil)
 	if err != nil {
 		return err
 	}
 	defer s.close()
-	if err := s.flush(ctx, fr); err != nil {
-		return err
-	}
 	fmt.Fprintf(cl.stderr, "asserted %s; interrupt (Ctrl-C) to retract\n", preserves.FormatText(v))
 	if err := s.wait(ctx, nil); err != nil && ctx.Err() == nil {
 		return err
@@ -74,15 +71,14 @@ func runAssert(ctx context.Context, cl *cli, args []string) error {
 }
 
 func (cl *cli) sendMessage(ctx context.Context, v preserves.Value) error {
-	s, fr, err := cl.start(ctx, "send", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
+	s, _, err := cl.startSynced(ctx, "send", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
 		t.Message(cfg, v)
 		return nil
-	})
-	if err != nil {
-		return err
+	}, nil)
+	if err == nil {
+		s.close()
 	}
-	defer s.close()
-	return s.await(ctx, s.sync(fr))
+	return err
 }
 
 func runSend(ctx context.Context, cl *cli, args []string) error {
@@ -107,7 +103,7 @@ func runRestart(ctx context.Context, cl *cli, args []string) error {
 	// Only a running service reacts to <restart-service NAME>: look first,
 	// so that a typo is an error rather than a message nobody hears.
 	found := 0
-	s, fr, err := cl.query(ctx, "restart", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
+	s, fr, err := cl.startSynced(ctx, "restart", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
 		p, err := pattern.Lift(preserves.Strip(name))
 		if err != nil {
 			p = pattern.Lit{Value: preserves.Strip(name)}

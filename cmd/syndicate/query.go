@@ -108,7 +108,7 @@ func runDump(ctx context.Context, cl *cli, args []string) error {
 	var vals []preserves.Value
 	o := &observer{}
 	var self *dataspace.Ref
-	s, _, err := cl.query(ctx, "dump", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
+	s, _, err := cl.startSynced(ctx, "dump", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
 		self = subscribe(t, cfg, p, o)
 		return nil
 	}, func(*dataspace.Turn, *dataspace.Ref) {

@@ -625,7 +625,7 @@ func runStatus(ctx context.Context, cl *cli, args []string) error {
 	}
 	updates := make(chan struct{}, 1)
 	live := false // set in the actor once the snapshot is complete
-	s, _, err := cl.query(ctx, "status", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
+	s, _, err := cl.startSynced(ctx, "status", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
 		pending := false
 		m.subscribe(t, cfg, func(t *dataspace.Turn) {
 			m.mu.Lock()
