@@ -318,3 +318,30 @@ func AppendBinders(dst []string, p Expr) []string {
 	}
 	return dst
 }
+
+// EachSubInstr calls fn on each instruction nested directly in in (the
+// body of a block, of `?`, `??`, `?-` and `$x`; the branches of `=~`), so
+// that scans of a script need not each know which nodes nest (the
+// exhaustiveness test in script/vm covers this switch).
+func EachSubInstr(in Instr, fn func(Instr)) {
+	switch x := in.(type) {
+	case *Assert, *Send, *Let:
+	case *Block:
+		for _, b := range x.Body {
+			fn(b)
+		}
+	case *During:
+		fn(x.Body)
+	case *OnMessage:
+		fn(x.Body)
+	case *OnStop:
+		fn(x.Body)
+	case *Retarget:
+		fn(x.Body)
+	case *Cond:
+		fn(x.Then)
+		for _, b := range x.Else {
+			fn(b)
+		}
+	}
+}

@@ -8,8 +8,11 @@
 // every layer (dataspace/relay, services, script/validate) may use them.
 // Embedded values (`#:…`, the runtime's capabilities) are carried as
 // their payloads of type any. What a schema cannot say (value ranges, the
-// exact arity of service names) is written by hand beside the generated
-// file (internalservices/ranges.go), once for the services and `--check`.
+// exact arity of service names, the elaboration of a daemon spec with its
+// defaults, durations, readiness protocols and our extension keys) is
+// written by hand beside the generated file (internalservices/ranges.go,
+// externalservices/spec.go), once for the services and `--check`. Their
+// errors are *schema.ParseError too, sorted by their Class.
 package schemas
 
 //go:generate go run ../../cmd/preserves-schema-go -o . -import github.com/syndicate-go/syndicate/dataspace/schemas -alias TransportAddress=transportAddress .

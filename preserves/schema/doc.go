@@ -37,7 +37,9 @@
 // is wrong (".label", "[2]", "[key]"), that part's source position when
 // it carries one (values read with preserves.TextOptions.Positions), and
 // for an alternation every alternative's reason; [ParseError.Deepest]
-// picks the one that got furthest. Mistakes in a schema are *[Error]
+// picks the one that got furthest. Hand-written companions of generated
+// code (range checks, the daemon spec's elaboration) return *ParseError
+// too, with a finer [ParseError].Class that errors.Is also finds. Mistakes in a schema are *[Error]
 // (class [ErrSchema]) with file:line:col.
 //
 // A static checker that knows only part of a value (a script whose

@@ -23,12 +23,15 @@ var ErrParse = errors.New("value does not match the schema")
 // failed), where in the source (Pos, when the failing part carries a
 // position annotation, as values read by the script compiler do), and
 // what was expected. For an alternation it keeps why each alternative
-// failed.
+// failed. Class, when set, is a finer class the error also wraps: the
+// hand-written companions of generated code (the daemon spec's
+// elaboration, range checks) sort their errors with it.
 type ParseError struct {
 	Path         []string
 	Pos          preserves.Pos
 	Msg          string
 	Alternatives []AltError
+	Class        error
 }
 
 // AltError is why one alternative of an alternation failed.
@@ -68,7 +71,13 @@ func (e *ParseError) Error() string {
 	return b.String()
 }
 
-func (e *ParseError) Unwrap() error { return ErrParse }
+// Unwrap returns ErrParse and, when set, Class.
+func (e *ParseError) Unwrap() []error {
+	if e.Class != nil {
+		return []error{ErrParse, e.Class}
+	}
+	return []error{ErrParse}
+}
 
 // Deepest returns the error itself or, for an alternation, the failure
 // of the alternative that got furthest into the value: usually the one
@@ -95,12 +104,12 @@ func (e *ParseError) Deepest() *ParseError {
 
 // Fail returns a ParseError at v.
 func Fail(v preserves.Value, format string, args ...any) *ParseError {
-	return &ParseError{Pos: preserves.PosOf(v), Msg: fmt.Sprintf(format, args...) + ", got " + show(v)}
+	return &ParseError{Pos: preserves.PosOf(v), Msg: fmt.Sprintf(format, args...) + ", got " + Show(v)}
 }
 
-// show is the short text of v for messages; wildcards print as `$…`, as
+// Show is the short text of v for messages; wildcards print as `$…`, as
 // a checker's unknown parts are usually script variables.
-func show(v preserves.Value) string {
+func Show(v preserves.Value) string {
 	// 256 bytes leave 60 after `|$…|` shrinks to `$…` (the cut below).
 	s := preserves.FormatTextLimit(preserves.MapEmbedded(v, func(e *preserves.Embedded) preserves.Value {
 		if _, ok := e.Payload.(Wildcard); ok {
@@ -129,12 +138,12 @@ func At(err error, steps ...string) error {
 func Index(i int) string { return "[" + strconv.Itoa(i) + "]" }
 
 // Key is the path step of dictionary key k.
-func Key(k preserves.Value) string { return "[" + show(k) + "]" }
+func Key(k preserves.Value) string { return "[" + Show(k) + "]" }
 
 // NoMatch is the error of an alternation none of whose alternatives
 // matched v.
 func NoMatch(v preserves.Value, def string, labels []string, errs []error) *ParseError {
-	e := &ParseError{Pos: preserves.PosOf(v), Msg: "no alternative of " + def + " matches " + show(v)}
+	e := &ParseError{Pos: preserves.PosOf(v), Msg: "no alternative of " + def + " matches " + Show(v)}
 	for i, err := range errs {
 		var pe *ParseError
 		if errors.As(err, &pe) {
@@ -190,7 +199,7 @@ func AsRecord(v preserves.Value, n int) (*preserves.Record, error) {
 func AsRecordOf(v, label preserves.Value, n int) (*preserves.Record, error) {
 	r, ok := preserves.Unwrap(v).(*preserves.Record)
 	if ok && !preserves.Equal(r.Label, label) && !IsWildcard(r.Label) {
-		e := Fail(v, "expected <%s …>", show(label))
+		e := Fail(v, "expected <%s …>", Show(label))
 		e.Path = []string{".label"}
 		return nil, e
 	}
@@ -236,7 +245,7 @@ func Entry(v preserves.Value, d *preserves.Dictionary, k preserves.Value) (prese
 		if IsWildcard(v) {
 			return v, nil
 		}
-		return nil, Fail(v, "expected key %s", show(k))
+		return nil, Fail(v, "expected key %s", Show(k))
 	}
 	return x, nil
 }
@@ -326,7 +335,7 @@ func AsEmbedded(v preserves.Value) (any, error) {
 // CheckLit checks that v equals want.
 func CheckLit(v, want preserves.Value) error {
 	if !preserves.Equal(v, want) {
-		return failUnlessWildcard(v, "expected "+show(want))
+		return failUnlessWildcard(v, "expected "+Show(want))
 	}
 	return nil
 }
@@ -344,7 +353,7 @@ func LitIndex(v preserves.Value, lits []preserves.Value) (int, error) {
 	}
 	texts := make([]string, len(lits))
 	for i, l := range lits {
-		texts[i] = show(l)
+		texts[i] = Show(l)
 	}
 	return 0, Fail(v, "expected one of %s", strings.Join(texts, ", "))
 }
@@ -405,7 +414,7 @@ func PairsValue[K, V any](ps []Pair[K, V], kf func(K) preserves.Value, vf func(V
 func Fields(v preserves.Value) []preserves.Value {
 	s, ok := preserves.Unwrap(v).(preserves.Sequence)
 	if !ok {
-		panic(fmt.Sprintf("schema: record fields must be a sequence, not %s", show(v)))
+		panic(fmt.Sprintf("schema: record fields must be a sequence, not %s", Show(v)))
 	}
 	return s
 }
@@ -459,7 +468,7 @@ func Merge(a, b preserves.Value) (preserves.Value, error) {
 			return preserves.NewDictionary(es...), nil
 		}
 	}
-	return nil, fmt.Errorf("%w: %s and %s", ErrMerge, show(a), show(b))
+	return nil, fmt.Errorf("%w: %s and %s", ErrMerge, Show(a), Show(b))
 }
 
 func mergeAll(xs, ys []preserves.Value) (preserves.Sequence, error) {

@@ -32,6 +32,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/preserves/schema"
 	"github.com/syndicate-go/syndicate/script"
 	"github.com/syndicate-go/syndicate/script/compile"
 )
@@ -361,7 +362,7 @@ func (tr *tree) variables(out *script.ErrorList) {
 }
 
 func didYouMeanVar(name string, known []string) string {
-	if s := Suggest(name, known); s != "" {
+	if s := schema.Suggest(name, known); s != "" {
 		return " (did you mean $" + s + "?)"
 	}
 	return ""
@@ -399,7 +400,7 @@ func (tr *tree) undeclared(out *script.ErrorList) {
 		for d := range tr.daemons {
 			ids = append(ids, d)
 		}
-		hint := didYouMean(k, ids)
+		hint := schema.DidYouMean(k, ids)
 		for _, p := range ps {
 			out.Warnf(p, ErrSuspicious, "no %s declaration in the checked files%s: the daemon would be started,ready at once, "+
 				"so what depends on it would start without it", strings.TrimSuffix(k, ">")+" …>", hint)
@@ -453,7 +454,7 @@ func (tr *tree) unserved(out *script.ErrorList) {
 		}
 		hint := ""
 		if l, _, ok := label(name); ok {
-			if s := Suggest(l, builtins); s != "" {
+			if s := schema.Suggest(l, builtins); s != "" {
 				hint = fmt.Sprintf(" (did you mean <%s …>?)", s)
 			}
 		}

@@ -91,12 +91,6 @@ func TestAnalyzeCleanTree(t *testing.T) {
 	require.Empty(t, Analyze(dir))
 }
 
-func TestSuggest(t *testing.T) {
-	require.Equal(t, "restart", Suggest("restat", DaemonSpecKeys))
-	require.Equal(t, "stopTimeout", Suggest("stoptimout", DaemonSpecKeys))
-	require.Equal(t, "", Suggest("frobnicate", DaemonSpecKeys))
-}
-
 func TestCycleThrough(t *testing.T) {
 	g := map[string][]string{"a": {"b"}, "b": {"c", "a"}, "c": {}, "d": {"a"}}
 	next := func(n string) []string { return g[n] }

@@ -2,7 +2,6 @@ package validate
 
 import (
 	"errors"
-	"slices"
 
 	"github.com/syndicate-go/syndicate/dataspace/schemas/externalservices"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/internalservices"
@@ -116,20 +115,11 @@ func (v *validator) parsed(val preserves.Value, what string, parse func(preserve
 		return false
 	}
 	d := pe.Deepest()
-	at := val
+	at := preserves.PosOf(val)
 	if d.Pos.IsValid() {
-		at = &preserves.Annotated{Pos: d.Pos, Item: preserves.Bool(false)}
+		at = d.Pos
 	}
-	v.errorf(at, "%s: %s", what, d.Msg)
-	return false
-}
-
-// arity reports (and returns false) when fields does not have n elements.
-func (v *validator) arity(at preserves.Value, l string, fields []preserves.Value, n int, shape string) bool {
-	if len(fields) == n {
-		return true
-	}
-	v.errorf(at, "%s: expected %s, not %d field(s)", l, shape, len(fields))
+	v.add(at, d, "%s: %s", what, d.Msg)
 	return false
 }
 
@@ -149,169 +139,12 @@ func (v *validator) serviceName(name preserves.Value) {
 	}
 }
 
-func (v *validator) str(x preserves.Value, what string) bool {
-	if isUnknown(x) {
-		return true
-	}
-	if _, ok := preserves.Unwrap(x).(preserves.String); !ok {
-		v.errorf(x, "%s must be a string, not %s", what, render(x))
-		return false
-	}
-	return true
-}
-
-// daemonSpec checks a DaemonProcessSpec.
+// daemonSpec checks a DaemonProcessSpec with the elaboration the daemon
+// service performs (externalservices.CheckSpec, its unknown parts
+// wildcards): every problem it finds, an unknown key included, is an
+// error here, carrying the problem's class.
 func (v *validator) daemonSpec(spec preserves.Value) {
-	if isUnknown(spec) {
-		return
+	for _, p := range externalservices.CheckSpec(spec) {
+		v.add(p.Pos, p, "%s", p.Msg)
 	}
-	switch x := preserves.Unwrap(spec).(type) {
-	case preserves.String:
-		return
-	case preserves.Sequence:
-		v.commandLine(spec, "daemon")
-		return
-	case *preserves.Record:
-		if l, f, ok := label(spec); ok && l == "one-shot" {
-			if v.arity(spec, "one-shot", f, 1, "<one-shot COMMAND>") {
-				v.commandLine(f[0], "one-shot")
-			}
-			return
-		}
-	case *preserves.Dictionary:
-		v.fullSpec(spec, x)
-		return
-	}
-	v.errorf(spec, "daemon: the spec must be a command string, [PROGRAM ARG ...], <one-shot COMMAND> or a dictionary, not %s", render(spec))
-}
-
-// commandLine checks a CommandLine: a shell string, or a non-empty sequence
-// of strings.
-func (v *validator) commandLine(c preserves.Value, what string) {
-	if isUnknown(c) {
-		return
-	}
-	switch x := preserves.Unwrap(c).(type) {
-	case preserves.String:
-	case preserves.Sequence:
-		if len(x) == 0 {
-			v.errorf(c, "%s: the command line is empty: it needs at least a program", what)
-			return
-		}
-		for i, el := range x {
-			if isUnknown(el) {
-				continue
-			}
-			if _, ok := preserves.Unwrap(el).(preserves.String); !ok {
-				if i == 0 {
-					v.errorf(el, "%s: the program must be a string, not %s", what, render(el))
-				} else {
-					v.errorf(el, "%s: argument %d must be a string, not %s", what, i, render(el))
-				}
-			}
-		}
-	default:
-		v.errorf(c, "%s: the command line must be a shell string or [PROGRAM ARG ...], not %s", what, render(c))
-	}
-}
-
-// fullSpec checks a dictionary daemon spec (FullDaemonProcess plus our
-// extension keys).
-func (v *validator) fullSpec(spec preserves.Value, d *preserves.Dictionary) {
-	get := func(key string) (preserves.Value, preserves.Value, bool) {
-		for _, e := range d.Entries() {
-			if s, ok := preserves.Unwrap(e.Key).(preserves.Symbol); ok && string(s) == key {
-				return e.Key, e.Value, true
-			}
-		}
-		return nil, nil, false
-	}
-	for _, e := range d.Entries() {
-		k, ok := preserves.Unwrap(e.Key).(preserves.Symbol)
-		if !ok {
-			v.errorf(e.Key, "daemon: spec keys are symbols, not %s", render(e.Key))
-			continue
-		}
-		if !slices.Contains(DaemonSpecKeys, string(k)) {
-			v.errorf(e.Key, "%s", UnknownKeyMessage(string(k)))
-		}
-	}
-	if _, argv, ok := get("argv"); ok {
-		v.commandLine(argv, "argv")
-	} else {
-		v.errorf(spec, "daemon: the spec dictionary has no argv (the command to run)")
-	}
-	if _, x, ok := get("dir"); ok {
-		v.str(x, "dir")
-	}
-	for _, k := range []string{"clearEnv", "readyOnStart"} {
-		if _, x, ok := get(k); ok && !isUnknown(x) {
-			if _, ok := preserves.Unwrap(x).(preserves.Bool); !ok {
-				v.errorf(x, "%s must be #t or #f, not %s", k, render(x))
-			}
-		}
-	}
-	if _, x, ok := get("env"); ok && !isUnknown(x) {
-		env, ok := preserves.Unwrap(x).(*preserves.Dictionary)
-		if !ok {
-			v.errorf(x, "env must be a dictionary of variables to strings (or #f to remove), not %s", render(x))
-		} else {
-			for _, e := range env.Entries() {
-				switch k := preserves.Unwrap(e.Key).(type) {
-				case preserves.String:
-					if p := EnvNameProblem(string(k)); p != "" {
-						v.errorf(e.Key, "%s", p)
-					}
-				case preserves.Symbol:
-					if p := EnvNameProblem(string(k)); p != "" {
-						v.errorf(e.Key, "%s", p)
-					}
-				default:
-					v.errorf(e.Key, "env: variable name %s must be a string or a symbol", render(e.Key))
-				}
-				if isUnknown(e.Value) {
-					continue
-				}
-				switch val := preserves.Unwrap(e.Value).(type) {
-				case preserves.String:
-				case preserves.Bool:
-					if val {
-						v.errorf(e.Value, "env: the value of %s must be a string, or #f to remove it, not #t", render(e.Key))
-					}
-				default:
-					v.errorf(e.Value, "env: the value of %s must be a string, or #f to remove it, not %s", render(e.Key), render(e.Value))
-				}
-			}
-		}
-	}
-	if _, x, ok := get("restart"); ok {
-		v.parsed(x, "restart", wrap(externalservices.ParseRestartPolicy))
-	}
-	if _, x, ok := get("protocol"); ok {
-		v.parsed(x, "protocol", wrap(externalservices.ParseProtocol))
-	}
-	for _, k := range []string{"stopTimeout", "restartDelay", "restartMaxDelay", "restartWindow"} {
-		if _, x, ok := get(k); ok && !isUnknown(x) {
-			if !nonNegativeNumber(x) {
-				v.errorf(x, "%s must be a non-negative number of seconds, not %s", k, render(x))
-			}
-		}
-	}
-	v.readiness(get)
-	if _, x, ok := get("restartLimit"); ok && !isUnknown(x) {
-		if n, ok := preserves.Unwrap(x).(preserves.Int); !ok || n < 0 {
-			v.errorf(x, "restartLimit must be a non-negative integer, not %s", render(x))
-		}
-	}
-}
-
-func nonNegativeNumber(x preserves.Value) bool {
-	switch n := preserves.Unwrap(x).(type) {
-	case preserves.Int:
-		return n >= 0
-	case preserves.Double:
-		f := n.Float64()
-		return f >= 0 && f == f && f <= 1e15
-	}
-	return false
 }

@@ -13,17 +13,15 @@
 // bodies, `?-` bodies, retargeted instructions, conditionals) whose label is
 // one of the service vocabulary:
 //
-//   - `<daemon ID SPEC>`: SPEC is a DaemonProcessSpec — a command string,
-//     `[PROGRAM ARG...]` (non-empty, strings only), `<one-shot CMD>`, or a
-//     dictionary with a valid `argv` and, when present, `dir` (string),
-//     `clearEnv`/`readyOnStart` (booleans), `env` (dictionary of string or
-//     symbol keys to strings or #f), `restart` (always, on-error, all,
-//     never), `protocol` (none, application/syndicate, text/syndicate), and
-//     our extensions `stopTimeout`, `restartDelay`, `restartMaxDelay`,
-//     `restartWindow` (non-negative seconds) and `restartLimit`
-//     (non-negative integer). Other keys are errors, with a "did you mean" suggestion
-//     (the reference ignores them; the daemon service warns at run time), and
-//     so are environment names that are empty or contain `=`.
+//   - `<daemon ID SPEC>`: SPEC is a DaemonProcessSpec, elaborated by
+//     externalservices.CheckSpec, the elaboration the daemon service runs
+//     (externalservices.ParseSpec): a command string, `[PROGRAM ARG...]`,
+//     `<one-shot CMD>`, or a dictionary with a valid `argv` and valid
+//     optional keys, ours included (docs/protocol.md). Every problem is
+//     reported, each with its class (externalservices.ErrNotASpec,
+//     ErrInvalidField, ErrUnknownKey); unknown keys are errors here, with a
+//     "did you mean" suggestion (the reference ignores them; the daemon
+//     service warns at run time).
 //   - `<require-service NAME>`, `<run-service NAME>`, `<restart-service
 //     NAME>`, `<service-state NAME STATE>`, `<service-object NAME OBJ>`:
 //     their arity, and NAME when it has the shape of a built-in service
@@ -41,10 +39,10 @@
 // parsers generated from the schemas (dataspace/schemas/…, and
 // transport.ParseRelayListener for relay listeners), the very parsers the
 // services run, so `--check` and the runtime agree; the first mismatch in
-// each declaration is reported at the part that is wrong. The daemon
-// spec's restart and protocol keys use the generated enums; its other keys,
-// including our extensions, are still checked here by hand
-// (services/daemon.ParseSpec elaborates them at run time).
+// each declaration is reported at the part that is wrong. A daemon spec is
+// checked by the elaboration the daemon service performs (above), so
+// `--check` and the runtime agree on it (services/daemon's
+// TestRuntimeAndCheckAgree).
 //
 // Script variables make a value's shape undecidable: a part written `$x` (or
 // any other non-literal expression) becomes a schema.Wildcard, which every
@@ -63,7 +61,6 @@ package validate
 import (
 	"errors"
 	"fmt"
-	"unicode/utf8"
 
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/schema"
@@ -80,7 +77,9 @@ var ErrInvalid = errors.New("validate: invalid service declaration")
 func Source(file string, src []byte) script.ErrorList {
 	f, _ := script.ParseFile(file, src)
 	v := &validator{file: file}
-	v.instrs(f.Body)
+	for _, in := range f.Body {
+		v.instr(in)
+	}
 	v.errs.Sort()
 	return v.errs
 }
@@ -146,40 +145,32 @@ type validator struct {
 }
 
 func (v *validator) errorf(at preserves.Value, format string, args ...any) {
-	pos := preserves.PosOf(at)
+	v.add(preserves.PosOf(at), nil, format, args...)
+}
+
+// add records an error at pos. Its class is ErrInvalid and, when cause is
+// not nil, the classes of cause too (a *schema.ParseError: ErrParse, and
+// the class of a daemon spec problem).
+func (v *validator) add(pos preserves.Pos, cause error, format string, args ...any) {
 	if pos.File == "" {
 		pos.File = v.file
 	}
-	v.errs = append(v.errs, &script.Error{Pos: pos, Msg: fmt.Sprintf(format, args...), Err: ErrInvalid})
-}
-
-// instrs walks instructions, checking what they assert or send.
-func (v *validator) instrs(body []script.Instr) {
-	for _, in := range body {
-		v.instr(in)
+	err := ErrInvalid
+	if cause != nil {
+		err = errors.Join(ErrInvalid, cause)
 	}
+	v.errs = append(v.errs, &script.Error{Pos: pos, Msg: fmt.Sprintf(format, args...), Err: err})
 }
 
+// instr checks what in and the instructions nested in it assert or send.
 func (v *validator) instr(in script.Instr) {
 	switch x := in.(type) {
 	case *script.Assert:
 		v.declaration(value(x.Value))
 	case *script.Send:
 		v.declaration(value(x.Value))
-	case *script.Block:
-		v.instrs(x.Body)
-	case *script.During:
-		v.instr(x.Body)
-	case *script.OnMessage:
-		v.instr(x.Body)
-	case *script.OnStop:
-		v.instr(x.Body)
-	case *script.Retarget:
-		v.instr(x.Body)
-	case *script.Cond:
-		v.instr(x.Then)
-		v.instrs(x.Else)
 	}
+	script.EachSubInstr(in, v.instr)
 }
 
 // unknown marks a non-literal part of a value (a variable, an attenuation,
@@ -237,22 +228,3 @@ func value(e script.Expr) preserves.Value {
 }
 
 func isUnknown(v preserves.Value) bool { return schema.IsWildcard(v) }
-
-// render is the short text of a value for messages (unknown parts as `$…`).
-func render(v preserves.Value) string {
-	s := preserves.FormatTextLimit(strip(v), 40*utf8.UTFMax) // the cut below still applies
-	if r := []rune(s); len(r) > 40 {
-		s = string(r[:37]) + "..."
-	}
-	return s
-}
-
-// strip removes positions and turns unknown markers into the symbol `$…`.
-func strip(v preserves.Value) preserves.Value {
-	return preserves.MapEmbedded(v, func(e *preserves.Embedded) preserves.Value {
-		if _, ok := e.Payload.(unknown); ok {
-			return preserves.Symbol("$…")
-		}
-		return e
-	})
-}

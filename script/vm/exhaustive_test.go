@@ -47,6 +47,7 @@ func TestNodeSwitchesAreExhaustive(t *testing.T) {
 		exempt  []string
 	}{
 		{"compile", "compiler.instr", scriptInstr, nil},
+		{"script", "EachSubInstr", scriptInstr, nil},
 		// Lit is folded by isConst before the switch.
 		{"compile", "compiler.value", scriptExpr, cat([]string{"Lit"}, patternOnly, templateOnly, caveatOnly)},
 		{"compile", "compiler.pattern", scriptExpr, cat(templateOnly, caveatOnly, valueOnly)},

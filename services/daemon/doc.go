@@ -8,9 +8,13 @@
 // The package is split in two layers so that the process layer can be tested
 // without an actor runtime:
 //
-//   - spec.go parses a DaemonProcessSpec value into an elaborated [Spec]
-//     (§5.2), with one error type, [SpecError], of two classes
-//     ([ErrNotASpec], [ErrInvalidField]) because §5.3 treats them differently.
+//   - the spec: a DaemonProcessSpec value is parsed into an elaborated
+//     [Spec] (§5.2) by externalservices.ParseSpec
+//     (dataspace/schemas/externalservices/spec.go, below `script`, so that
+//     `--check` runs the same elaboration); spec.go only names its types
+//     here. Its errors are *schema.ParseError of two classes
+//     ([ErrNotASpec], [ErrInvalidField]) because §5.3 treats them
+//     differently; unknown keys are warnings ([Spec].Unknown).
 //   - process.go runs one process: its own process group (Setpgid), stdin
 //     from /dev/null, stdout/stderr read line by line by two goroutines,
 //     exactly one goroutine calling Wait. Stopping sends SIGTERM to the group and SIGKILL

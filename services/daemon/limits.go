@@ -1,10 +1,6 @@
 package daemon
 
-import (
-	"time"
-
-	"github.com/syndicate-go/syndicate/preserves"
-)
+import "time"
 
 // Restart limits: optional keys of the dictionary form of a daemon spec
 // (operator issue; docs/protocol.md "Extra daemon-spec keys"). The
@@ -26,57 +22,6 @@ import (
 //
 // The limits count only restarts of one spec's process (§5.5); a crash of
 // the whole worker under policy `all` is the supervisor's business (§2.3).
-
-// Limits are the parsed restart keys. The zero value means none is set.
-type Limits struct {
-	Delay    time.Duration // restartDelay, if HasDelay
-	MaxDelay time.Duration // restartMaxDelay, if HasMaxDelay
-	Limit    int           // restartLimit, if HasLimit
-	Window   time.Duration // restartWindow; 0 = unbounded
-
-	HasDelay, HasMaxDelay, HasLimit bool
-}
-
-// IsZero reports whether no restart key was given.
-func (l Limits) IsZero() bool { return !l.HasDelay && !l.HasMaxDelay && !l.HasLimit && l.Window == 0 }
-
-// parse reads the restart keys through get (a dictionary lookup). A key of
-// the wrong type is an invalid field (§5.3: the worker crashes), like
-// stopTimeout.
-func (l *Limits) parse(get func(string) (preserves.Value, bool)) error {
-	secs := func(key string, dst *time.Duration, has *bool) error {
-		x, ok := get(key)
-		if !ok {
-			return nil
-		}
-		d, ok := seconds(x)
-		if !ok {
-			return invalid(x, key+" must be a non-negative number of seconds")
-		}
-		*dst = d
-		if has != nil {
-			*has = true
-		}
-		return nil
-	}
-	if err := secs("restartDelay", &l.Delay, &l.HasDelay); err != nil {
-		return err
-	}
-	if err := secs("restartMaxDelay", &l.MaxDelay, &l.HasMaxDelay); err != nil {
-		return err
-	}
-	if err := secs("restartWindow", &l.Window, nil); err != nil {
-		return err
-	}
-	if x, ok := get("restartLimit"); ok {
-		n, ok := preserves.Unwrap(x).(preserves.Int)
-		if !ok || n < 0 || int64(n) > int64(^uint32(0)>>1) {
-			return invalid(x, "restartLimit must be a non-negative integer")
-		}
-		l.Limit, l.HasLimit = int(n), true
-	}
-	return nil
-}
 
 // limiter applies Limits to the decisions of one spec's restart loop. It
 // is owned by the goroutine running Runner.Run.

@@ -35,143 +35,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/syndicate-go/syndicate/preserves"
 )
-
-// ReadinessKind says how a process signals readiness.
-type ReadinessKind uint8
-
-const (
-	ReadyAtStart  ReadinessKind = iota // readyOnStart, or a script/peer asserts it
-	ReadyFD                            // s6 notification fd
-	ReadySDNotify                      // systemd sd_notify
-	ReadyListen                        // a TCP port or Unix socket accepts connections
-)
-
-func (k ReadinessKind) String() string {
-	switch k {
-	case ReadyAtStart:
-		return "start"
-	case ReadyFD:
-		return "notification-fd"
-	case ReadySDNotify:
-		return "sd-notify"
-	case ReadyListen:
-		return "listen"
-	}
-	return fmt.Sprintf("ReadinessKind(%d)", uint8(k))
-}
-
-// DefaultReadyTimeout is how long a readiness protocol may take by
-// default (systemd's DefaultTimeoutStartSec).
-const DefaultReadyTimeout = 90 * time.Second
-
-// maxNotificationFD bounds N of <notification-fd N> (the child gets N-2
-// extra descriptor slots).
-const maxNotificationFD = 255
-
-// Readiness is the parsed readiness declaration of a spec.
-type Readiness struct {
-	Kind    ReadinessKind
-	FD      int    // ReadyFD
-	Network string // ReadyListen: "tcp" or "unix"
-	Address string // ReadyListen: host:port or path
-	// Timeout bounds the time from spawn to ready; 0 waits for ever.
-	Timeout time.Duration
-	// Watchdog is the sd-notify watchdog interval; 0 is none.
-	Watchdog time.Duration
-}
-
-// Failure reasons of a process stopped by its supervisor, carried by
-// [Exit.Failure] (match with errors.Is).
-var (
-	ErrNotReady = errors.New("not ready in time")
-	ErrWatchdog = errors.New("watchdog timeout")
-)
-
-// parseReadiness reads readiness, readyTimeout and watchdog (and checks
-// readyOnStart against them) into s.
-func (s *Spec) parseReadiness(get func(string) (preserves.Value, bool)) error {
-	x, ok := get("readiness")
-	if !ok {
-		for _, k := range []string{"readyTimeout", "watchdog"} {
-			if y, ok := get(k); ok {
-				return invalid(y, k+" needs a readiness protocol (readiness key)")
-			}
-		}
-		return nil
-	}
-	r := &s.Readiness
-	bad := func() error {
-		return invalid(x, `readiness must be <notification-fd N>, sd-notify, <tcp PORT>, <tcp "HOST" PORT> or <unix "PATH">`)
-	}
-	switch v := preserves.Unwrap(x).(type) {
-	case preserves.Symbol:
-		if v != "sd-notify" {
-			return bad()
-		}
-		r.Kind = ReadySDNotify
-	case *preserves.Record:
-		l, _ := preserves.Unwrap(v.Label).(preserves.Symbol)
-		switch {
-		case l == "notification-fd" && len(v.Fields) == 1:
-			n, ok := preserves.Unwrap(v.Fields[0]).(preserves.Int)
-			if !ok || n < 3 || n > maxNotificationFD {
-				return invalid(v.Fields[0], fmt.Sprintf("notification-fd must be an integer from 3 to %d (0-2 are stdio)", maxNotificationFD))
-			}
-			r.Kind, r.FD = ReadyFD, int(n)
-		case l == "tcp" && (len(v.Fields) == 1 || len(v.Fields) == 2):
-			host := "127.0.0.1"
-			if len(v.Fields) == 2 {
-				h, ok := preserves.Unwrap(v.Fields[0]).(preserves.String)
-				if !ok || h == "" {
-					return invalid(v.Fields[0], "tcp host must be a non-empty string")
-				}
-				host = string(h)
-			}
-			pf := v.Fields[len(v.Fields)-1]
-			p, ok := preserves.Unwrap(pf).(preserves.Int)
-			if !ok || p < 1 || p > 65535 {
-				return invalid(pf, "tcp port must be an integer from 1 to 65535")
-			}
-			r.Kind, r.Network, r.Address = ReadyListen, "tcp", net.JoinHostPort(host, strconv.Itoa(int(p)))
-		case l == "unix" && len(v.Fields) == 1:
-			p, ok := preserves.Unwrap(v.Fields[0]).(preserves.String)
-			if !ok || p == "" {
-				return invalid(v.Fields[0], "unix socket path must be a non-empty string")
-			}
-			r.Kind, r.Network, r.Address = ReadyListen, "unix", string(p)
-		default:
-			return bad()
-		}
-	default:
-		return bad()
-	}
-	if y, ok := get("readyOnStart"); ok && preserves.Unwrap(y) == preserves.Bool(true) {
-		return invalid(y, "readyOnStart: #t contradicts the readiness protocol (the daemon is ready when it says so)")
-	}
-	s.ReadyOnStart = false
-	r.Timeout = DefaultReadyTimeout
-	if y, ok := get("readyTimeout"); ok {
-		d, ok := seconds(y)
-		if !ok {
-			return invalid(y, "readyTimeout must be a non-negative number of seconds")
-		}
-		r.Timeout = d
-	}
-	if y, ok := get("watchdog"); ok {
-		d, ok := seconds(y)
-		if !ok || d <= 0 {
-			return invalid(y, "watchdog must be a positive number of seconds")
-		}
-		if r.Kind != ReadySDNotify {
-			return invalid(y, "watchdog needs readiness: sd-notify (WATCHDOG=1 is an sd_notify message)")
-		}
-		r.Watchdog = d
-	}
-	return nil
-}
 
 // Notification is what an sd-notify daemon said in one datagram, beyond
 // READY=1 and WATCHDOG=…, which the monitor handles itself.
@@ -291,6 +155,13 @@ func (m *monitor) abandon() {
 		m.sock.close()
 	}
 }
+
+// Failure reasons of a process stopped by its supervisor, carried by
+// [Exit.Failure] (match with errors.Is).
+var (
+	ErrNotReady = errors.New("not ready in time")
+	ErrWatchdog = errors.New("watchdog timeout")
+)
 
 // start runs the protocol for the process pid; fail stops the process
 // with a reason.

@@ -323,7 +323,7 @@ func TestReadinessSpecKeys(t *testing.T) {
 		}
 	}
 	bad := []struct{ src, msg string }{
-		{`{argv: "x", readiness: <notification-fd 2>}`, "notification-fd must be an integer from 3"},
+		{`{argv: "x", readiness: <notification-fd 2>}`, "notification-fd (0-2 are stdio) must be an integer from 3"},
 		{`{argv: "x", readiness: systemd}`, "readiness must be"},
 		{`{argv: "x", readiness: <tcp 0>}`, "tcp port must be"},
 		{`{argv: "x", readiness: <unix "">}`, "unix socket path"},

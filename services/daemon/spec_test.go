@@ -7,6 +7,7 @@ import (
 	"time"
 
 	p "github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/preserves/schema"
 )
 
 func sym(s string) p.Value { return p.Symbol(s) }
@@ -99,14 +100,14 @@ func TestParseSpecErrors(t *testing.T) {
 			if s != nil || !errors.Is(err, tc.class) {
 				t.Fatalf("ParseSpec = %v, %v; want class %v", s, err, tc.class)
 			}
-			var se *SpecError
+			var se *schema.ParseError
 			if !errors.As(err, &se) {
-				t.Fatalf("%T is not a *SpecError", err)
+				t.Fatalf("%T is not a *schema.ParseError", err)
 			}
 		})
 	}
 	_, err := ParseSpec(dict(sym("argv"), str("x"), sym("restart"), &p.Annotated{Pos: pos, Item: sym("sometimes")}))
-	var se *SpecError
+	var se *schema.ParseError
 	if !errors.As(err, &se) || se.Pos != pos || err.Error()[:len("etc/d.pr:3:9: ")] != "etc/d.pr:3:9: " {
 		t.Errorf("error %q does not carry the position of the bad value", err)
 	}
@@ -139,7 +140,7 @@ func TestDecideTable(t *testing.T) {
 // FuzzParseSpec builds values from the fuzz input with a tiny stack
 // machine (the Preserves codecs are another package's concern) and checks
 // ParseSpec never panics and always returns exactly one of spec or a
-// classified *SpecError.
+// classified *schema.ParseError.
 func FuzzParseSpec(f *testing.F) {
 	f.Add([]byte{0, 5, 3})
 	f.Add([]byte{1, 'a', 8, 0, 'x', 9, 1})

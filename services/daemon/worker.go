@@ -249,7 +249,7 @@ func (w *worker) specAsserted(t *dataspace.Turn, raw preserves.Value) error {
 	}
 	r.spec = spec
 	// Misspelt keys are ignored, as by the reference, but not silently.
-	for _, msg := range UnknownKeys(raw) {
+	for _, msg := range spec.Unknown {
 		w.d.log.Warn().Str("pos", posText(raw)).Msg(msg)
 		r.warnings = append(r.warnings, msg)
 	}

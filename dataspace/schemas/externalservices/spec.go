@@ -1,0 +1,531 @@
+package externalservices
+
+// Hand-written beside the generated code: the elaboration of a
+// DaemonProcessSpec (services spec §5.2) into the Spec the daemon service
+// runs, with our extension keys (docs/protocol.md "Extra daemon-spec
+// keys", "Readiness"). It is the one definition of the daemon spec: the
+// daemon service elaborates with ParseSpec at run time, and `--check`
+// (script/validate) runs CheckSpec on the literal parts of a script's
+// value, so the two cannot disagree.
+//
+// The generated parsers decide the shape: a value that ParseDaemonProcessSpec
+// rejects is not a spec (class ErrNotASpec), and a dictionary field that the
+// schema's @invalid alternatives catch (dir, clearEnv, env, readyOnStart,
+// restart, protocol) is an invalid field (ErrInvalidField), as §5.3 wants.
+// What the schema cannot say (environment names, durations, the readiness
+// protocol and the restart limits) is checked here. Every problem is a
+// *schema.ParseError carrying its class and the position of the part that
+// is wrong.
+//
+// Unknown parts (schema.Wildcard, a script variable seen by the checker)
+// are accepted wherever they stand, as the generated parsers accept them.
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/preserves/schema"
+)
+
+// Defaults of the elaborated spec.
+const (
+	DefaultStopTimeout  = 5 * time.Second  // SIGTERM to SIGKILL (§5.8)
+	DefaultReadyTimeout = 90 * time.Second // systemd's DefaultTimeoutStartSec
+	// MaxNotificationFD bounds N of <notification-fd N> (the child gets
+	// N-2 extra descriptor slots).
+	MaxNotificationFD = 255
+)
+
+// SpecKeys are the keys of the dictionary form: the reference's
+// FullDaemonProcess and our extensions. Other keys are unknown.
+var SpecKeys = []string{
+	"argv", "dir", "clearEnv", "env", "readyOnStart", "restart", "protocol",
+	"stopTimeout", "restartDelay", "restartMaxDelay", "restartWindow", "restartLimit",
+	"readiness", "readyTimeout", "watchdog",
+}
+
+// The classes of the problems of a daemon spec (test with errors.Is). The
+// services spec (§5.3) treats the first two differently: a value that is
+// not a DaemonProcessSpec leaves the daemon never ready, a spec with an
+// invalid field crashes its worker. An unknown key is only a warning at
+// run time (the reference ignores it) and an error for `--check`.
+var (
+	ErrNotASpec     = errors.New("daemon: invalid process specification")
+	ErrInvalidField = errors.New("daemon: invalid process configuration")
+	ErrUnknownKey   = errors.New("daemon: unknown key in a process specification")
+)
+
+// Spec is an elaborated DaemonProcessSpec: every default filled in.
+type Spec struct {
+	Argv         []string // Argv[0] is looked up in PATH when it has no slash
+	Dir          string   // "" = the server's cwd
+	ClearEnv     bool
+	Env          []EnvChange
+	ReadyOnStart bool
+	Restart      RestartPolicy
+	Protocol     Protocol
+	StopTimeout  time.Duration
+	// OneShot: the spec was written `<one-shot CMD>` (dry runs assume it
+	// succeeds at once).
+	OneShot bool
+	// Readiness is how the process signals readiness (extension keys
+	// readiness, readyTimeout, watchdog).
+	Readiness Readiness
+	// Limits holds the optional restart keys of the dictionary form
+	// (extensions, ignored by the reference); the zero value means the
+	// reference's fixed delays.
+	Limits Limits
+	// Unknown are the messages about the keys of the dictionary form that
+	// no version of the daemon service reads, each with a "did you mean".
+	Unknown []string
+}
+
+// EnvChange is one entry of the `env` dictionary, applied in order after
+// clearEnv: Remove deletes Name, otherwise Name is set to Value.
+type EnvChange struct {
+	Name   string
+	Value  string
+	Remove bool
+}
+
+// ReadinessKind says how a process signals readiness.
+type ReadinessKind uint8
+
+const (
+	ReadyAtStart  ReadinessKind = iota // readyOnStart, or a script/peer asserts it
+	ReadyFD                            // s6 notification fd
+	ReadySDNotify                      // systemd sd_notify
+	ReadyListen                        // a TCP port or Unix socket accepts connections
+)
+
+var readinessKindNames = [...]string{"start", "notification-fd", "sd-notify", "listen"}
+
+func (k ReadinessKind) String() string {
+	if int(k) < len(readinessKindNames) {
+		return readinessKindNames[k]
+	}
+	return "ReadinessKind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Readiness is the parsed readiness declaration of a spec.
+type Readiness struct {
+	Kind    ReadinessKind
+	FD      int    // ReadyFD
+	Network string // ReadyListen: "tcp" or "unix"
+	Address string // ReadyListen: host:port or path
+	// Timeout bounds the time from spawn to ready; 0 waits for ever.
+	Timeout time.Duration
+	// Watchdog is the sd-notify watchdog interval; 0 is none.
+	Watchdog time.Duration
+}
+
+// Limits are the restart keys (restartDelay, restartMaxDelay,
+// restartLimit, restartWindow; services/daemon/limits.go applies them).
+// The zero value means none is set.
+type Limits struct {
+	Delay    time.Duration // restartDelay, if HasDelay
+	MaxDelay time.Duration // restartMaxDelay, if HasMaxDelay
+	Limit    int           // restartLimit, if HasLimit
+	Window   time.Duration // restartWindow; 0 = unbounded
+
+	HasDelay, HasMaxDelay, HasLimit bool
+}
+
+// IsZero reports whether no restart key was given.
+func (l Limits) IsZero() bool { return !l.HasDelay && !l.HasMaxDelay && !l.HasLimit && l.Window == 0 }
+
+// ParseSpec parses and elaborates a DaemonProcessSpec, as the daemon
+// service runs it. The error, when not nil, is a *schema.ParseError of
+// class ErrNotASpec (preferred when there are both) or ErrInvalidField:
+// the first found. Unknown keys are not errors; their messages are in
+// Spec.Unknown.
+func ParseSpec(v preserves.Value) (*Spec, error) {
+	s, problems := elaborate(v)
+	var first *schema.ParseError
+	for _, p := range problems {
+		switch {
+		case p.Class == ErrNotASpec:
+			return nil, p
+		case first == nil && p.Class == ErrInvalidField:
+			first = p
+		}
+	}
+	if first != nil {
+		return nil, first
+	}
+	return s, nil
+}
+
+// CheckSpec returns every problem of v, in the order found, each a
+// *schema.ParseError of class ErrNotASpec, ErrInvalidField or
+// ErrUnknownKey: what `--check` reports. It is the elaboration ParseSpec
+// performs, so v is valid for one exactly when it is for the other
+// (unknown keys aside).
+func CheckSpec(v preserves.Value) []*schema.ParseError {
+	_, problems := elaborate(v)
+	return problems
+}
+
+// EnvNameProblem says what is wrong with an environment variable name
+// given to a daemon, or "" when nothing is: an empty name, or one
+// containing `=`, would reach the child as a different variable.
+func EnvNameProblem(name string) string {
+	switch {
+	case name == "":
+		return "env: an empty variable name"
+	case slices.Contains([]byte(name), '='):
+		name = preserves.ShowString(name)
+		return "env: variable name " + name + " contains '=' (it would reach the program as " + name + "=VALUE, a different variable)"
+	case slices.Contains([]byte(name), 0):
+		return "env: variable name contains a NUL byte"
+	}
+	return ""
+}
+
+// elaboration collects the spec and its problems.
+type elaboration struct {
+	s        Spec
+	problems []*schema.ParseError
+	d        *preserves.Dictionary // the dictionary form
+}
+
+func (e *elaboration) fail(class error, at preserves.Value, format string, args ...any) {
+	e.problems = append(e.problems, &schema.ParseError{Pos: preserves.PosOf(at), Msg: fmt.Sprintf(format, args...), Class: class})
+}
+
+func (e *elaboration) invalid(at preserves.Value, format string, args ...any) {
+	e.fail(ErrInvalidField, at, format, args...)
+}
+
+func elaborate(v preserves.Value) (*Spec, []*schema.ParseError) {
+	e := &elaboration{s: Spec{ReadyOnStart: true, Restart: RestartPolicyAlways, StopTimeout: DefaultStopTimeout}}
+	if d, ok := preserves.Unwrap(v).(*preserves.Dictionary); ok {
+		e.full(v, d)
+		return &e.s, e.problems
+	}
+	spec, _ := ParseDaemonProcessSpec(v)
+	switch x := spec.(type) {
+	case DaemonProcessSpecSimple:
+		e.s.Argv = argv(x.Value)
+	case DaemonProcessSpecOneShot:
+		e.s.Argv = argv(x.Setup)
+		e.s.ReadyOnStart, e.s.Restart, e.s.OneShot = false, RestartPolicyOnError, true
+	default:
+		e.notASpec(v)
+	}
+	return &e.s, e.problems
+}
+
+// notASpec says why v, not a dictionary, is not a DaemonProcessSpec.
+func (e *elaboration) notASpec(v preserves.Value) {
+	r, _ := preserves.Unwrap(v).(*preserves.Record)
+	switch {
+	case r != nil && preserves.Equal(r.Label, preserves.Symbol("one-shot")) && len(r.Fields) == 0:
+		e.fail(ErrNotASpec, v, "one-shot: expected <one-shot COMMAND>, not 0 field(s)")
+	case r != nil && preserves.Equal(r.Label, preserves.Symbol("one-shot")):
+		e.commandLine(r.Fields[0], "one-shot")
+	case isSeq(v):
+		e.commandLine(v, "daemon")
+	}
+	if len(e.problems) == 0 { // none of the cases above: say what a spec is
+		e.fail(ErrNotASpec, v, "daemon: the spec must be a command string, [PROGRAM ARG ...], <one-shot COMMAND> or a dictionary, not %s", schema.Show(v))
+	}
+}
+
+func isSeq(v preserves.Value) bool {
+	_, ok := preserves.Unwrap(v).(preserves.Sequence)
+	return ok
+}
+
+// argv elaborates a CommandLine: a string S runs `sh -c S`; an array runs
+// its first element with the rest as arguments.
+func argv(c CommandLine) []string {
+	switch x := c.(type) {
+	case CommandLineShell:
+		return []string{"sh", "-c", x.Value}
+	case CommandLineFull:
+		return append([]string{x.Value.Program}, x.Value.Args...)
+	}
+	return nil
+}
+
+// commandLine elaborates c, a CommandLine, or says why it is not one (the
+// spec is then not a spec).
+func (e *elaboration) commandLine(c preserves.Value, what string) []string {
+	if cl, err := ParseCommandLine(c); err == nil {
+		return argv(cl)
+	}
+	seq, ok := preserves.Unwrap(c).(preserves.Sequence)
+	switch {
+	case !ok:
+		e.fail(ErrNotASpec, c, "%s: the command line must be a shell string or [PROGRAM ARG ...], not %s", what, schema.Show(c))
+	case len(seq) == 0:
+		e.fail(ErrNotASpec, c, "%s: the command line is empty: it needs at least a program", what)
+	}
+	for i, el := range seq {
+		switch _, err := schema.AsString(el); {
+		case err == nil:
+		case i == 0:
+			e.fail(ErrNotASpec, el, "%s: the program must be a string, not %s", what, schema.Show(el))
+		default:
+			e.fail(ErrNotASpec, el, "%s: argument %d must be a string, not %s", what, i, schema.Show(el))
+		}
+	}
+	return nil
+}
+
+// full elaborates the dictionary form. A missing or malformed argv means
+// the value is not a spec at all; every other field only fails
+// elaboration. Every field is checked, so that `--check` reports all.
+func (e *elaboration) full(v preserves.Value, d *preserves.Dictionary) {
+	e.d = d
+	if x, ok := e.get("argv"); ok {
+		e.s.Argv = e.commandLine(x, "argv")
+	} else {
+		e.fail(ErrNotASpec, v, "daemon: the spec dictionary has no argv (the command to run)")
+	}
+	for _, en := range d.Entries() {
+		k, ok := preserves.Unwrap(en.Key).(preserves.Symbol)
+		if !ok {
+			e.fail(ErrUnknownKey, en.Key, "daemon: spec keys are symbols, not %s", schema.Show(en.Key))
+		} else if !slices.Contains(SpecKeys, string(k)) {
+			e.fail(ErrUnknownKey, en.Key, "unknown key %s in a daemon spec%s", preserves.ShowString(string(k)), schema.DidYouMean(string(k), SpecKeys))
+			e.s.Unknown = append(e.s.Unknown, e.problems[len(e.problems)-1].Msg)
+		}
+	}
+	if f, ok := field[ProcessDirPresent](e, v, "dir", ParseProcessDir, mustBe("dir must be a string")); ok {
+		e.s.Dir = f.Dir
+	}
+	if f, ok := field[ClearEnvPresent](e, v, "clearEnv", ParseClearEnv, mustBe("clearEnv must be #t or #f")); ok {
+		e.s.ClearEnv = f.ClearEnv
+	}
+	if f, ok := field[ReadyOnStartPresent](e, v, "readyOnStart", ParseReadyOnStart, mustBe("readyOnStart must be #t or #f")); ok {
+		e.s.ReadyOnStart = f.ReadyOnStart
+	}
+	if f, ok := field[ProcessEnvPresent](e, v, "env", ParseProcessEnv, mustBe("env must be a dictionary of variables to strings (or #f to remove)")); ok {
+		e.env(f)
+	}
+	if f, ok := field[RestartFieldPresent](e, v, "restart", ParseRestartField, enum("restart", ParseRestartPolicy)); ok {
+		e.s.Restart = f.Restart
+	}
+	if f, ok := field[ProtocolFieldPresent](e, v, "protocol", ParseProtocolField, enum("protocol", ParseProtocol)); ok {
+		e.s.Protocol = f.Protocol
+	}
+	e.seconds("stopTimeout", &e.s.StopTimeout, nil)
+	e.readiness()
+	e.limits()
+}
+
+func (e *elaboration) get(key string) (preserves.Value, bool) { return e.d.Get(preserves.Symbol(key)) }
+
+// field runs the generated parser of an optional field of the dictionary
+// form, whose alternatives are present (P), invalid and absent, and
+// returns the present alternative; an invalid one is reported with msg.
+func field[P, F any](e *elaboration, v preserves.Value, key string, parse func(preserves.Value) (F, error), msg func(preserves.Value) string) (P, bool) {
+	f, _ := parse(v)
+	p, ok := any(f).(P)
+	if x, has := e.get(key); has && !ok {
+		e.invalid(x, "%s", msg(x))
+	}
+	return p, ok
+}
+
+// mustBe is the message of a field of the wrong kind.
+func mustBe(what string) func(preserves.Value) string {
+	return func(x preserves.Value) string { return what + ", not " + schema.Show(x) }
+}
+
+// enum is the message of a field that is not one of the literals of an
+// enum: its generated parser's.
+func enum[T any](key string, parse func(preserves.Value) (T, error)) func(preserves.Value) string {
+	return func(x preserves.Value) string {
+		_, err := parse(x)
+		var pe *schema.ParseError
+		if errors.As(err, &pe) {
+			return key + ": " + pe.Deepest().Msg
+		}
+		return key + ": " + schema.Show(x)
+	}
+}
+
+// env elaborates the env dictionary.
+func (e *elaboration) env(f ProcessEnvPresent) {
+	x, _ := e.get("env")
+	ed, _ := schema.AsDict(x) // its entries, in the order of f.Env
+	for i, en := range ed.Entries() {
+		var name string
+		switch k := f.Env[i].Key.(type) {
+		case EnvVariableString:
+			name = k.Value
+		case EnvVariableSymbol:
+			name = string(k.Value)
+		default:
+			e.invalid(en.Key, "env: variable name %s must be a string or a symbol", schema.Show(en.Key))
+		}
+		if _, bad := f.Env[i].Key.(EnvVariableInvalid); !bad {
+			if p := EnvNameProblem(name); p != "" {
+				e.invalid(en.Key, "%s", p)
+			}
+		}
+		switch val := f.Env[i].Value.(type) {
+		case EnvValueSet:
+			e.s.Env = append(e.s.Env, EnvChange{Name: name, Value: val.Value})
+		case EnvValueRemove:
+			e.s.Env = append(e.s.Env, EnvChange{Name: name, Remove: true})
+		default:
+			e.invalid(en.Value, "env: the value of %s must be a string, or #f to remove it, not %s", schema.Show(en.Key), schema.Show(en.Value))
+		}
+	}
+}
+
+// seconds elaborates key, a non-negative duration in seconds (an integer
+// or a double), into dst; has, when not nil, records that it was given.
+func (e *elaboration) seconds(key string, dst *time.Duration, has *bool) {
+	x, ok := e.get(key)
+	if !ok || schema.IsWildcard(x) {
+		return
+	}
+	if !durationOf(x, dst) {
+		e.invalid(x, "%s must be a non-negative number of seconds, not %s", key, schema.Show(x))
+		return
+	}
+	if has != nil {
+		*has = true
+	}
+}
+
+// durationOf reads a non-negative number of seconds into dst.
+func durationOf(x preserves.Value, dst *time.Duration) bool {
+	var f float64
+	switch n := preserves.Unwrap(x).(type) {
+	case preserves.Int:
+		f = float64(n)
+	case preserves.Double:
+		f = n.Float64()
+	default:
+		return false
+	}
+	if math.IsNaN(f) || f < 0 || f > float64(math.MaxInt64)/float64(time.Second) {
+		return false
+	}
+	*dst = time.Duration(f * float64(time.Second))
+	return true
+}
+
+// limits elaborates the restart keys. A key of the wrong type is an
+// invalid field (§5.3: the worker crashes), like stopTimeout.
+func (e *elaboration) limits() {
+	l := &e.s.Limits
+	e.seconds("restartDelay", &l.Delay, &l.HasDelay)
+	e.seconds("restartMaxDelay", &l.MaxDelay, &l.HasMaxDelay)
+	e.seconds("restartWindow", &l.Window, nil)
+	if x, ok := e.get("restartLimit"); ok && !schema.IsWildcard(x) {
+		n, ok := preserves.Unwrap(x).(preserves.Int)
+		if !ok || n < 0 || int64(n) > math.MaxInt32 {
+			e.invalid(x, "restartLimit must be a non-negative integer, not %s", schema.Show(x))
+			return
+		}
+		l.Limit, l.HasLimit = int(n), true
+	}
+}
+
+const readinessShapes = `<notification-fd N>, sd-notify, <tcp PORT>, <tcp "HOST" PORT> or <unix "PATH">`
+
+// readiness elaborates readiness, readyTimeout and watchdog, and checks
+// readyOnStart against them.
+func (e *elaboration) readiness() {
+	x, ok := e.get("readiness")
+	if !ok {
+		for _, k := range []string{"readyTimeout", "watchdog"} {
+			if y, ok := e.get(k); ok {
+				e.invalid(y, "%s needs a readiness protocol (a readiness key)", k)
+			}
+		}
+		return
+	}
+	known := !schema.IsWildcard(x)
+	if known {
+		e.readinessProtocol(x)
+	}
+	if y, ok := e.get("readyOnStart"); ok && preserves.Unwrap(y) == preserves.Bool(true) {
+		e.invalid(y, "readyOnStart: #t contradicts the readiness protocol (the daemon is ready when it says so)")
+	}
+	r := &e.s.Readiness
+	e.s.ReadyOnStart = false
+	r.Timeout = DefaultReadyTimeout
+	e.seconds("readyTimeout", &r.Timeout, nil)
+	y, ok := e.get("watchdog")
+	if !ok || schema.IsWildcard(y) {
+		return
+	}
+	var d time.Duration
+	switch ok := durationOf(y, &d); {
+	case !ok || d <= 0:
+		e.invalid(y, "watchdog must be a positive number of seconds, not %s", schema.Show(y))
+	case known && r.Kind != ReadySDNotify:
+		e.invalid(y, "watchdog needs readiness: sd-notify (WATCHDOG=1 is an sd_notify message)")
+	default:
+		r.Watchdog = d
+	}
+}
+
+// readinessProtocol elaborates the value of `readiness`.
+func (e *elaboration) readinessProtocol(x preserves.Value) {
+	r := &e.s.Readiness
+	if preserves.Equal(x, preserves.Symbol("sd-notify")) {
+		r.Kind = ReadySDNotify
+		return
+	}
+	rec, _ := preserves.Unwrap(x).(*preserves.Record)
+	var label preserves.Symbol
+	if rec != nil {
+		label, _ = preserves.Unwrap(rec.Label).(preserves.Symbol)
+	}
+	switch {
+	case label == "notification-fd" && len(rec.Fields) == 1:
+		fd := e.intIn(rec.Fields[0], 3, MaxNotificationFD, "notification-fd (0-2 are stdio)")
+		r.Kind, r.FD = ReadyFD, fd
+	case label == "tcp" && (len(rec.Fields) == 1 || len(rec.Fields) == 2):
+		host := "127.0.0.1"
+		if len(rec.Fields) == 2 {
+			host = e.nonEmpty(rec.Fields[0], "tcp host")
+		}
+		port := e.intIn(rec.Fields[len(rec.Fields)-1], 1, 65535, "tcp port")
+		r.Kind, r.Network, r.Address = ReadyListen, "tcp", net.JoinHostPort(host, strconv.Itoa(port))
+	case label == "unix" && len(rec.Fields) == 1:
+		r.Kind, r.Network, r.Address = ReadyListen, "unix", e.nonEmpty(rec.Fields[0], "unix socket path")
+	default:
+		e.invalid(x, "readiness: %s is not a readiness protocol (readiness must be %s)", schema.Show(x), readinessShapes)
+	}
+}
+
+// intIn elaborates an integer from lo to hi.
+func (e *elaboration) intIn(at preserves.Value, lo, hi int, what string) int {
+	if schema.IsWildcard(at) {
+		return lo
+	}
+	n, ok := preserves.Unwrap(at).(preserves.Int)
+	if !ok || int64(n) < int64(lo) || int64(n) > int64(hi) {
+		e.invalid(at, "%s must be an integer from %d to %d, not %s", what, lo, hi, schema.Show(at))
+		return lo
+	}
+	return int(n)
+}
+
+// nonEmpty elaborates a non-empty string.
+func (e *elaboration) nonEmpty(at preserves.Value, what string) string {
+	s, err := schema.AsString(at)
+	switch {
+	case err != nil:
+		e.invalid(at, "%s must be a string, not %s", what, schema.Show(at))
+	case s == "" && !schema.IsWildcard(at):
+		e.invalid(at, "%s must not be empty", what)
+	}
+	return s
+}
