@@ -1,7 +1,9 @@
 package main
 
 // status: every service that is required, running, or reports a state,
-// built from four subscriptions in the config dataspace:
+// built from these assertions in the config dataspace (the first three and
+// depends-on are read by services.StatusModel, as the dry run and the
+// server's diagnostics read them):
 //
 //	<require-service NAME>    the service is wanted
 //	<run-service NAME>        the dependency tracker (or a flag) started it
