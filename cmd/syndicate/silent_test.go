@@ -1,0 +1,63 @@
+package main
+
+import (
+	"net"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// silentServer listens on a Unix socket, accepts connections and never
+// answers: a server that is up but hung.
+func silentServer(t *testing.T) string {
+	path := filepath.Join(t.TempDir(), "admin.sock")
+	ln, err := net.Listen("unix", path)
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return path
+}
+
+// TestSilentServerTimesOut: every command that waits for the server's
+// answer gives up after --timeout with one line naming the server and the
+// time, and exits 1.
+func TestSilentServerTimesOut(t *testing.T) {
+	path := silentServer(t)
+	for _, args := range [][]string{
+		{"dump"},
+		{"status"},
+		{"send", "<ping>"},
+		{"restart", "<daemon web>"},
+		{"analyze", "blame"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			code, _, errs := cliRun(t, append([]string{"--admin", path, "--timeout", "200ms"}, args...)...)
+			require.Equal(t, 1, code, errs)
+			require.Equal(t, "syndicate: no answer from admin socket "+path+" within 200ms\n", errs)
+		})
+	}
+}
