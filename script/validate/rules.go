@@ -41,9 +41,10 @@ var requests = map[string]func(preserves.Value) error{
 
 // builtinNames are the built-in service names (services spec §2.7, plus
 // the framework's milestones), by label, each checked by the parser the
-// service runs; nil for the names checked here (daemon, milestone).
+// service runs; nil for the name checked here (milestone).
 var builtinNames = map[string]func(preserves.Value) error{
-	"daemon": nil, "milestone": nil,
+	"milestone":         nil,
+	"daemon":            wrap(externalservices.ParseDaemonName),
 	"config-watcher":    wrap(internalservices.ParseConfigWatcher),
 	"relay-listener":    wrap(transport.ParseRelayListener),
 	"gatekeeper":        exact(1, internalservices.ParseGatekeeper),
@@ -132,8 +133,6 @@ func (v *validator) serviceName(name preserves.Value) {
 	case !ok || !builtin:
 	case parse != nil:
 		v.parsed(name, l, parse)
-	case l == "daemon" && len(f) != 1:
-		v.errorf(name, "daemon: a daemon service is named <daemon ID>, with one field, not %d (the spec goes in a separate <daemon ID SPEC> assertion)", len(f))
 	case l == "milestone" && len(f) != 1:
 		v.errorf(name, "milestone: expected <milestone NAME>, not %d field(s)", len(f))
 	}

@@ -72,3 +72,21 @@ func TestOneBadSpecAmongGood(t *testing.T) {
 		t.Errorf("no warning: %q", h.warns.Lines())
 	}
 }
+
+// A daemon service name is exact, at run time as for --check
+// (externalservices.ParseDaemonName): `<daemon d extra>` would otherwise
+// start a second supervisor of d's specs.
+func TestDaemonNameIsExact(t *testing.T) {
+	h, _ := bootDaemons(t, Options{})
+	h.runScript("/etc/syndicate/names.pr", `<require-service <daemon d extra>>
+<daemon d "exec sleep 100">
+`)
+	long := preserves.Rec("daemon", preserves.Symbol("d"), preserves.Symbol("extra"))
+	h.waitHas(services.ServiceState(long, services.StateFailed), true)
+	if !h.warns.Has("malformed daemon service name", `"pos":"/etc/syndicate/names.pr:1:18"`, "not 2") {
+		t.Errorf("no warning: %q", h.warns.Lines())
+	}
+	if n := len(h.processStatuses(t, "d")); n != 0 {
+		t.Errorf("%d processes of d started for the malformed name", n)
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/externalservices"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
@@ -52,16 +53,16 @@ func runDaemon(t *dataspace.Turn, s *Service, env services.Env, name preserves.V
 	// states and log records, and used in patterns).
 	pos := posText(name)
 	name = preserves.Strip(name)
-	r := name.(*preserves.Record)
-	if len(r.Fields) < 1 {
+	id, err := externalservices.ParseDaemonName(name)
+	if err != nil {
 		// Go deviation (§0): a request of our label that the schema
 		// rejects is reported, never silently ignored.
-		env.Logger.Warn().Str("service", preserves.Show(name)).Str("pos", pos).
+		env.Logger.Warn().Str("service", preserves.Show(name)).Str("pos", pos).Err(err).
 			Msg("malformed daemon service name: expected <daemon ID>")
 		t.Assert(env.Config, services.ServiceState(name, services.StateFailed))
 		return
 	}
-	d := &daemonRun{s: s, env: env, name: name, id: r.Fields[0],
+	d := &daemonRun{s: s, env: env, name: name, id: id,
 		log: env.Logger.With().Str("service", preserves.Show(name)).Logger(), hist: newHistory(), key: daemonKey(name)}
 	s.runs[d.key] = d
 	t.OnStop(func(*dataspace.Turn) error {

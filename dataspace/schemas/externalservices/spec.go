@@ -172,6 +172,17 @@ func CheckSpec(v preserves.Value) []*schema.ParseError {
 	return problems
 }
 
+// ParseDaemonName parses a daemon service name, `<daemon ID>`, and
+// returns its ID. The name is exact: a longer one (`<daemon ID X>`) would
+// start a second supervisor of ID's specs.
+func ParseDaemonName(v preserves.Value) (preserves.Value, error) {
+	if r, ok := preserves.Unwrap(v).(*preserves.Record); ok && len(r.Fields) != 1 && preserves.Equal(r.Label, preserves.Symbol("daemon")) {
+		return nil, &schema.ParseError{Pos: preserves.PosOf(v), Msg: fmt.Sprintf("a daemon service is named <daemon ID>, with one field, not %d (the spec goes in a separate <daemon ID SPEC> assertion)", len(r.Fields))}
+	}
+	d, err := ParseDaemonService(v)
+	return d.Id, err
+}
+
 // EnvNameProblem says what is wrong with an environment variable name
 // given to a daemon, or "" when nothing is: an empty name, or one
 // containing `=`, would reach the child as a different variable.
