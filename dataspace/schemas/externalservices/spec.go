@@ -42,9 +42,9 @@ const (
 	MaxNotificationFD = 255
 )
 
-// SpecKeys are the keys of the dictionary form: the reference's
+// specKeys are the keys of the dictionary form: the reference's
 // FullDaemonProcess and our extensions. Other keys are unknown.
-var SpecKeys = []string{
+var specKeys = []string{
 	"argv", "dir", "clearEnv", "env", "readyOnStart", "restart", "protocol",
 	"stopTimeout", "restartDelay", "restartMaxDelay", "restartWindow", "restartLimit",
 	"readiness", "readyTimeout", "watchdog",
@@ -183,10 +183,10 @@ func ParseDaemonName(v preserves.Value) (preserves.Value, error) {
 	return d.Id, err
 }
 
-// EnvNameProblem says what is wrong with an environment variable name
+// envNameProblem says what is wrong with an environment variable name
 // given to a daemon, or "" when nothing is: an empty name, or one
 // containing `=`, would reach the child as a different variable.
-func EnvNameProblem(name string) string {
+func envNameProblem(name string) string {
 	switch {
 	case name == "":
 		return "env: an empty variable name"
@@ -305,8 +305,8 @@ func (e *elaboration) full(v preserves.Value, d *preserves.Dictionary) {
 		k, ok := preserves.Unwrap(en.Key).(preserves.Symbol)
 		if !ok {
 			e.fail(ErrUnknownKey, en.Key, "daemon: spec keys are symbols, not %s", schema.Show(en.Key))
-		} else if !slices.Contains(SpecKeys, string(k)) {
-			e.fail(ErrUnknownKey, en.Key, "unknown key %s in a daemon spec%s", preserves.ShowString(string(k)), schema.DidYouMean(string(k), SpecKeys))
+		} else if !slices.Contains(specKeys, string(k)) {
+			e.fail(ErrUnknownKey, en.Key, "unknown key %s in a daemon spec%s", preserves.ShowString(string(k)), schema.DidYouMean(string(k), specKeys))
 			e.s.Unknown = append(e.s.Unknown, e.problems[len(e.problems)-1].Msg)
 		}
 	}
@@ -380,7 +380,7 @@ func (e *elaboration) env(f ProcessEnvPresent) {
 			e.invalid(en.Key, "env: variable name %s must be a string or a symbol", schema.Show(en.Key))
 		}
 		if _, bad := f.Env[i].Key.(EnvVariableInvalid); !bad {
-			if p := EnvNameProblem(name); p != "" {
+			if p := envNameProblem(name); p != "" {
 				e.invalid(en.Key, "%s", p)
 			}
 		}
