@@ -328,14 +328,6 @@ func Unwrap(v Value) Value {
 	return v
 }
 
-// PosOf returns the recorded source position of v, or the zero Pos.
-func PosOf(v Value) Pos {
-	if a, ok := v.(*Annotated); ok {
-		return a.Pos
-	}
-	return Pos{}
-}
-
 // Strip removes annotations recursively. Values without annotations are
 // returned as they are, without copying.
 func Strip(v Value) Value {

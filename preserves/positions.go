@@ -1,0 +1,322 @@
+package preserves
+
+import (
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+	"weak"
+)
+
+// Source positions of plain values: the side table.
+//
+// A value read with TextOptions.Positions comes back wrapped in *Annotated
+// at every depth. That suits a reader of source text (the script parser
+// walks it once), but not values that travel: every consumer would have to
+// look through wrappers, and one that forgot would reject a string as "not
+// a string". So values leave the script language plain, and where they came
+// from is kept here, beside them, for error messages only.
+//
+// Compound values are immutable and shared, so a compound's identity names
+// the place it was written: the table is keyed by the address of a *Record,
+// *Dictionary or *Set, or of the first element of a non-empty Sequence.
+// Atoms have no identity; an atom's place is the item position its parent
+// compound remembers (ItemPos). Each entry holds a weak pointer to its
+// compound, so the table never keeps a value alive, and a cleanup removes
+// the entry once the compound is collected, so the table never outgrows the
+// values it describes. An address reused by a new value is told apart by
+// the weak pointer, which no longer resolves to the old one.
+//
+// Writes happen when a script is compiled and when it builds values; reads
+// only on error paths. A mutex is enough; and while nothing has ever been
+// remembered (no program compiled with positions), lookups are one atomic
+// load.
+
+type posEntry struct {
+	key   uintptr
+	ref   weak.Pointer[byte]
+	at    Pos
+	items []Pos
+}
+
+var positions struct {
+	mu sync.Mutex
+	m  map[uintptr]*posEntry
+	n  atomic.Int64 // live entries
+}
+
+// identityOf is the address that names compound v, nil for atoms, wrappers
+// and empty sequences (which have nothing to name).
+func identityOf(v Value) unsafe.Pointer {
+	switch x := v.(type) {
+	case *Record:
+		return unsafe.Pointer(x)
+	case Sequence:
+		if len(x) > 0 {
+			return unsafe.Pointer(unsafe.SliceData(x))
+		}
+	case *Dictionary:
+		return unsafe.Pointer(x)
+	case *Set:
+		return unsafe.Pointer(x)
+	}
+	return nil
+}
+
+// Remember records that compound v was written at `at` and that its items
+// were written at items: a record's label then its fields, a sequence's or
+// set's elements, a dictionary's key and value of each entry, all in the
+// value's own order (Entries, Elems). items may be nil or shorter than the
+// value, and is kept, not copied. Atoms, *Annotated and empty sequences are
+// ignored. Remembering a compound again replaces what was known.
+func Remember(v Value, at Pos, items []Pos) {
+	p := identityOf(v)
+	if p == nil || (!at.IsValid() && len(items) == 0) {
+		return
+	}
+	key := uintptr(p)
+	positions.mu.Lock()
+	defer positions.mu.Unlock()
+	if e := positions.m[key]; e != nil && e.ref.Value() == (*byte)(p) {
+		e.at, e.items = at, items
+		return
+	}
+	if positions.m == nil {
+		positions.m = make(map[uintptr]*posEntry)
+	}
+	e := &posEntry{key: key, ref: weak.Make((*byte)(p)), at: at, items: items}
+	positions.m[key] = e
+	positions.n.Add(1)
+	runtime.AddCleanup((*byte)(p), forget, e)
+}
+
+// forget drops e once its compound is collected, unless the address has
+// been taken over by a newer entry.
+func forget(e *posEntry) {
+	positions.mu.Lock()
+	defer positions.mu.Unlock()
+	if positions.m[e.key] == e {
+		delete(positions.m, e.key)
+		positions.n.Add(-1)
+	}
+}
+
+// lookup returns the live entry of v, or nil.
+func lookup(v Value) *posEntry {
+	if positions.n.Load() == 0 {
+		return nil
+	}
+	p := identityOf(v)
+	if p == nil {
+		return nil
+	}
+	positions.mu.Lock()
+	defer positions.mu.Unlock()
+	if e := positions.m[uintptr(p)]; e != nil && e.ref.Value() == (*byte)(p) {
+		return e
+	}
+	return nil
+}
+
+// PosOf returns the source position of v: an *Annotated's own, else the
+// one remembered for compound v, else the zero Pos. An atom's position is
+// known only to its parent: see ItemPos.
+func PosOf(v Value) Pos {
+	if a, ok := v.(*Annotated); ok {
+		return a.Pos
+	}
+	if e := lookup(v); e != nil {
+		return e.at
+	}
+	return Pos{}
+}
+
+// ItemPos returns the source position of item i of compound parent (the
+// numbering of Remember): the item's own position if it is a remembered
+// compound, else the place its parent remembers for it, else the zero
+// Pos.
+func ItemPos(parent Value, i int) Pos {
+	if item, ok := itemOf(parent, i); ok {
+		if p := PosOf(item); p.IsValid() {
+			return p
+		}
+	}
+	if e := lookup(parent); e != nil && i >= 0 && i < len(e.items) {
+		return e.items[i]
+	}
+	return Pos{}
+}
+
+// FieldPos is ItemPos of field i of record r (item i+1).
+func FieldPos(r *Record, i int) Pos { return ItemPos(r, i+1) }
+
+// EntryPos is the position of the value at key k of dictionary d, or of
+// its key (which names the entry) when the value has none; zero when k is
+// absent.
+func EntryPos(d *Dictionary, k Value) Pos {
+	i := sort.Search(len(d.entries), func(i int) bool { return Compare(d.entries[i].Key, k) >= 0 })
+	if i == len(d.entries) || Compare(d.entries[i].Key, k) != 0 {
+		return Pos{}
+	}
+	if p := ItemPos(d, 2*i+1); p.IsValid() {
+		return p
+	}
+	return ItemPos(d, 2*i)
+}
+
+func itemOf(v Value, i int) (Value, bool) {
+	if i < 0 {
+		return nil, false
+	}
+	switch x := v.(type) {
+	case *Record:
+		if i == 0 {
+			return x.Label, true
+		}
+		if i-1 < len(x.Fields) {
+			return x.Fields[i-1], true
+		}
+	case Sequence:
+		if i < len(x) {
+			return x[i], true
+		}
+	case *Set:
+		if i < len(x.elems) {
+			return x.elems[i], true
+		}
+	case *Dictionary:
+		if i/2 < len(x.entries) {
+			if i%2 == 0 {
+				return x.entries[i/2].Key, true
+			}
+			return x.entries[i/2].Value, true
+		}
+	}
+	return nil, false
+}
+
+// StripRemembering is Strip that keeps what the wrappers said about
+// positions: every compound of the result is remembered with its own
+// position and its items' (Remember). Unlike Strip it always builds new
+// compounds below a wrapper, as a shared unannotated compound may not be
+// given positions that belong to one place; a value without wrappers is
+// returned as it is. Comments and other annotations are dropped.
+func StripRemembering(v Value) Value {
+	if !hasAnn(v) {
+		return v
+	}
+	out, _ := stripRemembering(v)
+	return out
+}
+
+func stripRemembering(v Value) (Value, Pos) {
+	var at Pos
+	if a, ok := v.(*Annotated); ok {
+		v, at = a.Item, a.Pos
+	}
+	var items []Pos
+	var out Value
+	switch x := v.(type) {
+	case *Record:
+		items = make([]Pos, 1+len(x.Fields))
+		r := &Record{Fields: make([]Value, len(x.Fields))}
+		r.Label, items[0] = stripRemembering(x.Label)
+		for i, f := range x.Fields {
+			r.Fields[i], items[i+1] = stripRemembering(f)
+		}
+		out = r
+	case Sequence:
+		s, ps := stripAllRemembering(x)
+		out, items = Sequence(s), ps
+	case *Set:
+		// Annotations do not change the order, so the elements stay sorted.
+		s, ps := stripAllRemembering(x.elems)
+		out, items = &Set{elems: s}, ps
+	case *Dictionary:
+		es := make([]DictEntry, len(x.entries))
+		items = make([]Pos, 2*len(x.entries))
+		for i, e := range x.entries {
+			es[i].Key, items[2*i] = stripRemembering(e.Key)
+			es[i].Value, items[2*i+1] = stripRemembering(e.Value)
+		}
+		out = &Dictionary{entries: es}
+	case *Embedded:
+		if pv, ok := x.Payload.(Value); ok && hasAnn(pv) {
+			return &Embedded{Payload: StripRemembering(pv)}, at
+		}
+		return x, at
+	default:
+		return v, at
+	}
+	Remember(out, at, items)
+	return out, at
+}
+
+func stripAllRemembering(vs []Value) ([]Value, []Pos) {
+	out := make([]Value, len(vs))
+	ps := make([]Pos, len(vs))
+	for i, v := range vs {
+		out[i], ps[i] = stripRemembering(v)
+	}
+	return out, ps
+}
+
+// NewSetAt is NewSet remembering the set at `at` and element i of elems
+// at pos[i] (pos is in the order of elems, not the set's).
+func NewSetAt(at Pos, elems []Value, pos []Pos) *Set {
+	idx := sortedIndex(len(elems), func(i int) Value { return elems[i] })
+	out := make([]Value, 0, len(elems))
+	items := make([]Pos, 0, len(elems))
+	for _, i := range idx {
+		if len(out) > 0 && Compare(out[len(out)-1], elems[i]) == 0 {
+			continue // the first of equal elements wins, as in NewSet
+		}
+		out = append(out, elems[i])
+		items = append(items, posAt(pos, i))
+	}
+	s := &Set{elems: out}
+	Remember(s, at, items)
+	return s
+}
+
+// NewDictionaryAt is NewDictionary remembering the dictionary at `at`,
+// the key of entries[i] at keyPos[i] and its value at valPos[i] (in the
+// order of entries, not the dictionary's).
+func NewDictionaryAt(at Pos, entries []DictEntry, keyPos, valPos []Pos) *Dictionary {
+	idx := sortedIndex(len(entries), func(i int) Value { return entries[i].Key })
+	out := make([]DictEntry, 0, len(entries))
+	items := make([]Pos, 0, 2*len(entries))
+	for _, i := range idx {
+		if n := len(out); n > 0 && Compare(out[n-1].Key, entries[i].Key) == 0 {
+			// The last of equal keys wins, as in NewDictionary.
+			out[n-1], items[2*n-2], items[2*n-1] = entries[i], posAt(keyPos, i), posAt(valPos, i)
+			continue
+		}
+		out = append(out, entries[i])
+		items = append(items, posAt(keyPos, i), posAt(valPos, i))
+	}
+	d := &Dictionary{entries: out}
+	Remember(d, at, items)
+	return d
+}
+
+// sortedIndex is 0..n-1 stably sorted by the values key(i).
+func sortedIndex(n int, key func(int) Value) []int {
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return Compare(key(idx[a]), key(idx[b])) < 0 })
+	return idx
+}
+
+func posAt(ps []Pos, i int) Pos {
+	if i < len(ps) {
+		return ps[i]
+	}
+	return Pos{}
+}
+
+// rememberedCount is the number of live entries (for tests).
+func rememberedCount() int64 { return positions.n.Load() }

@@ -1,0 +1,119 @@
+package preserves
+
+import (
+	"runtime"
+	"testing"
+	"time"
+)
+
+func readPositioned(t *testing.T, src string) Value {
+	t.Helper()
+	v, err := ParseTextOptions([]byte(src), TextOptions{File: "f.pr", Positions: true, Annotations: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// StripRemembering returns a plain value whose compounds and items still
+// name the places they were read from.
+func TestStripRemembering(t *testing.T) {
+	v := StripRemembering(readPositioned(t, "# c\n<daemon d {argv: \"x\", restart: [1 2]} #{a}>"))
+	if hasAnn(v) {
+		t.Fatalf("%v still carries annotations", v)
+	}
+	if !Equal(v, readPositioned(t, `<daemon d {argv: "x", restart: [1 2]} #{a}>`)) {
+		t.Fatalf("value changed: %v", v)
+	}
+	r := v.(*Record)
+	d := r.Fields[1].(*Dictionary)
+	restart, _ := d.Get(Symbol("restart"))
+	for _, c := range []struct {
+		what string
+		got  Pos
+		want string
+	}{
+		{"record", PosOf(r), "f.pr:2:1"},
+		{"label", ItemPos(r, 0), "f.pr:2:2"},
+		{"field 0", FieldPos(r, 0), "f.pr:2:9"},
+		{"dictionary", FieldPos(r, 1), "f.pr:2:11"},
+		{"argv value", EntryPos(d, Symbol("argv")), "f.pr:2:18"},
+		{"argv key", ItemPos(d, 0), "f.pr:2:12"},
+		{"restart", PosOf(restart), "f.pr:2:32"},
+		{"restart[1]", ItemPos(restart, 1), "f.pr:2:35"},
+		{"set element", ItemPos(r.Fields[2], 0), "f.pr:2:41"},
+		{"missing key", EntryPos(d, Symbol("dir")), "-"},
+		{"out of range", ItemPos(r, 9), "-"},
+	} {
+		if c.got.String() != c.want {
+			t.Errorf("%s: position %s, want %s", c.what, c.got, c.want)
+		}
+	}
+	// Atoms and plain values are known to no table.
+	if p := PosOf(String("x")); p.IsValid() {
+		t.Errorf("an atom has position %s", p)
+	}
+	plain := Sequence{Int(1)}
+	if out := StripRemembering(plain).(Sequence); &out[0] != &plain[0] || PosOf(plain).IsValid() {
+		t.Errorf("a plain value was copied or given a position")
+	}
+}
+
+// Dictionaries and sets built from unsorted parts keep each part's
+// position in the collection's own order.
+func TestNewDictionaryAtAndNewSetAt(t *testing.T) {
+	at := func(l int) Pos { return Pos{File: "g", Line: l, Col: 1} }
+	d := NewDictionaryAt(at(1), []DictEntry{{Symbol("z"), Int(1)}, {Symbol("a"), Int(2)}, {Symbol("z"), Int(3)}},
+		[]Pos{at(2), at(3), at(4)}, []Pos{at(5), at(6), at(7)})
+	if !Equal(d, Dict(Symbol("a"), Int(2), Symbol("z"), Int(3))) {
+		t.Fatalf("dictionary %v", d)
+	}
+	if got := [...]string{PosOf(d).String(), EntryPos(d, Symbol("a")).String(), EntryPos(d, Symbol("z")).String(), ItemPos(d, 2).String()}; got != [...]string{"g:1:1", "g:6:1", "g:7:1", "g:4:1"} {
+		t.Errorf("dictionary positions %v", got)
+	}
+	s := NewSetAt(at(1), []Value{Int(3), Int(1), Int(3)}, []Pos{at(2), at(3), at(4)})
+	if got := [...]string{ItemPos(s, 0).String(), ItemPos(s, 1).String()}; got != [...]string{"g:3:1", "g:2:1"} || s.Len() != 2 {
+		t.Errorf("set %v positions %v", s, got)
+	}
+}
+
+// Values carved from one allocation (as the compiler's slabs do) are
+// told apart: each interior address is its own key.
+func TestRememberInteriorPointers(t *testing.T) {
+	slab := make([]Record, 2)
+	vals := make([]Value, 4)
+	a, b := &slab[0], &slab[1]
+	s1, s2 := Sequence(vals[0:2:2]), Sequence(vals[2:4])
+	Remember(a, Pos{Line: 1}, nil)
+	Remember(b, Pos{Line: 2}, nil)
+	Remember(s1, Pos{Line: 3}, nil)
+	Remember(s2, Pos{Line: 4}, nil)
+	if got := [...]int{PosOf(a).Line, PosOf(b).Line, PosOf(s1).Line, PosOf(s2).Line}; got != [...]int{1, 2, 3, 4} {
+		t.Errorf("lines %v", got)
+	}
+	runtime.KeepAlive(slab)
+	runtime.KeepAlive(vals)
+}
+
+// The table holds its values weakly: once they are collected their
+// entries go, so it never grows beyond the live values it describes.
+func TestPositionsAreReclaimed(t *testing.T) {
+	before := rememberedCount()
+	const n = 1000
+	func() {
+		for i := 0; i < n; i++ {
+			Remember(NewRecord(Symbol("x"), Int(i)), Pos{File: "h", Line: i + 1}, []Pos{{Line: 1}})
+		}
+	}()
+	if rememberedCount() < before+n {
+		t.Fatalf("%d entries after remembering %d values", rememberedCount()-before, n)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for rememberedCount() > before {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d entries still held after GC", rememberedCount()-before, n)
+		}
+		runtime.GC()
+		time.Sleep(time.Millisecond) // poll: cleanups run on their own goroutine
+	}
+}
