@@ -23,10 +23,12 @@ import (
 // *Dictionary or *Set, or of the first element of a non-empty Sequence.
 // Atoms have no identity; an atom's place is the item position its parent
 // compound remembers (ItemPos). Each entry holds a weak pointer to its
-// compound, so the table never keeps a value alive, and a cleanup removes
-// the entry once the compound is collected, so the table never outgrows the
-// values it describes. An address reused by a new value is told apart by
-// the weak pointer, which no longer resolves to the old one.
+// compound, so the table never keeps a value alive; entries of collected
+// compounds are swept after each garbage collection and whenever the table
+// has doubled, so it never outgrows the values it describes (a cleanup per
+// entry would do the same at twice the cost per remembered value). An
+// address reused by a new value is told apart by the weak pointer, which
+// no longer resolves to the old one.
 //
 // Writes happen when a script is compiled and when it builds values; reads
 // only on error paths. A mutex is enough; and while nothing has ever been
@@ -34,17 +36,22 @@ import (
 // load.
 
 type posEntry struct {
-	key   uintptr
 	ref   weak.Pointer[byte]
 	at    Pos
 	items []Pos
 }
 
 var positions struct {
-	mu sync.Mutex
-	m  map[uintptr]*posEntry
-	n  atomic.Int64 // live entries
+	mu    sync.Mutex
+	m     map[uintptr]*posEntry
+	n     atomic.Int64 // len(m), for the lock-free test in lookup
+	sweep int          // len(m) that triggers the next sweep
+	armed bool         // a GC sentinel is waiting (armSweep)
 }
+
+// sweepMin is the table size below which dead entries are not worth a
+// sweep of their own.
+const sweepMin = 1024
 
 // identityOf is the address that names compound v, nil for atoms, wrappers
 // and empty sequences (which have nothing to name).
@@ -85,21 +92,53 @@ func Remember(v Value, at Pos, items []Pos) {
 	if positions.m == nil {
 		positions.m = make(map[uintptr]*posEntry)
 	}
-	e := &posEntry{key: key, ref: weak.Make((*byte)(p)), at: at, items: items}
-	positions.m[key] = e
-	positions.n.Add(1)
-	runtime.AddCleanup((*byte)(p), forget, e)
+	// A dead entry at this address is replaced: the weak pointer tells
+	// the new value from the collected one.
+	positions.m[key] = &posEntry{ref: weak.Make((*byte)(p)), at: at, items: items}
+	positions.n.Store(int64(len(positions.m)))
+	if len(positions.m) >= max(positions.sweep, sweepMin) {
+		sweepLocked()
+	}
+	if !positions.armed {
+		positions.armed = true
+		armSweep()
+	}
 }
 
-// forget drops e once its compound is collected, unless the address has
-// been taken over by a newer entry.
-func forget(e *posEntry) {
-	positions.mu.Lock()
-	defer positions.mu.Unlock()
-	if positions.m[e.key] == e {
-		delete(positions.m, e.key)
-		positions.n.Add(-1)
+// sweepLocked drops the entries of collected values. Remember calls it
+// when the table has doubled since the last sweep, so the table stays
+// within twice the values it describes (plus sweepMin) and the sweeps
+// cost O(1) amortised per entry.
+func sweepLocked() {
+	for k, e := range positions.m {
+		if e.ref.Value() == nil {
+			delete(positions.m, k)
+		}
 	}
+	positions.sweep = 2 * len(positions.m)
+	positions.n.Store(int64(len(positions.m)))
+}
+
+// armSweep sweeps once after the next garbage collection, and re-arms
+// while the table is not empty: collected values leave the table without
+// waiting for it to grow. It costs one cleanup per GC cycle rather than
+// one per remembered value.
+func armSweep() {
+	runtime.AddCleanup(new(sentinel), func(struct{}) {
+		positions.mu.Lock()
+		defer positions.mu.Unlock()
+		sweepLocked()
+		if positions.armed = len(positions.m) > 0; positions.armed {
+			armSweep()
+		}
+	}, struct{}{})
+}
+
+// sentinel is big enough and holds a pointer, so it is not batched with
+// other small objects (runtime.AddCleanup) and dies with the next GC.
+type sentinel struct {
+	_ *int
+	_ [8]int
 }
 
 // lookup returns the live entry of v, or nil.

@@ -41,13 +41,13 @@ const DefaultTarget = "config"
 
 // Options tunes compilation. The zero value is the default.
 type Options struct {
-	// Positions keeps source positions in the values a script asserts and
-	// sends: every constant sub-value, and every compound built at run
-	// time, is wrapped in a *preserves.Annotated carrying its Pos (comments
-	// are dropped), so a service rejecting a value can say where in which
-	// script it came from (services spec §0). Equality, order, hashing and
-	// pattern matching look through the wrappers; consumers that inspect
-	// values must use preserves.Unwrap.
+	// Positions keeps the source positions of the values a script asserts
+	// and sends, so a service rejecting a value can say where in which
+	// script it came from (services spec §0). The values stay plain: every
+	// constant compound, and every compound the VM builds, is remembered
+	// in the position side table of package preserves (preserves.PosOf,
+	// preserves.ItemPos) with its own position and its items'. Without
+	// the option nothing is remembered and nothing is paid.
 	Positions bool
 }
 
@@ -172,8 +172,7 @@ func (c *compiler) instr(in script.Instr, target, outer string) Instr {
 func (c *compiler) value(e script.Expr) Expr {
 	if isConst(e) {
 		if c.pos {
-			v, _ := constPositioned(e)
-			return c.konst(e.Pos(), v)
+			return c.konst(e.Pos(), constRemembering(e))
 		}
 		return c.konst(e.Pos(), c.constValue(e))
 	}
@@ -270,104 +269,53 @@ func (c *compiler) constValues(es []script.Expr) []preserves.Value {
 	return out
 }
 
-// constPositioned is constValue keeping source positions (Options.Positions).
-func constPositioned(e script.Expr) (preserves.Value, bool) {
+// constRemembering is constValue for Options.Positions: the value is built
+// plain, and each of its compounds is remembered in the position side table
+// (preserves.Remember) with its own position and its items'.
+func constRemembering(e script.Expr) preserves.Value {
 	switch x := e.(type) {
 	case *script.Lit:
 		if x.Src != nil {
-			return keepPositions(x.Src), true
+			return preserves.StripRemembering(x.Src)
 		}
-		return positioned(x.At, x.Value), true
+		return x.Value
 	case *script.RecordExpr:
-		l, ok := constPositioned(x.Label)
-		if !ok {
-			return nil, false
-		}
+		items := make([]preserves.Pos, 1+len(x.Fields))
+		items[0] = x.Label.Pos()
 		fs := make([]preserves.Value, len(x.Fields))
 		for i, f := range x.Fields {
-			if fs[i], ok = constPositioned(f); !ok {
-				return nil, false
-			}
+			fs[i], items[i+1] = constRemembering(f), f.Pos()
 		}
-		return positioned(x.At, &preserves.Record{Label: l, Fields: fs}), true
+		r := preserves.NewRecord(constRemembering(x.Label), fs...)
+		preserves.Remember(r, x.At, items)
+		return r
 	case *script.SeqExpr:
-		fs := make([]preserves.Value, len(x.Elems))
-		for i, f := range x.Elems {
-			var ok bool
-			if fs[i], ok = constPositioned(f); !ok {
-				return nil, false
-			}
-		}
-		return positioned(x.At, preserves.Sequence(fs)), true
+		fs, ps := constsRemembering(x.Elems)
+		preserves.Remember(preserves.Sequence(fs), x.At, ps)
+		return preserves.Sequence(fs)
 	case *script.SetExpr:
-		fs := make([]preserves.Value, len(x.Elems))
-		for i, f := range x.Elems {
-			var ok bool
-			if fs[i], ok = constPositioned(f); !ok {
-				return nil, false
-			}
-		}
-		return positioned(x.At, preserves.NewSet(fs...)), true
+		fs, ps := constsRemembering(x.Elems)
+		return preserves.NewSetAt(x.At, fs, ps)
 	case *script.DictExpr:
 		es := make([]preserves.DictEntry, len(x.Entries))
+		kps := make([]preserves.Pos, len(x.Entries))
+		vps := make([]preserves.Pos, len(x.Entries))
 		for i, en := range x.Entries {
-			k, ok := constPositioned(en.Key)
-			if !ok {
-				return nil, false
-			}
-			v, ok := constPositioned(en.Value)
-			if !ok {
-				return nil, false
-			}
-			es[i] = preserves.DictEntry{Key: k, Value: v}
+			es[i] = preserves.DictEntry{Key: constRemembering(en.Key), Value: constRemembering(en.Value)}
+			kps[i], vps[i] = en.Key.Pos(), en.Value.Pos()
 		}
-		return positioned(x.At, preserves.NewDictionary(es...)), true
+		return preserves.NewDictionaryAt(x.At, es, kps, vps)
 	}
-	return nil, false
+	return nil
 }
 
-// positioned wraps v with pos (if known).
-func positioned(pos preserves.Pos, v preserves.Value) preserves.Value {
-	if !pos.IsValid() {
-		return v
+func constsRemembering(es []script.Expr) ([]preserves.Value, []preserves.Pos) {
+	vs := make([]preserves.Value, len(es))
+	ps := make([]preserves.Pos, len(es))
+	for i, e := range es {
+		vs[i], ps[i] = constRemembering(e), e.Pos()
 	}
-	return &preserves.Annotated{Pos: pos, Item: preserves.Unwrap(v)}
-}
-
-// keepPositions rebuilds v keeping the reader's positions at every depth
-// and dropping annotations proper (comments).
-func keepPositions(v preserves.Value) preserves.Value {
-	pos := preserves.PosOf(v)
-	var out preserves.Value
-	switch x := preserves.Unwrap(v).(type) {
-	case *preserves.Record:
-		fs := make([]preserves.Value, len(x.Fields))
-		for i, f := range x.Fields {
-			fs[i] = keepPositions(f)
-		}
-		out = &preserves.Record{Label: keepPositions(x.Label), Fields: fs}
-	case preserves.Sequence:
-		fs := make([]preserves.Value, len(x))
-		for i, f := range x {
-			fs[i] = keepPositions(f)
-		}
-		out = preserves.Sequence(fs)
-	case *preserves.Set:
-		fs := make([]preserves.Value, 0, x.Len())
-		for _, f := range x.Elems() {
-			fs = append(fs, keepPositions(f))
-		}
-		out = preserves.NewSet(fs...)
-	case *preserves.Dictionary:
-		es := make([]preserves.DictEntry, 0, x.Len())
-		for _, e := range x.Entries() {
-			es = append(es, preserves.DictEntry{Key: keepPositions(e.Key), Value: keepPositions(e.Value)})
-		}
-		out = preserves.NewDictionary(es...)
-	default:
-		out = x
-	}
-	return positioned(pos, out)
+	return vs, ps
 }
 
 func (c *compiler) values(es []script.Expr) []Expr {
@@ -626,15 +574,15 @@ func (c *compiler) group(t pattern.GroupType, items []pattern.Pattern) pattern.G
 
 // lift is pattern.Lift, its group entries carved from the arena
 // (literal patterns are the bulk of a script's patterns); false when v holds
-// a set.
+// a set. v is a literal's plain value (script.Lit.Value).
 func (c *compiler) lift(v preserves.Value) (pattern.Pattern, bool) {
-	switch x := preserves.Unwrap(v).(type) {
+	switch x := v.(type) {
 	case *preserves.Record:
 		es, ok := c.liftItems(x.Fields)
 		if !ok {
 			return nil, false
 		}
-		return pattern.Group{Type: pattern.RecType{Label: preserves.Strip(x.Label)}, Entries: es}, true
+		return pattern.Group{Type: pattern.RecType{Label: x.Label}, Entries: es}, true
 	case preserves.Sequence:
 		es, ok := c.liftItems(x)
 		if !ok {
@@ -651,13 +599,13 @@ func (c *compiler) lift(v preserves.Value) (pattern.Pattern, bool) {
 			if !ok {
 				return nil, false
 			}
-			es[i] = pattern.Entry{Key: preserves.Strip(e.Key), Pattern: p}
+			es[i] = pattern.Entry{Key: e.Key, Pattern: p}
 		}
 		return pattern.Group{Type: pattern.DictType{}, Entries: es}, true
 	case *preserves.Set:
 		return nil, false
 	default:
-		return pattern.Lit{Value: preserves.Strip(x)}, true
+		return pattern.Lit{Value: x}, true
 	}
 }
 

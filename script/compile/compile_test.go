@@ -176,9 +176,15 @@ func bigScript(n int) []byte {
 	return []byte(b.String())
 }
 
-func BenchmarkCompile10k(b *testing.B) {
+func BenchmarkCompile10k(b *testing.B) { benchCompile10k(b, compile.Options{}) }
+
+// BenchmarkCompile10kPositions is BenchmarkCompile10k keeping positions, as
+// the config watcher compiles.
+func BenchmarkCompile10kPositions(b *testing.B) { benchCompile10k(b, compile.Options{Positions: true}) }
+
+func benchCompile10k(b *testing.B, opts compile.Options) {
 	src := bigScript(10000)
-	prog, err := compile.CompileFile("big.pr", src)
+	prog, err := compile.CompileFileOptions("big.pr", src, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -186,7 +192,7 @@ func BenchmarkCompile10k(b *testing.B) {
 	b.ResetTimer()
 	cpu0 := cpuTime()
 	for i := 0; i < b.N; i++ {
-		if _, err := compile.CompileFile("big.pr", src); err != nil {
+		if _, err := compile.CompileFileOptions("big.pr", src, opts); err != nil {
 			b.Fatal(err)
 		}
 	}

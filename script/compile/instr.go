@@ -21,8 +21,8 @@ type Program struct {
 	Body *Seq
 	// Instrs counts the instructions in the whole tree.
 	Instrs int
-	// Positions is Options.Positions: the VM then also wraps compounds it
-	// builds in a *preserves.Annotated carrying the expression's Pos.
+	// Positions is Options.Positions: the VM then also remembers the
+	// compounds it builds, with their parts' positions (preserves.Remember).
 	Positions bool
 	// Warnings are the front end's warnings about the file (a caveat
 	// pattern in another dialect's notation, …): it runs, but whoever

@@ -83,19 +83,24 @@ type nullEntity struct{ dataspace.BaseEntity }
 // BenchmarkRunBoot runs the instructions of a typical boot script (a copy
 // of etc/syndicate/boot.pr) in a fresh facet and stops it again, one turn
 // per iteration.
-func BenchmarkRunBoot(b *testing.B) { benchRunBoot(b, false) }
+func BenchmarkRunBoot(b *testing.B) { benchRunBoot(b, false, false) }
 
 // BenchmarkRunBootNullTarget is BenchmarkRunBoot with $config and $log bound
 // to an entity that ignores everything, isolating the VM's own cost from
 // the dataspace's.
-func BenchmarkRunBootNullTarget(b *testing.B) { benchRunBoot(b, true) }
+func BenchmarkRunBootNullTarget(b *testing.B) { benchRunBoot(b, true, false) }
 
-func benchRunBoot(b *testing.B, null bool) {
+// BenchmarkRunBootPositions is BenchmarkRunBoot compiled with
+// compile.Options.Positions, as the config watcher compiles: the cost of
+// remembering where each built value was written.
+func BenchmarkRunBootPositions(b *testing.B) { benchRunBoot(b, false, true) }
+
+func benchRunBoot(b *testing.B, null, positions bool) {
 	src, err := os.ReadFile("testdata/boot.pr")
 	if err != nil {
 		b.Fatal(err)
 	}
-	prog, err := compile.CompileFile("testdata/boot.pr", src)
+	prog, err := compile.CompileFileOptions("testdata/boot.pr", src, compile.Options{Positions: positions})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -61,8 +61,33 @@ func (r *recorder) Message(t *dataspace.Turn, v preserves.Value) error {
 	return nil
 }
 
-// world is a system with one actor holding a dataspace ($config), a
-// recorder observing everything in it, and the scripts under test.
+// plainOnly is a dataspace that fails the test on any value carrying an
+// annotation, at any depth: script values enter the dataspace plain, their
+// positions kept aside (compile.Options.Positions).
+type plainOnly struct {
+	dataspace.Entity
+	tb testing.TB
+}
+
+func (p *plainOnly) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
+	p.check("asserted", v)
+	return p.Entity.Assert(t, v, h)
+}
+
+func (p *plainOnly) Message(t *dataspace.Turn, v preserves.Value) error {
+	p.check("sent", v)
+	return p.Entity.Message(t, v)
+}
+
+func (p *plainOnly) check(what string, v preserves.Value) {
+	if hasAnnotated(v) {
+		p.tb.Errorf("%s an annotated value: %s", what, preserves.FormatText(v))
+	}
+}
+
+// world is a system with one actor holding a dataspace ($config, which
+// rejects annotated values), a recorder observing everything in it, and the
+// scripts under test.
 type world struct {
 	t    testing.TB
 	sys  *dataspace.System
@@ -79,7 +104,7 @@ func newWorld(t testing.TB) *world {
 	w.sys = dataspace.NewSystem(dataspace.Options{Logger: zerolog.New(w.log)})
 	ready := make(chan struct{})
 	w.sys.Spawn("world", func(t *dataspace.Turn) error {
-		w.ds = t.Create(dataspace.NewDataspace())
+		w.ds = t.Create(&plainOnly{Entity: dataspace.NewDataspace(), tb: w.t})
 		t.Assert(w.ds, dataspace.Observe(pattern.Capture(), t.Create(w.rec)))
 		w.fr = t.FacetRef()
 		close(ready)

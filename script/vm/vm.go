@@ -402,19 +402,32 @@ func (a *activation) eval(t *dataspace.Turn, e compile.Expr, sc *scope) (preserv
 		if err != nil {
 			return nil, err
 		}
-		return a.positioned(x.At, preserves.NewRecord(l, fs...)), nil
+		r := preserves.NewRecord(l, fs...)
+		if a.m.prog.Positions {
+			items := make([]preserves.Pos, 1+len(x.Fields))
+			items[0] = x.Label.Pos()
+			exprPositions(items[1:], x.Fields)
+			preserves.Remember(r, x.At, items)
+		}
+		return r, nil
 	case *compile.MkSeq:
 		fs, err := a.evalAll(t, x.Elems, sc)
 		if err != nil {
 			return nil, err
 		}
-		return a.positioned(x.At, preserves.Sequence(fs)), nil
+		if a.m.prog.Positions {
+			preserves.Remember(preserves.Sequence(fs), x.At, exprPositions(make([]preserves.Pos, len(fs)), x.Elems))
+		}
+		return preserves.Sequence(fs), nil
 	case *compile.MkSet:
 		fs, err := a.evalAll(t, x.Elems, sc)
 		if err != nil {
 			return nil, err
 		}
-		return a.positioned(x.At, preserves.NewSet(fs...)), nil
+		if a.m.prog.Positions {
+			return preserves.NewSetAt(x.At, fs, exprPositions(make([]preserves.Pos, len(fs)), x.Elems)), nil
+		}
+		return preserves.NewSet(fs...), nil
 	case *compile.MkDict:
 		es := make([]preserves.DictEntry, len(x.Keys))
 		for i := range x.Keys {
@@ -428,7 +441,11 @@ func (a *activation) eval(t *dataspace.Turn, e compile.Expr, sc *scope) (preserv
 			}
 			es[i] = preserves.DictEntry{Key: k, Value: v}
 		}
-		return a.positioned(x.At, preserves.NewDictionary(es...)), nil
+		if a.m.prog.Positions {
+			return preserves.NewDictionaryAt(x.At, es, exprPositions(make([]preserves.Pos, len(es)), x.Keys),
+				exprPositions(make([]preserves.Pos, len(es)), x.Vals)), nil
+		}
+		return preserves.NewDictionary(es...), nil
 	case *compile.MkAttenuate:
 		return a.attenuate(t, x, sc)
 	case *compile.Call:
@@ -445,13 +462,14 @@ func (a *activation) eval(t *dataspace.Turn, e compile.Expr, sc *scope) (preserv
 	return nil, a.errorf(e.Pos(), ErrPattern, "unknown expression %T", e)
 }
 
-// positioned wraps a built compound with its source position when the
-// program was compiled with compile.Options.Positions.
-func (a *activation) positioned(at preserves.Pos, v preserves.Value) preserves.Value {
-	if !a.m.prog.Positions || !at.IsValid() {
-		return v
+// exprPositions fills ps with the positions of es, for the position side
+// table (compile.Options.Positions): a built compound's items were
+// written where their expressions were.
+func exprPositions(ps []preserves.Pos, es []compile.Expr) []preserves.Pos {
+	for i, e := range es {
+		ps[i] = e.Pos()
 	}
-	return &preserves.Annotated{Pos: at, Item: v}
+	return ps
 }
 
 func (a *activation) evalAll(t *dataspace.Turn, es []compile.Expr, sc *scope) ([]preserves.Value, *RuntimeError) {
@@ -540,7 +558,7 @@ func (a *activation) pattern(t *dataspace.Turn, p compile.Pat, sc *scope) (patte
 				return nil, err
 			}
 		}
-		return pattern.Rec(preserves.Strip(l), fs...), nil
+		return pattern.Rec(l, fs...), nil
 	case *compile.PArr:
 		is := make([]pattern.Pattern, len(x.Items))
 		for i, f := range x.Items {
@@ -577,7 +595,7 @@ type facetEntity struct {
 }
 
 func (e *facetEntity) Message(t *dataspace.Turn, v preserves.Value) error {
-	if s, ok := preserves.Unwrap(v).(preserves.Symbol); ok && s == "stop" {
+	if s, ok := v.(preserves.Symbol); ok && s == "stop" {
 		t.StopFacet(e.id)
 		return nil
 	}
