@@ -374,12 +374,13 @@ func (g *gen) litExpr(v preserves.Value) string {
 // ---- parsing ----------------------------------------------------------
 
 // fail is the statement that returns err from a generated parser, its
-// path prefixed with steps (Go expressions).
+// path prefixed with steps (Go expressions) and, for a part without a
+// position of its own, located along the path from v (AtIn).
 func (g *gen) fail(steps []string) string {
 	if len(steps) == 0 {
 		return "return zero, err"
 	}
-	return "return zero, " + g.use(runtimeImport) + ".At(err, " + strings.Join(steps, ", ") + ")"
+	return "return zero, " + g.use(runtimeImport) + ".AtIn(err, v, " + strings.Join(steps, ", ") + ")"
 }
 
 func with(steps []string, s string) []string {

@@ -31,7 +31,7 @@ func ParseExitServer(v preserves.Value) (ExitServer, error) {
 		return zero, err
 	}
 	if r.Code, err = schema.AsInt(rec1.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }

@@ -25,10 +25,10 @@ func ParseObserve(v preserves.Value) (Observe, error) {
 		return zero, err
 	}
 	if r.Pattern, err = dataspacepatterns.ParsePattern(rec1.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Observer, err = schema.AsEmbedded(rec1.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }

@@ -50,7 +50,7 @@ func parsePatternBind(v preserves.Value) (PatternBind, error) {
 		return zero, err
 	}
 	if r.Pattern, err = ParsePattern(rec2.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -74,7 +74,7 @@ func parsePatternLit(v preserves.Value) (PatternLit, error) {
 		return zero, err
 	}
 	if r.Value, err = ParseAnyAtom(rec3.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -99,17 +99,17 @@ func parsePatternGroup(v preserves.Value) (PatternGroup, error) {
 		return zero, err
 	}
 	if r.Type, err = ParseGroupType(rec4.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	d5, err := schema.AsDict(rec4.Fields[1])
 	if err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	r.Entries = make([]schema.Pair[preserves.Value, Pattern], d5.Len())
 	for i6, e7 := range d5.Entries() {
 		r.Entries[i6].Key = e7.Key
 		if r.Entries[i6].Value, err = ParsePattern(e7.Value); err != nil {
-			return zero, schema.At(err, "[1]", schema.Key(e7.Key))
+			return zero, schema.AtIn(err, v, "[1]", schema.Key(e7.Key))
 		}
 	}
 	return r, nil

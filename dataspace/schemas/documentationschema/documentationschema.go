@@ -26,7 +26,7 @@ func ParseMetadata(v preserves.Value) (Metadata, error) {
 	r.Object = rec1.Fields[0]
 	d2, err := schema.AsDict(rec1.Fields[1])
 	if err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	r.Info = make(map[preserves.Symbol]preserves.Value, d2.Len())
 	for i3, e4 := range d2.Entries() {
@@ -34,7 +34,7 @@ func ParseMetadata(v preserves.Value) (Metadata, error) {
 		var k5 preserves.Symbol
 		var v6 preserves.Value
 		if k5, err = schema.AsSymbol(e4.Key); err != nil {
-			return zero, schema.At(err, "[1]", schema.Key(e4.Key))
+			return zero, schema.AtIn(err, v, "[1]", schema.Key(e4.Key))
 		}
 		v6 = e4.Value
 		r.Info[k5] = v6
@@ -71,7 +71,7 @@ func parseDescriptionPresent(v preserves.Value) (DescriptionPresent, error) {
 		return zero, err
 	}
 	if r.Description, err = ParseIOList(x10); err != nil {
-		return zero, schema.At(err, "[description]")
+		return zero, schema.AtIn(err, v, "[description]")
 	}
 	return r, nil
 }
@@ -169,7 +169,7 @@ func parseUrlPresent(v preserves.Value) (UrlPresent, error) {
 		return zero, err
 	}
 	if r.Url, err = schema.AsString(x15); err != nil {
-		return zero, schema.At(err, "[url]")
+		return zero, schema.AtIn(err, v, "[url]")
 	}
 	return r, nil
 }
@@ -293,7 +293,7 @@ func parseIOListNested(v preserves.Value) (IOListNested, error) {
 	r.Value = make([]IOList, len(s19))
 	for i20, e21 := range s19 {
 		if r.Value[i20], err = ParseIOList(e21); err != nil {
-			return zero, schema.At(err, schema.Index(i20))
+			return zero, schema.AtIn(err, v, schema.Index(i20))
 		}
 	}
 	return r, nil

@@ -52,7 +52,7 @@ func ParseDaemonProcess(v preserves.Value) (DaemonProcess, error) {
 	}
 	r.Id = rec2.Fields[0]
 	if r.Config, err = ParseDaemonProcessSpec(rec2.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -98,7 +98,7 @@ func parseDaemonProcessSpecOneShot(v preserves.Value) (DaemonProcessSpecOneShot,
 		return zero, err
 	}
 	if r.Setup, err = ParseCommandLine(rec3.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -201,7 +201,7 @@ func parseReadyOnStartPresent(v preserves.Value) (ReadyOnStartPresent, error) {
 		return zero, err
 	}
 	if r.ReadyOnStart, err = schema.AsBool(x5); err != nil {
-		return zero, schema.At(err, "[readyOnStart]")
+		return zero, schema.AtIn(err, v, "[readyOnStart]")
 	}
 	return r, nil
 }
@@ -299,7 +299,7 @@ func parseRestartFieldPresent(v preserves.Value) (RestartFieldPresent, error) {
 		return zero, err
 	}
 	if r.Restart, err = ParseRestartPolicy(x10); err != nil {
-		return zero, schema.At(err, "[restart]")
+		return zero, schema.AtIn(err, v, "[restart]")
 	}
 	return r, nil
 }
@@ -397,7 +397,7 @@ func parseProtocolFieldPresent(v preserves.Value) (ProtocolFieldPresent, error) 
 		return zero, err
 	}
 	if r.Protocol, err = ParseProtocol(x15); err != nil {
-		return zero, schema.At(err, "[protocol]")
+		return zero, schema.AtIn(err, v, "[protocol]")
 	}
 	return r, nil
 }
@@ -545,7 +545,7 @@ func ParseFullProcess(v preserves.Value) (FullProcess, error) {
 		return zero, err
 	}
 	if r.Argv, err = ParseCommandLine(x20); err != nil {
-		return zero, schema.At(err, "[argv]")
+		return zero, schema.AtIn(err, v, "[argv]")
 	}
 	if r.Env, err = ParseProcessEnv(v); err != nil {
 		return zero, err
@@ -590,15 +590,15 @@ func parseProcessEnvPresent(v preserves.Value) (ProcessEnvPresent, error) {
 	}
 	d23, err := schema.AsDict(x22)
 	if err != nil {
-		return zero, schema.At(err, "[env]")
+		return zero, schema.AtIn(err, v, "[env]")
 	}
 	r.Env = make([]schema.Pair[EnvVariable, EnvValue], d23.Len())
 	for i24, e25 := range d23.Entries() {
 		if r.Env[i24].Key, err = ParseEnvVariable(e25.Key); err != nil {
-			return zero, schema.At(err, "[env]", schema.Key(e25.Key))
+			return zero, schema.AtIn(err, v, "[env]", schema.Key(e25.Key))
 		}
 		if r.Env[i24].Value, err = ParseEnvValue(e25.Value); err != nil {
-			return zero, schema.At(err, "[env]", schema.Key(e25.Key))
+			return zero, schema.AtIn(err, v, "[env]", schema.Key(e25.Key))
 		}
 	}
 	return r, nil
@@ -697,7 +697,7 @@ func parseProcessDirPresent(v preserves.Value) (ProcessDirPresent, error) {
 		return zero, err
 	}
 	if r.Dir, err = schema.AsString(x32); err != nil {
-		return zero, schema.At(err, "[dir]")
+		return zero, schema.AtIn(err, v, "[dir]")
 	}
 	return r, nil
 }
@@ -795,7 +795,7 @@ func parseClearEnvPresent(v preserves.Value) (ClearEnvPresent, error) {
 		return zero, err
 	}
 	if r.ClearEnv, err = schema.AsBool(x37); err != nil {
-		return zero, schema.At(err, "[clearEnv]")
+		return zero, schema.AtIn(err, v, "[clearEnv]")
 	}
 	return r, nil
 }
@@ -937,12 +937,12 @@ func ParseFullCommandLine(v preserves.Value) (FullCommandLine, error) {
 		return zero, err
 	}
 	if r.Program, err = schema.AsString(s41[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	r.Args = make([]string, len(s41[1:]))
 	for i42, e43 := range s41[1:] {
 		if r.Args[i42], err = schema.AsString(e43); err != nil {
-			return zero, schema.At(err, schema.Index(i42+1))
+			return zero, schema.AtIn(err, v, schema.Index(i42+1))
 		}
 	}
 	return r, nil

@@ -28,10 +28,10 @@ func ParseResolve(v preserves.Value) (Resolve, error) {
 		return zero, err
 	}
 	if r.Step, err = ParseStep(rec1.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Observer, err = schema.AsEmbedded(rec1.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -55,7 +55,7 @@ func ParseStep(v preserves.Value) (Step, error) {
 		return zero, err
 	}
 	if r.StepType, err = schema.AsSymbol(rec2.Label); err != nil {
-		return zero, schema.At(err, ".label")
+		return zero, schema.AtIn(err, v, ".label")
 	}
 	r.Detail = rec2.Fields[0]
 	return r, nil
@@ -110,13 +110,13 @@ func ParseBind(v preserves.Value) (Bind, error) {
 		return zero, err
 	}
 	if r.Description, err = ParseDescription(rec3.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Target, err = schema.AsEmbedded(rec3.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	if r.Observer, err = ParseBindObserver(rec3.Fields[2]); err != nil {
-		return zero, schema.At(err, "[2]")
+		return zero, schema.AtIn(err, v, "[2]")
 	}
 	return r, nil
 }
@@ -140,7 +140,7 @@ func ParseDescription(v preserves.Value) (Description, error) {
 		return zero, err
 	}
 	if r.StepType, err = schema.AsSymbol(rec4.Label); err != nil {
-		return zero, schema.At(err, ".label")
+		return zero, schema.AtIn(err, v, ".label")
 	}
 	r.Detail = rec4.Fields[0]
 	return r, nil
@@ -222,7 +222,7 @@ func parseBoundBound(v preserves.Value) (BoundBound, error) {
 		return zero, err
 	}
 	if r.PathStep, err = ParsePathStep(rec5.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -284,7 +284,7 @@ func ParseResolvePath(v preserves.Value) (ResolvePath, error) {
 		return zero, err
 	}
 	if r.Route, err = ParseRoute(rec6.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -310,10 +310,10 @@ func ParseResolvedPath(v preserves.Value) (ResolvedPath, error) {
 	}
 	r.Addr = rec7.Fields[0]
 	if r.Control, err = schema.AsEmbedded(rec7.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	if r.ResponderSession, err = schema.AsEmbedded(rec7.Fields[2]); err != nil {
-		return zero, schema.At(err, "[2]")
+		return zero, schema.AtIn(err, v, "[2]")
 	}
 	return r, nil
 }
@@ -359,10 +359,10 @@ func ParseConnectedTransport(v preserves.Value) (ConnectedTransport, error) {
 	}
 	r.Addr = rec9.Fields[0]
 	if r.Control, err = schema.AsEmbedded(rec9.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	if r.ResponderSession, err = schema.AsEmbedded(rec9.Fields[2]); err != nil {
-		return zero, schema.At(err, "[2]")
+		return zero, schema.AtIn(err, v, "[2]")
 	}
 	return r, nil
 }
@@ -386,10 +386,10 @@ func ParseResolvePathStep(v preserves.Value) (ResolvePathStep, error) {
 		return zero, err
 	}
 	if r.Origin, err = schema.AsEmbedded(rec10.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.PathStep, err = ParsePathStep(rec10.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -428,7 +428,7 @@ func ParsePathStep(v preserves.Value) (PathStep, error) {
 		return zero, err
 	}
 	if r.StepType, err = schema.AsSymbol(rec11.Label); err != nil {
-		return zero, schema.At(err, ".label")
+		return zero, schema.AtIn(err, v, ".label")
 	}
 	r.Detail = rec11.Fields[0]
 	return r, nil
@@ -466,7 +466,7 @@ func ParseRoute(v preserves.Value) (Route, error) {
 	}
 	s13, err := schema.AsSeq(rec12.Fields[0], 0)
 	if err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	r.Transports = make([]preserves.Value, len(s13))
 	for i14, e15 := range s13 {
@@ -475,7 +475,7 @@ func ParseRoute(v preserves.Value) (Route, error) {
 	r.PathSteps = make([]PathStep, len(rec12.Fields[1:]))
 	for i16, e17 := range rec12.Fields[1:] {
 		if r.PathSteps[i16], err = ParsePathStep(e17); err != nil {
-			return zero, schema.At(err, schema.Index(i16+1))
+			return zero, schema.AtIn(err, v, schema.Index(i16+1))
 		}
 	}
 	return r, nil

@@ -29,19 +29,19 @@ func ParseHttpBinding(v preserves.Value) (HttpBinding, error) {
 		return zero, err
 	}
 	if r.Host, err = ParseHostPattern(rec1.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Port, err = schema.AsInt(rec1.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	if r.Method, err = ParseMethodPattern(rec1.Fields[2]); err != nil {
-		return zero, schema.At(err, "[2]")
+		return zero, schema.AtIn(err, v, "[2]")
 	}
 	if r.Path, err = ParsePathPattern(rec1.Fields[3]); err != nil {
-		return zero, schema.At(err, "[3]")
+		return zero, schema.AtIn(err, v, "[3]")
 	}
 	if r.Handler, err = schema.AsEmbedded(rec1.Fields[4]); err != nil {
-		return zero, schema.At(err, "[4]")
+		return zero, schema.AtIn(err, v, "[4]")
 	}
 	return r, nil
 }
@@ -68,16 +68,16 @@ func ParseHttpService(v preserves.Value) (HttpService, error) {
 		return zero, err
 	}
 	if r.Host, err = ParseHostPattern(rec2.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Port, err = schema.AsInt(rec2.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	if r.Method, err = ParseMethodPattern(rec2.Fields[2]); err != nil {
-		return zero, schema.At(err, "[2]")
+		return zero, schema.AtIn(err, v, "[2]")
 	}
 	if r.Path, err = ParsePathPattern(rec2.Fields[3]); err != nil {
-		return zero, schema.At(err, "[3]")
+		return zero, schema.AtIn(err, v, "[3]")
 	}
 	return r, nil
 }
@@ -101,7 +101,7 @@ func ParseHttpListener(v preserves.Value) (HttpListener, error) {
 		return zero, err
 	}
 	if r.Port, err = schema.AsInt(rec3.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -177,7 +177,7 @@ func ParsePathPattern(v preserves.Value) (PathPattern, error) {
 	r = make(PathPattern, len(s4))
 	for i5, e6 := range s4 {
 		if r[i5], err = ParsePathPatternElement(e6); err != nil {
-			return zero, schema.At(err, schema.Index(i5))
+			return zero, schema.AtIn(err, v, schema.Index(i5))
 		}
 	}
 	return r, nil
@@ -334,33 +334,33 @@ func ParseHttpRequest(v preserves.Value) (HttpRequest, error) {
 		return zero, err
 	}
 	if r.SequenceNumber, err = schema.AsInt(rec8.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Host, err = ParseRequestHost(rec8.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	if r.Port, err = schema.AsInt(rec8.Fields[2]); err != nil {
-		return zero, schema.At(err, "[2]")
+		return zero, schema.AtIn(err, v, "[2]")
 	}
 	if r.Method, err = schema.AsSymbol(rec8.Fields[3]); err != nil {
-		return zero, schema.At(err, "[3]")
+		return zero, schema.AtIn(err, v, "[3]")
 	}
 	s9, err := schema.AsSeq(rec8.Fields[4], 0)
 	if err != nil {
-		return zero, schema.At(err, "[4]")
+		return zero, schema.AtIn(err, v, "[4]")
 	}
 	r.Path = make([]string, len(s9))
 	for i10, e11 := range s9 {
 		if r.Path[i10], err = schema.AsString(e11); err != nil {
-			return zero, schema.At(err, "[4]", schema.Index(i10))
+			return zero, schema.AtIn(err, v, "[4]", schema.Index(i10))
 		}
 	}
 	if r.Headers, err = ParseHeaders(rec8.Fields[5]); err != nil {
-		return zero, schema.At(err, "[5]")
+		return zero, schema.AtIn(err, v, "[5]")
 	}
 	d12, err := schema.AsDict(rec8.Fields[6])
 	if err != nil {
-		return zero, schema.At(err, "[6]")
+		return zero, schema.AtIn(err, v, "[6]")
 	}
 	r.Query = make(map[preserves.Symbol][]QueryValue, d12.Len())
 	for i13, e14 := range d12.Entries() {
@@ -368,22 +368,22 @@ func ParseHttpRequest(v preserves.Value) (HttpRequest, error) {
 		var k15 preserves.Symbol
 		var v16 []QueryValue
 		if k15, err = schema.AsSymbol(e14.Key); err != nil {
-			return zero, schema.At(err, "[6]", schema.Key(e14.Key))
+			return zero, schema.AtIn(err, v, "[6]", schema.Key(e14.Key))
 		}
 		s17, err := schema.AsSeq(e14.Value, 0)
 		if err != nil {
-			return zero, schema.At(err, "[6]", schema.Key(e14.Key))
+			return zero, schema.AtIn(err, v, "[6]", schema.Key(e14.Key))
 		}
 		v16 = make([]QueryValue, len(s17))
 		for i18, e19 := range s17 {
 			if v16[i18], err = ParseQueryValue(e19); err != nil {
-				return zero, schema.At(err, "[6]", schema.Key(e14.Key), schema.Index(i18))
+				return zero, schema.AtIn(err, v, "[6]", schema.Key(e14.Key), schema.Index(i18))
 			}
 		}
 		r.Query[k15] = v16
 	}
 	if r.Body, err = ParseRequestBody(rec8.Fields[7]); err != nil {
-		return zero, schema.At(err, "[7]")
+		return zero, schema.AtIn(err, v, "[7]")
 	}
 	return r, nil
 }
@@ -411,10 +411,10 @@ func ParseHeaders(v preserves.Value) (Headers, error) {
 		var k27 preserves.Symbol
 		var v28 string
 		if k27, err = schema.AsSymbol(e26.Key); err != nil {
-			return zero, schema.At(err, schema.Key(e26.Key))
+			return zero, schema.AtIn(err, v, schema.Key(e26.Key))
 		}
 		if v28, err = schema.AsString(e26.Value); err != nil {
-			return zero, schema.At(err, schema.Key(e26.Key))
+			return zero, schema.AtIn(err, v, schema.Key(e26.Key))
 		}
 		r[k27] = v28
 	}
@@ -464,13 +464,13 @@ func parseQueryValueFile(v preserves.Value) (QueryValueFile, error) {
 		return zero, err
 	}
 	if r.Filename, err = schema.AsString(rec31.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Headers, err = ParseHeaders(rec31.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	if r.Body, err = schema.AsBytes(rec31.Fields[2]); err != nil {
-		return zero, schema.At(err, "[2]")
+		return zero, schema.AtIn(err, v, "[2]")
 	}
 	return r, nil
 }
@@ -616,10 +616,10 @@ func ParseHttpContext(v preserves.Value) (HttpContext, error) {
 		return zero, err
 	}
 	if r.Req, err = ParseHttpRequest(rec32.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Res, err = schema.AsEmbedded(rec32.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -658,10 +658,10 @@ func parseHttpResponseStatus(v preserves.Value) (HttpResponseStatus, error) {
 		return zero, err
 	}
 	if r.Code, err = schema.AsInt(rec33.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Message, err = schema.AsString(rec33.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -686,10 +686,10 @@ func parseHttpResponseHeader(v preserves.Value) (HttpResponseHeader, error) {
 		return zero, err
 	}
 	if r.Name, err = schema.AsSymbol(rec34.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Value, err = schema.AsString(rec34.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -713,7 +713,7 @@ func parseHttpResponseChunk(v preserves.Value) (HttpResponseChunk, error) {
 		return zero, err
 	}
 	if r.Chunk, err = ParseChunk(rec35.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -737,7 +737,7 @@ func parseHttpResponseDone(v preserves.Value) (HttpResponseDone, error) {
 		return zero, err
 	}
 	if r.Chunk, err = ParseChunk(rec36.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }

@@ -25,7 +25,7 @@ func ParseGatekeeper(v preserves.Value) (Gatekeeper, error) {
 		return zero, err
 	}
 	if r.Bindspace, err = schema.AsEmbedded(rec1.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -48,7 +48,7 @@ func ParseDebtReporter(v preserves.Value) (DebtReporter, error) {
 		return zero, err
 	}
 	if r.IntervalSeconds, err = schema.AsDouble(rec2.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -126,10 +126,10 @@ func ParseTcpWithoutHttp(v preserves.Value) (TcpWithoutHttp, error) {
 		return zero, err
 	}
 	if r.Addr, err = transportaddress.ParseTcp(rec3.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Gatekeeper, err = schema.AsEmbedded(rec3.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -154,13 +154,13 @@ func ParseTcpWithHttp(v preserves.Value) (TcpWithHttp, error) {
 		return zero, err
 	}
 	if r.Addr, err = transportaddress.ParseTcp(rec4.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Gatekeeper, err = schema.AsEmbedded(rec4.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	if r.Httpd, err = schema.AsEmbedded(rec4.Fields[2]); err != nil {
-		return zero, schema.At(err, "[2]")
+		return zero, schema.AtIn(err, v, "[2]")
 	}
 	return r, nil
 }
@@ -184,10 +184,10 @@ func ParseUnixRelayListener(v preserves.Value) (UnixRelayListener, error) {
 		return zero, err
 	}
 	if r.Addr, err = transportaddress.ParseUnix(rec5.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Gatekeeper, err = schema.AsEmbedded(rec5.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -211,10 +211,10 @@ func ParseConfigWatcher(v preserves.Value) (ConfigWatcher, error) {
 		return zero, err
 	}
 	if r.Path, err = schema.AsString(rec6.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Env, err = ParseConfigEnv(rec6.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -240,7 +240,7 @@ func ParseConfigEnv(v preserves.Value) (ConfigEnv, error) {
 		var k10 preserves.Symbol
 		var v11 preserves.Value
 		if k10, err = schema.AsSymbol(e9.Key); err != nil {
-			return zero, schema.At(err, schema.Key(e9.Key))
+			return zero, schema.AtIn(err, v, schema.Key(e9.Key))
 		}
 		v11 = e9.Value
 		r[k10] = v11
@@ -266,7 +266,7 @@ func ParseHttpRouter(v preserves.Value) (HttpRouter, error) {
 		return zero, err
 	}
 	if r.Httpd, err = schema.AsEmbedded(rec14.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -290,10 +290,10 @@ func ParseHttpStaticFileServer(v preserves.Value) (HttpStaticFileServer, error) 
 		return zero, err
 	}
 	if r.Dir, err = schema.AsString(rec15.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.PathPrefixElements, err = schema.AsInt(rec15.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }

@@ -81,14 +81,14 @@ func ParseNoiseSpec(v preserves.Value) (NoiseSpec, error) {
 		return zero, err
 	}
 	if r.Key, err = schema.AsBytes(x2); err != nil {
-		return zero, schema.At(err, "[key]")
+		return zero, schema.AtIn(err, v, "[key]")
 	}
 	x3, err := schema.Entry(v, d1, preserves.Symbol("service"))
 	if err != nil {
 		return zero, err
 	}
 	if r.Service, err = ParseServiceSelector(x3); err != nil {
-		return zero, schema.At(err, "[service]")
+		return zero, schema.AtIn(err, v, "[service]")
 	}
 	if r.Protocol, err = ParseNoiseProtocol(v); err != nil {
 		return zero, err
@@ -153,7 +153,7 @@ func parseSecretKeyFieldPresent(v preserves.Value) (SecretKeyFieldPresent, error
 		return zero, err
 	}
 	if r.SecretKey, err = schema.AsBytes(x5); err != nil {
-		return zero, schema.At(err, "[secretKey]")
+		return zero, schema.AtIn(err, v, "[secretKey]")
 	}
 	return r, nil
 }
@@ -251,7 +251,7 @@ func parseNoiseProtocolPresent(v preserves.Value) (NoiseProtocolPresent, error) 
 		return zero, err
 	}
 	if r.Protocol, err = schema.AsString(x10); err != nil {
-		return zero, schema.At(err, "[protocol]")
+		return zero, schema.AtIn(err, v, "[protocol]")
 	}
 	return r, nil
 }
@@ -367,12 +367,12 @@ func parseNoisePreSharedKeysPresent(v preserves.Value) (NoisePreSharedKeysPresen
 	}
 	s16, err := schema.AsSeq(x15, 0)
 	if err != nil {
-		return zero, schema.At(err, "[preSharedKeys]")
+		return zero, schema.AtIn(err, v, "[preSharedKeys]")
 	}
 	r.PreSharedKeys = make([][]byte, len(s16))
 	for i17, e18 := range s16 {
 		if r.PreSharedKeys[i17], err = schema.AsBytes(e18); err != nil {
-			return zero, schema.At(err, "[preSharedKeys]", schema.Index(i17))
+			return zero, schema.AtIn(err, v, "[preSharedKeys]", schema.Index(i17))
 		}
 	}
 	return r, nil
@@ -531,7 +531,7 @@ func ParseInitiator(v preserves.Value) (Initiator, error) {
 		return zero, err
 	}
 	if r.InitiatorSession, err = schema.AsEmbedded(rec23.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -577,7 +577,7 @@ func parsePacketFragmented(v preserves.Value) (PacketFragmented, error) {
 	r.Value = make([][]byte, len(s24))
 	for i25, e26 := range s24 {
 		if r.Value[i25], err = schema.AsBytes(e26); err != nil {
-			return zero, schema.At(err, schema.Index(i25))
+			return zero, schema.AtIn(err, v, schema.Index(i25))
 		}
 	}
 	return r, nil

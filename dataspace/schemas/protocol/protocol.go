@@ -121,7 +121,7 @@ func ParseExtension(v preserves.Value) (Extension, error) {
 	r.Label = rec1.Label
 	s2, err := schema.AsSeq(preserves.Sequence(rec1.Fields), 0)
 	if err != nil {
-		return zero, schema.At(err, ".fields")
+		return zero, schema.AtIn(err, v, ".fields")
 	}
 	r.Fields = make([]preserves.Value, len(s2))
 	for i3, e4 := range s2 {
@@ -163,7 +163,7 @@ func ParseError(v preserves.Value) (Error, error) {
 		return zero, err
 	}
 	if r.Message, err = schema.AsString(rec6.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	r.Detail = rec6.Fields[1]
 	return r, nil
@@ -325,7 +325,7 @@ func ParseTurn(v preserves.Value) (Turn, error) {
 	r = make(Turn, len(s7))
 	for i8, e9 := range s7 {
 		if r[i8], err = ParseTurnEvent(e9); err != nil {
-			return zero, schema.At(err, schema.Index(i8))
+			return zero, schema.AtIn(err, v, schema.Index(i8))
 		}
 	}
 	return r, nil
@@ -350,10 +350,10 @@ func ParseTurnEvent(v preserves.Value) (TurnEvent, error) {
 		return zero, err
 	}
 	if r.Oid, err = ParseOid(s11[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Event, err = ParseEvent(s11[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -377,10 +377,10 @@ func ParseAssert(v preserves.Value) (Assert, error) {
 		return zero, err
 	}
 	if r.Assertion, err = ParseAssertion(rec12.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Handle, err = ParseHandle(rec12.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -403,7 +403,7 @@ func ParseRetract(v preserves.Value) (Retract, error) {
 		return zero, err
 	}
 	if r.Handle, err = ParseHandle(rec13.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -426,7 +426,7 @@ func ParseMessage(v preserves.Value) (Message, error) {
 		return zero, err
 	}
 	if r.Body, err = ParseAssertion(rec14.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -449,7 +449,7 @@ func ParseSync(v preserves.Value) (Sync, error) {
 		return zero, err
 	}
 	if r.Peer, err = schema.AsEmbedded(rec15.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -499,10 +499,10 @@ func ParseEnableCreditFlowControl(v preserves.Value) (EnableCreditFlowControl, e
 	}
 	rec17, err := schema.AsRecordOf(rec16.Fields[0], preserves.Symbol("credit-flow-control"), 1)
 	if err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if err := schema.CheckLit(rec17.Fields[0], preserves.Int(202506)); err != nil {
-		return zero, schema.At(err, "[0]", "[0]")
+		return zero, schema.AtIn(err, v, "[0]", "[0]")
 	}
 	return r, nil
 }
@@ -524,10 +524,10 @@ func ParseEnabledCreditFlowControl(v preserves.Value) (EnabledCreditFlowControl,
 	}
 	rec19, err := schema.AsRecordOf(rec18.Fields[0], preserves.Symbol("credit-flow-control"), 1)
 	if err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if err := schema.CheckLit(rec19.Fields[0], preserves.Int(202506)); err != nil {
-		return zero, schema.At(err, "[0]", "[0]")
+		return zero, schema.AtIn(err, v, "[0]", "[0]")
 	}
 	return r, nil
 }
@@ -550,7 +550,7 @@ func ParseIssueCredit(v preserves.Value) (IssueCredit, error) {
 		return zero, err
 	}
 	if r.Count, err = schema.AsInt(rec20.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }

@@ -75,7 +75,7 @@ func ParseServiceState(v preserves.Value) (ServiceState, error) {
 	}
 	r.ServiceName = rec3.Fields[0]
 	if r.State, err = ParseState(rec3.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -237,7 +237,7 @@ func ParseServiceDependency(v preserves.Value) (ServiceDependency, error) {
 	}
 	r.Depender = rec5.Fields[0]
 	if r.Dependee, err = ParseServiceState(rec5.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }

@@ -51,26 +51,26 @@ func parseStandardRouteStandard(v preserves.Value) (StandardRouteStandard, error
 	}
 	s2, err := schema.AsSeq(s1[0], 0)
 	if err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	r.Transports = make([]StandardTransport, len(s2))
 	for i3, e4 := range s2 {
 		if r.Transports[i3], err = ParseStandardTransport(e4); err != nil {
-			return zero, schema.At(err, "[0]", schema.Index(i3))
+			return zero, schema.AtIn(err, v, "[0]", schema.Index(i3))
 		}
 	}
 	if r.Key, err = schema.AsBytes(s1[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	r.Service = s1[2]
 	if r.Sig, err = schema.AsBytes(s1[3]); err != nil {
-		return zero, schema.At(err, "[3]")
+		return zero, schema.AtIn(err, v, "[3]")
 	}
 	r.Oid = s1[4]
 	r.Caveats = make([]sturdy.Caveat, len(s1[5:]))
 	for i5, e6 := range s1[5:] {
 		if r.Caveats[i5], err = sturdy.ParseCaveat(e6); err != nil {
-			return zero, schema.At(err, schema.Index(i5+5))
+			return zero, schema.AtIn(err, v, schema.Index(i5+5))
 		}
 	}
 	return r, nil

@@ -27,10 +27,10 @@ func ParseStreamConnection(v preserves.Value) (StreamConnection, error) {
 		return zero, err
 	}
 	if r.Source, err = schema.AsEmbedded(rec1.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Sink, err = schema.AsEmbedded(rec1.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	r.Spec = rec1.Fields[2]
 	return r, nil
@@ -76,7 +76,7 @@ func ParseStreamListenerError(v preserves.Value) (StreamListenerError, error) {
 	}
 	r.Spec = rec3.Fields[0]
 	if r.Message, err = schema.AsString(rec3.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -99,7 +99,7 @@ func ParseStreamError(v preserves.Value) (StreamError, error) {
 		return zero, err
 	}
 	if r.Message, err = schema.AsString(rec4.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -129,7 +129,7 @@ func parseSourceSink(v preserves.Value) (SourceSink, error) {
 		return zero, err
 	}
 	if r.Controller, err = schema.AsEmbedded(rec5.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -170,10 +170,10 @@ func parseSourceCredit(v preserves.Value) (SourceCredit, error) {
 		return zero, err
 	}
 	if r.Amount, err = ParseCreditAmount(rec6.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Mode, err = ParseMode(rec6.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -224,7 +224,7 @@ func parseSinkSource(v preserves.Value) (SinkSource, error) {
 		return zero, err
 	}
 	if r.Controller, err = schema.AsEmbedded(rec7.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -266,7 +266,7 @@ func parseSinkData(v preserves.Value) (SinkData, error) {
 	}
 	r.Payload = rec8.Fields[0]
 	if r.Mode, err = ParseMode(rec8.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -422,7 +422,7 @@ func parseModePacket(v preserves.Value) (ModePacket, error) {
 		return zero, err
 	}
 	if r.Size, err = schema.AsInt(rec10.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }

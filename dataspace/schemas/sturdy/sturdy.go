@@ -59,7 +59,7 @@ func ParseSturdyDescriptionDetail(v preserves.Value) (SturdyDescriptionDetail, e
 		return zero, err
 	}
 	if r.Key, err = schema.AsBytes(x2); err != nil {
-		return zero, schema.At(err, "[key]")
+		return zero, schema.AtIn(err, v, "[key]")
 	}
 	x3, err := schema.Entry(v, d1, preserves.Symbol("oid"))
 	if err != nil {
@@ -97,7 +97,7 @@ func ParseSturdyRef(v preserves.Value) (SturdyRef, error) {
 		return zero, err
 	}
 	if r.Parameters, err = ParseParameters(rec4.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -131,7 +131,7 @@ func ParseParameters(v preserves.Value) (Parameters, error) {
 		return zero, err
 	}
 	if r.Sig, err = schema.AsBytes(x7); err != nil {
-		return zero, schema.At(err, "[sig]")
+		return zero, schema.AtIn(err, v, "[sig]")
 	}
 	if r.Caveats, err = ParseCaveatsField(v); err != nil {
 		return zero, err
@@ -170,12 +170,12 @@ func parseCaveatsFieldPresent(v preserves.Value) (CaveatsFieldPresent, error) {
 	}
 	s10, err := schema.AsSeq(x9, 0)
 	if err != nil {
-		return zero, schema.At(err, "[caveats]")
+		return zero, schema.AtIn(err, v, "[caveats]")
 	}
 	r.Caveats = make([]Caveat, len(s10))
 	for i11, e12 := range s10 {
 		if r.Caveats[i11], err = ParseCaveat(e12); err != nil {
-			return zero, schema.At(err, "[caveats]", schema.Index(i11))
+			return zero, schema.AtIn(err, v, "[caveats]", schema.Index(i11))
 		}
 	}
 	return r, nil
@@ -358,10 +358,10 @@ func ParseRewrite(v preserves.Value) (Rewrite, error) {
 		return zero, err
 	}
 	if r.Pattern, err = ParsePattern(rec17.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Template, err = ParseTemplate(rec17.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -384,7 +384,7 @@ func ParseReject(v preserves.Value) (Reject, error) {
 		return zero, err
 	}
 	if r.Pattern, err = ParsePattern(rec18.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -408,12 +408,12 @@ func ParseAlts(v preserves.Value) (Alts, error) {
 	}
 	s20, err := schema.AsSeq(rec19.Fields[0], 0)
 	if err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	r.Alternatives = make([]Rewrite, len(s20))
 	for i21, e22 := range s20 {
 		if r.Alternatives[i21], err = ParseRewrite(e22); err != nil {
-			return zero, schema.At(err, "[0]", schema.Index(i21))
+			return zero, schema.AtIn(err, v, "[0]", schema.Index(i21))
 		}
 	}
 	return r, nil
@@ -459,10 +459,10 @@ func parseWireRefMine(v preserves.Value) (WireRefMine, error) {
 		return zero, err
 	}
 	if err := schema.CheckLit(s24[0], preserves.Int(0)); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Oid, err = ParseOid(s24[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -487,15 +487,15 @@ func parseWireRefYours(v preserves.Value) (WireRefYours, error) {
 		return zero, err
 	}
 	if err := schema.CheckLit(s25[0], preserves.Int(1)); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Oid, err = ParseOid(s25[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	r.Attenuation = make([]Caveat, len(s25[2:]))
 	for i26, e27 := range s25[2:] {
 		if r.Attenuation[i26], err = ParseCaveat(e27); err != nil {
-			return zero, schema.At(err, schema.Index(i26+2))
+			return zero, schema.AtIn(err, v, schema.Index(i26+2))
 		}
 	}
 	return r, nil
@@ -791,7 +791,7 @@ func ParsePBind(v preserves.Value) (PBind, error) {
 		return zero, err
 	}
 	if r.Pattern, err = ParsePattern(rec31.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -815,12 +815,12 @@ func ParsePAnd(v preserves.Value) (PAnd, error) {
 	}
 	s33, err := schema.AsSeq(rec32.Fields[0], 0)
 	if err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	r.Patterns = make([]Pattern, len(s33))
 	for i34, e35 := range s33 {
 		if r.Patterns[i34], err = ParsePattern(e35); err != nil {
-			return zero, schema.At(err, "[0]", schema.Index(i34))
+			return zero, schema.AtIn(err, v, "[0]", schema.Index(i34))
 		}
 	}
 	return r, nil
@@ -844,7 +844,7 @@ func ParsePNot(v preserves.Value) (PNot, error) {
 		return zero, err
 	}
 	if r.Pattern, err = ParsePattern(rec37.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -877,12 +877,12 @@ func parsePCompoundRec(v preserves.Value) (PCompoundRec, error) {
 	r.Label = rec38.Fields[0]
 	s39, err := schema.AsSeq(rec38.Fields[1], 0)
 	if err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	r.Fields = make([]Pattern, len(s39))
 	for i40, e41 := range s39 {
 		if r.Fields[i40], err = ParsePattern(e41); err != nil {
-			return zero, schema.At(err, "[1]", schema.Index(i40))
+			return zero, schema.AtIn(err, v, "[1]", schema.Index(i40))
 		}
 	}
 	return r, nil
@@ -908,12 +908,12 @@ func parsePCompoundArr(v preserves.Value) (PCompoundArr, error) {
 	}
 	s44, err := schema.AsSeq(rec43.Fields[0], 0)
 	if err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	r.Items = make([]Pattern, len(s44))
 	for i45, e46 := range s44 {
 		if r.Items[i45], err = ParsePattern(e46); err != nil {
-			return zero, schema.At(err, "[0]", schema.Index(i45))
+			return zero, schema.AtIn(err, v, "[0]", schema.Index(i45))
 		}
 	}
 	return r, nil
@@ -939,13 +939,13 @@ func parsePCompoundDict(v preserves.Value) (PCompoundDict, error) {
 	}
 	d49, err := schema.AsDict(rec48.Fields[0])
 	if err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	r.Entries = make([]schema.Pair[preserves.Value, Pattern], d49.Len())
 	for i50, e51 := range d49.Entries() {
 		r.Entries[i50].Key = e51.Key
 		if r.Entries[i50].Value, err = ParsePattern(e51.Value); err != nil {
-			return zero, schema.At(err, "[0]", schema.Key(e51.Key))
+			return zero, schema.AtIn(err, v, "[0]", schema.Key(e51.Key))
 		}
 	}
 	return r, nil
@@ -1087,16 +1087,16 @@ func ParseTAttenuate(v preserves.Value) (TAttenuate, error) {
 		return zero, err
 	}
 	if r.Template, err = ParseTemplate(rec54.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	s55, err := schema.AsSeq(rec54.Fields[1], 0)
 	if err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	r.Attenuation = make([]Caveat, len(s55))
 	for i56, e57 := range s55 {
 		if r.Attenuation[i56], err = ParseCaveat(e57); err != nil {
-			return zero, schema.At(err, "[1]", schema.Index(i56))
+			return zero, schema.AtIn(err, v, "[1]", schema.Index(i56))
 		}
 	}
 	return r, nil
@@ -1120,7 +1120,7 @@ func ParseTRef(v preserves.Value) (TRef, error) {
 		return zero, err
 	}
 	if r.Binding, err = schema.AsInt(rec59.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -1153,12 +1153,12 @@ func parseTCompoundRec(v preserves.Value) (TCompoundRec, error) {
 	r.Label = rec60.Fields[0]
 	s61, err := schema.AsSeq(rec60.Fields[1], 0)
 	if err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	r.Fields = make([]Template, len(s61))
 	for i62, e63 := range s61 {
 		if r.Fields[i62], err = ParseTemplate(e63); err != nil {
-			return zero, schema.At(err, "[1]", schema.Index(i62))
+			return zero, schema.AtIn(err, v, "[1]", schema.Index(i62))
 		}
 	}
 	return r, nil
@@ -1184,12 +1184,12 @@ func parseTCompoundArr(v preserves.Value) (TCompoundArr, error) {
 	}
 	s66, err := schema.AsSeq(rec65.Fields[0], 0)
 	if err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	r.Items = make([]Template, len(s66))
 	for i67, e68 := range s66 {
 		if r.Items[i67], err = ParseTemplate(e68); err != nil {
-			return zero, schema.At(err, "[0]", schema.Index(i67))
+			return zero, schema.AtIn(err, v, "[0]", schema.Index(i67))
 		}
 	}
 	return r, nil
@@ -1215,13 +1215,13 @@ func parseTCompoundDict(v preserves.Value) (TCompoundDict, error) {
 	}
 	d71, err := schema.AsDict(rec70.Fields[0])
 	if err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	r.Entries = make([]schema.Pair[preserves.Value, Template], d71.Len())
 	for i72, e73 := range d71.Entries() {
 		r.Entries[i72].Key = e73.Key
 		if r.Entries[i72].Value, err = ParseTemplate(e73.Value); err != nil {
-			return zero, schema.At(err, "[0]", schema.Key(e73.Key))
+			return zero, schema.AtIn(err, v, "[0]", schema.Key(e73.Key))
 		}
 	}
 	return r, nil

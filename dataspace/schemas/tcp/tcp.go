@@ -25,10 +25,10 @@ func ParseTcpRemote(v preserves.Value) (TcpRemote, error) {
 		return zero, err
 	}
 	if r.Host, err = schema.AsString(rec1.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Port, err = schema.AsInt(rec1.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -52,10 +52,10 @@ func ParseTcpLocal(v preserves.Value) (TcpLocal, error) {
 		return zero, err
 	}
 	if r.Host, err = schema.AsString(rec2.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Port, err = schema.AsInt(rec2.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -80,13 +80,13 @@ func ParseTcpPeerInfo(v preserves.Value) (TcpPeerInfo, error) {
 		return zero, err
 	}
 	if r.Handle, err = schema.AsEmbedded(rec3.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Local, err = ParseTcpLocal(rec3.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	if r.Remote, err = ParseTcpRemote(rec3.Fields[2]); err != nil {
-		return zero, schema.At(err, "[2]")
+		return zero, schema.AtIn(err, v, "[2]")
 	}
 	return r, nil
 }

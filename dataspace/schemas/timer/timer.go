@@ -27,10 +27,10 @@ func ParseSetTimer(v preserves.Value) (SetTimer, error) {
 	}
 	r.Label = rec1.Fields[0]
 	if r.Seconds, err = schema.AsDouble(rec1.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	if r.Kind, err = ParseTimerKind(rec1.Fields[2]); err != nil {
-		return zero, schema.At(err, "[2]")
+		return zero, schema.AtIn(err, v, "[2]")
 	}
 	return r, nil
 }
@@ -55,7 +55,7 @@ func ParseTimerExpired(v preserves.Value) (TimerExpired, error) {
 	}
 	r.Label = rec2.Fields[0]
 	if r.Seconds, err = schema.AsDouble(rec2.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -105,7 +105,7 @@ func ParseLaterThan(v preserves.Value) (LaterThan, error) {
 		return zero, err
 	}
 	if r.Seconds, err = schema.AsDouble(rec3.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -128,7 +128,7 @@ func ParsePeriodicTick(v preserves.Value) (PeriodicTick, error) {
 		return zero, err
 	}
 	if r.Interval, err = schema.AsDouble(rec4.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }

@@ -27,13 +27,13 @@ func ParseTraceEntry(v preserves.Value) (TraceEntry, error) {
 		return zero, err
 	}
 	if r.Timestamp, err = schema.AsDouble(rec1.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Actor, err = ParseActorId(rec1.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	if r.Item, err = ParseActorActivation(rec1.Fields[2]); err != nil {
-		return zero, schema.At(err, "[2]")
+		return zero, schema.AtIn(err, v, "[2]")
 	}
 	return r, nil
 }
@@ -63,7 +63,7 @@ func parseActorActivationStart(v preserves.Value) (ActorActivationStart, error) 
 		return zero, err
 	}
 	if r.ActorName, err = ParseName(rec2.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -103,7 +103,7 @@ func parseActorActivationStop(v preserves.Value) (ActorActivationStop, error) {
 		return zero, err
 	}
 	if r.Status, err = ParseExitStatus(rec3.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -323,19 +323,19 @@ func ParseTurnDescription(v preserves.Value) (TurnDescription, error) {
 		return zero, err
 	}
 	if r.Id, err = ParseTurnId(rec6.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Cause, err = ParseTurnCause(rec6.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	s7, err := schema.AsSeq(rec6.Fields[2], 0)
 	if err != nil {
-		return zero, schema.At(err, "[2]")
+		return zero, schema.AtIn(err, v, "[2]")
 	}
 	r.Actions = make([]ActionDescription, len(s7))
 	for i8, e9 := range s7 {
 		if r.Actions[i8], err = ParseActionDescription(e9); err != nil {
-			return zero, schema.At(err, "[2]", schema.Index(i8))
+			return zero, schema.AtIn(err, v, "[2]", schema.Index(i8))
 		}
 	}
 	return r, nil
@@ -366,7 +366,7 @@ func parseTurnCauseTurn(v preserves.Value) (TurnCauseTurn, error) {
 		return zero, err
 	}
 	if r.Id, err = ParseTurnId(rec11.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -409,10 +409,10 @@ func parseTurnCauseLinkedTaskRelease(v preserves.Value) (TurnCauseLinkedTaskRele
 		return zero, err
 	}
 	if r.Id, err = ParseTaskId(rec13.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Reason, err = ParseLinkedTaskReleaseReason(rec13.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -436,7 +436,7 @@ func parseTurnCausePeriodicActivation(v preserves.Value) (TurnCausePeriodicActiv
 		return zero, err
 	}
 	if r.Period, err = schema.AsDouble(rec14.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -461,10 +461,10 @@ func parseTurnCauseDelay(v preserves.Value) (TurnCauseDelay, error) {
 		return zero, err
 	}
 	if r.CausingTurn, err = ParseTurnId(rec15.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Amount, err = schema.AsDouble(rec15.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -578,10 +578,10 @@ func parseTurnEventAssert(v preserves.Value) (TurnEventAssert, error) {
 		return zero, err
 	}
 	if r.Assertion, err = ParseAssertionDescription(rec17.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Handle, err = protocol.ParseHandle(rec17.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -605,7 +605,7 @@ func parseTurnEventRetract(v preserves.Value) (TurnEventRetract, error) {
 		return zero, err
 	}
 	if r.Handle, err = protocol.ParseHandle(rec18.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -629,7 +629,7 @@ func parseTurnEventMessage(v preserves.Value) (TurnEventMessage, error) {
 		return zero, err
 	}
 	if r.Body, err = ParseAssertionDescription(rec19.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -653,7 +653,7 @@ func parseTurnEventSync(v preserves.Value) (TurnEventSync, error) {
 		return zero, err
 	}
 	if r.Peer, err = ParseTarget(rec20.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -678,10 +678,10 @@ func parseTurnEventBreakLink(v preserves.Value) (TurnEventBreakLink, error) {
 		return zero, err
 	}
 	if r.Source, err = ParseActorId(rec21.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Handle, err = protocol.ParseHandle(rec21.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -736,10 +736,10 @@ func ParseTargetedTurnEvent(v preserves.Value) (TargetedTurnEvent, error) {
 		return zero, err
 	}
 	if r.Target, err = ParseTarget(rec22.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Detail, err = ParseTurnEvent(rec22.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -769,7 +769,7 @@ func parseActionDescriptionDequeue(v preserves.Value) (ActionDescriptionDequeue,
 		return zero, err
 	}
 	if r.Event, err = ParseTargetedTurnEvent(rec23.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -793,7 +793,7 @@ func parseActionDescriptionEnqueue(v preserves.Value) (ActionDescriptionEnqueue,
 		return zero, err
 	}
 	if r.Event, err = ParseTargetedTurnEvent(rec24.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -817,7 +817,7 @@ func parseActionDescriptionDequeueInternal(v preserves.Value) (ActionDescription
 		return zero, err
 	}
 	if r.Event, err = ParseTargetedTurnEvent(rec25.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -841,7 +841,7 @@ func parseActionDescriptionEnqueueInternal(v preserves.Value) (ActionDescription
 		return zero, err
 	}
 	if r.Event, err = ParseTargetedTurnEvent(rec26.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -866,10 +866,10 @@ func parseActionDescriptionSpawn(v preserves.Value) (ActionDescriptionSpawn, err
 		return zero, err
 	}
 	if r.Link, err = schema.AsBool(rec27.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Id, err = ParseActorId(rec27.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -896,16 +896,16 @@ func parseActionDescriptionLink(v preserves.Value) (ActionDescriptionLink, error
 		return zero, err
 	}
 	if r.ParentActor, err = ParseActorId(rec28.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.ChildToParent, err = protocol.ParseHandle(rec28.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	if r.ChildActor, err = ParseActorId(rec28.Fields[2]); err != nil {
-		return zero, schema.At(err, "[2]")
+		return zero, schema.AtIn(err, v, "[2]")
 	}
 	if r.ParentToChild, err = protocol.ParseHandle(rec28.Fields[3]); err != nil {
-		return zero, schema.At(err, "[3]")
+		return zero, schema.AtIn(err, v, "[3]")
 	}
 	return r, nil
 }
@@ -930,12 +930,12 @@ func parseActionDescriptionFacetStart(v preserves.Value) (ActionDescriptionFacet
 	}
 	s30, err := schema.AsSeq(rec29.Fields[0], 0)
 	if err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	r.Path = make([]FacetId, len(s30))
 	for i31, e32 := range s30 {
 		if r.Path[i31], err = ParseFacetId(e32); err != nil {
-			return zero, schema.At(err, "[0]", schema.Index(i31))
+			return zero, schema.AtIn(err, v, "[0]", schema.Index(i31))
 		}
 	}
 	return r, nil
@@ -962,16 +962,16 @@ func parseActionDescriptionFacetStop(v preserves.Value) (ActionDescriptionFacetS
 	}
 	s35, err := schema.AsSeq(rec34.Fields[0], 0)
 	if err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	r.Path = make([]FacetId, len(s35))
 	for i36, e37 := range s35 {
 		if r.Path[i36], err = ParseFacetId(e37); err != nil {
-			return zero, schema.At(err, "[0]", schema.Index(i36))
+			return zero, schema.AtIn(err, v, "[0]", schema.Index(i36))
 		}
 	}
 	if r.Reason, err = ParseFacetStopReason(rec34.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -996,10 +996,10 @@ func parseActionDescriptionLinkedTaskStart(v preserves.Value) (ActionDescription
 		return zero, err
 	}
 	if r.TaskName, err = ParseName(rec39.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Id, err = ParseTaskId(rec39.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -1169,13 +1169,13 @@ func ParseTarget(v preserves.Value) (Target, error) {
 		return zero, err
 	}
 	if r.Actor, err = ParseActorId(rec42.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Facet, err = ParseFacetId(rec42.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	if r.Oid, err = ParseOid(rec42.Fields[2]); err != nil {
-		return zero, schema.At(err, "[2]")
+		return zero, schema.AtIn(err, v, "[2]")
 	}
 	return r, nil
 }

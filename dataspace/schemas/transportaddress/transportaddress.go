@@ -25,10 +25,10 @@ func ParseTcp(v preserves.Value) (Tcp, error) {
 		return zero, err
 	}
 	if r.Host, err = schema.AsString(rec1.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Port, err = schema.AsInt(rec1.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -51,7 +51,7 @@ func ParseUnix(v preserves.Value) (Unix, error) {
 		return zero, err
 	}
 	if r.Path, err = schema.AsString(rec2.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -74,7 +74,7 @@ func ParseWebSocket(v preserves.Value) (WebSocket, error) {
 		return zero, err
 	}
 	if r.Url, err = schema.AsString(rec3.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }

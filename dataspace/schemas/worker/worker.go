@@ -24,7 +24,7 @@ func ParseInstance(v preserves.Value) (Instance, error) {
 		return zero, err
 	}
 	if r.Name, err = schema.AsString(rec1.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	r.Argument = rec1.Fields[1]
 	return r, nil

@@ -24,7 +24,7 @@ func ParseBundle(v preserves.Value) (Bundle, error) {
 		return zero, err
 	}
 	if r.Modules, err = ParseModules(rec1.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -47,10 +47,10 @@ func ParseModules(v preserves.Value) (Modules, error) {
 	r = make(Modules, d2.Len())
 	for i3, e4 := range d2.Entries() {
 		if r[i3].Key, err = ParseModulePath(e4.Key); err != nil {
-			return zero, schema.At(err, schema.Key(e4.Key))
+			return zero, schema.AtIn(err, v, schema.Key(e4.Key))
 		}
 		if r[i3].Value, err = ParseSchema(e4.Value); err != nil {
-			return zero, schema.At(err, schema.Key(e4.Key))
+			return zero, schema.AtIn(err, v, schema.Key(e4.Key))
 		}
 	}
 	return r, nil
@@ -76,28 +76,28 @@ func ParseSchema(v preserves.Value) (Schema, error) {
 	}
 	d8, err := schema.AsDict(rec7.Fields[0])
 	if err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	x9, err := schema.Entry(rec7.Fields[0], d8, preserves.Symbol("definitions"))
 	if err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Definitions, err = ParseDefinitions(x9); err != nil {
-		return zero, schema.At(err, "[0]", "[definitions]")
+		return zero, schema.AtIn(err, v, "[0]", "[definitions]")
 	}
 	x10, err := schema.Entry(rec7.Fields[0], d8, preserves.Symbol("embeddedType"))
 	if err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.EmbeddedType, err = ParseEmbeddedTypeName(x10); err != nil {
-		return zero, schema.At(err, "[0]", "[embeddedType]")
+		return zero, schema.AtIn(err, v, "[0]", "[embeddedType]")
 	}
 	x11, err := schema.Entry(rec7.Fields[0], d8, preserves.Symbol("version"))
 	if err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if _, err := ParseVersion(x11); err != nil {
-		return zero, schema.At(err, "[0]", "[version]")
+		return zero, schema.AtIn(err, v, "[0]", "[version]")
 	}
 	return r, nil
 }
@@ -190,10 +190,10 @@ func ParseDefinitions(v preserves.Value) (Definitions, error) {
 		var k15 preserves.Symbol
 		var v16 Definition
 		if k15, err = schema.AsSymbol(e14.Key); err != nil {
-			return zero, schema.At(err, schema.Key(e14.Key))
+			return zero, schema.AtIn(err, v, schema.Key(e14.Key))
 		}
 		if v16, err = ParseDefinition(e14.Value); err != nil {
-			return zero, schema.At(err, schema.Key(e14.Key))
+			return zero, schema.AtIn(err, v, schema.Key(e14.Key))
 		}
 		r[k15] = v16
 	}
@@ -228,18 +228,18 @@ func parseDefinitionOr(v preserves.Value) (DefinitionOr, error) {
 	}
 	s20, err := schema.AsSeq(rec19.Fields[0], 2)
 	if err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Pattern0, err = ParseNamedAlternative(s20[0]); err != nil {
-		return zero, schema.At(err, "[0]", "[0]")
+		return zero, schema.AtIn(err, v, "[0]", "[0]")
 	}
 	if r.Pattern1, err = ParseNamedAlternative(s20[1]); err != nil {
-		return zero, schema.At(err, "[0]", "[1]")
+		return zero, schema.AtIn(err, v, "[0]", "[1]")
 	}
 	r.PatternN = make([]NamedAlternative, len(s20[2:]))
 	for i21, e22 := range s20[2:] {
 		if r.PatternN[i21], err = ParseNamedAlternative(e22); err != nil {
-			return zero, schema.At(err, "[0]", schema.Index(i21+2))
+			return zero, schema.AtIn(err, v, "[0]", schema.Index(i21+2))
 		}
 	}
 	return r, nil
@@ -267,18 +267,18 @@ func parseDefinitionAnd(v preserves.Value) (DefinitionAnd, error) {
 	}
 	s25, err := schema.AsSeq(rec24.Fields[0], 2)
 	if err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Pattern0, err = ParseNamedPattern(s25[0]); err != nil {
-		return zero, schema.At(err, "[0]", "[0]")
+		return zero, schema.AtIn(err, v, "[0]", "[0]")
 	}
 	if r.Pattern1, err = ParseNamedPattern(s25[1]); err != nil {
-		return zero, schema.At(err, "[0]", "[1]")
+		return zero, schema.AtIn(err, v, "[0]", "[1]")
 	}
 	r.PatternN = make([]NamedPattern, len(s25[2:]))
 	for i26, e27 := range s25[2:] {
 		if r.PatternN[i26], err = ParseNamedPattern(e27); err != nil {
-			return zero, schema.At(err, "[0]", schema.Index(i26+2))
+			return zero, schema.AtIn(err, v, "[0]", schema.Index(i26+2))
 		}
 	}
 	return r, nil
@@ -415,7 +415,7 @@ func parseSimplePatternAtom(v preserves.Value) (SimplePatternAtom, error) {
 		return zero, err
 	}
 	if r.AtomKind, err = ParseAtomKind(rec29.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -439,7 +439,7 @@ func parseSimplePatternEmbedded(v preserves.Value) (SimplePatternEmbedded, error
 		return zero, err
 	}
 	if r.Interface, err = ParseSimplePattern(rec30.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -484,7 +484,7 @@ func parseSimplePatternSeqof(v preserves.Value) (SimplePatternSeqof, error) {
 		return zero, err
 	}
 	if r.Pattern, err = ParseSimplePattern(rec32.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -508,7 +508,7 @@ func parseSimplePatternSetof(v preserves.Value) (SimplePatternSetof, error) {
 		return zero, err
 	}
 	if r.Pattern, err = ParseSimplePattern(rec33.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -533,10 +533,10 @@ func parseSimplePatternDictof(v preserves.Value) (SimplePatternDictof, error) {
 		return zero, err
 	}
 	if r.Key, err = ParseSimplePattern(rec34.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Value, err = ParseSimplePattern(rec34.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -629,10 +629,10 @@ func parseCompoundPatternRec(v preserves.Value) (CompoundPatternRec, error) {
 		return zero, err
 	}
 	if r.Label, err = ParseNamedPattern(rec35.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Fields, err = ParseNamedPattern(rec35.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -657,12 +657,12 @@ func parseCompoundPatternTuple(v preserves.Value) (CompoundPatternTuple, error) 
 	}
 	s37, err := schema.AsSeq(rec36.Fields[0], 0)
 	if err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	r.Patterns = make([]NamedPattern, len(s37))
 	for i38, e39 := range s37 {
 		if r.Patterns[i38], err = ParseNamedPattern(e39); err != nil {
-			return zero, schema.At(err, "[0]", schema.Index(i38))
+			return zero, schema.AtIn(err, v, "[0]", schema.Index(i38))
 		}
 	}
 	return r, nil
@@ -689,16 +689,16 @@ func parseCompoundPatternTuplePrefix(v preserves.Value) (CompoundPatternTuplePre
 	}
 	s42, err := schema.AsSeq(rec41.Fields[0], 0)
 	if err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	r.Fixed = make([]NamedPattern, len(s42))
 	for i43, e44 := range s42 {
 		if r.Fixed[i43], err = ParseNamedPattern(e44); err != nil {
-			return zero, schema.At(err, "[0]", schema.Index(i43))
+			return zero, schema.AtIn(err, v, "[0]", schema.Index(i43))
 		}
 	}
 	if r.Variable, err = ParseNamedSimplePattern(rec41.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -722,7 +722,7 @@ func parseCompoundPatternDict(v preserves.Value) (CompoundPatternDict, error) {
 		return zero, err
 	}
 	if r.Entries, err = ParseDictionaryEntries(rec46.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
@@ -772,7 +772,7 @@ func ParseDictionaryEntries(v preserves.Value) (DictionaryEntries, error) {
 	for i48, e49 := range d47.Entries() {
 		r[i48].Key = e49.Key
 		if r[i48].Value, err = ParseNamedSimplePattern(e49.Value); err != nil {
-			return zero, schema.At(err, schema.Key(e49.Key))
+			return zero, schema.AtIn(err, v, schema.Key(e49.Key))
 		}
 	}
 	return r, nil
@@ -827,10 +827,10 @@ func ParseNamedAlternative(v preserves.Value) (NamedAlternative, error) {
 		return zero, err
 	}
 	if r.VariantLabel, err = schema.AsString(s52[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Pattern, err = ParsePattern(s52[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -962,10 +962,10 @@ func ParseBinding(v preserves.Value) (Binding, error) {
 		return zero, err
 	}
 	if r.Name, err = schema.AsSymbol(rec53.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Pattern, err = ParseSimplePattern(rec53.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -989,10 +989,10 @@ func ParseRef(v preserves.Value) (Ref, error) {
 		return zero, err
 	}
 	if r.Module, err = ParseModulePath(rec54.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Name, err = schema.AsSymbol(rec54.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -1015,7 +1015,7 @@ func ParseModulePath(v preserves.Value) (ModulePath, error) {
 	r = make(ModulePath, len(s55))
 	for i56, e57 := range s55 {
 		if r[i56], err = schema.AsSymbol(e57); err != nil {
-			return zero, schema.At(err, schema.Index(i56))
+			return zero, schema.AtIn(err, v, schema.Index(i56))
 		}
 	}
 	return r, nil

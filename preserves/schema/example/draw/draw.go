@@ -58,10 +58,10 @@ func ParsePoint(v preserves.Value) (Point, error) {
 		return zero, err
 	}
 	if r.X, err = schema.AsDouble(s1[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Y, err = schema.AsDouble(s1[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -84,7 +84,7 @@ func ParseTags(v preserves.Value) (Tags, error) {
 	r = make(Tags, len(s2))
 	for i3, e4 := range s2 {
 		if r[i3], err = schema.AsSymbol(e4); err != nil {
-			return zero, schema.At(err, schema.Index(i3))
+			return zero, schema.AtIn(err, v, schema.Index(i3))
 		}
 	}
 	return r, nil
@@ -116,10 +116,10 @@ func parseShapeCircle(v preserves.Value) (ShapeCircle, error) {
 		return zero, err
 	}
 	if r.Center, err = ParsePoint(rec6.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Radius, err = schema.AsDouble(rec6.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
 }
@@ -144,12 +144,12 @@ func parseShapePolygon(v preserves.Value) (ShapePolygon, error) {
 		return zero, err
 	}
 	if r.First, err = ParsePoint(rec7.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	r.Rest = make([]Point, len(rec7.Fields[1:]))
 	for i8, e9 := range rec7.Fields[1:] {
 		if r.Rest[i8], err = ParsePoint(e9); err != nil {
-			return zero, schema.At(err, schema.Index(i8+1))
+			return zero, schema.AtIn(err, v, schema.Index(i8+1))
 		}
 	}
 	return r, nil
@@ -235,26 +235,26 @@ func ParseLayer(v preserves.Value) (Layer, error) {
 		return zero, err
 	}
 	if r.Name, err = schema.AsString(rec11.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Visible, err = schema.AsBool(rec11.Fields[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	s12, err := schema.AsSeq(rec11.Fields[2], 0)
 	if err != nil {
-		return zero, schema.At(err, "[2]")
+		return zero, schema.AtIn(err, v, "[2]")
 	}
 	r.Shapes = make([]Shape, len(s12))
 	for i13, e14 := range s12 {
 		if r.Shapes[i13], err = ParseShape(e14); err != nil {
-			return zero, schema.At(err, "[2]", schema.Index(i13))
+			return zero, schema.AtIn(err, v, "[2]", schema.Index(i13))
 		}
 	}
 	if r.Tags, err = ParseTags(rec11.Fields[3]); err != nil {
-		return zero, schema.At(err, "[3]")
+		return zero, schema.AtIn(err, v, "[3]")
 	}
 	if r.Owner, err = schema.AsEmbedded(rec11.Fields[4]); err != nil {
-		return zero, schema.At(err, "[4]")
+		return zero, schema.AtIn(err, v, "[4]")
 	}
 	return r, nil
 }
@@ -283,14 +283,14 @@ func ParseStyle(v preserves.Value) (Style, error) {
 		return zero, err
 	}
 	if r.Stroke, err = ParseColor(x17); err != nil {
-		return zero, schema.At(err, "[stroke]")
+		return zero, schema.AtIn(err, v, "[stroke]")
 	}
 	x18, err := schema.Entry(v, d16, preserves.Symbol("width"))
 	if err != nil {
 		return zero, err
 	}
 	if r.Width, err = schema.AsInt(x18); err != nil {
-		return zero, schema.At(err, "[width]")
+		return zero, schema.AtIn(err, v, "[width]")
 	}
 	if r.Dash, err = ParseDash(v); err != nil {
 		return zero, err
@@ -329,12 +329,12 @@ func parseDashOn(v preserves.Value) (DashOn, error) {
 	}
 	s21, err := schema.AsSeq(x20, 0)
 	if err != nil {
-		return zero, schema.At(err, "[dash]")
+		return zero, schema.AtIn(err, v, "[dash]")
 	}
 	r.Dash = make([]*big.Int, len(s21))
 	for i22, e23 := range s21 {
 		if r.Dash[i22], err = schema.AsInt(e23); err != nil {
-			return zero, schema.At(err, "[dash]", schema.Index(i22))
+			return zero, schema.AtIn(err, v, "[dash]", schema.Index(i22))
 		}
 	}
 	return r, nil
@@ -393,10 +393,10 @@ func ParseEnvelope(v preserves.Value) (Envelope, error) {
 		return zero, err
 	}
 	if r.Kind, err = schema.AsSymbol(rec26.Label); err != nil {
-		return zero, schema.At(err, ".label")
+		return zero, schema.AtIn(err, v, ".label")
 	}
 	if err := schema.CheckLit(rec26.Fields[0], preserves.Symbol("v1")); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	r.Body = rec26.Fields[1]
 	return r, nil
@@ -435,15 +435,15 @@ func ParseHeader(v preserves.Value) (Header, error) {
 		return zero, err
 	}
 	if err := schema.CheckLit(s27[0], preserves.String("DRAW")); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	if r.Seq, err = schema.AsInt(s27[1]); err != nil {
-		return zero, schema.At(err, "[1]")
+		return zero, schema.AtIn(err, v, "[1]")
 	}
 	r.Extra = make([]geo.Region, len(s27[2:]))
 	for i28, e29 := range s27[2:] {
 		if r.Extra[i28], err = geo.ParseRegion(e29); err != nil {
-			return zero, schema.At(err, schema.Index(i28+2))
+			return zero, schema.AtIn(err, v, schema.Index(i28+2))
 		}
 	}
 	return r, nil
@@ -470,10 +470,10 @@ func ParseNames(v preserves.Value) (Names, error) {
 		var k34 string
 		var v35 Point
 		if k34, err = schema.AsString(e33.Key); err != nil {
-			return zero, schema.At(err, schema.Key(e33.Key))
+			return zero, schema.AtIn(err, v, schema.Key(e33.Key))
 		}
 		if v35, err = ParsePoint(e33.Value); err != nil {
-			return zero, schema.At(err, schema.Key(e33.Key))
+			return zero, schema.AtIn(err, v, schema.Key(e33.Key))
 		}
 		r[k34] = v35
 	}
@@ -498,16 +498,16 @@ func ParseIndex(v preserves.Value) (Index, error) {
 	r = make(Index, d38.Len())
 	for i39, e40 := range d38.Entries() {
 		if r[i39].Key, err = ParsePoint(e40.Key); err != nil {
-			return zero, schema.At(err, schema.Key(e40.Key))
+			return zero, schema.AtIn(err, v, schema.Key(e40.Key))
 		}
 		s41, err := schema.AsSeq(e40.Value, 0)
 		if err != nil {
-			return zero, schema.At(err, schema.Key(e40.Key))
+			return zero, schema.AtIn(err, v, schema.Key(e40.Key))
 		}
 		r[i39].Value = make([]preserves.Symbol, len(s41))
 		for i42, e43 := range s41 {
 			if r[i39].Value[i42], err = schema.AsSymbol(e43); err != nil {
-				return zero, schema.At(err, schema.Key(e40.Key), schema.Index(i42))
+				return zero, schema.AtIn(err, v, schema.Key(e40.Key), schema.Index(i42))
 			}
 		}
 	}

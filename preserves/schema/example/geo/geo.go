@@ -23,7 +23,7 @@ func ParseRegion(v preserves.Value) (Region, error) {
 		return zero, err
 	}
 	if r.Name, err = schema.AsString(rec1.Fields[0]); err != nil {
-		return zero, schema.At(err, "[0]")
+		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
 }
