@@ -25,10 +25,11 @@ func FuzzParseName(f *testing.F) {
 		if err != nil {
 			return
 		}
-		path, env, err := parseName(v)
+		w, err := parseName(v)
 		if err != nil {
 			return
 		}
+		path, env := w.path, w.env
 		r := v.(*preserves.Record)
 		if preserves.String(path) != r.Fields[0] {
 			t.Fatalf("path %q from %s", path, src)

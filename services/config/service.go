@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/syndicate-go/syndicate/dataspace"
-	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/internalservices"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
@@ -42,50 +41,39 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
 	if env.Config == nil {
 		return ErrNoConfig
 	}
-	// Match every <config-watcher …> (by extensible matching, any arity) so
-	// that malformed ones are reported rather than silently missed.
-	p := pattern.Rec(services.LabelRunService, pattern.Bind{Pattern: pattern.Rec(symConfigWatcher)})
-	t.During(env.Config, p, func(t *dataspace.Turn, caps []preserves.Value) error {
-		// Stripped: the name is compared and used as a key; a script's
-		// value carries positions, reported below.
-		name := preserves.Strip(caps[0])
-		path, bindings, err := parseName(name)
+	// Every <config-watcher …> is matched (by extensible matching, any
+	// arity) so that malformed ones are reported rather than silently
+	// missed.
+	services.Serve(t, env, services.Requests[watcherRequest]{
+		Label:     symConfigWatcher,
+		Parse:     parseName,
+		Malformed: "malformed config-watcher request",
 		// Log lines name the watcher by its path only: the full name
 		// carries the environment dictionary, refs included, which made
 		// every routine line hundreds of bytes long (issue 15).
-		logName := preserves.Show(name)
-		if err == nil {
-			logName = preserves.Show(preserves.Rec("config-watcher", preserves.String(path)))
-		}
-		log := env.Logger.With().Str("service", logName).Logger()
-		if err != nil {
-			// Go deviation (§0): a malformed request is reported, not
-			// silently ignored.
-			ev := log.Warn().Err(err)
-			if pos := preserves.PosOf(caps[0]); pos.IsValid() {
-				ev = ev.Str("pos", pos.String())
-			}
-			ev.Msg("malformed config-watcher request")
-			t.Assert(env.Config, services.ServiceState(name, services.StateFailed))
+		LogName: func(_ preserves.Value, w watcherRequest) string {
+			return preserves.Show(preserves.Rec("config-watcher", preserves.String(w.path)))
+		},
+		Run: func(t *dataspace.Turn, req services.Request[watcherRequest]) error {
+			// §3.1: a supervisor with policy "always", state reported for
+			// the full name, running the worker actor `<config PATH>`.
+			path := req.Spec.path
+			actorName := preserves.Show(preserves.Rec("config", preserves.String(path)))
+			services.Supervise(t, env, req.Name, services.Always, actorName,
+				func(t *dataspace.Turn, _ *dataspace.Ref) error {
+					w := &worker{
+						name: req.Name,
+						path: path,
+						env:  req.Spec.env,
+						cfg:  env.Config,
+						svc:  env,
+						log:  req.Log,
+						opts: opts,
+					}
+					return w.boot(t)
+				}, opts.Supervise)
 			return nil
-		}
-		// §3.1: a supervisor with policy "always", state reported for the
-		// full name, running the worker actor `<config PATH>`.
-		actorName := preserves.Show(preserves.Rec("config", preserves.String(path)))
-		services.Supervise(t, env, name, services.Always, actorName,
-			func(t *dataspace.Turn, _ *dataspace.Ref) error {
-				w := &worker{
-					name: name,
-					path: path,
-					env:  bindings,
-					cfg:  env.Config,
-					svc:  env,
-					log:  log,
-					opts: opts,
-				}
-				return w.boot(t)
-			}, opts.Supervise)
-		return nil
+		},
 	})
 	return nil
 }
@@ -101,14 +89,20 @@ func RescanMessage() preserves.Value { return preserves.NewRecord(symConfigResca
 // parseName reads `<config-watcher PATH ENV>` with the generated parser of
 // internalServices.prs (the one `--check` uses): PATH a string, ENV a
 // dictionary with symbol keys, extra trailing fields tolerated.
-func parseName(name preserves.Value) (string, map[string]preserves.Value, error) {
+func parseName(name preserves.Value) (watcherRequest, error) {
 	w, err := internalservices.ParseConfigWatcher(name)
 	if err != nil {
-		return "", nil, fmt.Errorf("config: %w", err)
+		return watcherRequest{}, fmt.Errorf("config: %w", err)
 	}
 	env := make(map[string]preserves.Value, len(w.Env))
 	for k, v := range w.Env {
 		env[string(k)] = v
 	}
-	return w.Path, env, nil
+	return watcherRequest{w.Path, env}, nil
+}
+
+// watcherRequest is a parsed `<config-watcher PATH ENV>`.
+type watcherRequest struct {
+	path string
+	env  map[string]preserves.Value
 }

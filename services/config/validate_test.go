@@ -13,7 +13,8 @@ func TestMalformedRequestFromScriptNamesPosition(t *testing.T) {
 	w := newWorld(t, testOptions())
 	plain := preserves.Rec("config-watcher", preserves.Int(42), preserves.NewDictionary())
 	at := preserves.Pos{File: "/etc/syndicate/boot.pr", Line: 7, Col: 18}
-	w.run(&preserves.Annotated{Pos: at, Item: plain})
+	preserves.Remember(plain, at, nil) // as a script compiled with positions does
+	w.run(plain)
 	w.waitHas(stateText(plain, "failed"))
 	w.waitLog(`"pos":"/etc/syndicate/boot.pr:7:18"`)
 	w.waitLog(`"service":"<config-watcher 42 {}>"`)

@@ -30,7 +30,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/syndicate-go/syndicate/dataspace"
-	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/internalservices"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
@@ -61,29 +60,25 @@ func Boot(t *dataspace.Turn, env services.Env) error {
 	if env.Config == nil {
 		return fmt.Errorf("debt: Boot needs a config dataspace")
 	}
-	p := pattern.Rec(services.LabelRunService, pattern.Bind{Pattern: pattern.Rec(symDebtReporter)})
-	t.During(env.Config, p, func(t *dataspace.Turn, caps []preserves.Value) error {
-		name := preserves.Strip(caps[0])
-		period, err := internalservices.DebtPeriod(name)
-		if err != nil {
-			env.Logger.Warn().Str("service", preserves.Show(name)).Msg("debt reporter: malformed <debt-reporter SECONDS> request (SECONDS must be a positive double)")
-			t.Assert(env.Config, services.ServiceState(name, services.StateFailed))
-			return nil
-		}
-		log := env.Logger.With().Str("service", preserves.Show(name)).Logger()
-		sys := t.Actor().System()
-		// Supervised (§2.3, policy Always): a crashing reporter is
-		// reported `failed` and restarted.
-		services.Supervise(t, env, name, services.Always, preserves.Show(preserves.NewRecord(symWorker, name)), func(t *dataspace.Turn, _ *dataspace.Ref) error {
-			t.Assert(env.Config, services.ServiceState(name, services.StateReady))
-			r := &reporter{sys: sys, log: log}
-			t.Every(period, func(*dataspace.Turn) error {
-				r.report(time.Now())
+	services.Serve(t, env, services.Requests[time.Duration]{
+		Label:     symDebtReporter,
+		Parse:     internalservices.DebtPeriod,
+		Malformed: "debt reporter: malformed <debt-reporter SECONDS> request (SECONDS must be a positive double)",
+		Run: func(t *dataspace.Turn, req services.Request[time.Duration]) error {
+			name, sys := req.Name, t.Actor().System()
+			// Supervised (§2.3, policy Always): a crashing reporter is
+			// reported `failed` and restarted.
+			services.Supervise(t, env, name, services.Always, preserves.Show(preserves.NewRecord(symWorker, name)), func(t *dataspace.Turn, _ *dataspace.Ref) error {
+				t.Assert(env.Config, services.ServiceState(name, services.StateReady))
+				r := &reporter{sys: sys, log: req.Log}
+				t.Every(req.Spec, func(*dataspace.Turn) error {
+					r.report(time.Now())
+					return nil
+				})
 				return nil
-			})
+			}, services.SuperviseOptions{})
 			return nil
-		}, services.SuperviseOptions{})
-		return nil
+		},
 	})
 	return nil
 }

@@ -381,34 +381,23 @@ func Boot(t *dataspace.Turn, env services.Env) error {
 	if env.Config == nil {
 		return fmt.Errorf("gatekeeper: Boot needs a config dataspace")
 	}
-	p := pattern.Rec(symRunService, pattern.Bind{Pattern: pattern.Rec(symGatekeeper)})
-	t.During(env.Config, p, func(t *dataspace.Turn, caps []preserves.Value) error {
-		name := preserves.Strip(caps[0])
-		var bs *dataspace.Ref
-		if req, err := internalservices.ParseGatekeeper(name); err == nil && internalservices.Exact(name, 1) == nil {
-			bs, _ = req.Bindspace.(*dataspace.Ref)
-		}
-		if bs == nil {
-			// Go deviation (services spec §0): reported, not ignored.
-			ev := env.Logger.Warn().Str("service", preserves.Show(name))
-			if pos := preserves.PosOf(caps[0]); pos.IsValid() {
-				ev = ev.Str("pos", pos.String()) // where a script asked
-			}
-			ev.Msg("gatekeeper: malformed <gatekeeper #:bindspace> request")
-			t.Assert(env.Config, services.ServiceState(name, services.StateFailed))
+	services.Serve(t, env, services.Requests[*dataspace.Ref]{
+		Label:     symGatekeeper,
+		Parse:     services.CapabilityName(internalservices.ParseGatekeeper, func(g internalservices.Gatekeeper) any { return g.Bindspace }),
+		Malformed: "gatekeeper: malformed <gatekeeper #:bindspace> request",
+		Run: func(t *dataspace.Turn, req services.Request[*dataspace.Ref]) error {
+			// Supervised (§2.3, policy Always): a crashing gatekeeper is
+			// reported `failed` and restarted (with a new service object).
+			name := req.Name
+			services.Supervise(t, env, name, services.Always, preserves.Show(preserves.NewRecord(symGatekeeper, name)), func(t *dataspace.Turn, _ *dataspace.Ref) error {
+				t.PreventInertCheck()
+				gk := New(t, req.Spec, req.Log)
+				t.Assert(env.Config, preserves.NewRecord(services.LabelServiceObject, name, dataspace.Embed(gk)))
+				t.Assert(env.Config, services.ServiceState(name, services.StateReady))
+				return nil
+			}, services.SuperviseOptions{})
 			return nil
-		}
-		log := env.Logger.With().Str("service", preserves.Show(name)).Logger()
-		// Supervised (§2.3, policy Always): a crashing gatekeeper is
-		// reported `failed` and restarted (with a new service object).
-		services.Supervise(t, env, name, services.Always, preserves.Show(preserves.NewRecord(symGatekeeper, name)), func(t *dataspace.Turn, _ *dataspace.Ref) error {
-			t.PreventInertCheck()
-			gk := New(t, bs, log)
-			t.Assert(env.Config, preserves.NewRecord(services.LabelServiceObject, name, dataspace.Embed(gk)))
-			t.Assert(env.Config, services.ServiceState(name, services.StateReady))
-			return nil
-		}, services.SuperviseOptions{})
-		return nil
+		},
 	})
 	return nil
 }

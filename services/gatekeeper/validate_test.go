@@ -37,7 +37,8 @@ func TestMalformedRequestsWarnWithPosition(t *testing.T) {
 			panic(err)
 		}
 		for _, v := range bad {
-			t.Assert(cfg, services.RunService(&preserves.Annotated{Pos: at, Item: v}))
+			preserves.Remember(v, at, nil) // as a script compiled with positions does
+			t.Assert(cfg, services.RunService(v))
 		}
 	})
 	for _, v := range bad {

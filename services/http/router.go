@@ -93,31 +93,21 @@ func RouterName(httpd *dataspace.Ref) preserves.Value {
 }
 
 func bootRouter(t *dataspace.Turn, env services.Env) {
-	p := pattern.Rec(services.LabelRunService, pattern.Bind{Pattern: pattern.Rec(symHTTPRouter)})
-	t.During(env.Config, p, func(t *dataspace.Turn, caps []preserves.Value) error {
-		name := preserves.Strip(caps[0])
-		log := env.Logger.With().Str("service", preserves.Show(name)).Logger()
-		var httpd *dataspace.Ref
-		if req, err := internalservices.ParseHttpRouter(name); err == nil && internalservices.Exact(name, 1) == nil {
-			httpd, _ = req.Httpd.(*dataspace.Ref)
-		}
-		if httpd == nil {
-			ev := log.Warn()
-			if pos := preserves.PosOf(caps[0]); pos.IsValid() {
-				ev = ev.Str("pos", pos.String())
-			}
-			ev.Msg("malformed http-router request (expected <http-router #:HTTPD>)")
-			t.Assert(env.Config, services.ServiceState(name, services.StateFailed))
+	services.Serve(t, env, services.Requests[*dataspace.Ref]{
+		Label:     symHTTPRouter,
+		Parse:     services.CapabilityName(internalservices.ParseHttpRouter, func(r internalservices.HttpRouter) any { return r.Httpd }),
+		Malformed: "malformed http-router request (expected <http-router #:HTTPD>)",
+		Run: func(t *dataspace.Turn, req services.Request[*dataspace.Ref]) error {
+			// Supervised (§2.3, policy Always): a crashing router is
+			// reported `failed` and restarted.
+			name := req.Name
+			services.Supervise(t, env, name, services.Always, preserves.Show(preserves.NewRecord(symRouterWorker, name)), func(t *dataspace.Turn, _ *dataspace.Ref) error {
+				t.Assert(env.Config, services.ServiceState(name, services.StateReady))
+				newRouter(t, req.Spec, req.Log)
+				return nil
+			}, services.SuperviseOptions{})
 			return nil
-		}
-		// Supervised (§2.3, policy Always): a crashing router is
-		// reported `failed` and restarted.
-		services.Supervise(t, env, name, services.Always, preserves.Show(preserves.NewRecord(symRouterWorker, name)), func(t *dataspace.Turn, _ *dataspace.Ref) error {
-			t.Assert(env.Config, services.ServiceState(name, services.StateReady))
-			newRouter(t, httpd, log)
-			return nil
-		}, services.SuperviseOptions{})
-		return nil
+		},
 	})
 }
 

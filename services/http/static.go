@@ -47,7 +47,6 @@ import (
 	"syscall"
 
 	"github.com/syndicate-go/syndicate/dataspace"
-	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/internalservices"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
@@ -64,37 +63,39 @@ func StaticFilesName(dir string, n int64) preserves.Value {
 }
 
 func bootStatic(t *dataspace.Turn, env services.Env, opts Options) {
-	p := pattern.Rec(services.LabelRunService, pattern.Bind{Pattern: pattern.Rec(symStaticFiles)})
-	t.During(env.Config, p, func(t *dataspace.Turn, caps []preserves.Value) error {
-		name := preserves.Strip(caps[0])
-		log := env.Logger.With().Str("service", preserves.Show(name)).Logger()
-		dir, n, err := internalservices.StaticFiles(name)
-		if err != nil {
-			// No state is ever reported for this service (§2.5), so the
-			// warning is all there is.
-			ev := log.Warn()
-			if pos := preserves.PosOf(caps[0]); pos.IsValid() {
-				ev = ev.Str("pos", pos.String())
+	type static struct {
+		dir string
+		n   int
+	}
+	services.Serve(t, env, services.Requests[static]{
+		Label: symStaticFiles,
+		Parse: func(name preserves.Value) (static, error) {
+			dir, n, err := internalservices.StaticFiles(name)
+			return static{dir, n}, err
+		},
+		Malformed: "malformed http-static-files request (expected <http-static-files DIR N> with N ≥ 0)",
+		// No state is ever reported for this service (§2.5), so the
+		// warning is all there is.
+		NoState: true,
+		Run: func(t *dataspace.Turn, req services.Request[static]) error {
+			mimeFile := opts.MimeTypes
+			if mimeFile == "" {
+				mimeFile = os.Getenv("SYNDICATE_MIME_TYPES")
 			}
-			ev.Msg("malformed http-static-files request (expected <http-static-files DIR N> with N ≥ 0)")
+			if mimeFile == "" {
+				mimeFile = "/etc/mime.types"
+			}
+			// Supervised (§2.3, policy Always) but silent (§2.5): only a
+			// crash shows, as `failed`, until the restarted worker is up.
+			name := req.Name
+			services.Supervise(t, env, name, services.Always, preserves.Show(preserves.NewRecord(symStaticWorker, name)), func(t *dataspace.Turn, _ *dataspace.Ref) error {
+				mime := loadMimeTypes(mimeFile)
+				h := t.Create(&staticHandler{dir: req.Spec.dir, drop: req.Spec.n, mime: mime, facets: make(map[dataspace.Handle]dataspace.FacetID)})
+				t.Assert(env.Config, services.ServiceObject(name, dataspace.Embed(h)))
+				return nil
+			}, services.SuperviseOptions{FailuresOnly: true})
 			return nil
-		}
-		mimeFile := opts.MimeTypes
-		if mimeFile == "" {
-			mimeFile = os.Getenv("SYNDICATE_MIME_TYPES")
-		}
-		if mimeFile == "" {
-			mimeFile = "/etc/mime.types"
-		}
-		// Supervised (§2.3, policy Always) but silent (§2.5): only a
-		// crash shows, as `failed`, until the restarted worker is up.
-		services.Supervise(t, env, name, services.Always, preserves.Show(preserves.NewRecord(symStaticWorker, name)), func(t *dataspace.Turn, _ *dataspace.Ref) error {
-			mime := loadMimeTypes(mimeFile)
-			h := t.Create(&staticHandler{dir: dir, drop: n, mime: mime, facets: make(map[dataspace.Handle]dataspace.FacetID)})
-			t.Assert(env.Config, services.ServiceObject(name, dataspace.Embed(h)))
-			return nil
-		}, services.SuperviseOptions{FailuresOnly: true})
-		return nil
+		},
 	})
 }
 

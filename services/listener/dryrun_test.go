@@ -122,7 +122,8 @@ func TestMalformedRequestFromScriptNamesPosition(t *testing.T) {
 	plain := preserves.NewRecord(symRelayListener, preserves.NewRecord(symTCP, preserves.String("h")), dataspace.Embed(s.gk))
 	at := preserves.Pos{File: "/etc/syndicate/net.pr", Line: 2, Col: 18}
 	s.do(func(t *dataspace.Turn) {
-		t.Assert(s.cfg, services.RunService(&preserves.Annotated{Pos: at, Item: plain}))
+		preserves.Remember(plain, at, nil) // as a script compiled with positions does
+		t.Assert(s.cfg, services.RunService(plain))
 	})
 	waitFor(t, "failed", func() bool { return s.has(state(plain, services.StateFailed)) })
 	waitFor(t, "warning", func() bool {

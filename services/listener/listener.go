@@ -84,41 +84,34 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
 	if env.Config == nil {
 		return fmt.Errorf("listener: Boot needs a config dataspace")
 	}
-	p := pattern.Rec(services.LabelRunService, pattern.Bind{Pattern: pattern.Rec(symRelayListener)})
-	t.During(env.Config, p, func(t *dataspace.Turn, caps []preserves.Value) error {
-		full := preserves.Strip(caps[0])
-		spec, err := parseName(full)
-		log := env.Logger.With().Str("service", preserves.Show(spec.name)).Logger()
-		if err != nil {
-			// Go deviation (services spec §0): reported, not ignored.
-			ev := log.Warn().Err(err)
-			if pos := preserves.PosOf(caps[0]); pos.IsValid() {
-				ev = ev.Str("pos", pos.String()) // where a script asked
+	services.Serve(t, env, services.Requests[spec]{
+		Label:     symRelayListener,
+		Parse:     parseName,
+		Malformed: "malformed relay-listener request",
+		LogName:   func(_ preserves.Value, s spec) string { return preserves.Show(s.name) },
+		Run: func(t *dataspace.Turn, req services.Request[spec]) error {
+			spec, full := req.Spec, req.Name
+			spec.log = req.Log
+			spec.env = env
+			spec.dryRun = opts.DryRun
+			spec.firstEvent = cmp.Or(opts.FirstEventTimeout, FirstEventTimeout)
+			spec.maxInitial = cmp.Or(opts.MaxInitialAssertions, MaxInitialAssertions)
+			spec.quota = relay.NewQuota(int64(cmp.Or(opts.MaxListenerAssertions, ListenerAssertions)))
+			services.Supervise(t, env, spec.name, services.Always, "<relay "+preserves.Show(spec.name)+">",
+				func(t *dataspace.Turn, _ *dataspace.Ref) error { return spec.boot(t) }, opts.Supervise)
+			if !preserves.Equal(full, spec.name) {
+				// Q4: the state belongs to the first two fields. The name
+				// that was asked for (with the HTTP handler space) mirrors
+				// it, so that status and dependants of the full name see
+				// the listener's state (operator issue).
+				mirror := pattern.Rec(services.LabelServiceState, literalName(spec.name), pattern.Capture())
+				t.During(env.Config, mirror, func(t *dataspace.Turn, caps []preserves.Value) error {
+					t.Assert(env.Config, services.ServiceState(full, caps[0]))
+					return nil
+				})
 			}
-			ev.Msg("malformed relay-listener request")
-			t.Assert(env.Config, services.ServiceState(full, services.StateFailed))
 			return nil
-		}
-		spec.log = log
-		spec.env = env
-		spec.dryRun = opts.DryRun
-		spec.firstEvent = cmp.Or(opts.FirstEventTimeout, FirstEventTimeout)
-		spec.maxInitial = cmp.Or(opts.MaxInitialAssertions, MaxInitialAssertions)
-		spec.quota = relay.NewQuota(int64(cmp.Or(opts.MaxListenerAssertions, ListenerAssertions)))
-		services.Supervise(t, env, spec.name, services.Always, "<relay "+preserves.Show(spec.name)+">",
-			func(t *dataspace.Turn, _ *dataspace.Ref) error { return spec.boot(t) }, opts.Supervise)
-		if !preserves.Equal(full, spec.name) {
-			// Q4: the state belongs to the first two fields. The name
-			// that was asked for (with the HTTP handler space) mirrors
-			// it, so that status and dependants of the full name see
-			// the listener's state (operator issue).
-			mirror := pattern.Rec(services.LabelServiceState, literalName(spec.name), pattern.Capture())
-			t.During(env.Config, mirror, func(t *dataspace.Turn, caps []preserves.Value) error {
-				t.Assert(env.Config, services.ServiceState(full, preserves.Strip(caps[0])))
-				return nil
-			})
-		}
-		return nil
+		},
 	})
 	return nil
 }
