@@ -235,6 +235,38 @@ func itemOf(v Value, i int) (Value, bool) {
 	return nil, false
 }
 
+// FirstPos returns the first source position known for v or for a part of
+// it, depth first, within a bounded number of nodes: where a value that
+// mixes a script's parts with others (a service's record around a
+// script's value) came from.
+func FirstPos(v Value) (Pos, bool) {
+	budget := 1024
+	var walk func(v Value) (Pos, bool)
+	walk = func(v Value) (Pos, bool) {
+		if budget <= 0 || v == nil {
+			return Pos{}, false
+		}
+		budget--
+		if p := PosOf(v); p.IsValid() {
+			return p, true
+		}
+		v = Unwrap(v)
+		for i := 0; ; i++ {
+			item, ok := itemOf(v, i)
+			if !ok {
+				return Pos{}, false
+			}
+			if p, ok := walk(item); ok {
+				return p, true
+			}
+			if p := ItemPos(v, i); p.IsValid() {
+				return p, true
+			}
+		}
+	}
+	return walk(v)
+}
+
 // StripRemembering is Strip that keeps what the wrappers said about
 // positions: every compound of the result is remembered with its own
 // position and its items' (Remember). Unlike Strip it always builds new

@@ -21,8 +21,8 @@ func BuiltinName(name string) preserves.Value {
 
 // IsBuiltin reports whether v is a `<builtin NAME>` service name.
 func IsBuiltin(v preserves.Value) bool {
-	r, ok := preserves.Unwrap(v).(*preserves.Record)
-	return ok && preserves.Unwrap(r.Label) == LabelBuiltin
+	r, ok := v.(*preserves.Record)
+	return ok && r.Label == LabelBuiltin
 }
 
 // RunBuiltin runs one built-in service (the gatekeeper, the daemon
@@ -61,19 +61,19 @@ func RunBuiltin(t *dataspace.Turn, env Env, name string, boot func(t *dataspace.
 // (`file:line:col`, when a script asserted it), and the Go frame that
 // panicked. The full stack goes to debug level.
 func ReportFailure(log zerolog.Logger, name preserves.Value, err error) {
-	ev := log.Error().Str("service", preserves.Show(preserves.Strip(name))).Err(err)
+	ev := log.Error().Str("service", preserves.Show(name)).Err(err)
 	var pe *dataspace.PanicError
 	if errors.As(err, &pe) {
 		if pe.Event != nil {
-			ev = ev.Str("value", preserves.Show(preserves.Strip(pe.Event)))
-			if pos, ok := FindPos(pe.Event); ok {
+			ev = ev.Str("value", preserves.Show(pe.Event))
+			if pos, ok := preserves.FirstPos(pe.Event); ok {
 				ev = ev.Str("pos", pos.String())
 			}
 		}
 		if frame := panicFrame(pe.Stack); frame != "" {
 			ev = ev.Str("at", frame)
 		}
-		log.Debug().Str("service", preserves.Show(preserves.Strip(name))).Bytes("stack", pe.Stack).Msg("service worker stack")
+		log.Debug().Str("service", preserves.Show(name)).Bytes("stack", pe.Stack).Msg("service worker stack")
 	}
 	ev.Msg("service worker failed")
 }
@@ -85,64 +85,13 @@ func FailureSummary(err error) string {
 	msg := err.Error()
 	var pe *dataspace.PanicError
 	if errors.As(err, &pe) && pe.Event != nil {
-		msg += " (handling " + preserves.Show(preserves.Strip(pe.Event))
-		if pos, ok := FindPos(pe.Event); ok {
+		msg += " (handling " + preserves.Show(pe.Event)
+		if pos, ok := preserves.FirstPos(pe.Event); ok {
 			msg += " from " + pos.String()
 		}
 		msg += ")"
 	}
 	return preserves.ShowString(msg)
-}
-
-// FindPos returns the first source position carried by v or by a value
-// inside it (depth first, a bounded number of nodes): scripts annotate
-// what they assert with the position of the template.
-func FindPos(v preserves.Value) (preserves.Pos, bool) {
-	budget := 1024
-	var walk func(v preserves.Value) (preserves.Pos, bool)
-	walk = func(v preserves.Value) (preserves.Pos, bool) {
-		if budget <= 0 || v == nil {
-			return preserves.Pos{}, false
-		}
-		budget--
-		if p := preserves.PosOf(v); p.IsValid() {
-			return p, true
-		}
-		switch x := preserves.Unwrap(v).(type) {
-		case *preserves.Record:
-			if p, ok := walk(x.Label); ok {
-				return p, true
-			}
-			for _, f := range x.Fields {
-				if p, ok := walk(f); ok {
-					return p, true
-				}
-			}
-		case preserves.Sequence:
-			for _, f := range x {
-				if p, ok := walk(f); ok {
-					return p, true
-				}
-			}
-		case *preserves.Dictionary:
-			for _, e := range x.Entries() {
-				if p, ok := walk(e.Key); ok {
-					return p, true
-				}
-				if p, ok := walk(e.Value); ok {
-					return p, true
-				}
-			}
-		case *preserves.Set:
-			for _, e := range x.Elems() {
-				if p, ok := walk(e); ok {
-					return p, true
-				}
-			}
-		}
-		return preserves.Pos{}, false
-	}
-	return walk(v)
 }
 
 // panicFrame picks the first frame of a panicking goroutine's stack below

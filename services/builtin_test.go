@@ -48,7 +48,8 @@ func TestRunBuiltinContainsCrash(t *testing.T) {
 	h.waitHas(ServiceState(crashyName, StateReady), true)
 	h.waitHas(ServiceState(canaryName, StateReady), true)
 
-	set := &preserves.Annotated{Pos: preserves.Pos{File: "hostile.pr", Line: 3, Col: 7}, Item: preserves.NewSet(preserves.Int(1))}
+	set := preserves.NewSet(preserves.Int(1))
+	preserves.Remember(set, preserves.Pos{File: "hostile.pr", Line: 3, Col: 7}, nil) // as a script does
 	h.send(h.env.Config, preserves.NewRecord(sym("boom"), set))
 
 	testutil.WaitFor(t, "the crash report", func() bool { return h.warns.Has("service worker failed") })
@@ -173,7 +174,8 @@ func TestSuperviseFailuresOnly(t *testing.T) {
 			t.Errorf("a silent service reported %v", s)
 		}
 	}
-	pos := &preserves.Annotated{Pos: preserves.Pos{File: "q.pr", Line: 1, Col: 2}, Item: preserves.NewSet()}
+	pos := preserves.NewSet()
+	preserves.Remember(pos, preserves.Pos{File: "q.pr", Line: 1, Col: 2}, nil)
 	h.send(h.env.Config, preserves.NewRecord(sym("boom"), pos))
 	testutil.WaitFor(t, "failed reported", func() bool {
 		return h.countHistory("+"+preserves.FormatText(ServiceState(name, StateFailed))) == 1
@@ -189,7 +191,8 @@ func TestSuperviseFailuresOnly(t *testing.T) {
 // TestFailureSummary: the status line of a crash names the value and its
 // position, cut short.
 func TestFailureSummary(t *testing.T) {
-	ev := &preserves.Annotated{Pos: preserves.Pos{File: "f.pr", Line: 3, Col: 4}, Item: preserves.String(strings.Repeat("x", 2000))}
+	at := []preserves.Pos{{File: "f.pr", Line: 3, Col: 4}}
+	ev := preserves.String(strings.Repeat("x", 2000))
 	got := FailureSummary(&dataspace.PanicError{Value: "boom", Event: preserves.Sequence{ev}})
 	if !strings.HasPrefix(got, `dataspace: panic in actor: boom (handling ["xxx`) || len(got) > preserves.ShowLimit+len("…") {
 		t.Errorf("summary %q", got)
@@ -198,8 +201,10 @@ func TestFailureSummary(t *testing.T) {
 	if !strings.Contains(got, "(handling [<x") {
 		t.Errorf("summary %q", got)
 	}
-	short := &preserves.Annotated{Pos: preserves.Pos{File: "f.pr", Line: 3, Col: 4}, Item: preserves.Int(1)}
-	if got := FailureSummary(&dataspace.PanicError{Value: "boom", Event: preserves.Sequence{short}}); got != "dataspace: panic in actor: boom (handling [1] from f.pr:3:4)" {
+	// An atom's position is its parent's to remember.
+	short := preserves.Sequence{preserves.Int(1)}
+	preserves.Remember(short, preserves.Pos{}, at)
+	if got := FailureSummary(&dataspace.PanicError{Value: "boom", Event: short}); got != "dataspace: panic in actor: boom (handling [1] from f.pr:3:4)" {
 		t.Errorf("summary %q", got)
 	}
 }

@@ -79,8 +79,8 @@ func trackDependencies(t *dataspace.Turn, env Env, name preserves.Value) {
 
 // dependeeName extracts DEPNAME from `<service-state DEPNAME _>`.
 func dependeeName(dep preserves.Value) (preserves.Value, bool) {
-	r, ok := preserves.Unwrap(dep).(*preserves.Record)
-	if !ok || preserves.Unwrap(r.Label) != LabelServiceState || len(r.Fields) < 2 {
+	r, ok := dep.(*preserves.Record)
+	if !ok || r.Label != LabelServiceState || len(r.Fields) < 2 {
 		return nil, false
 	}
 	return r.Fields[0], true

@@ -23,12 +23,12 @@ type Entity struct {
 // Message handles `<exit N>`. A code that does not fit a signed 32-bit
 // integer is logged and replaced by 1, as the reference does.
 func (e *Entity) Message(t *dataspace.Turn, v preserves.Value) error {
-	r, ok := preserves.Unwrap(v).(*preserves.Record)
+	r, ok := v.(*preserves.Record)
 	if !ok || len(r.Fields) != 1 || !preserves.Equal(r.Label, preserves.Symbol("exit")) {
 		return nil
 	}
 	code := 1
-	switch n := preserves.Unwrap(r.Fields[0]).(type) {
+	switch n := r.Fields[0].(type) {
 	case preserves.Int:
 		if n >= math.MinInt32 && n <= math.MaxInt32 {
 			code = int(n)

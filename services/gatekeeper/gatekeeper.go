@@ -112,7 +112,7 @@ func New(t *dataspace.Turn, bs *dataspace.Ref, log zerolog.Logger) *dataspace.Re
 }
 
 func (g *gatekeeper) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
-	r, ok := preserves.Unwrap(v).(*preserves.Record)
+	r, ok := v.(*preserves.Record)
 	if !ok || !preserves.Equal(r.Label, symResolve) || len(r.Fields) != 2 {
 		return nil // only Resolve assertions are understood
 	}
@@ -120,7 +120,7 @@ func (g *gatekeeper) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Ha
 	if !ok {
 		return nil
 	}
-	step := preserves.Strip(r.Fields[0])
+	step := r.Fields[0]
 	id, err := t.Facet(func(t *dataspace.Turn) error {
 		t.PreventInertCheck() // lives exactly as long as the Resolve
 		g.resolve(t, step, obs)
@@ -147,7 +147,7 @@ func (g *gatekeeper) resolve(t *dataspace.Turn, step preserves.Value, obs *datas
 		}
 		// Bind lookup: `<bind <noise SPEC> $T _>` with SPEC.service equal
 		// to the selector (dictionary patterns allow further keys).
-		sel := preserves.Strip(sr.Fields[0])
+		sel := sr.Fields[0]
 		selp, err := pattern.Lift(sel)
 		if err != nil {
 			// A selector holding a set can match no Bind.
@@ -220,11 +220,11 @@ func (g *gatekeeper) race(t *dataspace.Turn, step preserves.Value, obs *dataspac
 // the answer refusing the step: `<error unsupported>` for another step
 // type, `<error invalid>` for anything malformed.
 func parseStep(step preserves.Value) (*caveat.SturdyRef, preserves.Value) {
-	sr, ok := preserves.Unwrap(step).(*preserves.Record)
+	sr, ok := step.(*preserves.Record)
 	if !ok {
 		return nil, errInvalid
 	}
-	if _, ok := preserves.Unwrap(sr.Label).(preserves.Symbol); !ok {
+	if _, ok := sr.Label.(preserves.Symbol); !ok {
 		return nil, errInvalid
 	}
 	if !preserves.Equal(sr.Label, symRef) {
@@ -242,7 +242,7 @@ func parseStep(step preserves.Value) (*caveat.SturdyRef, preserves.Value) {
 
 // answer validates ref against a bind's key and attenuates its target.
 func (g *gatekeeper) answer(ref *caveat.SturdyRef, keyv, targetv preserves.Value) preserves.Value {
-	key, ok := preserves.Unwrap(keyv).(preserves.ByteString)
+	key, ok := keyv.(preserves.ByteString)
 	target, ok2 := dataspace.RefOf(targetv)
 	if !ok || !ok2 {
 		// Q11: the reference crashes here; we refuse the resolution.
@@ -308,7 +308,7 @@ func watchBinds(t *dataspace.Turn, bs *dataspace.Ref, log zerolog.Logger) {
 	p := pattern.Rec(symBind, pattern.Capture(), pattern.Capture(), pattern.Capture())
 	t.During(bs, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 		desc, target, obsv := caps[0], caps[1], caps[2]
-		dr, ok := preserves.Unwrap(desc).(*preserves.Record)
+		dr, ok := desc.(*preserves.Record)
 		if ok && preserves.Equal(dr.Label, noisesession.SymNoise) {
 			noiseBound(t, dr, target, obsv, log)
 			return nil
@@ -324,7 +324,7 @@ func watchBinds(t *dataspace.Turn, bs *dataspace.Ref, log zerolog.Logger) {
 		}
 		var obs *dataspace.Ref
 		if err == nil {
-			if b, isBool := preserves.Unwrap(obsv).(preserves.Bool); isBool && !bool(b) {
+			if b, isBool := obsv.(preserves.Bool); isBool && !bool(b) {
 				obs = nil
 			} else if obs, ok = dataspace.RefOf(obsv); !ok {
 				err = fmt.Errorf("observer is neither #f nor a capability")
@@ -350,7 +350,7 @@ func parseSturdyDescription(dr *preserves.Record) (preserves.Value, []byte, erro
 	if len(dr.Fields) != 1 {
 		return nil, nil, fmt.Errorf("description is not <ref {oid: … key: …}>")
 	}
-	d, ok := preserves.Unwrap(dr.Fields[0]).(*preserves.Dictionary)
+	d, ok := dr.Fields[0].(*preserves.Dictionary)
 	if !ok {
 		return nil, nil, fmt.Errorf("description detail is not a dictionary")
 	}
@@ -362,7 +362,7 @@ func parseSturdyDescription(dr *preserves.Record) (preserves.Value, []byte, erro
 	if !ok {
 		return nil, nil, fmt.Errorf("description has no key")
 	}
-	key, ok := preserves.Unwrap(kv).(preserves.ByteString)
+	key, ok := kv.(preserves.ByteString)
 	if !ok {
 		return nil, nil, fmt.Errorf("description key is not a byte string")
 	}
@@ -370,7 +370,7 @@ func parseSturdyDescription(dr *preserves.Record) (preserves.Value, []byte, erro
 		// No canonical encoding to sign (caveat.Mint would panic).
 		return nil, nil, fmt.Errorf("description oid contains an embedded value")
 	}
-	return preserves.Strip(oid), key.Bytes(), nil
+	return oid, key.Bytes(), nil
 }
 
 // Boot installs the gatekeeper service in env.Config: for each

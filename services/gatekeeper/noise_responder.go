@@ -23,7 +23,7 @@ func noiseError(err error) preserves.Value {
 // non-empty) or `<error "MESSAGE">`.
 func noiseBound(t *dataspace.Turn, dr *preserves.Record, target, obsv preserves.Value, log zerolog.Logger) {
 	var obs *dataspace.Ref
-	if b, isBool := preserves.Unwrap(obsv).(preserves.Bool); !isBool || bool(b) {
+	if b, isBool := obsv.(preserves.Bool); !isBool || bool(b) {
 		var ok bool
 		if obs, ok = dataspace.RefOf(obsv); !ok {
 			log.Error().Str("observer", preserves.Show(obsv)).Msg("gatekeeper: malformed noise bind: observer is neither #f nor a capability")
@@ -40,7 +40,7 @@ func noiseBound(t *dataspace.Turn, dr *preserves.Record, target, obsv preserves.
 		}
 	}
 	if err != nil {
-		log.Error().Err(err).Str("description", preserves.Show(preserves.Strip(dr))).Msg("gatekeeper: malformed noise bind")
+		log.Error().Err(err).Str("description", preserves.Show(dr)).Msg("gatekeeper: malformed noise bind")
 		if obs != nil {
 			t.Assert(obs, noiseError(err))
 		}
@@ -63,7 +63,7 @@ func (g *gatekeeper) startResponder(t *dataspace.Turn, specv, targetv preserves.
 		err = fmt.Errorf("bind target is not a capability")
 	}
 	if err != nil {
-		g.log.Warn().Err(err).Str("spec", preserves.Show(preserves.Strip(specv))).Msg("gatekeeper: noise bind unusable")
+		g.log.Warn().Err(err).Str("spec", preserves.Show(specv)).Msg("gatekeeper: noise bind unusable")
 		t.Assert(obs, noiseError(err))
 		return
 	}
@@ -103,7 +103,7 @@ type responderSession struct {
 }
 
 func (r *responderSession) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
-	rec, ok := preserves.Unwrap(v).(*preserves.Record)
+	rec, ok := v.(*preserves.Record)
 	var peer *dataspace.Ref
 	if ok && preserves.Equal(rec.Label, noisesession.SymInitiator) && len(rec.Fields) == 1 {
 		peer, ok = dataspace.RefOf(rec.Fields[0])
@@ -112,7 +112,7 @@ func (r *responderSession) Assert(t *dataspace.Turn, v preserves.Value, h datasp
 	}
 	switch {
 	case !ok:
-		r.sess.End(t, fmt.Errorf("noise session: unexpected assertion %s", preserves.Show(preserves.Strip(v))))
+		r.sess.End(t, fmt.Errorf("noise session: unexpected assertion %s", preserves.Show(v)))
 	case r.hasPeer:
 		r.sess.End(t, fmt.Errorf("noise session: second initiator"))
 	default:

@@ -141,7 +141,7 @@ type router struct {
 func newRouter(t *dataspace.Turn, httpd *dataspace.Ref, log zerolog.Logger) *router {
 	r := &router{httpd: httpd, log: log, byPort: make(map[int64][]*binding)}
 	t.During(httpd, pattern.Rec(symHTTPListener, pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
-		port, ok := preserves.Strip(caps[0]).(preserves.Int)
+		port, ok := caps[0].(preserves.Int)
 		if !ok {
 			return nil
 		}
@@ -173,7 +173,7 @@ func newRouter(t *dataspace.Turn, httpd *dataspace.Ref, log zerolog.Logger) *rou
 // http-bind for the given port.
 func parseBinding(port int64, caps []preserves.Value) (*binding, error) {
 	b := &binding{port: port, routed: make(map[*routed]struct{})}
-	switch h := preserves.Strip(caps[0]).(type) {
+	switch h := caps[0].(type) {
 	case preserves.String:
 		b.host = h
 	case preserves.Bool:
@@ -184,7 +184,7 @@ func parseBinding(port int64, caps []preserves.Value) (*binding, error) {
 	default:
 		return nil, fmt.Errorf("http: host %s: expected a string or #f", preserves.Show(h))
 	}
-	switch m := preserves.Strip(caps[1]).(type) {
+	switch m := caps[1].(type) {
 	case preserves.Symbol:
 		b.method = m
 	case preserves.Bool:
@@ -195,7 +195,7 @@ func parseBinding(port int64, caps []preserves.Value) (*binding, error) {
 	default:
 		return nil, fmt.Errorf("http: method %s: expected a symbol or #f", preserves.Show(m))
 	}
-	path, ok := preserves.Strip(caps[2]).(preserves.Sequence)
+	path, ok := caps[2].(preserves.Sequence)
 	if !ok {
 		return nil, fmt.Errorf("http: path %s: expected a sequence", preserves.Show(caps[2]))
 	}
@@ -253,7 +253,7 @@ type request struct {
 
 func parseRequest(v preserves.Value) (request, bool) {
 	var q request
-	rec, ok := preserves.Strip(v).(*preserves.Record)
+	rec, ok := v.(*preserves.Record)
 	if !ok || !preserves.Equal(rec.Label, symHTTPRequest) || len(rec.Fields) < 8 {
 		return q, false
 	}

@@ -109,7 +109,7 @@ type staticHandler struct {
 }
 
 func (s *staticHandler) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
-	rec, ok := preserves.Strip(v).(*preserves.Record)
+	rec, ok := v.(*preserves.Record)
 	if !ok || !preserves.Equal(rec.Label, symRequest) || len(rec.Fields) != 2 {
 		return nil
 	}

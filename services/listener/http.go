@@ -431,28 +431,28 @@ func holdDebt(t *dataspace.Turn) func() {
 // parseResponse decodes one HttpResponse message.
 func parseResponse(v preserves.Value) respEvent {
 	bad := respEvent{kind: respInvalid, bad: v}
-	r, ok := preserves.Unwrap(v).(*preserves.Record)
+	r, ok := v.(*preserves.Record)
 	if !ok {
 		return bad
 	}
-	label, _ := preserves.Unwrap(r.Label).(preserves.Symbol)
+	label, _ := r.Label.(preserves.Symbol)
 	switch {
 	case label == symStatus && len(r.Fields) == 2:
-		code, ok := preserves.Unwrap(r.Fields[0]).(preserves.Int)
+		code, ok := r.Fields[0].(preserves.Int)
 		if !ok {
 			return bad
 		}
 		return respEvent{kind: respStatus, code: int64(code)}
 	case label == symHeader && len(r.Fields) == 2:
-		name, ok1 := preserves.Unwrap(r.Fields[0]).(preserves.Symbol)
-		val, ok2 := preserves.Unwrap(r.Fields[1]).(preserves.String)
+		name, ok1 := r.Fields[0].(preserves.Symbol)
+		val, ok2 := r.Fields[1].(preserves.String)
 		if !ok1 || !ok2 {
 			return bad
 		}
 		return respEvent{kind: respHeader, name: string(name), value: string(val)}
 	case (label == symChunk || label == symDone) && len(r.Fields) == 1:
 		var data []byte
-		switch c := preserves.Unwrap(r.Fields[0]).(type) {
+		switch c := r.Fields[0].(type) {
 		case preserves.String:
 			data = []byte(c)
 		case preserves.ByteString:

@@ -46,14 +46,14 @@ func FromLog(timestamp, detail preserves.Value, now time.Time) (Event, bool) {
 
 // fromLog is FromLog asking for the time only when the message has none.
 func fromLog(timestamp, detail preserves.Value, now func() time.Time, tp *timeParser) (Event, bool) {
-	d, ok := preserves.Unwrap(detail).(*preserves.Dictionary)
+	d, ok := detail.(*preserves.Dictionary)
 	if !ok {
 		return Event{}, false
 	}
 	var ev Event
 	for _, e := range d.Entries() {
-		v := preserves.Strip(e.Value)
-		switch preserves.Unwrap(e.Key) {
+		v := e.Value
+		switch e.Key {
 		case keyService:
 			ev.Service = v
 		case keyPid:
@@ -63,10 +63,10 @@ func fromLog(timestamp, detail preserves.Value, now func() time.Time, tp *timePa
 		case keyLine:
 			ev.Line = v
 		default:
-			ev.Extra = append(ev.Extra, preserves.DictEntry{Key: preserves.Strip(e.Key), Value: v})
+			ev.Extra = append(ev.Extra, preserves.DictEntry{Key: e.Key, Value: v})
 		}
 	}
-	if s, ok := preserves.Unwrap(timestamp).(preserves.String); ok && s != "-" {
+	if s, ok := timestamp.(preserves.String); ok && s != "-" {
 		if t, err := tp.parse(string(s)); err == nil {
 			ev.Time = t
 		} else {

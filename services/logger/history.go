@@ -152,15 +152,15 @@ type follower struct {
 // tail is the facet of one `<log-tail SERVICE N FOLLOW #:SINK>`.
 func (l *logger) tail(t *dataspace.Turn, caps []preserves.Value) error {
 	sink, ok := dataspace.RefOf(caps[3])
-	n, nok := preserves.Unwrap(caps[1]).(preserves.Int)
-	follow, fok := preserves.Unwrap(caps[2]).(preserves.Bool)
+	n, nok := caps[1].(preserves.Int)
+	follow, fok := caps[2].(preserves.Bool)
 	if !ok || !nok || !fok || n < 0 {
 		l.env.Logger.Warn().Str("request", preserves.Show(preserves.NewRecord(labelLogTail, caps...))).
 			Msg("malformed <log-tail SERVICE N FOLLOW #:SINK> request")
 		return nil
 	}
 	f := &follower{sink: sink, follow: bool(follow)}
-	if svc := preserves.Strip(caps[0]); svc != preserves.Bool(false) {
+	if svc := caps[0]; svc != preserves.Bool(false) {
 		f.service = svc
 	}
 	f.pending = l.recent(f.service, int(min(n, 1<<20)))

@@ -57,14 +57,14 @@ type noiseObserver struct {
 }
 
 func (o *noiseObserver) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
-	r, isRec := preserves.Unwrap(v).(*preserves.Record)
+	r, isRec := v.(*preserves.Record)
 	if isRec && (preserves.Equal(r.Label, symOk) || preserves.Equal(r.Label, symAccepted)) && len(r.Fields) == 1 {
 		if responder, isRef := dataspace.RefOf(r.Fields[0]); isRef {
 			o.startInitiator(t, responder, h)
 			return nil
 		}
 	}
-	o.out[h] = noiseAnswer{relayed: t.Assert(o.s.cfg, answer(o.req, preserves.Strip(v)))}
+	o.out[h] = noiseAnswer{relayed: t.Assert(o.s.cfg, answer(o.req, v))}
 	return nil
 }
 

@@ -105,11 +105,11 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
 	s := &svc{cfg: env.Config, log: env.Logger, opts: opts}
 	q := func(p pattern.Pattern) pattern.Pattern { return pattern.Rec(symQ, p) }
 	t.During(env.Config, q(pattern.Rec(symConnectTransport, pattern.Capture())), func(t *dataspace.Turn, caps []preserves.Value) error {
-		s.connectTransport(t, preserves.Strip(caps[0]))
+		s.connectTransport(t, caps[0])
 		return nil
 	})
 	t.During(env.Config, q(pattern.Rec(symResolvePath, pattern.Capture())), func(t *dataspace.Turn, caps []preserves.Value) error {
-		s.resolvePath(t, preserves.Strip(caps[0]))
+		s.resolvePath(t, caps[0])
 		return nil
 	})
 	t.During(env.Config, q(pattern.Rec(symResolvePathStep, pattern.Capture(), pattern.Rec(symRef, pattern.Capture()))), func(t *dataspace.Turn, caps []preserves.Value) error {
@@ -217,7 +217,7 @@ type control struct {
 
 func (c *control) Message(t *dataspace.Turn, v preserves.Value) error {
 	// Unwrap: a script's message carries its source position.
-	if r, ok := preserves.Unwrap(v).(*preserves.Record); ok && preserves.Equal(r.Label, symForceDisconnect) {
+	if r, ok := v.(*preserves.Record); ok && preserves.Equal(r.Label, symForceDisconnect) {
 		c.conn.StopIn(t)
 	}
 	return nil
@@ -324,7 +324,7 @@ func (s *svc) resolvePath(t *dataspace.Turn, route preserves.Value) {
 	// so the route is refused at once.
 	transportPats := make([]pattern.Pattern, len(transports))
 	for i, tr := range transports {
-		p, err := pattern.Lift(preserves.NewRecord(symConnectTransport, preserves.Strip(tr)))
+		p, err := pattern.Lift(preserves.NewRecord(symConnectTransport, tr))
 		if err != nil {
 			s.refuseRoute(t, req, "transport", tr, err)
 			return
@@ -369,7 +369,6 @@ func (s *svc) resolvePath(t *dataspace.Turn, route preserves.Value) {
 		return nil
 	})
 	for i, tr := range transports {
-		tr := preserves.Strip(tr)
 		creq := preserves.NewRecord(symConnectTransport, tr)
 		t.Assert(s.cfg, preserves.NewRecord(symQ, creq))
 		p := pattern.Rec(symA, transportPats[i], pattern.Rec(symOk, pattern.Rec(symConnectedTransport, pattern.Capture(), pattern.Capture(), pattern.Capture())))
@@ -395,7 +394,7 @@ func (s *svc) refuseRoute(t *dataspace.Turn, req preserves.Value, what string, p
 		ev = ev.Str("pos", pos.String())
 	}
 	ev.Msg("resolve-path: route refused")
-	msg := fmt.Sprintf("resolve-path: %s %s cannot be resolved: %v", what, preserves.Show(preserves.Strip(part)), err)
+	msg := fmt.Sprintf("resolve-path: %s %s cannot be resolved: %v", what, preserves.Show(part), err)
 	t.Assert(s.cfg, answer(req, fail(preserves.String(msg))))
 }
 
@@ -416,7 +415,7 @@ func (s *svc) resolveSteps(t *dataspace.Turn, req preserves.Value, c connected, 
 	}
 	t.Assert(s.cfg, preserves.NewRecord(symQ, sreq))
 	t.During(s.cfg, pattern.Rec(symA, sp, pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
-		res, isRec := preserves.Strip(caps[0]).(*preserves.Record)
+		res, isRec := caps[0].(*preserves.Record)
 		switch {
 		case isRec && preserves.Equal(res.Label, symOk) && len(res.Fields) == 1:
 			if _, isRef := dataspace.RefOf(res.Fields[0]); !isRef {

@@ -152,18 +152,18 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) {
 
 // Assert notes a fact appearing.
 func (r *recorder) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
-	caps, _ := preserves.Unwrap(v).(preserves.Sequence)
+	caps, _ := v.(preserves.Sequence)
 	if len(caps) < 2 {
 		return nil
 	}
-	rec, ok := preserves.Unwrap(caps[0]).(*preserves.Record)
+	rec, ok := caps[0].(*preserves.Record)
 	if !ok {
 		return nil
 	}
-	name := preserves.Strip(caps[1])
+	name := caps[1]
 	var fact preserves.Value
 	// A script's assertion carries positions, on its label too.
-	switch preserves.Strip(rec.Label) {
+	switch rec.Label {
 	case services.LabelRequireService:
 		fact = FactRequire
 	case services.LabelRunService:
@@ -172,7 +172,7 @@ func (r *recorder) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Hand
 		if len(caps) < 3 {
 			return nil
 		}
-		fact = preserves.NewRecord(services.LabelServiceState, preserves.Strip(caps[2]))
+		fact = preserves.NewRecord(services.LabelServiceState, caps[2])
 	default:
 		return nil
 	}
@@ -297,12 +297,12 @@ func HistoryRecord(name preserves.Value, changes []Change, dropped int) preserve
 // ParseHistory reads a `<service-history NAME [CHANGE …] DROPPED>` record
 // (as the client receives it). Changes it cannot read are skipped.
 func ParseHistory(v preserves.Value) (name preserves.Value, changes []Change, dropped int, ok bool) {
-	r, isRec := preserves.Unwrap(v).(*preserves.Record)
-	if !isRec || preserves.Unwrap(r.Label) != LabelServiceHistory || len(r.Fields) != 3 {
+	r, isRec := v.(*preserves.Record)
+	if !isRec || r.Label != LabelServiceHistory || len(r.Fields) != 3 {
 		return nil, nil, 0, false
 	}
-	seq, isSeq := preserves.Unwrap(r.Fields[1]).(preserves.Sequence)
-	n, isInt := preserves.Unwrap(r.Fields[2]).(preserves.Int)
+	seq, isSeq := r.Fields[1].(preserves.Sequence)
+	n, isInt := r.Fields[2].(preserves.Int)
 	if !isSeq || !isInt {
 		return nil, nil, 0, false
 	}
@@ -312,23 +312,23 @@ func ParseHistory(v preserves.Value) (name preserves.Value, changes []Change, dr
 			changes = append(changes, c)
 		}
 	}
-	return preserves.Strip(r.Fields[0]), changes, int(n), true
+	return r.Fields[0], changes, int(n), true
 }
 
 func parseChange(v preserves.Value) (Change, bool) {
-	r, ok := preserves.Unwrap(v).(*preserves.Record)
+	r, ok := v.(*preserves.Record)
 	if !ok || len(r.Fields) != 2 {
 		return Change{}, false
 	}
 	var c Change
-	switch preserves.Unwrap(r.Label) {
+	switch r.Label {
 	case LabelAsserted:
 		c.Asserted = true
 	case LabelRetracted:
 	default:
 		return Change{}, false
 	}
-	s, ok := preserves.Unwrap(r.Fields[0]).(preserves.String)
+	s, ok := r.Fields[0].(preserves.String)
 	if !ok {
 		return Change{}, false
 	}
@@ -336,17 +336,17 @@ func parseChange(v preserves.Value) (Change, bool) {
 	if err != nil {
 		return Change{}, false
 	}
-	c.Time, c.Fact = tm, preserves.Strip(r.Fields[1])
+	c.Time, c.Fact = tm, r.Fields[1]
 	return c, true
 }
 
 // ParseOrigin reads `<history-origin "TS">`.
 func ParseOrigin(v preserves.Value) (time.Time, bool) {
-	r, ok := preserves.Unwrap(v).(*preserves.Record)
-	if !ok || preserves.Unwrap(r.Label) != LabelHistoryOrigin || len(r.Fields) != 1 {
+	r, ok := v.(*preserves.Record)
+	if !ok || r.Label != LabelHistoryOrigin || len(r.Fields) != 1 {
 		return time.Time{}, false
 	}
-	s, ok := preserves.Unwrap(r.Fields[0]).(preserves.String)
+	s, ok := r.Fields[0].(preserves.String)
 	if !ok {
 		return time.Time{}, false
 	}
@@ -356,8 +356,8 @@ func ParseOrigin(v preserves.Value) (time.Time, bool) {
 
 // StateOf returns S when fact is <service-state S>.
 func StateOf(fact preserves.Value) (preserves.Value, bool) {
-	r, ok := preserves.Unwrap(fact).(*preserves.Record)
-	if !ok || preserves.Unwrap(r.Label) != services.LabelServiceState || len(r.Fields) != 1 {
+	r, ok := fact.(*preserves.Record)
+	if !ok || r.Label != services.LabelServiceState || len(r.Fields) != 1 {
 		return nil, false
 	}
 	return r.Fields[0], true

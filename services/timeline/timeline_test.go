@@ -151,12 +151,12 @@ func TestRecordsEveryChange(t *testing.T) {
 	r := newRig(t, Options{})
 	name := preserves.Rec("daemon", preserves.Symbol("db"))
 	testutil.WaitFor(t, "origin", func() bool { r.mu.Lock(); defer r.mu.Unlock(); return r.origins == 1 })
-	// As a script asserts it: with positions, label included.
+	// As a script asserts it: plain, its positions kept aside.
 	req, err := preserves.ReadAllText([]byte("<require-service <daemon db>>"), preserves.TextOptions{File: "test.pr", Positions: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	unreq := r.assert(req[0])
+	unreq := r.assert(preserves.StripRemembering(req[0]))
 	r.waitHistory(t, name, "+require-service@02")
 	unrun := r.assert(services.RunService(name))
 	r.waitHistory(t, name, "+require-service@02", "+run-service@03")
