@@ -173,9 +173,10 @@ func PosOf(v Value) Pos {
 
 // ItemPos returns the source position of item i of compound parent (the
 // numbering of Remember): the item's own position if it is a remembered
-// compound, else the place its parent remembers for it, else the zero
-// Pos.
+// compound (or an *Annotated), else the place its parent remembers for
+// it, else the zero Pos.
 func ItemPos(parent Value, i int) Pos {
+	parent = Unwrap(parent)
 	if item, ok := itemOf(parent, i); ok {
 		if p := PosOf(item); p.IsValid() {
 			return p

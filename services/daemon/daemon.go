@@ -96,7 +96,3 @@ func literal(v preserves.Value) pattern.Pattern {
 	}
 	return pattern.Lit{Value: v}
 }
-
-func posText(v preserves.Value) string {
-	return preserves.PosOf(v).String()
-}

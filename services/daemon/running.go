@@ -40,7 +40,7 @@ func ProcessStatus(name preserves.Value, pid, restarts int, since time.Time) pre
 
 // specKey identifies a spec independently of annotations (positions).
 func specKey(raw preserves.Value) string {
-	return preserves.FormatText(preserves.Strip(raw))
+	return preserves.FormatText(raw)
 }
 
 // processFacet starts the facet of one running process in the active

@@ -49,3 +49,9 @@ var (
 // ParseSpec is externalservices.ParseSpec: the error, when not nil, is a
 // *schema.ParseError of class ErrNotASpec or ErrInvalidField.
 func ParseSpec(v preserves.Value) (*Spec, error) { return externalservices.ParseSpec(v) }
+
+// ParseSpecAt is externalservices.ParseSpecAt: ParseSpec of v written at
+// `at` (an atom's place is its parent's to know).
+func ParseSpecAt(v preserves.Value, at preserves.Pos) (*Spec, error) {
+	return externalservices.ParseSpecAt(v, at)
+}

@@ -84,13 +84,13 @@ func TestRuntimeAndCheckAgree(t *testing.T) {
 
 	h := newHarness(t)
 	h.runScript(file, src.String())
-	asserted := func() map[string]preserves.Value {
+	asserted := func() map[string]*preserves.Record {
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		out := map[string]preserves.Value{}
+		out := map[string]*preserves.Record{}
 		for _, v := range h.present {
-			if r, ok := preserves.Unwrap(v).(*preserves.Record); ok && preserves.Equal(r.Label, preserves.Symbol("daemon")) && len(r.Fields) == 2 {
-				out[preserves.FormatText(preserves.Strip(r.Fields[0]))] = r.Fields[1]
+			if r, ok := v.(*preserves.Record); ok && preserves.Equal(r.Label, preserves.Symbol("daemon")) && len(r.Fields) == 2 {
+				out[preserves.FormatText(r.Fields[0])] = r
 			}
 		}
 		return out
@@ -100,7 +100,10 @@ func TestRuntimeAndCheckAgree(t *testing.T) {
 
 	for i, text := range agreeSpecs {
 		line := i + 1
-		spec, err := ParseSpec(specs[fmt.Sprintf("a%d", i)])
+		// As the worker parses it: the spec, at the place its
+		// declaration remembers for it.
+		decl := specs[fmt.Sprintf("a%d", i)]
+		spec, err := ParseSpecAt(decl.Fields[1], preserves.FieldPos(decl, 1))
 		var errs, unknown []*script.Error
 		for _, e := range checked[line] {
 			if errors.Is(e, externalservices.ErrUnknownKey) {

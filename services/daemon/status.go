@@ -146,7 +146,7 @@ func OutputValue(lines []Line) preserves.Value {
 func (s *Service) serveOutput(t *dataspace.Turn, cfg *dataspace.Ref) {
 	p := pattern.Rec(labelOutputRequest, pattern.Bind{Pattern: pattern.Rec(labelDaemon, pattern.Discard{})})
 	t.During(cfg, p, func(t *dataspace.Turn, caps []preserves.Value) error {
-		name := preserves.Strip(caps[0])
+		name := caps[0]
 		if d := s.runs[daemonKey(name)]; d != nil {
 			t.Assert(cfg, preserves.NewRecord(labelServiceOutput, name, OutputValue(d.hist.lastLines())))
 		}

@@ -55,7 +55,7 @@ func newStopOrder() *stopOrder {
 }
 
 // daemonKey is the key of a daemon service name.
-func daemonKey(name preserves.Value) string { return preserves.FormatText(preserves.Strip(name)) }
+func daemonKey(name preserves.Value) string { return preserves.FormatText(name) }
 
 // track observes depends-on assertions between daemons in the active facet.
 func (o *stopOrder) track(t *dataspace.Turn, cfg *dataspace.Ref) {

@@ -48,11 +48,7 @@ type daemonRun struct {
 
 // runDaemon runs in the facet of one `<run-service <daemon …>>`.
 func runDaemon(t *dataspace.Turn, s *Service, env services.Env, name preserves.Value) {
-	// A name a script asserted carries its position: keep that for the
-	// warning, and use the plain value from here on (it is asserted in
-	// states and log records, and used in patterns).
-	pos := posText(name)
-	name = preserves.Strip(name)
+	pos := preserves.PosOf(name).String() // where a script asked
 	id, err := externalservices.ParseDaemonName(name)
 	if err != nil {
 		// Go deviation (§0): a request of our label that the schema
@@ -139,9 +135,12 @@ func (w *worker) boot(t *dataspace.Turn) error {
 	w.tally = newTally()
 	w.specs = map[*specRun]struct{}{}
 	w.rec = services.NewReconciler(t, w.reconcile)
-	specPat := pattern.Rec(labelDaemon, literal(w.d.id), pattern.Capture())
+	// The whole declaration, so that a spec that is an atom still has
+	// the place it was written (its parent remembers it).
+	specPat := pattern.Bind{Pattern: pattern.Rec(labelDaemon, literal(w.d.id), pattern.Discard{})}
 	t.During(w.d.env.Config, specPat, func(t *dataspace.Turn, caps []preserves.Value) error {
-		return w.specAsserted(t, caps[0])
+		decl := caps[0].(*preserves.Record)
+		return w.specAsserted(t, decl.Fields[1], preserves.FieldPos(decl, 1))
 	})
 	// After subscribing, one round trip removes the initial un-readiness.
 	t.Sync(w.d.env.Config, func(t *dataspace.Turn) error {
@@ -195,7 +194,7 @@ func (w *worker) publishInfo(t *dataspace.Turn) {
 		}
 		if r.phase != "" || len(r.reasons)+len(r.warnings) > 0 {
 			reasons := append(slices.Clone(r.reasons), r.warnings...)
-			parts = append(parts, services.Info{Phase: r.phase, Reasons: reasons, Pos: posText(r.raw)})
+			parts = append(parts, services.Info{Phase: r.phase, Reasons: reasons, Pos: r.at.String()})
 		}
 	}
 	parts[0] = w.d.hist.info(w.d.s.now(), window)
@@ -205,8 +204,7 @@ func (w *worker) publishInfo(t *dataspace.Turn) {
 	files := map[string]bool{}
 	var where []string
 	for r := range w.specs {
-		p := preserves.PosOf(r.raw)
-		if p.File != "" {
+		if p := r.at; p.File != "" {
 			files[p.File] = true
 			where = append(where, p.String())
 		}
@@ -223,10 +221,11 @@ func (w *worker) publishInfo(t *dataspace.Turn) {
 	w.info.Publish(t, w.d.env.Config, w.d.name, services.MergeInfo(parts...))
 }
 
-// specAsserted is the event "`<daemon ID SPEC>` appeared"; it runs in the
-// facet that lasts as long as the assertion.
-func (w *worker) specAsserted(t *dataspace.Turn, raw preserves.Value) error {
-	r := &specRun{w: w, raw: raw}
+// specAsserted is the event "`<daemon ID SPEC>` appeared", SPEC (raw)
+// written at `at`; it runs in the facet that lasts as long as the
+// assertion.
+func (w *worker) specAsserted(t *dataspace.Turn, raw preserves.Value, at preserves.Pos) error {
+	r := &specRun{w: w, raw: raw, at: at}
 	w.specs[r] = struct{}{}
 	w.tally.specAdded()
 	w.rec.Kick(t)
@@ -234,9 +233,9 @@ func (w *worker) specAsserted(t *dataspace.Turn, raw preserves.Value) error {
 		r.retracted(t)
 		return nil
 	})
-	spec, err := ParseSpec(raw)
+	spec, err := ParseSpecAt(raw, at)
 	if err != nil {
-		ev := w.d.log.Warn().Str("spec", preserves.Show(raw)).Str("pos", posText(raw)).Err(err)
+		ev := w.d.log.Warn().Str("spec", preserves.Show(raw)).Str("pos", at.String()).Err(err)
 		if errors.Is(err, ErrNotASpec) {
 			// The tally stays raised; the daemon reports failed while
 			// this spec is asserted (Go deviation, §5.3).
@@ -251,7 +250,7 @@ func (w *worker) specAsserted(t *dataspace.Turn, raw preserves.Value) error {
 	r.spec = spec
 	// Misspelt keys are ignored, as by the reference, but not silently.
 	for _, msg := range spec.Unknown {
-		w.d.log.Warn().Str("pos", posText(raw)).Msg(msg)
+		w.d.log.Warn().Str("pos", at.String()).Msg(msg)
 		r.warnings = append(r.warnings, msg)
 	}
 	r.command = preserves.ShowString(fmt.Sprintf("%q", spec.Argv)) // for log lines
@@ -266,6 +265,7 @@ func (w *worker) specAsserted(t *dataspace.Turn, raw preserves.Value) error {
 type specRun struct {
 	w       *worker
 	raw     preserves.Value
+	at      preserves.Pos // where raw was written, if known
 	spec    *Spec
 	command string // argv, quoted, for log records
 	key     string // the spec without positions (start counts)

@@ -145,8 +145,13 @@ func (l Limits) IsZero() bool { return !l.HasDelay && !l.HasMaxDelay && !l.HasLi
 // class ErrNotASpec (preferred when there are both) or ErrInvalidField:
 // the first found. Unknown keys are not errors; their messages are in
 // Spec.Unknown.
-func ParseSpec(v preserves.Value) (*Spec, error) {
-	s, problems := elaborate(v)
+func ParseSpec(v preserves.Value) (*Spec, error) { return ParseSpecAt(v, preserves.Pos{}) }
+
+// ParseSpecAt is ParseSpec of v written at `at`: the place its parent
+// knows for it (preserves.FieldPos of `<daemon ID SPEC>`), which an atom
+// or an empty sequence cannot carry itself. A zero `at` means v's own.
+func ParseSpecAt(v preserves.Value, at preserves.Pos) (*Spec, error) {
+	s, problems := elaborate(v, at)
 	var first *schema.ParseError
 	for _, p := range problems {
 		switch {
@@ -168,7 +173,7 @@ func ParseSpec(v preserves.Value) (*Spec, error) {
 // performs, so v is valid for one exactly when it is for the other
 // (unknown keys aside).
 func CheckSpec(v preserves.Value) []*schema.ParseError {
-	_, problems := elaborate(v)
+	_, problems := elaborate(v, preserves.Pos{})
 	return problems
 }
 
@@ -204,18 +209,44 @@ type elaboration struct {
 	s        Spec
 	problems []*schema.ParseError
 	d        *preserves.Dictionary // the dictionary form
+	top      preserves.Pos         // where the spec was written, if known
 }
 
-func (e *elaboration) fail(class error, at preserves.Value, format string, args ...any) {
-	e.problems = append(e.problems, &schema.ParseError{Pos: preserves.PosOf(at), Msg: fmt.Sprintf(format, args...), Class: class})
+// Problems name the place of the part that is wrong (at): a part's own
+// position, or the one its parent remembers for it (preserves.ItemPos,
+// in), or failing both the nearest enclosing one: values a script
+// asserts are plain, their positions kept aside.
+
+func (e *elaboration) fail(class error, at preserves.Pos, format string, args ...any) {
+	e.problems = append(e.problems, &schema.ParseError{Pos: at, Msg: fmt.Sprintf(format, args...), Class: class})
 }
 
-func (e *elaboration) invalid(at preserves.Value, format string, args ...any) {
+func (e *elaboration) invalid(at preserves.Pos, format string, args ...any) {
 	e.fail(ErrInvalidField, at, format, args...)
 }
 
-func elaborate(v preserves.Value) (*Spec, []*schema.ParseError) {
-	e := &elaboration{s: Spec{ReadyOnStart: true, Restart: RestartPolicyAlways, StopTimeout: DefaultStopTimeout}}
+// in is the position of item i of parent (numbered as preserves.ItemPos
+// numbers them), else outer.
+func in(parent preserves.Value, i int, outer preserves.Pos) preserves.Pos {
+	if p := preserves.ItemPos(parent, i); p.IsValid() {
+		return p
+	}
+	return outer
+}
+
+// keyPos is the position of the value at key of the dictionary form.
+func (e *elaboration) keyPos(key string) preserves.Pos {
+	if p := preserves.EntryPos(e.d, preserves.Symbol(key)); p.IsValid() {
+		return p
+	}
+	return e.top
+}
+
+func elaborate(v preserves.Value, at preserves.Pos) (*Spec, []*schema.ParseError) {
+	if !at.IsValid() {
+		at = preserves.PosOf(v)
+	}
+	e := &elaboration{s: Spec{ReadyOnStart: true, Restart: RestartPolicyAlways, StopTimeout: DefaultStopTimeout}, top: at}
 	if d, ok := preserves.Unwrap(v).(*preserves.Dictionary); ok {
 		e.full(v, d)
 		return &e.s, e.problems
@@ -238,14 +269,14 @@ func (e *elaboration) notASpec(v preserves.Value) {
 	r, _ := preserves.Unwrap(v).(*preserves.Record)
 	switch {
 	case r != nil && preserves.Equal(r.Label, preserves.Symbol("one-shot")) && len(r.Fields) == 0:
-		e.fail(ErrNotASpec, v, "one-shot: expected <one-shot COMMAND>, not 0 field(s)")
+		e.fail(ErrNotASpec, e.top, "one-shot: expected <one-shot COMMAND>, not 0 field(s)")
 	case r != nil && preserves.Equal(r.Label, preserves.Symbol("one-shot")):
-		e.commandLine(r.Fields[0], "one-shot")
+		e.commandLine(r.Fields[0], in(r, 1, e.top), "one-shot")
 	case isSeq(v):
-		e.commandLine(v, "daemon")
+		e.commandLine(v, e.top, "daemon")
 	}
 	if len(e.problems) == 0 { // none of the cases above: say what a spec is
-		e.fail(ErrNotASpec, v, "daemon: the spec must be a command string, [PROGRAM ARG ...], <one-shot COMMAND> or a dictionary, not %s", schema.Show(v))
+		e.fail(ErrNotASpec, e.top, "daemon: the spec must be a command string, [PROGRAM ARG ...], <one-shot COMMAND> or a dictionary, not %s", schema.Show(v))
 	}
 }
 
@@ -266,26 +297,26 @@ func argv(c CommandLine) []string {
 	return nil
 }
 
-// commandLine elaborates c, a CommandLine, or says why it is not one (the
-// spec is then not a spec).
-func (e *elaboration) commandLine(c preserves.Value, what string) []string {
+// commandLine elaborates c, a CommandLine written at `at`, or says why it
+// is not one (the spec is then not a spec).
+func (e *elaboration) commandLine(c preserves.Value, at preserves.Pos, what string) []string {
 	if cl, err := ParseCommandLine(c); err == nil {
 		return argv(cl)
 	}
 	seq, ok := preserves.Unwrap(c).(preserves.Sequence)
 	switch {
 	case !ok:
-		e.fail(ErrNotASpec, c, "%s: the command line must be a shell string or [PROGRAM ARG ...], not %s", what, schema.Show(c))
+		e.fail(ErrNotASpec, at, "%s: the command line must be a shell string or [PROGRAM ARG ...], not %s", what, schema.Show(c))
 	case len(seq) == 0:
-		e.fail(ErrNotASpec, c, "%s: the command line is empty: it needs at least a program", what)
+		e.fail(ErrNotASpec, at, "%s: the command line is empty: it needs at least a program", what)
 	}
 	for i, el := range seq {
 		switch _, err := schema.AsString(el); {
 		case err == nil:
 		case i == 0:
-			e.fail(ErrNotASpec, el, "%s: the program must be a string, not %s", what, schema.Show(el))
+			e.fail(ErrNotASpec, in(c, i, at), "%s: the program must be a string, not %s", what, schema.Show(el))
 		default:
-			e.fail(ErrNotASpec, el, "%s: argument %d must be a string, not %s", what, i, schema.Show(el))
+			e.fail(ErrNotASpec, in(c, i, at), "%s: argument %d must be a string, not %s", what, i, schema.Show(el))
 		}
 	}
 	return nil
@@ -297,16 +328,16 @@ func (e *elaboration) commandLine(c preserves.Value, what string) []string {
 func (e *elaboration) full(v preserves.Value, d *preserves.Dictionary) {
 	e.d = d
 	if x, ok := e.get("argv"); ok {
-		e.s.Argv = e.commandLine(x, "argv")
+		e.s.Argv = e.commandLine(x, e.keyPos("argv"), "argv")
 	} else {
-		e.fail(ErrNotASpec, v, "daemon: the spec dictionary has no argv (the command to run)")
+		e.fail(ErrNotASpec, e.top, "daemon: the spec dictionary has no argv (the command to run)")
 	}
-	for _, en := range d.Entries() {
+	for i, en := range d.Entries() {
 		k, ok := preserves.Unwrap(en.Key).(preserves.Symbol)
 		if !ok {
-			e.fail(ErrUnknownKey, en.Key, "daemon: spec keys are symbols, not %s", schema.Show(en.Key))
+			e.fail(ErrUnknownKey, in(d, 2*i, e.top), "daemon: spec keys are symbols, not %s", schema.Show(en.Key))
 		} else if !slices.Contains(specKeys, string(k)) {
-			e.fail(ErrUnknownKey, en.Key, "unknown key %s in a daemon spec%s", preserves.ShowString(string(k)), schema.DidYouMean(string(k), specKeys))
+			e.fail(ErrUnknownKey, in(d, 2*i, e.top), "unknown key %s in a daemon spec%s", preserves.ShowString(string(k)), schema.DidYouMean(string(k), specKeys))
 			e.s.Unknown = append(e.s.Unknown, e.problems[len(e.problems)-1].Msg)
 		}
 	}
@@ -342,7 +373,7 @@ func field[P, F any](e *elaboration, v preserves.Value, key string, parse func(p
 	f, _ := parse(v)
 	p, ok := any(f).(P)
 	if x, has := e.get(key); has && !ok {
-		e.invalid(x, "%s", msg(x))
+		e.invalid(e.keyPos(key), "%s", msg(x))
 	}
 	return p, ok
 }
@@ -368,6 +399,7 @@ func enum[T any](key string, parse func(preserves.Value) (T, error)) func(preser
 // env elaborates the env dictionary.
 func (e *elaboration) env(f ProcessEnvPresent) {
 	x, _ := e.get("env")
+	envAt := e.keyPos("env")
 	ed, _ := schema.AsDict(x) // its entries, in the order of f.Env
 	for i, en := range ed.Entries() {
 		var name string
@@ -377,11 +409,11 @@ func (e *elaboration) env(f ProcessEnvPresent) {
 		case EnvVariableSymbol:
 			name = string(k.Value)
 		default:
-			e.invalid(en.Key, "env: variable name %s must be a string or a symbol", schema.Show(en.Key))
+			e.invalid(in(ed, 2*i, envAt), "env: variable name %s must be a string or a symbol", schema.Show(en.Key))
 		}
 		if _, bad := f.Env[i].Key.(EnvVariableInvalid); !bad {
 			if p := envNameProblem(name); p != "" {
-				e.invalid(en.Key, "%s", p)
+				e.invalid(in(ed, 2*i, envAt), "%s", p)
 			}
 		}
 		switch val := f.Env[i].Value.(type) {
@@ -390,7 +422,7 @@ func (e *elaboration) env(f ProcessEnvPresent) {
 		case EnvValueRemove:
 			e.s.Env = append(e.s.Env, EnvChange{Name: name, Remove: true})
 		default:
-			e.invalid(en.Value, "env: the value of %s must be a string, or #f to remove it, not %s", schema.Show(en.Key), schema.Show(en.Value))
+			e.invalid(in(ed, 2*i+1, envAt), "env: the value of %s must be a string, or #f to remove it, not %s", schema.Show(en.Key), schema.Show(en.Value))
 		}
 	}
 }
@@ -403,7 +435,7 @@ func (e *elaboration) seconds(key string, dst *time.Duration, has *bool) {
 		return
 	}
 	if !durationOf(x, dst) {
-		e.invalid(x, "%s must be a non-negative number of seconds, not %s", key, schema.Show(x))
+		e.invalid(e.keyPos(key), "%s must be a non-negative number of seconds, not %s", key, schema.Show(x))
 		return
 	}
 	if has != nil {
@@ -439,7 +471,7 @@ func (e *elaboration) limits() {
 	if x, ok := e.get("restartLimit"); ok && !schema.IsWildcard(x) {
 		n, ok := preserves.Unwrap(x).(preserves.Int)
 		if !ok || n < 0 || int64(n) > math.MaxInt32 {
-			e.invalid(x, "restartLimit must be a non-negative integer, not %s", schema.Show(x))
+			e.invalid(e.keyPos("restartLimit"), "restartLimit must be a non-negative integer, not %s", schema.Show(x))
 			return
 		}
 		l.Limit, l.HasLimit = int(n), true
@@ -454,18 +486,18 @@ func (e *elaboration) readiness() {
 	x, ok := e.get("readiness")
 	if !ok {
 		for _, k := range []string{"readyTimeout", "watchdog"} {
-			if y, ok := e.get(k); ok {
-				e.invalid(y, "%s needs a readiness protocol (a readiness key)", k)
+			if _, ok := e.get(k); ok {
+				e.invalid(e.keyPos(k), "%s needs a readiness protocol (a readiness key)", k)
 			}
 		}
 		return
 	}
 	known := !schema.IsWildcard(x)
 	if known {
-		e.readinessProtocol(x)
+		e.readinessProtocol(x, e.keyPos("readiness"))
 	}
 	if y, ok := e.get("readyOnStart"); ok && preserves.Unwrap(y) == preserves.Bool(true) {
-		e.invalid(y, "readyOnStart: #t contradicts the readiness protocol (the daemon is ready when it says so)")
+		e.invalid(e.keyPos("readyOnStart"), "readyOnStart: #t contradicts the readiness protocol (the daemon is ready when it says so)")
 	}
 	r := &e.s.Readiness
 	e.s.ReadyOnStart = false
@@ -478,16 +510,16 @@ func (e *elaboration) readiness() {
 	var d time.Duration
 	switch ok := durationOf(y, &d); {
 	case !ok || d <= 0:
-		e.invalid(y, "watchdog must be a positive number of seconds, not %s", schema.Show(y))
+		e.invalid(e.keyPos("watchdog"), "watchdog must be a positive number of seconds, not %s", schema.Show(y))
 	case known && r.Kind != ReadySDNotify:
-		e.invalid(y, "watchdog needs readiness: sd-notify (WATCHDOG=1 is an sd_notify message)")
+		e.invalid(e.keyPos("watchdog"), "watchdog needs readiness: sd-notify (WATCHDOG=1 is an sd_notify message)")
 	default:
 		r.Watchdog = d
 	}
 }
 
-// readinessProtocol elaborates the value of `readiness`.
-func (e *elaboration) readinessProtocol(x preserves.Value) {
+// readinessProtocol elaborates the value of `readiness`, written at `at`.
+func (e *elaboration) readinessProtocol(x preserves.Value, at preserves.Pos) {
 	r := &e.s.Readiness
 	if preserves.Equal(x, preserves.Symbol("sd-notify")) {
 		r.Kind = ReadySDNotify
@@ -500,42 +532,42 @@ func (e *elaboration) readinessProtocol(x preserves.Value) {
 	}
 	switch {
 	case label == "notification-fd" && len(rec.Fields) == 1:
-		fd := e.intIn(rec.Fields[0], 3, MaxNotificationFD, "notification-fd (0-2 are stdio)")
+		fd := e.intIn(rec.Fields[0], in(rec, 1, at), 3, MaxNotificationFD, "notification-fd (0-2 are stdio)")
 		r.Kind, r.FD = ReadyFD, fd
 	case label == "tcp" && (len(rec.Fields) == 1 || len(rec.Fields) == 2):
 		host := "127.0.0.1"
 		if len(rec.Fields) == 2 {
-			host = e.nonEmpty(rec.Fields[0], "tcp host")
+			host = e.nonEmpty(rec.Fields[0], in(rec, 1, at), "tcp host")
 		}
-		port := e.intIn(rec.Fields[len(rec.Fields)-1], 1, 65535, "tcp port")
+		port := e.intIn(rec.Fields[len(rec.Fields)-1], in(rec, len(rec.Fields), at), 1, 65535, "tcp port")
 		r.Kind, r.Network, r.Address = ReadyListen, "tcp", net.JoinHostPort(host, strconv.Itoa(port))
 	case label == "unix" && len(rec.Fields) == 1:
-		r.Kind, r.Network, r.Address = ReadyListen, "unix", e.nonEmpty(rec.Fields[0], "unix socket path")
+		r.Kind, r.Network, r.Address = ReadyListen, "unix", e.nonEmpty(rec.Fields[0], in(rec, 1, at), "unix socket path")
 	default:
-		e.invalid(x, "readiness: %s is not a readiness protocol (readiness must be %s)", schema.Show(x), readinessShapes)
+		e.invalid(at, "readiness: %s is not a readiness protocol (readiness must be %s)", schema.Show(x), readinessShapes)
 	}
 }
 
-// intIn elaborates an integer from lo to hi.
-func (e *elaboration) intIn(at preserves.Value, lo, hi int, what string) int {
-	if schema.IsWildcard(at) {
+// intIn elaborates x, written at `at`, an integer from lo to hi.
+func (e *elaboration) intIn(x preserves.Value, at preserves.Pos, lo, hi int, what string) int {
+	if schema.IsWildcard(x) {
 		return lo
 	}
-	n, ok := preserves.Unwrap(at).(preserves.Int)
+	n, ok := preserves.Unwrap(x).(preserves.Int)
 	if !ok || int64(n) < int64(lo) || int64(n) > int64(hi) {
-		e.invalid(at, "%s must be an integer from %d to %d, not %s", what, lo, hi, schema.Show(at))
+		e.invalid(at, "%s must be an integer from %d to %d, not %s", what, lo, hi, schema.Show(x))
 		return lo
 	}
 	return int(n)
 }
 
-// nonEmpty elaborates a non-empty string.
-func (e *elaboration) nonEmpty(at preserves.Value, what string) string {
-	s, err := schema.AsString(at)
+// nonEmpty elaborates x, written at `at`, a non-empty string.
+func (e *elaboration) nonEmpty(x preserves.Value, at preserves.Pos, what string) string {
+	s, err := schema.AsString(x)
 	switch {
 	case err != nil:
-		e.invalid(at, "%s must be a string, not %s", what, schema.Show(at))
-	case s == "" && !schema.IsWildcard(at):
+		e.invalid(at, "%s must be a string, not %s", what, schema.Show(x))
+	case s == "" && !schema.IsWildcard(x):
 		e.invalid(at, "%s must not be empty", what)
 	}
 	return s
