@@ -146,15 +146,23 @@ func (w *textWriter) column() int {
 	return len(w.buf) - (bytes.LastIndexByte(w.buf, '\n') + 1)
 }
 
-func (w *textWriter) pretty(v Value, depth int) {
+// fits writes v compactly if it fits in what is left of the line, and
+// reports whether it did (writing nothing when it does not).
+func (w *textWriter) fits(v Value) bool {
 	mark := len(w.buf)
 	w.limit = mark + max(textWidth-w.column(), 0)
 	ok := w.compact(v)
 	w.limit = math.MaxInt
-	if ok {
+	if !ok {
+		w.buf = w.buf[:mark]
+	}
+	return ok
+}
+
+func (w *textWriter) pretty(v Value, depth int) {
+	if w.fits(v) {
 		return
 	}
-	w.buf = w.buf[:mark]
 	item := v
 	if a, isAnn := v.(*Annotated); isAnn {
 		item = a.Item
@@ -173,14 +181,9 @@ func (w *textWriter) pretty(v Value, depth int) {
 			}
 		}
 		// With the annotations on lines of their own the item may fit.
-		mark = len(w.buf)
-		w.limit = mark + max(textWidth-w.column(), 0)
-		ok := w.compact(item)
-		w.limit = math.MaxInt
-		if ok {
+		if w.fits(item) {
 			return
 		}
-		w.buf = w.buf[:mark]
 	}
 	switch x := item.(type) {
 	case *Record:

@@ -53,6 +53,7 @@ import (
 	"math"
 	"math/big"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -280,6 +281,20 @@ type Pos struct {
 // IsValid reports whether p names a place.
 func (p Pos) IsValid() bool { return p.Line > 0 }
 
+// Pos returns p. A struct that embeds a Pos under a field name of its own,
+// through an alias (type At = preserves.Pos), thereby has a Pos method: the
+// script packages' syntax trees give every node its position that way.
+func (p Pos) Pos() Pos { return p }
+
+// Prefix returns msg preceded by "p: " when p names a file or a place, and
+// msg alone otherwise: the form of every positioned error message.
+func (p Pos) Prefix(msg string) string {
+	if p.File == "" && !p.IsValid() {
+		return msg
+	}
+	return p.String() + ": " + msg
+}
+
 // String renders file:line:col (omitting what is unknown).
 func (p Pos) String() string {
 	var b strings.Builder
@@ -395,39 +410,33 @@ func stripSlice(vs []Value) ([]Value, bool) {
 
 // hasAnn reports whether v carries annotations anywhere.
 func hasAnn(v Value) bool {
-	switch x := v.(type) {
-	case *Annotated:
+	if _, ok := v.(*Annotated); ok {
 		return true
+	}
+	return anyPart(v, hasAnn)
+}
+
+// anyPart reports whether pred holds for one of the values v is built
+// from: a record's label and fields, the items of a sequence or set, the
+// keys and values of a dictionary, an embedded value's payload when that
+// is a Value. It does not look through annotations.
+func anyPart(v Value, pred func(Value) bool) bool {
+	switch x := v.(type) {
 	case *Record:
-		if hasAnn(x.Label) {
-			return true
-		}
-		for _, f := range x.Fields {
-			if hasAnn(f) {
-				return true
-			}
-		}
+		return pred(x.Label) || slices.ContainsFunc(x.Fields, pred)
 	case Sequence:
-		for _, f := range x {
-			if hasAnn(f) {
-				return true
-			}
-		}
+		return slices.ContainsFunc(x, pred)
 	case *Set:
-		for _, f := range x.elems {
-			if hasAnn(f) {
-				return true
-			}
-		}
+		return slices.ContainsFunc(x.elems, pred)
 	case *Dictionary:
 		for _, e := range x.entries {
-			if hasAnn(e.Key) || hasAnn(e.Value) {
+			if pred(e.Key) || pred(e.Value) {
 				return true
 			}
 		}
 	case *Embedded:
 		if pv, ok := x.Payload.(Value); ok {
-			return hasAnn(pv)
+			return pred(pv)
 		}
 	}
 	return false
@@ -765,36 +774,9 @@ func ByteStringFrom(bs []byte) ByteString { return ByteString(bytes.Clone(bs)) }
 // with embedded parts have no canonical encoding to sign and no text form
 // that reads back as the same value.
 func HasEmbedded(v Value) bool {
-	switch x := Unwrap(v).(type) {
-	case *Embedded:
+	v = Unwrap(v)
+	if _, ok := v.(*Embedded); ok {
 		return true
-	case *Record:
-		if HasEmbedded(x.Label) {
-			return true
-		}
-		for _, f := range x.Fields {
-			if HasEmbedded(f) {
-				return true
-			}
-		}
-	case Sequence:
-		for _, f := range x {
-			if HasEmbedded(f) {
-				return true
-			}
-		}
-	case *Set:
-		for _, f := range x.elems {
-			if HasEmbedded(f) {
-				return true
-			}
-		}
-	case *Dictionary:
-		for _, e := range x.entries {
-			if HasEmbedded(e.Key) || HasEmbedded(e.Value) {
-				return true
-			}
-		}
 	}
-	return false
+	return anyPart(v, HasEmbedded)
 }

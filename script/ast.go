@@ -8,6 +8,11 @@ type Node interface {
 	Pos() preserves.Pos
 }
 
+// At is the position every node of this package and of script/compile
+// embeds: the field is named At, and preserves.Pos's Pos method is the
+// node's, so no node type spells out its own.
+type At = preserves.Pos
+
 // File is a parsed script: its instructions in source order.
 type File struct {
 	Name string
@@ -31,53 +36,53 @@ type Instr interface {
 
 // Block is `[ INSTR ... ]`. It is not a scope (services spec §4.9).
 type Block struct {
-	At   preserves.Pos
+	At
 	Body []Instr
 }
 
 // Retarget is `$Var INSTR`: Body is compiled with Var as the active target
 // and the previous target as the outer target (services spec §4.3).
 type Retarget struct {
-	At   preserves.Pos
+	At
 	Var  string
 	Body Instr
 }
 
 // Assert is a record or dictionary in instruction position, or `+= V`.
 type Assert struct {
-	At    preserves.Pos
+	At
 	Value Expr
 }
 
 // Send is `! V`.
 type Send struct {
-	At    preserves.Pos
+	At
 	Value Expr
 }
 
 // During is `? PAT INSTR`; OnMessage is `?? PAT INSTR`.
 type During struct {
-	At   preserves.Pos
+	At
 	Pat  Expr
 	Body Instr
 }
 
 // OnMessage is `?? PAT INSTR`.
 type OnMessage struct {
-	At   preserves.Pos
+	At
 	Pat  Expr
 	Body Instr
 }
 
 // OnStop is `?- INSTR`.
 type OnStop struct {
-	At   preserves.Pos
+	At
 	Body Instr
 }
 
 // Let is `let PAT = EXPR`.
 type Let struct {
-	At   preserves.Pos
+	At
 	Pat  Expr
 	Expr Expr
 	// PatSrc is the pattern as written, for run-time errors.
@@ -88,21 +93,11 @@ type Let struct {
 // this point (normally set by a preceding `$x`); Else holds every remaining
 // instruction of the enclosing block or file.
 type Cond struct {
-	At   preserves.Pos
+	At
 	Pat  Expr
 	Then Instr
 	Else []Instr
 }
-
-func (n *Block) Pos() preserves.Pos     { return n.At }
-func (n *Retarget) Pos() preserves.Pos  { return n.At }
-func (n *Assert) Pos() preserves.Pos    { return n.At }
-func (n *Send) Pos() preserves.Pos      { return n.At }
-func (n *During) Pos() preserves.Pos    { return n.At }
-func (n *OnMessage) Pos() preserves.Pos { return n.At }
-func (n *OnStop) Pos() preserves.Pos    { return n.At }
-func (n *Let) Pos() preserves.Pos       { return n.At }
-func (n *Cond) Pos() preserves.Pos      { return n.At }
 
 func (*Block) instr()     {}
 func (*Retarget) instr()  {}
@@ -133,58 +128,58 @@ type Expr interface {
 // Src, when set, is the value as read, with the reader's positions at every
 // depth (compile.Options.Positions keeps them in asserted values).
 type Lit struct {
-	At    preserves.Pos
+	At
 	Value preserves.Value
 	Src   preserves.Value
 }
 
 // Var is `$name`; `$.` has Name ".".
 type Var struct {
-	At   preserves.Pos
+	At
 	Name string
 }
 
 // Capture is `$name` inside a caveat rewrite template where name is a binder
 // of the rewrite's pattern; Index is its position in pre-order capture order.
 type Capture struct {
-	At    preserves.Pos
+	At
 	Name  string
 	Index int
 }
 
 // Discard is `_` (patterns only).
-type Discard struct{ At preserves.Pos }
+type Discard struct{ At }
 
 // Bind is `?name` (Pat is a Discard) or `<?name PAT>` (patterns only).
 type Bind struct {
-	At   preserves.Pos
+	At
 	Name string
 	Pat  Expr
 }
 
 // RecordExpr is `<LABEL FIELD ...>`.
 type RecordExpr struct {
-	At     preserves.Pos
+	At
 	Label  Expr
 	Fields []Expr
 }
 
 // SeqExpr is `[ELEM ...]`.
 type SeqExpr struct {
-	At    preserves.Pos
+	At
 	Elems []Expr
 }
 
 // SetExpr is `#{ELEM ...}` (values only).
 type SetExpr struct {
-	At    preserves.Pos
+	At
 	Elems []Expr
 }
 
 // DictExpr is `{KEY: VALUE ...}`. In patterns and templates every key is a
 // *Lit, in Preserves order of the keys.
 type DictExpr struct {
-	At      preserves.Pos
+	At
 	Entries []DictEntry
 }
 
@@ -197,7 +192,7 @@ type DictEntry struct {
 // Attenuate is `<* $var [CAVEAT ...]>`. Target is a *Var, or a *Capture when
 // it appears in a rewrite template and names a capture of that rewrite.
 type Attenuate struct {
-	At      preserves.Pos
+	At
 	Target  Expr
 	Caveats []Caveat
 }
@@ -208,7 +203,7 @@ type Attenuate struct {
 // shorthands already normalised. Binders lists its captures in pre-order,
 // "" for an anonymous `<bind P>`.
 type SturdyPat struct {
-	At      preserves.Pos
+	At
 	Value   Expr
 	Binders []string
 }
@@ -218,23 +213,10 @@ type SturdyPat struct {
 // CallExpr is a use of a built-in convenience expression (the right-hand
 // side of let): `NAME OPERAND…`, Args holding Builtin.Arity() operands.
 type CallExpr struct {
-	At      preserves.Pos
+	At
 	Builtin *Builtin
 	Args    []Expr
 }
-
-func (n *Lit) Pos() preserves.Pos        { return n.At }
-func (n *Var) Pos() preserves.Pos        { return n.At }
-func (n *Capture) Pos() preserves.Pos    { return n.At }
-func (n *Discard) Pos() preserves.Pos    { return n.At }
-func (n *Bind) Pos() preserves.Pos       { return n.At }
-func (n *RecordExpr) Pos() preserves.Pos { return n.At }
-func (n *SeqExpr) Pos() preserves.Pos    { return n.At }
-func (n *SetExpr) Pos() preserves.Pos    { return n.At }
-func (n *DictExpr) Pos() preserves.Pos   { return n.At }
-func (n *Attenuate) Pos() preserves.Pos  { return n.At }
-func (n *SturdyPat) Pos() preserves.Pos  { return n.At }
-func (n *CallExpr) Pos() preserves.Pos   { return n.At }
 
 func (*Lit) expr()        {}
 func (*Var) expr()        {}
@@ -261,7 +243,7 @@ type Caveat interface {
 // Rewrite is `<rewrite PAT TEMPLATE>`, or `<accept PAT>` (Accept set and
 // Template nil). Binders lists PAT's capture names in pre-order.
 type Rewrite struct {
-	At       preserves.Pos
+	At
 	Accept   bool
 	Pat      Expr
 	Template Expr
@@ -270,19 +252,15 @@ type Rewrite struct {
 
 // Reject is `<reject PAT>`.
 type Reject struct {
-	At  preserves.Pos
+	At
 	Pat Expr
 }
 
 // Or is `<or [REWRITE ...]>`.
 type Or struct {
-	At   preserves.Pos
+	At
 	Alts []*Rewrite
 }
-
-func (n *Rewrite) Pos() preserves.Pos { return n.At }
-func (n *Reject) Pos() preserves.Pos  { return n.At }
-func (n *Or) Pos() preserves.Pos      { return n.At }
 
 func (*Rewrite) caveat() {}
 func (*Reject) caveat()  {}

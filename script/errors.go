@@ -43,10 +43,7 @@ func (e *Error) Error() string {
 	if e.Warning {
 		msg = "warning: " + msg
 	}
-	if e.Pos.File == "" && !e.Pos.IsValid() {
-		return msg
-	}
-	return e.Pos.String() + ": " + msg
+	return e.Pos.Prefix(msg)
 }
 
 // Unwrap returns the cause (ErrScript or a *preserves.Error).

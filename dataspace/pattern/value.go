@@ -20,10 +20,7 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	if e.Pos.IsValid() || e.Pos.File != "" {
-		return fmt.Sprintf("%s: %s", e.Pos, e.Msg)
-	}
-	return e.Msg
+	return e.Pos.Prefix(e.Msg)
 }
 
 // Unwrap returns ErrMalformed.

@@ -22,10 +22,7 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	if e.Pos.IsValid() || e.Pos.File != "" {
-		return e.Pos.String() + ": " + e.Msg
-	}
-	return e.Msg
+	return e.Pos.Prefix(e.Msg)
 }
 
 func (e *Error) Unwrap() error { return ErrSchema }

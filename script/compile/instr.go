@@ -40,20 +40,20 @@ type Instr interface {
 
 // Seq runs its instructions in order, in the same facet and environment.
 type Seq struct {
-	At   preserves.Pos
+	script.At
 	Body []Instr
 }
 
 // Assert asserts Value at the capability bound to Target.
 type Assert struct {
-	At     preserves.Pos
+	script.At
 	Target string
 	Value  Expr
 }
 
 // Send sends Value as a message to the capability bound to Target.
 type Send struct {
-	At     preserves.Pos
+	script.At
 	Target string
 	Value  Expr
 }
@@ -62,7 +62,7 @@ type Send struct {
 // runs in a fresh facet that stops when the tuple is retracted. Binders names
 // the captures in order.
 type During struct {
-	At      preserves.Pos
+	script.At
 	Target  string
 	Pat     Pat
 	Binders []string
@@ -71,7 +71,7 @@ type During struct {
 
 // OnMessage runs Body in a fresh facet for each message matching Pat.
 type OnMessage struct {
-	At      preserves.Pos
+	script.At
 	Target  string
 	Pat     Pat
 	Binders []string
@@ -80,13 +80,13 @@ type OnMessage struct {
 
 // OnStop runs Body, in the parent facet, when the current facet stops.
 type OnStop struct {
-	At   preserves.Pos
+	script.At
 	Body Instr
 }
 
 // Let evaluates Expr, matches it against Pat and binds the captures.
 type Let struct {
-	At      preserves.Pos
+	script.At
 	Pat     Pat
 	Binders []string
 	Expr    Expr
@@ -96,22 +96,13 @@ type Let struct {
 // Cond matches the value of Var against Pat: on success the captures are
 // bound and Then runs, otherwise Else runs.
 type Cond struct {
-	At      preserves.Pos
+	script.At
 	Var     string
 	Pat     Pat
 	Binders []string
 	Then    Instr
 	Else    *Seq
 }
-
-func (i *Seq) Pos() preserves.Pos       { return i.At }
-func (i *Assert) Pos() preserves.Pos    { return i.At }
-func (i *Send) Pos() preserves.Pos      { return i.At }
-func (i *During) Pos() preserves.Pos    { return i.At }
-func (i *OnMessage) Pos() preserves.Pos { return i.At }
-func (i *OnStop) Pos() preserves.Pos    { return i.At }
-func (i *Let) Pos() preserves.Pos       { return i.At }
-func (i *Cond) Pos() preserves.Pos      { return i.At }
 
 func (*Seq) isInstr()       {}
 func (*Assert) isInstr()    {}
@@ -134,39 +125,39 @@ type Expr interface {
 
 // Const is a constant value.
 type Const struct {
-	At    preserves.Pos
+	script.At
 	Value preserves.Value
 }
 
 // Ref is the value of a variable; Name "." is the whole environment as a
 // dictionary.
 type Ref struct {
-	At   preserves.Pos
+	script.At
 	Name string
 }
 
 // MkRecord builds a record.
 type MkRecord struct {
-	At     preserves.Pos
+	script.At
 	Label  Expr
 	Fields []Expr
 }
 
 // MkSeq builds a sequence.
 type MkSeq struct {
-	At    preserves.Pos
+	script.At
 	Elems []Expr
 }
 
 // MkSet builds a set.
 type MkSet struct {
-	At    preserves.Pos
+	script.At
 	Elems []Expr
 }
 
 // MkDict builds a dictionary.
 type MkDict struct {
-	At   preserves.Pos
+	script.At
 	Keys []Expr
 	Vals []Expr
 }
@@ -176,7 +167,7 @@ type MkDict struct {
 // are built by the same machinery as any other value, and variables inside
 // them are substituted when the attenuation is evaluated).
 type MkAttenuate struct {
-	At      preserves.Pos
+	script.At
 	Var     string
 	Caveats Expr
 }
@@ -184,19 +175,10 @@ type MkAttenuate struct {
 // Call is a built-in convenience expression (script.Builtins): the VM
 // evaluates Args, in order, and hands their values to Builtin.Eval.
 type Call struct {
-	At      preserves.Pos
+	script.At
 	Builtin *script.Builtin
 	Args    []Expr
 }
-
-func (e *Const) Pos() preserves.Pos       { return e.At }
-func (e *Ref) Pos() preserves.Pos         { return e.At }
-func (e *MkRecord) Pos() preserves.Pos    { return e.At }
-func (e *MkSeq) Pos() preserves.Pos       { return e.At }
-func (e *MkSet) Pos() preserves.Pos       { return e.At }
-func (e *MkDict) Pos() preserves.Pos      { return e.At }
-func (e *MkAttenuate) Pos() preserves.Pos { return e.At }
-func (e *Call) Pos() preserves.Pos        { return e.At }
 
 func (*Const) isExpr()       {}
 func (*Ref) isExpr()         {}
@@ -252,48 +234,41 @@ type Pat interface {
 
 // PConst is a constant dataspace pattern.
 type PConst struct {
-	At      preserves.Pos
+	script.At
 	Pattern pattern.Pattern
 }
 
 // PLift matches values equal to Value's result (pattern.Lift of it).
 type PLift struct {
-	At    preserves.Pos
+	script.At
 	Value Expr
 }
 
 // PBind captures the value at its position and matches it against Sub.
 type PBind struct {
-	At  preserves.Pos
+	script.At
 	Sub Pat
 }
 
 // PRec matches records labelled by Label's value whose first fields match.
 type PRec struct {
-	At     preserves.Pos
+	script.At
 	Label  Expr
 	Fields []Pat
 }
 
 // PArr matches sequences whose first items match.
 type PArr struct {
-	At    preserves.Pos
+	script.At
 	Items []Pat
 }
 
 // PDict matches dictionaries holding each key with a matching value.
 type PDict struct {
-	At   preserves.Pos
+	script.At
 	Keys []preserves.Value
 	Vals []Pat
 }
-
-func (p *PConst) Pos() preserves.Pos { return p.At }
-func (p *PLift) Pos() preserves.Pos  { return p.At }
-func (p *PBind) Pos() preserves.Pos  { return p.At }
-func (p *PRec) Pos() preserves.Pos   { return p.At }
-func (p *PArr) Pos() preserves.Pos   { return p.At }
-func (p *PDict) Pos() preserves.Pos  { return p.At }
 
 func (*PConst) isPat() {}
 func (*PLift) isPat()  {}
