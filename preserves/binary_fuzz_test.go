@@ -45,7 +45,7 @@ func FuzzBinaryDecode(f *testing.F) {
 		}
 		// Without annotations, the decoder gives the stripped value.
 		plain, err := DecodeBinary(data, DecodeOptions{})
-		if err != nil || !Equal(plain, v) || hasAnn(plain) {
+		if err != nil || !Equal(plain, v) || HasAnnotations(plain) {
 			t.Fatalf("decode without annotations: %v, %v", plain, err)
 		}
 		// Annotated round trip, and the annotated encoding is a fixed point.

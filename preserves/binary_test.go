@@ -240,7 +240,7 @@ func TestBinarySamplesRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !Equal(plain, v) || hasAnn(plain) {
+	if !Equal(plain, v) || HasAnnotations(plain) {
 		t.Fatal("decoding without annotations must give the stripped value")
 	}
 	if !bytes.Equal(EncodeCanonical(plain), EncodeCanonical(v)) {

@@ -150,7 +150,7 @@ func checkTextRoundTrip(t *testing.T, v preserves.Value, annotated bool) {
 		if d := testutil.DiffAnnotated(back, v); d != "" {
 			t.Fatalf("text %q reads back differently: %s", text, d)
 		}
-		if !annotated && testutil.HasAnnotations(back) {
+		if !annotated && preserves.HasAnnotations(back) {
 			t.Fatalf("text %q of a stripped value read back with annotations", text)
 		}
 	}

@@ -45,7 +45,7 @@ func FuzzTextReader(f *testing.F) {
 			t.Fatalf("modes disagree: %v / %v / %v; %d / %d / %d values", err, perr, qerr, len(vs), len(plain), len(pos))
 		}
 		for i := range vs {
-			if testutil.HasAnnotations(plain[i]) || !preserves.Equal(plain[i], vs[i]) {
+			if preserves.HasAnnotations(plain[i]) || !preserves.Equal(plain[i], vs[i]) {
 				t.Fatalf("plain value %d = %v, annotated read gave %v", i, plain[i], vs[i])
 			}
 			if d := testutil.DiffAnnotated(pos[i], vs[i]); d != "" {

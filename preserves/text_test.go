@@ -96,7 +96,7 @@ func TestTextAtoms(t *testing.T) {
 	}
 	for _, c := range cases {
 		got := mustParse(t, c.src)
-		if testutil.HasAnnotations(got) || !preserves.Equal(got, c.want) {
+		if preserves.HasAnnotations(got) || !preserves.Equal(got, c.want) {
 			t.Errorf("ParseText(%q) = %v (%T), want %v", c.src, got, got, c.want)
 		}
 	}
@@ -277,7 +277,7 @@ func TestTextAnnotations(t *testing.T) {
 	}
 	// Without Annotations everything comes back plain.
 	plain, err := preserves.ReadAllText([]byte(src), preserves.TextOptions{})
-	if err != nil || testutil.HasAnnotations(plain[0]) || testutil.HasAnnotations(plain[1]) {
+	if err != nil || preserves.HasAnnotations(plain[0]) || preserves.HasAnnotations(plain[1]) {
 		t.Errorf("plain read kept annotations: %v %v", plain, err)
 	}
 }

@@ -353,7 +353,7 @@ func Strip(v Value) Value {
 		// Labels may be uncomparable (e.g. a Sequence), so test for
 		// annotations rather than comparing the stripped label with ==.
 		fs, changed := stripSlice(x.Fields)
-		if !changed && !hasAnn(x.Label) {
+		if !changed && !HasAnnotations(x.Label) {
 			return x
 		}
 		return &Record{Label: Strip(x.Label), Fields: fs}
@@ -372,7 +372,7 @@ func Strip(v Value) Value {
 	case *Dictionary:
 		changed := false
 		for _, e := range x.entries {
-			if hasAnn(e.Key) || hasAnn(e.Value) {
+			if HasAnnotations(e.Key) || HasAnnotations(e.Value) {
 				changed = true
 				break
 			}
@@ -386,7 +386,7 @@ func Strip(v Value) Value {
 		}
 		return &Dictionary{entries: es}
 	case *Embedded:
-		if pv, ok := x.Payload.(Value); ok && hasAnn(pv) {
+		if pv, ok := x.Payload.(Value); ok && HasAnnotations(pv) {
 			return &Embedded{Payload: Strip(pv)}
 		}
 		return x
@@ -396,7 +396,7 @@ func Strip(v Value) Value {
 
 func stripSlice(vs []Value) ([]Value, bool) {
 	for i, v := range vs {
-		if hasAnn(v) {
+		if HasAnnotations(v) {
 			out := make([]Value, len(vs))
 			copy(out, vs[:i])
 			for j := i; j < len(vs); j++ {
@@ -408,19 +408,19 @@ func stripSlice(vs []Value) ([]Value, bool) {
 	return vs, false
 }
 
-// hasAnn reports whether v carries annotations anywhere.
-func hasAnn(v Value) bool {
+// HasAnnotations reports whether v carries an *Annotated wrapper anywhere.
+func HasAnnotations(v Value) bool {
 	if _, ok := v.(*Annotated); ok {
 		return true
 	}
-	return anyPart(v, hasAnn)
+	return AnyPart(v, HasAnnotations)
 }
 
-// anyPart reports whether pred holds for one of the values v is built
+// AnyPart reports whether pred holds for one of the values v is built
 // from: a record's label and fields, the items of a sequence or set, the
 // keys and values of a dictionary, an embedded value's payload when that
 // is a Value. It does not look through annotations.
-func anyPart(v Value, pred func(Value) bool) bool {
+func AnyPart(v Value, pred func(Value) bool) bool {
 	switch x := v.(type) {
 	case *Record:
 		return pred(x.Label) || slices.ContainsFunc(x.Fields, pred)
@@ -778,5 +778,5 @@ func HasEmbedded(v Value) bool {
 	if _, ok := v.(*Embedded); ok {
 		return true
 	}
-	return anyPart(v, HasEmbedded)
+	return AnyPart(v, HasEmbedded)
 }

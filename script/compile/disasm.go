@@ -86,13 +86,17 @@ func ExprString(e Expr) string {
 	return b.String()
 }
 
-func writeExprs(b *strings.Builder, es []Expr, raw bool) {
-	for i, e := range es {
+// list writes open, then each(i) for every i < n separated by sep, then
+// close: the shape of every compound the disassembler prints.
+func list(b *strings.Builder, open, sep, close string, n int, each func(i int)) {
+	b.WriteString(open)
+	for i := range n {
 		if i > 0 {
-			b.WriteByte(' ')
+			b.WriteString(sep)
 		}
-		writeExpr(b, e, raw)
+		each(i)
 	}
+	b.WriteString(close)
 }
 
 func writeExpr(b *strings.Builder, e Expr, raw bool) {
@@ -114,24 +118,15 @@ func writeExpr(b *strings.Builder, e Expr, raw bool) {
 		}
 		b.WriteByte('>')
 	case *MkSeq:
-		b.WriteByte('[')
-		writeExprs(b, x.Elems, raw)
-		b.WriteByte(']')
+		list(b, "[", " ", "]", len(x.Elems), func(i int) { writeExpr(b, x.Elems[i], raw) })
 	case *MkSet:
-		b.WriteString("#{")
-		writeExprs(b, x.Elems, raw)
-		b.WriteByte('}')
+		list(b, "#{", " ", "}", len(x.Elems), func(i int) { writeExpr(b, x.Elems[i], raw) })
 	case *MkDict:
-		b.WriteByte('{')
-		for i := range x.Keys {
-			if i > 0 {
-				b.WriteString(", ")
-			}
+		list(b, "{", ", ", "}", len(x.Keys), func(i int) {
 			writeExpr(b, x.Keys[i], raw)
 			b.WriteString(": ")
 			writeExpr(b, x.Vals[i], raw)
-		}
-		b.WriteByte('}')
+		})
 	case *MkAttenuate:
 		b.WriteString("<* $" + x.Var + " ")
 		writeExpr(b, x.Caveats, true)
@@ -166,34 +161,16 @@ func writeValue(b *strings.Builder, v preserves.Value) {
 		}
 		b.WriteByte('>')
 	case preserves.Sequence:
-		b.WriteByte('[')
-		for i, f := range x {
-			if i > 0 {
-				b.WriteByte(' ')
-			}
-			writeValue(b, f)
-		}
-		b.WriteByte(']')
+		list(b, "[", " ", "]", len(x), func(i int) { writeValue(b, x[i]) })
 	case *preserves.Set:
-		b.WriteString("#{")
-		for i, f := range x.Elems() {
-			if i > 0 {
-				b.WriteByte(' ')
-			}
-			writeValue(b, f)
-		}
-		b.WriteByte('}')
+		list(b, "#{", " ", "}", x.Len(), func(i int) { writeValue(b, x.Elems()[i]) })
 	case *preserves.Dictionary:
-		b.WriteByte('{')
-		for i, en := range x.Entries() {
-			if i > 0 {
-				b.WriteString(", ")
-			}
+		list(b, "{", ", ", "}", x.Len(), func(i int) {
+			en := x.Entries()[i]
 			writeValue(b, en.Key)
 			b.WriteString(": ")
 			writeValue(b, en.Value)
-		}
-		b.WriteByte('}')
+		})
 	default:
 		b.WriteString(preserves.FormatText(x))
 	}
@@ -221,37 +198,22 @@ func writePat(b *strings.Builder, p Pat) {
 	case *PRec:
 		b.WriteString("<group <rec ")
 		writeExpr(b, x.Label, false)
-		b.WriteString("> {")
-		for i, f := range x.Fields {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprintf(b, "%d: ", i)
-			writePat(b, f)
-		}
-		b.WriteString("}>")
+		writeGroup(b, "> {", x.Fields, func(i int) string { return fmt.Sprint(i) })
 	case *PArr:
-		b.WriteString("<group <arr> {")
-		for i, f := range x.Items {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprintf(b, "%d: ", i)
-			writePat(b, f)
-		}
-		b.WriteString("}>")
+		writeGroup(b, "<group <arr> {", x.Items, func(i int) string { return fmt.Sprint(i) })
 	case *PDict:
-		b.WriteString("<group <dict> {")
-		for i := range x.Keys {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(preserves.FormatText(x.Keys[i]))
-			b.WriteString(": ")
-			writePat(b, x.Vals[i])
-		}
-		b.WriteString("}>")
+		writeGroup(b, "<group <dict> {", x.Vals, func(i int) string { return preserves.FormatText(x.Keys[i]) })
 	default:
 		fmt.Fprintf(b, "?%T", p)
 	}
+}
+
+// writeGroup writes the entries of a group pattern, key(i) naming the i-th
+// of ps, and closes the group.
+func writeGroup(b *strings.Builder, open string, ps []Pat, key func(i int) string) {
+	list(b, open, ", ", "}>", len(ps), func(i int) {
+		b.WriteString(key(i))
+		b.WriteString(": ")
+		writePat(b, ps[i])
+	})
 }

@@ -45,19 +45,7 @@ func (f *formatter) data(v preserves.Value, depth int) {
 	item := v
 	if a, ok := v.(*preserves.Annotated); ok {
 		item = a.Item
-		for i, ann := range a.Anns {
-			if line, ok := lineAnnotation(a, i); ok {
-				if !f.atLineStart() {
-					f.nl(depth)
-				}
-				f.buf.WriteString(line)
-				f.nl(depth)
-				continue
-			}
-			f.buf.WriteByte('@')
-			f.data(ann, depth)
-			f.buf.WriteByte(' ')
-		}
+		f.annotations(a, depth, nil)
 	}
 	if !hasComment(item) {
 		text := preserves.FormatText(item)
@@ -164,40 +152,7 @@ func hasComment(v preserves.Value) bool {
 		}
 		v = a.Item
 	}
-	switch x := v.(type) {
-	case *preserves.Record:
-		if hasComment(x.Label) {
-			return true
-		}
-		for _, fl := range x.Fields {
-			if hasComment(fl) {
-				return true
-			}
-		}
-	case preserves.Sequence:
-		for _, e := range x {
-			if hasComment(e) {
-				return true
-			}
-		}
-	case *preserves.Set:
-		for _, e := range x.Elems() {
-			if hasComment(e) {
-				return true
-			}
-		}
-	case *preserves.Dictionary:
-		for _, e := range x.Entries() {
-			if hasComment(e.Key) || hasComment(e.Value) {
-				return true
-			}
-		}
-	case *preserves.Embedded:
-		if pv, ok := x.Payload.(preserves.Value); ok {
-			return hasComment(pv)
-		}
-	}
-	return false
+	return preserves.AnyPart(v, hasComment)
 }
 
 // atomsOnly reports whether v is a sequence or set whose items are all

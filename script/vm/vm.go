@@ -250,46 +250,18 @@ func (a *activation) exec(t *dataspace.Turn, in compile.Instr, sc *scope) *Runti
 		}
 		t.Message(r, v)
 	case *compile.During:
-		p, err := a.pattern(t, x.Pat, sc)
+		r, p, run, err := a.subscription(t, x.At, x.Target, x.Pat, x.Binders, x.Body, sc)
 		if err != nil {
 			return err
 		}
-		r, err := a.target(x.At, x.Target, sc)
-		if err != nil {
-			return err
-		}
-		snap := *sc
-		t.During(r, p, func(t *dataspace.Turn, caps []preserves.Value) error {
-			b := a.child(x.At)
-			s := snap
-			s.bindAll(x.Binders, caps)
-			if err := b.exec(t, x.Body, &s); err != nil {
-				a.m.fail(t, err)
-				t.Stop()
-			}
-			return nil
-		})
+		t.During(r, p, run)
 	case *compile.OnMessage:
-		p, err := a.pattern(t, x.Pat, sc)
+		r, p, run, err := a.subscription(t, x.At, x.Target, x.Pat, x.Binders, x.Body, sc)
 		if err != nil {
 			return err
 		}
-		r, err := a.target(x.At, x.Target, sc)
-		if err != nil {
-			return err
-		}
-		snap := *sc
 		t.OnMessage(r, p, func(t *dataspace.Turn, caps []preserves.Value) error {
-			_, err := t.Facet(func(t *dataspace.Turn) error {
-				b := a.child(x.At)
-				s := snap
-				s.bindAll(x.Binders, caps)
-				if err := b.exec(t, x.Body, &s); err != nil {
-					a.m.fail(t, err)
-					t.Stop()
-				}
-				return nil
-			})
+			_, err := t.Facet(func(t *dataspace.Turn) error { return run(t, caps) })
 			return err
 		})
 	case *compile.OnStop:
@@ -357,6 +329,32 @@ func (a *activation) valueAndTarget(t *dataspace.Turn, at preserves.Pos, value c
 		return nil, nil, err
 	}
 	return r, v, nil
+}
+
+// subscription evaluates the pattern and target of a During or OnMessage
+// and returns them with the handler that runs body, in a child activation
+// with the captures bound, for each match; a failing body is logged and
+// stops its facet.
+func (a *activation) subscription(t *dataspace.Turn, at preserves.Pos, target string, pat compile.Pat, binders []string, body compile.Instr, sc *scope) (*dataspace.Ref, pattern.Pattern, func(*dataspace.Turn, []preserves.Value) error, *RuntimeError) {
+	p, err := a.pattern(t, pat, sc)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	r, err := a.target(at, target, sc)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	snap := *sc
+	return r, p, func(t *dataspace.Turn, caps []preserves.Value) error {
+		b := a.child(at)
+		s := snap
+		s.bindAll(binders, caps)
+		if err := b.exec(t, body, &s); err != nil {
+			a.m.fail(t, err)
+			t.Stop()
+		}
+		return nil
+	}, nil
 }
 
 func (a *activation) target(at preserves.Pos, name string, sc *scope) (*dataspace.Ref, *RuntimeError) {
