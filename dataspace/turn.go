@@ -284,12 +284,18 @@ func (t *Turn) deliver() {
 			t.acct.Repay(-net)
 		}
 	}
-	for i, b := range t.outs {
+	for _, b := range t.outs {
 		if !b.dest.mb.push(b) {
 			putBatch(b)
 		}
-		t.outs[i] = nil
 	}
+	t.forgetOuts()
+}
+
+// forgetOuts empties the outgoing batches once they are delivered or
+// dropped.
+func (t *Turn) forgetOuts() {
+	clear(t.outs)
 	t.outs = t.outs[:0]
 	if t.outMap != nil {
 		clear(t.outMap)
@@ -299,15 +305,10 @@ func (t *Turn) deliver() {
 
 // discard drops everything buffered.
 func (t *Turn) discard() {
-	for i, b := range t.outs {
+	for _, b := range t.outs {
 		putBatch(b)
-		t.outs[i] = nil
 	}
-	t.outs = t.outs[:0]
-	if t.outMap != nil {
-		clear(t.outMap)
-	}
-	t.lastDest, t.lastBatch = nil, nil
+	t.forgetOuts()
 	clear(t.pre)
 	t.pre = t.pre[:0]
 	t.preNext, t.repairQueued = 0, false

@@ -798,22 +798,16 @@ func decodeInt64(b []byte) int64 {
 	return n
 }
 
-// countSlots returns upper bounds on the compound item slots (record labels
-// excluded) and the records the value in b needs, for sizing the slabs. It
-// validates nothing: tokens are counted and atom bodies skipped, without the
-// per-tag dispatch of extentScanner, so almost every step is branch-free.
-// On malformed input the counts are merely useless, never harmful: every
-// slab chunk is capped at slabMax slots anyway.
-func countSlots(b []byte) slotCounts {
-	c, _, _ := prescan(b, nil, nil, DefaultMaxDepth)
-	return c
-}
-
-// prescan is countSlots that also bounds the items of each compound:
-// sizes[k] for the k-th compound to open (1-based, labels and annotations
-// counted as items; sizes[0] collects the top level and means nothing).
-// Nesting deeper than maxDepth, which the decoder will reject anyway,
-// leaves sizes empty. sizes and open are buffers to reuse.
+// prescan returns upper bounds on the compound item slots (record labels
+// excluded) and the records the value in b needs, for sizing the slabs, and
+// bounds the items of each compound: sizes[k] for the k-th compound to open
+// (1-based, labels and annotations counted as items; sizes[0] collects the
+// top level and means nothing). It validates nothing: tokens are counted and
+// atom bodies skipped, without the per-tag dispatch of extentScanner, so
+// almost every step is branch-free. On malformed input the counts are merely
+// useless, never harmful: every slab chunk is capped at slabMax slots anyway.
+// Nesting deeper than maxDepth, which the decoder will reject anyway, leaves
+// sizes empty. sizes and open are buffers to reuse.
 func prescan(b []byte, sizes, open []int32, maxDepth int) (c slotCounts, _, _ []int32) {
 	sizes = append(sizes[:0], 0)
 	open = open[:0]

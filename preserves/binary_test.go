@@ -1104,3 +1104,9 @@ func TestInPlaceBoundsMiscounted(t *testing.T) {
 		}
 	}
 }
+
+// countSlots is prescan's counts alone.
+func countSlots(b []byte) slotCounts {
+	c, _, _ := prescan(b, nil, nil, DefaultMaxDepth)
+	return c
+}

@@ -326,10 +326,7 @@ func ListFromValue(v preserves.Value) ([]Caveat, error) {
 }
 
 func parseCaveatList(seq preserves.Sequence) []Caveat {
-	cs := make([]Caveat, len(seq))
-	for i, c := range seq {
-		cs[i] = parseCaveat(c)
-	}
+	cs, _ := parseSeq(seq, func(v preserves.Value) (Caveat, bool) { return parseCaveat(v), true })
 	return cs
 }
 
@@ -338,17 +335,8 @@ func parseCaveat(v preserves.Value) Caveat {
 		return r
 	}
 	if rec, ok := record(v, symOr, 1); ok {
-		if seq, ok := preserves.Unwrap(rec.Fields[0]).(preserves.Sequence); ok {
-			alts := make([]Rewrite, len(seq))
-			good := true
-			for i, a := range seq {
-				if alts[i], good = parseRewrite(a); !good {
-					break
-				}
-			}
-			if good {
-				return Alts{Alternatives: alts}
-			}
+		if alts, ok := parseSeq(rec.Fields[0], parseRewrite); ok {
+			return Alts{Alternatives: alts}
 		}
 	}
 	if rec, ok := record(v, symReject, 1); ok {
@@ -413,7 +401,7 @@ func parsePattern(v preserves.Value) (Pattern, bool) {
 			}
 			return PBind{Pattern: p}, true
 		case label == symAnd && len(x.Fields) == 1:
-			ps, ok := parsePatternSeq(x.Fields[0])
+			ps, ok := parseSeq(x.Fields[0], parsePattern)
 			if !ok {
 				return nil, false
 			}
@@ -429,48 +417,28 @@ func parsePattern(v preserves.Value) (Pattern, bool) {
 		case label == symRec && len(x.Fields) == 1:
 			return PLabel{Label: preserves.Strip(x.Fields[0])}, true
 		case label == symRec && len(x.Fields) == 2:
-			ps, ok := parsePatternSeq(x.Fields[1])
+			ps, ok := parseSeq(x.Fields[1], parsePattern)
 			if !ok {
 				return nil, false
 			}
 			return PRec{Label: preserves.Strip(x.Fields[0]), Fields: ps}, true
 		case label == symArr && len(x.Fields) == 1:
-			ps, ok := parsePatternSeq(x.Fields[0])
+			ps, ok := parseSeq(x.Fields[0], parsePattern)
 			if !ok {
 				return nil, false
 			}
 			return PArr{Items: ps}, true
 		case label == symDict && len(x.Fields) == 1:
-			d, ok := preserves.Unwrap(x.Fields[0]).(*preserves.Dictionary)
+			es, ok := parseDict(x.Fields[0], parsePattern, func(k preserves.Value, p Pattern) PDictEntry {
+				return PDictEntry{Key: k, Pattern: p}
+			})
 			if !ok {
 				return nil, false
-			}
-			es := make([]PDictEntry, d.Len())
-			for i, e := range d.Entries() {
-				p, ok := parsePattern(e.Value)
-				if !ok {
-					return nil, false
-				}
-				es[i] = PDictEntry{Key: preserves.Strip(e.Key), Pattern: p}
 			}
 			return PDict{Entries: es}, true
 		}
 	}
 	return nil, false
-}
-
-func parsePatternSeq(v preserves.Value) ([]Pattern, bool) {
-	seq, ok := preserves.Unwrap(v).(preserves.Sequence)
-	if !ok {
-		return nil, false
-	}
-	ps := make([]Pattern, len(seq))
-	for i, e := range seq {
-		if ps[i], ok = parsePattern(e); !ok {
-			return nil, false
-		}
-	}
-	return ps, true
 }
 
 func parseTemplate(v preserves.Value) (Template, bool) {
@@ -506,47 +474,27 @@ func parseTemplate(v preserves.Value) (Template, bool) {
 	case label == symLit && len(rec.Fields) == 1:
 		return Lit{Value: preserves.Strip(rec.Fields[0])}, true
 	case label == symRec && len(rec.Fields) == 2:
-		ts, ok := parseTemplateSeq(rec.Fields[1])
+		ts, ok := parseSeq(rec.Fields[1], parseTemplate)
 		if !ok {
 			return nil, false
 		}
 		return TRec{Label: preserves.Strip(rec.Fields[0]), Fields: ts}, true
 	case label == symArr && len(rec.Fields) == 1:
-		ts, ok := parseTemplateSeq(rec.Fields[0])
+		ts, ok := parseSeq(rec.Fields[0], parseTemplate)
 		if !ok {
 			return nil, false
 		}
 		return TArr{Items: ts}, true
 	case label == symDict && len(rec.Fields) == 1:
-		d, ok := preserves.Unwrap(rec.Fields[0]).(*preserves.Dictionary)
+		es, ok := parseDict(rec.Fields[0], parseTemplate, func(k preserves.Value, t Template) TDictEntry {
+			return TDictEntry{Key: k, Template: t}
+		})
 		if !ok {
 			return nil, false
-		}
-		es := make([]TDictEntry, d.Len())
-		for i, e := range d.Entries() {
-			t, ok := parseTemplate(e.Value)
-			if !ok {
-				return nil, false
-			}
-			es[i] = TDictEntry{Key: preserves.Strip(e.Key), Template: t}
 		}
 		return TDict{Entries: es}, true
 	}
 	return nil, false
-}
-
-func parseTemplateSeq(v preserves.Value) ([]Template, bool) {
-	seq, ok := preserves.Unwrap(v).(preserves.Sequence)
-	if !ok {
-		return nil, false
-	}
-	ts := make([]Template, len(seq))
-	for i, e := range seq {
-		if ts[i], ok = parseTemplate(e); !ok {
-			return nil, false
-		}
-	}
-	return ts, true
 }
 
 // ToValue renders a caveat in its sturdy.prs form.
@@ -555,11 +503,7 @@ func ToValue(c Caveat) preserves.Value {
 	case Rewrite:
 		return rewriteValue(x)
 	case Alts:
-		alts := make(preserves.Sequence, len(x.Alternatives))
-		for i, r := range x.Alternatives {
-			alts[i] = rewriteValue(r)
-		}
-		return preserves.NewRecord(symOr, alts)
+		return preserves.NewRecord(symOr, seqValue(x.Alternatives, rewriteValue))
 	case Reject:
 		return preserves.NewRecord(symReject, PatternToValue(x.Pattern))
 	case Unknown:
@@ -569,13 +513,7 @@ func ToValue(c Caveat) preserves.Value {
 }
 
 // ListToValue renders a caveat list as a sequence.
-func ListToValue(cs []Caveat) preserves.Sequence {
-	out := make(preserves.Sequence, len(cs))
-	for i, c := range cs {
-		out[i] = ToValue(c)
-	}
-	return out
-}
+func ListToValue(cs []Caveat) preserves.Sequence { return seqValue(cs, ToValue) }
 
 func rewriteValue(r Rewrite) preserves.Value {
 	return preserves.NewRecord(symRewrite, PatternToValue(r.Pattern), TemplateToValue(r.Template))
@@ -593,33 +531,23 @@ func PatternToValue(p Pattern) preserves.Value {
 	case PBind:
 		return preserves.NewRecord(symBind, PatternToValue(x.Pattern))
 	case PAnd:
-		return preserves.NewRecord(symAnd, patternSeq(x.Patterns))
+		return preserves.NewRecord(symAnd, seqValue(x.Patterns, PatternToValue))
 	case PNot:
 		return preserves.NewRecord(symNot, PatternToValue(x.Pattern))
 	case Lit:
 		return preserves.NewRecord(symLit, x.Value)
 	case PRec:
-		return preserves.NewRecord(symRec, x.Label, patternSeq(x.Fields))
+		return preserves.NewRecord(symRec, x.Label, seqValue(x.Fields, PatternToValue))
 	case PLabel:
 		return preserves.NewRecord(symRec, x.Label)
 	case PArr:
-		return preserves.NewRecord(symArr, patternSeq(x.Items))
+		return preserves.NewRecord(symArr, seqValue(x.Items, PatternToValue))
 	case PDict:
-		es := make([]preserves.DictEntry, len(x.Entries))
-		for i, e := range x.Entries {
-			es[i] = preserves.DictEntry{Key: e.Key, Value: PatternToValue(e.Pattern)}
-		}
-		return preserves.NewRecord(symDict, preserves.NewDictionary(es...))
+		return preserves.NewRecord(symDict, dictValue(x.Entries, func(e PDictEntry) preserves.DictEntry {
+			return preserves.DictEntry{Key: e.Key, Value: PatternToValue(e.Pattern)}
+		}))
 	}
 	panic(fmt.Sprintf("caveat: PatternToValue: unexpected pattern type %T", p))
-}
-
-func patternSeq(ps []Pattern) preserves.Sequence {
-	out := make(preserves.Sequence, len(ps))
-	for i, p := range ps {
-		out[i] = PatternToValue(p)
-	}
-	return out
 }
 
 // TemplateToValue renders a template in its sturdy.prs form.
@@ -635,25 +563,66 @@ func TemplateToValue(t Template) preserves.Value {
 	case Lit:
 		return preserves.NewRecord(symLit, x.Value)
 	case TRec:
-		return preserves.NewRecord(symRec, x.Label, templateSeq(x.Fields))
+		return preserves.NewRecord(symRec, x.Label, seqValue(x.Fields, TemplateToValue))
 	case TArr:
-		return preserves.NewRecord(symArr, templateSeq(x.Items))
+		return preserves.NewRecord(symArr, seqValue(x.Items, TemplateToValue))
 	case TDict:
-		es := make([]preserves.DictEntry, len(x.Entries))
-		for i, e := range x.Entries {
-			es[i] = preserves.DictEntry{Key: e.Key, Value: TemplateToValue(e.Template)}
-		}
-		return preserves.NewRecord(symDict, preserves.NewDictionary(es...))
+		return preserves.NewRecord(symDict, dictValue(x.Entries, func(e TDictEntry) preserves.DictEntry {
+			return preserves.DictEntry{Key: e.Key, Value: TemplateToValue(e.Template)}
+		}))
 	}
 	panic(fmt.Sprintf("caveat: TemplateToValue: unexpected template type %T", t))
 }
 
-func templateSeq(ts []Template) preserves.Sequence {
-	out := make(preserves.Sequence, len(ts))
-	for i, t := range ts {
-		out[i] = TemplateToValue(t)
+// parseSeq parses each item of v, a sequence, with parse.
+func parseSeq[T any](v preserves.Value, parse func(preserves.Value) (T, bool)) ([]T, bool) {
+	seq, ok := preserves.Unwrap(v).(preserves.Sequence)
+	if !ok {
+		return nil, false
+	}
+	out := make([]T, len(seq))
+	for i, e := range seq {
+		if out[i], ok = parse(e); !ok {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+// parseDict parses each value of v, a dictionary, with parse, and makes an
+// entry of it and its key (without annotations).
+func parseDict[E, T any](v preserves.Value, parse func(preserves.Value) (T, bool), entry func(preserves.Value, T) E) ([]E, bool) {
+	d, ok := preserves.Unwrap(v).(*preserves.Dictionary)
+	if !ok {
+		return nil, false
+	}
+	out := make([]E, d.Len())
+	for i, e := range d.Entries() {
+		x, ok := parse(e.Value)
+		if !ok {
+			return nil, false
+		}
+		out[i] = entry(preserves.Strip(e.Key), x)
+	}
+	return out, true
+}
+
+// seqValue renders each of xs with toValue.
+func seqValue[T any](xs []T, toValue func(T) preserves.Value) preserves.Sequence {
+	out := make(preserves.Sequence, len(xs))
+	for i, x := range xs {
+		out[i] = toValue(x)
 	}
 	return out
+}
+
+// dictValue renders es as a dictionary, entry rendering each.
+func dictValue[E any](es []E, entry func(E) preserves.DictEntry) *preserves.Dictionary {
+	out := make([]preserves.DictEntry, len(es))
+	for i, e := range es {
+		out[i] = entry(e)
+	}
+	return preserves.NewDictionary(out...)
 }
 
 // Compare orders caveat lists by their Preserves forms (-1, 0, +1). The

@@ -590,3 +590,19 @@ func checkLeafMap(t *testing.T, ix *Index, n *node, lm *leafMap, reach map[*entr
 		t.Fatalf("leaf map counts %d users, has %d", lm.users, users)
 	}
 }
+
+// children lists every child node (for the pruning checks).
+func (ed *edge) children() []*node {
+	var out []*node
+	for _, n := range []*node{ed.arr, ed.dict} {
+		if n != nil {
+			out = append(out, n)
+		}
+	}
+	out = append(out, ed.recs...)
+	for _, n := range ed.bySym {
+		out = append(out, n)
+	}
+	ed.byOther.each(func(n *node) { out = append(out, n) })
+	return out
+}

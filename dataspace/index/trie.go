@@ -1,6 +1,8 @@
 package index
 
 import (
+	"slices"
+
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/preserves"
 )
@@ -308,12 +310,7 @@ func (ed *edge) removeChild(n *node) {
 		ed.dict = nil
 	default:
 		if !ed.many {
-			for i, m := range ed.recs {
-				if m == n {
-					ed.recs = append(ed.recs[:i], ed.recs[i+1:]...)
-					return
-				}
-			}
+			ed.recs = without(ed.recs, n)
 			return
 		}
 		if s, ok := preserves.Unwrap(n.cls.label).(preserves.Symbol); ok {
@@ -326,22 +323,6 @@ func (ed *edge) removeChild(n *node) {
 
 func (ed *edge) empty() bool {
 	return ed.arr == nil && ed.dict == nil && len(ed.recs) == 0 && len(ed.bySym) == 0 && ed.byOther.len() == 0
-}
-
-// children lists every child node (for pruning checks and tests).
-func (ed *edge) children() []*node {
-	var out []*node
-	for _, n := range []*node{ed.arr, ed.dict} {
-		if n != nil {
-			out = append(out, n)
-		}
-	}
-	out = append(out, ed.recs...)
-	for _, n := range ed.bySym {
-		out = append(out, n)
-	}
-	ed.byOther.each(func(n *node) { out = append(out, n) })
-	return out
 }
 
 // leafMap groups a node's observers by the positions they constrain
@@ -511,17 +492,7 @@ func (n *node) leafMap(a *analysis) *leafMap {
 	return nil
 }
 
-func (n *node) removeLeafMap(lm *leafMap) {
-	for i, x := range n.conts {
-		if x == lm {
-			n.conts = append(n.conts[:i], n.conts[i+1:]...)
-			if len(n.conts) == 0 {
-				n.conts = nil
-			}
-			return
-		}
-	}
-}
+func (n *node) removeLeafMap(lm *leafMap) { n.conts = without(n.conts, lm) }
 
 func (lm *leafMap) leafFor(key []preserves.Value, create bool) *leaf {
 	if len(lm.constPaths) == 0 {
@@ -560,16 +531,18 @@ func (lf *leaf) endpointsFor(caps []path) *endpoints {
 	return nil
 }
 
-func (lf *leaf) removeEndpoints(ep *endpoints) {
-	for i, x := range lf.eps {
-		if x == ep {
-			lf.eps = append(lf.eps[:i], lf.eps[i+1:]...)
-			if len(lf.eps) == 0 {
-				lf.eps = nil
-			}
-			return
-		}
+func (lf *leaf) removeEndpoints(ep *endpoints) { lf.eps = without(lf.eps, ep) }
+
+// without returns s less its element x, nil once it is empty (so an empty
+// node or leaf holds no array).
+func without[T comparable](s []T, x T) []T {
+	if i := slices.Index(s, x); i >= 0 {
+		s = slices.Delete(s, i, i+1)
 	}
+	if len(s) == 0 {
+		return nil
+	}
+	return s
 }
 
 // eachCached calls fn for every entry reaching n.
@@ -651,15 +624,7 @@ func (ix *Index) prune(n *node) {
 		parent, ed := n.parent, n.in
 		ed.removeChild(n)
 		if ed.empty() {
-			for i, e := range parent.edges {
-				if e == ed {
-					parent.edges = append(parent.edges[:i], parent.edges[i+1:]...)
-					break
-				}
-			}
-			if len(parent.edges) == 0 {
-				parent.edges = nil
-			}
+			parent.edges = without(parent.edges, ed)
 		}
 		n.parent, n.in = nil, nil
 		n = parent

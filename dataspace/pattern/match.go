@@ -121,13 +121,9 @@ func Lift(v preserves.Value) (Pattern, error) {
 		}
 		return Group{Type: ArrType{}, Entries: es}, nil
 	case *preserves.Dictionary:
-		es := make([]Entry, x.Len())
-		for i, e := range x.Entries() {
-			p, err := Lift(e.Value)
-			if err != nil {
-				return nil, err
-			}
-			es[i] = Entry{Key: preserves.Strip(e.Key), Pattern: p}
+		es, err := dictEntries(x, Lift)
+		if err != nil {
+			return nil, err
 		}
 		return Group{Type: DictType{}, Entries: es}, nil
 	case *preserves.Set:
@@ -145,6 +141,21 @@ func MustLift(v preserves.Value) Pattern {
 		panic(err)
 	}
 	return p
+}
+
+// dictEntries makes a group entry of each entry of d, its value converted
+// by conv. The dictionary is already sorted by key in Preserves order, and
+// stripping annotations does not change that order.
+func dictEntries(d *preserves.Dictionary, conv func(preserves.Value) (Pattern, error)) ([]Entry, error) {
+	es := make([]Entry, d.Len())
+	for i, e := range d.Entries() {
+		p, err := conv(e.Value)
+		if err != nil {
+			return nil, err
+		}
+		es[i] = Entry{Key: preserves.Strip(e.Key), Pattern: p}
+	}
+	return es, nil
 }
 
 func liftItems(vs []preserves.Value) ([]Entry, error) {

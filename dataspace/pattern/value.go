@@ -90,15 +90,9 @@ func FromValue(v preserves.Value) (Pattern, error) {
 			return nil, malformed(r.Fields[1], "pattern: group entries must be a dictionary, found %s",
 				preserves.Unwrap(r.Fields[1]).Kind())
 		}
-		// The dictionary is already sorted by key in Preserves order, and
-		// stripping annotations does not change that order.
-		es := make([]Entry, d.Len())
-		for i, e := range d.Entries() {
-			p, err := FromValue(e.Value)
-			if err != nil {
-				return nil, err
-			}
-			es[i] = Entry{Key: preserves.Strip(e.Key), Pattern: p}
+		es, err := dictEntries(d, FromValue)
+		if err != nil {
+			return nil, err
 		}
 		return Group{Type: t, Entries: es}, nil
 	}

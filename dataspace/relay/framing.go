@@ -89,12 +89,6 @@ func newFramer(maxSize, maxDepth, maxValues int) *framer {
 	return &framer{maxSize: maxSize, maxDepth: maxDepth, maxValues: maxValues}
 }
 
-// feed appends bytes to the pending input.
-func (f *framer) feed(p []byte) {
-	f.compact()
-	f.buf = append(f.buf, p...)
-}
-
 // compact drops consumed bytes once they make up much of the buffer.
 func (f *framer) compact() {
 	if f.start > 0 && (f.start >= len(f.buf)/2 || f.start > 64<<10) {

@@ -304,3 +304,9 @@ func (h *wireHarness) expectEOF() []string {
 		out = append(out, preserves.FormatText(v))
 	}
 }
+
+// feed appends bytes to the pending input.
+func (f *framer) feed(p []byte) {
+	f.compact()
+	f.buf = append(f.buf, p...)
+}

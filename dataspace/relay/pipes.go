@@ -115,31 +115,9 @@ func (a *asyncReader) Close() error {
 }
 
 // SpawnOverPipes is RunOverPipes in a new top-level actor of sys, waiting
-// for it to boot; the server's --inferior mode uses it with os.Stdin,
-// os.Stdout and Options{InitialRef: config}, naming the actor "parent",
-// and logs "disconnect" once Done is closed (the server keeps running,
-// Q1).
+// for it to boot, as Spawn is Run.
 func SpawnOverPipes(sys *dataspace.System, name string, in io.Reader, out io.Writer, opts Options) (*Conn, *dataspace.Ref, error) {
-	type res struct {
-		c    *Conn
-		peer *dataspace.Ref
-	}
-	ch := make(chan res, 1)
-	a := sys.Spawn(name, func(t *dataspace.Turn) error {
-		c, peer := RunOverPipes(t, in, out, opts)
-		ch <- res{c, peer}
-		return nil
+	return spawn(sys, name, pipeCloser{in, out}, func(t *dataspace.Turn) (*Conn, *dataspace.Ref) {
+		return RunOverPipes(t, in, out, opts)
 	})
-	select {
-	case r := <-ch:
-		return r.c, r.peer, nil
-	case <-a.Done():
-		select {
-		case r := <-ch:
-			return r.c, r.peer, nil
-		default:
-		}
-		_ = pipeCloser{in, out}.Close()
-		return nil, nil, ErrClosed
-	}
 }

@@ -283,13 +283,20 @@ func RunSplit(t *dataspace.Turn, r io.Reader, w io.Writer, closer io.Closer, opt
 // Spawn runs a relay over rw in a new top-level actor of sys and waits for
 // it to boot. It returns ErrClosed if the actor could not start.
 func Spawn(sys *dataspace.System, name string, rw io.ReadWriteCloser, opts Options) (*Conn, *dataspace.Ref, error) {
+	return spawn(sys, name, rw, func(t *dataspace.Turn) (*Conn, *dataspace.Ref) { return Run(t, rw, opts) })
+}
+
+// spawn runs a relay, started by run, in a new top-level actor of sys and
+// waits for it to boot; if the actor stops first, it closes closer and
+// returns ErrClosed.
+func spawn(sys *dataspace.System, name string, closer io.Closer, run func(*dataspace.Turn) (*Conn, *dataspace.Ref)) (*Conn, *dataspace.Ref, error) {
 	type res struct {
 		c    *Conn
 		peer *dataspace.Ref
 	}
 	ch := make(chan res, 1)
 	a := sys.Spawn(name, func(t *dataspace.Turn) error {
-		c, peer := Run(t, rw, opts)
+		c, peer := run(t)
 		ch <- res{c, peer}
 		return nil
 	})
@@ -302,7 +309,7 @@ func Spawn(sys *dataspace.System, name string, rw io.ReadWriteCloser, opts Optio
 			return r.c, r.peer, nil
 		default:
 		}
-		_ = rw.Close()
+		_ = closer.Close()
 		return nil, nil, ErrClosed
 	}
 }

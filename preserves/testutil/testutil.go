@@ -8,14 +8,12 @@ import (
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
-// EqualAnnotated reports whether a and b are equal including their
-// annotations: equal stripped values and, at every node, equal annotation
-// lists compared the same way. Set elements and dictionary entries are
-// matched by their stripped values. Positions and comment flags are ignored.
-func EqualAnnotated(a, b preserves.Value) bool { return DiffAnnotated(a, b) == "" }
-
-// DiffAnnotated returns "" when EqualAnnotated(a, b), and otherwise a short
-// description of the first difference found, with its path.
+// DiffAnnotated returns "" when a and b are equal including their
+// annotations (equal stripped values and, at every node, equal annotation
+// lists compared the same way; set elements and dictionary entries are
+// matched by their stripped values; positions and comment flags are
+// ignored), and otherwise a short description of the first difference
+// found, with its path.
 func DiffAnnotated(a, b preserves.Value) string {
 	d := diff(a, b)
 	if d == nil {
