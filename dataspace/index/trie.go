@@ -739,12 +739,7 @@ func (ix *Index) visit(n *node, sp int, o op, v preserves.Value, ent *entry, h u
 
 func (ix *Index) continuation(n *node, o op, v preserves.Value, ent *entry, h uint64, e Emitter) {
 	if n != ix.root {
-		switch o {
-		case opInsert:
-			n.cached.add(ent, h)
-		case opRemove:
-			n.cached.remove(ent, h)
-		}
+		n.cached.apply(o, ent, h)
 	}
 	for _, lm := range n.conts {
 		if !allExist(v, lm.checkPaths) {
@@ -769,12 +764,7 @@ func (ix *Index) continuation(n *node, o op, v preserves.Value, ent *entry, h ui
 			continue
 		}
 		if !lm.alias {
-			switch o {
-			case opInsert:
-				lf.cached.add(ent, h)
-			case opRemove:
-				lf.cached.remove(ent, h)
-			}
+			lf.cached.apply(o, ent, h)
 		}
 		for _, ep := range lf.eps {
 			ix.endpoint(ep, o, v, e)
