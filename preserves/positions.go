@@ -275,7 +275,7 @@ func FirstPos(v Value) (Pos, bool) {
 // given positions that belong to one place; a value without wrappers is
 // returned as it is. Comments and other annotations are dropped.
 func StripRemembering(v Value) Value {
-	if !hasAnn(v) {
+	if !HasAnnotations(v) {
 		return v
 	}
 	out, _ := stripRemembering(v)
@@ -314,7 +314,7 @@ func stripRemembering(v Value) (Value, Pos) {
 		}
 		out = &Dictionary{entries: es}
 	case *Embedded:
-		if pv, ok := x.Payload.(Value); ok && hasAnn(pv) {
+		if pv, ok := x.Payload.(Value); ok && HasAnnotations(pv) {
 			return &Embedded{Payload: StripRemembering(pv)}, at
 		}
 		return x, at

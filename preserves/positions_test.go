@@ -19,7 +19,7 @@ func readPositioned(t *testing.T, src string) Value {
 // name the places they were read from.
 func TestStripRemembering(t *testing.T) {
 	v := StripRemembering(readPositioned(t, "# c\n<daemon d {argv: \"x\", restart: [1 2]} #{a}>"))
-	if hasAnn(v) {
+	if HasAnnotations(v) {
 		t.Fatalf("%v still carries annotations", v)
 	}
 	if !Equal(v, readPositioned(t, `<daemon d {argv: "x", restart: [1 2]} #{a}>`)) {
