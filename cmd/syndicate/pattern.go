@@ -58,43 +58,18 @@ func parseValue(text string) (preserves.Value, error) {
 	return preserves.Strip(v), nil
 }
 
-func findEmbedded(v preserves.Value) (preserves.Pos, bool) {
-	pos := preserves.PosOf(v)
-	switch x := preserves.Unwrap(v).(type) {
-	case *preserves.Embedded:
-		return pos, true
-	case *preserves.Record:
-		if p, ok := findEmbedded(x.Label); ok {
-			return p, true
+// findEmbedded returns the position of the first embedded value in v
+// (depth first).
+func findEmbedded(v preserves.Value) (pos preserves.Pos, found bool) {
+	var visit func(v preserves.Value) bool
+	visit = func(v preserves.Value) bool {
+		if _, ok := preserves.Unwrap(v).(*preserves.Embedded); ok {
+			pos = preserves.PosOf(v)
+			return true
 		}
-		for _, f := range x.Fields {
-			if p, ok := findEmbedded(f); ok {
-				return p, true
-			}
-		}
-	case preserves.Sequence:
-		for _, e := range x {
-			if p, ok := findEmbedded(e); ok {
-				return p, true
-			}
-		}
-	case *preserves.Set:
-		for _, e := range x.Elems() {
-			if p, ok := findEmbedded(e); ok {
-				return p, true
-			}
-		}
-	case *preserves.Dictionary:
-		for _, e := range x.Entries() {
-			if p, ok := findEmbedded(e.Key); ok {
-				return p, true
-			}
-			if p, ok := findEmbedded(e.Value); ok {
-				return p, true
-			}
-		}
+		return preserves.AnyPart(preserves.Unwrap(v), visit)
 	}
-	return preserves.Pos{}, false
+	return pos, visit(v)
 }
 
 // patternArg reads the optional PATTERN argument of a command (nil when

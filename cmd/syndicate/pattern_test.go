@@ -59,8 +59,18 @@ func TestBadPatternsAndValues(t *testing.T) {
 		require.Error(t, err, pat)
 		require.True(t, strings.HasPrefix(err.Error(), want), "%q: %v", pat, err)
 	}
-	_, err := parseValue("<a #:<b>>")
-	require.EqualError(t, err, "bad value at 1:4: embedded values cannot be written on the command line")
+	for text, at := range map[string]string{
+		"<a #:<b>>":          "1:4",
+		"[1 [2 #:x]]":        "1:7",
+		`{k: [#:"v"]}`:       "1:6",
+		`{#:"k": 1, z: #:y}`: "1:15", // entries in Preserves order: z first
+		"#{1 #:s}":           "1:5",
+	} {
+		_, err := parseValue(text)
+		require.EqualError(t, err, "bad value at "+at+": embedded values cannot be written on the command line", text)
+	}
+	_, err := parseValue(`<a [1 {k: "v"}]>`)
+	require.NoError(t, err)
 }
 
 func FuzzParsePattern(f *testing.F) {
