@@ -90,17 +90,15 @@ func ParseValue(v preserves.Value) (Address, error) {
 	if schema.IsWildcard(v) {
 		return Address{}, nil
 	}
-	if r, ok := preserves.Unwrap(v).(*preserves.Record); ok {
-		switch preserves.Unwrap(r.Label) {
+	if r, ok := v.(*preserves.Record); ok {
+		switch r.Label {
 		case preserves.Symbol("tcp"):
 			t, err := transportaddress.ParseTcp(v)
 			if err != nil {
 				return Address{}, fmt.Errorf("%w: %w", ErrAddress, err)
 			}
 			if !t.Port.IsInt64() || t.Port.Int64() < 0 || t.Port.Int64() > 65535 {
-				pe := schema.Fail(r.Fields[1], "expected a port from 0 to 65535")
-				pe.Path = []string{"[1]"}
-				return Address{}, fmt.Errorf("%w: %w", ErrAddress, pe)
+				return Address{}, fmt.Errorf("%w: %w", ErrAddress, schema.FailAt(v, "[1]", "expected a port from 0 to 65535"))
 			}
 			return TCPAddr(t.Host, int(t.Port.Int64())), nil
 		case preserves.Symbol("unix"):
@@ -109,9 +107,7 @@ func ParseValue(v preserves.Value) (Address, error) {
 				return Address{}, fmt.Errorf("%w: %w", ErrAddress, err)
 			}
 			if u.Path == "" && !schema.IsWildcard(r.Fields[0]) {
-				pe := schema.Fail(r.Fields[0], "expected a socket path")
-				pe.Path = []string{"[0]"}
-				return Address{}, fmt.Errorf("%w: %w", ErrAddress, pe)
+				return Address{}, fmt.Errorf("%w: %w", ErrAddress, schema.FailAt(v, "[0]", "expected a socket path"))
 			}
 			return UnixAddr(u.Path), nil
 		}
@@ -269,21 +265,19 @@ func ParseRelayListener(v preserves.Value) (RelayListener, error) {
 	if err != nil {
 		return out, err
 	}
-	if a, ok := preserves.Unwrap(r.Fields[0]).(*preserves.Record); ok && preserves.Equal(a.Label, preserves.Symbol("unix")) {
+	if a, ok := r.Fields[0].(*preserves.Record); ok && preserves.Equal(a.Label, preserves.Symbol("unix")) {
 		u, err := internalservices.ParseUnixRelayListener(v)
 		if err != nil {
 			return out, err
 		}
 		if len(r.Fields) > 2 {
-			pe := schema.Fail(r.Fields[2], "a unix listener takes no HTTP handler")
-			pe.Path = []string{"[2]"}
-			return out, pe
+			return out, schema.FailAt(v, "[2]", "a unix listener takes no HTTP handler")
 		}
 		out.Gatekeeper = u.Gatekeeper
 	} else {
-		if a, ok := preserves.Unwrap(r.Fields[0]).(*preserves.Record); ok && !preserves.Equal(a.Label, preserves.Symbol("tcp")) && !schema.IsWildcard(a.Label) {
+		if a, ok := r.Fields[0].(*preserves.Record); ok && !preserves.Equal(a.Label, preserves.Symbol("tcp")) && !schema.IsWildcard(a.Label) {
 			_, err := ParseValue(r.Fields[0]) // neither tcp nor unix
-			return out, schema.At(err, "[0]")
+			return out, schema.AtIn(err, v, "[0]")
 		}
 		t, err := internalservices.ParseTcpWithoutHttp(v)
 		if err != nil {
@@ -291,13 +285,13 @@ func ParseRelayListener(v preserves.Value) (RelayListener, error) {
 		}
 		out.Gatekeeper = t.Gatekeeper
 		if len(r.Fields) > 2 {
-			if e, ok := preserves.Unwrap(r.Fields[2]).(*preserves.Embedded); ok {
+			if e, ok := r.Fields[2].(*preserves.Embedded); ok {
 				out.HTTPD = e.Payload
 			}
 		}
 	}
 	if out.Addr, err = ParseValue(r.Fields[0]); err != nil {
-		return out, schema.At(err, "[0]")
+		return out, schema.AtIn(err, v, "[0]")
 	}
 	return out, nil
 }

@@ -122,3 +122,21 @@ func item(v preserves.Value, i int) (preserves.Value, bool) {
 	}
 	return nil, false
 }
+
+// FailAt is Fail for the part of v that step (a path step: "[i]",
+// ".label") leads to, for the hand-written checks beside generated code:
+// the error's Path is step, and its Pos the part's own or the place v
+// remembers for it (Locate).
+func FailAt(v preserves.Value, step string, format string, args ...any) *ParseError {
+	path := []string{step}
+	part := v
+	if i, _ := stepItem(preserves.Unwrap(v), step); i >= 0 {
+		part, _ = item(preserves.Unwrap(v), i)
+	}
+	e := Fail(part, format, args...)
+	e.Path = path
+	if !e.Pos.IsValid() {
+		e.Pos = Locate(v, path)
+	}
+	return e
+}

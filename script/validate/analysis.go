@@ -242,22 +242,22 @@ func (s *fileScan) pat(p compile.Pat, sc scope) {
 // watcherEnv records the keys of `<config-watcher PATH {KEY: …}>`.
 func (s *fileScan) watcherEnv(r *compile.MkRecord) {
 	c, ok := r.Label.(*compile.Const)
-	if !ok || preserves.Unwrap(c.Value) != preserves.Symbol("config-watcher") || len(r.Fields) < 2 {
+	if !ok || c.Value != preserves.Symbol("config-watcher") || len(r.Fields) < 2 {
 		return
 	}
 	switch d := r.Fields[1].(type) {
 	case *compile.MkDict:
 		for _, k := range d.Keys {
 			if kc, ok := k.(*compile.Const); ok {
-				if sym, ok := preserves.Unwrap(kc.Value).(preserves.Symbol); ok {
+				if sym, ok := kc.Value.(preserves.Symbol); ok {
 					s.tr.envNames[string(sym)] = true
 				}
 			}
 		}
 	case *compile.Const:
-		if dict, ok := preserves.Unwrap(d.Value).(*preserves.Dictionary); ok {
+		if dict, ok := d.Value.(*preserves.Dictionary); ok {
 			for _, e := range dict.Entries() {
-				if sym, ok := preserves.Unwrap(e.Key).(preserves.Symbol); ok {
+				if sym, ok := e.Key.(preserves.Symbol); ok {
 					s.tr.envNames[string(sym)] = true
 				}
 			}
@@ -284,7 +284,6 @@ func (s *fileScan) declaration(e compile.Expr) {
 		return
 	}
 	key := func(x preserves.Value) string {
-		x = preserves.Strip(x)
 		k := preserves.FormatText(x)
 		s.tr.names[k] = x
 		return k
@@ -292,7 +291,7 @@ func (s *fileScan) declaration(e compile.Expr) {
 	switch {
 	case l == "daemon" && len(fields) == 2:
 		id := key(preserves.NewRecord(preserves.Symbol("daemon"), fields[0]))
-		s.tr.daemons[id] = append(s.tr.daemons[id], declared{pos: at, spec: preserves.FormatText(preserves.Strip(fields[1]))})
+		s.tr.daemons[id] = append(s.tr.daemons[id], declared{pos: at, spec: preserves.FormatText(fields[1])})
 	case l == "require-service" && len(fields) == 1:
 		k := key(fields[0])
 		s.tr.required[k] = append(s.tr.required[k], at)

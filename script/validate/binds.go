@@ -219,7 +219,7 @@ var bindProbes = func() []preserves.Value {
 func revealsBinds(cs []caveat.Caveat) bool {
 	for _, p := range bindProbes {
 		if r, ok := caveat.Apply(cs, p); ok {
-			if rec, isRec := preserves.Unwrap(r).(*preserves.Record); isRec && preserves.Equal(rec.Label, preserves.Symbol("Observe")) {
+			if rec, isRec := r.(*preserves.Record); isRec && preserves.Equal(rec.Label, preserves.Symbol("Observe")) {
 				return true
 			}
 		}
@@ -249,7 +249,7 @@ func hasKey(v compile.Expr) bool {
 	}
 	switch d := df[0].(type) {
 	case *compile.Const:
-		dict, ok := preserves.Unwrap(d.Value).(*preserves.Dictionary)
+		dict, ok := d.Value.(*preserves.Dictionary)
 		if !ok {
 			return false
 		}
@@ -257,7 +257,7 @@ func hasKey(v compile.Expr) bool {
 		return has
 	case *compile.MkDict:
 		for _, k := range d.Keys {
-			if c, ok := k.(*compile.Const); ok && preserves.Equal(preserves.Strip(c.Value), secret) {
+			if c, ok := k.(*compile.Const); ok && preserves.Equal(c.Value, secret) {
 				return true
 			}
 		}
@@ -270,7 +270,7 @@ func hasKey(v compile.Expr) bool {
 func recordOf(e compile.Expr) (preserves.Value, []compile.Expr, bool) {
 	switch x := e.(type) {
 	case *compile.Const:
-		r, ok := preserves.Unwrap(x.Value).(*preserves.Record)
+		r, ok := x.Value.(*preserves.Record)
 		if !ok {
 			return nil, nil, false
 		}
@@ -278,13 +278,13 @@ func recordOf(e compile.Expr) (preserves.Value, []compile.Expr, bool) {
 		for i, f := range r.Fields {
 			fs[i] = &compile.Const{At: x.At, Value: f}
 		}
-		return preserves.Strip(r.Label), fs, true
+		return r.Label, fs, true
 	case *compile.MkRecord:
 		l, ok := x.Label.(*compile.Const)
 		if !ok {
 			return nil, nil, false
 		}
-		return preserves.Strip(l.Value), x.Fields, true
+		return l.Value, x.Fields, true
 	}
 	return nil, nil, false
 }

@@ -17,11 +17,11 @@ import (
 // label returns the record's label symbol and fields, if v is a record with
 // a symbol label.
 func label(v preserves.Value) (string, []preserves.Value, bool) {
-	r, ok := preserves.Unwrap(v).(*preserves.Record)
+	r, ok := v.(*preserves.Record)
 	if !ok {
 		return "", nil, false
 	}
-	s, ok := preserves.Unwrap(r.Label).(preserves.Symbol)
+	s, ok := r.Label.(preserves.Symbol)
 	if !ok {
 		return "", nil, false
 	}
@@ -64,7 +64,7 @@ func (v *validator) declaration(val preserves.Value) {
 	} else {
 		switch {
 		case l == "daemon" && len(fields) == 2:
-			v.daemonSpec(fields[1])
+			v.daemonSpec(fields[1], preserves.FieldPos(val.(*preserves.Record), 1))
 		case l == "daemon" && len(fields) > 2:
 			v.errorf(val, "daemon: expected <daemon ID SPEC> (or the service name <daemon ID>), not %d fields", len(fields))
 		case l != "daemon":
@@ -76,7 +76,7 @@ func (v *validator) declaration(val preserves.Value) {
 	for _, f := range fields {
 		if l == "depends-on" {
 			if d, _, ok := label(f); ok && d == "service-state" {
-				f = preserves.Unwrap(f).(*preserves.Record).Fields[0]
+				f = f.(*preserves.Record).Fields[0]
 			}
 		}
 		v.serviceName(f)
@@ -142,8 +142,8 @@ func (v *validator) serviceName(name preserves.Value) {
 // service performs (externalservices.CheckSpec, its unknown parts
 // wildcards): every problem it finds, an unknown key included, is an
 // error here, carrying the problem's class.
-func (v *validator) daemonSpec(spec preserves.Value) {
-	for _, p := range externalservices.CheckSpec(spec) {
+func (v *validator) daemonSpec(spec preserves.Value, at preserves.Pos) {
+	for _, p := range externalservices.CheckSpecAt(spec, at) {
 		v.add(p.Pos, p, "%s", p.Msg)
 	}
 }

@@ -87,12 +87,13 @@ func Source(file string, src []byte) script.ErrorList {
 // Declaration validates one value that is about to be asserted or sent
 // (for example by `syndicate assert`, or a service checking a request at
 // run time). Positions are reported when v carries them (a value read with
-// preserves.TextOptions.Positions, or compiled with compile.Options.Positions);
+// preserves.TextOptions.Positions, or built by a program compiled with
+// compile.Options.Positions, whose positions are in the side table);
 // otherwise the errors have the zero position and print as the message alone.
 // Embedded values count as capabilities.
 func Declaration(v preserves.Value) script.ErrorList {
 	val := &validator{}
-	val.declaration(v)
+	val.declaration(preserves.StripRemembering(v)) // the checks read plain values
 	val.errs.Sort()
 	return val.errs
 }
@@ -178,53 +179,59 @@ func (v *validator) instr(in script.Instr) {
 // the schema wildcard, so the generated parsers skip it.
 type unknown = schema.Wildcard
 
-// value converts an expression to a Value with positions at every depth,
-// non-literal parts replaced by an embedded unknown{} (scripts cannot
-// contain literal embedded values, so the marker is unambiguous).
+// value converts an expression to a plain Value whose compounds are
+// remembered in the position side table (as a script compiled with
+// compile.Options.Positions builds them, so the parsers locate errors the
+// same way), non-literal parts replaced by an embedded unknown{} (scripts
+// cannot contain literal embedded values, so the marker is unambiguous).
 func value(e script.Expr) preserves.Value {
-	wrap := func(at preserves.Pos, item preserves.Value) preserves.Value {
-		return &preserves.Annotated{Pos: at, Item: item}
-	}
 	switch x := e.(type) {
-	case nil:
-		return wrap(preserves.Pos{}, preserves.NewEmbedded(unknown{}))
 	case *script.Lit:
 		if x.Src != nil {
-			return x.Src
+			return preserves.StripRemembering(x.Src)
 		}
-		return wrap(x.At, x.Value)
+		return x.Value
 	case *script.RecordExpr:
-		fields := make([]preserves.Value, len(x.Fields))
-		for i, f := range x.Fields {
-			fields[i] = value(f)
-		}
-		return wrap(x.At, preserves.NewRecord(value(x.Label), fields...))
+		fields, ps := values(x.Fields)
+		r := preserves.NewRecord(value(x.Label), fields...)
+		preserves.Remember(r, x.At, append([]preserves.Pos{x.Label.Pos()}, ps...))
+		return r
 	case *script.SeqExpr:
-		elems := make(preserves.Sequence, len(x.Elems))
-		for i, el := range x.Elems {
-			elems[i] = value(el)
-		}
-		return wrap(x.At, elems)
+		elems, ps := values(x.Elems)
+		preserves.Remember(preserves.Sequence(elems), x.At, ps)
+		return preserves.Sequence(elems)
 	case *script.SetExpr:
-		elems := make([]preserves.Value, len(x.Elems))
-		for i, el := range x.Elems {
-			elems[i] = value(el)
-		}
-		return wrap(x.At, preserves.NewSet(elems...))
+		elems, ps := values(x.Elems)
+		return preserves.NewSetAt(x.At, elems, ps)
 	case *script.DictExpr:
-		entries := make([]preserves.DictEntry, 0, len(x.Entries))
-		for _, en := range x.Entries {
+		entries := make([]preserves.DictEntry, len(x.Entries))
+		kps := make([]preserves.Pos, len(x.Entries))
+		vps := make([]preserves.Pos, len(x.Entries))
+		for i, en := range x.Entries {
 			k := value(en.Key)
 			if isUnknown(k) {
 				// A computed key could be any key: the dictionary's shape
 				// is undecidable.
-				return wrap(x.At, preserves.NewEmbedded(unknown{}))
+				return preserves.NewEmbedded(unknown{})
 			}
-			entries = append(entries, preserves.DictEntry{Key: k, Value: value(en.Value)})
+			entries[i] = preserves.DictEntry{Key: k, Value: value(en.Value)}
+			kps[i], vps[i] = en.Key.Pos(), en.Value.Pos()
 		}
-		return wrap(x.At, preserves.NewDictionary(entries...))
+		return preserves.NewDictionaryAt(x.At, entries, kps, vps)
 	}
-	return wrap(e.Pos(), preserves.NewEmbedded(unknown{}))
+	return preserves.NewEmbedded(unknown{})
+}
+
+func values(es []script.Expr) ([]preserves.Value, []preserves.Pos) {
+	vs := make([]preserves.Value, len(es))
+	ps := make([]preserves.Pos, len(es))
+	for i, e := range es {
+		vs[i] = value(e)
+		if e != nil {
+			ps[i] = e.Pos()
+		}
+	}
+	return vs, ps
 }
 
 func isUnknown(v preserves.Value) bool { return schema.IsWildcard(v) }

@@ -173,7 +173,12 @@ func ParseSpecAt(v preserves.Value, at preserves.Pos) (*Spec, error) {
 // performs, so v is valid for one exactly when it is for the other
 // (unknown keys aside).
 func CheckSpec(v preserves.Value) []*schema.ParseError {
-	_, problems := elaborate(v, preserves.Pos{})
+	return CheckSpecAt(v, preserves.Pos{})
+}
+
+// CheckSpecAt is CheckSpec of v written at `at` (see ParseSpecAt).
+func CheckSpecAt(v preserves.Value, at preserves.Pos) []*schema.ParseError {
+	_, problems := elaborate(v, at)
 	return problems
 }
 

@@ -17,8 +17,8 @@ import (
 // name would start a second service doing the same (the relay listener,
 // which takes an optional third field, is the exception).
 func Exact(v preserves.Value, n int) error {
-	if r, ok := preserves.Unwrap(v).(*preserves.Record); ok && len(r.Fields) > n {
-		return rangeError(r.Fields[n], fmt.Sprintf("[%d]", n), fmt.Sprintf("expected %d field%s, no more", n, map[bool]string{true: "", false: "s"}[n == 1]))
+	if r, ok := v.(*preserves.Record); ok && len(r.Fields) > n {
+		return schema.FailAt(v, fmt.Sprintf("[%d]", n), "expected %d field%s, no more", n, map[bool]string{true: "", false: "s"}[n == 1])
 	}
 	return nil
 }
@@ -37,13 +37,13 @@ func DebtPeriod(v preserves.Value) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	r, ok := preserves.Unwrap(v).(*preserves.Record)
+	r, ok := v.(*preserves.Record)
 	if !ok || schema.IsWildcard(r.Fields[0]) {
 		return time.Second, nil // unknown to a checker
 	}
-	secs, field := d.IntervalSeconds, r.Fields[0]
+	secs := d.IntervalSeconds
 	if math.IsNaN(secs) || secs < 0.001 || secs > float64(math.MaxInt64/int64(time.Second)) {
-		return 0, rangeError(field, "[0]", "expected a number of seconds from 0.001")
+		return 0, schema.FailAt(v, "[0]", "expected a number of seconds from 0.001")
 	}
 	return time.Duration(secs * float64(time.Second)), nil
 }
@@ -58,18 +58,12 @@ func StaticFiles(v preserves.Value) (dir string, drop int, err error) {
 	if err != nil {
 		return "", 0, err
 	}
-	r, ok := preserves.Unwrap(v).(*preserves.Record)
+	r, ok := v.(*preserves.Record)
 	if !ok || schema.IsWildcard(r.Fields[1]) {
 		return s.Dir, 0, nil // unknown to a checker
 	}
 	if n := s.PathPrefixElements; !n.IsInt64() || n.Int64() < 0 || n.Int64() > MaxPathPrefixElements {
-		return "", 0, rangeError(r.Fields[1], "[1]", "expected a path prefix length from 0 to 1048576")
+		return "", 0, schema.FailAt(v, "[1]", "expected a path prefix length from 0 to 1048576")
 	}
 	return s.Dir, int(s.PathPrefixElements.Int64()), nil
-}
-
-func rangeError(at preserves.Value, step, msg string) error {
-	e := schema.Fail(at, "%s", msg)
-	e.Path = []string{step}
-	return e
 }
