@@ -32,6 +32,20 @@
 // nothing for positions while the script compiler can ask any node where it
 // came from.
 //
+// # Positions of plain values
+//
+// Wrapped values suit a reader of source text, not values that travel:
+// every consumer would have to look through wrappers. So values leave the
+// script language plain, and where they were written is kept beside them
+// in a side table (positions.go): [StripRemembering] strips a value read
+// with positions and remembers its compounds, [Remember], [NewSetAt] and
+// [NewDictionaryAt] remember compounds built elsewhere (the script VM),
+// and [PosOf], [ItemPos], [FieldPos], [EntryPos] and [FirstPos] answer
+// error messages. Compounds are keyed by identity (values are immutable
+// and shared) and held weakly; an atom has no identity, so its place is
+// the one its parent remembers for item i. Nothing is remembered, and
+// nothing paid, unless someone asks for positions.
+//
 // # Binary syntax
 //
 // [EncodeCanonical] writes the canonical form (no annotations; set elements

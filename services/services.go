@@ -18,8 +18,16 @@
 //
 // Every service package (daemon, config watcher, gatekeeper, listeners)
 // exposes `Boot(t *dataspace.Turn, env services.Env) error` and reacts to
-// `<run-service NAME>` assertions in env.Config. Services never import each
-// other: they coordinate only through assertions in the config dataspace.
+// `<run-service NAME>` assertions in env.Config, most through [Serve]
+// (request.go): parse the name, or warn with the place a script asked and
+// report `failed`. Services never import each other: they coordinate only
+// through assertions in the config dataspace.
+//
+// Values reach the services plain: scripts strip their annotations where
+// their values enter the dataspace and keep positions in the side table
+// of package preserves, so a service tests a value's type directly and
+// names a place with preserves.PosOf / ItemPos (or the Pos of a
+// schema.ParseError, which the generated parsers locate the same way).
 //
 // # Containment
 //

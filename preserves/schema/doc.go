@@ -35,7 +35,11 @@
 // alternatives in source order. A failure is a *[ParseError] (class
 // [ErrParse]): the path from the value given to Parse… to the part that
 // is wrong (".label", "[2]", "[key]"), that part's source position when
-// it carries one (values read with preserves.TextOptions.Positions), and
+// one is known — its own annotation (values read with
+// preserves.TextOptions.Positions), or, for plain values whose positions
+// are kept in the side table of package preserves (what scripts assert),
+// the most specific place remembered along the path ([AtIn], [Locate],
+// [FailAt]: an atom's place is its parent's item position) — and
 // for an alternation every alternative's reason; [ParseError.Deepest]
 // picks the one that got furthest. Hand-written companions of generated
 // code (range checks, the daemon spec's elaboration) return *ParseError

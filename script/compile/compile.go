@@ -23,6 +23,11 @@
 //     evaluates them like any other value and hands the result to
 //     caveat.FromValue.
 //
+// With Options.Positions, constants are stripped of the reader's wrappers
+// once, here, and their places remembered in the side table of package
+// preserves (constRemembering); the VM does the same for what it builds,
+// so scripts assert plain values that still know where they were written.
+//
 // The front end (package script) has already reported every static error, so
 // compilation itself cannot fail; CompileFile returns the front end's errors.
 // Every instruction and every expression that can fail at run time carries

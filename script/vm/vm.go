@@ -21,6 +21,17 @@
 // handler captures the list as it is when the handler is installed, in O(1),
 // so later bindings never leak into it.
 //
+// # Positions
+//
+// A program compiled with compile.Options.Positions (the config watcher's)
+// builds plain values and remembers each compound it builds, with the
+// positions of its parts' expressions, in the side table of package
+// preserves (preserves.Remember, NewSetAt, NewDictionaryAt); its constants
+// were stripped and remembered by the compiler. So no *preserves.Annotated
+// reaches the dataspace, and a service rejecting a value still names the
+// file:line:col of the part that is wrong (preserves.PosOf, ItemPos).
+// Without the option nothing is remembered.
+//
 // # Errors
 //
 // A run-time error (undefined variable, non-capability target, failed let
