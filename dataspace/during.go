@@ -14,7 +14,7 @@ import (
 // not match p's number of captures are ignored. It returns the handle of
 // the Observe assertion.
 func (t *Turn) During(ds *Ref, p pattern.Pattern, fn func(t *Turn, captures []preserves.Value) error) Handle {
-	e := &duringEntity{n: countBinds(p), fn: fn, facets: make(map[Handle]FacetID)}
+	e := &duringEntity{n: countBinds(p), fn: fn, facets: make(HandleFacets)}
 	return t.Assert(ds, Observe(p, t.Create(e)))
 }
 
@@ -30,7 +30,7 @@ type duringEntity struct {
 	BaseEntity
 	n      int
 	fn     func(t *Turn, captures []preserves.Value) error
-	facets map[Handle]FacetID
+	facets HandleFacets
 }
 
 func (e *duringEntity) Assert(t *Turn, v preserves.Value, h Handle) error {
@@ -47,10 +47,7 @@ func (e *duringEntity) Assert(t *Turn, v preserves.Value, h Handle) error {
 }
 
 func (e *duringEntity) Retract(t *Turn, h Handle) error {
-	if id, ok := e.facets[h]; ok {
-		delete(e.facets, h)
-		t.StopFacet(id)
-	}
+	e.facets.Stop(t, h)
 	return nil
 }
 

@@ -99,7 +99,7 @@ type gatekeeper struct {
 	dataspace.BaseEntity
 	bs     *dataspace.Ref
 	log    zerolog.Logger
-	facets map[dataspace.Handle]dataspace.FacetID
+	facets dataspace.HandleFacets
 }
 
 // New creates a gatekeeper entity over the bind space bs in the active
@@ -108,7 +108,7 @@ type gatekeeper struct {
 // active facet.
 func New(t *dataspace.Turn, bs *dataspace.Ref, log zerolog.Logger) *dataspace.Ref {
 	watchBinds(t, bs, log)
-	return t.Create(&gatekeeper{bs: bs, log: log, facets: make(map[dataspace.Handle]dataspace.FacetID)})
+	return t.Create(&gatekeeper{bs: bs, log: log, facets: make(dataspace.HandleFacets)})
 }
 
 func (g *gatekeeper) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
@@ -131,10 +131,7 @@ func (g *gatekeeper) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Ha
 }
 
 func (g *gatekeeper) Retract(t *dataspace.Turn, h dataspace.Handle) error {
-	if id, ok := g.facets[h]; ok {
-		delete(g.facets, h)
-		t.StopFacet(id)
-	}
+	g.facets.Stop(t, h)
 	return nil
 }
 
@@ -276,7 +273,7 @@ type directObserver struct {
 	st      *race
 	obs     *dataspace.Ref
 	fr      dataspace.FacetRef
-	relayed map[dataspace.Handle]dataspace.Handle
+	relayed dataspace.HandleAssertions
 }
 
 func (d *directObserver) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
@@ -288,17 +285,14 @@ func (d *directObserver) Assert(t *dataspace.Turn, v preserves.Value, h dataspac
 		t.StopFacet(d.st.bindFacet) // stop waiting for Binds
 	}
 	if d.relayed == nil {
-		d.relayed = make(map[dataspace.Handle]dataspace.Handle)
+		d.relayed = make(dataspace.HandleAssertions)
 	}
 	d.relayed[h] = t.Assert(d.obs, v)
 	return nil
 }
 
 func (d *directObserver) Retract(t *dataspace.Turn, h dataspace.Handle) error {
-	if x, ok := d.relayed[h]; ok {
-		delete(d.relayed, h)
-		t.Retract(x)
-	}
+	d.relayed.Retract(t, h)
 	return nil
 }
 

@@ -90,7 +90,7 @@ func bootStatic(t *dataspace.Turn, env services.Env, opts Options) {
 			name := req.Name
 			services.Supervise(t, env, name, services.Always, preserves.Show(preserves.NewRecord(symStaticWorker, name)), func(t *dataspace.Turn, _ *dataspace.Ref) error {
 				mime := loadMimeTypes(mimeFile)
-				h := t.Create(&staticHandler{dir: req.Spec.dir, drop: req.Spec.n, mime: mime, facets: make(map[dataspace.Handle]dataspace.FacetID)})
+				h := t.Create(&staticHandler{dir: req.Spec.dir, drop: req.Spec.n, mime: mime, facets: make(dataspace.HandleFacets)})
 				t.Assert(env.Config, services.ServiceObject(name, dataspace.Embed(h)))
 				return nil
 			}, services.SuperviseOptions{FailuresOnly: true})
@@ -105,7 +105,7 @@ type staticHandler struct {
 	dir    string
 	drop   int
 	mime   map[string]string
-	facets map[dataspace.Handle]dataspace.FacetID
+	facets dataspace.HandleFacets
 }
 
 func (s *staticHandler) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
@@ -157,10 +157,7 @@ func (s *staticHandler) Assert(t *dataspace.Turn, v preserves.Value, h dataspace
 }
 
 func (s *staticHandler) Retract(t *dataspace.Turn, h dataspace.Handle) error {
-	if id, ok := s.facets[h]; ok {
-		delete(s.facets, h)
-		t.StopFacet(id)
-	}
+	s.facets.Stop(t, h)
 	return nil
 }
 

@@ -257,7 +257,7 @@ func (s *svc) sturdyStep(t *dataspace.Turn, originv, params preserves.Value) {
 	}
 	step := preserves.NewRecord(symRef, params)
 	req := preserves.NewRecord(symResolvePathStep, originv, step)
-	obs := t.Create(&mirror{cfg: s.cfg, req: req, out: make(map[dataspace.Handle]dataspace.Handle)})
+	obs := t.Create(&mirror{cfg: s.cfg, req: req, out: make(dataspace.HandleAssertions)})
 	t.Assert(origin, preserves.NewRecord(symResolve, step, dataspace.Embed(obs)))
 }
 
@@ -266,7 +266,7 @@ type mirror struct {
 	dataspace.BaseEntity
 	cfg *dataspace.Ref
 	req preserves.Value
-	out map[dataspace.Handle]dataspace.Handle
+	out dataspace.HandleAssertions
 }
 
 func (m *mirror) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
@@ -275,10 +275,7 @@ func (m *mirror) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle
 }
 
 func (m *mirror) Retract(t *dataspace.Turn, h dataspace.Handle) error {
-	if x, ok := m.out[h]; ok {
-		delete(m.out, h)
-		t.Retract(x)
-	}
+	m.out.Retract(t, h)
 	return nil
 }
 
@@ -390,7 +387,7 @@ func (s *svc) resolvePath(t *dataspace.Turn, route preserves.Value) {
 // route that cannot be resolved, and logs it.
 func (s *svc) refuseRoute(t *dataspace.Turn, req preserves.Value, what string, part preserves.Value, err error) {
 	ev := s.log.Warn().Err(err).Str(what, preserves.Show(part))
-	if pos := preserves.PosOf(part); pos.IsValid() {
+	if pos := services.ErrorPos(err, part); pos.IsValid() {
 		ev = ev.Str("pos", pos.String())
 	}
 	ev.Msg("resolve-path: route refused")

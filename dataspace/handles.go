@@ -1,0 +1,34 @@
+package dataspace
+
+// Per-assertion bookkeeping of entities.
+//
+// Many entities do something for exactly as long as each assertion they
+// receive lasts: run a facet (a During, a gatekeeper's resolution, a
+// static file request), or hold an assertion of their own elsewhere (a
+// mirror). Retract names only the handle, so they keep a map from it;
+// these two maps hold the Retract side once.
+
+// HandleFacets maps the handles of the assertions an entity holds to the
+// facets it runs for them.
+type HandleFacets map[Handle]FacetID
+
+// Stop stops the facet run for assertion h, if any (call it from Retract).
+func (m HandleFacets) Stop(t *Turn, h Handle) {
+	if id, ok := m[h]; ok {
+		delete(m, h)
+		t.StopFacet(id)
+	}
+}
+
+// HandleAssertions maps the handles of the assertions an entity holds to
+// the assertions it made for them.
+type HandleAssertions map[Handle]Handle
+
+// Retract withdraws the assertion made for h, if any (call it from
+// Retract).
+func (m HandleAssertions) Retract(t *Turn, h Handle) {
+	if x, ok := m[h]; ok {
+		delete(m, h)
+		t.Retract(x)
+	}
+}
