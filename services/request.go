@@ -41,9 +41,22 @@ type Requests[T any] struct {
 	// LogName, if set, is how log lines name the service of a well-formed
 	// request (default: the name itself).
 	LogName func(name preserves.Value, spec T) string
-	// Run runs in the facet of one well-formed request, which stops when
+	// Boot runs the service of one well-formed request in a worker actor
+	// of its own, named Worker(req), supervised with policy Always
+	// (§2.3): a crashing worker is reported `failed` and restarted, with
+	// Supervise's delays. The worker lives as long as the request.
+	Boot      func(t *dataspace.Turn, req Request[T]) error
+	Worker    func(req Request[T]) string
+	Supervise SuperviseOptions
+	// Run, for a service that wants more than one supervised worker,
+	// runs instead in the facet of the request itself, which stops when
 	// the request is retracted; an error crashes the service's actor.
 	Run func(t *dataspace.Turn, req Request[T]) error
+}
+
+// WorkerName is the usual worker actor name `<LABEL NAME>`.
+func WorkerName(label preserves.Symbol, name preserves.Value) string {
+	return preserves.Show(preserves.NewRecord(label, name))
 }
 
 // Request is one well-formed request.
@@ -74,7 +87,14 @@ func Serve[T any](t *dataspace.Turn, env Env, r Requests[T]) {
 		if r.LogName != nil {
 			logName = r.LogName(name, spec)
 		}
-		return r.Run(t, Request[T]{Name: name, Spec: spec, Log: env.Logger.With().Str("service", logName).Logger()})
+		req := Request[T]{Name: name, Spec: spec, Log: env.Logger.With().Str("service", logName).Logger()}
+		if r.Run != nil {
+			return r.Run(t, req)
+		}
+		Supervise(t, env, name, Always, r.Worker(req), func(t *dataspace.Turn, _ *dataspace.Ref) error {
+			return r.Boot(t, req)
+		}, r.Supervise)
+		return nil
 	})
 }
 

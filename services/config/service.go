@@ -54,25 +54,23 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
 		LogName: func(_ preserves.Value, w watcherRequest) string {
 			return preserves.Show(preserves.Rec("config-watcher", preserves.String(w.path)))
 		},
-		Run: func(t *dataspace.Turn, req services.Request[watcherRequest]) error {
-			// §3.1: a supervisor with policy "always", state reported for
-			// the full name, running the worker actor `<config PATH>`.
-			path := req.Spec.path
-			actorName := preserves.Show(preserves.Rec("config", preserves.String(path)))
-			services.Supervise(t, env, req.Name, services.Always, actorName,
-				func(t *dataspace.Turn, _ *dataspace.Ref) error {
-					w := &worker{
-						name: req.Name,
-						path: path,
-						env:  req.Spec.env,
-						cfg:  env.Config,
-						svc:  env,
-						log:  req.Log,
-						opts: opts,
-					}
-					return w.boot(t)
-				}, opts.Supervise)
-			return nil
+		// §3.1: a supervisor with policy "always", state reported for the
+		// full name, running the worker actor `<config PATH>`.
+		Supervise: opts.Supervise,
+		Worker: func(req services.Request[watcherRequest]) string {
+			return services.WorkerName("config", preserves.String(req.Spec.path))
+		},
+		Boot: func(t *dataspace.Turn, req services.Request[watcherRequest]) error {
+			w := &worker{
+				name: req.Name,
+				path: req.Spec.path,
+				env:  req.Spec.env,
+				cfg:  env.Config,
+				svc:  env,
+				log:  req.Log,
+				opts: opts,
+			}
+			return w.boot(t)
 		},
 	})
 	return nil

@@ -64,19 +64,14 @@ func Boot(t *dataspace.Turn, env services.Env) error {
 		Label:     symDebtReporter,
 		Parse:     internalservices.DebtPeriod,
 		Malformed: "debt reporter: malformed <debt-reporter SECONDS> request (SECONDS must be a positive double)",
-		Run: func(t *dataspace.Turn, req services.Request[time.Duration]) error {
-			name, sys := req.Name, t.Actor().System()
-			// Supervised (§2.3, policy Always): a crashing reporter is
-			// reported `failed` and restarted.
-			services.Supervise(t, env, name, services.Always, preserves.Show(preserves.NewRecord(symWorker, name)), func(t *dataspace.Turn, _ *dataspace.Ref) error {
-				t.Assert(env.Config, services.ServiceState(name, services.StateReady))
-				r := &reporter{sys: sys, log: req.Log}
-				t.Every(req.Spec, func(*dataspace.Turn) error {
-					r.report(time.Now())
-					return nil
-				})
+		Worker:    func(req services.Request[time.Duration]) string { return services.WorkerName(symWorker, req.Name) },
+		Boot: func(t *dataspace.Turn, req services.Request[time.Duration]) error {
+			t.Assert(env.Config, services.ServiceState(req.Name, services.StateReady))
+			r := &reporter{sys: t.Actor().System(), log: req.Log}
+			t.Every(req.Spec, func(*dataspace.Turn) error {
+				r.report(time.Now())
 				return nil
-			}, services.SuperviseOptions{})
+			})
 			return nil
 		},
 	})

@@ -379,17 +379,13 @@ func Boot(t *dataspace.Turn, env services.Env) error {
 		Label:     symGatekeeper,
 		Parse:     services.CapabilityName(internalservices.ParseGatekeeper, func(g internalservices.Gatekeeper) any { return g.Bindspace }),
 		Malformed: "gatekeeper: malformed <gatekeeper #:bindspace> request",
-		Run: func(t *dataspace.Turn, req services.Request[*dataspace.Ref]) error {
-			// Supervised (§2.3, policy Always): a crashing gatekeeper is
-			// reported `failed` and restarted (with a new service object).
-			name := req.Name
-			services.Supervise(t, env, name, services.Always, preserves.Show(preserves.NewRecord(symGatekeeper, name)), func(t *dataspace.Turn, _ *dataspace.Ref) error {
-				t.PreventInertCheck()
-				gk := New(t, req.Spec, req.Log)
-				t.Assert(env.Config, preserves.NewRecord(services.LabelServiceObject, name, dataspace.Embed(gk)))
-				t.Assert(env.Config, services.ServiceState(name, services.StateReady))
-				return nil
-			}, services.SuperviseOptions{})
+		// A crashing gatekeeper restarts with a new service object.
+		Worker: func(req services.Request[*dataspace.Ref]) string { return services.WorkerName(symGatekeeper, req.Name) },
+		Boot: func(t *dataspace.Turn, req services.Request[*dataspace.Ref]) error {
+			t.PreventInertCheck()
+			gk := New(t, req.Spec, req.Log)
+			t.Assert(env.Config, preserves.NewRecord(services.LabelServiceObject, req.Name, dataspace.Embed(gk)))
+			t.Assert(env.Config, services.ServiceState(req.Name, services.StateReady))
 			return nil
 		},
 	})

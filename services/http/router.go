@@ -97,15 +97,12 @@ func bootRouter(t *dataspace.Turn, env services.Env) {
 		Label:     symHTTPRouter,
 		Parse:     services.CapabilityName(internalservices.ParseHttpRouter, func(r internalservices.HttpRouter) any { return r.Httpd }),
 		Malformed: "malformed http-router request (expected <http-router #:HTTPD>)",
-		Run: func(t *dataspace.Turn, req services.Request[*dataspace.Ref]) error {
-			// Supervised (§2.3, policy Always): a crashing router is
-			// reported `failed` and restarted.
-			name := req.Name
-			services.Supervise(t, env, name, services.Always, preserves.Show(preserves.NewRecord(symRouterWorker, name)), func(t *dataspace.Turn, _ *dataspace.Ref) error {
-				t.Assert(env.Config, services.ServiceState(name, services.StateReady))
-				newRouter(t, req.Spec, req.Log)
-				return nil
-			}, services.SuperviseOptions{})
+		Worker: func(req services.Request[*dataspace.Ref]) string {
+			return services.WorkerName(symRouterWorker, req.Name)
+		},
+		Boot: func(t *dataspace.Turn, req services.Request[*dataspace.Ref]) error {
+			t.Assert(env.Config, services.ServiceState(req.Name, services.StateReady))
+			newRouter(t, req.Spec, req.Log)
 			return nil
 		},
 	})

@@ -77,7 +77,11 @@ func bootStatic(t *dataspace.Turn, env services.Env, opts Options) {
 		// No state is ever reported for this service (§2.5), so the
 		// warning is all there is.
 		NoState: true,
-		Run: func(t *dataspace.Turn, req services.Request[static]) error {
+		// Supervised but silent (§2.5): only a crash shows, as `failed`,
+		// until the restarted worker is up.
+		Supervise: services.SuperviseOptions{FailuresOnly: true},
+		Worker:    func(req services.Request[static]) string { return services.WorkerName(symStaticWorker, req.Name) },
+		Boot: func(t *dataspace.Turn, req services.Request[static]) error {
 			mimeFile := opts.MimeTypes
 			if mimeFile == "" {
 				mimeFile = os.Getenv("SYNDICATE_MIME_TYPES")
@@ -85,15 +89,8 @@ func bootStatic(t *dataspace.Turn, env services.Env, opts Options) {
 			if mimeFile == "" {
 				mimeFile = "/etc/mime.types"
 			}
-			// Supervised (§2.3, policy Always) but silent (§2.5): only a
-			// crash shows, as `failed`, until the restarted worker is up.
-			name := req.Name
-			services.Supervise(t, env, name, services.Always, preserves.Show(preserves.NewRecord(symStaticWorker, name)), func(t *dataspace.Turn, _ *dataspace.Ref) error {
-				mime := loadMimeTypes(mimeFile)
-				h := t.Create(&staticHandler{dir: req.Spec.dir, drop: req.Spec.n, mime: mime, facets: make(dataspace.HandleFacets)})
-				t.Assert(env.Config, services.ServiceObject(name, dataspace.Embed(h)))
-				return nil
-			}, services.SuperviseOptions{FailuresOnly: true})
+			h := t.Create(&staticHandler{dir: req.Spec.dir, drop: req.Spec.n, mime: loadMimeTypes(mimeFile), facets: make(dataspace.HandleFacets)})
+			t.Assert(env.Config, services.ServiceObject(req.Name, dataspace.Embed(h)))
 			return nil
 		},
 	})
