@@ -38,12 +38,10 @@ func (e *duringEntity) Assert(t *Turn, v preserves.Value, h Handle) error {
 	if !ok {
 		return nil
 	}
-	id, err := t.Facet(func(t *Turn) error {
+	return e.facets.Start(t, h, func(t *Turn) error {
 		t.PreventInertCheck() // never disarmed: lives exactly as long as h
 		return e.fn(t, caps)
 	})
-	e.facets[h] = id
-	return err
 }
 
 func (e *duringEntity) Retract(t *Turn, h Handle) error {

@@ -12,6 +12,14 @@ package dataspace
 // facets it runs for them.
 type HandleFacets map[Handle]FacetID
 
+// Start runs boot in a fresh child facet of the active facet, for
+// assertion h (call it from Assert).
+func (m HandleFacets) Start(t *Turn, h Handle, boot func(t *Turn) error) error {
+	id, err := t.Facet(boot)
+	m[h] = id
+	return err
+}
+
 // Stop stops the facet run for assertion h, if any (call it from Retract).
 func (m HandleFacets) Stop(t *Turn, h Handle) {
 	if id, ok := m[h]; ok {

@@ -121,13 +121,11 @@ func (g *gatekeeper) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Ha
 		return nil
 	}
 	step := r.Fields[0]
-	id, err := t.Facet(func(t *dataspace.Turn) error {
+	return g.facets.Start(t, h, func(t *dataspace.Turn) error {
 		t.PreventInertCheck() // lives exactly as long as the Resolve
 		g.resolve(t, step, obs)
 		return nil
 	})
-	g.facets[h] = id
-	return err
 }
 
 func (g *gatekeeper) Retract(t *dataspace.Turn, h dataspace.Handle) error {

@@ -166,31 +166,30 @@ func newRouter(t *dataspace.Turn, httpd *dataspace.Ref, log zerolog.Logger) *rou
 	return r
 }
 
+// orFalse checks that v, the part what of an http-bind, is a T or #f
+// (any).
+func orFalse[T preserves.Value](v preserves.Value, what, kind string) (preserves.Value, error) {
+	switch x := v.(type) {
+	case T:
+		return x, nil
+	case preserves.Bool:
+		if !x {
+			return x, nil
+		}
+	}
+	return nil, fmt.Errorf("http: %s %s: expected %s or #f", what, preserves.Show(v), kind)
+}
+
 // parseBinding checks the captured HOST METHOD PATH HANDLER of an
 // http-bind for the given port.
 func parseBinding(port int64, caps []preserves.Value) (*binding, error) {
 	b := &binding{port: port, routed: make(map[*routed]struct{})}
-	switch h := caps[0].(type) {
-	case preserves.String:
-		b.host = h
-	case preserves.Bool:
-		if h {
-			return nil, fmt.Errorf("http: host #t: expected a string or #f")
-		}
-		b.host = h
-	default:
-		return nil, fmt.Errorf("http: host %s: expected a string or #f", preserves.Show(h))
+	var err error
+	if b.host, err = orFalse[preserves.String](caps[0], "host", "a string"); err != nil {
+		return nil, err
 	}
-	switch m := caps[1].(type) {
-	case preserves.Symbol:
-		b.method = m
-	case preserves.Bool:
-		if m {
-			return nil, fmt.Errorf("http: method #t: expected a symbol or #f")
-		}
-		b.method = m
-	default:
-		return nil, fmt.Errorf("http: method %s: expected a symbol or #f", preserves.Show(m))
+	if b.method, err = orFalse[preserves.Symbol](caps[1], "method", "a symbol"); err != nil {
+		return nil, err
 	}
 	path, ok := caps[2].(preserves.Sequence)
 	if !ok {

@@ -130,7 +130,7 @@ func (s *staticHandler) Assert(t *dataspace.Turn, v preserves.Value, h dataspace
 		}
 		path = append(path, string(s))
 	}
-	id, _ := t.Facet(func(t *dataspace.Turn) error {
+	return s.facets.Start(t, h, func(t *dataspace.Turn) error {
 		fr := t.FacetRef()
 		t.LinkedTask("static-file", func(ctx context.Context) error {
 			acct := dataspace.NewAccount()
@@ -149,8 +149,6 @@ func (s *staticHandler) Assert(t *dataspace.Turn, v preserves.Value, h dataspace
 		})
 		return nil
 	})
-	s.facets[h] = id
-	return nil
 }
 
 func (s *staticHandler) Retract(t *dataspace.Turn, h dataspace.Handle) error {
