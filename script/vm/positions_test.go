@@ -108,39 +108,3 @@ func TestEveryScriptAssertsPlainValues(t *testing.T) {
 		t.Fatalf("only %d scripts ran", ran)
 	}
 }
-
-func hasAnnotated(v preserves.Value) bool {
-	switch x := v.(type) {
-	case *preserves.Annotated:
-		return true
-	case *preserves.Record:
-		if hasAnnotated(x.Label) {
-			return true
-		}
-		return anyAnnotated(x.Fields)
-	case preserves.Sequence:
-		return anyAnnotated(x)
-	case *preserves.Set:
-		return anyAnnotated(x.Elems())
-	case *preserves.Dictionary:
-		for _, e := range x.Entries() {
-			if hasAnnotated(e.Key) || hasAnnotated(e.Value) {
-				return true
-			}
-		}
-	case *preserves.Embedded:
-		if pv, ok := x.Payload.(preserves.Value); ok {
-			return hasAnnotated(pv)
-		}
-	}
-	return false
-}
-
-func anyAnnotated(vs []preserves.Value) bool {
-	for _, v := range vs {
-		if hasAnnotated(v) {
-			return true
-		}
-	}
-	return false
-}
