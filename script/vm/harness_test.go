@@ -80,7 +80,7 @@ func (p *plainOnly) Message(t *dataspace.Turn, v preserves.Value) error {
 }
 
 func (p *plainOnly) check(what string, v preserves.Value) {
-	if testutil.HasAnnotations(v) {
+	if preserves.HasAnnotations(v) {
 		p.tb.Errorf("%s an annotated value: %s", what, preserves.FormatText(v))
 	}
 }
