@@ -21,7 +21,16 @@
 //	other simple pattern         defined type (struct{ Value T } for any, int, #:)
 //
 // and every type gets ParseX(preserves.Value) (X, error) and
-// ToValue() preserves.Value. Host types: any → preserves.Value, bool,
+// ToValue() preserves.Value. Every literal symbol that labels a record
+// (at any depth, once however many records share it) becomes a typed
+// constant named Label + the mangled label, `const LabelHttpRequest =
+// preserves.Symbol("http-request")`, which the parsers and ToValue use
+// and which users take to build dataspace patterns instead of writing
+// the label again. Definitions are named without the prefix, so only a
+// definition (or alternative) whose own name starts with Label can meet
+// a label constant; the generator then reports a positioned schema
+// error instead of emitting Go that does not compile. A label that
+// mangles to nothing (`<_>`) gets no constant. Host types: any → preserves.Value, bool,
 // double → float64, int → *big.Int (any size, as the schema says),
 // string, bytes → []byte, symbol → preserves.Symbol, #:p → any (the
 // embedded payload, whatever embeddedType says), [p ...] and #{p} →

@@ -76,6 +76,18 @@ type gen struct {
 	lits    []string
 	litIdx  map[string]string
 	tmp     int
+	// labels names the constant of each record label (labelNames), in
+	// the order the module first uses them.
+	labels []recordLabel
+	labelC map[preserves.Symbol]string
+}
+
+// recordLabel is one exported label constant and the types whose
+// records carry it.
+type recordLabel struct {
+	name   string
+	sym    preserves.Symbol
+	owners []string
 }
 
 func (g *gen) p(format string, args ...any) {
@@ -371,6 +383,103 @@ func (g *gen) litExpr(v preserves.Value) string {
 	return g.lit(v)
 }
 
+// labelNames gives every literal symbol that labels a record of the
+// module its constant, Label + Mangle(label), and claims the name, so a
+// definition whose Go name is taken is a positioned schema error rather
+// than Go code that does not compile. Labels that mangle to nothing
+// (`<_>`) get no constant.
+func (g *gen) labelNames() error {
+	g.labelC = map[preserves.Symbol]string{}
+	var walk func(p Pattern, owner string, pos preserves.Pos) error
+	walkN := func(ns []NamedPattern, owner string) error {
+		for _, n := range ns {
+			if err := walk(n.Pattern, owner, n.Pos); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	walk = func(p Pattern, owner string, pos preserves.Pos) error {
+		switch x := p.(type) {
+		case Rec:
+			if l, ok := x.Label.Pattern.(Lit); ok && x.Label.Name == "" {
+				if sym, ok := l.Literal.(preserves.Symbol); ok && Mangle(string(sym)) != "" {
+					if err := g.addLabel(sym, owner, pos); err != nil {
+						return err
+					}
+				}
+			}
+			return walkN([]NamedPattern{x.Label, x.Fields}, owner)
+		case Tuple:
+			return walkN(x.Elems, owner)
+		case TuplePrefix:
+			return walkN(append(x.Fixed[:len(x.Fixed):len(x.Fixed)], x.Variable), owner)
+		case Dict:
+			for _, e := range x.Entries {
+				if err := walk(e.Pattern.Pattern, owner, e.Pattern.Pos); err != nil {
+					return err
+				}
+			}
+		case SeqOf:
+			return walk(x.Elem, owner, pos)
+		case SetOf:
+			return walk(x.Elem, owner, pos)
+		case DictOf:
+			if err := walk(x.Key, owner, pos); err != nil {
+				return err
+			}
+			return walk(x.Val, owner, pos)
+		}
+		return nil
+	}
+	for _, d := range g.m.Definitions {
+		name := Mangle(d.Name)
+		for _, a := range d.Or {
+			if err := walk(a.Pattern, name+Mangle(a.Label), a.Pos); err != nil {
+				return err
+			}
+		}
+		if err := walkN(d.And, name); err != nil {
+			return err
+		}
+		if d.Pattern != nil {
+			if err := walk(d.Pattern, name, d.Pos); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (g *gen) addLabel(sym preserves.Symbol, owner string, pos preserves.Pos) error {
+	if name, ok := g.labelC[sym]; ok {
+		for i := range g.labels {
+			if l := &g.labels[i]; l.name == name && l.owners[len(l.owners)-1] != owner {
+				l.owners = append(l.owners, owner)
+			}
+		}
+		return nil
+	}
+	name := "Label" + Mangle(string(sym))
+	if err := g.claim(name, pos); err != nil {
+		return err
+	}
+	g.labelC[sym] = name
+	g.labels = append(g.labels, recordLabel{name: name, sym: sym, owners: []string{owner}})
+	return nil
+}
+
+// label is the Go expression for a record's literal label: its
+// constant when it has one.
+func (g *gen) label(v preserves.Value) string {
+	if sym, ok := v.(preserves.Symbol); ok {
+		if name, ok := g.labelC[sym]; ok {
+			return name
+		}
+	}
+	return g.lit(v)
+}
+
 // ---- parsing ----------------------------------------------------------
 
 // fail is the statement that returns err from a generated parser, its
@@ -553,10 +662,10 @@ func (g *gen) compound(p Pattern, src string, fs []field, steps []string) error 
 		r := g.fresh("rec")
 		if l, ok := x.Label.Pattern.(Lit); ok && x.Label.Name == "" {
 			if t, ok := x.Fields.Pattern.(Tuple); ok && x.Fields.Name == "" && len(t.Elems) == 0 {
-				g.p("if _, err := %s.AsRecordOf(%s, %s, 0); err != nil { %s }", sc, src, g.lit(l.Literal), g.fail(steps))
+				g.p("if _, err := %s.AsRecordOf(%s, %s, 0); err != nil { %s }", sc, src, g.label(l.Literal), g.fail(steps))
 				return nil
 			}
-			g.p("%s, err := %s.AsRecordOf(%s, %s, %d)", r, sc, src, g.lit(l.Literal), min)
+			g.p("%s, err := %s.AsRecordOf(%s, %s, %d)", r, sc, src, g.label(l.Literal), min)
 			g.p("if err != nil { %s }", g.fail(steps))
 		} else {
 			g.p("%s, err := %s.AsRecord(%s, %d)", r, sc, src, min)
@@ -751,6 +860,9 @@ func (g *gen) compoundExpr(p Pattern, fs []field) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		if lit, ok := x.Label.Pattern.(Lit); ok && x.Label.Name == "" {
+			l = g.label(lit.Literal)
+		}
 		if t, ok := x.Fields.Pattern.(Tuple); ok && x.Fields.Name == "" {
 			es, err := g.namedExprs(t.Elems, fs)
 			if err != nil {
@@ -813,6 +925,9 @@ func (g *gen) module() ([]byte, error) {
 			return nil, err
 		}
 	}
+	if err := g.labelNames(); err != nil {
+		return nil, err
+	}
 	for _, d := range g.m.Definitions {
 		if err := g.definition(d); err != nil {
 			return nil, err
@@ -836,6 +951,13 @@ func (g *gen) module() ([]byte, error) {
 		fmt.Fprintf(&out, "\t%q\n", p)
 	}
 	out.WriteString(")\n\n")
+	if len(g.labels) > 0 {
+		out.WriteString("// The labels of this module's records, one constant per label.\nconst (\n")
+		for _, l := range g.labels {
+			fmt.Fprintf(&out, "\t// %s is the label of %s.\n\t%s = %s\n", l.name, strings.Join(l.owners, ", "), l.name, g.lit(l.sym))
+		}
+		out.WriteString(")\n\n")
+	}
 	if len(g.lits) > 0 {
 		out.WriteString("var (\n")
 		for _, l := range g.lits {

@@ -2,6 +2,7 @@ package schema_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -56,14 +57,53 @@ func join(ss []string) (s string) {
 
 func generate(t *testing.T, srcs map[string]string) error {
 	t.Helper()
+	_, err := generateSrc(t, srcs)
+	return err
+}
+
+func generateSrc(t *testing.T, srcs map[string]string) (map[string][]byte, error) {
+	t.Helper()
 	b := &schema.Bundle{}
 	for name, src := range srcs {
 		m, err := schema.ReadModule(name+".prs", []byte(src), schema.ModulePath{name})
 		require.NoError(t, err)
 		b.Modules = append(b.Modules, m)
 	}
-	_, err := schema.Generate(b, schema.Options{ImportPrefix: "example.com/x"})
-	return err
+	return schema.Generate(b, schema.Options{ImportPrefix: "example.com/x"})
+}
+
+// TestGenerateLabelConstants: every literal symbol that labels a record,
+// at any depth, gets one exported constant Label + Mangle(label), which
+// the parsers and ToValue use; labels shared by several records get one
+// constant, and `<_>` (which mangles to nothing) none.
+func TestGenerateLabelConstants(t *testing.T) {
+	out, err := generateSrc(t, map[string]string{"t": `version 1 .
+Req = <http-request @id int <inner-thing @x int>> .
+Shape = @point <point @x int> / @pair <pair @a int> / @discard <_> .
+Point = <point @z int> .
+`})
+	require.NoError(t, err)
+	src := string(out["t/t.go"])
+	for _, want := range []string{
+		"// LabelHttpRequest is the label of Req.\n\tLabelHttpRequest = preserves.Symbol(\"http-request\")",
+		"LabelInnerThing = preserves.Symbol(\"inner-thing\")",
+		"// LabelPoint is the label of ShapePoint, Point.\n\tLabelPoint = preserves.Symbol(\"point\")",
+		"LabelPair = preserves.Symbol(\"pair\")",
+		"schema.AsRecordOf(v, LabelHttpRequest, 2)",
+		"preserves.NewRecord(LabelHttpRequest, ",
+		"preserves.NewRecord(LabelInnerThing, ",
+		"schema.AsRecordOf(v, preserves.Symbol(\"_\"), 0)",
+	} {
+		require.Contains(t, src, want)
+	}
+	require.Equal(t, 1, strings.Count(src, "LabelPoint ="), "one constant per label")
+	require.NotContains(t, src, "Label =")
+	require.NotContains(t, src, `preserves.Symbol("point")`+")", "the parsers use the constant")
+
+	err = generate(t, map[string]string{"t": "version 1 . LabelA = int . B = <a @x int> ."})
+	require.True(t, errors.Is(err, schema.ErrSchema), "%v", err)
+	require.Contains(t, err.Error(), "t.prs:1:")
+	require.Contains(t, err.Error(), "LabelA is already taken")
 }
 
 func TestGenerateRejects(t *testing.T) {

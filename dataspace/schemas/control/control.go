@@ -10,6 +10,12 @@ import (
 	"math/big"
 )
 
+// The labels of this module's records, one constant per label.
+const (
+	// LabelExit is the label of ExitServer.
+	LabelExit = preserves.Symbol("exit")
+)
+
 // Messages and assertions relating to the `$control` entity enabled in syndicate-server when
 // the `--control` flag is supplied.
 //
@@ -26,7 +32,7 @@ type ExitServer struct {
 func ParseExitServer(v preserves.Value) (ExitServer, error) {
 	var r, zero ExitServer
 	var err error
-	rec1, err := schema.AsRecordOf(v, preserves.Symbol("exit"), 1)
+	rec1, err := schema.AsRecordOf(v, LabelExit, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -37,5 +43,5 @@ func ParseExitServer(v preserves.Value) (ExitServer, error) {
 }
 
 func (r ExitServer) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("exit"), schema.IntValue(r.Code))
+	return preserves.NewRecord(LabelExit, schema.IntValue(r.Code))
 }

@@ -10,6 +10,12 @@ import (
 	"github.com/syndicate-go/syndicate/preserves/schema"
 )
 
+// The labels of this module's records, one constant per label.
+const (
+	// LabelObserve is the label of Observe.
+	LabelObserve = preserves.Symbol("Observe")
+)
+
 // Observe is the record or collection pattern Observe.
 type Observe struct {
 	Pattern  dataspacepatterns.Pattern
@@ -20,7 +26,7 @@ type Observe struct {
 func ParseObserve(v preserves.Value) (Observe, error) {
 	var r, zero Observe
 	var err error
-	rec1, err := schema.AsRecordOf(v, preserves.Symbol("Observe"), 2)
+	rec1, err := schema.AsRecordOf(v, LabelObserve, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -34,5 +40,5 @@ func ParseObserve(v preserves.Value) (Observe, error) {
 }
 
 func (r Observe) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("Observe"), r.Pattern.ToValue(), preserves.NewEmbedded(r.Observer))
+	return preserves.NewRecord(LabelObserve, r.Pattern.ToValue(), preserves.NewEmbedded(r.Observer))
 }

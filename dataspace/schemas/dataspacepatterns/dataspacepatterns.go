@@ -10,6 +10,22 @@ import (
 	"math/big"
 )
 
+// The labels of this module's records, one constant per label.
+const (
+	// LabelBind is the label of PatternBind.
+	LabelBind = preserves.Symbol("bind")
+	// LabelLit is the label of PatternLit.
+	LabelLit = preserves.Symbol("lit")
+	// LabelGroup is the label of PatternGroup.
+	LabelGroup = preserves.Symbol("group")
+	// LabelRec is the label of GroupTypeRec.
+	LabelRec = preserves.Symbol("rec")
+	// LabelArr is the label of GroupTypeArr.
+	LabelArr = preserves.Symbol("arr")
+	// LabelDict is the label of GroupTypeDict.
+	LabelDict = preserves.Symbol("dict")
+)
+
 // Dataspace patterns: *almost* a sublanguage of attenuation patterns.
 //
 // One key difference is that Dataspace patterns are extensible, in that
@@ -45,7 +61,7 @@ func (PatternBind) isPattern() {}
 func parsePatternBind(v preserves.Value) (PatternBind, error) {
 	var r, zero PatternBind
 	var err error
-	rec2, err := schema.AsRecordOf(v, preserves.Symbol("bind"), 1)
+	rec2, err := schema.AsRecordOf(v, LabelBind, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -56,7 +72,7 @@ func parsePatternBind(v preserves.Value) (PatternBind, error) {
 }
 
 func (r PatternBind) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("bind"), r.Pattern.ToValue())
+	return preserves.NewRecord(LabelBind, r.Pattern.ToValue())
 }
 
 // PatternLit is the alternative "lit" of Pattern.
@@ -69,7 +85,7 @@ func (PatternLit) isPattern() {}
 func parsePatternLit(v preserves.Value) (PatternLit, error) {
 	var r, zero PatternLit
 	var err error
-	rec3, err := schema.AsRecordOf(v, preserves.Symbol("lit"), 1)
+	rec3, err := schema.AsRecordOf(v, LabelLit, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -80,7 +96,7 @@ func parsePatternLit(v preserves.Value) (PatternLit, error) {
 }
 
 func (r PatternLit) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("lit"), r.Value.ToValue())
+	return preserves.NewRecord(LabelLit, r.Value.ToValue())
 }
 
 // PatternGroup is the alternative "group" of Pattern.
@@ -94,7 +110,7 @@ func (PatternGroup) isPattern() {}
 func parsePatternGroup(v preserves.Value) (PatternGroup, error) {
 	var r, zero PatternGroup
 	var err error
-	rec4, err := schema.AsRecordOf(v, preserves.Symbol("group"), 2)
+	rec4, err := schema.AsRecordOf(v, LabelGroup, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -116,7 +132,7 @@ func parsePatternGroup(v preserves.Value) (PatternGroup, error) {
 }
 
 func (r PatternGroup) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("group"), r.Type.ToValue(), schema.PairsValue(r.Entries, func(x8 preserves.Value) preserves.Value { return x8 }, func(x9 Pattern) preserves.Value { return x9.ToValue() }))
+	return preserves.NewRecord(LabelGroup, r.Type.ToValue(), schema.PairsValue(r.Entries, func(x8 preserves.Value) preserves.Value { return x8 }, func(x9 Pattern) preserves.Value { return x9.ToValue() }))
 }
 
 // ParsePattern tries the alternatives of Pattern in order; the first that matches wins.
@@ -160,7 +176,7 @@ func (GroupTypeRec) isGroupType() {}
 
 func parseGroupTypeRec(v preserves.Value) (GroupTypeRec, error) {
 	var r, zero GroupTypeRec
-	rec10, err := schema.AsRecordOf(v, preserves.Symbol("rec"), 1)
+	rec10, err := schema.AsRecordOf(v, LabelRec, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -168,9 +184,7 @@ func parseGroupTypeRec(v preserves.Value) (GroupTypeRec, error) {
 	return r, nil
 }
 
-func (r GroupTypeRec) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("rec"), r.Label)
-}
+func (r GroupTypeRec) ToValue() preserves.Value { return preserves.NewRecord(LabelRec, r.Label) }
 
 // GroupTypeArr is the alternative "arr" of GroupType.
 type GroupTypeArr struct {
@@ -180,13 +194,13 @@ func (GroupTypeArr) isGroupType() {}
 
 func parseGroupTypeArr(v preserves.Value) (GroupTypeArr, error) {
 	var r, zero GroupTypeArr
-	if _, err := schema.AsRecordOf(v, preserves.Symbol("arr"), 0); err != nil {
+	if _, err := schema.AsRecordOf(v, LabelArr, 0); err != nil {
 		return zero, err
 	}
 	return r, nil
 }
 
-func (r GroupTypeArr) ToValue() preserves.Value { return preserves.NewRecord(preserves.Symbol("arr")) }
+func (r GroupTypeArr) ToValue() preserves.Value { return preserves.NewRecord(LabelArr) }
 
 // GroupTypeDict is the alternative "dict" of GroupType.
 type GroupTypeDict struct {
@@ -196,15 +210,13 @@ func (GroupTypeDict) isGroupType() {}
 
 func parseGroupTypeDict(v preserves.Value) (GroupTypeDict, error) {
 	var r, zero GroupTypeDict
-	if _, err := schema.AsRecordOf(v, preserves.Symbol("dict"), 0); err != nil {
+	if _, err := schema.AsRecordOf(v, LabelDict, 0); err != nil {
 		return zero, err
 	}
 	return r, nil
 }
 
-func (r GroupTypeDict) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("dict"))
-}
+func (r GroupTypeDict) ToValue() preserves.Value { return preserves.NewRecord(LabelDict) }
 
 // ParseGroupType tries the alternatives of GroupType in order; the first that matches wins.
 func ParseGroupType(v preserves.Value) (GroupType, error) {

@@ -9,6 +9,12 @@ import (
 	"github.com/syndicate-go/syndicate/preserves/schema"
 )
 
+// The labels of this module's records, one constant per label.
+const (
+	// LabelMetadata is the label of Metadata.
+	LabelMetadata = preserves.Symbol("metadata")
+)
+
 // Assertion. Describes `object`.
 type Metadata struct {
 	Object preserves.Value
@@ -19,7 +25,7 @@ type Metadata struct {
 func ParseMetadata(v preserves.Value) (Metadata, error) {
 	var r, zero Metadata
 	var err error
-	rec1, err := schema.AsRecordOf(v, preserves.Symbol("metadata"), 2)
+	rec1, err := schema.AsRecordOf(v, LabelMetadata, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -43,7 +49,7 @@ func ParseMetadata(v preserves.Value) (Metadata, error) {
 }
 
 func (r Metadata) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("metadata"), r.Object, schema.MapValue(r.Info, func(x7 preserves.Symbol) preserves.Value { return x7 }, func(x8 preserves.Value) preserves.Value { return x8 }))
+	return preserves.NewRecord(LabelMetadata, r.Object, schema.MapValue(r.Info, func(x7 preserves.Symbol) preserves.Value { return x7 }, func(x8 preserves.Value) preserves.Value { return x8 }))
 }
 
 // Projections of the `info` in a `Metadata` record.

@@ -10,6 +10,14 @@ import (
 	"strconv"
 )
 
+// The labels of this module's records, one constant per label.
+const (
+	// LabelDaemon is the label of DaemonService, DaemonProcess.
+	LabelDaemon = preserves.Symbol("daemon")
+	// LabelOneShot is the label of DaemonProcessSpecOneShot.
+	LabelOneShot = preserves.Symbol("one-shot")
+)
+
 // Service is DaemonService.
 type Service = DaemonService
 
@@ -24,7 +32,7 @@ type DaemonService struct {
 // ParseDaemonService parses v as a DaemonService.
 func ParseDaemonService(v preserves.Value) (DaemonService, error) {
 	var r, zero DaemonService
-	rec1, err := schema.AsRecordOf(v, preserves.Symbol("daemon"), 1)
+	rec1, err := schema.AsRecordOf(v, LabelDaemon, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -32,9 +40,7 @@ func ParseDaemonService(v preserves.Value) (DaemonService, error) {
 	return r, nil
 }
 
-func (r DaemonService) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("daemon"), r.Id)
-}
+func (r DaemonService) ToValue() preserves.Value { return preserves.NewRecord(LabelDaemon, r.Id) }
 
 // DaemonProcess is the record or collection pattern DaemonProcess.
 type DaemonProcess struct {
@@ -46,7 +52,7 @@ type DaemonProcess struct {
 func ParseDaemonProcess(v preserves.Value) (DaemonProcess, error) {
 	var r, zero DaemonProcess
 	var err error
-	rec2, err := schema.AsRecordOf(v, preserves.Symbol("daemon"), 2)
+	rec2, err := schema.AsRecordOf(v, LabelDaemon, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -58,7 +64,7 @@ func ParseDaemonProcess(v preserves.Value) (DaemonProcess, error) {
 }
 
 func (r DaemonProcess) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("daemon"), r.Id, r.Config.ToValue())
+	return preserves.NewRecord(LabelDaemon, r.Id, r.Config.ToValue())
 }
 
 // DaemonProcessSpec is one of the alternatives of DaemonProcessSpec.
@@ -93,7 +99,7 @@ func (DaemonProcessSpecOneShot) isDaemonProcessSpec() {}
 func parseDaemonProcessSpecOneShot(v preserves.Value) (DaemonProcessSpecOneShot, error) {
 	var r, zero DaemonProcessSpecOneShot
 	var err error
-	rec3, err := schema.AsRecordOf(v, preserves.Symbol("one-shot"), 1)
+	rec3, err := schema.AsRecordOf(v, LabelOneShot, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -104,7 +110,7 @@ func parseDaemonProcessSpecOneShot(v preserves.Value) (DaemonProcessSpecOneShot,
 }
 
 func (r DaemonProcessSpecOneShot) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("one-shot"), r.Setup.ToValue())
+	return preserves.NewRecord(LabelOneShot, r.Setup.ToValue())
 }
 
 // DaemonProcessSpecFull is the alternative "full" of DaemonProcessSpec.

@@ -10,6 +10,30 @@ import (
 	"github.com/syndicate-go/syndicate/preserves/schema"
 )
 
+// The labels of this module's records, one constant per label.
+const (
+	// LabelResolve is the label of Resolve.
+	LabelResolve = preserves.Symbol("resolve")
+	// LabelBind is the label of Bind.
+	LabelBind = preserves.Symbol("bind")
+	// LabelBound is the label of BoundBound.
+	LabelBound = preserves.Symbol("bound")
+	// LabelResolvePath is the label of ResolvePath.
+	LabelResolvePath = preserves.Symbol("resolve-path")
+	// LabelResolvedPath is the label of ResolvedPath.
+	LabelResolvedPath = preserves.Symbol("resolved-path")
+	// LabelConnectTransport is the label of ConnectTransport.
+	LabelConnectTransport = preserves.Symbol("connect-transport")
+	// LabelConnectedTransport is the label of ConnectedTransport.
+	LabelConnectedTransport = preserves.Symbol("connected-transport")
+	// LabelResolvePathStep is the label of ResolvePathStep.
+	LabelResolvePathStep = preserves.Symbol("resolve-path-step")
+	// LabelRoute is the label of Route.
+	LabelRoute = preserves.Symbol("route")
+	// LabelForceDisconnect is the label of ForceDisconnect.
+	LabelForceDisconnect = preserves.Symbol("force-disconnect")
+)
+
 // ---------------------------------------------------------------------------
 // Protocol at *gatekeeper* entities
 // Assertion. Gatekeeper will attempt to resolve `step`, responding to `observer` with
@@ -23,7 +47,7 @@ type Resolve struct {
 func ParseResolve(v preserves.Value) (Resolve, error) {
 	var r, zero Resolve
 	var err error
-	rec1, err := schema.AsRecordOf(v, preserves.Symbol("resolve"), 2)
+	rec1, err := schema.AsRecordOf(v, LabelResolve, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -37,7 +61,7 @@ func ParseResolve(v preserves.Value) (Resolve, error) {
 }
 
 func (r Resolve) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("resolve"), r.Step.ToValue(), preserves.NewEmbedded(r.Observer))
+	return preserves.NewRecord(LabelResolve, r.Step.ToValue(), preserves.NewEmbedded(r.Observer))
 }
 
 // Step is the record or collection pattern Step.
@@ -105,7 +129,7 @@ type Bind struct {
 func ParseBind(v preserves.Value) (Bind, error) {
 	var r, zero Bind
 	var err error
-	rec3, err := schema.AsRecordOf(v, preserves.Symbol("bind"), 3)
+	rec3, err := schema.AsRecordOf(v, LabelBind, 3)
 	if err != nil {
 		return zero, err
 	}
@@ -122,7 +146,7 @@ func ParseBind(v preserves.Value) (Bind, error) {
 }
 
 func (r Bind) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("bind"), r.Description.ToValue(), preserves.NewEmbedded(r.Target), r.Observer.ToValue())
+	return preserves.NewRecord(LabelBind, r.Description.ToValue(), preserves.NewEmbedded(r.Target), r.Observer.ToValue())
 }
 
 // Description is the record or collection pattern Description.
@@ -217,7 +241,7 @@ func (BoundBound) isBound() {}
 func parseBoundBound(v preserves.Value) (BoundBound, error) {
 	var r, zero BoundBound
 	var err error
-	rec5, err := schema.AsRecordOf(v, preserves.Symbol("bound"), 1)
+	rec5, err := schema.AsRecordOf(v, LabelBound, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -228,7 +252,7 @@ func parseBoundBound(v preserves.Value) (BoundBound, error) {
 }
 
 func (r BoundBound) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("bound"), r.PathStep.ToValue())
+	return preserves.NewRecord(LabelBound, r.PathStep.ToValue())
 }
 
 // BoundError is the alternative "Error" of Bound.
@@ -279,7 +303,7 @@ type ResolvePath struct {
 func ParseResolvePath(v preserves.Value) (ResolvePath, error) {
 	var r, zero ResolvePath
 	var err error
-	rec6, err := schema.AsRecordOf(v, preserves.Symbol("resolve-path"), 1)
+	rec6, err := schema.AsRecordOf(v, LabelResolvePath, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -290,7 +314,7 @@ func ParseResolvePath(v preserves.Value) (ResolvePath, error) {
 }
 
 func (r ResolvePath) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("resolve-path"), r.Route.ToValue())
+	return preserves.NewRecord(LabelResolvePath, r.Route.ToValue())
 }
 
 // ResolvedPath is the record or collection pattern ResolvedPath.
@@ -304,7 +328,7 @@ type ResolvedPath struct {
 func ParseResolvedPath(v preserves.Value) (ResolvedPath, error) {
 	var r, zero ResolvedPath
 	var err error
-	rec7, err := schema.AsRecordOf(v, preserves.Symbol("resolved-path"), 3)
+	rec7, err := schema.AsRecordOf(v, LabelResolvedPath, 3)
 	if err != nil {
 		return zero, err
 	}
@@ -319,7 +343,7 @@ func ParseResolvedPath(v preserves.Value) (ResolvedPath, error) {
 }
 
 func (r ResolvedPath) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("resolved-path"), r.Addr, preserves.NewEmbedded(r.Control), preserves.NewEmbedded(r.ResponderSession))
+	return preserves.NewRecord(LabelResolvedPath, r.Addr, preserves.NewEmbedded(r.Control), preserves.NewEmbedded(r.ResponderSession))
 }
 
 // Assertions. As `ResolvePath`/`ResolvedPath`, but just for an initial transport link setup.
@@ -330,7 +354,7 @@ type ConnectTransport struct {
 // ParseConnectTransport parses v as a ConnectTransport.
 func ParseConnectTransport(v preserves.Value) (ConnectTransport, error) {
 	var r, zero ConnectTransport
-	rec8, err := schema.AsRecordOf(v, preserves.Symbol("connect-transport"), 1)
+	rec8, err := schema.AsRecordOf(v, LabelConnectTransport, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -339,7 +363,7 @@ func ParseConnectTransport(v preserves.Value) (ConnectTransport, error) {
 }
 
 func (r ConnectTransport) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("connect-transport"), r.Addr)
+	return preserves.NewRecord(LabelConnectTransport, r.Addr)
 }
 
 // ConnectedTransport is the record or collection pattern ConnectedTransport.
@@ -353,7 +377,7 @@ type ConnectedTransport struct {
 func ParseConnectedTransport(v preserves.Value) (ConnectedTransport, error) {
 	var r, zero ConnectedTransport
 	var err error
-	rec9, err := schema.AsRecordOf(v, preserves.Symbol("connected-transport"), 3)
+	rec9, err := schema.AsRecordOf(v, LabelConnectedTransport, 3)
 	if err != nil {
 		return zero, err
 	}
@@ -368,7 +392,7 @@ func ParseConnectedTransport(v preserves.Value) (ConnectedTransport, error) {
 }
 
 func (r ConnectedTransport) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("connected-transport"), r.Addr, preserves.NewEmbedded(r.Control), preserves.NewEmbedded(r.ResponderSession))
+	return preserves.NewRecord(LabelConnectedTransport, r.Addr, preserves.NewEmbedded(r.Control), preserves.NewEmbedded(r.ResponderSession))
 }
 
 // Assertions. Like `ResolvePath`/`ResolvedPath`, but for incremental resolution along a route.
@@ -381,7 +405,7 @@ type ResolvePathStep struct {
 func ParseResolvePathStep(v preserves.Value) (ResolvePathStep, error) {
 	var r, zero ResolvePathStep
 	var err error
-	rec10, err := schema.AsRecordOf(v, preserves.Symbol("resolve-path-step"), 2)
+	rec10, err := schema.AsRecordOf(v, LabelResolvePathStep, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -395,7 +419,7 @@ func ParseResolvePathStep(v preserves.Value) (ResolvePathStep, error) {
 }
 
 func (r ResolvePathStep) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("resolve-path-step"), preserves.NewEmbedded(r.Origin), r.PathStep.ToValue())
+	return preserves.NewRecord(LabelResolvePathStep, preserves.NewEmbedded(r.Origin), r.PathStep.ToValue())
 }
 
 // ResolvedPathStep is <embedded any>.
@@ -460,7 +484,7 @@ type Route struct {
 func ParseRoute(v preserves.Value) (Route, error) {
 	var r, zero Route
 	var err error
-	rec12, err := schema.AsRecordOf(v, preserves.Symbol("route"), 1)
+	rec12, err := schema.AsRecordOf(v, LabelRoute, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -482,7 +506,7 @@ func ParseRoute(v preserves.Value) (Route, error) {
 }
 
 func (r Route) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("route"), schema.Fields(schema.Concat(preserves.Sequence{schema.SeqValue(r.Transports, func(x18 preserves.Value) preserves.Value { return x18 })}, schema.SeqValue(r.PathSteps, func(x19 PathStep) preserves.Value { return x19.ToValue() })))...)
+	return preserves.NewRecord(LabelRoute, schema.Fields(schema.Concat(preserves.Sequence{schema.SeqValue(r.Transports, func(x18 preserves.Value) preserves.Value { return x18 })}, schema.SeqValue(r.PathSteps, func(x19 PathStep) preserves.Value { return x19.ToValue() })))...)
 }
 
 // TransportControl is ForceDisconnect.
@@ -500,12 +524,10 @@ type ForceDisconnect struct {
 // ParseForceDisconnect parses v as a ForceDisconnect.
 func ParseForceDisconnect(v preserves.Value) (ForceDisconnect, error) {
 	var r, zero ForceDisconnect
-	if _, err := schema.AsRecordOf(v, preserves.Symbol("force-disconnect"), 0); err != nil {
+	if _, err := schema.AsRecordOf(v, LabelForceDisconnect, 0); err != nil {
 		return zero, err
 	}
 	return r, nil
 }
 
-func (r ForceDisconnect) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("force-disconnect"))
-}
+func (r ForceDisconnect) ToValue() preserves.Value { return preserves.NewRecord(LabelForceDisconnect) }

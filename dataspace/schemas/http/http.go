@@ -10,6 +10,30 @@ import (
 	"math/big"
 )
 
+// The labels of this module's records, one constant per label.
+const (
+	// LabelHttpBind is the label of HttpBinding.
+	LabelHttpBind = preserves.Symbol("http-bind")
+	// LabelHttpService is the label of HttpService.
+	LabelHttpService = preserves.Symbol("http-service")
+	// LabelHttpListener is the label of HttpListener.
+	LabelHttpListener = preserves.Symbol("http-listener")
+	// LabelHttpRequest is the label of HttpRequest.
+	LabelHttpRequest = preserves.Symbol("http-request")
+	// LabelFile is the label of QueryValueFile.
+	LabelFile = preserves.Symbol("file")
+	// LabelRequest is the label of HttpContext.
+	LabelRequest = preserves.Symbol("request")
+	// LabelStatus is the label of HttpResponseStatus.
+	LabelStatus = preserves.Symbol("status")
+	// LabelHeader is the label of HttpResponseHeader.
+	LabelHeader = preserves.Symbol("header")
+	// LabelChunk is the label of HttpResponseChunk.
+	LabelChunk = preserves.Symbol("chunk")
+	// LabelDone is the label of HttpResponseDone.
+	LabelDone = preserves.Symbol("done")
+)
+
 // Assertion in driver DS
 // Causes creation of server and route
 type HttpBinding struct {
@@ -24,7 +48,7 @@ type HttpBinding struct {
 func ParseHttpBinding(v preserves.Value) (HttpBinding, error) {
 	var r, zero HttpBinding
 	var err error
-	rec1, err := schema.AsRecordOf(v, preserves.Symbol("http-bind"), 5)
+	rec1, err := schema.AsRecordOf(v, LabelHttpBind, 5)
 	if err != nil {
 		return zero, err
 	}
@@ -47,7 +71,7 @@ func ParseHttpBinding(v preserves.Value) (HttpBinding, error) {
 }
 
 func (r HttpBinding) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("http-bind"), r.Host.ToValue(), schema.IntValue(r.Port), r.Method.ToValue(), r.Path.ToValue(), preserves.NewEmbedded(r.Handler))
+	return preserves.NewRecord(LabelHttpBind, r.Host.ToValue(), schema.IntValue(r.Port), r.Method.ToValue(), r.Path.ToValue(), preserves.NewEmbedded(r.Handler))
 }
 
 // Assertion in driver DS
@@ -63,7 +87,7 @@ type HttpService struct {
 func ParseHttpService(v preserves.Value) (HttpService, error) {
 	var r, zero HttpService
 	var err error
-	rec2, err := schema.AsRecordOf(v, preserves.Symbol("http-service"), 4)
+	rec2, err := schema.AsRecordOf(v, LabelHttpService, 4)
 	if err != nil {
 		return zero, err
 	}
@@ -83,7 +107,7 @@ func ParseHttpService(v preserves.Value) (HttpService, error) {
 }
 
 func (r HttpService) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("http-service"), r.Host.ToValue(), schema.IntValue(r.Port), r.Method.ToValue(), r.Path.ToValue())
+	return preserves.NewRecord(LabelHttpService, r.Host.ToValue(), schema.IntValue(r.Port), r.Method.ToValue(), r.Path.ToValue())
 }
 
 // Assertion in driver DS
@@ -96,7 +120,7 @@ type HttpListener struct {
 func ParseHttpListener(v preserves.Value) (HttpListener, error) {
 	var r, zero HttpListener
 	var err error
-	rec3, err := schema.AsRecordOf(v, preserves.Symbol("http-listener"), 1)
+	rec3, err := schema.AsRecordOf(v, LabelHttpListener, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -107,7 +131,7 @@ func ParseHttpListener(v preserves.Value) (HttpListener, error) {
 }
 
 func (r HttpListener) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("http-listener"), schema.IntValue(r.Port))
+	return preserves.NewRecord(LabelHttpListener, schema.IntValue(r.Port))
 }
 
 // HostPattern is one of the alternatives of HostPattern.
@@ -329,7 +353,7 @@ type HttpRequest struct {
 func ParseHttpRequest(v preserves.Value) (HttpRequest, error) {
 	var r, zero HttpRequest
 	var err error
-	rec8, err := schema.AsRecordOf(v, preserves.Symbol("http-request"), 8)
+	rec8, err := schema.AsRecordOf(v, LabelHttpRequest, 8)
 	if err != nil {
 		return zero, err
 	}
@@ -389,7 +413,7 @@ func ParseHttpRequest(v preserves.Value) (HttpRequest, error) {
 }
 
 func (r HttpRequest) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("http-request"), schema.IntValue(r.SequenceNumber), r.Host.ToValue(), schema.IntValue(r.Port), r.Method, schema.SeqValue(r.Path, func(x20 string) preserves.Value { return preserves.String(x20) }), r.Headers.ToValue(), schema.MapValue(r.Query, func(x21 preserves.Symbol) preserves.Value { return x21 }, func(x22 []QueryValue) preserves.Value {
+	return preserves.NewRecord(LabelHttpRequest, schema.IntValue(r.SequenceNumber), r.Host.ToValue(), schema.IntValue(r.Port), r.Method, schema.SeqValue(r.Path, func(x20 string) preserves.Value { return preserves.String(x20) }), r.Headers.ToValue(), schema.MapValue(r.Query, func(x21 preserves.Symbol) preserves.Value { return x21 }, func(x22 []QueryValue) preserves.Value {
 		return schema.SeqValue(x22, func(x23 QueryValue) preserves.Value { return x23.ToValue() })
 	}), r.Body.ToValue())
 }
@@ -459,7 +483,7 @@ func (QueryValueFile) isQueryValue() {}
 func parseQueryValueFile(v preserves.Value) (QueryValueFile, error) {
 	var r, zero QueryValueFile
 	var err error
-	rec31, err := schema.AsRecordOf(v, preserves.Symbol("file"), 3)
+	rec31, err := schema.AsRecordOf(v, LabelFile, 3)
 	if err != nil {
 		return zero, err
 	}
@@ -476,7 +500,7 @@ func parseQueryValueFile(v preserves.Value) (QueryValueFile, error) {
 }
 
 func (r QueryValueFile) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("file"), preserves.String(r.Filename), r.Headers.ToValue(), preserves.ByteString(r.Body))
+	return preserves.NewRecord(LabelFile, preserves.String(r.Filename), r.Headers.ToValue(), preserves.ByteString(r.Body))
 }
 
 // ParseQueryValue tries the alternatives of QueryValue in order; the first that matches wins.
@@ -611,7 +635,7 @@ type HttpContext struct {
 func ParseHttpContext(v preserves.Value) (HttpContext, error) {
 	var r, zero HttpContext
 	var err error
-	rec32, err := schema.AsRecordOf(v, preserves.Symbol("request"), 2)
+	rec32, err := schema.AsRecordOf(v, LabelRequest, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -625,7 +649,7 @@ func ParseHttpContext(v preserves.Value) (HttpContext, error) {
 }
 
 func (r HttpContext) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("request"), r.Req.ToValue(), preserves.NewEmbedded(r.Res))
+	return preserves.NewRecord(LabelRequest, r.Req.ToValue(), preserves.NewEmbedded(r.Res))
 }
 
 // HttpResponse protocol. Delivered to the `res` ref in `HttpContext`.
@@ -653,7 +677,7 @@ func (HttpResponseStatus) isHttpResponse() {}
 func parseHttpResponseStatus(v preserves.Value) (HttpResponseStatus, error) {
 	var r, zero HttpResponseStatus
 	var err error
-	rec33, err := schema.AsRecordOf(v, preserves.Symbol("status"), 2)
+	rec33, err := schema.AsRecordOf(v, LabelStatus, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -667,7 +691,7 @@ func parseHttpResponseStatus(v preserves.Value) (HttpResponseStatus, error) {
 }
 
 func (r HttpResponseStatus) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("status"), schema.IntValue(r.Code), preserves.String(r.Message))
+	return preserves.NewRecord(LabelStatus, schema.IntValue(r.Code), preserves.String(r.Message))
 }
 
 // HttpResponseHeader is the alternative "header" of HttpResponse.
@@ -681,7 +705,7 @@ func (HttpResponseHeader) isHttpResponse() {}
 func parseHttpResponseHeader(v preserves.Value) (HttpResponseHeader, error) {
 	var r, zero HttpResponseHeader
 	var err error
-	rec34, err := schema.AsRecordOf(v, preserves.Symbol("header"), 2)
+	rec34, err := schema.AsRecordOf(v, LabelHeader, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -695,7 +719,7 @@ func parseHttpResponseHeader(v preserves.Value) (HttpResponseHeader, error) {
 }
 
 func (r HttpResponseHeader) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("header"), r.Name, preserves.String(r.Value))
+	return preserves.NewRecord(LabelHeader, r.Name, preserves.String(r.Value))
 }
 
 // HttpResponseChunk is the alternative "chunk" of HttpResponse.
@@ -708,7 +732,7 @@ func (HttpResponseChunk) isHttpResponse() {}
 func parseHttpResponseChunk(v preserves.Value) (HttpResponseChunk, error) {
 	var r, zero HttpResponseChunk
 	var err error
-	rec35, err := schema.AsRecordOf(v, preserves.Symbol("chunk"), 1)
+	rec35, err := schema.AsRecordOf(v, LabelChunk, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -719,7 +743,7 @@ func parseHttpResponseChunk(v preserves.Value) (HttpResponseChunk, error) {
 }
 
 func (r HttpResponseChunk) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("chunk"), r.Chunk.ToValue())
+	return preserves.NewRecord(LabelChunk, r.Chunk.ToValue())
 }
 
 // HttpResponseDone is the alternative "done" of HttpResponse.
@@ -732,7 +756,7 @@ func (HttpResponseDone) isHttpResponse() {}
 func parseHttpResponseDone(v preserves.Value) (HttpResponseDone, error) {
 	var r, zero HttpResponseDone
 	var err error
-	rec36, err := schema.AsRecordOf(v, preserves.Symbol("done"), 1)
+	rec36, err := schema.AsRecordOf(v, LabelDone, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -743,7 +767,7 @@ func parseHttpResponseDone(v preserves.Value) (HttpResponseDone, error) {
 }
 
 func (r HttpResponseDone) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("done"), r.Chunk.ToValue())
+	return preserves.NewRecord(LabelDone, r.Chunk.ToValue())
 }
 
 // ParseHttpResponse tries the alternatives of HttpResponse in order; the first that matches wins.

@@ -11,6 +11,22 @@ import (
 	"math/big"
 )
 
+// The labels of this module's records, one constant per label.
+const (
+	// LabelGatekeeper is the label of Gatekeeper.
+	LabelGatekeeper = preserves.Symbol("gatekeeper")
+	// LabelDebtReporter is the label of DebtReporter.
+	LabelDebtReporter = preserves.Symbol("debt-reporter")
+	// LabelRelayListener is the label of TcpWithoutHttp, TcpWithHttp, UnixRelayListener.
+	LabelRelayListener = preserves.Symbol("relay-listener")
+	// LabelConfigWatcher is the label of ConfigWatcher.
+	LabelConfigWatcher = preserves.Symbol("config-watcher")
+	// LabelHttpRouter is the label of HttpRouter.
+	LabelHttpRouter = preserves.Symbol("http-router")
+	// LabelHttpStaticFiles is the label of HttpStaticFileServer.
+	LabelHttpStaticFiles = preserves.Symbol("http-static-files")
+)
+
 // Gatekeeper is the record or collection pattern Gatekeeper.
 type Gatekeeper struct {
 	Bindspace any
@@ -20,7 +36,7 @@ type Gatekeeper struct {
 func ParseGatekeeper(v preserves.Value) (Gatekeeper, error) {
 	var r, zero Gatekeeper
 	var err error
-	rec1, err := schema.AsRecordOf(v, preserves.Symbol("gatekeeper"), 1)
+	rec1, err := schema.AsRecordOf(v, LabelGatekeeper, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -31,7 +47,7 @@ func ParseGatekeeper(v preserves.Value) (Gatekeeper, error) {
 }
 
 func (r Gatekeeper) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("gatekeeper"), preserves.NewEmbedded(r.Bindspace))
+	return preserves.NewRecord(LabelGatekeeper, preserves.NewEmbedded(r.Bindspace))
 }
 
 // DebtReporter is the record or collection pattern DebtReporter.
@@ -43,7 +59,7 @@ type DebtReporter struct {
 func ParseDebtReporter(v preserves.Value) (DebtReporter, error) {
 	var r, zero DebtReporter
 	var err error
-	rec2, err := schema.AsRecordOf(v, preserves.Symbol("debt-reporter"), 1)
+	rec2, err := schema.AsRecordOf(v, LabelDebtReporter, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -54,7 +70,7 @@ func ParseDebtReporter(v preserves.Value) (DebtReporter, error) {
 }
 
 func (r DebtReporter) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("debt-reporter"), preserves.NewDouble(r.IntervalSeconds))
+	return preserves.NewRecord(LabelDebtReporter, preserves.NewDouble(r.IntervalSeconds))
 }
 
 // TcpRelayListener is one of the alternatives of TcpRelayListener.
@@ -121,7 +137,7 @@ type TcpWithoutHttp struct {
 func ParseTcpWithoutHttp(v preserves.Value) (TcpWithoutHttp, error) {
 	var r, zero TcpWithoutHttp
 	var err error
-	rec3, err := schema.AsRecordOf(v, preserves.Symbol("relay-listener"), 2)
+	rec3, err := schema.AsRecordOf(v, LabelRelayListener, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -135,7 +151,7 @@ func ParseTcpWithoutHttp(v preserves.Value) (TcpWithoutHttp, error) {
 }
 
 func (r TcpWithoutHttp) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("relay-listener"), r.Addr.ToValue(), preserves.NewEmbedded(r.Gatekeeper))
+	return preserves.NewRecord(LabelRelayListener, r.Addr.ToValue(), preserves.NewEmbedded(r.Gatekeeper))
 }
 
 // TcpWithHttp is the record or collection pattern TcpWithHttp.
@@ -149,7 +165,7 @@ type TcpWithHttp struct {
 func ParseTcpWithHttp(v preserves.Value) (TcpWithHttp, error) {
 	var r, zero TcpWithHttp
 	var err error
-	rec4, err := schema.AsRecordOf(v, preserves.Symbol("relay-listener"), 3)
+	rec4, err := schema.AsRecordOf(v, LabelRelayListener, 3)
 	if err != nil {
 		return zero, err
 	}
@@ -166,7 +182,7 @@ func ParseTcpWithHttp(v preserves.Value) (TcpWithHttp, error) {
 }
 
 func (r TcpWithHttp) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("relay-listener"), r.Addr.ToValue(), preserves.NewEmbedded(r.Gatekeeper), preserves.NewEmbedded(r.Httpd))
+	return preserves.NewRecord(LabelRelayListener, r.Addr.ToValue(), preserves.NewEmbedded(r.Gatekeeper), preserves.NewEmbedded(r.Httpd))
 }
 
 // UnixRelayListener is the record or collection pattern UnixRelayListener.
@@ -179,7 +195,7 @@ type UnixRelayListener struct {
 func ParseUnixRelayListener(v preserves.Value) (UnixRelayListener, error) {
 	var r, zero UnixRelayListener
 	var err error
-	rec5, err := schema.AsRecordOf(v, preserves.Symbol("relay-listener"), 2)
+	rec5, err := schema.AsRecordOf(v, LabelRelayListener, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -193,7 +209,7 @@ func ParseUnixRelayListener(v preserves.Value) (UnixRelayListener, error) {
 }
 
 func (r UnixRelayListener) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("relay-listener"), r.Addr.ToValue(), preserves.NewEmbedded(r.Gatekeeper))
+	return preserves.NewRecord(LabelRelayListener, r.Addr.ToValue(), preserves.NewEmbedded(r.Gatekeeper))
 }
 
 // ConfigWatcher is the record or collection pattern ConfigWatcher.
@@ -206,7 +222,7 @@ type ConfigWatcher struct {
 func ParseConfigWatcher(v preserves.Value) (ConfigWatcher, error) {
 	var r, zero ConfigWatcher
 	var err error
-	rec6, err := schema.AsRecordOf(v, preserves.Symbol("config-watcher"), 2)
+	rec6, err := schema.AsRecordOf(v, LabelConfigWatcher, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -220,7 +236,7 @@ func ParseConfigWatcher(v preserves.Value) (ConfigWatcher, error) {
 }
 
 func (r ConfigWatcher) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("config-watcher"), preserves.String(r.Path), r.Env.ToValue())
+	return preserves.NewRecord(LabelConfigWatcher, preserves.String(r.Path), r.Env.ToValue())
 }
 
 // ConfigEnv is <dictof <atom Symbol> any>.
@@ -261,7 +277,7 @@ type HttpRouter struct {
 func ParseHttpRouter(v preserves.Value) (HttpRouter, error) {
 	var r, zero HttpRouter
 	var err error
-	rec14, err := schema.AsRecordOf(v, preserves.Symbol("http-router"), 1)
+	rec14, err := schema.AsRecordOf(v, LabelHttpRouter, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -272,7 +288,7 @@ func ParseHttpRouter(v preserves.Value) (HttpRouter, error) {
 }
 
 func (r HttpRouter) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("http-router"), preserves.NewEmbedded(r.Httpd))
+	return preserves.NewRecord(LabelHttpRouter, preserves.NewEmbedded(r.Httpd))
 }
 
 // HttpStaticFileServer is the record or collection pattern HttpStaticFileServer.
@@ -285,7 +301,7 @@ type HttpStaticFileServer struct {
 func ParseHttpStaticFileServer(v preserves.Value) (HttpStaticFileServer, error) {
 	var r, zero HttpStaticFileServer
 	var err error
-	rec15, err := schema.AsRecordOf(v, preserves.Symbol("http-static-files"), 2)
+	rec15, err := schema.AsRecordOf(v, LabelHttpStaticFiles, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -299,5 +315,5 @@ func ParseHttpStaticFileServer(v preserves.Value) (HttpStaticFileServer, error) 
 }
 
 func (r HttpStaticFileServer) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("http-static-files"), preserves.String(r.Dir), schema.IntValue(r.PathPrefixElements))
+	return preserves.NewRecord(LabelHttpStaticFiles, preserves.String(r.Dir), schema.IntValue(r.PathPrefixElements))
 }

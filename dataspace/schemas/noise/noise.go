@@ -9,6 +9,12 @@ import (
 	"github.com/syndicate-go/syndicate/preserves/schema"
 )
 
+// The labels of this module's records, one constant per label.
+const (
+	// LabelInitiator is the label of Initiator.
+	LabelInitiator = preserves.Symbol("initiator")
+)
+
 // https://noiseprotocol.org/
 // ---------------------------------------------------------------------------
 // Binding and connection
@@ -526,7 +532,7 @@ type Initiator struct {
 func ParseInitiator(v preserves.Value) (Initiator, error) {
 	var r, zero Initiator
 	var err error
-	rec23, err := schema.AsRecordOf(v, preserves.Symbol("initiator"), 1)
+	rec23, err := schema.AsRecordOf(v, LabelInitiator, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -537,7 +543,7 @@ func ParseInitiator(v preserves.Value) (Initiator, error) {
 }
 
 func (r Initiator) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("initiator"), preserves.NewEmbedded(r.InitiatorSession))
+	return preserves.NewRecord(LabelInitiator, preserves.NewEmbedded(r.InitiatorSession))
 }
 
 // Message

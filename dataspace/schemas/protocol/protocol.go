@@ -10,6 +10,28 @@ import (
 	"math/big"
 )
 
+// The labels of this module's records, one constant per label.
+const (
+	// LabelError is the label of Error.
+	LabelError = preserves.Symbol("error")
+	// LabelA is the label of Assert.
+	LabelA = preserves.Symbol("A")
+	// LabelR is the label of Retract.
+	LabelR = preserves.Symbol("R")
+	// LabelM is the label of Message.
+	LabelM = preserves.Symbol("M")
+	// LabelS is the label of Sync.
+	LabelS = preserves.Symbol("S")
+	// LabelDo is the label of EnableCreditFlowControl.
+	LabelDo = preserves.Symbol("do")
+	// LabelCreditFlowControl is the label of EnableCreditFlowControl, EnabledCreditFlowControl.
+	LabelCreditFlowControl = preserves.Symbol("credit-flow-control")
+	// LabelWill is the label of EnabledCreditFlowControl.
+	LabelWill = preserves.Symbol("will")
+	// LabelC is the label of IssueCredit.
+	LabelC = preserves.Symbol("C")
+)
+
 // Packet is one of the alternatives of Packet.
 type Packet interface {
 	isPacket()
@@ -158,7 +180,7 @@ type Error struct {
 func ParseError(v preserves.Value) (Error, error) {
 	var r, zero Error
 	var err error
-	rec6, err := schema.AsRecordOf(v, preserves.Symbol("error"), 2)
+	rec6, err := schema.AsRecordOf(v, LabelError, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -170,7 +192,7 @@ func ParseError(v preserves.Value) (Error, error) {
 }
 
 func (r Error) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("error"), preserves.String(r.Message), r.Detail)
+	return preserves.NewRecord(LabelError, preserves.String(r.Message), r.Detail)
 }
 
 // Assertion is any.
@@ -372,7 +394,7 @@ type Assert struct {
 func ParseAssert(v preserves.Value) (Assert, error) {
 	var r, zero Assert
 	var err error
-	rec12, err := schema.AsRecordOf(v, preserves.Symbol("A"), 2)
+	rec12, err := schema.AsRecordOf(v, LabelA, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -386,7 +408,7 @@ func ParseAssert(v preserves.Value) (Assert, error) {
 }
 
 func (r Assert) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("A"), r.Assertion.ToValue(), r.Handle.ToValue())
+	return preserves.NewRecord(LabelA, r.Assertion.ToValue(), r.Handle.ToValue())
 }
 
 // Retract is the record or collection pattern Retract.
@@ -398,7 +420,7 @@ type Retract struct {
 func ParseRetract(v preserves.Value) (Retract, error) {
 	var r, zero Retract
 	var err error
-	rec13, err := schema.AsRecordOf(v, preserves.Symbol("R"), 1)
+	rec13, err := schema.AsRecordOf(v, LabelR, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -408,9 +430,7 @@ func ParseRetract(v preserves.Value) (Retract, error) {
 	return r, nil
 }
 
-func (r Retract) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("R"), r.Handle.ToValue())
-}
+func (r Retract) ToValue() preserves.Value { return preserves.NewRecord(LabelR, r.Handle.ToValue()) }
 
 // Message is the record or collection pattern Message.
 type Message struct {
@@ -421,7 +441,7 @@ type Message struct {
 func ParseMessage(v preserves.Value) (Message, error) {
 	var r, zero Message
 	var err error
-	rec14, err := schema.AsRecordOf(v, preserves.Symbol("M"), 1)
+	rec14, err := schema.AsRecordOf(v, LabelM, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -431,9 +451,7 @@ func ParseMessage(v preserves.Value) (Message, error) {
 	return r, nil
 }
 
-func (r Message) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("M"), r.Body.ToValue())
-}
+func (r Message) ToValue() preserves.Value { return preserves.NewRecord(LabelM, r.Body.ToValue()) }
 
 // Sync is the record or collection pattern Sync.
 type Sync struct {
@@ -444,7 +462,7 @@ type Sync struct {
 func ParseSync(v preserves.Value) (Sync, error) {
 	var r, zero Sync
 	var err error
-	rec15, err := schema.AsRecordOf(v, preserves.Symbol("S"), 1)
+	rec15, err := schema.AsRecordOf(v, LabelS, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -455,7 +473,7 @@ func ParseSync(v preserves.Value) (Sync, error) {
 }
 
 func (r Sync) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("S"), preserves.NewEmbedded(r.Peer))
+	return preserves.NewRecord(LabelS, preserves.NewEmbedded(r.Peer))
 }
 
 // # Extensions
@@ -493,11 +511,11 @@ type EnableCreditFlowControl struct {
 // ParseEnableCreditFlowControl parses v as a EnableCreditFlowControl.
 func ParseEnableCreditFlowControl(v preserves.Value) (EnableCreditFlowControl, error) {
 	var r, zero EnableCreditFlowControl
-	rec16, err := schema.AsRecordOf(v, preserves.Symbol("do"), 1)
+	rec16, err := schema.AsRecordOf(v, LabelDo, 1)
 	if err != nil {
 		return zero, err
 	}
-	rec17, err := schema.AsRecordOf(rec16.Fields[0], preserves.Symbol("credit-flow-control"), 1)
+	rec17, err := schema.AsRecordOf(rec16.Fields[0], LabelCreditFlowControl, 1)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
@@ -508,7 +526,7 @@ func ParseEnableCreditFlowControl(v preserves.Value) (EnableCreditFlowControl, e
 }
 
 func (r EnableCreditFlowControl) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("do"), preserves.NewRecord(preserves.Symbol("credit-flow-control"), preserves.Int(202506)))
+	return preserves.NewRecord(LabelDo, preserves.NewRecord(LabelCreditFlowControl, preserves.Int(202506)))
 }
 
 // Receiver -> Sender
@@ -518,11 +536,11 @@ type EnabledCreditFlowControl struct {
 // ParseEnabledCreditFlowControl parses v as a EnabledCreditFlowControl.
 func ParseEnabledCreditFlowControl(v preserves.Value) (EnabledCreditFlowControl, error) {
 	var r, zero EnabledCreditFlowControl
-	rec18, err := schema.AsRecordOf(v, preserves.Symbol("will"), 1)
+	rec18, err := schema.AsRecordOf(v, LabelWill, 1)
 	if err != nil {
 		return zero, err
 	}
-	rec19, err := schema.AsRecordOf(rec18.Fields[0], preserves.Symbol("credit-flow-control"), 1)
+	rec19, err := schema.AsRecordOf(rec18.Fields[0], LabelCreditFlowControl, 1)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
@@ -533,7 +551,7 @@ func ParseEnabledCreditFlowControl(v preserves.Value) (EnabledCreditFlowControl,
 }
 
 func (r EnabledCreditFlowControl) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("will"), preserves.NewRecord(preserves.Symbol("credit-flow-control"), preserves.Int(202506)))
+	return preserves.NewRecord(LabelWill, preserves.NewRecord(LabelCreditFlowControl, preserves.Int(202506)))
 }
 
 // IssueCredit is the record or collection pattern IssueCredit.
@@ -545,7 +563,7 @@ type IssueCredit struct {
 func ParseIssueCredit(v preserves.Value) (IssueCredit, error) {
 	var r, zero IssueCredit
 	var err error
-	rec20, err := schema.AsRecordOf(v, preserves.Symbol("C"), 1)
+	rec20, err := schema.AsRecordOf(v, LabelC, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -556,5 +574,5 @@ func ParseIssueCredit(v preserves.Value) (IssueCredit, error) {
 }
 
 func (r IssueCredit) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("C"), schema.IntValue(r.Count))
+	return preserves.NewRecord(LabelC, schema.IntValue(r.Count))
 }

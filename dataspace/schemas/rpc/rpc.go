@@ -9,6 +9,18 @@ import (
 	"github.com/syndicate-go/syndicate/preserves/schema"
 )
 
+// The labels of this module's records, one constant per label.
+const (
+	// LabelQ is the label of Question.
+	LabelQ = preserves.Symbol("q")
+	// LabelA is the label of Answer.
+	LabelA = preserves.Symbol("a")
+	// LabelOk is the label of Ok.
+	LabelOk = preserves.Symbol("ok")
+	// LabelError is the label of Error.
+	LabelError = preserves.Symbol("error")
+)
+
 // Assertion. Establishes a frame for a request.
 type Question struct {
 	Request preserves.Value
@@ -17,7 +29,7 @@ type Question struct {
 // ParseQuestion parses v as a Question.
 func ParseQuestion(v preserves.Value) (Question, error) {
 	var r, zero Question
-	rec1, err := schema.AsRecordOf(v, preserves.Symbol("q"), 1)
+	rec1, err := schema.AsRecordOf(v, LabelQ, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -25,9 +37,7 @@ func ParseQuestion(v preserves.Value) (Question, error) {
 	return r, nil
 }
 
-func (r Question) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("q"), r.Request)
-}
+func (r Question) ToValue() preserves.Value { return preserves.NewRecord(LabelQ, r.Request) }
 
 // Assertion or message. Responds to a question.
 type Answer struct {
@@ -38,7 +48,7 @@ type Answer struct {
 // ParseAnswer parses v as a Answer.
 func ParseAnswer(v preserves.Value) (Answer, error) {
 	var r, zero Answer
-	rec2, err := schema.AsRecordOf(v, preserves.Symbol("a"), 2)
+	rec2, err := schema.AsRecordOf(v, LabelA, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -47,9 +57,7 @@ func ParseAnswer(v preserves.Value) (Answer, error) {
 	return r, nil
 }
 
-func (r Answer) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("a"), r.Request, r.Response)
-}
+func (r Answer) ToValue() preserves.Value { return preserves.NewRecord(LabelA, r.Request, r.Response) }
 
 // Value. Captures a common "ok-or-error" pattern as seen in e.g. Rust.
 type Result interface {
@@ -113,7 +121,7 @@ type Ok struct {
 // ParseOk parses v as a Ok.
 func ParseOk(v preserves.Value) (Ok, error) {
 	var r, zero Ok
-	rec3, err := schema.AsRecordOf(v, preserves.Symbol("ok"), 1)
+	rec3, err := schema.AsRecordOf(v, LabelOk, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -121,7 +129,7 @@ func ParseOk(v preserves.Value) (Ok, error) {
 	return r, nil
 }
 
-func (r Ok) ToValue() preserves.Value { return preserves.NewRecord(preserves.Symbol("ok"), r.Value) }
+func (r Ok) ToValue() preserves.Value { return preserves.NewRecord(LabelOk, r.Value) }
 
 // Error is the record or collection pattern Error.
 type Error struct {
@@ -131,7 +139,7 @@ type Error struct {
 // ParseError parses v as a Error.
 func ParseError(v preserves.Value) (Error, error) {
 	var r, zero Error
-	rec4, err := schema.AsRecordOf(v, preserves.Symbol("error"), 1)
+	rec4, err := schema.AsRecordOf(v, LabelError, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -139,6 +147,4 @@ func ParseError(v preserves.Value) (Error, error) {
 	return r, nil
 }
 
-func (r Error) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("error"), r.Error)
-}
+func (r Error) ToValue() preserves.Value { return preserves.NewRecord(LabelError, r.Error) }

@@ -9,6 +9,22 @@ import (
 	"github.com/syndicate-go/syndicate/preserves/schema"
 )
 
+// The labels of this module's records, one constant per label.
+const (
+	// LabelRequireService is the label of RequireService.
+	LabelRequireService = preserves.Symbol("require-service")
+	// LabelRunService is the label of RunService.
+	LabelRunService = preserves.Symbol("run-service")
+	// LabelServiceState is the label of ServiceState.
+	LabelServiceState = preserves.Symbol("service-state")
+	// LabelServiceObject is the label of ServiceObject.
+	LabelServiceObject = preserves.Symbol("service-object")
+	// LabelDependsOn is the label of ServiceDependency.
+	LabelDependsOn = preserves.Symbol("depends-on")
+	// LabelRestartService is the label of RestartService.
+	LabelRestartService = preserves.Symbol("restart-service")
+)
+
 // Asserts that a service should begin (and stay) running after waiting
 // for its dependencies and considering reverse-dependencies, blocks,
 // and so on.
@@ -19,7 +35,7 @@ type RequireService struct {
 // ParseRequireService parses v as a RequireService.
 func ParseRequireService(v preserves.Value) (RequireService, error) {
 	var r, zero RequireService
-	rec1, err := schema.AsRecordOf(v, preserves.Symbol("require-service"), 1)
+	rec1, err := schema.AsRecordOf(v, LabelRequireService, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -28,7 +44,7 @@ func ParseRequireService(v preserves.Value) (RequireService, error) {
 }
 
 func (r RequireService) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("require-service"), r.ServiceName)
+	return preserves.NewRecord(LabelRequireService, r.ServiceName)
 }
 
 // Asserts that a service should begin (and stay) running RIGHT NOW,
@@ -40,7 +56,7 @@ type RunService struct {
 // ParseRunService parses v as a RunService.
 func ParseRunService(v preserves.Value) (RunService, error) {
 	var r, zero RunService
-	rec2, err := schema.AsRecordOf(v, preserves.Symbol("run-service"), 1)
+	rec2, err := schema.AsRecordOf(v, LabelRunService, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -49,7 +65,7 @@ func ParseRunService(v preserves.Value) (RunService, error) {
 }
 
 func (r RunService) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("run-service"), r.ServiceName)
+	return preserves.NewRecord(LabelRunService, r.ServiceName)
 }
 
 // Asserts one or more current states of service `serviceName`. The
@@ -69,7 +85,7 @@ type ServiceState struct {
 func ParseServiceState(v preserves.Value) (ServiceState, error) {
 	var r, zero ServiceState
 	var err error
-	rec3, err := schema.AsRecordOf(v, preserves.Symbol("service-state"), 2)
+	rec3, err := schema.AsRecordOf(v, LabelServiceState, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -81,7 +97,7 @@ func ParseServiceState(v preserves.Value) (ServiceState, error) {
 }
 
 func (r ServiceState) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("service-state"), r.ServiceName, r.State.ToValue())
+	return preserves.NewRecord(LabelServiceState, r.ServiceName, r.State.ToValue())
 }
 
 // A running service publishes zero or more of these. The details of
@@ -94,7 +110,7 @@ type ServiceObject struct {
 // ParseServiceObject parses v as a ServiceObject.
 func ParseServiceObject(v preserves.Value) (ServiceObject, error) {
 	var r, zero ServiceObject
-	rec4, err := schema.AsRecordOf(v, preserves.Symbol("service-object"), 2)
+	rec4, err := schema.AsRecordOf(v, LabelServiceObject, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -104,7 +120,7 @@ func ParseServiceObject(v preserves.Value) (ServiceObject, error) {
 }
 
 func (r ServiceObject) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("service-object"), r.ServiceName, r.Object)
+	return preserves.NewRecord(LabelServiceObject, r.ServiceName, r.Object)
 }
 
 // Possible service states.
@@ -231,7 +247,7 @@ type ServiceDependency struct {
 func ParseServiceDependency(v preserves.Value) (ServiceDependency, error) {
 	var r, zero ServiceDependency
 	var err error
-	rec5, err := schema.AsRecordOf(v, preserves.Symbol("depends-on"), 2)
+	rec5, err := schema.AsRecordOf(v, LabelDependsOn, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -243,7 +259,7 @@ func ParseServiceDependency(v preserves.Value) (ServiceDependency, error) {
 }
 
 func (r ServiceDependency) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("depends-on"), r.Depender, r.Dependee.ToValue())
+	return preserves.NewRecord(LabelDependsOn, r.Depender, r.Dependee.ToValue())
 }
 
 // Message. Triggers a service restart.
@@ -254,7 +270,7 @@ type RestartService struct {
 // ParseRestartService parses v as a RestartService.
 func ParseRestartService(v preserves.Value) (RestartService, error) {
 	var r, zero RestartService
-	rec6, err := schema.AsRecordOf(v, preserves.Symbol("restart-service"), 1)
+	rec6, err := schema.AsRecordOf(v, LabelRestartService, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -263,5 +279,5 @@ func ParseRestartService(v preserves.Value) (RestartService, error) {
 }
 
 func (r RestartService) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("restart-service"), r.ServiceName)
+	return preserves.NewRecord(LabelRestartService, r.ServiceName)
 }

@@ -11,6 +11,32 @@ import (
 	"strconv"
 )
 
+// The labels of this module's records, one constant per label.
+const (
+	// LabelStreamConnection is the label of StreamConnection.
+	LabelStreamConnection = preserves.Symbol("stream-connection")
+	// LabelStreamListenerReady is the label of StreamListenerReady.
+	LabelStreamListenerReady = preserves.Symbol("stream-listener-ready")
+	// LabelStreamListenerError is the label of StreamListenerError.
+	LabelStreamListenerError = preserves.Symbol("stream-listener-error")
+	// LabelError is the label of StreamError.
+	LabelError = preserves.Symbol("error")
+	// LabelSink is the label of SourceSink.
+	LabelSink = preserves.Symbol("sink")
+	// LabelCredit is the label of SourceCredit.
+	LabelCredit = preserves.Symbol("credit")
+	// LabelSource is the label of SinkSource.
+	LabelSource = preserves.Symbol("source")
+	// LabelData is the label of SinkData.
+	LabelData = preserves.Symbol("data")
+	// LabelEof is the label of SinkEof.
+	LabelEof = preserves.Symbol("eof")
+	// LabelPacket is the label of ModePacket.
+	LabelPacket = preserves.Symbol("packet")
+	// LabelObject is the label of ModeObject.
+	LabelObject = preserves.Symbol("object")
+)
+
 // Assertion:
 type StreamConnection struct {
 	Source any
@@ -22,7 +48,7 @@ type StreamConnection struct {
 func ParseStreamConnection(v preserves.Value) (StreamConnection, error) {
 	var r, zero StreamConnection
 	var err error
-	rec1, err := schema.AsRecordOf(v, preserves.Symbol("stream-connection"), 3)
+	rec1, err := schema.AsRecordOf(v, LabelStreamConnection, 3)
 	if err != nil {
 		return zero, err
 	}
@@ -37,7 +63,7 @@ func ParseStreamConnection(v preserves.Value) (StreamConnection, error) {
 }
 
 func (r StreamConnection) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("stream-connection"), preserves.NewEmbedded(r.Source), preserves.NewEmbedded(r.Sink), r.Spec)
+	return preserves.NewRecord(LabelStreamConnection, preserves.NewEmbedded(r.Source), preserves.NewEmbedded(r.Sink), r.Spec)
 }
 
 // Assertions:
@@ -48,7 +74,7 @@ type StreamListenerReady struct {
 // ParseStreamListenerReady parses v as a StreamListenerReady.
 func ParseStreamListenerReady(v preserves.Value) (StreamListenerReady, error) {
 	var r, zero StreamListenerReady
-	rec2, err := schema.AsRecordOf(v, preserves.Symbol("stream-listener-ready"), 1)
+	rec2, err := schema.AsRecordOf(v, LabelStreamListenerReady, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -57,7 +83,7 @@ func ParseStreamListenerReady(v preserves.Value) (StreamListenerReady, error) {
 }
 
 func (r StreamListenerReady) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("stream-listener-ready"), r.Spec)
+	return preserves.NewRecord(LabelStreamListenerReady, r.Spec)
 }
 
 // StreamListenerError is the record or collection pattern StreamListenerError.
@@ -70,7 +96,7 @@ type StreamListenerError struct {
 func ParseStreamListenerError(v preserves.Value) (StreamListenerError, error) {
 	var r, zero StreamListenerError
 	var err error
-	rec3, err := schema.AsRecordOf(v, preserves.Symbol("stream-listener-error"), 2)
+	rec3, err := schema.AsRecordOf(v, LabelStreamListenerError, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -82,7 +108,7 @@ func ParseStreamListenerError(v preserves.Value) (StreamListenerError, error) {
 }
 
 func (r StreamListenerError) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("stream-listener-error"), r.Spec, preserves.String(r.Message))
+	return preserves.NewRecord(LabelStreamListenerError, r.Spec, preserves.String(r.Message))
 }
 
 // Assertion:
@@ -94,7 +120,7 @@ type StreamError struct {
 func ParseStreamError(v preserves.Value) (StreamError, error) {
 	var r, zero StreamError
 	var err error
-	rec4, err := schema.AsRecordOf(v, preserves.Symbol("error"), 1)
+	rec4, err := schema.AsRecordOf(v, LabelError, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -105,7 +131,7 @@ func ParseStreamError(v preserves.Value) (StreamError, error) {
 }
 
 func (r StreamError) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("error"), preserves.String(r.Message))
+	return preserves.NewRecord(LabelError, preserves.String(r.Message))
 }
 
 // Source is one of the alternatives of Source.
@@ -124,7 +150,7 @@ func (SourceSink) isSource() {}
 func parseSourceSink(v preserves.Value) (SourceSink, error) {
 	var r, zero SourceSink
 	var err error
-	rec5, err := schema.AsRecordOf(v, preserves.Symbol("sink"), 1)
+	rec5, err := schema.AsRecordOf(v, LabelSink, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -135,7 +161,7 @@ func parseSourceSink(v preserves.Value) (SourceSink, error) {
 }
 
 func (r SourceSink) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("sink"), preserves.NewEmbedded(r.Controller))
+	return preserves.NewRecord(LabelSink, preserves.NewEmbedded(r.Controller))
 }
 
 // SourceStreamError is the alternative "StreamError" of Source.
@@ -165,7 +191,7 @@ func (SourceCredit) isSource() {}
 func parseSourceCredit(v preserves.Value) (SourceCredit, error) {
 	var r, zero SourceCredit
 	var err error
-	rec6, err := schema.AsRecordOf(v, preserves.Symbol("credit"), 2)
+	rec6, err := schema.AsRecordOf(v, LabelCredit, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -179,7 +205,7 @@ func parseSourceCredit(v preserves.Value) (SourceCredit, error) {
 }
 
 func (r SourceCredit) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("credit"), r.Amount.ToValue(), r.Mode.ToValue())
+	return preserves.NewRecord(LabelCredit, r.Amount.ToValue(), r.Mode.ToValue())
 }
 
 // ParseSource tries the alternatives of Source in order; the first that matches wins.
@@ -219,7 +245,7 @@ func (SinkSource) isSink() {}
 func parseSinkSource(v preserves.Value) (SinkSource, error) {
 	var r, zero SinkSource
 	var err error
-	rec7, err := schema.AsRecordOf(v, preserves.Symbol("source"), 1)
+	rec7, err := schema.AsRecordOf(v, LabelSource, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -230,7 +256,7 @@ func parseSinkSource(v preserves.Value) (SinkSource, error) {
 }
 
 func (r SinkSource) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("source"), preserves.NewEmbedded(r.Controller))
+	return preserves.NewRecord(LabelSource, preserves.NewEmbedded(r.Controller))
 }
 
 // SinkStreamError is the alternative "StreamError" of Sink.
@@ -260,7 +286,7 @@ func (SinkData) isSink() {}
 func parseSinkData(v preserves.Value) (SinkData, error) {
 	var r, zero SinkData
 	var err error
-	rec8, err := schema.AsRecordOf(v, preserves.Symbol("data"), 2)
+	rec8, err := schema.AsRecordOf(v, LabelData, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -272,7 +298,7 @@ func parseSinkData(v preserves.Value) (SinkData, error) {
 }
 
 func (r SinkData) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("data"), r.Payload, r.Mode.ToValue())
+	return preserves.NewRecord(LabelData, r.Payload, r.Mode.ToValue())
 }
 
 // SinkEof is the alternative "eof" of Sink.
@@ -283,13 +309,13 @@ func (SinkEof) isSink() {}
 
 func parseSinkEof(v preserves.Value) (SinkEof, error) {
 	var r, zero SinkEof
-	if _, err := schema.AsRecordOf(v, preserves.Symbol("eof"), 0); err != nil {
+	if _, err := schema.AsRecordOf(v, LabelEof, 0); err != nil {
 		return zero, err
 	}
 	return r, nil
 }
 
-func (r SinkEof) ToValue() preserves.Value { return preserves.NewRecord(preserves.Symbol("eof")) }
+func (r SinkEof) ToValue() preserves.Value { return preserves.NewRecord(LabelEof) }
 
 // ParseSink tries the alternatives of Sink in order; the first that matches wins.
 func ParseSink(v preserves.Value) (Sink, error) {
@@ -417,7 +443,7 @@ func (ModePacket) isMode() {}
 func parseModePacket(v preserves.Value) (ModePacket, error) {
 	var r, zero ModePacket
 	var err error
-	rec10, err := schema.AsRecordOf(v, preserves.Symbol("packet"), 1)
+	rec10, err := schema.AsRecordOf(v, LabelPacket, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -428,7 +454,7 @@ func parseModePacket(v preserves.Value) (ModePacket, error) {
 }
 
 func (r ModePacket) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("packet"), schema.IntValue(r.Size))
+	return preserves.NewRecord(LabelPacket, schema.IntValue(r.Size))
 }
 
 // ModeObject is the alternative "object" of Mode.
@@ -440,7 +466,7 @@ func (ModeObject) isMode() {}
 
 func parseModeObject(v preserves.Value) (ModeObject, error) {
 	var r, zero ModeObject
-	rec11, err := schema.AsRecordOf(v, preserves.Symbol("object"), 1)
+	rec11, err := schema.AsRecordOf(v, LabelObject, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -448,9 +474,7 @@ func parseModeObject(v preserves.Value) (ModeObject, error) {
 	return r, nil
 }
 
-func (r ModeObject) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("object"), r.Description)
-}
+func (r ModeObject) ToValue() preserves.Value { return preserves.NewRecord(LabelObject, r.Description) }
 
 // ParseMode tries the alternatives of Mode in order; the first that matches wins.
 func ParseMode(v preserves.Value) (Mode, error) {

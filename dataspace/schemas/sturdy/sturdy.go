@@ -11,6 +11,34 @@ import (
 	"strconv"
 )
 
+// The labels of this module's records, one constant per label.
+const (
+	// LabelRef is the label of SturdyRef, TRef.
+	LabelRef = preserves.Symbol("ref")
+	// LabelRewrite is the label of Rewrite.
+	LabelRewrite = preserves.Symbol("rewrite")
+	// LabelReject is the label of Reject.
+	LabelReject = preserves.Symbol("reject")
+	// LabelOr is the label of Alts.
+	LabelOr = preserves.Symbol("or")
+	// LabelLit is the label of Lit.
+	LabelLit = preserves.Symbol("lit")
+	// LabelBind is the label of PBind.
+	LabelBind = preserves.Symbol("bind")
+	// LabelAnd is the label of PAnd.
+	LabelAnd = preserves.Symbol("and")
+	// LabelNot is the label of PNot.
+	LabelNot = preserves.Symbol("not")
+	// LabelRec is the label of PCompoundRec, TCompoundRec.
+	LabelRec = preserves.Symbol("rec")
+	// LabelArr is the label of PCompoundArr, TCompoundArr.
+	LabelArr = preserves.Symbol("arr")
+	// LabelDict is the label of PCompoundDict, TCompoundDict.
+	LabelDict = preserves.Symbol("dict")
+	// LabelAttenuate is the label of TAttenuate.
+	LabelAttenuate = preserves.Symbol("attenuate")
+)
+
 // ---------------------------------------------------------------------------
 // Binding and connection
 type SturdyStepType struct{}
@@ -92,7 +120,7 @@ type SturdyRef struct {
 func ParseSturdyRef(v preserves.Value) (SturdyRef, error) {
 	var r, zero SturdyRef
 	var err error
-	rec4, err := schema.AsRecordOf(v, preserves.Symbol("ref"), 1)
+	rec4, err := schema.AsRecordOf(v, LabelRef, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -103,7 +131,7 @@ func ParseSturdyRef(v preserves.Value) (SturdyRef, error) {
 }
 
 func (r SturdyRef) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("ref"), r.Parameters.ToValue())
+	return preserves.NewRecord(LabelRef, r.Parameters.ToValue())
 }
 
 // Parameters is the intersection Parameters.
@@ -353,7 +381,7 @@ type Rewrite struct {
 func ParseRewrite(v preserves.Value) (Rewrite, error) {
 	var r, zero Rewrite
 	var err error
-	rec17, err := schema.AsRecordOf(v, preserves.Symbol("rewrite"), 2)
+	rec17, err := schema.AsRecordOf(v, LabelRewrite, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -367,7 +395,7 @@ func ParseRewrite(v preserves.Value) (Rewrite, error) {
 }
 
 func (r Rewrite) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("rewrite"), r.Pattern.ToValue(), r.Template.ToValue())
+	return preserves.NewRecord(LabelRewrite, r.Pattern.ToValue(), r.Template.ToValue())
 }
 
 // Reject is the record or collection pattern Reject.
@@ -379,7 +407,7 @@ type Reject struct {
 func ParseReject(v preserves.Value) (Reject, error) {
 	var r, zero Reject
 	var err error
-	rec18, err := schema.AsRecordOf(v, preserves.Symbol("reject"), 1)
+	rec18, err := schema.AsRecordOf(v, LabelReject, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -390,7 +418,7 @@ func ParseReject(v preserves.Value) (Reject, error) {
 }
 
 func (r Reject) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("reject"), r.Pattern.ToValue())
+	return preserves.NewRecord(LabelReject, r.Pattern.ToValue())
 }
 
 // Alts is the record or collection pattern Alts.
@@ -402,7 +430,7 @@ type Alts struct {
 func ParseAlts(v preserves.Value) (Alts, error) {
 	var r, zero Alts
 	var err error
-	rec19, err := schema.AsRecordOf(v, preserves.Symbol("or"), 1)
+	rec19, err := schema.AsRecordOf(v, LabelOr, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -420,7 +448,7 @@ func ParseAlts(v preserves.Value) (Alts, error) {
 }
 
 func (r Alts) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("or"), schema.SeqValue(r.Alternatives, func(x23 Rewrite) preserves.Value { return x23.ToValue() }))
+	return preserves.NewRecord(LabelOr, schema.SeqValue(r.Alternatives, func(x23 Rewrite) preserves.Value { return x23.ToValue() }))
 }
 
 // Oid is <atom SignedInteger>.
@@ -529,7 +557,7 @@ type Lit struct {
 // ParseLit parses v as a Lit.
 func ParseLit(v preserves.Value) (Lit, error) {
 	var r, zero Lit
-	rec29, err := schema.AsRecordOf(v, preserves.Symbol("lit"), 1)
+	rec29, err := schema.AsRecordOf(v, LabelLit, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -537,7 +565,7 @@ func ParseLit(v preserves.Value) (Lit, error) {
 	return r, nil
 }
 
-func (r Lit) ToValue() preserves.Value { return preserves.NewRecord(preserves.Symbol("lit"), r.Value) }
+func (r Lit) ToValue() preserves.Value { return preserves.NewRecord(LabelLit, r.Value) }
 
 // Pattern is one of the alternatives of Pattern.
 type Pattern interface {
@@ -786,7 +814,7 @@ type PBind struct {
 func ParsePBind(v preserves.Value) (PBind, error) {
 	var r, zero PBind
 	var err error
-	rec31, err := schema.AsRecordOf(v, preserves.Symbol("bind"), 1)
+	rec31, err := schema.AsRecordOf(v, LabelBind, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -796,9 +824,7 @@ func ParsePBind(v preserves.Value) (PBind, error) {
 	return r, nil
 }
 
-func (r PBind) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("bind"), r.Pattern.ToValue())
-}
+func (r PBind) ToValue() preserves.Value { return preserves.NewRecord(LabelBind, r.Pattern.ToValue()) }
 
 // PAnd is the record or collection pattern PAnd.
 type PAnd struct {
@@ -809,7 +835,7 @@ type PAnd struct {
 func ParsePAnd(v preserves.Value) (PAnd, error) {
 	var r, zero PAnd
 	var err error
-	rec32, err := schema.AsRecordOf(v, preserves.Symbol("and"), 1)
+	rec32, err := schema.AsRecordOf(v, LabelAnd, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -827,7 +853,7 @@ func ParsePAnd(v preserves.Value) (PAnd, error) {
 }
 
 func (r PAnd) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("and"), schema.SeqValue(r.Patterns, func(x36 Pattern) preserves.Value { return x36.ToValue() }))
+	return preserves.NewRecord(LabelAnd, schema.SeqValue(r.Patterns, func(x36 Pattern) preserves.Value { return x36.ToValue() }))
 }
 
 // PNot is the record or collection pattern PNot.
@@ -839,7 +865,7 @@ type PNot struct {
 func ParsePNot(v preserves.Value) (PNot, error) {
 	var r, zero PNot
 	var err error
-	rec37, err := schema.AsRecordOf(v, preserves.Symbol("not"), 1)
+	rec37, err := schema.AsRecordOf(v, LabelNot, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -849,9 +875,7 @@ func ParsePNot(v preserves.Value) (PNot, error) {
 	return r, nil
 }
 
-func (r PNot) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("not"), r.Pattern.ToValue())
-}
+func (r PNot) ToValue() preserves.Value { return preserves.NewRecord(LabelNot, r.Pattern.ToValue()) }
 
 // PCompound is one of the alternatives of PCompound.
 type PCompound interface {
@@ -870,7 +894,7 @@ func (PCompoundRec) isPCompound() {}
 func parsePCompoundRec(v preserves.Value) (PCompoundRec, error) {
 	var r, zero PCompoundRec
 	var err error
-	rec38, err := schema.AsRecordOf(v, preserves.Symbol("rec"), 2)
+	rec38, err := schema.AsRecordOf(v, LabelRec, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -889,7 +913,7 @@ func parsePCompoundRec(v preserves.Value) (PCompoundRec, error) {
 }
 
 func (r PCompoundRec) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("rec"), r.Label, schema.SeqValue(r.Fields, func(x42 Pattern) preserves.Value { return x42.ToValue() }))
+	return preserves.NewRecord(LabelRec, r.Label, schema.SeqValue(r.Fields, func(x42 Pattern) preserves.Value { return x42.ToValue() }))
 }
 
 // PCompoundArr is the alternative "arr" of PCompound.
@@ -902,7 +926,7 @@ func (PCompoundArr) isPCompound() {}
 func parsePCompoundArr(v preserves.Value) (PCompoundArr, error) {
 	var r, zero PCompoundArr
 	var err error
-	rec43, err := schema.AsRecordOf(v, preserves.Symbol("arr"), 1)
+	rec43, err := schema.AsRecordOf(v, LabelArr, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -920,7 +944,7 @@ func parsePCompoundArr(v preserves.Value) (PCompoundArr, error) {
 }
 
 func (r PCompoundArr) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("arr"), schema.SeqValue(r.Items, func(x47 Pattern) preserves.Value { return x47.ToValue() }))
+	return preserves.NewRecord(LabelArr, schema.SeqValue(r.Items, func(x47 Pattern) preserves.Value { return x47.ToValue() }))
 }
 
 // PCompoundDict is the alternative "dict" of PCompound.
@@ -933,7 +957,7 @@ func (PCompoundDict) isPCompound() {}
 func parsePCompoundDict(v preserves.Value) (PCompoundDict, error) {
 	var r, zero PCompoundDict
 	var err error
-	rec48, err := schema.AsRecordOf(v, preserves.Symbol("dict"), 1)
+	rec48, err := schema.AsRecordOf(v, LabelDict, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -952,7 +976,7 @@ func parsePCompoundDict(v preserves.Value) (PCompoundDict, error) {
 }
 
 func (r PCompoundDict) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("dict"), schema.PairsValue(r.Entries, func(x52 preserves.Value) preserves.Value { return x52 }, func(x53 Pattern) preserves.Value { return x53.ToValue() }))
+	return preserves.NewRecord(LabelDict, schema.PairsValue(r.Entries, func(x52 preserves.Value) preserves.Value { return x52 }, func(x53 Pattern) preserves.Value { return x53.ToValue() }))
 }
 
 // ParsePCompound tries the alternatives of PCompound in order; the first that matches wins.
@@ -1082,7 +1106,7 @@ type TAttenuate struct {
 func ParseTAttenuate(v preserves.Value) (TAttenuate, error) {
 	var r, zero TAttenuate
 	var err error
-	rec54, err := schema.AsRecordOf(v, preserves.Symbol("attenuate"), 2)
+	rec54, err := schema.AsRecordOf(v, LabelAttenuate, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -1103,7 +1127,7 @@ func ParseTAttenuate(v preserves.Value) (TAttenuate, error) {
 }
 
 func (r TAttenuate) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("attenuate"), r.Template.ToValue(), schema.SeqValue(r.Attenuation, func(x58 Caveat) preserves.Value { return x58.ToValue() }))
+	return preserves.NewRecord(LabelAttenuate, r.Template.ToValue(), schema.SeqValue(r.Attenuation, func(x58 Caveat) preserves.Value { return x58.ToValue() }))
 }
 
 // TRef is the record or collection pattern TRef.
@@ -1115,7 +1139,7 @@ type TRef struct {
 func ParseTRef(v preserves.Value) (TRef, error) {
 	var r, zero TRef
 	var err error
-	rec59, err := schema.AsRecordOf(v, preserves.Symbol("ref"), 1)
+	rec59, err := schema.AsRecordOf(v, LabelRef, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -1126,7 +1150,7 @@ func ParseTRef(v preserves.Value) (TRef, error) {
 }
 
 func (r TRef) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("ref"), schema.IntValue(r.Binding))
+	return preserves.NewRecord(LabelRef, schema.IntValue(r.Binding))
 }
 
 // TCompound is one of the alternatives of TCompound.
@@ -1146,7 +1170,7 @@ func (TCompoundRec) isTCompound() {}
 func parseTCompoundRec(v preserves.Value) (TCompoundRec, error) {
 	var r, zero TCompoundRec
 	var err error
-	rec60, err := schema.AsRecordOf(v, preserves.Symbol("rec"), 2)
+	rec60, err := schema.AsRecordOf(v, LabelRec, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -1165,7 +1189,7 @@ func parseTCompoundRec(v preserves.Value) (TCompoundRec, error) {
 }
 
 func (r TCompoundRec) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("rec"), r.Label, schema.SeqValue(r.Fields, func(x64 Template) preserves.Value { return x64.ToValue() }))
+	return preserves.NewRecord(LabelRec, r.Label, schema.SeqValue(r.Fields, func(x64 Template) preserves.Value { return x64.ToValue() }))
 }
 
 // TCompoundArr is the alternative "arr" of TCompound.
@@ -1178,7 +1202,7 @@ func (TCompoundArr) isTCompound() {}
 func parseTCompoundArr(v preserves.Value) (TCompoundArr, error) {
 	var r, zero TCompoundArr
 	var err error
-	rec65, err := schema.AsRecordOf(v, preserves.Symbol("arr"), 1)
+	rec65, err := schema.AsRecordOf(v, LabelArr, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -1196,7 +1220,7 @@ func parseTCompoundArr(v preserves.Value) (TCompoundArr, error) {
 }
 
 func (r TCompoundArr) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("arr"), schema.SeqValue(r.Items, func(x69 Template) preserves.Value { return x69.ToValue() }))
+	return preserves.NewRecord(LabelArr, schema.SeqValue(r.Items, func(x69 Template) preserves.Value { return x69.ToValue() }))
 }
 
 // TCompoundDict is the alternative "dict" of TCompound.
@@ -1209,7 +1233,7 @@ func (TCompoundDict) isTCompound() {}
 func parseTCompoundDict(v preserves.Value) (TCompoundDict, error) {
 	var r, zero TCompoundDict
 	var err error
-	rec70, err := schema.AsRecordOf(v, preserves.Symbol("dict"), 1)
+	rec70, err := schema.AsRecordOf(v, LabelDict, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -1228,7 +1252,7 @@ func parseTCompoundDict(v preserves.Value) (TCompoundDict, error) {
 }
 
 func (r TCompoundDict) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("dict"), schema.PairsValue(r.Entries, func(x74 preserves.Value) preserves.Value { return x74 }, func(x75 Template) preserves.Value { return x75.ToValue() }))
+	return preserves.NewRecord(LabelDict, schema.PairsValue(r.Entries, func(x74 preserves.Value) preserves.Value { return x74 }, func(x75 Template) preserves.Value { return x75.ToValue() }))
 }
 
 // ParseTCompound tries the alternatives of TCompound in order; the first that matches wins.

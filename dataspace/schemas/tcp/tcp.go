@@ -10,6 +10,16 @@ import (
 	"math/big"
 )
 
+// The labels of this module's records, one constant per label.
+const (
+	// LabelTcpRemote is the label of TcpRemote.
+	LabelTcpRemote = preserves.Symbol("tcp-remote")
+	// LabelTcpLocal is the label of TcpLocal.
+	LabelTcpLocal = preserves.Symbol("tcp-local")
+	// LabelTcpPeer is the label of TcpPeerInfo.
+	LabelTcpPeer = preserves.Symbol("tcp-peer")
+)
+
 // TcpRemote is the record or collection pattern TcpRemote.
 type TcpRemote struct {
 	Host string
@@ -20,7 +30,7 @@ type TcpRemote struct {
 func ParseTcpRemote(v preserves.Value) (TcpRemote, error) {
 	var r, zero TcpRemote
 	var err error
-	rec1, err := schema.AsRecordOf(v, preserves.Symbol("tcp-remote"), 2)
+	rec1, err := schema.AsRecordOf(v, LabelTcpRemote, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -34,7 +44,7 @@ func ParseTcpRemote(v preserves.Value) (TcpRemote, error) {
 }
 
 func (r TcpRemote) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("tcp-remote"), preserves.String(r.Host), schema.IntValue(r.Port))
+	return preserves.NewRecord(LabelTcpRemote, preserves.String(r.Host), schema.IntValue(r.Port))
 }
 
 // TcpLocal is the record or collection pattern TcpLocal.
@@ -47,7 +57,7 @@ type TcpLocal struct {
 func ParseTcpLocal(v preserves.Value) (TcpLocal, error) {
 	var r, zero TcpLocal
 	var err error
-	rec2, err := schema.AsRecordOf(v, preserves.Symbol("tcp-local"), 2)
+	rec2, err := schema.AsRecordOf(v, LabelTcpLocal, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -61,7 +71,7 @@ func ParseTcpLocal(v preserves.Value) (TcpLocal, error) {
 }
 
 func (r TcpLocal) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("tcp-local"), preserves.String(r.Host), schema.IntValue(r.Port))
+	return preserves.NewRecord(LabelTcpLocal, preserves.String(r.Host), schema.IntValue(r.Port))
 }
 
 // TcpPeerInfo is the record or collection pattern TcpPeerInfo.
@@ -75,7 +85,7 @@ type TcpPeerInfo struct {
 func ParseTcpPeerInfo(v preserves.Value) (TcpPeerInfo, error) {
 	var r, zero TcpPeerInfo
 	var err error
-	rec3, err := schema.AsRecordOf(v, preserves.Symbol("tcp-peer"), 3)
+	rec3, err := schema.AsRecordOf(v, LabelTcpPeer, 3)
 	if err != nil {
 		return zero, err
 	}
@@ -92,5 +102,5 @@ func ParseTcpPeerInfo(v preserves.Value) (TcpPeerInfo, error) {
 }
 
 func (r TcpPeerInfo) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("tcp-peer"), preserves.NewEmbedded(r.Handle), r.Local.ToValue(), r.Remote.ToValue())
+	return preserves.NewRecord(LabelTcpPeer, preserves.NewEmbedded(r.Handle), r.Local.ToValue(), r.Remote.ToValue())
 }

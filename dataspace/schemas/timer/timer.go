@@ -10,6 +10,18 @@ import (
 	"strconv"
 )
 
+// The labels of this module's records, one constant per label.
+const (
+	// LabelSetTimer is the label of SetTimer.
+	LabelSetTimer = preserves.Symbol("set-timer")
+	// LabelTimerExpired is the label of TimerExpired.
+	LabelTimerExpired = preserves.Symbol("timer-expired")
+	// LabelLaterThan is the label of LaterThan.
+	LabelLaterThan = preserves.Symbol("later-than")
+	// LabelPeriodicTick is the label of PeriodicTick.
+	LabelPeriodicTick = preserves.Symbol("periodic-tick")
+)
+
 // SetTimer is the record or collection pattern SetTimer.
 type SetTimer struct {
 	Label   preserves.Value
@@ -21,7 +33,7 @@ type SetTimer struct {
 func ParseSetTimer(v preserves.Value) (SetTimer, error) {
 	var r, zero SetTimer
 	var err error
-	rec1, err := schema.AsRecordOf(v, preserves.Symbol("set-timer"), 3)
+	rec1, err := schema.AsRecordOf(v, LabelSetTimer, 3)
 	if err != nil {
 		return zero, err
 	}
@@ -36,7 +48,7 @@ func ParseSetTimer(v preserves.Value) (SetTimer, error) {
 }
 
 func (r SetTimer) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("set-timer"), r.Label, preserves.NewDouble(r.Seconds), r.Kind.ToValue())
+	return preserves.NewRecord(LabelSetTimer, r.Label, preserves.NewDouble(r.Seconds), r.Kind.ToValue())
 }
 
 // TimerExpired is the record or collection pattern TimerExpired.
@@ -49,7 +61,7 @@ type TimerExpired struct {
 func ParseTimerExpired(v preserves.Value) (TimerExpired, error) {
 	var r, zero TimerExpired
 	var err error
-	rec2, err := schema.AsRecordOf(v, preserves.Symbol("timer-expired"), 2)
+	rec2, err := schema.AsRecordOf(v, LabelTimerExpired, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -61,7 +73,7 @@ func ParseTimerExpired(v preserves.Value) (TimerExpired, error) {
 }
 
 func (r TimerExpired) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("timer-expired"), r.Label, preserves.NewDouble(r.Seconds))
+	return preserves.NewRecord(LabelTimerExpired, r.Label, preserves.NewDouble(r.Seconds))
 }
 
 // TimerKind is one of the literals of TimerKind.
@@ -100,7 +112,7 @@ type LaterThan struct {
 func ParseLaterThan(v preserves.Value) (LaterThan, error) {
 	var r, zero LaterThan
 	var err error
-	rec3, err := schema.AsRecordOf(v, preserves.Symbol("later-than"), 1)
+	rec3, err := schema.AsRecordOf(v, LabelLaterThan, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -111,7 +123,7 @@ func ParseLaterThan(v preserves.Value) (LaterThan, error) {
 }
 
 func (r LaterThan) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("later-than"), preserves.NewDouble(r.Seconds))
+	return preserves.NewRecord(LabelLaterThan, preserves.NewDouble(r.Seconds))
 }
 
 // PeriodicTick is the record or collection pattern PeriodicTick.
@@ -123,7 +135,7 @@ type PeriodicTick struct {
 func ParsePeriodicTick(v preserves.Value) (PeriodicTick, error) {
 	var r, zero PeriodicTick
 	var err error
-	rec4, err := schema.AsRecordOf(v, preserves.Symbol("periodic-tick"), 1)
+	rec4, err := schema.AsRecordOf(v, LabelPeriodicTick, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -134,5 +146,5 @@ func ParsePeriodicTick(v preserves.Value) (PeriodicTick, error) {
 }
 
 func (r PeriodicTick) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("periodic-tick"), preserves.NewDouble(r.Interval))
+	return preserves.NewRecord(LabelPeriodicTick, preserves.NewDouble(r.Interval))
 }

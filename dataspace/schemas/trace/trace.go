@@ -11,6 +11,70 @@ import (
 	"strconv"
 )
 
+// The labels of this module's records, one constant per label.
+const (
+	// LabelTrace is the label of TraceEntry.
+	LabelTrace = preserves.Symbol("trace")
+	// LabelStart is the label of ActorActivationStart.
+	LabelStart = preserves.Symbol("start")
+	// LabelStop is the label of ActorActivationStop.
+	LabelStop = preserves.Symbol("stop")
+	// LabelAnonymous is the label of NameAnonymous.
+	LabelAnonymous = preserves.Symbol("anonymous")
+	// LabelNamed is the label of NameNamed.
+	LabelNamed = preserves.Symbol("named")
+	// LabelTurn is the label of TurnDescription.
+	LabelTurn = preserves.Symbol("turn")
+	// LabelCausedBy is the label of TurnCauseTurn.
+	LabelCausedBy = preserves.Symbol("caused-by")
+	// LabelCleanup is the label of TurnCauseCleanup.
+	LabelCleanup = preserves.Symbol("cleanup")
+	// LabelLinkedTaskRelease is the label of TurnCauseLinkedTaskRelease.
+	LabelLinkedTaskRelease = preserves.Symbol("linked-task-release")
+	// LabelPeriodicActivation is the label of TurnCausePeriodicActivation.
+	LabelPeriodicActivation = preserves.Symbol("periodic-activation")
+	// LabelDelay is the label of TurnCauseDelay.
+	LabelDelay = preserves.Symbol("delay")
+	// LabelExternal is the label of TurnCauseExternal.
+	LabelExternal = preserves.Symbol("external")
+	// LabelAssert is the label of TurnEventAssert.
+	LabelAssert = preserves.Symbol("assert")
+	// LabelRetract is the label of TurnEventRetract.
+	LabelRetract = preserves.Symbol("retract")
+	// LabelMessage is the label of TurnEventMessage.
+	LabelMessage = preserves.Symbol("message")
+	// LabelSync is the label of TurnEventSync.
+	LabelSync = preserves.Symbol("sync")
+	// LabelBreakLink is the label of TurnEventBreakLink.
+	LabelBreakLink = preserves.Symbol("break-link")
+	// LabelEvent is the label of TargetedTurnEvent.
+	LabelEvent = preserves.Symbol("event")
+	// LabelDequeue is the label of ActionDescriptionDequeue.
+	LabelDequeue = preserves.Symbol("dequeue")
+	// LabelEnqueue is the label of ActionDescriptionEnqueue.
+	LabelEnqueue = preserves.Symbol("enqueue")
+	// LabelDequeueInternal is the label of ActionDescriptionDequeueInternal.
+	LabelDequeueInternal = preserves.Symbol("dequeue-internal")
+	// LabelEnqueueInternal is the label of ActionDescriptionEnqueueInternal.
+	LabelEnqueueInternal = preserves.Symbol("enqueue-internal")
+	// LabelSpawn is the label of ActionDescriptionSpawn.
+	LabelSpawn = preserves.Symbol("spawn")
+	// LabelLink is the label of ActionDescriptionLink.
+	LabelLink = preserves.Symbol("link")
+	// LabelFacetStart is the label of ActionDescriptionFacetStart.
+	LabelFacetStart = preserves.Symbol("facet-start")
+	// LabelFacetStop is the label of ActionDescriptionFacetStop.
+	LabelFacetStop = preserves.Symbol("facet-stop")
+	// LabelLinkedTaskStart is the label of ActionDescriptionLinkedTaskStart.
+	LabelLinkedTaskStart = preserves.Symbol("linked-task-start")
+	// LabelValue is the label of AssertionDescriptionValue.
+	LabelValue = preserves.Symbol("value")
+	// LabelOpaque is the label of AssertionDescriptionOpaque.
+	LabelOpaque = preserves.Symbol("opaque")
+	// LabelEntity is the label of Target.
+	LabelEntity = preserves.Symbol("entity")
+)
+
 // TraceEntry is the record or collection pattern TraceEntry.
 type TraceEntry struct {
 	Timestamp float64
@@ -22,7 +86,7 @@ type TraceEntry struct {
 func ParseTraceEntry(v preserves.Value) (TraceEntry, error) {
 	var r, zero TraceEntry
 	var err error
-	rec1, err := schema.AsRecordOf(v, preserves.Symbol("trace"), 3)
+	rec1, err := schema.AsRecordOf(v, LabelTrace, 3)
 	if err != nil {
 		return zero, err
 	}
@@ -39,7 +103,7 @@ func ParseTraceEntry(v preserves.Value) (TraceEntry, error) {
 }
 
 func (r TraceEntry) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("trace"), preserves.NewDouble(r.Timestamp), r.Actor.ToValue(), r.Item.ToValue())
+	return preserves.NewRecord(LabelTrace, preserves.NewDouble(r.Timestamp), r.Actor.ToValue(), r.Item.ToValue())
 }
 
 // ActorActivation is one of the alternatives of ActorActivation.
@@ -58,7 +122,7 @@ func (ActorActivationStart) isActorActivation() {}
 func parseActorActivationStart(v preserves.Value) (ActorActivationStart, error) {
 	var r, zero ActorActivationStart
 	var err error
-	rec2, err := schema.AsRecordOf(v, preserves.Symbol("start"), 1)
+	rec2, err := schema.AsRecordOf(v, LabelStart, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -69,7 +133,7 @@ func parseActorActivationStart(v preserves.Value) (ActorActivationStart, error) 
 }
 
 func (r ActorActivationStart) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("start"), r.ActorName.ToValue())
+	return preserves.NewRecord(LabelStart, r.ActorName.ToValue())
 }
 
 // ActorActivationTurn is the alternative "turn" of ActorActivation.
@@ -98,7 +162,7 @@ func (ActorActivationStop) isActorActivation() {}
 func parseActorActivationStop(v preserves.Value) (ActorActivationStop, error) {
 	var r, zero ActorActivationStop
 	var err error
-	rec3, err := schema.AsRecordOf(v, preserves.Symbol("stop"), 1)
+	rec3, err := schema.AsRecordOf(v, LabelStop, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -109,7 +173,7 @@ func parseActorActivationStop(v preserves.Value) (ActorActivationStop, error) {
 }
 
 func (r ActorActivationStop) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("stop"), r.Status.ToValue())
+	return preserves.NewRecord(LabelStop, r.Status.ToValue())
 }
 
 // ParseActorActivation tries the alternatives of ActorActivation in order; the first that matches wins.
@@ -147,15 +211,13 @@ func (NameAnonymous) isName() {}
 
 func parseNameAnonymous(v preserves.Value) (NameAnonymous, error) {
 	var r, zero NameAnonymous
-	if _, err := schema.AsRecordOf(v, preserves.Symbol("anonymous"), 0); err != nil {
+	if _, err := schema.AsRecordOf(v, LabelAnonymous, 0); err != nil {
 		return zero, err
 	}
 	return r, nil
 }
 
-func (r NameAnonymous) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("anonymous"))
-}
+func (r NameAnonymous) ToValue() preserves.Value { return preserves.NewRecord(LabelAnonymous) }
 
 // NameNamed is the alternative "named" of Name.
 type NameNamed struct {
@@ -166,7 +228,7 @@ func (NameNamed) isName() {}
 
 func parseNameNamed(v preserves.Value) (NameNamed, error) {
 	var r, zero NameNamed
-	rec5, err := schema.AsRecordOf(v, preserves.Symbol("named"), 1)
+	rec5, err := schema.AsRecordOf(v, LabelNamed, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -174,9 +236,7 @@ func parseNameNamed(v preserves.Value) (NameNamed, error) {
 	return r, nil
 }
 
-func (r NameNamed) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("named"), r.Name)
-}
+func (r NameNamed) ToValue() preserves.Value { return preserves.NewRecord(LabelNamed, r.Name) }
 
 // ParseName tries the alternatives of Name in order; the first that matches wins.
 func ParseName(v preserves.Value) (Name, error) {
@@ -318,7 +378,7 @@ type TurnDescription struct {
 func ParseTurnDescription(v preserves.Value) (TurnDescription, error) {
 	var r, zero TurnDescription
 	var err error
-	rec6, err := schema.AsRecordOf(v, preserves.Symbol("turn"), 3)
+	rec6, err := schema.AsRecordOf(v, LabelTurn, 3)
 	if err != nil {
 		return zero, err
 	}
@@ -342,7 +402,7 @@ func ParseTurnDescription(v preserves.Value) (TurnDescription, error) {
 }
 
 func (r TurnDescription) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("turn"), r.Id.ToValue(), r.Cause.ToValue(), schema.SeqValue(r.Actions, func(x10 ActionDescription) preserves.Value { return x10.ToValue() }))
+	return preserves.NewRecord(LabelTurn, r.Id.ToValue(), r.Cause.ToValue(), schema.SeqValue(r.Actions, func(x10 ActionDescription) preserves.Value { return x10.ToValue() }))
 }
 
 // The cause of a turn.
@@ -361,7 +421,7 @@ func (TurnCauseTurn) isTurnCause() {}
 func parseTurnCauseTurn(v preserves.Value) (TurnCauseTurn, error) {
 	var r, zero TurnCauseTurn
 	var err error
-	rec11, err := schema.AsRecordOf(v, preserves.Symbol("caused-by"), 1)
+	rec11, err := schema.AsRecordOf(v, LabelCausedBy, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -372,7 +432,7 @@ func parseTurnCauseTurn(v preserves.Value) (TurnCauseTurn, error) {
 }
 
 func (r TurnCauseTurn) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("caused-by"), r.Id.ToValue())
+	return preserves.NewRecord(LabelCausedBy, r.Id.ToValue())
 }
 
 // TurnCauseCleanup is the alternative "cleanup" of TurnCause.
@@ -383,15 +443,13 @@ func (TurnCauseCleanup) isTurnCause() {}
 
 func parseTurnCauseCleanup(v preserves.Value) (TurnCauseCleanup, error) {
 	var r, zero TurnCauseCleanup
-	if _, err := schema.AsRecordOf(v, preserves.Symbol("cleanup"), 0); err != nil {
+	if _, err := schema.AsRecordOf(v, LabelCleanup, 0); err != nil {
 		return zero, err
 	}
 	return r, nil
 }
 
-func (r TurnCauseCleanup) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("cleanup"))
-}
+func (r TurnCauseCleanup) ToValue() preserves.Value { return preserves.NewRecord(LabelCleanup) }
 
 // TurnCauseLinkedTaskRelease is the alternative "linkedTaskRelease" of TurnCause.
 type TurnCauseLinkedTaskRelease struct {
@@ -404,7 +462,7 @@ func (TurnCauseLinkedTaskRelease) isTurnCause() {}
 func parseTurnCauseLinkedTaskRelease(v preserves.Value) (TurnCauseLinkedTaskRelease, error) {
 	var r, zero TurnCauseLinkedTaskRelease
 	var err error
-	rec13, err := schema.AsRecordOf(v, preserves.Symbol("linked-task-release"), 2)
+	rec13, err := schema.AsRecordOf(v, LabelLinkedTaskRelease, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -418,7 +476,7 @@ func parseTurnCauseLinkedTaskRelease(v preserves.Value) (TurnCauseLinkedTaskRele
 }
 
 func (r TurnCauseLinkedTaskRelease) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("linked-task-release"), r.Id.ToValue(), r.Reason.ToValue())
+	return preserves.NewRecord(LabelLinkedTaskRelease, r.Id.ToValue(), r.Reason.ToValue())
 }
 
 // TurnCausePeriodicActivation is the alternative "periodicActivation" of TurnCause.
@@ -431,7 +489,7 @@ func (TurnCausePeriodicActivation) isTurnCause() {}
 func parseTurnCausePeriodicActivation(v preserves.Value) (TurnCausePeriodicActivation, error) {
 	var r, zero TurnCausePeriodicActivation
 	var err error
-	rec14, err := schema.AsRecordOf(v, preserves.Symbol("periodic-activation"), 1)
+	rec14, err := schema.AsRecordOf(v, LabelPeriodicActivation, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -442,7 +500,7 @@ func parseTurnCausePeriodicActivation(v preserves.Value) (TurnCausePeriodicActiv
 }
 
 func (r TurnCausePeriodicActivation) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("periodic-activation"), preserves.NewDouble(r.Period))
+	return preserves.NewRecord(LabelPeriodicActivation, preserves.NewDouble(r.Period))
 }
 
 // TurnCauseDelay is the alternative "delay" of TurnCause.
@@ -456,7 +514,7 @@ func (TurnCauseDelay) isTurnCause() {}
 func parseTurnCauseDelay(v preserves.Value) (TurnCauseDelay, error) {
 	var r, zero TurnCauseDelay
 	var err error
-	rec15, err := schema.AsRecordOf(v, preserves.Symbol("delay"), 2)
+	rec15, err := schema.AsRecordOf(v, LabelDelay, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -470,7 +528,7 @@ func parseTurnCauseDelay(v preserves.Value) (TurnCauseDelay, error) {
 }
 
 func (r TurnCauseDelay) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("delay"), r.CausingTurn.ToValue(), preserves.NewDouble(r.Amount))
+	return preserves.NewRecord(LabelDelay, r.CausingTurn.ToValue(), preserves.NewDouble(r.Amount))
 }
 
 // TurnCauseExternal is the alternative "external" of TurnCause.
@@ -482,7 +540,7 @@ func (TurnCauseExternal) isTurnCause() {}
 
 func parseTurnCauseExternal(v preserves.Value) (TurnCauseExternal, error) {
 	var r, zero TurnCauseExternal
-	rec16, err := schema.AsRecordOf(v, preserves.Symbol("external"), 1)
+	rec16, err := schema.AsRecordOf(v, LabelExternal, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -491,7 +549,7 @@ func parseTurnCauseExternal(v preserves.Value) (TurnCauseExternal, error) {
 }
 
 func (r TurnCauseExternal) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("external"), r.Description)
+	return preserves.NewRecord(LabelExternal, r.Description)
 }
 
 // ParseTurnCause tries the alternatives of TurnCause in order; the first that matches wins.
@@ -573,7 +631,7 @@ func (TurnEventAssert) isTurnEvent() {}
 func parseTurnEventAssert(v preserves.Value) (TurnEventAssert, error) {
 	var r, zero TurnEventAssert
 	var err error
-	rec17, err := schema.AsRecordOf(v, preserves.Symbol("assert"), 2)
+	rec17, err := schema.AsRecordOf(v, LabelAssert, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -587,7 +645,7 @@ func parseTurnEventAssert(v preserves.Value) (TurnEventAssert, error) {
 }
 
 func (r TurnEventAssert) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("assert"), r.Assertion.ToValue(), r.Handle.ToValue())
+	return preserves.NewRecord(LabelAssert, r.Assertion.ToValue(), r.Handle.ToValue())
 }
 
 // TurnEventRetract is the alternative "retract" of TurnEvent.
@@ -600,7 +658,7 @@ func (TurnEventRetract) isTurnEvent() {}
 func parseTurnEventRetract(v preserves.Value) (TurnEventRetract, error) {
 	var r, zero TurnEventRetract
 	var err error
-	rec18, err := schema.AsRecordOf(v, preserves.Symbol("retract"), 1)
+	rec18, err := schema.AsRecordOf(v, LabelRetract, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -611,7 +669,7 @@ func parseTurnEventRetract(v preserves.Value) (TurnEventRetract, error) {
 }
 
 func (r TurnEventRetract) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("retract"), r.Handle.ToValue())
+	return preserves.NewRecord(LabelRetract, r.Handle.ToValue())
 }
 
 // TurnEventMessage is the alternative "message" of TurnEvent.
@@ -624,7 +682,7 @@ func (TurnEventMessage) isTurnEvent() {}
 func parseTurnEventMessage(v preserves.Value) (TurnEventMessage, error) {
 	var r, zero TurnEventMessage
 	var err error
-	rec19, err := schema.AsRecordOf(v, preserves.Symbol("message"), 1)
+	rec19, err := schema.AsRecordOf(v, LabelMessage, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -635,7 +693,7 @@ func parseTurnEventMessage(v preserves.Value) (TurnEventMessage, error) {
 }
 
 func (r TurnEventMessage) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("message"), r.Body.ToValue())
+	return preserves.NewRecord(LabelMessage, r.Body.ToValue())
 }
 
 // TurnEventSync is the alternative "sync" of TurnEvent.
@@ -648,7 +706,7 @@ func (TurnEventSync) isTurnEvent() {}
 func parseTurnEventSync(v preserves.Value) (TurnEventSync, error) {
 	var r, zero TurnEventSync
 	var err error
-	rec20, err := schema.AsRecordOf(v, preserves.Symbol("sync"), 1)
+	rec20, err := schema.AsRecordOf(v, LabelSync, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -659,7 +717,7 @@ func parseTurnEventSync(v preserves.Value) (TurnEventSync, error) {
 }
 
 func (r TurnEventSync) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("sync"), r.Peer.ToValue())
+	return preserves.NewRecord(LabelSync, r.Peer.ToValue())
 }
 
 // A souped-up, disguised, special-purpose `retract` event.
@@ -673,7 +731,7 @@ func (TurnEventBreakLink) isTurnEvent() {}
 func parseTurnEventBreakLink(v preserves.Value) (TurnEventBreakLink, error) {
 	var r, zero TurnEventBreakLink
 	var err error
-	rec21, err := schema.AsRecordOf(v, preserves.Symbol("break-link"), 2)
+	rec21, err := schema.AsRecordOf(v, LabelBreakLink, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -687,7 +745,7 @@ func parseTurnEventBreakLink(v preserves.Value) (TurnEventBreakLink, error) {
 }
 
 func (r TurnEventBreakLink) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("break-link"), r.Source.ToValue(), r.Handle.ToValue())
+	return preserves.NewRecord(LabelBreakLink, r.Source.ToValue(), r.Handle.ToValue())
 }
 
 // ParseTurnEvent tries the alternatives of TurnEvent in order; the first that matches wins.
@@ -731,7 +789,7 @@ type TargetedTurnEvent struct {
 func ParseTargetedTurnEvent(v preserves.Value) (TargetedTurnEvent, error) {
 	var r, zero TargetedTurnEvent
 	var err error
-	rec22, err := schema.AsRecordOf(v, preserves.Symbol("event"), 2)
+	rec22, err := schema.AsRecordOf(v, LabelEvent, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -745,7 +803,7 @@ func ParseTargetedTurnEvent(v preserves.Value) (TargetedTurnEvent, error) {
 }
 
 func (r TargetedTurnEvent) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("event"), r.Target.ToValue(), r.Detail.ToValue())
+	return preserves.NewRecord(LabelEvent, r.Target.ToValue(), r.Detail.ToValue())
 }
 
 // An action taken during a turn.
@@ -764,7 +822,7 @@ func (ActionDescriptionDequeue) isActionDescription() {}
 func parseActionDescriptionDequeue(v preserves.Value) (ActionDescriptionDequeue, error) {
 	var r, zero ActionDescriptionDequeue
 	var err error
-	rec23, err := schema.AsRecordOf(v, preserves.Symbol("dequeue"), 1)
+	rec23, err := schema.AsRecordOf(v, LabelDequeue, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -775,7 +833,7 @@ func parseActionDescriptionDequeue(v preserves.Value) (ActionDescriptionDequeue,
 }
 
 func (r ActionDescriptionDequeue) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("dequeue"), r.Event.ToValue())
+	return preserves.NewRecord(LabelDequeue, r.Event.ToValue())
 }
 
 // The active party has queued a new `event` to be processed later by `target`.
@@ -788,7 +846,7 @@ func (ActionDescriptionEnqueue) isActionDescription() {}
 func parseActionDescriptionEnqueue(v preserves.Value) (ActionDescriptionEnqueue, error) {
 	var r, zero ActionDescriptionEnqueue
 	var err error
-	rec24, err := schema.AsRecordOf(v, preserves.Symbol("enqueue"), 1)
+	rec24, err := schema.AsRecordOf(v, LabelEnqueue, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -799,7 +857,7 @@ func parseActionDescriptionEnqueue(v preserves.Value) (ActionDescriptionEnqueue,
 }
 
 func (r ActionDescriptionEnqueue) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("enqueue"), r.Event.ToValue())
+	return preserves.NewRecord(LabelEnqueue, r.Event.ToValue())
 }
 
 // The active party is processing an internally-queued event for one of its own entities.
@@ -812,7 +870,7 @@ func (ActionDescriptionDequeueInternal) isActionDescription() {}
 func parseActionDescriptionDequeueInternal(v preserves.Value) (ActionDescriptionDequeueInternal, error) {
 	var r, zero ActionDescriptionDequeueInternal
 	var err error
-	rec25, err := schema.AsRecordOf(v, preserves.Symbol("dequeue-internal"), 1)
+	rec25, err := schema.AsRecordOf(v, LabelDequeueInternal, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -823,7 +881,7 @@ func parseActionDescriptionDequeueInternal(v preserves.Value) (ActionDescription
 }
 
 func (r ActionDescriptionDequeueInternal) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("dequeue-internal"), r.Event.ToValue())
+	return preserves.NewRecord(LabelDequeueInternal, r.Event.ToValue())
 }
 
 // The active party has scheduled an internally-queued event for one of its own entities.
@@ -836,7 +894,7 @@ func (ActionDescriptionEnqueueInternal) isActionDescription() {}
 func parseActionDescriptionEnqueueInternal(v preserves.Value) (ActionDescriptionEnqueueInternal, error) {
 	var r, zero ActionDescriptionEnqueueInternal
 	var err error
-	rec26, err := schema.AsRecordOf(v, preserves.Symbol("enqueue-internal"), 1)
+	rec26, err := schema.AsRecordOf(v, LabelEnqueueInternal, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -847,7 +905,7 @@ func parseActionDescriptionEnqueueInternal(v preserves.Value) (ActionDescription
 }
 
 func (r ActionDescriptionEnqueueInternal) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("enqueue-internal"), r.Event.ToValue())
+	return preserves.NewRecord(LabelEnqueueInternal, r.Event.ToValue())
 }
 
 // ActionDescriptionSpawn is the alternative "spawn" of ActionDescription.
@@ -861,7 +919,7 @@ func (ActionDescriptionSpawn) isActionDescription() {}
 func parseActionDescriptionSpawn(v preserves.Value) (ActionDescriptionSpawn, error) {
 	var r, zero ActionDescriptionSpawn
 	var err error
-	rec27, err := schema.AsRecordOf(v, preserves.Symbol("spawn"), 2)
+	rec27, err := schema.AsRecordOf(v, LabelSpawn, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -875,7 +933,7 @@ func parseActionDescriptionSpawn(v preserves.Value) (ActionDescriptionSpawn, err
 }
 
 func (r ActionDescriptionSpawn) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("spawn"), preserves.Bool(r.Link), r.Id.ToValue())
+	return preserves.NewRecord(LabelSpawn, preserves.Bool(r.Link), r.Id.ToValue())
 }
 
 // ActionDescriptionLink is the alternative "link" of ActionDescription.
@@ -891,7 +949,7 @@ func (ActionDescriptionLink) isActionDescription() {}
 func parseActionDescriptionLink(v preserves.Value) (ActionDescriptionLink, error) {
 	var r, zero ActionDescriptionLink
 	var err error
-	rec28, err := schema.AsRecordOf(v, preserves.Symbol("link"), 4)
+	rec28, err := schema.AsRecordOf(v, LabelLink, 4)
 	if err != nil {
 		return zero, err
 	}
@@ -911,7 +969,7 @@ func parseActionDescriptionLink(v preserves.Value) (ActionDescriptionLink, error
 }
 
 func (r ActionDescriptionLink) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("link"), r.ParentActor.ToValue(), r.ChildToParent.ToValue(), r.ChildActor.ToValue(), r.ParentToChild.ToValue())
+	return preserves.NewRecord(LabelLink, r.ParentActor.ToValue(), r.ChildToParent.ToValue(), r.ChildActor.ToValue(), r.ParentToChild.ToValue())
 }
 
 // ActionDescriptionFacetStart is the alternative "facetStart" of ActionDescription.
@@ -924,7 +982,7 @@ func (ActionDescriptionFacetStart) isActionDescription() {}
 func parseActionDescriptionFacetStart(v preserves.Value) (ActionDescriptionFacetStart, error) {
 	var r, zero ActionDescriptionFacetStart
 	var err error
-	rec29, err := schema.AsRecordOf(v, preserves.Symbol("facet-start"), 1)
+	rec29, err := schema.AsRecordOf(v, LabelFacetStart, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -942,7 +1000,7 @@ func parseActionDescriptionFacetStart(v preserves.Value) (ActionDescriptionFacet
 }
 
 func (r ActionDescriptionFacetStart) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("facet-start"), schema.SeqValue(r.Path, func(x33 FacetId) preserves.Value { return x33.ToValue() }))
+	return preserves.NewRecord(LabelFacetStart, schema.SeqValue(r.Path, func(x33 FacetId) preserves.Value { return x33.ToValue() }))
 }
 
 // ActionDescriptionFacetStop is the alternative "facetStop" of ActionDescription.
@@ -956,7 +1014,7 @@ func (ActionDescriptionFacetStop) isActionDescription() {}
 func parseActionDescriptionFacetStop(v preserves.Value) (ActionDescriptionFacetStop, error) {
 	var r, zero ActionDescriptionFacetStop
 	var err error
-	rec34, err := schema.AsRecordOf(v, preserves.Symbol("facet-stop"), 2)
+	rec34, err := schema.AsRecordOf(v, LabelFacetStop, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -977,7 +1035,7 @@ func parseActionDescriptionFacetStop(v preserves.Value) (ActionDescriptionFacetS
 }
 
 func (r ActionDescriptionFacetStop) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("facet-stop"), schema.SeqValue(r.Path, func(x38 FacetId) preserves.Value { return x38.ToValue() }), r.Reason.ToValue())
+	return preserves.NewRecord(LabelFacetStop, schema.SeqValue(r.Path, func(x38 FacetId) preserves.Value { return x38.ToValue() }), r.Reason.ToValue())
 }
 
 // ActionDescriptionLinkedTaskStart is the alternative "linkedTaskStart" of ActionDescription.
@@ -991,7 +1049,7 @@ func (ActionDescriptionLinkedTaskStart) isActionDescription() {}
 func parseActionDescriptionLinkedTaskStart(v preserves.Value) (ActionDescriptionLinkedTaskStart, error) {
 	var r, zero ActionDescriptionLinkedTaskStart
 	var err error
-	rec39, err := schema.AsRecordOf(v, preserves.Symbol("linked-task-start"), 2)
+	rec39, err := schema.AsRecordOf(v, LabelLinkedTaskStart, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -1005,7 +1063,7 @@ func parseActionDescriptionLinkedTaskStart(v preserves.Value) (ActionDescription
 }
 
 func (r ActionDescriptionLinkedTaskStart) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("linked-task-start"), r.TaskName.ToValue(), r.Id.ToValue())
+	return preserves.NewRecord(LabelLinkedTaskStart, r.TaskName.ToValue(), r.Id.ToValue())
 }
 
 // ParseActionDescription tries the alternatives of ActionDescription in order; the first that matches wins.
@@ -1076,7 +1134,7 @@ func (AssertionDescriptionValue) isAssertionDescription() {}
 
 func parseAssertionDescriptionValue(v preserves.Value) (AssertionDescriptionValue, error) {
 	var r, zero AssertionDescriptionValue
-	rec40, err := schema.AsRecordOf(v, preserves.Symbol("value"), 1)
+	rec40, err := schema.AsRecordOf(v, LabelValue, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -1085,7 +1143,7 @@ func parseAssertionDescriptionValue(v preserves.Value) (AssertionDescriptionValu
 }
 
 func (r AssertionDescriptionValue) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("value"), r.Value)
+	return preserves.NewRecord(LabelValue, r.Value)
 }
 
 // AssertionDescriptionOpaque is the alternative "opaque" of AssertionDescription.
@@ -1097,7 +1155,7 @@ func (AssertionDescriptionOpaque) isAssertionDescription() {}
 
 func parseAssertionDescriptionOpaque(v preserves.Value) (AssertionDescriptionOpaque, error) {
 	var r, zero AssertionDescriptionOpaque
-	rec41, err := schema.AsRecordOf(v, preserves.Symbol("opaque"), 1)
+	rec41, err := schema.AsRecordOf(v, LabelOpaque, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -1106,7 +1164,7 @@ func parseAssertionDescriptionOpaque(v preserves.Value) (AssertionDescriptionOpa
 }
 
 func (r AssertionDescriptionOpaque) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("opaque"), r.Description)
+	return preserves.NewRecord(LabelOpaque, r.Description)
 }
 
 // ParseAssertionDescription tries the alternatives of AssertionDescription in order; the first that matches wins.
@@ -1164,7 +1222,7 @@ type Target struct {
 func ParseTarget(v preserves.Value) (Target, error) {
 	var r, zero Target
 	var err error
-	rec42, err := schema.AsRecordOf(v, preserves.Symbol("entity"), 3)
+	rec42, err := schema.AsRecordOf(v, LabelEntity, 3)
 	if err != nil {
 		return zero, err
 	}
@@ -1181,5 +1239,5 @@ func ParseTarget(v preserves.Value) (Target, error) {
 }
 
 func (r Target) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("entity"), r.Actor.ToValue(), r.Facet.ToValue(), r.Oid.ToValue())
+	return preserves.NewRecord(LabelEntity, r.Actor.ToValue(), r.Facet.ToValue(), r.Oid.ToValue())
 }

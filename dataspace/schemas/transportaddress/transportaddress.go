@@ -10,6 +10,18 @@ import (
 	"math/big"
 )
 
+// The labels of this module's records, one constant per label.
+const (
+	// LabelTcp is the label of Tcp.
+	LabelTcp = preserves.Symbol("tcp")
+	// LabelUnix is the label of Unix.
+	LabelUnix = preserves.Symbol("unix")
+	// LabelWs is the label of WebSocket.
+	LabelWs = preserves.Symbol("ws")
+	// LabelStdio is the label of Stdio.
+	LabelStdio = preserves.Symbol("stdio")
+)
+
 // Tcp is the record or collection pattern Tcp.
 type Tcp struct {
 	Host string
@@ -20,7 +32,7 @@ type Tcp struct {
 func ParseTcp(v preserves.Value) (Tcp, error) {
 	var r, zero Tcp
 	var err error
-	rec1, err := schema.AsRecordOf(v, preserves.Symbol("tcp"), 2)
+	rec1, err := schema.AsRecordOf(v, LabelTcp, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -34,7 +46,7 @@ func ParseTcp(v preserves.Value) (Tcp, error) {
 }
 
 func (r Tcp) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("tcp"), preserves.String(r.Host), schema.IntValue(r.Port))
+	return preserves.NewRecord(LabelTcp, preserves.String(r.Host), schema.IntValue(r.Port))
 }
 
 // Unix is the record or collection pattern Unix.
@@ -46,7 +58,7 @@ type Unix struct {
 func ParseUnix(v preserves.Value) (Unix, error) {
 	var r, zero Unix
 	var err error
-	rec2, err := schema.AsRecordOf(v, preserves.Symbol("unix"), 1)
+	rec2, err := schema.AsRecordOf(v, LabelUnix, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -57,7 +69,7 @@ func ParseUnix(v preserves.Value) (Unix, error) {
 }
 
 func (r Unix) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("unix"), preserves.String(r.Path))
+	return preserves.NewRecord(LabelUnix, preserves.String(r.Path))
 }
 
 // WebSocket is the record or collection pattern WebSocket.
@@ -69,7 +81,7 @@ type WebSocket struct {
 func ParseWebSocket(v preserves.Value) (WebSocket, error) {
 	var r, zero WebSocket
 	var err error
-	rec3, err := schema.AsRecordOf(v, preserves.Symbol("ws"), 1)
+	rec3, err := schema.AsRecordOf(v, LabelWs, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -80,7 +92,7 @@ func ParseWebSocket(v preserves.Value) (WebSocket, error) {
 }
 
 func (r WebSocket) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("ws"), preserves.String(r.Url))
+	return preserves.NewRecord(LabelWs, preserves.String(r.Url))
 }
 
 // Stdio is the record or collection pattern Stdio.
@@ -90,10 +102,10 @@ type Stdio struct {
 // ParseStdio parses v as a Stdio.
 func ParseStdio(v preserves.Value) (Stdio, error) {
 	var r, zero Stdio
-	if _, err := schema.AsRecordOf(v, preserves.Symbol("stdio"), 0); err != nil {
+	if _, err := schema.AsRecordOf(v, LabelStdio, 0); err != nil {
 		return zero, err
 	}
 	return r, nil
 }
 
-func (r Stdio) ToValue() preserves.Value { return preserves.NewRecord(preserves.Symbol("stdio")) }
+func (r Stdio) ToValue() preserves.Value { return preserves.NewRecord(LabelStdio) }

@@ -9,6 +9,12 @@ import (
 	"github.com/syndicate-go/syndicate/preserves/schema"
 )
 
+// The labels of this module's records, one constant per label.
+const (
+	// LabelInstance is the label of Instance.
+	LabelInstance = preserves.Symbol("Instance")
+)
+
 // Instance is the record or collection pattern Instance.
 type Instance struct {
 	Name     string
@@ -19,7 +25,7 @@ type Instance struct {
 func ParseInstance(v preserves.Value) (Instance, error) {
 	var r, zero Instance
 	var err error
-	rec1, err := schema.AsRecordOf(v, preserves.Symbol("Instance"), 2)
+	rec1, err := schema.AsRecordOf(v, LabelInstance, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -31,5 +37,5 @@ func ParseInstance(v preserves.Value) (Instance, error) {
 }
 
 func (r Instance) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("Instance"), preserves.String(r.Name), r.Argument)
+	return preserves.NewRecord(LabelInstance, preserves.String(r.Name), r.Argument)
 }

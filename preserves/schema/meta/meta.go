@@ -10,6 +10,42 @@ import (
 	"strconv"
 )
 
+// The labels of this module's records, one constant per label.
+const (
+	// LabelBundle is the label of Bundle.
+	LabelBundle = preserves.Symbol("bundle")
+	// LabelSchema is the label of Schema.
+	LabelSchema = preserves.Symbol("schema")
+	// LabelOr is the label of DefinitionOr.
+	LabelOr = preserves.Symbol("or")
+	// LabelAnd is the label of DefinitionAnd.
+	LabelAnd = preserves.Symbol("and")
+	// LabelAtom is the label of SimplePatternAtom.
+	LabelAtom = preserves.Symbol("atom")
+	// LabelEmbedded is the label of SimplePatternEmbedded.
+	LabelEmbedded = preserves.Symbol("embedded")
+	// LabelLit is the label of SimplePatternLit.
+	LabelLit = preserves.Symbol("lit")
+	// LabelSeqof is the label of SimplePatternSeqof.
+	LabelSeqof = preserves.Symbol("seqof")
+	// LabelSetof is the label of SimplePatternSetof.
+	LabelSetof = preserves.Symbol("setof")
+	// LabelDictof is the label of SimplePatternDictof.
+	LabelDictof = preserves.Symbol("dictof")
+	// LabelRec is the label of CompoundPatternRec.
+	LabelRec = preserves.Symbol("rec")
+	// LabelTuple is the label of CompoundPatternTuple.
+	LabelTuple = preserves.Symbol("tuple")
+	// LabelTuplePrefix is the label of CompoundPatternTuplePrefix.
+	LabelTuplePrefix = preserves.Symbol("tuplePrefix")
+	// LabelDict is the label of CompoundPatternDict.
+	LabelDict = preserves.Symbol("dict")
+	// LabelNamed is the label of Binding.
+	LabelNamed = preserves.Symbol("named")
+	// LabelRef is the label of Ref.
+	LabelRef = preserves.Symbol("ref")
+)
+
 // Bundle is the record or collection pattern Bundle.
 type Bundle struct {
 	Modules Modules
@@ -19,7 +55,7 @@ type Bundle struct {
 func ParseBundle(v preserves.Value) (Bundle, error) {
 	var r, zero Bundle
 	var err error
-	rec1, err := schema.AsRecordOf(v, preserves.Symbol("bundle"), 1)
+	rec1, err := schema.AsRecordOf(v, LabelBundle, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -30,7 +66,7 @@ func ParseBundle(v preserves.Value) (Bundle, error) {
 }
 
 func (r Bundle) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("bundle"), r.Modules.ToValue())
+	return preserves.NewRecord(LabelBundle, r.Modules.ToValue())
 }
 
 // Modules is <dictof <ref [] ModulePath> <ref [] Schema>>.
@@ -70,7 +106,7 @@ type Schema struct {
 func ParseSchema(v preserves.Value) (Schema, error) {
 	var r, zero Schema
 	var err error
-	rec7, err := schema.AsRecordOf(v, preserves.Symbol("schema"), 1)
+	rec7, err := schema.AsRecordOf(v, LabelSchema, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -103,7 +139,7 @@ func ParseSchema(v preserves.Value) (Schema, error) {
 }
 
 func (r Schema) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("schema"), preserves.Dict(preserves.Symbol("definitions"), r.Definitions.ToValue(), preserves.Symbol("embeddedType"), r.EmbeddedType.ToValue(), preserves.Symbol("version"), Version{}.ToValue()))
+	return preserves.NewRecord(LabelSchema, preserves.Dict(preserves.Symbol("definitions"), r.Definitions.ToValue(), preserves.Symbol("embeddedType"), r.EmbeddedType.ToValue(), preserves.Symbol("version"), Version{}.ToValue()))
 }
 
 // version 1 .
@@ -222,7 +258,7 @@ func (DefinitionOr) isDefinition() {}
 func parseDefinitionOr(v preserves.Value) (DefinitionOr, error) {
 	var r, zero DefinitionOr
 	var err error
-	rec19, err := schema.AsRecordOf(v, preserves.Symbol("or"), 1)
+	rec19, err := schema.AsRecordOf(v, LabelOr, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -246,7 +282,7 @@ func parseDefinitionOr(v preserves.Value) (DefinitionOr, error) {
 }
 
 func (r DefinitionOr) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("or"), schema.Concat(preserves.Sequence{r.Pattern0.ToValue(), r.Pattern1.ToValue()}, schema.SeqValue(r.PatternN, func(x23 NamedAlternative) preserves.Value { return x23.ToValue() })))
+	return preserves.NewRecord(LabelOr, schema.Concat(preserves.Sequence{r.Pattern0.ToValue(), r.Pattern1.ToValue()}, schema.SeqValue(r.PatternN, func(x23 NamedAlternative) preserves.Value { return x23.ToValue() })))
 }
 
 // DefinitionAnd is the alternative "and" of Definition.
@@ -261,7 +297,7 @@ func (DefinitionAnd) isDefinition() {}
 func parseDefinitionAnd(v preserves.Value) (DefinitionAnd, error) {
 	var r, zero DefinitionAnd
 	var err error
-	rec24, err := schema.AsRecordOf(v, preserves.Symbol("and"), 1)
+	rec24, err := schema.AsRecordOf(v, LabelAnd, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -285,7 +321,7 @@ func parseDefinitionAnd(v preserves.Value) (DefinitionAnd, error) {
 }
 
 func (r DefinitionAnd) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("and"), schema.Concat(preserves.Sequence{r.Pattern0.ToValue(), r.Pattern1.ToValue()}, schema.SeqValue(r.PatternN, func(x28 NamedPattern) preserves.Value { return x28.ToValue() })))
+	return preserves.NewRecord(LabelAnd, schema.Concat(preserves.Sequence{r.Pattern0.ToValue(), r.Pattern1.ToValue()}, schema.SeqValue(r.PatternN, func(x28 NamedPattern) preserves.Value { return x28.ToValue() })))
 }
 
 // DefinitionPattern is the alternative "Pattern" of Definition.
@@ -410,7 +446,7 @@ func (SimplePatternAtom) isSimplePattern() {}
 func parseSimplePatternAtom(v preserves.Value) (SimplePatternAtom, error) {
 	var r, zero SimplePatternAtom
 	var err error
-	rec29, err := schema.AsRecordOf(v, preserves.Symbol("atom"), 1)
+	rec29, err := schema.AsRecordOf(v, LabelAtom, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -421,7 +457,7 @@ func parseSimplePatternAtom(v preserves.Value) (SimplePatternAtom, error) {
 }
 
 func (r SimplePatternAtom) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("atom"), r.AtomKind.ToValue())
+	return preserves.NewRecord(LabelAtom, r.AtomKind.ToValue())
 }
 
 // SimplePatternEmbedded is the alternative "embedded" of SimplePattern.
@@ -434,7 +470,7 @@ func (SimplePatternEmbedded) isSimplePattern() {}
 func parseSimplePatternEmbedded(v preserves.Value) (SimplePatternEmbedded, error) {
 	var r, zero SimplePatternEmbedded
 	var err error
-	rec30, err := schema.AsRecordOf(v, preserves.Symbol("embedded"), 1)
+	rec30, err := schema.AsRecordOf(v, LabelEmbedded, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -445,7 +481,7 @@ func parseSimplePatternEmbedded(v preserves.Value) (SimplePatternEmbedded, error
 }
 
 func (r SimplePatternEmbedded) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("embedded"), r.Interface.ToValue())
+	return preserves.NewRecord(LabelEmbedded, r.Interface.ToValue())
 }
 
 // SimplePatternLit is the alternative "lit" of SimplePattern.
@@ -457,7 +493,7 @@ func (SimplePatternLit) isSimplePattern() {}
 
 func parseSimplePatternLit(v preserves.Value) (SimplePatternLit, error) {
 	var r, zero SimplePatternLit
-	rec31, err := schema.AsRecordOf(v, preserves.Symbol("lit"), 1)
+	rec31, err := schema.AsRecordOf(v, LabelLit, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -465,9 +501,7 @@ func parseSimplePatternLit(v preserves.Value) (SimplePatternLit, error) {
 	return r, nil
 }
 
-func (r SimplePatternLit) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("lit"), r.Value)
-}
+func (r SimplePatternLit) ToValue() preserves.Value { return preserves.NewRecord(LabelLit, r.Value) }
 
 // SimplePatternSeqof is the alternative "seqof" of SimplePattern.
 type SimplePatternSeqof struct {
@@ -479,7 +513,7 @@ func (SimplePatternSeqof) isSimplePattern() {}
 func parseSimplePatternSeqof(v preserves.Value) (SimplePatternSeqof, error) {
 	var r, zero SimplePatternSeqof
 	var err error
-	rec32, err := schema.AsRecordOf(v, preserves.Symbol("seqof"), 1)
+	rec32, err := schema.AsRecordOf(v, LabelSeqof, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -490,7 +524,7 @@ func parseSimplePatternSeqof(v preserves.Value) (SimplePatternSeqof, error) {
 }
 
 func (r SimplePatternSeqof) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("seqof"), r.Pattern.ToValue())
+	return preserves.NewRecord(LabelSeqof, r.Pattern.ToValue())
 }
 
 // SimplePatternSetof is the alternative "setof" of SimplePattern.
@@ -503,7 +537,7 @@ func (SimplePatternSetof) isSimplePattern() {}
 func parseSimplePatternSetof(v preserves.Value) (SimplePatternSetof, error) {
 	var r, zero SimplePatternSetof
 	var err error
-	rec33, err := schema.AsRecordOf(v, preserves.Symbol("setof"), 1)
+	rec33, err := schema.AsRecordOf(v, LabelSetof, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -514,7 +548,7 @@ func parseSimplePatternSetof(v preserves.Value) (SimplePatternSetof, error) {
 }
 
 func (r SimplePatternSetof) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("setof"), r.Pattern.ToValue())
+	return preserves.NewRecord(LabelSetof, r.Pattern.ToValue())
 }
 
 // SimplePatternDictof is the alternative "dictof" of SimplePattern.
@@ -528,7 +562,7 @@ func (SimplePatternDictof) isSimplePattern() {}
 func parseSimplePatternDictof(v preserves.Value) (SimplePatternDictof, error) {
 	var r, zero SimplePatternDictof
 	var err error
-	rec34, err := schema.AsRecordOf(v, preserves.Symbol("dictof"), 2)
+	rec34, err := schema.AsRecordOf(v, LabelDictof, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -542,7 +576,7 @@ func parseSimplePatternDictof(v preserves.Value) (SimplePatternDictof, error) {
 }
 
 func (r SimplePatternDictof) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("dictof"), r.Key.ToValue(), r.Value.ToValue())
+	return preserves.NewRecord(LabelDictof, r.Key.ToValue(), r.Value.ToValue())
 }
 
 // SimplePatternRef is the alternative "Ref" of SimplePattern.
@@ -624,7 +658,7 @@ func (CompoundPatternRec) isCompoundPattern() {}
 func parseCompoundPatternRec(v preserves.Value) (CompoundPatternRec, error) {
 	var r, zero CompoundPatternRec
 	var err error
-	rec35, err := schema.AsRecordOf(v, preserves.Symbol("rec"), 2)
+	rec35, err := schema.AsRecordOf(v, LabelRec, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -638,7 +672,7 @@ func parseCompoundPatternRec(v preserves.Value) (CompoundPatternRec, error) {
 }
 
 func (r CompoundPatternRec) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("rec"), r.Label.ToValue(), r.Fields.ToValue())
+	return preserves.NewRecord(LabelRec, r.Label.ToValue(), r.Fields.ToValue())
 }
 
 // CompoundPatternTuple is the alternative "tuple" of CompoundPattern.
@@ -651,7 +685,7 @@ func (CompoundPatternTuple) isCompoundPattern() {}
 func parseCompoundPatternTuple(v preserves.Value) (CompoundPatternTuple, error) {
 	var r, zero CompoundPatternTuple
 	var err error
-	rec36, err := schema.AsRecordOf(v, preserves.Symbol("tuple"), 1)
+	rec36, err := schema.AsRecordOf(v, LabelTuple, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -669,7 +703,7 @@ func parseCompoundPatternTuple(v preserves.Value) (CompoundPatternTuple, error) 
 }
 
 func (r CompoundPatternTuple) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("tuple"), schema.SeqValue(r.Patterns, func(x40 NamedPattern) preserves.Value { return x40.ToValue() }))
+	return preserves.NewRecord(LabelTuple, schema.SeqValue(r.Patterns, func(x40 NamedPattern) preserves.Value { return x40.ToValue() }))
 }
 
 // CompoundPatternTuplePrefix is the alternative "tuplePrefix" of CompoundPattern.
@@ -683,7 +717,7 @@ func (CompoundPatternTuplePrefix) isCompoundPattern() {}
 func parseCompoundPatternTuplePrefix(v preserves.Value) (CompoundPatternTuplePrefix, error) {
 	var r, zero CompoundPatternTuplePrefix
 	var err error
-	rec41, err := schema.AsRecordOf(v, preserves.Symbol("tuplePrefix"), 2)
+	rec41, err := schema.AsRecordOf(v, LabelTuplePrefix, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -704,7 +738,7 @@ func parseCompoundPatternTuplePrefix(v preserves.Value) (CompoundPatternTuplePre
 }
 
 func (r CompoundPatternTuplePrefix) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("tuplePrefix"), schema.SeqValue(r.Fixed, func(x45 NamedPattern) preserves.Value { return x45.ToValue() }), r.Variable.ToValue())
+	return preserves.NewRecord(LabelTuplePrefix, schema.SeqValue(r.Fixed, func(x45 NamedPattern) preserves.Value { return x45.ToValue() }), r.Variable.ToValue())
 }
 
 // CompoundPatternDict is the alternative "dict" of CompoundPattern.
@@ -717,7 +751,7 @@ func (CompoundPatternDict) isCompoundPattern() {}
 func parseCompoundPatternDict(v preserves.Value) (CompoundPatternDict, error) {
 	var r, zero CompoundPatternDict
 	var err error
-	rec46, err := schema.AsRecordOf(v, preserves.Symbol("dict"), 1)
+	rec46, err := schema.AsRecordOf(v, LabelDict, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -728,7 +762,7 @@ func parseCompoundPatternDict(v preserves.Value) (CompoundPatternDict, error) {
 }
 
 func (r CompoundPatternDict) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("dict"), r.Entries.ToValue())
+	return preserves.NewRecord(LabelDict, r.Entries.ToValue())
 }
 
 // ParseCompoundPattern tries the alternatives of CompoundPattern in order; the first that matches wins.
@@ -957,7 +991,7 @@ type Binding struct {
 func ParseBinding(v preserves.Value) (Binding, error) {
 	var r, zero Binding
 	var err error
-	rec53, err := schema.AsRecordOf(v, preserves.Symbol("named"), 2)
+	rec53, err := schema.AsRecordOf(v, LabelNamed, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -971,7 +1005,7 @@ func ParseBinding(v preserves.Value) (Binding, error) {
 }
 
 func (r Binding) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("named"), r.Name, r.Pattern.ToValue())
+	return preserves.NewRecord(LabelNamed, r.Name, r.Pattern.ToValue())
 }
 
 // Ref is the record or collection pattern Ref.
@@ -984,7 +1018,7 @@ type Ref struct {
 func ParseRef(v preserves.Value) (Ref, error) {
 	var r, zero Ref
 	var err error
-	rec54, err := schema.AsRecordOf(v, preserves.Symbol("ref"), 2)
+	rec54, err := schema.AsRecordOf(v, LabelRef, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -998,7 +1032,7 @@ func ParseRef(v preserves.Value) (Ref, error) {
 }
 
 func (r Ref) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("ref"), r.Module.ToValue(), r.Name)
+	return preserves.NewRecord(LabelRef, r.Module.ToValue(), r.Name)
 }
 
 // ModulePath is <seqof <atom Symbol>>.

@@ -12,6 +12,16 @@ import (
 	"strconv"
 )
 
+// The labels of this module's records, one constant per label.
+const (
+	// LabelCircle is the label of ShapeCircle.
+	LabelCircle = preserves.Symbol("circle")
+	// LabelPolygon is the label of ShapePolygon.
+	LabelPolygon = preserves.Symbol("polygon")
+	// LabelLayer is the label of Layer.
+	LabelLayer = preserves.Symbol("layer")
+)
+
 var (
 	lit0 = preserves.Sequence{preserves.Int(1), preserves.Int(2)}
 )
@@ -111,7 +121,7 @@ func (ShapeCircle) isShape() {}
 func parseShapeCircle(v preserves.Value) (ShapeCircle, error) {
 	var r, zero ShapeCircle
 	var err error
-	rec6, err := schema.AsRecordOf(v, preserves.Symbol("circle"), 2)
+	rec6, err := schema.AsRecordOf(v, LabelCircle, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -125,7 +135,7 @@ func parseShapeCircle(v preserves.Value) (ShapeCircle, error) {
 }
 
 func (r ShapeCircle) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("circle"), r.Center.ToValue(), preserves.NewDouble(r.Radius))
+	return preserves.NewRecord(LabelCircle, r.Center.ToValue(), preserves.NewDouble(r.Radius))
 }
 
 // ShapePolygon is the alternative "polygon" of Shape.
@@ -139,7 +149,7 @@ func (ShapePolygon) isShape() {}
 func parseShapePolygon(v preserves.Value) (ShapePolygon, error) {
 	var r, zero ShapePolygon
 	var err error
-	rec7, err := schema.AsRecordOf(v, preserves.Symbol("polygon"), 1)
+	rec7, err := schema.AsRecordOf(v, LabelPolygon, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -156,7 +166,7 @@ func parseShapePolygon(v preserves.Value) (ShapePolygon, error) {
 }
 
 func (r ShapePolygon) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("polygon"), schema.Fields(schema.Concat(preserves.Sequence{r.First.ToValue()}, schema.SeqValue(r.Rest, func(x10 Point) preserves.Value { return x10.ToValue() })))...)
+	return preserves.NewRecord(LabelPolygon, schema.Fields(schema.Concat(preserves.Sequence{r.First.ToValue()}, schema.SeqValue(r.Rest, func(x10 Point) preserves.Value { return x10.ToValue() })))...)
 }
 
 // ShapePoint is the alternative "Point" of Shape.
@@ -230,7 +240,7 @@ type Layer struct {
 func ParseLayer(v preserves.Value) (Layer, error) {
 	var r, zero Layer
 	var err error
-	rec11, err := schema.AsRecordOf(v, preserves.Symbol("layer"), 5)
+	rec11, err := schema.AsRecordOf(v, LabelLayer, 5)
 	if err != nil {
 		return zero, err
 	}
@@ -260,7 +270,7 @@ func ParseLayer(v preserves.Value) (Layer, error) {
 }
 
 func (r Layer) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("layer"), preserves.String(r.Name), preserves.Bool(r.Visible), schema.SeqValue(r.Shapes, func(x15 Shape) preserves.Value { return x15.ToValue() }), r.Tags.ToValue(), preserves.NewEmbedded(r.Owner))
+	return preserves.NewRecord(LabelLayer, preserves.String(r.Name), preserves.Bool(r.Visible), schema.SeqValue(r.Shapes, func(x15 Shape) preserves.Value { return x15.ToValue() }), r.Tags.ToValue(), preserves.NewEmbedded(r.Owner))
 }
 
 // Style is the intersection Style.

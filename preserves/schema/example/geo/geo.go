@@ -9,6 +9,12 @@ import (
 	"github.com/syndicate-go/syndicate/preserves/schema"
 )
 
+// The labels of this module's records, one constant per label.
+const (
+	// LabelRegion is the label of Region.
+	LabelRegion = preserves.Symbol("region")
+)
+
 // Region is the record or collection pattern Region.
 type Region struct {
 	Name string
@@ -18,7 +24,7 @@ type Region struct {
 func ParseRegion(v preserves.Value) (Region, error) {
 	var r, zero Region
 	var err error
-	rec1, err := schema.AsRecordOf(v, preserves.Symbol("region"), 1)
+	rec1, err := schema.AsRecordOf(v, LabelRegion, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -29,5 +35,5 @@ func ParseRegion(v preserves.Value) (Region, error) {
 }
 
 func (r Region) ToValue() preserves.Value {
-	return preserves.NewRecord(preserves.Symbol("region"), preserves.String(r.Name))
+	return preserves.NewRecord(LabelRegion, preserves.String(r.Name))
 }
