@@ -144,14 +144,9 @@ func (p *parser) instr(toks []preserves.Value, i int, top bool) (Instr, int) {
 		s := string(x)
 		switch {
 		case s == "?" || s == "??":
-			if i+1 >= len(toks) {
-				p.missing(top, pos, "%s needs a pattern and an instruction", s)
-				return nil, i + 1
-			}
-			pat := p.expr(toks[i+1], modePattern)
-			if i+2 >= len(toks) {
-				p.missing(top, pos, "%s %s needs an instruction", s, render(toks[i+1]))
-				return nil, i + 2
+			pat, ok := p.leadingPattern(toks, i, top, s, "a pattern and an instruction", "an instruction")
+			if !ok {
+				return nil, len(toks)
 			}
 			body, next := p.instr(toks, i+2, top)
 			if s == "?" {
@@ -186,14 +181,9 @@ func (p *parser) instr(toks []preserves.Value, i int, top bool) (Instr, int) {
 		case s == "let":
 			return p.let(toks, i, top)
 		case s == "=~":
-			if i+1 >= len(toks) {
-				p.missing(top, pos, "=~ needs a pattern and an instruction")
-				return nil, i + 1
-			}
-			pat := p.expr(toks[i+1], modePattern)
-			if i+2 >= len(toks) {
-				p.missing(top, pos, "=~ %s needs an instruction", render(toks[i+1]))
-				return nil, i + 2
+			pat, ok := p.leadingPattern(toks, i, top, s, "a pattern and an instruction", "an instruction")
+			if !ok {
+				return nil, len(toks)
 			}
 			then, next := p.instr(toks, i+2, top)
 			if p.grouping {
@@ -228,14 +218,9 @@ func (p *parser) instr(toks []preserves.Value, i int, top bool) (Instr, int) {
 
 func (p *parser) let(toks []preserves.Value, i int, top bool) (Instr, int) {
 	pos := p.pos(toks[i])
-	if i+1 >= len(toks) {
-		p.missing(top, pos, "let needs PATTERN = EXPRESSION")
-		return nil, i + 1
-	}
-	pat := p.expr(toks[i+1], modePattern)
-	if i+2 >= len(toks) {
-		p.missing(top, pos, "let %s needs = EXPRESSION", render(toks[i+1]))
-		return nil, i + 2
+	pat, ok := p.leadingPattern(toks, i, top, "let", "PATTERN = EXPRESSION", "= EXPRESSION")
+	if !ok {
+		return nil, len(toks)
 	}
 	if s, ok := symbolOf(toks[i+2]); !ok || s != "=" {
 		p.errorf(p.pos(toks[i+2]), "let %s must be followed by =, not %s", render(toks[i+1]), render(toks[i+2]))
@@ -253,6 +238,22 @@ func (p *parser) let(toks []preserves.Value, i int, top bool) (Instr, int) {
 	l.At, l.Pat, l.Expr = pos, pat, e
 	l.PatSrc = render(toks[i+1])
 	return l, next
+}
+
+// leadingPattern reads the pattern after the keyword kw at toks[i], which
+// must be followed by more (rest). A missing pattern or rest is reported as
+// kw needing all or rest, and ok is false.
+func (p *parser) leadingPattern(toks []preserves.Value, i int, top bool, kw, all, rest string) (pat Expr, ok bool) {
+	if i+1 >= len(toks) {
+		p.missing(top, p.pos(toks[i]), "%s needs %s", kw, all)
+		return nil, false
+	}
+	pat = p.expr(toks[i+1], modePattern)
+	if i+2 >= len(toks) {
+		p.missing(top, p.pos(toks[i]), "%s %s needs %s", kw, render(toks[i+1]), rest)
+		return nil, false
+	}
+	return pat, true
 }
 
 // conv parses a convenience expression (the right-hand side of let): a

@@ -214,39 +214,34 @@ func fastEvents(bd *preserves.BatchDecoder, evs []Event, raw []byte) ([]Event, b
 		ev := Event{Oid: oid}
 		label := raw[q+3]
 		p = q + 4
-		switch label {
-		case 'A', 'M', 'S':
+		if label == 'A' || label == 'M' || label == 'S' {
 			v, end, err := bd.DecodeAt(p)
 			if err != nil {
 				return evs, false
 			}
-			ev.Value = v
-			p = end
-			switch label {
-			case 'A':
-				ev.Kind = EvAssert
-				h, q, ok := readBinInt(raw, p)
-				if !ok {
-					return evs, false
-				}
-				ev.Handle, p = h, q
-			case 'M':
-				ev.Kind = EvMessage
-			case 'S':
-				if _, isEmb := v.(*preserves.Embedded); !isEmb {
-					return evs, false
-				}
-				ev.Kind = EvSync
-			}
+			ev.Value, p = v, end
+		}
+		switch label {
+		case 'A':
+			ev.Kind = EvAssert
 		case 'R':
 			ev.Kind = EvRetract
+		case 'M':
+			ev.Kind = EvMessage
+		case 'S':
+			if _, isEmb := ev.Value.(*preserves.Embedded); !isEmb {
+				return evs, false
+			}
+			ev.Kind = EvSync
+		default:
+			return evs, false
+		}
+		if label == 'A' || label == 'R' {
 			h, q, ok := readBinInt(raw, p)
 			if !ok {
 				return evs, false
 			}
 			ev.Handle, p = h, q
-		default:
-			return evs, false
 		}
 		if p+2 > len(raw) || raw[p] != 0x84 || raw[p+1] != 0x84 {
 			return evs, false
