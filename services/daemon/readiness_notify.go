@@ -156,6 +156,17 @@ func fromDaemon(sender, pgid, mainPID int) bool {
 	return err == nil && g == pgid
 }
 
+// usec parses the value v of the microsecond count k (positive, at most a
+// day), warning when it is malformed.
+func (m *monitor) usec(k, v []byte) (time.Duration, bool) {
+	us, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil || us <= 0 || us > int64(24*time.Hour/time.Microsecond) {
+		m.warnf("notify socket: bad %s=%q", k, v)
+		return 0, false
+	}
+	return time.Duration(us) * time.Microsecond, true
+}
+
 // handle applies one datagram; it returns what the worker should hear of
 // (nil when nothing) and an accepted MAINPID.
 func (m *monitor) handle(msg []byte, pgid int) (*Notification, int) {
@@ -203,25 +214,23 @@ func (m *monitor) handle(msg []byte, pgid int) (*Notification, int) {
 				m.fail(fmt.Errorf("%w: the daemon sent WATCHDOG=trigger", ErrWatchdog))
 			}
 		case "EXTEND_TIMEOUT_USEC":
-			us, err := strconv.ParseInt(string(v), 10, 64)
-			if err != nil || us <= 0 || us > int64(24*time.Hour/time.Microsecond) {
-				m.warnf("notify socket: bad EXTEND_TIMEOUT_USEC=%q", v)
+			d, ok := m.usec(k, v)
+			if !ok {
 				continue
 			}
 			m.mu.Lock()
 			if !m.isReady && !m.done && m.readyT != nil {
-				m.readyT.Reset(time.Duration(us) * time.Microsecond)
+				m.readyT.Reset(d)
 				m.extended = true
 			}
 			m.mu.Unlock()
 		case "WATCHDOG_USEC":
-			us, err := strconv.ParseInt(string(v), 10, 64)
-			if err != nil || us <= 0 || us > int64(24*time.Hour/time.Microsecond) {
-				m.warnf("notify socket: bad WATCHDOG_USEC=%q", v)
+			d, ok := m.usec(k, v)
+			if !ok {
 				continue
 			}
 			m.mu.Lock()
-			m.watchdog = time.Duration(us) * time.Microsecond
+			m.watchdog = d
 			m.armWatchdogLocked()
 			m.mu.Unlock()
 		}
