@@ -44,22 +44,13 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	httpschema "github.com/syndicate-go/syndicate/dataspace/schemas/http"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/internalservices"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
 
 var (
-	symHTTPRouter   = preserves.Symbol("http-router")
-	symHTTPBind     = preserves.Symbol("http-bind")
-	symHTTPListener = preserves.Symbol("http-listener")
-	symHTTPService  = preserves.Symbol("http-service")
-	symHTTPRequest  = preserves.Symbol("http-request")
-	symRequest      = preserves.Symbol("request")
-	symStatus       = preserves.Symbol("status")
-	symHeader       = preserves.Symbol("header")
-	symDone         = preserves.Symbol("done")
-	symChunk        = preserves.Symbol("chunk")
 	symWildcard     = preserves.Symbol("_")
 	symRest         = preserves.Symbol("...")
 	symRouterWorker = preserves.Symbol("http_router")
@@ -89,12 +80,12 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
 
 // RouterName returns the service name `<http-router #:httpd>`.
 func RouterName(httpd *dataspace.Ref) preserves.Value {
-	return preserves.NewRecord(symHTTPRouter, dataspace.Embed(httpd))
+	return preserves.NewRecord(internalservices.LabelHttpRouter, dataspace.Embed(httpd))
 }
 
 func bootRouter(t *dataspace.Turn, env services.Env) {
 	services.Serve(t, env, services.Requests[*dataspace.Ref]{
-		Label:     symHTTPRouter,
+		Label:     internalservices.LabelHttpRouter,
 		Parse:     services.CapabilityName(internalservices.ParseHttpRouter, func(r internalservices.HttpRouter) any { return r.Httpd }),
 		Malformed: "malformed http-router request (expected <http-router #:HTTPD>)",
 		Worker: func(req services.Request[*dataspace.Ref]) string {
@@ -137,12 +128,12 @@ type router struct {
 
 func newRouter(t *dataspace.Turn, httpd *dataspace.Ref, log zerolog.Logger) *router {
 	r := &router{httpd: httpd, log: log, byPort: make(map[int64][]*binding)}
-	t.During(httpd, pattern.Rec(symHTTPListener, pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
+	t.During(httpd, pattern.Rec(httpschema.LabelHttpListener, pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
 		port, ok := caps[0].(preserves.Int)
 		if !ok {
 			return nil
 		}
-		bp := pattern.Rec(symHTTPBind, pattern.Capture(), pattern.Lit{Value: port}, pattern.Capture(), pattern.Capture(), pattern.Capture())
+		bp := pattern.Rec(httpschema.LabelHttpBind, pattern.Capture(), pattern.Lit{Value: port}, pattern.Capture(), pattern.Capture(), pattern.Capture())
 		t.During(httpd, bp, func(t *dataspace.Turn, caps []preserves.Value) error {
 			b, err := parseBinding(int64(port), caps)
 			if err != nil {
@@ -150,7 +141,7 @@ func newRouter(t *dataspace.Turn, httpd *dataspace.Ref, log zerolog.Logger) *rou
 				return nil
 			}
 			r.add(b)
-			t.Assert(httpd, preserves.NewRecord(symHTTPService, b.host, preserves.Int(b.port), b.method, b.path))
+			t.Assert(httpd, preserves.NewRecord(httpschema.LabelHttpService, b.host, preserves.Int(b.port), b.method, b.path))
 			t.OnStop(func(t *dataspace.Turn) error {
 				r.remove(t, b)
 				return nil
@@ -159,7 +150,7 @@ func newRouter(t *dataspace.Turn, httpd *dataspace.Ref, log zerolog.Logger) *rou
 		})
 		return nil
 	})
-	t.During(httpd, pattern.Rec(symRequest, pattern.Capture(), pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
+	t.During(httpd, pattern.Rec(httpschema.LabelRequest, pattern.Capture(), pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
 		r.route(t, caps[0], caps[1])
 		return nil
 	})
@@ -250,7 +241,7 @@ type request struct {
 func parseRequest(v preserves.Value) (request, bool) {
 	var q request
 	rec, ok := v.(*preserves.Record)
-	if !ok || !preserves.Equal(rec.Label, symHTTPRequest) || len(rec.Fields) < 8 {
+	if !ok || !preserves.Equal(rec.Label, httpschema.LabelHttpRequest) || len(rec.Fields) < 8 {
 		return q, false
 	}
 	switch h := rec.Fields[1].(type) {
@@ -375,7 +366,7 @@ func (r *router) route(t *dataspace.Turn, reqv, resv preserves.Value) {
 	}
 	rq := &routed{res: res, b: b}
 	rq.facet, _ = t.Facet(func(t *dataspace.Turn) error {
-		t.Assert(b.handler, preserves.NewRecord(symRequest, reqv, resv))
+		t.Assert(b.handler, preserves.NewRecord(httpschema.LabelRequest, reqv, resv))
 		return nil
 	})
 	b.routed[rq] = struct{}{}

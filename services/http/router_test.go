@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/internalservices"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
@@ -38,7 +39,7 @@ func httpRequest(host string, port int, method string, path ...string) string {
 func TestRouterStatesAndMalformedRequest(t *testing.T) {
 	h := newHarness(t, Options{})
 	name := RouterName(h.web)
-	bad := preserves.NewRecord(symHTTPRouter, preserves.Int(1))
+	bad := preserves.NewRecord(internalservices.LabelHttpRouter, preserves.Int(1))
 	h.do(func(t *dataspace.Turn) {
 		t.Assert(h.cfg, services.RunService(name))
 		t.Assert(h.cfg, services.RunService(bad))

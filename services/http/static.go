@@ -47,19 +47,17 @@ import (
 	"syscall"
 
 	"github.com/syndicate-go/syndicate/dataspace"
+	httpschema "github.com/syndicate-go/syndicate/dataspace/schemas/http"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/internalservices"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
 
-var (
-	symStaticFiles  = preserves.Symbol("http-static-files")
-	symStaticWorker = preserves.Symbol("http_static_file_server")
-)
+var symStaticWorker = preserves.Symbol("http_static_file_server")
 
 // StaticFilesName returns the service name `<http-static-files DIR N>`.
 func StaticFilesName(dir string, n int64) preserves.Value {
-	return preserves.NewRecord(symStaticFiles, preserves.String(dir), preserves.Int(n))
+	return preserves.NewRecord(internalservices.LabelHttpStaticFiles, preserves.String(dir), preserves.Int(n))
 }
 
 func bootStatic(t *dataspace.Turn, env services.Env, opts Options) {
@@ -68,7 +66,7 @@ func bootStatic(t *dataspace.Turn, env services.Env, opts Options) {
 		n   int
 	}
 	services.Serve(t, env, services.Requests[static]{
-		Label: symStaticFiles,
+		Label: internalservices.LabelHttpStaticFiles,
 		Parse: func(name preserves.Value) (static, error) {
 			dir, n, err := internalservices.StaticFiles(name)
 			return static{dir, n}, err
@@ -107,7 +105,7 @@ type staticHandler struct {
 
 func (s *staticHandler) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
 	rec, ok := v.(*preserves.Record)
-	if !ok || !preserves.Equal(rec.Label, symRequest) || len(rec.Fields) != 2 {
+	if !ok || !preserves.Equal(rec.Label, httpschema.LabelRequest) || len(rec.Fields) != 2 {
 		return nil
 	}
 	res, ok := dataspace.RefOf(rec.Fields[1])
@@ -115,7 +113,7 @@ func (s *staticHandler) Assert(t *dataspace.Turn, v preserves.Value, h dataspace
 		return nil
 	}
 	req, ok := rec.Fields[0].(*preserves.Record)
-	if !ok || !preserves.Equal(req.Label, symHTTPRequest) || len(req.Fields) < 5 {
+	if !ok || !preserves.Equal(req.Label, httpschema.LabelHttpRequest) || len(req.Fields) < 5 {
 		return nil
 	}
 	pv, ok := req.Fields[4].(preserves.Sequence)
@@ -190,7 +188,7 @@ func staticStream(ctx context.Context, dir string, drop int, reqPath []string, m
 			_ = send(append(head, done(buf)))
 			return
 		}
-		if send(append(head, preserves.NewRecord(symChunk, preserves.ByteString(buf)))) != nil {
+		if send(append(head, preserves.NewRecord(httpschema.LabelChunk, preserves.ByteString(buf)))) != nil {
 			return
 		}
 		head = nil
@@ -324,15 +322,15 @@ func loadMimeTypes(file string) map[string]string {
 }
 
 func status(code int64, msg string) preserves.Value {
-	return preserves.NewRecord(symStatus, preserves.Int(code), preserves.String(msg))
+	return preserves.NewRecord(httpschema.LabelStatus, preserves.Int(code), preserves.String(msg))
 }
 
 func header(name, value string) preserves.Value {
-	return preserves.NewRecord(symHeader, preserves.Symbol(name), preserves.String(value))
+	return preserves.NewRecord(httpschema.LabelHeader, preserves.Symbol(name), preserves.String(value))
 }
 
 func done(body []byte) preserves.Value {
-	return preserves.NewRecord(symDone, preserves.ByteString(body))
+	return preserves.NewRecord(httpschema.LabelDone, preserves.ByteString(body))
 }
 
 func simple(code int64, msg string) []preserves.Value {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	httpschema "github.com/syndicate-go/syndicate/dataspace/schemas/http"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/internalservices"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
@@ -155,7 +157,7 @@ func TestStaticFilesService(t *testing.T) {
 	www, mimeFile := staticTree(t)
 	h := newHarness(t, Options{MimeTypes: mimeFile})
 	name := StaticFilesName(www, 1)
-	bad := preserves.NewRecord(symStaticFiles, preserves.Int(1), preserves.Int(2))
+	bad := preserves.NewRecord(internalservices.LabelHttpStaticFiles, preserves.Int(1), preserves.Int(2))
 	negative := StaticFilesName(www, -1)
 	h.do(func(t *dataspace.Turn) {
 		t.Assert(h.cfg, services.RunService(bad))
@@ -268,7 +270,7 @@ func (k *holdingSink) Message(t *dataspace.Turn, v preserves.Value) error {
 		if b, ok := rec.Fields[0].(preserves.ByteString); ok {
 			k.body.WriteString(string(b))
 		}
-		k.done = k.done || rec.Label == symDone
+		k.done = k.done || rec.Label == httpschema.LabelDone
 	}
 	return nil
 }

@@ -27,17 +27,8 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/relay"
+	httpschema "github.com/syndicate-go/syndicate/dataspace/schemas/http"
 	"github.com/syndicate-go/syndicate/preserves"
-)
-
-var (
-	symRequest      = preserves.Symbol("request")
-	symHTTPRequest  = preserves.Symbol("http-request")
-	symHTTPListener = preserves.Symbol("http-listener")
-	symStatus       = preserves.Symbol("status")
-	symHeader       = preserves.Symbol("header")
-	symChunk        = preserves.Symbol("chunk")
-	symDone         = preserves.Symbol("done")
 )
 
 // MaxRequestBody bounds the request body carried in `<http-request …>`; a
@@ -54,7 +45,7 @@ var requestSeq atomic.Int64
 // HTTPListener returns `<http-listener PORT>`, asserted to a listener's
 // HTTPD space while it runs.
 func HTTPListener(port int64) preserves.Value {
-	return preserves.NewRecord(symHTTPListener, preserves.Int(port))
+	return preserves.NewRecord(httpschema.LabelHttpListener, preserves.Int(port))
 }
 
 // httpHandler serves the requests of one connection; it lives as long as
@@ -235,7 +226,7 @@ func translateRequest(r *http.Request, body []byte, port, seq int64) (preserves.
 	for i, e := range elems {
 		path[i] = preserves.String(e)
 	}
-	return preserves.NewRecord(symHTTPRequest,
+	return preserves.NewRecord(httpschema.LabelHttpRequest,
 		preserves.Int(seq),
 		host,
 		preserves.Int(port),
@@ -437,20 +428,20 @@ func parseResponse(v preserves.Value) respEvent {
 	}
 	label, _ := r.Label.(preserves.Symbol)
 	switch {
-	case label == symStatus && len(r.Fields) == 2:
+	case label == httpschema.LabelStatus && len(r.Fields) == 2:
 		code, ok := r.Fields[0].(preserves.Int)
 		if !ok {
 			return bad
 		}
 		return respEvent{kind: respStatus, code: int64(code)}
-	case label == symHeader && len(r.Fields) == 2:
+	case label == httpschema.LabelHeader && len(r.Fields) == 2:
 		name, ok1 := r.Fields[0].(preserves.Symbol)
 		val, ok2 := r.Fields[1].(preserves.String)
 		if !ok1 || !ok2 {
 			return bad
 		}
 		return respEvent{kind: respHeader, name: string(name), value: string(val)}
-	case (label == symChunk || label == symDone) && len(r.Fields) == 1:
+	case (label == httpschema.LabelChunk || label == httpschema.LabelDone) && len(r.Fields) == 1:
 		var data []byte
 		switch c := r.Fields[0].(type) {
 		case preserves.String:
@@ -460,7 +451,7 @@ func parseResponse(v preserves.Value) respEvent {
 		default:
 			return bad
 		}
-		if label == symDone {
+		if label == httpschema.LabelDone {
 			return respEvent{kind: respDone, data: data}
 		}
 		return respEvent{kind: respChunk, data: data}
@@ -506,7 +497,7 @@ func (h *httpHandler) exchange(w http.ResponseWriter, r *http.Request, req prese
 	h.fr.Activate(func(t *dataspace.Turn) error {
 		facet, _ = t.Facet(func(t *dataspace.Turn) error {
 			res := t.Create(&responder{x: x, facet: t.ActiveFacet()})
-			t.Assert(h.httpd, preserves.NewRecord(symRequest, req, dataspace.Embed(res)))
+			t.Assert(h.httpd, preserves.NewRecord(httpschema.LabelRequest, req, dataspace.Embed(res)))
 			t.OnStop(func(*dataspace.Turn) error {
 				x.post(respEvent{kind: respGone})
 				return nil

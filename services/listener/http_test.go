@@ -20,6 +20,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace/caveat"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/relay"
+	httpschema "github.com/syndicate-go/syndicate/dataspace/schemas/http"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
@@ -254,7 +255,7 @@ func newFakeHTTPD(s *server, respond func(t *dataspace.Turn, req preserves.Value
 	f := &fakeHTTPD{}
 	s.do(func(t *dataspace.Turn) {
 		f.ref = t.Create(dataspace.NewDataspace())
-		t.During(f.ref, pattern.Rec(symRequest, pattern.Capture(), pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
+		t.During(f.ref, pattern.Rec(httpschema.LabelRequest, pattern.Capture(), pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
 			f.mu.Lock()
 			f.req = append(f.req, caps[0])
 			f.mu.Unlock()
@@ -286,7 +287,7 @@ func TestHTTPRequestTranslationAndResponse(t *testing.T) {
 	})
 	listening := &sink{}
 	s.do(func(t *dataspace.Turn) {
-		t.Assert(f.ref, dataspace.Observe(pattern.Rec(symHTTPListener, pattern.Capture()), t.Create(listening)))
+		t.Assert(f.ref, dataspace.Observe(pattern.Rec(httpschema.LabelHttpListener, pattern.Capture()), t.Create(listening)))
 	})
 	port := startTCP(t, s, f.ref)
 	waitFor(t, "http-listener", func() bool { return listening.hasAssert(fmt.Sprintf("[%d]", port)) })
