@@ -12,6 +12,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/dataspacetest"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/internalservices"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/testutil"
 	"github.com/syndicate-go/syndicate/services"
@@ -61,7 +62,7 @@ func TestDryRunBindsNothing(t *testing.T) {
 	port := freePort(t)
 	path := filepath.Join(t.TempDir(), "relay.sock")
 	tcp := tcpName(s.gk, port)
-	unixName := preserves.NewRecord(symRelayListener, preserves.NewRecord(symUnix, preserves.String(path)), dataspace.Embed(s.gk))
+	unixName := preserves.NewRecord(internalservices.LabelRelayListener, preserves.NewRecord(symUnix, preserves.String(path)), dataspace.Embed(s.gk))
 	s.do(func(t *dataspace.Turn) {
 		t.Assert(s.cfg, services.RunService(tcp))
 		t.Assert(s.cfg, services.RunService(unixName))
@@ -93,15 +94,15 @@ func TestMalformedRequestsWarnAndFail(t *testing.T) {
 	s, logs := newServerOpts(t, Options{})
 	gk := dataspace.Embed(s.gk)
 	bad := []preserves.Value{
-		preserves.NewRecord(symRelayListener),
-		preserves.NewRecord(symRelayListener, preserves.NewRecord(symTCP, preserves.String("h"), preserves.Int(1))),
-		preserves.NewRecord(symRelayListener, preserves.NewRecord(symTCP, preserves.Int(1), preserves.Int(1)), gk),
-		preserves.NewRecord(symRelayListener, preserves.NewRecord(symTCP, preserves.String("h")), gk),
-		preserves.NewRecord(symRelayListener, preserves.NewRecord(symUnix, preserves.Int(3)), gk),
-		preserves.NewRecord(symRelayListener, preserves.NewRecord(symUnix, preserves.String("/x")), gk, gk),
-		preserves.NewRecord(symRelayListener, preserves.NewRecord(preserves.Symbol("udp"), preserves.String("/x")), gk),
-		preserves.NewRecord(symRelayListener, preserves.String("x"), gk),
-		preserves.NewRecord(symRelayListener, preserves.NewRecord(symUnix, preserves.String("/x")), preserves.String("not a capability")),
+		preserves.NewRecord(internalservices.LabelRelayListener),
+		preserves.NewRecord(internalservices.LabelRelayListener, preserves.NewRecord(symTCP, preserves.String("h"), preserves.Int(1))),
+		preserves.NewRecord(internalservices.LabelRelayListener, preserves.NewRecord(symTCP, preserves.Int(1), preserves.Int(1)), gk),
+		preserves.NewRecord(internalservices.LabelRelayListener, preserves.NewRecord(symTCP, preserves.String("h")), gk),
+		preserves.NewRecord(internalservices.LabelRelayListener, preserves.NewRecord(symUnix, preserves.Int(3)), gk),
+		preserves.NewRecord(internalservices.LabelRelayListener, preserves.NewRecord(symUnix, preserves.String("/x")), gk, gk),
+		preserves.NewRecord(internalservices.LabelRelayListener, preserves.NewRecord(preserves.Symbol("udp"), preserves.String("/x")), gk),
+		preserves.NewRecord(internalservices.LabelRelayListener, preserves.String("x"), gk),
+		preserves.NewRecord(internalservices.LabelRelayListener, preserves.NewRecord(symUnix, preserves.String("/x")), preserves.String("not a capability")),
 	}
 	s.do(func(t *dataspace.Turn) {
 		for _, v := range bad {
@@ -119,7 +120,7 @@ func TestMalformedRequestsWarnAndFail(t *testing.T) {
 // A malformed request made by a script names the script position.
 func TestMalformedRequestFromScriptNamesPosition(t *testing.T) {
 	s, logs := newServerOpts(t, Options{})
-	plain := preserves.NewRecord(symRelayListener, preserves.NewRecord(symTCP, preserves.String("h")), dataspace.Embed(s.gk))
+	plain := preserves.NewRecord(internalservices.LabelRelayListener, preserves.NewRecord(symTCP, preserves.String("h")), dataspace.Embed(s.gk))
 	at := preserves.Pos{File: "/etc/syndicate/net.pr", Line: 2, Col: 18}
 	s.do(func(t *dataspace.Turn) {
 		preserves.Remember(plain, at, nil) // as a script compiled with positions does

@@ -21,6 +21,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/relay"
 	httpschema "github.com/syndicate-go/syndicate/dataspace/schemas/http"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/internalservices"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
@@ -129,7 +130,7 @@ func startTCP(tb testing.TB, s *server, httpd *dataspace.Ref) int {
 	full := name
 	if httpd != nil {
 		r := name.(*preserves.Record)
-		full = preserves.NewRecord(symRelayListener, r.Fields[0], r.Fields[1], dataspace.Embed(httpd))
+		full = preserves.NewRecord(internalservices.LabelRelayListener, r.Fields[0], r.Fields[1], dataspace.Embed(httpd))
 	}
 	s.do(func(t *dataspace.Turn) { t.Assert(s.cfg, services.RunService(full)) })
 	waitFor(tb, "ready", func() bool { return s.has(state(name, services.StateReady)) })

@@ -38,15 +38,17 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/relay"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/internalservices"
 	"github.com/syndicate-go/syndicate/dataspace/transport"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
 
+// The labels of the peer descriptions in log lines (conn.go); they are
+// not transport addresses, so not transportaddress's records.
 var (
-	symRelayListener = preserves.Symbol("relay-listener")
-	symTCP           = preserves.Symbol("tcp")
-	symUnix          = preserves.Symbol("unix")
+	symTCP  = preserves.Symbol("tcp")
+	symUnix = preserves.Symbol("unix")
 )
 
 // Sentinel errors of the listener workers, tested with errors.Is.
@@ -85,7 +87,7 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
 		return fmt.Errorf("listener: Boot needs a config dataspace")
 	}
 	services.Serve(t, env, services.Requests[spec]{
-		Label:     symRelayListener,
+		Label:     internalservices.LabelRelayListener,
 		Parse:     parseName,
 		Malformed: "malformed relay-listener request",
 		LogName:   func(_ preserves.Value, s spec) string { return preserves.Show(s.name) },
@@ -139,7 +141,7 @@ func parseName(v preserves.Value) (spec, error) {
 	if len(r.Fields) < 2 {
 		return s, fmt.Errorf("listener: expected <relay-listener ADDR #:GK>")
 	}
-	s.name = preserves.NewRecord(symRelayListener, r.Fields[0], r.Fields[1])
+	s.name = preserves.NewRecord(internalservices.LabelRelayListener, r.Fields[0], r.Fields[1])
 	req, err := transport.ParseRelayListener(v)
 	if err != nil {
 		return s, fmt.Errorf("listener: %w", err)

@@ -22,6 +22,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace/dataspacetest"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/relay/client"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/internalservices"
 	"github.com/syndicate-go/syndicate/dataspace/transport"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/testutil"
@@ -109,7 +110,7 @@ func freePort(tb testing.TB) int {
 }
 
 func tcpName(gk *dataspace.Ref, port int) preserves.Value {
-	return preserves.NewRecord(symRelayListener, preserves.NewRecord(symTCP, preserves.String("127.0.0.1"), preserves.Int(port)), dataspace.Embed(gk))
+	return preserves.NewRecord(internalservices.LabelRelayListener, preserves.NewRecord(symTCP, preserves.String("127.0.0.1"), preserves.Int(port)), dataspace.Embed(gk))
 }
 
 func state(name preserves.Value, st preserves.Symbol) preserves.Value {
@@ -290,9 +291,9 @@ func TestTCPListenerBindFailureRetries(t *testing.T) {
 func TestTCPListenerNames(t *testing.T) {
 	s := newServer(t)
 	port := freePort(t)
-	three := preserves.NewRecord(symRelayListener, preserves.NewRecord(symTCP, preserves.String("127.0.0.1"), preserves.Int(port)), dataspace.Embed(s.gk), dataspace.Embed(s.cfg))
+	three := preserves.NewRecord(internalservices.LabelRelayListener, preserves.NewRecord(symTCP, preserves.String("127.0.0.1"), preserves.Int(port)), dataspace.Embed(s.gk), dataspace.Embed(s.cfg))
 	bad := tcpName(s.gk, 70000)
-	malformed := preserves.NewRecord(symRelayListener, preserves.NewRecord(symTCP, preserves.Int(1), preserves.Int(1)), dataspace.Embed(s.gk))
+	malformed := preserves.NewRecord(internalservices.LabelRelayListener, preserves.NewRecord(symTCP, preserves.Int(1), preserves.Int(1)), dataspace.Embed(s.gk))
 	s.do(func(t *dataspace.Turn) {
 		t.Assert(s.cfg, services.RunService(three))
 		t.Assert(s.cfg, services.RunService(bad))
@@ -318,7 +319,7 @@ func TestScenario61UnixListener(t *testing.T) {
 	}
 	stale.(*net.UnixListener).SetUnlinkOnClose(false)
 	stale.Close()
-	name := preserves.NewRecord(symRelayListener, preserves.NewRecord(symUnix, preserves.String(path)), dataspace.Embed(s.gk))
+	name := preserves.NewRecord(internalservices.LabelRelayListener, preserves.NewRecord(symUnix, preserves.String(path)), dataspace.Embed(s.gk))
 	s.do(func(t *dataspace.Turn) { t.Assert(s.cfg, services.RunService(name)) })
 	waitFor(t, "ready", func() bool { return s.has(state(name, services.StateReady)) })
 	fi, err := os.Stat(path)
@@ -338,7 +339,7 @@ func TestScenario61UnixListener(t *testing.T) {
 	uc.Close()
 	// A second server on the same path refuses to start: live owner.
 	s2 := newServer(t)
-	name2 := preserves.NewRecord(symRelayListener, preserves.NewRecord(symUnix, preserves.String(path)), dataspace.Embed(s2.gk))
+	name2 := preserves.NewRecord(internalservices.LabelRelayListener, preserves.NewRecord(symUnix, preserves.String(path)), dataspace.Embed(s2.gk))
 	s2.do(func(t *dataspace.Turn) { t.Assert(s2.cfg, services.RunService(name2)) })
 	waitFor(t, "second listener failed", func() bool { return s2.has(state(name2, services.StateFailed)) })
 	if s2.has(state(name2, services.StateReady)) {
@@ -367,7 +368,7 @@ func TestUnauthenticatedPeerLimits(t *testing.T) {
 	port := freePort(t)
 	tcp := tcpName(s.gk, port)
 	sock := filepath.Join(t.TempDir(), "relay.sock")
-	unix := preserves.NewRecord(symRelayListener, preserves.NewRecord(symUnix, preserves.String(sock)), dataspace.Embed(s.gk))
+	unix := preserves.NewRecord(internalservices.LabelRelayListener, preserves.NewRecord(symUnix, preserves.String(sock)), dataspace.Embed(s.gk))
 	s.do(func(t *dataspace.Turn) {
 		t.Assert(s.cfg, services.RunService(tcp))
 		t.Assert(s.cfg, services.RunService(unix))
