@@ -3,6 +3,7 @@ package services
 import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
@@ -15,7 +16,7 @@ import (
 // actor behaves identically (everything it asserts vanishes when the
 // requirement does) and costs far less with thousands of services.
 func BootDependencies(t *dataspace.Turn, env Env) {
-	p := pattern.Rec(LabelRequireService, pattern.Capture())
+	p := pattern.Rec(service.LabelRequireService, pattern.Capture())
 	t.During(env.Config, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 		trackDependencies(t, env, caps[0])
 		return nil
@@ -44,7 +45,7 @@ func trackDependencies(t *dataspace.Turn, env Env, name preserves.Value) {
 		rec.Kick(t)
 	}
 
-	depPat := pattern.Rec(LabelDependsOn, literal(name), pattern.Capture())
+	depPat := pattern.Rec(service.LabelDependsOn, literal(name), pattern.Capture())
 	t.During(env.Config, depPat, func(t *dataspace.Turn, caps []preserves.Value) error {
 		dep := caps[0]
 		if depName, ok := dependeeName(dep); ok {
@@ -80,7 +81,7 @@ func trackDependencies(t *dataspace.Turn, env Env, name preserves.Value) {
 // dependeeName extracts DEPNAME from `<service-state DEPNAME _>`.
 func dependeeName(dep preserves.Value) (preserves.Value, bool) {
 	r, ok := dep.(*preserves.Record)
-	if !ok || r.Label != LabelServiceState || len(r.Fields) < 2 {
+	if !ok || r.Label != service.LabelServiceState || len(r.Fields) < 2 {
 		return nil, false
 	}
 	return r.Fields[0], true

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
@@ -50,7 +51,7 @@ func BootDiagnostics(t *dataspace.Turn, env Env) {
 		d.Track(t, env.Config)
 		// A silent service (§2.5: http-static-files) reports no state, but
 		// publishes its object.
-		d.Watch(t, env.Config, LabelServiceObject, 2, func(c []preserves.Value, n int) {
+		d.Watch(t, env.Config, service.LabelServiceObject, 2, func(c []preserves.Value, n int) {
 			Count2(d.States, d.Key(c[0]), "object", n)
 		})
 		return nil

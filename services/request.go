@@ -9,6 +9,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/internalservices"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/schema"
 )
@@ -68,7 +69,7 @@ type Request[T any] struct {
 
 // Serve observes the requests of r in env.Config (see Requests).
 func Serve[T any](t *dataspace.Turn, env Env, r Requests[T]) {
-	p := pattern.Rec(LabelRunService, pattern.Bind{Pattern: pattern.Rec(r.Label)})
+	p := pattern.Rec(service.LabelRunService, pattern.Bind{Pattern: pattern.Rec(r.Label)})
 	t.During(env.Config, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 		name := caps[0]
 		spec, err := r.Parse(name)

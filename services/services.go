@@ -52,18 +52,12 @@ package services
 import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
-// Labels and states of service.prs.
+// The states of service.prs (its labels are service.Label…).
 const (
-	LabelRequireService = preserves.Symbol("require-service")
-	LabelRunService     = preserves.Symbol("run-service")
-	LabelServiceState   = preserves.Symbol("service-state")
-	LabelServiceObject  = preserves.Symbol("service-object")
-	LabelDependsOn      = preserves.Symbol("depends-on")
-	LabelRestartService = preserves.Symbol("restart-service")
-
 	StateStarted  = preserves.Symbol("started")
 	StateReady    = preserves.Symbol("ready")
 	StateFailed   = preserves.Symbol("failed")
@@ -72,32 +66,32 @@ const (
 
 // RequireService returns `<require-service name>`.
 func RequireService(name preserves.Value) preserves.Value {
-	return preserves.NewRecord(LabelRequireService, name)
+	return preserves.NewRecord(service.LabelRequireService, name)
 }
 
 // RunService returns `<run-service name>`.
 func RunService(name preserves.Value) preserves.Value {
-	return preserves.NewRecord(LabelRunService, name)
+	return preserves.NewRecord(service.LabelRunService, name)
 }
 
 // ServiceState returns `<service-state name state>`.
 func ServiceState(name, state preserves.Value) preserves.Value {
-	return preserves.NewRecord(LabelServiceState, name, state)
+	return preserves.NewRecord(service.LabelServiceState, name, state)
 }
 
 // ServiceObject returns `<service-object name object>`.
 func ServiceObject(name, object preserves.Value) preserves.Value {
-	return preserves.NewRecord(LabelServiceObject, name, object)
+	return preserves.NewRecord(service.LabelServiceObject, name, object)
 }
 
 // DependsOn returns `<depends-on depender dependee>`.
 func DependsOn(depender, dependee preserves.Value) preserves.Value {
-	return preserves.NewRecord(LabelDependsOn, depender, dependee)
+	return preserves.NewRecord(service.LabelDependsOn, depender, dependee)
 }
 
 // RestartService returns the message `<restart-service name>`.
 func RestartService(name preserves.Value) preserves.Value {
-	return preserves.NewRecord(LabelRestartService, name)
+	return preserves.NewRecord(service.LabelRestartService, name)
 }
 
 // Boot starts the framework's permanent observers in env.Config: the
@@ -114,7 +108,7 @@ func Boot(t *dataspace.Turn, env Env) error {
 // exactly like the boot-script rule of §2.7 (the two coexist: the dataspace
 // merges the identical assertions).
 func BootMilestones(t *dataspace.Turn, env Env) {
-	p := pattern.Rec(LabelRunService, pattern.Bind{Pattern: pattern.Rec(preserves.Symbol("milestone"), pattern.Discard{})})
+	p := pattern.Rec(service.LabelRunService, pattern.Bind{Pattern: pattern.Rec(preserves.Symbol("milestone"), pattern.Discard{})})
 	t.During(env.Config, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 		t.Assert(env.Config, ServiceState(caps[0], StateStarted))
 		t.Assert(env.Config, ServiceState(caps[0], StateReady))
@@ -127,7 +121,7 @@ func BootMilestones(t *dataspace.Turn, env Env) {
 // Always its supervisor then reports `complete` and restarts it after the
 // usual delay (§2.4: config watcher, relay listeners).
 func StopOnRestart(t *dataspace.Turn, env Env, name preserves.Value) {
-	t.OnMessage(env.Config, pattern.Rec(LabelRestartService, literal(name)), func(t *dataspace.Turn, _ []preserves.Value) error {
+	t.OnMessage(env.Config, pattern.Rec(service.LabelRestartService, literal(name)), func(t *dataspace.Turn, _ []preserves.Value) error {
 		t.StopRoot()
 		return nil
 	})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/script/validate"
 )
@@ -134,12 +135,12 @@ func (m *StatusModel) Watch(t *dataspace.Turn, cfg *dataspace.Ref, label preserv
 // `<run-service NAME>`, `<service-state NAME STATE>` and
 // `<depends-on NAME AWAITED>` in cfg, in the active facet.
 func (m *StatusModel) Track(t *dataspace.Turn, cfg *dataspace.Ref) {
-	m.Watch(t, cfg, LabelRequireService, 1, func(c []preserves.Value, d int) { Count(m.Required, m.Key(c[0]), d) })
-	m.Watch(t, cfg, LabelRunService, 1, func(c []preserves.Value, d int) { Count(m.Running, m.Key(c[0]), d) })
-	m.Watch(t, cfg, LabelServiceState, 2, func(c []preserves.Value, d int) {
+	m.Watch(t, cfg, service.LabelRequireService, 1, func(c []preserves.Value, d int) { Count(m.Required, m.Key(c[0]), d) })
+	m.Watch(t, cfg, service.LabelRunService, 1, func(c []preserves.Value, d int) { Count(m.Running, m.Key(c[0]), d) })
+	m.Watch(t, cfg, service.LabelServiceState, 2, func(c []preserves.Value, d int) {
 		Count2(m.States, m.Key(c[0]), m.Text(c[1]), d)
 	})
-	m.Watch(t, cfg, LabelDependsOn, 2, func(c []preserves.Value, d int) {
+	m.Watch(t, cfg, service.LabelDependsOn, 2, func(c []preserves.Value, d int) {
 		Count2(m.Deps, m.Key(c[0]), m.awaited(c[1]), d)
 	})
 }
@@ -147,7 +148,7 @@ func (m *StatusModel) Track(t *dataspace.Turn, cfg *dataspace.Ref) {
 func (m *StatusModel) awaited(v preserves.Value) Awaited {
 	a := Awaited{Text: m.Text(v)}
 	if r, ok := preserves.Strip(v).(*preserves.Record); ok && len(r.Fields) == 2 &&
-		preserves.Equal(r.Label, LabelServiceState) {
+		preserves.Equal(r.Label, service.LabelServiceState) {
 		a.Service, a.State = m.Key(r.Fields[0]), m.Text(r.Fields[1])
 	}
 	return a

@@ -6,6 +6,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/caveat"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/testutil"
 	"github.com/syndicate-go/syndicate/services"
@@ -30,7 +31,7 @@ func TestBuiltinCrashContained(t *testing.T) {
 	name := services.BuiltinName("crashy")
 	states := newAnswers()
 	h.driver.Activate(func(t *dataspace.Turn) error {
-		t.Assert(h.s.env.Config, dataspace.Observe(pattern.Rec(services.LabelServiceState, pattern.MustLift(name), pattern.Capture()), t.Create(states)))
+		t.Assert(h.s.env.Config, dataspace.Observe(pattern.Rec(service.LabelServiceState, pattern.MustLift(name), pattern.Capture()), t.Create(states)))
 		return nil
 	})
 	testutil.WaitFor(t, "crashy ready", func() bool { return states.seen("[ready]") == 1 })

@@ -39,6 +39,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/caveat"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
 	"github.com/syndicate-go/syndicate/dataspace/transport"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/testutil"
@@ -280,7 +281,7 @@ func (h *inproc) checkCanary(tb testing.TB) {
 		fid, _ = t.Facet(func(t *dataspace.Turn) error {
 			t.PreventInertCheck()
 			obs := t.Create(states)
-			t.Assert(h.s.env.Config, dataspace.Observe(pattern.Rec(services.LabelServiceState, pattern.MustLift(name), pattern.MustLift(services.StateReady)), obs))
+			t.Assert(h.s.env.Config, dataspace.Observe(pattern.Rec(service.LabelServiceState, pattern.MustLift(name), pattern.MustLift(services.StateReady)), obs))
 			t.Assert(h.s.env.Config, services.RequireService(name))
 			sr := caveat.Mint(preserves.String("canary"), h.key)
 			t.Assert(h.s.env.Gatekeeper, preserves.NewRecord(preserves.Symbol("resolve"), sr.ToValue(), dataspace.Embed(t.Create(answer))))

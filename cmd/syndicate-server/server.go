@@ -15,6 +15,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
 	"github.com/syndicate-go/syndicate/dataspace/trace"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/script"
@@ -298,7 +299,7 @@ func (s *server) announceWhenReady(t *dataspace.Turn, cfg *dataspace.Ref, bs []b
 		waiting[preserves.Symbol(b.name)] = true
 	}
 	announced := false
-	p := pattern.Rec(services.LabelServiceState, pattern.Rec(services.LabelBuiltin, pattern.Capture()), pattern.MustLift(services.StateReady))
+	p := pattern.Rec(service.LabelServiceState, pattern.Rec(services.LabelBuiltin, pattern.Capture()), pattern.MustLift(services.StateReady))
 	t.During(cfg, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 		// Only our own builtins count: anyone may assert a state.
 		if name, ok := preserves.Unwrap(caps[0]).(preserves.Symbol); ok {

@@ -26,6 +26,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	serviceschema "github.com/syndicate-go/syndicate/dataspace/schemas/service"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 	"github.com/syndicate-go/syndicate/services/timeline"
@@ -97,7 +98,7 @@ func unitOf(name preserves.Value, changes []timeline.Change, dropped int) *unit 
 	live := map[string]bool{}
 	upFact := func() (string, bool) {
 		for _, st := range []preserves.Symbol{services.StateReady, services.StateComplete} {
-			if live[preserves.FormatText(preserves.NewRecord(services.LabelServiceState, st))] {
+			if live[preserves.FormatText(preserves.NewRecord(serviceschema.LabelServiceState, st))] {
 				return string(st), true
 			}
 		}
@@ -162,7 +163,7 @@ func setFirst(t *time.Time, at time.Time) {
 // currentState summarises the facts a service holds now.
 func currentState(live map[string]bool) string {
 	st := func(s preserves.Symbol) bool {
-		return live[preserves.FormatText(preserves.NewRecord(services.LabelServiceState, s))]
+		return live[preserves.FormatText(preserves.NewRecord(serviceschema.LabelServiceState, s))]
 	}
 	switch {
 	case st(services.StateFailed):
@@ -185,7 +186,7 @@ func currentState(live map[string]bool) string {
 // get a unit of their own, so the graph shows them.
 func (b *bootData) addDep(name, dependee preserves.Value) {
 	r, ok := preserves.Unwrap(dependee).(*preserves.Record)
-	if !ok || !preserves.Equal(r.Label, services.LabelServiceState) || len(r.Fields) != 2 {
+	if !ok || !preserves.Equal(r.Label, serviceschema.LabelServiceState) || len(r.Fields) != 2 {
 		return
 	}
 	from, to := b.unitFor(name), b.unitFor(r.Fields[0])
@@ -428,7 +429,7 @@ func fetchBoot(ctx context.Context, cl *cli) (*bootData, error) {
 		subscribe(t, cfg, pattern.Rec(timeline.LabelServiceHistory, d, d, d), &observer{onAssert: func(_ *dataspace.Turn, c []preserves.Value) {
 			hists = append(hists, c[0])
 		}})
-		subscribe(t, cfg, pattern.Rec(services.LabelDependsOn, capt, capt), &observer{onAssert: func(_ *dataspace.Turn, c []preserves.Value) {
+		subscribe(t, cfg, pattern.Rec(serviceschema.LabelDependsOn, capt, capt), &observer{onAssert: func(_ *dataspace.Turn, c []preserves.Value) {
 			deps = append(deps, c)
 		}})
 		return nil

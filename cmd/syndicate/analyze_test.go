@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/syndicate-go/syndicate/dataspace"
+	serviceschema "github.com/syndicate-go/syndicate/dataspace/schemas/service"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 	"github.com/syndicate-go/syndicate/services/admin"
@@ -40,7 +41,7 @@ func change(at int, what string) timeline.Change {
 	case "run":
 		c.Fact = timeline.FactRun
 	default:
-		c.Fact = preserves.NewRecord(services.LabelServiceState, preserves.Symbol(what[1:]))
+		c.Fact = preserves.NewRecord(serviceschema.LabelServiceState, preserves.Symbol(what[1:]))
 	}
 	return c
 }

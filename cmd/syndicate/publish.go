@@ -11,6 +11,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	serviceschema "github.com/syndicate-go/syndicate/dataspace/schemas/service"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/script/validate"
 	"github.com/syndicate-go/syndicate/services"
@@ -108,7 +109,7 @@ func runRestart(ctx context.Context, cl *cli, args []string) error {
 		if err != nil {
 			p = pattern.Lit{Value: preserves.Strip(name)}
 		}
-		subscribe(t, cfg, pattern.Rec(services.LabelRunService, p), &observer{
+		subscribe(t, cfg, pattern.Rec(serviceschema.LabelRunService, p), &observer{
 			onAssert: func(*dataspace.Turn, []preserves.Value) { found++ },
 		})
 		return nil

@@ -6,6 +6,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
@@ -77,7 +78,7 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) (*Service, erro
 	s.order.track(t, env.Config)
 	s.runs = map[string]*daemonRun{}
 	s.serveOutput(t, env.Config)
-	p := pattern.Rec(services.LabelRunService, pattern.Bind{Pattern: pattern.Rec(labelDaemon)})
+	p := pattern.Rec(service.LabelRunService, pattern.Bind{Pattern: pattern.Rec(labelDaemon)})
 	t.During(env.Config, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 		runDaemon(t, s, env, caps[0])
 		return nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
@@ -336,7 +337,7 @@ func TestScenario47UnrequireKillsAndWithdrawsStates(t *testing.T) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, v := range h.present {
-		if r, ok := v.(*preserves.Record); ok && r.Label == services.LabelServiceState && preserves.Equal(r.Fields[0], dname("d")) {
+		if r, ok := v.(*preserves.Record); ok && r.Label == service.LabelServiceState && preserves.Equal(r.Fields[0], dname("d")) {
 			t.Errorf("left behind: %v", v)
 		}
 	}

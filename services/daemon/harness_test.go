@@ -18,6 +18,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/testutil"
 	"github.com/syndicate-go/syndicate/services"
@@ -48,7 +49,7 @@ type mirror struct {
 func (m *mirror) Assert(_ *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
 	caps := preserves.Unwrap(v).(preserves.Sequence)
 	if m.h.quiet {
-		if r, ok := caps[0].(*preserves.Record); ok && r.Label == services.LabelServiceState && len(r.Fields) == 2 && r.Fields[1] == services.StateReady {
+		if r, ok := caps[0].(*preserves.Record); ok && r.Label == service.LabelServiceState && len(r.Fields) == 2 && r.Fields[1] == services.StateReady {
 			m.h.readyCount.Add(1)
 		}
 		return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/externalservices"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
@@ -68,7 +69,7 @@ func runDaemon(t *dataspace.Turn, s *Service, env services.Env, name preserves.V
 		return nil
 	})
 	d.startSupervisor(t)
-	t.OnMessage(env.Config, pattern.Rec(services.LabelRestartService, literal(name)), func(t *dataspace.Turn, _ []preserves.Value) error {
+	t.OnMessage(env.Config, pattern.Rec(service.LabelRestartService, literal(name)), func(t *dataspace.Turn, _ []preserves.Value) error {
 		d.restartRequested(t)
 		return nil
 	})

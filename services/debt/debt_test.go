@@ -14,6 +14,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/internalservices"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/testutil"
 	"github.com/syndicate-go/syndicate/services"
@@ -100,7 +101,7 @@ func newWorld(tb testing.TB) *world {
 		w.driver = t.FacetRef()
 		w.cfg = t.Create(dataspace.NewDataspace())
 		env := services.Env{Config: w.cfg, Logger: zerolog.New(w.logs)}
-		t.Assert(w.cfg, dataspace.Observe(pattern.Bind{Pattern: pattern.Rec(services.LabelServiceState)}, t.Create(&stateMirror{w: w})))
+		t.Assert(w.cfg, dataspace.Observe(pattern.Bind{Pattern: pattern.Rec(service.LabelServiceState)}, t.Create(&stateMirror{w: w})))
 		ch <- Boot(t, env)
 		return nil
 	})

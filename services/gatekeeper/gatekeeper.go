@@ -72,6 +72,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/relay/noisesession"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/internalservices"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
@@ -382,7 +383,7 @@ func Boot(t *dataspace.Turn, env services.Env) error {
 		Boot: func(t *dataspace.Turn, req services.Request[*dataspace.Ref]) error {
 			t.PreventInertCheck()
 			gk := New(t, req.Spec, req.Log)
-			t.Assert(env.Config, preserves.NewRecord(services.LabelServiceObject, req.Name, dataspace.Embed(gk)))
+			t.Assert(env.Config, preserves.NewRecord(service.LabelServiceObject, req.Name, dataspace.Embed(gk)))
 			t.Assert(env.Config, services.ServiceState(req.Name, services.StateReady))
 			return nil
 		},

@@ -10,6 +10,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace/caveat"
 	"github.com/syndicate-go/syndicate/dataspace/dataspacetest"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/testutil"
 	"github.com/syndicate-go/syndicate/services"
@@ -286,7 +287,7 @@ func TestScenario59GatekeeperService(t *testing.T) {
 	}
 	var gk *dataspace.Ref
 	for _, x := range mirror.all() {
-		if r, ok := x.(*preserves.Record); ok && r.Label == services.LabelServiceObject {
+		if r, ok := x.(*preserves.Record); ok && r.Label == service.LabelServiceObject {
 			gk, _ = dataspace.RefOf(r.Fields[1])
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/dataspacetest"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/testutil"
 	"github.com/syndicate-go/syndicate/services"
@@ -91,7 +92,7 @@ func newWorld(tb testing.TB, mimeFile string) *world {
 			})
 			return nil
 		})
-		t.During(w.cfg, pattern.Rec(services.LabelServiceObject, pattern.Capture(), pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
+		t.During(w.cfg, pattern.Rec(service.LabelServiceObject, pattern.Capture(), pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
 			r, _ := dataspace.RefOf(caps[1])
 			w.mu.Lock()
 			w.objects[preserves.FormatText(caps[0])] = r

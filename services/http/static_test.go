@@ -16,6 +16,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	httpschema "github.com/syndicate-go/syndicate/dataspace/schemas/http"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/internalservices"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
@@ -73,7 +74,7 @@ func startStatic(tb testing.TB, h *harness, name preserves.Value) *dataspace.Ref
 	got := make(chan *dataspace.Ref, 1)
 	h.do(func(t *dataspace.Turn) {
 		t.Assert(h.cfg, services.RunService(name))
-		t.During(h.cfg, pattern.Rec(services.LabelServiceObject, pattern.MustLift(name), pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
+		t.During(h.cfg, pattern.Rec(service.LabelServiceObject, pattern.MustLift(name), pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
 			r, _ := dataspace.RefOf(caps[0])
 			select {
 			case got <- r:

@@ -39,6 +39,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/relay"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/internalservices"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
 	"github.com/syndicate-go/syndicate/dataspace/transport"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
@@ -106,7 +107,7 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
 				// that was asked for (with the HTTP handler space) mirrors
 				// it, so that status and dependants of the full name see
 				// the listener's state (operator issue).
-				mirror := pattern.Rec(services.LabelServiceState, literalName(spec.name), pattern.Capture())
+				mirror := pattern.Rec(service.LabelServiceState, literalName(spec.name), pattern.Capture())
 				t.During(env.Config, mirror, func(t *dataspace.Turn, caps []preserves.Value) error {
 					t.Assert(env.Config, services.ServiceState(full, caps[0]))
 					return nil

@@ -55,6 +55,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
@@ -142,9 +143,9 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) {
 	ref := t.Create(r)
 	capt := pattern.Bind{Pattern: pattern.Discard{}}
 	for _, p := range []pattern.Pattern{
-		pattern.Rec(services.LabelRequireService, capt),
-		pattern.Rec(services.LabelRunService, capt),
-		pattern.Rec(services.LabelServiceState, capt, capt),
+		pattern.Rec(service.LabelRequireService, capt),
+		pattern.Rec(service.LabelRunService, capt),
+		pattern.Rec(service.LabelServiceState, capt, capt),
 	} {
 		t.Assert(env.Config, dataspace.Observe(pattern.Bind{Pattern: p}, ref))
 	}
@@ -164,15 +165,15 @@ func (r *recorder) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Hand
 	var fact preserves.Value
 	// A script's assertion carries positions, on its label too.
 	switch rec.Label {
-	case services.LabelRequireService:
+	case service.LabelRequireService:
 		fact = FactRequire
-	case services.LabelRunService:
+	case service.LabelRunService:
 		fact = FactRun
-	case services.LabelServiceState:
+	case service.LabelServiceState:
 		if len(caps) < 3 {
 			return nil
 		}
-		fact = preserves.NewRecord(services.LabelServiceState, caps[2])
+		fact = preserves.NewRecord(service.LabelServiceState, caps[2])
 	default:
 		return nil
 	}
@@ -357,7 +358,7 @@ func ParseOrigin(v preserves.Value) (time.Time, bool) {
 // StateOf returns S when fact is <service-state S>.
 func StateOf(fact preserves.Value) (preserves.Value, bool) {
 	r, ok := fact.(*preserves.Record)
-	if !ok || r.Label != services.LabelServiceState || len(r.Fields) != 1 {
+	if !ok || r.Label != service.LabelServiceState || len(r.Fields) != 1 {
 		return nil, false
 	}
 	return r.Fields[0], true
