@@ -71,28 +71,23 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace/caveat"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/relay/noisesession"
+	gkschema "github.com/syndicate-go/syndicate/dataspace/schemas/gatekeeper"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/internalservices"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/rpc"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/sturdy"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
 
 var (
-	symResolve    = preserves.Symbol("resolve")
-	symBind       = preserves.Symbol("bind")
-	symBound      = preserves.Symbol("bound")
-	symRef        = preserves.Symbol("ref")
-	symOk         = preserves.Symbol("ok")
-	symError      = preserves.Symbol("error")
-	symOid        = preserves.Symbol("oid")
-	symKey        = preserves.Symbol("key")
-	symSig        = preserves.Symbol("sig")
-	symGatekeeper = preserves.Symbol("gatekeeper")
-	symRunService = preserves.Symbol("run-service")
+	symOid = preserves.Symbol("oid")
+	symKey = preserves.Symbol("key")
+	symSig = preserves.Symbol("sig")
 
-	errUnsupported = preserves.NewRecord(symError, preserves.Symbol("unsupported"))
-	errInvalid     = preserves.NewRecord(symError, preserves.Symbol("invalid"))
-	errValidation  = preserves.NewRecord(symError, preserves.Symbol("sturdyref-failed-validation"))
+	errUnsupported = preserves.NewRecord(rpc.LabelError, preserves.Symbol("unsupported"))
+	errInvalid     = preserves.NewRecord(rpc.LabelError, preserves.Symbol("invalid"))
+	errValidation  = preserves.NewRecord(rpc.LabelError, preserves.Symbol("sturdyref-failed-validation"))
 )
 
 // gatekeeper is the entity behind a gatekeeper Ref.
@@ -114,7 +109,7 @@ func New(t *dataspace.Turn, bs *dataspace.Ref, log zerolog.Logger) *dataspace.Re
 
 func (g *gatekeeper) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
 	r, ok := v.(*preserves.Record)
-	if !ok || !preserves.Equal(r.Label, symResolve) || len(r.Fields) != 2 {
+	if !ok || !preserves.Equal(r.Label, gkschema.LabelResolve) || len(r.Fields) != 2 {
 		return nil // only Resolve assertions are understood
 	}
 	obs, ok := dataspace.RefOf(r.Fields[1])
@@ -151,7 +146,7 @@ func (g *gatekeeper) resolve(t *dataspace.Turn, step preserves.Value, obs *datas
 			t.Assert(obs, errInvalid)
 			return
 		}
-		p := pattern.Rec(symBind,
+		p := pattern.Rec(gkschema.LabelBind,
 			pattern.Rec(noisesession.SymNoise, pattern.Bind{Pattern: pattern.Dict(
 				pattern.Entry{Key: noisesession.SymService, Pattern: selp},
 			)}),
@@ -173,8 +168,8 @@ func (g *gatekeeper) resolve(t *dataspace.Turn, step preserves.Value, obs *datas
 		t.Assert(obs, errInvalid)
 		return
 	}
-	p := pattern.Rec(symBind,
-		pattern.Rec(symRef, pattern.Dict(
+	p := pattern.Rec(gkschema.LabelBind,
+		pattern.Rec(sturdy.LabelRef, pattern.Dict(
 			pattern.Entry{Key: symOid, Pattern: oidp},
 			pattern.Entry{Key: symKey, Pattern: pattern.Capture()},
 		)),
@@ -192,7 +187,7 @@ func (g *gatekeeper) race(t *dataspace.Turn, step preserves.Value, obs *dataspac
 	st := &race{}
 	// 1. Direct resolution: forward the Resolve with our own observer.
 	direct := t.Create(&directObserver{st: st, obs: obs, fr: t.FacetRef()})
-	st.directHandle = t.Assert(g.bs, preserves.NewRecord(symResolve, step, dataspace.Embed(direct)))
+	st.directHandle = t.Assert(g.bs, preserves.NewRecord(gkschema.LabelResolve, step, dataspace.Embed(direct)))
 	// 2. Bind lookup, in a child facet the direct answer can stop.
 	st.bindFacet, _ = t.Facet(func(t *dataspace.Turn) error {
 		t.During(g.bs, p, func(t *dataspace.Turn, caps []preserves.Value) error {
@@ -223,7 +218,7 @@ func parseStep(step preserves.Value) (*caveat.SturdyRef, preserves.Value) {
 	if _, ok := sr.Label.(preserves.Symbol); !ok {
 		return nil, errInvalid
 	}
-	if !preserves.Equal(sr.Label, symRef) {
+	if !preserves.Equal(sr.Label, sturdy.LabelRef) {
 		return nil, errUnsupported
 	}
 	if len(sr.Fields) != 1 {
@@ -254,7 +249,7 @@ func (g *gatekeeper) answer(ref *caveat.SturdyRef, keyv, targetv preserves.Value
 		g.log.Warn().Err(err).Str("oid", preserves.Show(ref.OID)).Msg("gatekeeper: sturdy ref caveats invalid")
 		return errValidation
 	}
-	return preserves.NewRecord(symOk, dataspace.Embed(att))
+	return preserves.NewRecord(rpc.LabelOk, dataspace.Embed(att))
 }
 
 // race is the state shared by the two prongs of one ref resolution.
@@ -298,7 +293,7 @@ func (d *directObserver) Retract(t *dataspace.Turn, h dataspace.Handle) error {
 // watchBinds answers every well-formed sturdy Bind in bs that names an
 // observer with `<bound <ref {oid: O sig: SIG}>>` (the root signature).
 func watchBinds(t *dataspace.Turn, bs *dataspace.Ref, log zerolog.Logger) {
-	p := pattern.Rec(symBind, pattern.Capture(), pattern.Capture(), pattern.Capture())
+	p := pattern.Rec(gkschema.LabelBind, pattern.Capture(), pattern.Capture(), pattern.Capture())
 	t.During(bs, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 		desc, target, obsv := caps[0], caps[1], caps[2]
 		dr, ok := desc.(*preserves.Record)
@@ -306,7 +301,7 @@ func watchBinds(t *dataspace.Turn, bs *dataspace.Ref, log zerolog.Logger) {
 			noiseBound(t, dr, target, obsv, log)
 			return nil
 		}
-		if !ok || !preserves.Equal(dr.Label, symRef) {
+		if !ok || !preserves.Equal(dr.Label, sturdy.LabelRef) {
 			return nil // other step types are not ours
 		}
 		oid, key, err := parseSturdyDescription(dr)
@@ -324,16 +319,16 @@ func watchBinds(t *dataspace.Turn, bs *dataspace.Ref, log zerolog.Logger) {
 			}
 		}
 		if err != nil {
-			log.Error().Err(err).Str("bind", preserves.Show(preserves.NewRecord(symBind, desc, target, obsv))).Msg("gatekeeper: malformed bind")
+			log.Error().Err(err).Str("bind", preserves.Show(preserves.NewRecord(gkschema.LabelBind, desc, target, obsv))).Msg("gatekeeper: malformed bind")
 			return nil
 		}
 		if obs != nil {
 			sr := caveat.Mint(oid, key)
-			step := preserves.NewRecord(symRef, preserves.NewDictionary(
+			step := preserves.NewRecord(sturdy.LabelRef, preserves.NewDictionary(
 				preserves.DictEntry{Key: symOid, Value: oid},
 				preserves.DictEntry{Key: symSig, Value: preserves.ByteStringFrom(sr.Sig)},
 			))
-			t.Assert(obs, preserves.NewRecord(symBound, step))
+			t.Assert(obs, preserves.NewRecord(gkschema.LabelBound, step))
 		}
 		return nil
 	})
@@ -375,11 +370,13 @@ func Boot(t *dataspace.Turn, env services.Env) error {
 		return fmt.Errorf("gatekeeper: Boot needs a config dataspace")
 	}
 	services.Serve(t, env, services.Requests[*dataspace.Ref]{
-		Label:     symGatekeeper,
+		Label:     internalservices.LabelGatekeeper,
 		Parse:     services.CapabilityName(internalservices.ParseGatekeeper, func(g internalservices.Gatekeeper) any { return g.Bindspace }),
 		Malformed: "gatekeeper: malformed <gatekeeper #:bindspace> request",
 		// A crashing gatekeeper restarts with a new service object.
-		Worker: func(req services.Request[*dataspace.Ref]) string { return services.WorkerName(symGatekeeper, req.Name) },
+		Worker: func(req services.Request[*dataspace.Ref]) string {
+			return services.WorkerName(internalservices.LabelGatekeeper, req.Name)
+		},
 		Boot: func(t *dataspace.Turn, req services.Request[*dataspace.Ref]) error {
 			t.PreventInertCheck()
 			gk := New(t, req.Spec, req.Log)

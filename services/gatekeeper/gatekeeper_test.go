@@ -10,7 +10,11 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace/caveat"
 	"github.com/syndicate-go/syndicate/dataspace/dataspacetest"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	gkschema "github.com/syndicate-go/syndicate/dataspace/schemas/gatekeeper"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/internalservices"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/rpc"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/sturdy"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/testutil"
 	"github.com/syndicate-go/syndicate/services"
@@ -101,8 +105,8 @@ func bind(oid preserves.Value, key []byte, target *dataspace.Ref, obs *dataspace
 	if obs != nil {
 		o = dataspace.Embed(obs)
 	}
-	return preserves.NewRecord(symBind,
-		preserves.NewRecord(symRef, preserves.NewDictionary(
+	return preserves.NewRecord(gkschema.LabelBind,
+		preserves.NewRecord(sturdy.LabelRef, preserves.NewDictionary(
 			preserves.DictEntry{Key: symOid, Value: oid},
 			preserves.DictEntry{Key: symKey, Value: preserves.ByteStringFrom(key)},
 		)),
@@ -110,7 +114,7 @@ func bind(oid preserves.Value, key []byte, target *dataspace.Ref, obs *dataspace
 }
 
 func resolve(step preserves.Value, obs *dataspace.Ref) preserves.Value {
-	return preserves.NewRecord(symResolve, step, dataspace.Embed(obs))
+	return preserves.NewRecord(gkschema.LabelResolve, step, dataspace.Embed(obs))
 }
 
 func TestScenario63Gatekeeper(t *testing.T) {
@@ -135,7 +139,7 @@ func TestScenario63Gatekeeper(t *testing.T) {
 		w.do(func(t *dataspace.Turn) { t.Assert(w.gk, resolve(good.ToValue(), t.Create(obs))) })
 		r := obs.only(t).(*preserves.Record)
 		got, ok := dataspace.RefOf(r.Fields[0])
-		if r.Label != symOk || !ok || !got.Equal(targetRef) {
+		if r.Label != rpc.LabelOk || !ok || !got.Equal(targetRef) {
 			t.Fatalf("got %v", r)
 		}
 	})
@@ -144,7 +148,7 @@ func TestScenario63Gatekeeper(t *testing.T) {
 		w.do(func(t *dataspace.Turn) { t.Assert(w.gk, resolve(attenuated.ToValue(), t.Create(obs))) })
 		r := obs.only(t).(*preserves.Record)
 		got, ok := dataspace.RefOf(r.Fields[0])
-		if r.Label != symOk || !ok || len(got.Caveats()) != 1 {
+		if r.Label != rpc.LabelOk || !ok || len(got.Caveats()) != 1 {
 			t.Fatalf("got %v", r)
 		}
 		w.do(func(t *dataspace.Turn) {
@@ -180,7 +184,7 @@ func TestScenario63Gatekeeper(t *testing.T) {
 	t.Run("unparsable ref detail", func(t *testing.T) {
 		obs := newBox()
 		w.do(func(t *dataspace.Turn) {
-			t.Assert(w.gk, resolve(preserves.NewRecord(symRef, preserves.Int(3)), t.Create(obs)))
+			t.Assert(w.gk, resolve(preserves.NewRecord(sturdy.LabelRef, preserves.Int(3)), t.Create(obs)))
 		})
 		if v := obs.only(t); !preserves.Equal(v, errInvalid) {
 			t.Fatalf("got %v", v)
@@ -190,10 +194,10 @@ func TestScenario63Gatekeeper(t *testing.T) {
 		// A party answers forwarded Resolves for oid "y" in the bind
 		// space; no bind for "y" exists.
 		w.do(func(t *dataspace.Turn) {
-			p := pattern.Rec(symResolve, pattern.Rec(symRef, pattern.Dict(pattern.Entry{Key: symOid, Pattern: pattern.MustLift(preserves.String("y"))})), pattern.Capture())
+			p := pattern.Rec(gkschema.LabelResolve, pattern.Rec(sturdy.LabelRef, pattern.Dict(pattern.Entry{Key: symOid, Pattern: pattern.MustLift(preserves.String("y"))})), pattern.Capture())
 			t.During(w.bs, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 				k, _ := dataspace.RefOf(caps[0])
-				t.Assert(k, preserves.NewRecord(symOk, preserves.String("direct")))
+				t.Assert(k, preserves.NewRecord(rpc.LabelOk, preserves.String("direct")))
 				return nil
 			})
 		})
@@ -201,7 +205,7 @@ func TestScenario63Gatekeeper(t *testing.T) {
 		var h dataspace.Handle
 		y := caveat.Mint(preserves.String("y"), key)
 		w.do(func(t *dataspace.Turn) { h = t.Assert(w.gk, resolve(y.ToValue(), t.Create(obs))) })
-		if v := obs.only(t); !preserves.Equal(v, preserves.NewRecord(symOk, preserves.String("direct"))) {
+		if v := obs.only(t); !preserves.Equal(v, preserves.NewRecord(rpc.LabelOk, preserves.String("direct"))) {
 			t.Fatalf("got %v", v)
 		}
 		// Retracting the Resolve retracts the answer.
@@ -214,14 +218,14 @@ func TestScenario63Gatekeeper(t *testing.T) {
 		w.do(func(t *dataspace.Turn) { t.Assert(w.gk, resolve(z.ToValue(), t.Create(obs))) })
 		w.do(func(t *dataspace.Turn) { t.Assert(w.bs, bind(preserves.String("z"), key, targetRef, nil)) })
 		r := obs.only(t).(*preserves.Record)
-		if r.Label != symOk {
+		if r.Label != rpc.LabelOk {
 			t.Fatalf("got %v", r)
 		}
 	})
 	t.Run("Q11 non-bytes key answers invalid", func(t *testing.T) {
 		w.do(func(t *dataspace.Turn) {
-			t.Assert(w.bs, preserves.NewRecord(symBind,
-				preserves.NewRecord(symRef, preserves.NewDictionary(
+			t.Assert(w.bs, preserves.NewRecord(gkschema.LabelBind,
+				preserves.NewRecord(sturdy.LabelRef, preserves.NewDictionary(
 					preserves.DictEntry{Key: symOid, Value: preserves.String("q")},
 					preserves.DictEntry{Key: symKey, Value: preserves.String("not bytes")},
 				)), dataspace.Embed(targetRef), preserves.Bool(false)))
@@ -248,7 +252,7 @@ func TestScenario56BoundAnswer(t *testing.T) {
 		t.Assert(w.bs, bind(preserves.String("x"), nil, t.Create(newBox()), t.Create(obs)))
 	})
 	sr := caveat.Mint(preserves.String("x"), nil)
-	want := preserves.NewRecord(symBound, sr.ToValue())
+	want := preserves.NewRecord(gkschema.LabelBound, sr.ToValue())
 	if v := obs.only(t); !preserves.Equal(v, want) {
 		t.Fatalf("got %v, want %v", v, want)
 	}
@@ -270,9 +274,9 @@ func TestScenario59GatekeeperService(t *testing.T) {
 		if err := Boot(t, env); err != nil {
 			panic(err)
 		}
-		t.Assert(cfgRef, services.RunService(preserves.NewRecord(symGatekeeper, dataspace.Embed(w.bs))))
+		t.Assert(cfgRef, services.RunService(preserves.NewRecord(internalservices.LabelGatekeeper, dataspace.Embed(w.bs))))
 	})
-	name := preserves.NewRecord(symGatekeeper, dataspace.Embed(w.bs))
+	name := preserves.NewRecord(internalservices.LabelGatekeeper, dataspace.Embed(w.bs))
 	has := func(v preserves.Value) bool {
 		for _, x := range mirror.all() {
 			if preserves.Equal(x, v) {
@@ -300,7 +304,7 @@ func TestScenario59GatekeeperService(t *testing.T) {
 		t.Assert(w.bs, bind(preserves.Symbol("svc"), []byte("k"), t.Create(newBox()), nil))
 		t.Assert(gk, resolve(caveat.Mint(preserves.Symbol("svc"), []byte("k")).ToValue(), t.Create(obs)))
 	})
-	if r := obs.only(t).(*preserves.Record); r.Label != symOk {
+	if r := obs.only(t).(*preserves.Record); r.Label != rpc.LabelOk {
 		t.Fatalf("got %v", r)
 	}
 }
@@ -321,9 +325,9 @@ func TestBootMalformedRequest(t *testing.T) {
 		if err := Boot(t, services.Env{Config: cfgRef, Logger: zerolog.Nop()}); err != nil {
 			panic(err)
 		}
-		t.Assert(cfgRef, services.RunService(preserves.NewRecord(symGatekeeper, preserves.String("not a ref"))))
+		t.Assert(cfgRef, services.RunService(preserves.NewRecord(internalservices.LabelGatekeeper, preserves.String("not a ref"))))
 	})
-	want := services.ServiceState(preserves.NewRecord(symGatekeeper, preserves.String("not a ref")), services.StateFailed)
+	want := services.ServiceState(preserves.NewRecord(internalservices.LabelGatekeeper, preserves.String("not a ref")), services.StateFailed)
 	waitFor(t, "failed state", func() bool {
 		for _, v := range mirror.all() {
 			if preserves.Equal(v, want) {

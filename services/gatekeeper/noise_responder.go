@@ -8,13 +8,15 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/relay"
 	"github.com/syndicate-go/syndicate/dataspace/relay/noisesession"
+	gkschema "github.com/syndicate-go/syndicate/dataspace/schemas/gatekeeper"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/rpc"
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
 // noiseError is the `<error "MESSAGE">` answer of a failed noise bind or
 // session set-up.
 func noiseError(err error) preserves.Value {
-	return preserves.NewRecord(symError, preserves.String(err.Error()))
+	return preserves.NewRecord(rpc.LabelError, preserves.String(err.Error()))
 }
 
 // noiseBound validates a `<bind <noise SPEC> TARGET OBS>` (§6.2) and
@@ -47,7 +49,7 @@ func noiseBound(t *dataspace.Turn, dr *preserves.Record, target, obsv preserves.
 		return
 	}
 	if obs != nil {
-		t.Assert(obs, preserves.NewRecord(symBound, preserves.NewRecord(noisesession.SymNoise, spec.ToValue())))
+		t.Assert(obs, preserves.NewRecord(gkschema.LabelBound, preserves.NewRecord(noisesession.SymNoise, spec.ToValue())))
 	}
 }
 
@@ -87,7 +89,7 @@ func (g *gatekeeper) startResponder(t *dataspace.Turn, specv, targetv preserves.
 			},
 		})
 		self := t.Create(&responderSession{sess: sess})
-		t.Assert(obs, preserves.NewRecord(symOk, dataspace.Embed(self)))
+		t.Assert(obs, preserves.NewRecord(rpc.LabelOk, dataspace.Embed(self)))
 		return nil
 	})
 }

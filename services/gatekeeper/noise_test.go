@@ -10,6 +10,8 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/relay"
 	"github.com/syndicate-go/syndicate/dataspace/relay/noisesession"
+	gkschema "github.com/syndicate-go/syndicate/dataspace/schemas/gatekeeper"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/rpc"
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
@@ -35,12 +37,12 @@ func noiseBind(spec preserves.Value, target *dataspace.Ref, obs *dataspace.Ref) 
 	if obs != nil {
 		o = dataspace.Embed(obs)
 	}
-	return preserves.NewRecord(symBind, preserves.NewRecord(noisesession.SymNoise, spec), dataspace.Embed(target), o)
+	return preserves.NewRecord(gkschema.LabelBind, preserves.NewRecord(noisesession.SymNoise, spec), dataspace.Embed(target), o)
 }
 
 func isErrorString(v preserves.Value) bool {
 	r, ok := v.(*preserves.Record)
-	if !ok || r.Label != symError || len(r.Fields) != 1 {
+	if !ok || r.Label != rpc.LabelError || len(r.Fields) != 1 {
 		return false
 	}
 	_, ok = r.Fields[0].(preserves.String)
@@ -81,7 +83,7 @@ func TestNoiseBindValidation(t *testing.T) {
 				}
 				return
 			}
-			want := preserves.NewRecord(symBound, preserves.NewRecord(noisesession.SymNoise, c.want))
+			want := preserves.NewRecord(gkschema.LabelBound, preserves.NewRecord(noisesession.SymNoise, c.want))
 			if !preserves.Equal(got, want) {
 				t.Fatalf("got %v, want %v", got, want)
 			}
@@ -90,7 +92,7 @@ func TestNoiseBindValidation(t *testing.T) {
 	t.Run("target not a capability", func(t *testing.T) {
 		obs := newBox()
 		w.do(func(t *dataspace.Turn) {
-			t.Assert(w.bs, preserves.NewRecord(symBind, preserves.NewRecord(noisesession.SymNoise, dict(noisesession.SymService, svc, noisesession.SymKey, bs(pk))), preserves.Int(3), dataspace.Embed(t.Create(obs))))
+			t.Assert(w.bs, preserves.NewRecord(gkschema.LabelBind, preserves.NewRecord(noisesession.SymNoise, dict(noisesession.SymService, svc, noisesession.SymKey, bs(pk))), preserves.Int(3), dataspace.Embed(t.Create(obs))))
 		})
 		if got := obs.only(t); !isErrorString(got) {
 			t.Fatalf("got %v", got)
@@ -126,7 +128,7 @@ func startRaw(tb testing.TB, w *world, svc preserves.Value, pub []byte) *rawSess
 	tb.Helper()
 	obs, rh, ans := resolveNoise(tb, w, svc)
 	r, ok := ans.(*preserves.Record)
-	if !ok || r.Label != symOk {
+	if !ok || r.Label != rpc.LabelOk {
 		tb.Fatalf("resolve answered %v", ans)
 	}
 	session, ok := dataspace.RefOf(r.Fields[0])
@@ -384,15 +386,15 @@ func TestNoiseResolveErrors(t *testing.T) {
 func TestNoiseDirectAnswer(t *testing.T) {
 	w := newWorld(t)
 	w.do(func(t *dataspace.Turn) {
-		p := pattern.Rec(symResolve, pattern.Rec(noisesession.SymNoise, pattern.MustLift(preserves.String("direct"))), pattern.Capture())
+		p := pattern.Rec(gkschema.LabelResolve, pattern.Rec(noisesession.SymNoise, pattern.MustLift(preserves.String("direct"))), pattern.Capture())
 		t.During(w.bs, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 			k, _ := dataspace.RefOf(caps[0])
-			t.Assert(k, preserves.NewRecord(symError, preserves.String("no such service")))
+			t.Assert(k, preserves.NewRecord(rpc.LabelError, preserves.String("no such service")))
 			return nil
 		})
 	})
 	_, _, ans := resolveNoise(t, w, preserves.String("direct"))
-	if want := preserves.NewRecord(symError, preserves.String("no such service")); !preserves.Equal(ans, want) {
+	if want := preserves.NewRecord(rpc.LabelError, preserves.String("no such service")); !preserves.Equal(ans, want) {
 		t.Fatalf("got %v", ans)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/caveat"
 	"github.com/syndicate-go/syndicate/dataspace/relay"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/rpc"
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
@@ -57,7 +58,7 @@ func TestHostileStepsAnswerInvalid(t *testing.T) {
 	good := caveat.Mint(preserves.String("x"), key)
 	obs := newBox()
 	w.do(func(t *dataspace.Turn) { t.Assert(w.gk, resolve(good.ToValue(), t.Create(obs))) })
-	if r := obs.only(t).(*preserves.Record); r.Label != symOk {
+	if r := obs.only(t).(*preserves.Record); r.Label != rpc.LabelOk {
 		t.Fatalf("good resolve after hostile ones: %v", r)
 	}
 }
@@ -132,7 +133,7 @@ func TestBindWithEmbeddedOid(t *testing.T) {
 	good := caveat.Mint(preserves.String("x"), key)
 	ans := newBox()
 	w.do(func(t *dataspace.Turn) { t.Assert(w.gk, resolve(good.ToValue(), t.Create(ans))) })
-	if r := ans.only(t).(*preserves.Record); r.Label != symOk {
+	if r := ans.only(t).(*preserves.Record); r.Label != rpc.LabelOk {
 		t.Fatalf("good resolve: %v", r)
 	}
 	if w.a.Status() != dataspace.Running {

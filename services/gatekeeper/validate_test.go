@@ -8,6 +8,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/internalservices"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/testutil"
 	"github.com/syndicate-go/syndicate/services"
@@ -22,9 +23,9 @@ func TestMalformedRequestsWarnWithPosition(t *testing.T) {
 	logs := &testutil.Buffer{}
 	at := preserves.Pos{File: "/etc/syndicate/gk.pr", Line: 3, Col: 18}
 	bad := []preserves.Value{
-		preserves.NewRecord(symGatekeeper),
-		preserves.NewRecord(symGatekeeper, preserves.Int(1)),
-		preserves.NewRecord(symGatekeeper, dataspace.Embed(w.bs), dataspace.Embed(w.bs)),
+		preserves.NewRecord(internalservices.LabelGatekeeper),
+		preserves.NewRecord(internalservices.LabelGatekeeper, preserves.Int(1)),
+		preserves.NewRecord(internalservices.LabelGatekeeper, dataspace.Embed(w.bs), dataspace.Embed(w.bs)),
 	}
 	w.do(func(t *dataspace.Turn) {
 		cfg := t.Create(dataspace.NewDataspace())
