@@ -9,6 +9,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace/relay"
 	"github.com/syndicate-go/syndicate/dataspace/relay/noisesession"
 	gkschema "github.com/syndicate-go/syndicate/dataspace/schemas/gatekeeper"
+	noiseschema "github.com/syndicate-go/syndicate/dataspace/schemas/noise"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/rpc"
 	"github.com/syndicate-go/syndicate/preserves"
 )
@@ -107,7 +108,7 @@ type responderSession struct {
 func (r *responderSession) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
 	rec, ok := v.(*preserves.Record)
 	var peer *dataspace.Ref
-	if ok && preserves.Equal(rec.Label, noisesession.SymInitiator) && len(rec.Fields) == 1 {
+	if ok && preserves.Equal(rec.Label, noiseschema.LabelInitiator) && len(rec.Fields) == 1 {
 		peer, ok = dataspace.RefOf(rec.Fields[0])
 	} else {
 		ok = false

@@ -11,6 +11,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace/relay"
 	"github.com/syndicate-go/syndicate/dataspace/relay/noisesession"
 	gkschema "github.com/syndicate-go/syndicate/dataspace/schemas/gatekeeper"
+	noiseschema "github.com/syndicate-go/syndicate/dataspace/schemas/noise"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/rpc"
 	"github.com/syndicate-go/syndicate/preserves"
 )
@@ -151,7 +152,7 @@ func startRaw(tb testing.TB, w *world, svc preserves.Value, pub []byte) *rawSess
 	}
 	s := &rawSession{w: w, me: newBox(), session: session, obs: obs, resolveH: rh}
 	w.do(func(t *dataspace.Turn) {
-		s.initH = t.Assert(session, preserves.NewRecord(noisesession.SymInitiator, dataspace.Embed(t.Create(s.me))))
+		s.initH = t.Assert(session, preserves.NewRecord(noiseschema.LabelInitiator, dataspace.Embed(t.Create(s.me))))
 		t.Message(session, preserves.ByteStringFrom(msg1))
 	})
 	msg2 := s.nextMsg(tb, 0)
@@ -318,7 +319,7 @@ func TestNoiseResponderEnds(t *testing.T) {
 		msg1, _, _, _ := hs.WriteMessage(nil, []byte("payload"))
 		me := newBox()
 		w.do(func(t *dataspace.Turn) {
-			t.Assert(session, preserves.NewRecord(noisesession.SymInitiator, dataspace.Embed(t.Create(me))))
+			t.Assert(session, preserves.NewRecord(noiseschema.LabelInitiator, dataspace.Embed(t.Create(me))))
 			t.Message(session, preserves.ByteStringFrom(msg1))
 		})
 		waitFor(t, "ok withdrawn", func() bool { return len(obs.all()) == 0 })
@@ -337,7 +338,7 @@ func TestNoiseResponderEnds(t *testing.T) {
 		})
 		msg1, _, _, _ := hs.WriteMessage(nil, nil)
 		w.do(func(t *dataspace.Turn) {
-			t.Assert(session, preserves.NewRecord(noisesession.SymInitiator, dataspace.Embed(t.Create(newBox()))))
+			t.Assert(session, preserves.NewRecord(noiseschema.LabelInitiator, dataspace.Embed(t.Create(newBox()))))
 			t.Message(session, preserves.ByteStringFrom(msg1))
 		})
 		waitFor(t, "ok withdrawn", func() bool { return len(obs.all()) == 0 })

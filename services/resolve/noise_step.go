@@ -4,6 +4,9 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/relay"
 	"github.com/syndicate-go/syndicate/dataspace/relay/noisesession"
+	gkschema "github.com/syndicate-go/syndicate/dataspace/schemas/gatekeeper"
+	noiseschema "github.com/syndicate-go/syndicate/dataspace/schemas/noise"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/rpc"
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
@@ -21,7 +24,7 @@ func (s *svc) noiseStep(t *dataspace.Turn, originv, specv preserves.Value) {
 		return
 	}
 	step := preserves.NewRecord(noisesession.SymNoise, specv)
-	req := preserves.NewRecord(symResolvePathStep, originv, step)
+	req := preserves.NewRecord(gkschema.LabelResolvePathStep, originv, step)
 	spec, err := noisesession.ParseSpec(specv, false)
 	if err == nil {
 		_, err = spec.Handshake(true) // refuse unrunnable protocols now
@@ -32,7 +35,7 @@ func (s *svc) noiseStep(t *dataspace.Turn, originv, specv preserves.Value) {
 		return
 	}
 	obs := t.Create(&noiseObserver{s: s, req: req, spec: spec, out: make(map[dataspace.Handle]noiseAnswer)})
-	t.Assert(origin, preserves.NewRecord(symResolve, preserves.NewRecord(noisesession.SymNoise, spec.Service), dataspace.Embed(obs)))
+	t.Assert(origin, preserves.NewRecord(gkschema.LabelResolve, preserves.NewRecord(noisesession.SymNoise, spec.Service), dataspace.Embed(obs)))
 }
 
 // noiseAnswer is what one answer to the Resolve led to: a relayed answer
@@ -58,7 +61,7 @@ type noiseObserver struct {
 
 func (o *noiseObserver) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
 	r, isRec := v.(*preserves.Record)
-	if isRec && (preserves.Equal(r.Label, symOk) || preserves.Equal(r.Label, symAccepted)) && len(r.Fields) == 1 {
+	if isRec && (preserves.Equal(r.Label, rpc.LabelOk) || preserves.Equal(r.Label, symAccepted)) && len(r.Fields) == 1 {
 		if responder, isRef := dataspace.RefOf(r.Fields[0]); isRef {
 			o.startInitiator(t, responder, h)
 			return nil
@@ -118,7 +121,7 @@ func (o *noiseObserver) startInitiator(t *dataspace.Turn, responder *dataspace.R
 			OnEnd: end,
 		})
 		me := t.Create(&initiatorSession{sess: sess})
-		t.Assert(responder, preserves.NewRecord(noisesession.SymInitiator, dataspace.Embed(me)))
+		t.Assert(responder, preserves.NewRecord(noiseschema.LabelInitiator, dataspace.Embed(me)))
 		sess.Begin(t, responder)
 		return nil
 	})

@@ -13,6 +13,8 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/relay"
 	"github.com/syndicate-go/syndicate/dataspace/relay/noisesession"
+	gkschema "github.com/syndicate-go/syndicate/dataspace/schemas/gatekeeper"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/rpc"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services/gatekeeper"
 )
@@ -128,9 +130,9 @@ func TestNoiseResponderWithdraws(t *testing.T) {
 	sk, pk := noiseKeys(t)
 	port, seen, unbind := startNoiseServerWithBinds(t, sdict(noisesession.SymService, preserves.Symbol("w"), noisesession.SymKey, preserves.ByteStringFrom(pk), noisesession.SymSecretKey, preserves.ByteStringFrom(sk)))
 	c := newClient(t)
-	route := preserves.NewRecord(symRoute, preserves.Sequence{tcp(port)}, preserves.NewRecord(noisesession.SymNoise, sdict(noisesession.SymService, preserves.Symbol("w"), noisesession.SymKey, preserves.ByteStringFrom(pk))))
-	req := preserves.NewRecord(symResolvePath, route)
-	c.do(func(t *dataspace.Turn) { t.Assert(c.cfg, preserves.NewRecord(symQ, req)) })
+	route := preserves.NewRecord(gkschema.LabelRoute, preserves.Sequence{tcp(port)}, preserves.NewRecord(noisesession.SymNoise, sdict(noisesession.SymService, preserves.Symbol("w"), noisesession.SymKey, preserves.ByteStringFrom(pk))))
+	req := preserves.NewRecord(gkschema.LabelResolvePath, route)
+	c.do(func(t *dataspace.Turn) { t.Assert(c.cfg, preserves.NewRecord(rpc.LabelQ, req)) })
 	waitFor(t, "resolved", func() bool { return c.answer(req) != nil })
 	tgt, _ := dataspace.RefOf(c.answer(req).(*preserves.Record).Fields[0].(*preserves.Record).Fields[2])
 	hello := preserves.NewRecord(preserves.Symbol("hello"))
@@ -179,14 +181,14 @@ func TestNoiseResolvePath(t *testing.T) {
 	c := newClient(t)
 	for _, p := range protos {
 		t.Run(p.name, func(t *testing.T) {
-			route := preserves.NewRecord(symRoute, preserves.Sequence{tcp(port)}, preserves.NewRecord(noisesession.SymNoise, spec(p, false)))
-			req := preserves.NewRecord(symResolvePath, route)
+			route := preserves.NewRecord(gkschema.LabelRoute, preserves.Sequence{tcp(port)}, preserves.NewRecord(noisesession.SymNoise, spec(p, false)))
+			req := preserves.NewRecord(gkschema.LabelResolvePath, route)
 			var qh dataspace.Handle
-			c.do(func(t *dataspace.Turn) { qh = t.Assert(c.cfg, preserves.NewRecord(symQ, req)) })
+			c.do(func(t *dataspace.Turn) { qh = t.Assert(c.cfg, preserves.NewRecord(rpc.LabelQ, req)) })
 			waitFor(t, "resolved", func() bool { return c.answer(req) != nil })
 			a := c.answer(req).(*preserves.Record)
 			rp, isRec := a.Fields[0].(*preserves.Record)
-			if a.Label != symOk || !isRec || rp.Label != symResolvedPath {
+			if a.Label != rpc.LabelOk || !isRec || rp.Label != gkschema.LabelResolvedPath {
 				t.Fatalf("answer %v", a)
 			}
 			tgt, _ := dataspace.RefOf(rp.Fields[2])
@@ -212,11 +214,11 @@ func TestNoiseStepErrors(t *testing.T) {
 		"short key for NK": sdict(noisesession.SymService, preserves.String("x"), noisesession.SymKey, preserves.ByteString("k")),
 	} {
 		t.Run(name, func(t *testing.T) {
-			req := preserves.NewRecord(symResolvePath, preserves.NewRecord(symRoute, preserves.Sequence{tcp(port)}, preserves.NewRecord(noisesession.SymNoise, s)))
-			c.do(func(t *dataspace.Turn) { t.Assert(c.cfg, preserves.NewRecord(symQ, req)) })
+			req := preserves.NewRecord(gkschema.LabelResolvePath, preserves.NewRecord(gkschema.LabelRoute, preserves.Sequence{tcp(port)}, preserves.NewRecord(noisesession.SymNoise, s)))
+			c.do(func(t *dataspace.Turn) { t.Assert(c.cfg, preserves.NewRecord(rpc.LabelQ, req)) })
 			waitFor(t, "an answer", func() bool { return c.answer(req) != nil })
 			r, isRec := c.answer(req).(*preserves.Record)
-			if !isRec || r.Label != symError || len(r.Fields) != 1 {
+			if !isRec || r.Label != rpc.LabelError || len(r.Fields) != 1 {
 				t.Fatalf("answer %v", c.answer(req))
 			}
 			if _, isStr := r.Fields[0].(preserves.String); !isStr {
@@ -265,15 +267,15 @@ func TestNoiseStepFailures(t *testing.T) {
 	var gk *dataspace.Ref
 	c.do(func(t *dataspace.Turn) { gk = t.Create(&fakeResponder{}) })
 	step := func(svc string) preserves.Value {
-		return preserves.NewRecord(symResolvePathStep, dataspace.Embed(gk), preserves.NewRecord(noisesession.SymNoise,
+		return preserves.NewRecord(gkschema.LabelResolvePathStep, dataspace.Embed(gk), preserves.NewRecord(noisesession.SymNoise,
 			sdict(noisesession.SymService, preserves.String(svc), noisesession.SymKey, preserves.ByteStringFrom(pk))))
 	}
 	t.Run("handshake garbage", func(t *testing.T) {
 		req := step("garbage")
-		c.do(func(t *dataspace.Turn) { t.Assert(c.cfg, preserves.NewRecord(symQ, req)) })
+		c.do(func(t *dataspace.Turn) { t.Assert(c.cfg, preserves.NewRecord(rpc.LabelQ, req)) })
 		waitFor(t, "an answer", func() bool { return c.answer(req) != nil })
 		r, isRec := c.answer(req).(*preserves.Record)
-		if !isRec || r.Label != symError {
+		if !isRec || r.Label != rpc.LabelError {
 			t.Fatalf("answer %v", c.answer(req))
 		}
 		if _, isStr := r.Fields[0].(preserves.String); !isStr {
@@ -282,7 +284,7 @@ func TestNoiseStepFailures(t *testing.T) {
 	})
 	t.Run("error mirrored", func(t *testing.T) {
 		req := step("refuse")
-		c.do(func(t *dataspace.Turn) { t.Assert(c.cfg, preserves.NewRecord(symQ, req)) })
+		c.do(func(t *dataspace.Turn) { t.Assert(c.cfg, preserves.NewRecord(rpc.LabelQ, req)) })
 		want := fail(preserves.Symbol("refused"))
 		waitFor(t, "the refusal", func() bool { a := c.answer(req); return a != nil && preserves.Equal(a, want) })
 	})
@@ -296,11 +298,11 @@ func TestNoiseWrongResponderKey(t *testing.T) {
 	port, _ := startNoiseServer(t, sdict(noisesession.SymService, preserves.Symbol("xx"), noisesession.SymKey, preserves.ByteStringFrom(pk), noisesession.SymSecretKey, preserves.ByteStringFrom(sk), noisesession.SymProtocol, xx))
 	c := newClient(t)
 	other := bytes.Repeat([]byte{1}, 32)
-	route := preserves.NewRecord(symRoute, preserves.Sequence{tcp(port)}, preserves.NewRecord(noisesession.SymNoise, sdict(noisesession.SymService, preserves.Symbol("xx"), noisesession.SymKey, preserves.ByteStringFrom(other), noisesession.SymProtocol, xx)))
-	req := preserves.NewRecord(symResolvePath, route)
-	c.do(func(t *dataspace.Turn) { t.Assert(c.cfg, preserves.NewRecord(symQ, req)) })
+	route := preserves.NewRecord(gkschema.LabelRoute, preserves.Sequence{tcp(port)}, preserves.NewRecord(noisesession.SymNoise, sdict(noisesession.SymService, preserves.Symbol("xx"), noisesession.SymKey, preserves.ByteStringFrom(other), noisesession.SymProtocol, xx)))
+	req := preserves.NewRecord(gkschema.LabelResolvePath, route)
+	c.do(func(t *dataspace.Turn) { t.Assert(c.cfg, preserves.NewRecord(rpc.LabelQ, req)) })
 	waitFor(t, "an answer", func() bool { return c.answer(req) != nil })
-	if r, isRec := c.answer(req).(*preserves.Record); !isRec || r.Label != symError {
+	if r, isRec := c.answer(req).(*preserves.Record); !isRec || r.Label != rpc.LabelError {
 		t.Fatalf("answer %v", c.answer(req))
 	}
 }

@@ -61,25 +61,12 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/relay"
 	"github.com/syndicate-go/syndicate/dataspace/relay/noisesession"
+	gkschema "github.com/syndicate-go/syndicate/dataspace/schemas/gatekeeper"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/rpc"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/sturdy"
 	"github.com/syndicate-go/syndicate/dataspace/transport"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
-)
-
-var (
-	symQ                  = preserves.Symbol("q")
-	symA                  = preserves.Symbol("a")
-	symOk                 = preserves.Symbol("ok")
-	symError              = preserves.Symbol("error")
-	symConnectTransport   = preserves.Symbol("connect-transport")
-	symConnectedTransport = preserves.Symbol("connected-transport")
-	symResolvePath        = preserves.Symbol("resolve-path")
-	symResolvedPath       = preserves.Symbol("resolved-path")
-	symResolvePathStep    = preserves.Symbol("resolve-path-step")
-	symRoute              = preserves.Symbol("route")
-	symRef                = preserves.Symbol("ref")
-	symResolve            = preserves.Symbol("resolve")
-	symForceDisconnect    = preserves.Symbol("force-disconnect")
 )
 
 // Options tunes the services; the zero value is the spec's behaviour.
@@ -103,20 +90,20 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
 		opts.Now = time.Now
 	}
 	s := &svc{cfg: env.Config, log: env.Logger, opts: opts}
-	q := func(p pattern.Pattern) pattern.Pattern { return pattern.Rec(symQ, p) }
-	t.During(env.Config, q(pattern.Rec(symConnectTransport, pattern.Capture())), func(t *dataspace.Turn, caps []preserves.Value) error {
+	q := func(p pattern.Pattern) pattern.Pattern { return pattern.Rec(rpc.LabelQ, p) }
+	t.During(env.Config, q(pattern.Rec(gkschema.LabelConnectTransport, pattern.Capture())), func(t *dataspace.Turn, caps []preserves.Value) error {
 		s.connectTransport(t, caps[0])
 		return nil
 	})
-	t.During(env.Config, q(pattern.Rec(symResolvePath, pattern.Capture())), func(t *dataspace.Turn, caps []preserves.Value) error {
+	t.During(env.Config, q(pattern.Rec(gkschema.LabelResolvePath, pattern.Capture())), func(t *dataspace.Turn, caps []preserves.Value) error {
 		s.resolvePath(t, caps[0])
 		return nil
 	})
-	t.During(env.Config, q(pattern.Rec(symResolvePathStep, pattern.Capture(), pattern.Rec(symRef, pattern.Capture()))), func(t *dataspace.Turn, caps []preserves.Value) error {
+	t.During(env.Config, q(pattern.Rec(gkschema.LabelResolvePathStep, pattern.Capture(), pattern.Rec(sturdy.LabelRef, pattern.Capture()))), func(t *dataspace.Turn, caps []preserves.Value) error {
 		s.sturdyStep(t, caps[0], caps[1])
 		return nil
 	})
-	t.During(env.Config, q(pattern.Rec(symResolvePathStep, pattern.Capture(), pattern.Rec(noisesession.SymNoise, pattern.Capture()))), func(t *dataspace.Turn, caps []preserves.Value) error {
+	t.During(env.Config, q(pattern.Rec(gkschema.LabelResolvePathStep, pattern.Capture(), pattern.Rec(noisesession.SymNoise, pattern.Capture()))), func(t *dataspace.Turn, caps []preserves.Value) error {
 		s.noiseStep(t, caps[0], caps[1])
 		return nil
 	})
@@ -130,11 +117,11 @@ type svc struct {
 }
 
 func answer(req, result preserves.Value) preserves.Value {
-	return preserves.NewRecord(symA, req, result)
+	return preserves.NewRecord(rpc.LabelA, req, result)
 }
 
-func ok(v preserves.Value) preserves.Value   { return preserves.NewRecord(symOk, v) }
-func fail(v preserves.Value) preserves.Value { return preserves.NewRecord(symError, v) }
+func ok(v preserves.Value) preserves.Value   { return preserves.NewRecord(rpc.LabelOk, v) }
+func fail(v preserves.Value) preserves.Value { return preserves.NewRecord(rpc.LabelError, v) }
 
 // ---- transport connector ----
 
@@ -143,7 +130,7 @@ func (s *svc) connectTransport(t *dataspace.Turn, addr preserves.Value) {
 	if err != nil || ta.Network != transport.TCP {
 		return // non-TCP addresses are ignored
 	}
-	req := preserves.NewRecord(symConnectTransport, addr)
+	req := preserves.NewRecord(gkschema.LabelConnectTransport, addr)
 	log := s.log.With().Str("transport", preserves.Show(addr)).Logger()
 	var terms []time.Time
 	var attempt func(t *dataspace.Turn)
@@ -186,7 +173,7 @@ func (s *svc) connectTransport(t *dataspace.Turn, addr preserves.Value) {
 					c, peer := relay.Run(t, nc, relay.Options{ImportInitial: true, Logger: log})
 					conn = c
 					ctl := t.Create(&control{conn: c})
-					t.Assert(s.cfg, answer(req, ok(preserves.NewRecord(symConnectedTransport, addr, dataspace.Embed(ctl), dataspace.Embed(peer)))))
+					t.Assert(s.cfg, answer(req, ok(preserves.NewRecord(gkschema.LabelConnectedTransport, addr, dataspace.Embed(ctl), dataspace.Embed(peer)))))
 					t.Retract(errHandle)
 					errHandle = 0
 					return nil
@@ -217,7 +204,7 @@ type control struct {
 
 func (c *control) Message(t *dataspace.Turn, v preserves.Value) error {
 	// Unwrap: a script's message carries its source position.
-	if r, ok := v.(*preserves.Record); ok && preserves.Equal(r.Label, symForceDisconnect) {
+	if r, ok := v.(*preserves.Record); ok && preserves.Equal(r.Label, gkschema.LabelForceDisconnect) {
 		c.conn.StopIn(t)
 	}
 	return nil
@@ -255,10 +242,10 @@ func (s *svc) sturdyStep(t *dataspace.Turn, originv, params preserves.Value) {
 	if !isRef {
 		return
 	}
-	step := preserves.NewRecord(symRef, params)
-	req := preserves.NewRecord(symResolvePathStep, originv, step)
+	step := preserves.NewRecord(sturdy.LabelRef, params)
+	req := preserves.NewRecord(gkschema.LabelResolvePathStep, originv, step)
 	obs := t.Create(&mirror{cfg: s.cfg, req: req, out: make(dataspace.HandleAssertions)})
-	t.Assert(origin, preserves.NewRecord(symResolve, step, dataspace.Embed(obs)))
+	t.Assert(origin, preserves.NewRecord(gkschema.LabelResolve, step, dataspace.Embed(obs)))
 }
 
 // mirror relays each answer asserted to it as `<a REQ ANSWER>`.
@@ -290,7 +277,7 @@ type connected struct {
 // every step a record with a symbol label.
 func parseRoute(route preserves.Value) (transports, steps []preserves.Value, ok bool) {
 	r, isRec := route.(*preserves.Record)
-	if !isRec || !preserves.Equal(r.Label, symRoute) || len(r.Fields) < 1 {
+	if !isRec || !preserves.Equal(r.Label, gkschema.LabelRoute) || len(r.Fields) < 1 {
 		return nil, nil, false
 	}
 	ts, isSeq := r.Fields[0].(preserves.Sequence)
@@ -315,13 +302,13 @@ func (s *svc) resolvePath(t *dataspace.Turn, route preserves.Value) {
 		s.log.Warn().Str("route", preserves.Show(route)).Msg("resolve-path: malformed route ignored")
 		return
 	}
-	req := preserves.NewRecord(symResolvePath, route)
+	req := preserves.NewRecord(gkschema.LabelResolvePath, route)
 	// Every question this route will ask must be observable: a transport
 	// or step holding a set can never be answered (no pattern matches it),
 	// so the route is refused at once.
 	transportPats := make([]pattern.Pattern, len(transports))
 	for i, tr := range transports {
-		p, err := pattern.Lift(preserves.NewRecord(symConnectTransport, tr))
+		p, err := pattern.Lift(preserves.NewRecord(gkschema.LabelConnectTransport, tr))
 		if err != nil {
 			s.refuseRoute(t, req, "transport", tr, err)
 			return
@@ -366,9 +353,9 @@ func (s *svc) resolvePath(t *dataspace.Turn, route preserves.Value) {
 		return nil
 	})
 	for i, tr := range transports {
-		creq := preserves.NewRecord(symConnectTransport, tr)
-		t.Assert(s.cfg, preserves.NewRecord(symQ, creq))
-		p := pattern.Rec(symA, transportPats[i], pattern.Rec(symOk, pattern.Rec(symConnectedTransport, pattern.Capture(), pattern.Capture(), pattern.Capture())))
+		creq := preserves.NewRecord(gkschema.LabelConnectTransport, tr)
+		t.Assert(s.cfg, preserves.NewRecord(rpc.LabelQ, creq))
+		p := pattern.Rec(rpc.LabelA, transportPats[i], pattern.Rec(rpc.LabelOk, pattern.Rec(gkschema.LabelConnectedTransport, pattern.Capture(), pattern.Capture(), pattern.Capture())))
 		t.During(s.cfg, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 			k := preserves.FormatText(tr)
 			up[k] = connected{addr: caps[0], ctl: caps[1], ref: caps[2]}
@@ -400,27 +387,27 @@ func (s *svc) refuseRoute(t *dataspace.Turn, req preserves.Value, what string, p
 // downstream of it.
 func (s *svc) resolveSteps(t *dataspace.Turn, req preserves.Value, c connected, origin preserves.Value, steps []preserves.Value) {
 	if len(steps) == 0 {
-		t.Assert(s.cfg, answer(req, ok(preserves.NewRecord(symResolvedPath, c.addr, c.ctl, origin))))
+		t.Assert(s.cfg, answer(req, ok(preserves.NewRecord(gkschema.LabelResolvedPath, c.addr, c.ctl, origin))))
 		return
 	}
-	sreq := preserves.NewRecord(symResolvePathStep, origin, steps[0])
+	sreq := preserves.NewRecord(gkschema.LabelResolvePathStep, origin, steps[0])
 	sp, err := pattern.Lift(sreq)
 	if err != nil {
 		// resolvePath checked every step, and origin is a capability.
 		s.refuseRoute(t, req, "step", steps[0], err)
 		return
 	}
-	t.Assert(s.cfg, preserves.NewRecord(symQ, sreq))
-	t.During(s.cfg, pattern.Rec(symA, sp, pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
+	t.Assert(s.cfg, preserves.NewRecord(rpc.LabelQ, sreq))
+	t.During(s.cfg, pattern.Rec(rpc.LabelA, sp, pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
 		res, isRec := caps[0].(*preserves.Record)
 		switch {
-		case isRec && preserves.Equal(res.Label, symOk) && len(res.Fields) == 1:
+		case isRec && preserves.Equal(res.Label, rpc.LabelOk) && len(res.Fields) == 1:
 			if _, isRef := dataspace.RefOf(res.Fields[0]); !isRef {
 				t.Assert(s.cfg, answer(req, fail(preserves.Symbol("invalid-path-step-result"))))
 				return nil
 			}
 			s.resolveSteps(t, req, c, res.Fields[0], steps[1:])
-		case isRec && preserves.Equal(res.Label, symError) && len(res.Fields) == 1:
+		case isRec && preserves.Equal(res.Label, rpc.LabelError) && len(res.Fields) == 1:
 			t.Assert(s.cfg, answer(req, caps[0])) // Q13: propagated
 		}
 		return nil

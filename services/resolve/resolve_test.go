@@ -12,6 +12,9 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace/dataspacetest"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/relay"
+	gkschema "github.com/syndicate-go/syndicate/dataspace/schemas/gatekeeper"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/rpc"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/sturdy"
 	"github.com/syndicate-go/syndicate/dataspace/transport"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/testutil"
@@ -116,7 +119,7 @@ func newClient(tb testing.TB) *client {
 		if err := BootWith(t, services.Env{Config: c.cfg, Logger: zerolog.Nop()}, Options{Delay: 10 * time.Millisecond, Backoff: 50 * time.Millisecond}); err != nil {
 			return err
 		}
-		t.During(c.cfg, pattern.Rec(symA, pattern.Capture(), pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
+		t.During(c.cfg, pattern.Rec(rpc.LabelA, pattern.Capture(), pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
 			k := preserves.FormatText(caps[0])
 			c.mu.Lock()
 			c.ans[k] = caps[1]
@@ -153,12 +156,12 @@ func tcp(port int) preserves.Value {
 func TestConnectTransport(t *testing.T) {
 	port, _, conns := startServer(t)
 	c := newClient(t)
-	req := preserves.NewRecord(symConnectTransport, tcp(port))
-	c.do(func(t *dataspace.Turn) { t.Assert(c.cfg, preserves.NewRecord(symQ, req)) })
+	req := preserves.NewRecord(gkschema.LabelConnectTransport, tcp(port))
+	c.do(func(t *dataspace.Turn) { t.Assert(c.cfg, preserves.NewRecord(rpc.LabelQ, req)) })
 	waitFor(t, "connected", func() bool { return c.answer(req) != nil })
 	a := c.answer(req).(*preserves.Record)
 	ct := a.Fields[0].(*preserves.Record)
-	if a.Label != symOk || ct.Label != symConnectedTransport || !preserves.Equal(ct.Fields[0], tcp(port)) {
+	if a.Label != rpc.LabelOk || ct.Label != gkschema.LabelConnectedTransport || !preserves.Equal(ct.Fields[0], tcp(port)) {
 		t.Fatalf("answer %v", a)
 	}
 	ctl, _ := dataspace.RefOf(ct.Fields[1])
@@ -166,11 +169,11 @@ func TestConnectTransport(t *testing.T) {
 	// The peer is the server's oid 0: a resolve through it works.
 	k := &sink{}
 	c.do(func(t *dataspace.Turn) {
-		t.Assert(peer, preserves.NewRecord(symResolve, preserves.NewRecord(symRef, preserves.NewDictionary(
+		t.Assert(peer, preserves.NewRecord(gkschema.LabelResolve, preserves.NewRecord(sturdy.LabelRef, preserves.NewDictionary(
 			preserves.DictEntry{Key: preserves.Symbol("oid"), Value: preserves.String("good")})), dataspace.Embed(t.Create(k))))
 	})
 	// force-disconnect: the connection is dropped and re-established.
-	c.do(func(t *dataspace.Turn) { t.Message(ctl, preserves.NewRecord(symForceDisconnect)) })
+	c.do(func(t *dataspace.Turn) { t.Message(ctl, preserves.NewRecord(gkschema.LabelForceDisconnect)) })
 	waitFor(t, "reconnect", func() bool { return conns() == 2 && c.answer(req) != nil })
 }
 
@@ -179,8 +182,8 @@ func TestConnectTransportRefused(t *testing.T) {
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 	c := newClient(t)
-	req := preserves.NewRecord(symConnectTransport, tcp(port))
-	c.do(func(t *dataspace.Turn) { t.Assert(c.cfg, preserves.NewRecord(symQ, req)) })
+	req := preserves.NewRecord(gkschema.LabelConnectTransport, tcp(port))
+	c.do(func(t *dataspace.Turn) { t.Assert(c.cfg, preserves.NewRecord(rpc.LabelQ, req)) })
 	want := fail(preserves.Symbol("ConnectionRefused"))
 	waitFor(t, "error answer", func() bool { a := c.answer(req); return a != nil && preserves.Equal(a, want) })
 }
@@ -188,16 +191,16 @@ func TestConnectTransportRefused(t *testing.T) {
 func TestResolvePath(t *testing.T) {
 	port, target, _ := startServer(t)
 	c := newClient(t)
-	good := preserves.NewRecord(symRef, preserves.NewDictionary(
+	good := preserves.NewRecord(sturdy.LabelRef, preserves.NewDictionary(
 		preserves.DictEntry{Key: preserves.Symbol("oid"), Value: preserves.String("good")},
 		preserves.DictEntry{Key: preserves.Symbol("sig"), Value: preserves.ByteString("")}))
-	route := preserves.NewRecord(symRoute, preserves.Sequence{tcp(port)}, good)
-	req := preserves.NewRecord(symResolvePath, route)
-	c.do(func(t *dataspace.Turn) { t.Assert(c.cfg, preserves.NewRecord(symQ, req)) })
+	route := preserves.NewRecord(gkschema.LabelRoute, preserves.Sequence{tcp(port)}, good)
+	req := preserves.NewRecord(gkschema.LabelResolvePath, route)
+	c.do(func(t *dataspace.Turn) { t.Assert(c.cfg, preserves.NewRecord(rpc.LabelQ, req)) })
 	waitFor(t, "resolved", func() bool { return c.answer(req) != nil })
 	a := c.answer(req).(*preserves.Record)
 	rp, isRec := a.Fields[0].(*preserves.Record)
-	if a.Label != symOk || !isRec || rp.Label != symResolvedPath || !preserves.Equal(rp.Fields[0], tcp(port)) {
+	if a.Label != rpc.LabelOk || !isRec || rp.Label != gkschema.LabelResolvedPath || !preserves.Equal(rp.Fields[0], tcp(port)) {
 		t.Fatalf("answer %v", a)
 	}
 	tgt, _ := dataspace.RefOf(rp.Fields[2])
@@ -205,11 +208,11 @@ func TestResolvePath(t *testing.T) {
 	waitFor(t, "message at the target", func() bool { return target.n() == 1 })
 
 	// A step the gatekeeper refuses: the error is the route's answer.
-	bad := preserves.NewRecord(symRef, preserves.NewDictionary(
+	bad := preserves.NewRecord(sturdy.LabelRef, preserves.NewDictionary(
 		preserves.DictEntry{Key: preserves.Symbol("oid"), Value: preserves.String("bad")},
 		preserves.DictEntry{Key: preserves.Symbol("sig"), Value: preserves.ByteString("")}))
-	req2 := preserves.NewRecord(symResolvePath, preserves.NewRecord(symRoute, preserves.Sequence{tcp(port)}, bad))
-	c.do(func(t *dataspace.Turn) { t.Assert(c.cfg, preserves.NewRecord(symQ, req2)) })
+	req2 := preserves.NewRecord(gkschema.LabelResolvePath, preserves.NewRecord(gkschema.LabelRoute, preserves.Sequence{tcp(port)}, bad))
+	c.do(func(t *dataspace.Turn) { t.Assert(c.cfg, preserves.NewRecord(rpc.LabelQ, req2)) })
 	want := fail(preserves.Symbol("nope"))
 	waitFor(t, "error answer", func() bool { a := c.answer(req2); return a != nil && preserves.Equal(a, want) })
 }
@@ -228,17 +231,17 @@ func TestResolvePathWithSet(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.do(func(t *dataspace.Turn) { t.Assert(c.cfg, preserves.NewRecord(symQ, req)) })
+		c.do(func(t *dataspace.Turn) { t.Assert(c.cfg, preserves.NewRecord(rpc.LabelQ, req)) })
 		waitFor(t, "an error answer to "+text, func() bool {
 			a, isRec := preserves.Unwrap(c.answer(req)).(*preserves.Record)
-			return isRec && a.Label == symError
+			return isRec && a.Label == rpc.LabelError
 		})
 	}
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	req := preserves.NewRecord(symConnectTransport, tcp(port))
-	if !c.fr.Activate(func(t *dataspace.Turn) error { t.Assert(c.cfg, preserves.NewRecord(symQ, req)); return nil }) {
+	req := preserves.NewRecord(gkschema.LabelConnectTransport, tcp(port))
+	if !c.fr.Activate(func(t *dataspace.Turn) error { t.Assert(c.cfg, preserves.NewRecord(rpc.LabelQ, req)); return nil }) {
 		t.Fatal("the service's actor ended")
 	}
 	waitFor(t, "an answer after the hostile routes", func() bool { return c.answer(req) != nil })

@@ -15,11 +15,11 @@ import (
 )
 
 // The noise.prs vocabulary used by both sides: the `<noise …>` step and
-// description label, the responder's `<initiator #:PEER>` assertion, and
+// description label (the responder's `<initiator #:PEER>` is
+// noise.LabelInitiator of dataspace/schemas/noise), and
 // the NoiseSpec / NoiseServiceSpec dictionary keys.
 const (
 	SymNoise         preserves.Symbol = "noise"
-	SymInitiator     preserves.Symbol = "initiator"
 	SymService       preserves.Symbol = "service"
 	SymKey           preserves.Symbol = "key"
 	SymProtocol      preserves.Symbol = "protocol"
