@@ -4,14 +4,10 @@ import (
 	"context"
 
 	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/gatekeeper"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/rpc"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/sturdy"
 	"github.com/syndicate-go/syndicate/preserves"
-)
-
-var (
-	symResolve = preserves.Symbol("resolve")
-	symOk      = preserves.Symbol("ok")
-	symError   = preserves.Symbol("error")
-	symRef     = preserves.Symbol("ref")
 )
 
 // ResolveIn asserts `<resolve STEP #:k>` to gk from the active facet and
@@ -23,7 +19,7 @@ var (
 // capability alive) go away when it is retracted.
 func ResolveIn(t *dataspace.Turn, gk *dataspace.Ref, step preserves.Value, done func(t *dataspace.Turn, cap *dataspace.Ref, err error)) dataspace.Handle {
 	k := &answer{done: done}
-	return t.Assert(gk, preserves.NewRecord(symResolve, step, dataspace.Embed(t.Create(k))))
+	return t.Assert(gk, preserves.NewRecord(gatekeeper.LabelResolve, step, dataspace.Embed(t.Create(k))))
 }
 
 type answer struct {
@@ -38,7 +34,7 @@ func (a *answer) Assert(t *dataspace.Turn, v preserves.Value, _ dataspace.Handle
 	done := a.done
 	r, ok := preserves.Unwrap(v).(*preserves.Record)
 	switch {
-	case ok && preserves.Equal(r.Label, symOk) && len(r.Fields) == 1:
+	case ok && preserves.Equal(r.Label, rpc.LabelOk) && len(r.Fields) == 1:
 		if c, ok := dataspace.RefOf(r.Fields[0]); ok {
 			a.done = nil
 			done(t, c, nil)
@@ -46,7 +42,7 @@ func (a *answer) Assert(t *dataspace.Turn, v preserves.Value, _ dataspace.Handle
 		}
 		a.done = nil
 		done(t, nil, &ResolveError{Detail: v})
-	case ok && preserves.Equal(r.Label, symError) && len(r.Fields) == 1:
+	case ok && preserves.Equal(r.Label, rpc.LabelError) && len(r.Fields) == 1:
 		a.done = nil
 		done(t, nil, &ResolveError{Detail: r.Fields[0]})
 	}
@@ -60,7 +56,7 @@ func (a *answer) Assert(t *dataspace.Turn, v preserves.Value, _ dataspace.Handle
 // (or let sys.Shutdown do it). It waits until the answer or ctx's end.
 func Resolve(ctx context.Context, sys *dataspace.System, gk *dataspace.Ref, step preserves.Value) (cap *dataspace.Ref, release func(), err error) {
 	if _, ok := preserves.Unwrap(step).(*preserves.Dictionary); ok {
-		step = preserves.NewRecord(symRef, step)
+		step = preserves.NewRecord(sturdy.LabelRef, step)
 	}
 	type res struct {
 		cap *dataspace.Ref
