@@ -10,11 +10,9 @@ import (
 	"github.com/syndicate-go/syndicate/services"
 )
 
-// Labels of internalServices.prs and of the rescan message.
-var (
-	symConfigWatcher = preserves.Symbol("config-watcher")
-	symConfigRescan  = preserves.Symbol("config-rescan")
-)
+// symConfigRescan labels the rescan message, which no schema defines (the
+// service label is internalservices.LabelConfigWatcher).
+var symConfigRescan = preserves.Symbol("config-rescan")
 
 // Options tunes the service; the zero value means the spec's behaviour.
 type Options struct {
@@ -45,7 +43,7 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
 	// arity) so that malformed ones are reported rather than silently
 	// missed.
 	services.Serve(t, env, services.Requests[watcherRequest]{
-		Label:     symConfigWatcher,
+		Label:     internalservices.LabelConfigWatcher,
 		Parse:     parseName,
 		Malformed: "malformed config-watcher request",
 		// Log lines name the watcher by its path only: the full name

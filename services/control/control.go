@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/control"
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
@@ -24,7 +25,7 @@ type Entity struct {
 // integer is logged and replaced by 1, as the reference does.
 func (e *Entity) Message(t *dataspace.Turn, v preserves.Value) error {
 	r, ok := v.(*preserves.Record)
-	if !ok || len(r.Fields) != 1 || !preserves.Equal(r.Label, preserves.Symbol("exit")) {
+	if !ok || len(r.Fields) != 1 || !preserves.Equal(r.Label, control.LabelExit) {
 		return nil
 	}
 	code := 1

@@ -6,15 +6,13 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/externalservices"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
 
-var (
-	labelDaemon = preserves.Symbol("daemon")
-	labelLog    = preserves.Symbol("log")
-)
+var labelLog = preserves.Symbol("log")
 
 // ErrCrash is the error a daemon worker crashes with when a process under
 // policy `all` fails (§5.5).
@@ -78,7 +76,7 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) (*Service, erro
 	s.order.track(t, env.Config)
 	s.runs = map[string]*daemonRun{}
 	s.serveOutput(t, env.Config)
-	p := pattern.Rec(service.LabelRunService, pattern.Bind{Pattern: pattern.Rec(labelDaemon)})
+	p := pattern.Rec(service.LabelRunService, pattern.Bind{Pattern: pattern.Rec(externalservices.LabelDaemon)})
 	t.During(env.Config, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 		runDaemon(t, s, env, caps[0])
 		return nil

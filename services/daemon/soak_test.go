@@ -14,6 +14,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/externalservices"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
@@ -135,7 +136,7 @@ func BenchmarkRequireToReady(b *testing.B) {
 func benchRequire(b *testing.B, want preserves.Symbol, withSpec bool) {
 	seen := make(chan preserves.Value, 1)
 	h := newHarness(b, services.Boot, Boot, func(t *dataspace.Turn, env services.Env) error {
-		p := pattern.Rec(service.LabelServiceState, pattern.Rec(labelDaemon, pattern.Capture()), pattern.Lit{Value: want})
+		p := pattern.Rec(service.LabelServiceState, pattern.Rec(externalservices.LabelDaemon, pattern.Capture()), pattern.Lit{Value: want})
 		t.During(env.Config, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 			seen <- caps[0]
 			return nil

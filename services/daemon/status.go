@@ -6,6 +6,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/externalservices"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
@@ -144,7 +145,7 @@ func OutputValue(lines []Line) preserves.Value {
 // appears (nothing for a daemon that is not wanted). One subscription
 // serves every daemon.
 func (s *Service) serveOutput(t *dataspace.Turn, cfg *dataspace.Ref) {
-	p := pattern.Rec(labelOutputRequest, pattern.Bind{Pattern: pattern.Rec(labelDaemon, pattern.Discard{})})
+	p := pattern.Rec(labelOutputRequest, pattern.Bind{Pattern: pattern.Rec(externalservices.LabelDaemon, pattern.Discard{})})
 	t.During(cfg, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 		name := caps[0]
 		if d := s.runs[daemonKey(name)]; d != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/externalservices"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
 	"github.com/syndicate-go/syndicate/preserves"
 )
@@ -60,8 +61,8 @@ func daemonKey(name preserves.Value) string { return preserves.FormatText(name) 
 // track observes depends-on assertions between daemons in the active facet.
 func (o *stopOrder) track(t *dataspace.Turn, cfg *dataspace.Ref) {
 	p := pattern.Rec(service.LabelDependsOn,
-		pattern.Bind{Pattern: pattern.Rec(labelDaemon, pattern.Discard{})},
-		pattern.Rec(service.LabelServiceState, pattern.Bind{Pattern: pattern.Rec(labelDaemon, pattern.Discard{})}, pattern.Discard{}))
+		pattern.Bind{Pattern: pattern.Rec(externalservices.LabelDaemon, pattern.Discard{})},
+		pattern.Rec(service.LabelServiceState, pattern.Bind{Pattern: pattern.Rec(externalservices.LabelDaemon, pattern.Discard{})}, pattern.Discard{}))
 	t.During(cfg, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 		a, b := daemonKey(caps[0]), daemonKey(caps[1])
 		o.dependency(a, b, +1)

@@ -138,7 +138,7 @@ func (w *worker) boot(t *dataspace.Turn) error {
 	w.rec = services.NewReconciler(t, w.reconcile)
 	// The whole declaration, so that a spec that is an atom still has
 	// the place it was written (its parent remembers it).
-	specPat := pattern.Bind{Pattern: pattern.Rec(labelDaemon, literal(w.d.id), pattern.Discard{})}
+	specPat := pattern.Bind{Pattern: pattern.Rec(externalservices.LabelDaemon, literal(w.d.id), pattern.Discard{})}
 	t.During(w.d.env.Config, specPat, func(t *dataspace.Turn, caps []preserves.Value) error {
 		decl := caps[0].(*preserves.Record)
 		return w.specAsserted(t, decl.Fields[1], preserves.FieldPos(decl, 1))

@@ -35,10 +35,7 @@ import (
 	"github.com/syndicate-go/syndicate/services"
 )
 
-var (
-	symDebtReporter = preserves.Symbol("debt-reporter")
-	symWorker       = preserves.Symbol("debt_reporter")
-)
+var symWorker = preserves.Symbol("debt_reporter")
 
 const (
 	// BacklogThreshold is the mailbox length (in batches, one turn each)
@@ -52,7 +49,7 @@ const (
 // ServiceName returns the service name `<debt-reporter SECONDS>` (what
 // --debt-reporter requests with 1.0).
 func ServiceName(seconds float64) preserves.Value {
-	return preserves.NewRecord(symDebtReporter, preserves.NewDouble(seconds))
+	return preserves.NewRecord(internalservices.LabelDebtReporter, preserves.NewDouble(seconds))
 }
 
 // Boot installs the debt reporter service in env.Config.
@@ -61,7 +58,7 @@ func Boot(t *dataspace.Turn, env services.Env) error {
 		return fmt.Errorf("debt: Boot needs a config dataspace")
 	}
 	services.Serve(t, env, services.Requests[time.Duration]{
-		Label:     symDebtReporter,
+		Label:     internalservices.LabelDebtReporter,
 		Parse:     internalservices.DebtPeriod,
 		Malformed: "debt reporter: malformed <debt-reporter SECONDS> request (SECONDS must be a positive double)",
 		Worker:    func(req services.Request[time.Duration]) string { return services.WorkerName(symWorker, req.Name) },

@@ -135,7 +135,7 @@ func (w *world) count() int {
 }
 
 func request(secs preserves.Value) preserves.Value {
-	return preserves.NewRecord(symDebtReporter, secs)
+	return preserves.NewRecord(internalservices.LabelDebtReporter, secs)
 }
 
 const statsMsg = "debt reporter: scheduler statistics"
@@ -191,8 +191,8 @@ func TestMalformedRequests(t *testing.T) {
 		request(preserves.Int(1)), // the schema says double
 		request(preserves.NewDouble(0)),
 		request(preserves.NewDouble(-1)),
-		preserves.NewRecord(symDebtReporter),
-		preserves.NewRecord(symDebtReporter, preserves.NewDouble(1), preserves.NewDouble(2)),
+		preserves.NewRecord(internalservices.LabelDebtReporter),
+		preserves.NewRecord(internalservices.LabelDebtReporter, preserves.NewDouble(1), preserves.NewDouble(2)),
 	}
 	w.do(func(t *dataspace.Turn) {
 		for _, name := range bad {

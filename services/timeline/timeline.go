@@ -68,8 +68,8 @@ const (
 	LabelRetracted      = preserves.Symbol("retracted")
 	// FactRequire and FactRun name the require-service and run-service
 	// facts; a state S is the record <service-state S>.
-	FactRequire = preserves.Symbol("require-service")
-	FactRun     = preserves.Symbol("run-service")
+	FactRequire = service.LabelRequireService
+	FactRun     = service.LabelRunService
 )
 
 // Options bounds and clocks the recorder; zero fields take the defaults.
