@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/externalservices"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/script/validate"
 	"github.com/syndicate-go/syndicate/services"
@@ -46,9 +47,8 @@ func (s *server) startDryRun(t *dataspace.Turn, cfg *dataspace.Ref, out io.Write
 	m := &dryRunModel{StatusModel: services.NewStatusModel(display), commands: map[string]map[string]int{}, last: time.Now()}
 	m.Changed = func(*dataspace.Turn) { m.last = time.Now() }
 	m.Track(t, cfg)
-	daemonLabel := preserves.Symbol("daemon")
-	m.Watch(t, cfg, daemonLabel, 2, func(c []preserves.Value, d int) {
-		services.Count2(m.commands, m.Key(preserves.NewRecord(daemonLabel, preserves.Strip(c[0]))), commandText(c[1]), d)
+	m.Watch(t, cfg, externalservices.LabelDaemon, 2, func(c []preserves.Value, d int) {
+		services.Count2(m.commands, m.Key(preserves.NewRecord(externalservices.LabelDaemon, preserves.Strip(c[0]))), commandText(c[1]), d)
 	})
 
 	fr := t.FacetRef()

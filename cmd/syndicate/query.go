@@ -11,6 +11,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	dsschema "github.com/syndicate-go/syndicate/dataspace/schemas/dataspace"
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
@@ -70,7 +71,7 @@ func subscribe(t *dataspace.Turn, ds *dataspace.Ref, p pattern.Pattern, o *obser
 // isObserve reports whether v is an `<Observe …>` subscription record.
 func isObserve(v preserves.Value) bool {
 	r, ok := preserves.Unwrap(v).(*preserves.Record)
-	return ok && preserves.Equal(r.Label, preserves.Symbol("Observe"))
+	return ok && preserves.Equal(r.Label, dsschema.LabelObserve)
 }
 
 // observes reports whether v is the `<Observe PATTERN #:ref>` subscription

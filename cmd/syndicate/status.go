@@ -38,6 +38,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/externalservices"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 	"github.com/syndicate-go/syndicate/services/daemon"
@@ -664,7 +665,7 @@ func runStatus(ctx context.Context, cl *cli, args []string) error {
 		return err
 	}
 	defer s.close()
-	if literal != nil && preserves.Equal(recordLabel(literal), preserves.Symbol("daemon")) {
+	if literal != nil && preserves.Equal(recordLabel(literal), externalservices.LabelDaemon) {
 		// The daemon service answers the output request in a turn of its
 		// own; give it a moment when the daemon is running.
 		m.mu.Lock()

@@ -31,6 +31,9 @@ import (
 	"strings"
 
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/externalservices"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/internalservices"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/schema"
 	"github.com/syndicate-go/syndicate/script"
@@ -242,7 +245,7 @@ func (s *fileScan) pat(p compile.Pat, sc scope) {
 // watcherEnv records the keys of `<config-watcher PATH {KEY: …}>`.
 func (s *fileScan) watcherEnv(r *compile.MkRecord) {
 	c, ok := r.Label.(*compile.Const)
-	if !ok || c.Value != preserves.Symbol("config-watcher") || len(r.Fields) < 2 {
+	if !ok || c.Value != internalservices.LabelConfigWatcher || len(r.Fields) < 2 {
 		return
 	}
 	switch d := r.Fields[1].(type) {
@@ -290,7 +293,7 @@ func (s *fileScan) declaration(e compile.Expr) {
 	}
 	switch {
 	case l == "daemon" && len(fields) == 2:
-		id := key(preserves.NewRecord(preserves.Symbol("daemon"), fields[0]))
+		id := key(preserves.NewRecord(externalservices.LabelDaemon, fields[0]))
 		s.tr.daemons[id] = append(s.tr.daemons[id], declared{pos: at, spec: preserves.FormatText(fields[1])})
 	case l == "require-service" && len(fields) == 1:
 		k := key(fields[0])
@@ -437,7 +440,7 @@ func (tr *tree) unserved(out *script.ErrorList) {
 			continue
 		}
 		served := false
-		run := preserves.NewRecord(preserves.Symbol("run-service"), name)
+		run := preserves.NewRecord(service.LabelRunService, name)
 		for _, p := range tr.patterns {
 			if _, ok := pattern.Match(p, run); ok {
 				served = true

@@ -25,6 +25,9 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace/caveat"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	dsschema "github.com/syndicate-go/syndicate/dataspace/schemas/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/gatekeeper"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/sturdy"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/script"
 	"github.com/syndicate-go/syndicate/script/compile"
@@ -199,11 +202,11 @@ func (s *bindScan) expr(e compile.Expr) {
 // key, or its capability.
 var bindProbes = func() []preserves.Value {
 	capture := pattern.Bind{Pattern: pattern.Discard{}}
-	bind := preserves.Symbol("bind")
+	bind := gatekeeper.LabelBind
 	obs := func(p pattern.Pattern) preserves.Value {
-		return preserves.NewRecord(preserves.Symbol("Observe"), pattern.ToValue(p), preserves.NewEmbedded(unknown{}))
+		return preserves.NewRecord(dsschema.LabelObserve, pattern.ToValue(p), preserves.NewEmbedded(unknown{}))
 	}
-	keyed := pattern.Rec(preserves.Symbol("ref"), pattern.Group{Type: pattern.DictType{}, Entries: []pattern.Entry{
+	keyed := pattern.Rec(sturdy.LabelRef, pattern.Group{Type: pattern.DictType{}, Entries: []pattern.Entry{
 		{Key: preserves.Symbol("key"), Pattern: capture}}})
 	return []preserves.Value{
 		obs(capture),
@@ -219,7 +222,7 @@ var bindProbes = func() []preserves.Value {
 func revealsBinds(cs []caveat.Caveat) bool {
 	for _, p := range bindProbes {
 		if r, ok := caveat.Apply(cs, p); ok {
-			if rec, isRec := r.(*preserves.Record); isRec && preserves.Equal(rec.Label, preserves.Symbol("Observe")) {
+			if rec, isRec := r.(*preserves.Record); isRec && preserves.Equal(rec.Label, dsschema.LabelObserve) {
 				return true
 			}
 		}
@@ -231,7 +234,7 @@ func revealsBinds(cs []caveat.Caveat) bool {
 // holds a secret: `<ref {… key: …}>` or `<noise {… secretKey: …}>`.
 func hasKey(v compile.Expr) bool {
 	label, fields, ok := recordOf(v)
-	if !ok || label != preserves.Symbol("bind") || len(fields) < 1 {
+	if !ok || label != gatekeeper.LabelBind || len(fields) < 1 {
 		return false
 	}
 	dl, df, ok := recordOf(fields[0])
@@ -240,7 +243,7 @@ func hasKey(v compile.Expr) bool {
 	}
 	var secret preserves.Symbol
 	switch dl {
-	case preserves.Symbol("ref"):
+	case sturdy.LabelRef:
 		secret = "key"
 	case preserves.Symbol("noise"):
 		secret = "secretKey"
