@@ -3,23 +3,21 @@ package dataspace
 import (
 	"github.com/syndicate-go/syndicate/dataspace/index"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	dsschema "github.com/syndicate-go/syndicate/dataspace/schemas/dataspace"
 	"github.com/syndicate-go/syndicate/preserves"
 )
-
-// observeLabel is the label of `<Observe @pattern @observer #:any>`.
-const observeLabel = preserves.Symbol("Observe")
 
 // Observe returns the assertion `<Observe pattern #:observer>` that
 // subscribes observer to everything in a dataspace matching p.
 func Observe(p pattern.Pattern, observer *Ref) preserves.Value {
-	return preserves.NewRecord(observeLabel, pattern.ToValue(p), Embed(observer))
+	return preserves.NewRecord(dsschema.LabelObserve, pattern.ToValue(p), Embed(observer))
 }
 
 // ParseObserve recognises an Observe assertion with a well-formed pattern
 // and an embedded Ref observer.
 func ParseObserve(v preserves.Value) (pattern.Pattern, *Ref, bool) {
 	r, ok := preserves.Unwrap(v).(*preserves.Record)
-	if !ok || len(r.Fields) != 2 || !preserves.Equal(r.Label, observeLabel) {
+	if !ok || len(r.Fields) != 2 || !preserves.Equal(r.Label, dsschema.LabelObserve) {
 		return nil, nil, false
 	}
 	obs, ok := RefOf(r.Fields[1])

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/syndicate-go/syndicate/dataspace/schemas/dataspacepatterns"
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
@@ -30,16 +31,9 @@ func malformed(at preserves.Value, format string, args ...any) *Error {
 	return &Error{Pos: preserves.PosOf(at), Msg: fmt.Sprintf(format, args...)}
 }
 
-// Record labels of the schema form.
-const (
-	symDiscard = preserves.Symbol("_")
-	symBind    = preserves.Symbol("bind")
-	symLit     = preserves.Symbol("lit")
-	symGroup   = preserves.Symbol("group")
-	symRec     = preserves.Symbol("rec")
-	symArr     = preserves.Symbol("arr")
-	symDict    = preserves.Symbol("dict")
-)
+// symDiscard labels the discard pattern `<_>`; the other labels of the
+// schema form are dataspacepatterns.Label….
+const symDiscard = preserves.Symbol("_")
 
 // FromValue parses the schema form of a pattern. Annotations are ignored (the
 // result holds plain values) except that their positions are reported in
@@ -59,7 +53,7 @@ func FromValue(v preserves.Value) (Pattern, error) {
 			return nil, malformed(v, "pattern: <_> takes no fields, found %d", len(r.Fields))
 		}
 		return Discard{}, nil
-	case symBind:
+	case dataspacepatterns.LabelBind:
 		if len(r.Fields) != 1 {
 			return nil, malformed(v, "pattern: <bind> takes one field, found %d", len(r.Fields))
 		}
@@ -68,7 +62,7 @@ func FromValue(v preserves.Value) (Pattern, error) {
 			return nil, err
 		}
 		return Bind{Pattern: p}, nil
-	case symLit:
+	case dataspacepatterns.LabelLit:
 		if len(r.Fields) != 1 {
 			return nil, malformed(v, "pattern: <lit> takes one field, found %d", len(r.Fields))
 		}
@@ -77,7 +71,7 @@ func FromValue(v preserves.Value) (Pattern, error) {
 			return nil, malformed(r.Fields[0], "pattern: <lit> cannot hold a %s", a.Kind())
 		}
 		return Lit{Value: preserves.Strip(a)}, nil
-	case symGroup:
+	case dataspacepatterns.LabelGroup:
 		if len(r.Fields) != 2 {
 			return nil, malformed(v, "pattern: <group> takes two fields, found %d", len(r.Fields))
 		}
@@ -108,14 +102,14 @@ func groupTypeFromValue(v preserves.Value) (GroupType, error) {
 	want := 0
 	var t GroupType
 	switch label {
-	case symRec:
+	case dataspacepatterns.LabelRec:
 		want = 1
 		if len(r.Fields) == 1 {
 			t = RecType{Label: preserves.Strip(r.Fields[0])}
 		}
-	case symArr:
+	case dataspacepatterns.LabelArr:
 		t = ArrType{}
-	case symDict:
+	case dataspacepatterns.LabelDict:
 		t = DictType{}
 	default:
 		return nil, malformed(v, "pattern: unknown group type label %v", labelText(r.Label))
@@ -145,18 +139,18 @@ func ToValue(p Pattern) preserves.Value {
 	case Discard:
 		return preserves.Rec(string(symDiscard))
 	case Bind:
-		return preserves.Rec(string(symBind), ToValue(x.Pattern))
+		return preserves.Rec(string(dataspacepatterns.LabelBind), ToValue(x.Pattern))
 	case Lit:
-		return preserves.Rec(string(symLit), x.Value)
+		return preserves.Rec(string(dataspacepatterns.LabelLit), x.Value)
 	case Group:
 		var t preserves.Value
 		switch gt := x.Type.(type) {
 		case RecType:
-			t = preserves.Rec(string(symRec), gt.Label)
+			t = preserves.Rec(string(dataspacepatterns.LabelRec), gt.Label)
 		case ArrType:
-			t = preserves.Rec(string(symArr))
+			t = preserves.Rec(string(dataspacepatterns.LabelArr))
 		case DictType:
-			t = preserves.Rec(string(symDict))
+			t = preserves.Rec(string(dataspacepatterns.LabelDict))
 		default:
 			panic(fmt.Sprintf("pattern: ToValue: unexpected group type %T", x.Type))
 		}
@@ -164,7 +158,7 @@ func ToValue(p Pattern) preserves.Value {
 		for i, e := range x.Entries {
 			es[i] = preserves.DictEntry{Key: e.Key, Value: ToValue(e.Pattern)}
 		}
-		return preserves.Rec(string(symGroup), t, preserves.NewDictionary(es...))
+		return preserves.Rec(string(dataspacepatterns.LabelGroup), t, preserves.NewDictionary(es...))
 	}
 	panic(fmt.Sprintf("pattern: ToValue: unexpected pattern type %T", p))
 }

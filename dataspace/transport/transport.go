@@ -92,7 +92,7 @@ func ParseValue(v preserves.Value) (Address, error) {
 	}
 	if r, ok := v.(*preserves.Record); ok {
 		switch r.Label {
-		case preserves.Symbol("tcp"):
+		case transportaddress.LabelTcp:
 			t, err := transportaddress.ParseTcp(v)
 			if err != nil {
 				return Address{}, fmt.Errorf("%w: %w", ErrAddress, err)
@@ -101,7 +101,7 @@ func ParseValue(v preserves.Value) (Address, error) {
 				return Address{}, fmt.Errorf("%w: %w", ErrAddress, schema.FailAt(v, "[1]", "expected a port from 0 to 65535"))
 			}
 			return TCPAddr(t.Host, int(t.Port.Int64())), nil
-		case preserves.Symbol("unix"):
+		case transportaddress.LabelUnix:
 			u, err := transportaddress.ParseUnix(v)
 			if err != nil {
 				return Address{}, fmt.Errorf("%w: %w", ErrAddress, err)
@@ -265,7 +265,7 @@ func ParseRelayListener(v preserves.Value) (RelayListener, error) {
 	if err != nil {
 		return out, err
 	}
-	if a, ok := r.Fields[0].(*preserves.Record); ok && preserves.Equal(a.Label, preserves.Symbol("unix")) {
+	if a, ok := r.Fields[0].(*preserves.Record); ok && preserves.Equal(a.Label, transportaddress.LabelUnix) {
 		u, err := internalservices.ParseUnixRelayListener(v)
 		if err != nil {
 			return out, err
@@ -275,7 +275,7 @@ func ParseRelayListener(v preserves.Value) (RelayListener, error) {
 		}
 		out.Gatekeeper = u.Gatekeeper
 	} else {
-		if a, ok := r.Fields[0].(*preserves.Record); ok && !preserves.Equal(a.Label, preserves.Symbol("tcp")) && !schema.IsWildcard(a.Label) {
+		if a, ok := r.Fields[0].(*preserves.Record); ok && !preserves.Equal(a.Label, transportaddress.LabelTcp) && !schema.IsWildcard(a.Label) {
 			_, err := ParseValue(r.Fields[0]) // neither tcp nor unix
 			return out, schema.AtIn(err, v, "[0]")
 		}
