@@ -47,6 +47,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/syndicate-go/syndicate/dataspace/schemas/sturdy"
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
@@ -274,22 +275,11 @@ type Attenuable interface {
 	AttenuateCaveats(cs []Caveat) (any, error)
 }
 
-// Symbols and labels of the schema, compared against parsed values.
+// Symbols of the schema that label no record (the record labels are
+// sturdy.Label…), compared against parsed values.
 const (
-	symRewrite   = preserves.Symbol("rewrite")
-	symOr        = preserves.Symbol("or")
-	symReject    = preserves.Symbol("reject")
-	symDiscard   = preserves.Symbol("_")
-	symBind      = preserves.Symbol("bind")
-	symAnd       = preserves.Symbol("and")
-	symNot       = preserves.Symbol("not")
-	symLit       = preserves.Symbol("lit")
-	symRec       = preserves.Symbol("rec")
-	symArr       = preserves.Symbol("arr")
-	symDict      = preserves.Symbol("dict")
-	symAttenuate = preserves.Symbol("attenuate")
-	symRef       = preserves.Symbol("ref")
-	symEmbedded  = preserves.Symbol("Embedded")
+	symDiscard  = preserves.Symbol("_")
+	symEmbedded = preserves.Symbol("Embedded")
 )
 
 // atomKinds maps the PAtom symbols to kinds.
@@ -334,12 +324,12 @@ func parseCaveat(v preserves.Value) Caveat {
 	if r, ok := parseRewrite(v); ok {
 		return r
 	}
-	if rec, ok := record(v, symOr, 1); ok {
+	if rec, ok := record(v, sturdy.LabelOr, 1); ok {
 		if alts, ok := parseSeq(rec.Fields[0], parseRewrite); ok {
 			return Alts{Alternatives: alts}
 		}
 	}
-	if rec, ok := record(v, symReject, 1); ok {
+	if rec, ok := record(v, sturdy.LabelReject, 1); ok {
 		if p, ok := parsePattern(rec.Fields[0]); ok {
 			return Reject{Pattern: p}
 		}
@@ -348,7 +338,7 @@ func parseCaveat(v preserves.Value) Caveat {
 }
 
 func parseRewrite(v preserves.Value) (Rewrite, bool) {
-	rec, ok := record(v, symRewrite, 2)
+	rec, ok := record(v, sturdy.LabelRewrite, 2)
 	if !ok {
 		return Rewrite{}, false
 	}
@@ -394,41 +384,41 @@ func parsePattern(v preserves.Value) (Pattern, bool) {
 		switch {
 		case label == symDiscard && len(x.Fields) == 0:
 			return PDiscard{}, true
-		case label == symBind && len(x.Fields) == 1:
+		case label == sturdy.LabelBind && len(x.Fields) == 1:
 			p, ok := parsePattern(x.Fields[0])
 			if !ok {
 				return nil, false
 			}
 			return PBind{Pattern: p}, true
-		case label == symAnd && len(x.Fields) == 1:
+		case label == sturdy.LabelAnd && len(x.Fields) == 1:
 			ps, ok := parseSeq(x.Fields[0], parsePattern)
 			if !ok {
 				return nil, false
 			}
 			return PAnd{Patterns: ps}, true
-		case label == symNot && len(x.Fields) == 1:
+		case label == sturdy.LabelNot && len(x.Fields) == 1:
 			p, ok := parsePattern(x.Fields[0])
 			if !ok {
 				return nil, false
 			}
 			return PNot{Pattern: p}, true
-		case label == symLit && len(x.Fields) == 1:
+		case label == sturdy.LabelLit && len(x.Fields) == 1:
 			return Lit{Value: preserves.Strip(x.Fields[0])}, true
-		case label == symRec && len(x.Fields) == 1:
+		case label == sturdy.LabelRec && len(x.Fields) == 1:
 			return PLabel{Label: preserves.Strip(x.Fields[0])}, true
-		case label == symRec && len(x.Fields) == 2:
+		case label == sturdy.LabelRec && len(x.Fields) == 2:
 			ps, ok := parseSeq(x.Fields[1], parsePattern)
 			if !ok {
 				return nil, false
 			}
 			return PRec{Label: preserves.Strip(x.Fields[0]), Fields: ps}, true
-		case label == symArr && len(x.Fields) == 1:
+		case label == sturdy.LabelArr && len(x.Fields) == 1:
 			ps, ok := parseSeq(x.Fields[0], parsePattern)
 			if !ok {
 				return nil, false
 			}
 			return PArr{Items: ps}, true
-		case label == symDict && len(x.Fields) == 1:
+		case label == sturdy.LabelDict && len(x.Fields) == 1:
 			es, ok := parseDict(x.Fields[0], parsePattern, func(k preserves.Value, p Pattern) PDictEntry {
 				return PDictEntry{Key: k, Pattern: p}
 			})
@@ -451,7 +441,7 @@ func parseTemplate(v preserves.Value) (Template, bool) {
 		return nil, false
 	}
 	switch {
-	case label == symAttenuate && len(rec.Fields) == 2:
+	case label == sturdy.LabelAttenuate && len(rec.Fields) == 2:
 		t, ok := parseTemplate(rec.Fields[0])
 		if !ok {
 			return nil, false
@@ -461,7 +451,7 @@ func parseTemplate(v preserves.Value) (Template, bool) {
 			return nil, false
 		}
 		return TAttenuate{Template: t, Caveats: parseCaveatList(seq)}, true
-	case label == symRef && len(rec.Fields) == 1:
+	case label == sturdy.LabelRef && len(rec.Fields) == 1:
 		switch n := preserves.Unwrap(rec.Fields[0]).(type) {
 		case preserves.Int:
 			return TRef{Binding: int64(n)}, true
@@ -471,21 +461,21 @@ func parseTemplate(v preserves.Value) (Template, bool) {
 			return TRef{Binding: -1, big: n}, true
 		}
 		return nil, false
-	case label == symLit && len(rec.Fields) == 1:
+	case label == sturdy.LabelLit && len(rec.Fields) == 1:
 		return Lit{Value: preserves.Strip(rec.Fields[0])}, true
-	case label == symRec && len(rec.Fields) == 2:
+	case label == sturdy.LabelRec && len(rec.Fields) == 2:
 		ts, ok := parseSeq(rec.Fields[1], parseTemplate)
 		if !ok {
 			return nil, false
 		}
 		return TRec{Label: preserves.Strip(rec.Fields[0]), Fields: ts}, true
-	case label == symArr && len(rec.Fields) == 1:
+	case label == sturdy.LabelArr && len(rec.Fields) == 1:
 		ts, ok := parseSeq(rec.Fields[0], parseTemplate)
 		if !ok {
 			return nil, false
 		}
 		return TArr{Items: ts}, true
-	case label == symDict && len(rec.Fields) == 1:
+	case label == sturdy.LabelDict && len(rec.Fields) == 1:
 		es, ok := parseDict(rec.Fields[0], parseTemplate, func(k preserves.Value, t Template) TDictEntry {
 			return TDictEntry{Key: k, Template: t}
 		})
@@ -503,9 +493,9 @@ func ToValue(c Caveat) preserves.Value {
 	case Rewrite:
 		return rewriteValue(x)
 	case Alts:
-		return preserves.NewRecord(symOr, seqValue(x.Alternatives, rewriteValue))
+		return preserves.NewRecord(sturdy.LabelOr, seqValue(x.Alternatives, rewriteValue))
 	case Reject:
-		return preserves.NewRecord(symReject, PatternToValue(x.Pattern))
+		return preserves.NewRecord(sturdy.LabelReject, PatternToValue(x.Pattern))
 	case Unknown:
 		return x.Value
 	}
@@ -516,7 +506,7 @@ func ToValue(c Caveat) preserves.Value {
 func ListToValue(cs []Caveat) preserves.Sequence { return seqValue(cs, ToValue) }
 
 func rewriteValue(r Rewrite) preserves.Value {
-	return preserves.NewRecord(symRewrite, PatternToValue(r.Pattern), TemplateToValue(r.Template))
+	return preserves.NewRecord(sturdy.LabelRewrite, PatternToValue(r.Pattern), TemplateToValue(r.Template))
 }
 
 // PatternToValue renders a pattern in its sturdy.prs form.
@@ -529,21 +519,21 @@ func PatternToValue(p Pattern) preserves.Value {
 	case PEmbedded:
 		return symEmbedded
 	case PBind:
-		return preserves.NewRecord(symBind, PatternToValue(x.Pattern))
+		return preserves.NewRecord(sturdy.LabelBind, PatternToValue(x.Pattern))
 	case PAnd:
-		return preserves.NewRecord(symAnd, seqValue(x.Patterns, PatternToValue))
+		return preserves.NewRecord(sturdy.LabelAnd, seqValue(x.Patterns, PatternToValue))
 	case PNot:
-		return preserves.NewRecord(symNot, PatternToValue(x.Pattern))
+		return preserves.NewRecord(sturdy.LabelNot, PatternToValue(x.Pattern))
 	case Lit:
-		return preserves.NewRecord(symLit, x.Value)
+		return preserves.NewRecord(sturdy.LabelLit, x.Value)
 	case PRec:
-		return preserves.NewRecord(symRec, x.Label, seqValue(x.Fields, PatternToValue))
+		return preserves.NewRecord(sturdy.LabelRec, x.Label, seqValue(x.Fields, PatternToValue))
 	case PLabel:
-		return preserves.NewRecord(symRec, x.Label)
+		return preserves.NewRecord(sturdy.LabelRec, x.Label)
 	case PArr:
-		return preserves.NewRecord(symArr, seqValue(x.Items, PatternToValue))
+		return preserves.NewRecord(sturdy.LabelArr, seqValue(x.Items, PatternToValue))
 	case PDict:
-		return preserves.NewRecord(symDict, dictValue(x.Entries, func(e PDictEntry) preserves.DictEntry {
+		return preserves.NewRecord(sturdy.LabelDict, dictValue(x.Entries, func(e PDictEntry) preserves.DictEntry {
 			return preserves.DictEntry{Key: e.Key, Value: PatternToValue(e.Pattern)}
 		}))
 	}
@@ -554,20 +544,20 @@ func PatternToValue(p Pattern) preserves.Value {
 func TemplateToValue(t Template) preserves.Value {
 	switch x := t.(type) {
 	case TAttenuate:
-		return preserves.NewRecord(symAttenuate, TemplateToValue(x.Template), ListToValue(x.Caveats))
+		return preserves.NewRecord(sturdy.LabelAttenuate, TemplateToValue(x.Template), ListToValue(x.Caveats))
 	case TRef:
 		if x.big != nil {
-			return preserves.NewRecord(symRef, x.big)
+			return preserves.NewRecord(sturdy.LabelRef, x.big)
 		}
-		return preserves.NewRecord(symRef, preserves.Int(x.Binding))
+		return preserves.NewRecord(sturdy.LabelRef, preserves.Int(x.Binding))
 	case Lit:
-		return preserves.NewRecord(symLit, x.Value)
+		return preserves.NewRecord(sturdy.LabelLit, x.Value)
 	case TRec:
-		return preserves.NewRecord(symRec, x.Label, seqValue(x.Fields, TemplateToValue))
+		return preserves.NewRecord(sturdy.LabelRec, x.Label, seqValue(x.Fields, TemplateToValue))
 	case TArr:
-		return preserves.NewRecord(symArr, seqValue(x.Items, TemplateToValue))
+		return preserves.NewRecord(sturdy.LabelArr, seqValue(x.Items, TemplateToValue))
 	case TDict:
-		return preserves.NewRecord(symDict, dictValue(x.Entries, func(e TDictEntry) preserves.DictEntry {
+		return preserves.NewRecord(sturdy.LabelDict, dictValue(x.Entries, func(e TDictEntry) preserves.DictEntry {
 			return preserves.DictEntry{Key: e.Key, Value: TemplateToValue(e.Template)}
 		}))
 	}

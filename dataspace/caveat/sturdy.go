@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/crypto/blake2s"
 
+	"github.com/syndicate-go/syndicate/dataspace/schemas/sturdy"
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
@@ -192,7 +193,7 @@ func SturdyRefFromValue(v preserves.Value) (*SturdyRef, error) {
 	if v == nil {
 		return nil, errorf(ErrNilValue, "sturdy ref expected")
 	}
-	r, ok := record(v, symRef, 1)
+	r, ok := record(v, sturdy.LabelRef, 1)
 	if !ok {
 		return nil, errorf(ErrNotSturdyRef, "expected <ref {…}>")
 	}
@@ -237,7 +238,7 @@ func ParametersFromValue(v preserves.Value) (*SturdyRef, error) {
 // ToValue renders the ref as `<ref {oid: …, sig: …, caveats: […]}>`,
 // with the caveats key only when CaveatsPresent (or BadCaveats) says so.
 func (sr *SturdyRef) ToValue() preserves.Value {
-	return preserves.NewRecord(symRef, sr.Parameters())
+	return preserves.NewRecord(sturdy.LabelRef, sr.Parameters())
 }
 
 // Parameters renders the Parameters dictionary alone (ToValue's field).
