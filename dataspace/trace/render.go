@@ -6,43 +6,16 @@ import (
 	"math"
 
 	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/protocol"
+	traceschema "github.com/syndicate-go/syndicate/dataspace/schemas/trace"
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
-// Labels and symbols of trace.prs (and protocol.prs Error).
+// The literal symbols of trace.prs; its record labels are traceschema.Label…
+// (and protocol.LabelError).
 var (
-	symTrace          = preserves.Symbol("trace")
-	symStart          = preserves.Symbol("start")
-	symStop           = preserves.Symbol("stop")
-	symTurn           = preserves.Symbol("turn")
-	symNamed          = preserves.Symbol("named")
-	symAnonymous      = preserves.Symbol("anonymous")
 	symOK             = preserves.Symbol("ok")
-	symError          = preserves.Symbol("error")
-	symCausedBy       = preserves.Symbol("caused-by")
-	symCleanup        = preserves.Symbol("cleanup")
-	symTaskRelease    = preserves.Symbol("linked-task-release")
 	symNormal         = preserves.Symbol("normal")
-	symExternal       = preserves.Symbol("external")
-	symDelay          = preserves.Symbol("delay")
-	symPeriodic       = preserves.Symbol("periodic-activation")
-	symDequeue        = preserves.Symbol("dequeue")
-	symEnqueue        = preserves.Symbol("enqueue")
-	symDequeueInt     = preserves.Symbol("dequeue-internal")
-	symEnqueueInt     = preserves.Symbol("enqueue-internal")
-	symSpawn          = preserves.Symbol("spawn")
-	symLink           = preserves.Symbol("link")
-	symFacetStart     = preserves.Symbol("facet-start")
-	symFacetStop      = preserves.Symbol("facet-stop")
-	symTaskStart      = preserves.Symbol("linked-task-start")
-	symEvent          = preserves.Symbol("event")
-	symEntity         = preserves.Symbol("entity")
-	symAssert         = preserves.Symbol("assert")
-	symRetract        = preserves.Symbol("retract")
-	symMessage        = preserves.Symbol("message")
-	symSync           = preserves.Symbol("sync")
-	symValue          = preserves.Symbol("value")
-	symOpaque         = preserves.Symbol("opaque")
 	symExplicit       = preserves.Symbol("explicit-action")
 	symInert          = preserves.Symbol("inert")
 	symParentStopping = preserves.Symbol("parent-stopping")
@@ -58,13 +31,13 @@ func Entry(r *dataspace.TraceRecord) preserves.Value {
 	var item preserves.Value
 	switch r.Kind {
 	case dataspace.TraceKindStart:
-		item = preserves.NewRecord(symStart, actorName(r.Name))
+		item = preserves.NewRecord(traceschema.LabelStart, actorName(r.Name))
 	case dataspace.TraceKindTurn:
 		item = turn(r.Turn, r.Actor)
 	default:
-		item = preserves.NewRecord(symStop, exitStatus(r.Status, r.Err))
+		item = preserves.NewRecord(traceschema.LabelStop, exitStatus(r.Status, r.Err))
 	}
-	return preserves.NewRecord(symTrace, preserves.NewDouble(ts), id(r.Actor), item)
+	return preserves.NewRecord(traceschema.LabelTrace, preserves.NewDouble(ts), id(r.Actor), item)
 }
 
 func id(n uint64) preserves.Value {
@@ -76,9 +49,9 @@ func id(n uint64) preserves.Value {
 
 func actorName(name string) preserves.Value {
 	if name == "" {
-		return preserves.NewRecord(symAnonymous)
+		return preserves.NewRecord(traceschema.LabelAnonymous)
 	}
-	return preserves.NewRecord(symNamed, preserves.String(name))
+	return preserves.NewRecord(traceschema.LabelNamed, preserves.String(name))
 }
 
 // exitStatus is `ok` or protocol.prs `<error MESSAGE DETAIL>`; the detail
@@ -92,66 +65,66 @@ func exitStatus(status dataspace.ExitStatus, err error) preserves.Value {
 	if errors.As(err, &pe) {
 		detail = preserves.String(fmt.Sprint(pe.Value))
 	}
-	return preserves.NewRecord(symError, preserves.String(err.Error()), detail)
+	return preserves.NewRecord(protocol.LabelError, preserves.String(err.Error()), detail)
 }
 
 func turn(t *dataspace.TraceTurn, actor uint64) preserves.Value {
 	if t == nil {
-		return preserves.NewRecord(symTurn, preserves.Int(0), cause(dataspace.TraceCause{}), preserves.Sequence{})
+		return preserves.NewRecord(traceschema.LabelTurn, preserves.Int(0), cause(dataspace.TraceCause{}), preserves.Sequence{})
 	}
 	acts := make(preserves.Sequence, len(t.Actions))
 	for i := range t.Actions {
 		acts[i] = action(&t.Actions[i], actor)
 	}
-	return preserves.NewRecord(symTurn, id(t.ID), cause(t.Cause), acts)
+	return preserves.NewRecord(traceschema.LabelTurn, id(t.ID), cause(t.Cause), acts)
 }
 
 func cause(c dataspace.TraceCause) preserves.Value {
 	switch c.Kind {
 	case dataspace.CauseTurn:
-		return preserves.NewRecord(symCausedBy, id(c.Turn))
+		return preserves.NewRecord(traceschema.LabelCausedBy, id(c.Turn))
 	case dataspace.CauseCleanup:
-		return preserves.NewRecord(symCleanup)
+		return preserves.NewRecord(traceschema.LabelCleanup)
 	case dataspace.CauseTaskRelease:
-		return preserves.NewRecord(symTaskRelease, id(c.Task), symNormal)
+		return preserves.NewRecord(traceschema.LabelLinkedTaskRelease, id(c.Task), symNormal)
 	case dataspace.CauseDelay:
-		return preserves.NewRecord(symDelay, id(c.Turn), preserves.NewDouble(c.Period.Seconds()))
+		return preserves.NewRecord(traceschema.LabelDelay, id(c.Turn), preserves.NewDouble(c.Period.Seconds()))
 	case dataspace.CausePeriodic:
-		return preserves.NewRecord(symPeriodic, preserves.NewDouble(c.Period.Seconds()))
+		return preserves.NewRecord(traceschema.LabelPeriodicActivation, preserves.NewDouble(c.Period.Seconds()))
 	}
 	desc := c.Description
 	if desc == "" {
 		desc = "unknown"
 	}
-	return preserves.NewRecord(symExternal, preserves.String(desc))
+	return preserves.NewRecord(traceschema.LabelExternal, preserves.String(desc))
 }
 
 func target(t dataspace.TraceTarget) preserves.Value {
-	return preserves.NewRecord(symEntity, id(t.Actor), id(uint64(t.Facet)), id(t.OID))
+	return preserves.NewRecord(traceschema.LabelEntity, id(t.Actor), id(uint64(t.Facet)), id(t.OID))
 }
 
 // body is an AssertionDescription: the value, or opaque for the
 // runtime's internal continuations (which carry none).
 func body(v preserves.Value) preserves.Value {
 	if v == nil {
-		return preserves.NewRecord(symOpaque, preserves.String("internal continuation"))
+		return preserves.NewRecord(traceschema.LabelOpaque, preserves.String("internal continuation"))
 	}
-	return preserves.NewRecord(symValue, Describe(v))
+	return preserves.NewRecord(traceschema.LabelValue, Describe(v))
 }
 
 func event(a *dataspace.TraceAction) preserves.Value {
 	var detail preserves.Value
 	switch a.Event {
 	case dataspace.TraceAssert:
-		detail = preserves.NewRecord(symAssert, body(a.Value), id(uint64(a.Handle)))
+		detail = preserves.NewRecord(traceschema.LabelAssert, body(a.Value), id(uint64(a.Handle)))
 	case dataspace.TraceRetract:
-		detail = preserves.NewRecord(symRetract, id(uint64(a.Handle)))
+		detail = preserves.NewRecord(traceschema.LabelRetract, id(uint64(a.Handle)))
 	case dataspace.TraceMessage:
-		detail = preserves.NewRecord(symMessage, body(a.Value))
+		detail = preserves.NewRecord(traceschema.LabelMessage, body(a.Value))
 	default:
-		detail = preserves.NewRecord(symSync, target(a.Peer))
+		detail = preserves.NewRecord(traceschema.LabelSync, target(a.Peer))
 	}
-	return preserves.NewRecord(symEvent, target(a.Target), detail)
+	return preserves.NewRecord(traceschema.LabelEvent, target(a.Target), detail)
 }
 
 func path(p []dataspace.FacetID) preserves.Value {
@@ -166,25 +139,25 @@ func path(p []dataspace.FacetID) preserves.Value {
 func action(a *dataspace.TraceAction, actor uint64) preserves.Value {
 	switch a.Kind {
 	case dataspace.ActDequeue:
-		return preserves.NewRecord(symDequeue, event(a))
+		return preserves.NewRecord(traceschema.LabelDequeue, event(a))
 	case dataspace.ActEnqueue:
-		return preserves.NewRecord(symEnqueue, event(a))
+		return preserves.NewRecord(traceschema.LabelEnqueue, event(a))
 	case dataspace.ActDequeueInternal:
-		return preserves.NewRecord(symDequeueInt, event(a))
+		return preserves.NewRecord(traceschema.LabelDequeueInternal, event(a))
 	case dataspace.ActEnqueueInternal:
-		return preserves.NewRecord(symEnqueueInt, event(a))
+		return preserves.NewRecord(traceschema.LabelEnqueueInternal, event(a))
 	case dataspace.ActSpawn:
-		return preserves.NewRecord(symSpawn, preserves.Bool(a.Link), id(a.Child))
+		return preserves.NewRecord(traceschema.LabelSpawn, preserves.Bool(a.Link), id(a.Child))
 	case dataspace.ActLink:
-		return preserves.NewRecord(symLink, id(actor), id(uint64(a.ChildToParent)), id(a.Child), id(uint64(a.ParentToChild)))
+		return preserves.NewRecord(traceschema.LabelLink, id(actor), id(uint64(a.ChildToParent)), id(a.Child), id(uint64(a.ParentToChild)))
 	case dataspace.ActFacetStart:
-		return preserves.NewRecord(symFacetStart, path(a.Path))
+		return preserves.NewRecord(traceschema.LabelFacetStart, path(a.Path))
 	case dataspace.ActFacetStop:
-		return preserves.NewRecord(symFacetStop, path(a.Path), stopReason(a.Reason))
+		return preserves.NewRecord(traceschema.LabelFacetStop, path(a.Path), stopReason(a.Reason))
 	case dataspace.ActLinkedTaskStart:
-		return preserves.NewRecord(symTaskStart, actorName(a.TaskName), id(a.Task))
+		return preserves.NewRecord(traceschema.LabelLinkedTaskStart, actorName(a.TaskName), id(a.Task))
 	}
-	return preserves.NewRecord(symOpaque, preserves.String(fmt.Sprintf("action %d", a.Kind)))
+	return preserves.NewRecord(traceschema.LabelOpaque, preserves.String(fmt.Sprintf("action %d", a.Kind)))
 }
 
 func stopReason(r dataspace.FacetStopReason) preserves.Value {

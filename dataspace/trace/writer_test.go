@@ -15,6 +15,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/protocol"
+	traceschema "github.com/syndicate-go/syndicate/dataspace/schemas/trace"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/testutil"
 )
@@ -43,7 +45,7 @@ func readEntries(tb testing.TB, path string) []*preserves.Record {
 			tb.Fatalf("line %d holds more than one value: %q", i+1, line)
 		}
 		rec, ok := v.(*preserves.Record)
-		if !ok || rec.Label != symTrace || len(rec.Fields) != 3 {
+		if !ok || rec.Label != traceschema.LabelTrace || len(rec.Fields) != 3 {
 			tb.Fatalf("line %d is not <trace TS ACTOR ITEM>: %q", i+1, line)
 		}
 		if _, ok := rec.Fields[0].(preserves.Double); !ok {
@@ -141,7 +143,7 @@ func TestFileTraceShapes(t *testing.T) {
 	turnIDs := map[preserves.Value]bool{}
 	for _, items := range acts {
 		for _, it := range items {
-			if label(it) == symTurn {
+			if label(it) == traceschema.LabelTurn {
 				turnIDs[field(it, 0)] = true
 			}
 		}
@@ -149,29 +151,29 @@ func TestFileTraceShapes(t *testing.T) {
 	for _, c := range []struct {
 		a    *dataspace.Actor
 		stop preserves.Value
-	}{{good, symOK}, {bad, symError}, {client, symOK}} {
+	}{{good, symOK}, {bad, protocol.LabelError}, {client, symOK}} {
 		items := acts[preserves.Int(c.a.ID())]
 		if len(items) < 3 {
 			t.Fatalf("%s: %d entries, want start, turns, stop", c.a.Name(), len(items))
 		}
 		first, last := items[0], items[len(items)-1]
-		if label(first) != symStart || !preserves.Equal(field(first, 0), preserves.Rec("named", preserves.String(c.a.Name()))) {
+		if label(first) != traceschema.LabelStart || !preserves.Equal(field(first, 0), preserves.Rec("named", preserves.String(c.a.Name()))) {
 			t.Fatalf("%s: first entry %v", c.a.Name(), first)
 		}
-		if label(last) != symStop || label(field(last, 0)) != c.stop {
+		if label(last) != traceschema.LabelStop || label(field(last, 0)) != c.stop {
 			t.Fatalf("%s: last entry %v, want a stop with %v", c.a.Name(), last, c.stop)
 		}
 		for _, it := range items[1 : len(items)-1] {
-			if label(it) != symTurn {
+			if label(it) != traceschema.LabelTurn {
 				t.Fatalf("%s: middle entry %v is not a turn", c.a.Name(), it)
 			}
 			cause := field(it, 1)
 			switch label(cause) {
-			case symCausedBy:
+			case traceschema.LabelCausedBy:
 				if !turnIDs[field(cause, 0)] {
 					t.Fatalf("%s: turn %v caused by an unknown turn", c.a.Name(), it)
 				}
-			case symExternal, symCleanup, symTaskRelease:
+			case traceschema.LabelExternal, traceschema.LabelCleanup, traceschema.LabelLinkedTaskRelease:
 			default:
 				t.Fatalf("%s: turn %v has cause %v", c.a.Name(), it, cause)
 			}
@@ -190,15 +192,15 @@ func TestFileTraceShapes(t *testing.T) {
 	// capability in it is written as a descriptive string.
 	found := false
 	for _, it := range acts[preserves.Int(good.ID())] {
-		if label(it) != symTurn {
+		if label(it) != traceschema.LabelTurn {
 			continue
 		}
 		for _, act := range field(it, 2).(preserves.Sequence) {
-			if label(act) != symDequeue {
+			if label(act) != traceschema.LabelDequeue {
 				continue
 			}
 			detail := field(field(act, 0), 1) // <event TARGET DETAIL>
-			if label(detail) != symMessage {
+			if label(detail) != traceschema.LabelMessage {
 				continue
 			}
 			body := field(detail, 0) // <value V>
@@ -206,7 +208,7 @@ func TestFileTraceShapes(t *testing.T) {
 			if !preserves.Equal(field(body, 0), want) {
 				t.Fatalf("dequeued body %v, want %v", body, want)
 			}
-			if label(field(it, 1)) != symCausedBy {
+			if label(field(it, 1)) != traceschema.LabelCausedBy {
 				t.Fatalf("request turn cause %v", field(it, 1))
 			}
 			found = true
