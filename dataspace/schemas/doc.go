@@ -6,6 +6,10 @@
 //
 // The generated packages import only preserves and preserves/schema, so
 // every layer (dataspace/relay, services, script/validate) may use them.
+// Each also exports the labels of its records as constants
+// (http.LabelHttpRequest, service.LabelRunService, sturdy.LabelRef, …):
+// code that matches or builds a record with a dataspace pattern or by
+// hand takes its label from there, never writes it again.
 // Embedded values (`#:…`, the runtime's capabilities) are carried as
 // their payloads of type any. What a schema cannot say (value ranges, the
 // exact arity of service names, the elaboration of a daemon spec with its
