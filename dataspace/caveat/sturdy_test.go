@@ -19,15 +19,6 @@ func parseText(t *testing.T, src string) V {
 	return v
 }
 
-func unhex(t *testing.T, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 const (
 	vecCaveat1 = "<rewrite <bind <_>> <ref 0>>"
 	vecCaveat2 = "<reject <rec foo [<_>]>>"
