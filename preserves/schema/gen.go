@@ -7,6 +7,7 @@ import (
 	"math"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -77,9 +78,9 @@ type gen struct {
 	litIdx  map[string]string
 	tmp     int
 	// labels names the constant of each record label (labelNames), in
-	// the order the module first uses them.
-	labels []recordLabel
-	labelC map[preserves.Symbol]string
+	// the order the module first uses them; labelIdx indexes it.
+	labels   []recordLabel
+	labelIdx map[preserves.Symbol]int
 }
 
 // recordLabel is one exported label constant and the types whose
@@ -389,82 +390,62 @@ func (g *gen) litExpr(v preserves.Value) string {
 // than Go code that does not compile. Labels that mangle to nothing
 // (`<_>`) get no constant.
 func (g *gen) labelNames() error {
-	g.labelC = map[preserves.Symbol]string{}
-	var walk func(p Pattern, owner string, pos preserves.Pos) error
-	walkN := func(ns []NamedPattern, owner string) error {
-		for _, n := range ns {
-			if err := walk(n.Pattern, owner, n.Pos); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	walk = func(p Pattern, owner string, pos preserves.Pos) error {
+	g.labelIdx = map[preserves.Symbol]int{}
+	var err error
+	var walk func(p Pattern, owner string, pos preserves.Pos)
+	walk = func(p Pattern, owner string, pos preserves.Pos) {
+		var parts []NamedPattern
 		switch x := p.(type) {
 		case Rec:
-			if l, ok := x.Label.Pattern.(Lit); ok && x.Label.Name == "" {
-				if sym, ok := l.Literal.(preserves.Symbol); ok && Mangle(string(sym)) != "" {
-					if err := g.addLabel(sym, owner, pos); err != nil {
-						return err
-					}
+			if l, ok := x.Label.Pattern.(Lit); ok && x.Label.Name == "" && err == nil {
+				if sym, ok := l.Literal.(preserves.Symbol); ok {
+					err = g.addLabel(sym, owner, pos)
 				}
 			}
-			return walkN([]NamedPattern{x.Label, x.Fields}, owner)
+			parts = []NamedPattern{x.Label, x.Fields}
 		case Tuple:
-			return walkN(x.Elems, owner)
+			parts = x.Elems
 		case TuplePrefix:
-			return walkN(append(x.Fixed[:len(x.Fixed):len(x.Fixed)], x.Variable), owner)
+			parts = append(append(parts, x.Fixed...), x.Variable)
 		case Dict:
 			for _, e := range x.Entries {
-				if err := walk(e.Pattern.Pattern, owner, e.Pattern.Pos); err != nil {
-					return err
-				}
+				parts = append(parts, e.Pattern)
 			}
-		case SeqOf:
-			return walk(x.Elem, owner, pos)
-		case SetOf:
-			return walk(x.Elem, owner, pos)
-		case DictOf:
-			if err := walk(x.Key, owner, pos); err != nil {
-				return err
-			}
-			return walk(x.Val, owner, pos)
 		}
-		return nil
+		for _, n := range parts {
+			walk(n.Pattern, owner, n.Pos)
+		}
 	}
 	for _, d := range g.m.Definitions {
 		name := Mangle(d.Name)
 		for _, a := range d.Or {
-			if err := walk(a.Pattern, name+Mangle(a.Label), a.Pos); err != nil {
-				return err
-			}
+			walk(a.Pattern, name+Mangle(a.Label), a.Pos)
 		}
-		if err := walkN(d.And, name); err != nil {
-			return err
+		for _, n := range d.And {
+			walk(n.Pattern, name, n.Pos)
 		}
 		if d.Pattern != nil {
-			if err := walk(d.Pattern, name, d.Pos); err != nil {
-				return err
-			}
+			walk(d.Pattern, name, d.Pos)
 		}
 	}
-	return nil
+	return err
 }
 
 func (g *gen) addLabel(sym preserves.Symbol, owner string, pos preserves.Pos) error {
-	if name, ok := g.labelC[sym]; ok {
-		for i := range g.labels {
-			if l := &g.labels[i]; l.name == name && l.owners[len(l.owners)-1] != owner {
-				l.owners = append(l.owners, owner)
-			}
+	if i, ok := g.labelIdx[sym]; ok {
+		if l := &g.labels[i]; !slices.Contains(l.owners, owner) {
+			l.owners = append(l.owners, owner)
 		}
 		return nil
 	}
 	name := "Label" + Mangle(string(sym))
+	if name == "Label" {
+		return nil
+	}
 	if err := g.claim(name, pos); err != nil {
 		return err
 	}
-	g.labelC[sym] = name
+	g.labelIdx[sym] = len(g.labels)
 	g.labels = append(g.labels, recordLabel{name: name, sym: sym, owners: []string{owner}})
 	return nil
 }
@@ -473,8 +454,8 @@ func (g *gen) addLabel(sym preserves.Symbol, owner string, pos preserves.Pos) er
 // constant when it has one.
 func (g *gen) label(v preserves.Value) string {
 	if sym, ok := v.(preserves.Symbol); ok {
-		if name, ok := g.labelC[sym]; ok {
-			return name
+		if i, ok := g.labelIdx[sym]; ok {
+			return g.labels[i].name
 		}
 	}
 	return g.lit(v)

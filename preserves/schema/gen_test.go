@@ -75,12 +75,14 @@ func generateSrc(t *testing.T, srcs map[string]string) (map[string][]byte, error
 // TestGenerateLabelConstants: every literal symbol that labels a record,
 // at any depth, gets one exported constant Label + Mangle(label), which
 // the parsers and ToValue use; labels shared by several records get one
-// constant, and `<_>` (which mangles to nothing) none.
+// constant, and `<_>` (which mangles to nothing) and non-symbol labels
+// none.
 func TestGenerateLabelConstants(t *testing.T) {
 	out, err := generateSrc(t, map[string]string{"t": `version 1 .
 Req = <http-request @id int <inner-thing @x int>> .
 Shape = @point <point @x int> / @pair <pair @a int> / @discard <_> .
 Point = <point @z int> .
+Str = <"point" @w int> .
 `})
 	require.NoError(t, err)
 	src := string(out["t/t.go"])
@@ -93,6 +95,7 @@ Point = <point @z int> .
 		"preserves.NewRecord(LabelHttpRequest, ",
 		"preserves.NewRecord(LabelInnerThing, ",
 		"schema.AsRecordOf(v, preserves.Symbol(\"_\"), 0)",
+		"schema.AsRecordOf(v, preserves.String(\"point\"), 1)",
 	} {
 		require.Contains(t, src, want)
 	}
