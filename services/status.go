@@ -103,7 +103,7 @@ func ServiceInfo(name preserves.Value, i Info) preserves.Value {
 // are ignored, so newer servers can add keys.
 func ParseInfo(v preserves.Value) Info {
 	var i Info
-	d, ok := preserves.Strip(v).(*preserves.Dictionary)
+	d, ok := v.(*preserves.Dictionary)
 	if !ok {
 		return i
 	}

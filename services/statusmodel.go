@@ -67,7 +67,6 @@ func HideRefs(v preserves.Value) preserves.Value {
 
 // Text renders v (a state, an awaited assertion) as the model keys it.
 func (m *StatusModel) Text(v preserves.Value) string {
-	v = preserves.Strip(v)
 	if m.key != nil {
 		return m.key(v)
 	}
@@ -77,7 +76,7 @@ func (m *StatusModel) Text(v preserves.Value) string {
 // Key returns the key of service name, remembering the name.
 func (m *StatusModel) Key(name preserves.Value) string {
 	k := m.Text(name)
-	m.Names[k] = preserves.Strip(name)
+	m.Names[k] = name
 	return k
 }
 
@@ -147,7 +146,7 @@ func (m *StatusModel) Track(t *dataspace.Turn, cfg *dataspace.Ref) {
 
 func (m *StatusModel) awaited(v preserves.Value) Awaited {
 	a := Awaited{Text: m.Text(v)}
-	if r, ok := preserves.Strip(v).(*preserves.Record); ok && len(r.Fields) == 2 &&
+	if r, ok := v.(*preserves.Record); ok && len(r.Fields) == 2 &&
 		preserves.Equal(r.Label, service.LabelServiceState) {
 		a.Service, a.State = m.Key(r.Fields[0]), m.Text(r.Fields[1])
 	}
