@@ -47,6 +47,8 @@ var positions struct {
 	n     atomic.Int64 // len(m), for the lock-free test in lookup
 	sweep int          // len(m) that triggers the next sweep
 	armed bool         // a GC sentinel is waiting (armSweep)
+	added int          // entries added since the last sweep
+	dying bool         // the last sweep dropped entries: values are being collected
 }
 
 // sweepMin is the table size below which dead entries are not worth a
@@ -95,6 +97,7 @@ func Remember(v Value, at Pos, items []Pos) {
 	// A dead entry at this address is replaced: the weak pointer tells
 	// the new value from the collected one.
 	positions.m[key] = &posEntry{ref: weak.Make((*byte)(p)), at: at, items: items}
+	positions.added++
 	positions.n.Store(int64(len(positions.m)))
 	if len(positions.m) >= max(positions.sweep, sweepMin) {
 		sweepLocked()
@@ -110,24 +113,34 @@ func Remember(v Value, at Pos, items []Pos) {
 // within twice the values it describes (plus sweepMin) and the sweeps
 // cost O(1) amortised per entry.
 func sweepLocked() {
+	positions.dying = false
 	for k, e := range positions.m {
 		if e.ref.Value() == nil {
 			delete(positions.m, k)
+			positions.dying = true
 		}
 	}
 	positions.sweep = 2 * len(positions.m)
+	positions.added = 0
 	positions.n.Store(int64(len(positions.m)))
 }
 
-// armSweep sweeps once after the next garbage collection, and re-arms
-// while the table is not empty: collected values leave the table without
-// waiting for it to grow. It costs one cleanup per GC cycle rather than
-// one per remembered value.
+// armSweep sweeps once after the next garbage collection, and re-arms while
+// the table is not empty: collected values leave the table without waiting
+// for it to double. It costs one cleanup per GC cycle rather than one per
+// remembered value. A table at rest (nothing added since the last sweep,
+// which dropped nothing) is not swept: its entries of values collected
+// meanwhile wait for the next change, and the table does not grow.
 func armSweep() {
 	runtime.AddCleanup(new(sentinel), func(struct{}) {
 		positions.mu.Lock()
 		defer positions.mu.Unlock()
-		sweepLocked()
+		if positions.added > 0 || positions.dying {
+			// Sweep while entries come or go; a table at rest (the
+			// last sweep found nothing to drop, nothing added since)
+			// is left alone.
+			sweepLocked()
+		}
 		if positions.armed = len(positions.m) > 0; positions.armed {
 			armSweep()
 		}
