@@ -24,9 +24,9 @@ import (
 // Atoms have no identity; an atom's place is the item position its parent
 // compound remembers (ItemPos). Each entry holds a weak pointer to its
 // compound, so the table never keeps a value alive; entries of collected
-// compounds are swept after each garbage collection and whenever the table
-// has doubled, so it never outgrows the values it describes (a cleanup per
-// entry would do the same at twice the cost per remembered value). An
+// compounds are swept after garbage collections while the table changes,
+// and whenever it has doubled, so it never grows without bound (a cleanup
+// per entry would do the same at twice the cost per remembered value). An
 // address reused by a new value is told apart by the weak pointer, which
 // no longer resolves to the old one.
 //
