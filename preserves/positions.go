@@ -36,10 +36,32 @@ import (
 // load.
 
 type posEntry struct {
-	ref   weak.Pointer[byte]
+	ref   weak.Pointer[byte] // the value's own, or its Owner's
+	owned bool               // ref is an Owner's
 	at    Pos
 	items []Pos
 }
+
+// live reports whether e still describes the value at address p.
+func (e *posEntry) live(p unsafe.Pointer) bool {
+	if e.owned {
+		// The owner keeps its values alive: while it lives, no other
+		// value can have taken the address.
+		return e.ref.Value() != nil
+	}
+	return e.ref.Value() == (*byte)(p)
+}
+
+// An Owner remembers the positions of values that stay reachable from it
+// for as long as it lives: the constants of a compiled program, owned by
+// the program. Its entries share one weak pointer, the owner's, where
+// Remember makes one per value (the bulk of remembering's cost), and go
+// when the owner goes. The zero Owner is no owner: each value its own.
+type Owner struct{ ref weak.Pointer[byte] }
+
+// OwnerOf returns the Owner for o. Whatever is remembered through it must
+// stay reachable from o while o is.
+func OwnerOf[T any](o *T) Owner { return Owner{weak.Make((*byte)(unsafe.Pointer(o)))} }
 
 var positions struct {
 	mu    sync.Mutex
@@ -79,7 +101,10 @@ func identityOf(v Value) unsafe.Pointer {
 // value's own order (Entries, Elems). items may be nil or shorter than the
 // value, and is kept, not copied. Atoms, *Annotated and empty sequences are
 // ignored. Remembering a compound again replaces what was known.
-func Remember(v Value, at Pos, items []Pos) {
+func Remember(v Value, at Pos, items []Pos) { Owner{}.Remember(v, at, items) }
+
+// Remember is Remember for a value owned by o.
+func (o Owner) Remember(v Value, at Pos, items []Pos) {
 	p := identityOf(v)
 	if p == nil || (!at.IsValid() && len(items) == 0) {
 		return
@@ -87,7 +112,7 @@ func Remember(v Value, at Pos, items []Pos) {
 	key := uintptr(p)
 	positions.mu.Lock()
 	defer positions.mu.Unlock()
-	if e := positions.m[key]; e != nil && e.ref.Value() == (*byte)(p) {
+	if e := positions.m[key]; e != nil && e.live(p) {
 		e.at, e.items = at, items
 		return
 	}
@@ -96,7 +121,11 @@ func Remember(v Value, at Pos, items []Pos) {
 	}
 	// A dead entry at this address is replaced: the weak pointer tells
 	// the new value from the collected one.
-	positions.m[key] = &posEntry{ref: weak.Make((*byte)(p)), at: at, items: items}
+	e := &posEntry{ref: o.ref, owned: true, at: at, items: items}
+	if o == (Owner{}) {
+		e.ref, e.owned = weak.Make((*byte)(p)), false
+	}
+	positions.m[key] = e
 	positions.added++
 	positions.n.Store(int64(len(positions.m)))
 	if len(positions.m) >= max(positions.sweep, sweepMin) {
@@ -165,7 +194,7 @@ func lookup(v Value) *posEntry {
 	}
 	positions.mu.Lock()
 	defer positions.mu.Unlock()
-	if e := positions.m[uintptr(p)]; e != nil && e.ref.Value() == (*byte)(p) {
+	if e := positions.m[uintptr(p)]; e != nil && e.live(p) {
 		return e
 	}
 	return nil
@@ -287,15 +316,18 @@ func FirstPos(v Value) (Pos, bool) {
 // compounds below a wrapper, as a shared unannotated compound may not be
 // given positions that belong to one place; a value without wrappers is
 // returned as it is. Comments and other annotations are dropped.
-func StripRemembering(v Value) Value {
+func StripRemembering(v Value) Value { return Owner{}.StripRemembering(v) }
+
+// StripRemembering is StripRemembering for a value owned by o.
+func (o Owner) StripRemembering(v Value) Value {
 	if !HasAnnotations(v) {
 		return v
 	}
-	out, _ := stripRemembering(v)
+	out, _ := o.stripRemembering(v)
 	return out
 }
 
-func stripRemembering(v Value) (Value, Pos) {
+func (o Owner) stripRemembering(v Value) (Value, Pos) {
 	var at Pos
 	if a, ok := v.(*Annotated); ok {
 		v, at = a.Item, a.Pos
@@ -306,50 +338,53 @@ func stripRemembering(v Value) (Value, Pos) {
 	case *Record:
 		items = make([]Pos, 1+len(x.Fields))
 		r := &Record{Fields: make([]Value, len(x.Fields))}
-		r.Label, items[0] = stripRemembering(x.Label)
+		r.Label, items[0] = o.stripRemembering(x.Label)
 		for i, f := range x.Fields {
-			r.Fields[i], items[i+1] = stripRemembering(f)
+			r.Fields[i], items[i+1] = o.stripRemembering(f)
 		}
 		out = r
 	case Sequence:
-		s, ps := stripAllRemembering(x)
+		s, ps := o.stripAll(x)
 		out, items = Sequence(s), ps
 	case *Set:
 		// Annotations do not change the order, so the elements stay sorted.
-		s, ps := stripAllRemembering(x.elems)
+		s, ps := o.stripAll(x.elems)
 		out, items = &Set{elems: s}, ps
 	case *Dictionary:
 		es := make([]DictEntry, len(x.entries))
 		items = make([]Pos, 2*len(x.entries))
 		for i, e := range x.entries {
-			es[i].Key, items[2*i] = stripRemembering(e.Key)
-			es[i].Value, items[2*i+1] = stripRemembering(e.Value)
+			es[i].Key, items[2*i] = o.stripRemembering(e.Key)
+			es[i].Value, items[2*i+1] = o.stripRemembering(e.Value)
 		}
 		out = &Dictionary{entries: es}
 	case *Embedded:
 		if pv, ok := x.Payload.(Value); ok && HasAnnotations(pv) {
-			return &Embedded{Payload: StripRemembering(pv)}, at
+			return &Embedded{Payload: o.StripRemembering(pv)}, at
 		}
 		return x, at
 	default:
 		return v, at
 	}
-	Remember(out, at, items)
+	o.Remember(out, at, items)
 	return out, at
 }
 
-func stripAllRemembering(vs []Value) ([]Value, []Pos) {
+func (o Owner) stripAll(vs []Value) ([]Value, []Pos) {
 	out := make([]Value, len(vs))
 	ps := make([]Pos, len(vs))
 	for i, v := range vs {
-		out[i], ps[i] = stripRemembering(v)
+		out[i], ps[i] = o.stripRemembering(v)
 	}
 	return out, ps
 }
 
 // NewSetAt is NewSet remembering the set at `at` and element i of elems
 // at pos[i] (pos is in the order of elems, not the set's).
-func NewSetAt(at Pos, elems []Value, pos []Pos) *Set {
+func NewSetAt(at Pos, elems []Value, pos []Pos) *Set { return Owner{}.NewSetAt(at, elems, pos) }
+
+// NewSetAt is NewSetAt for a set owned by o.
+func (o Owner) NewSetAt(at Pos, elems []Value, pos []Pos) *Set {
 	idx := sortedIndex(len(elems), func(i int) Value { return elems[i] })
 	out := make([]Value, 0, len(elems))
 	items := make([]Pos, 0, len(elems))
@@ -361,7 +396,7 @@ func NewSetAt(at Pos, elems []Value, pos []Pos) *Set {
 		items = append(items, posAt(pos, i))
 	}
 	s := &Set{elems: out}
-	Remember(s, at, items)
+	o.Remember(s, at, items)
 	return s
 }
 
@@ -369,6 +404,11 @@ func NewSetAt(at Pos, elems []Value, pos []Pos) *Set {
 // the key of entries[i] at keyPos[i] and its value at valPos[i] (in the
 // order of entries, not the dictionary's).
 func NewDictionaryAt(at Pos, entries []DictEntry, keyPos, valPos []Pos) *Dictionary {
+	return Owner{}.NewDictionaryAt(at, entries, keyPos, valPos)
+}
+
+// NewDictionaryAt is NewDictionaryAt for a dictionary owned by o.
+func (o Owner) NewDictionaryAt(at Pos, entries []DictEntry, keyPos, valPos []Pos) *Dictionary {
 	idx := sortedIndex(len(entries), func(i int) Value { return entries[i].Key })
 	out := make([]DictEntry, 0, len(entries))
 	items := make([]Pos, 0, 2*len(entries))
@@ -382,7 +422,7 @@ func NewDictionaryAt(at Pos, entries []DictEntry, keyPos, valPos []Pos) *Diction
 		items = append(items, posAt(keyPos, i), posAt(valPos, i))
 	}
 	d := &Dictionary{entries: out}
-	Remember(d, at, items)
+	o.Remember(d, at, items)
 	return d
 }
 

@@ -117,3 +117,33 @@ func TestPositionsAreReclaimed(t *testing.T) {
 		time.Sleep(time.Millisecond) // poll: cleanups run on their own goroutine
 	}
 }
+
+// Values remembered through an Owner share its weak pointer: they are
+// known while it lives and forgotten with it.
+func TestOwnerRemembers(t *testing.T) {
+	before := rememberedCount()
+	type program struct{ consts []Value }
+	prog := &program{}
+	o := OwnerOf(prog)
+	for i := 0; i < 100; i++ {
+		v := o.StripRemembering(readPositioned(t, "<a [1 2]>"))
+		prog.consts = append(prog.consts, v)
+	}
+	r := prog.consts[7].(*Record)
+	if got := [...]string{PosOf(r).String(), FieldPos(r, 0).String(), ItemPos(r.Fields[0], 1).String()}; got != [...]string{"f.pr:1:1", "f.pr:1:4", "f.pr:1:7"} {
+		t.Errorf("positions %v", got)
+	}
+	if n := rememberedCount() - before; n < 200 {
+		t.Fatalf("%d entries for 100 owned values", n)
+	}
+	runtime.KeepAlive(prog)
+	prog, r = nil, nil
+	deadline := time.Now().Add(10 * time.Second)
+	for rememberedCount() > before {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d entries still held after their owner went", rememberedCount()-before)
+		}
+		runtime.GC()
+		time.Sleep(time.Millisecond) // poll: the sweep runs after a GC
+	}
+}

@@ -77,15 +77,23 @@ func Compile(f *script.File) *Program { return CompileOptions(f, Options{}) }
 
 // CompileOptions is Compile with options.
 func CompileOptions(f *script.File, opts Options) *Program {
+	p := &Program{File: f.Name, Version: Version, Positions: opts.Positions, Warnings: f.Warnings}
 	c := &compiler{pos: opts.Positions}
-	body := c.block(f.Body, preserves.Pos{File: f.Name, Line: 1, Col: 1}, DefaultTarget, DefaultTarget)
-	return &Program{File: f.Name, Version: Version, Body: body, Instrs: c.n, Positions: opts.Positions, Warnings: f.Warnings}
+	if opts.Positions {
+		// The program owns its constants: their positions live as long
+		// as it does, on one weak pointer.
+		c.owner = preserves.OwnerOf(p)
+	}
+	p.Body = c.block(f.Body, preserves.Pos{File: f.Name, Line: 1, Col: 1}, DefaultTarget, DefaultTarget)
+	p.Instrs = c.n
+	return p
 }
 
 type compiler struct {
 	arena
-	n   int  // instructions emitted
-	pos bool // Options.Positions, switched off inside caveats
+	n     int             // instructions emitted
+	pos   bool            // Options.Positions, switched off inside caveats
+	owner preserves.Owner // with Options.Positions, the program being compiled
 }
 
 func (c *compiler) block(body []script.Instr, at preserves.Pos, target, outer string) *Seq {
@@ -177,7 +185,7 @@ func (c *compiler) instr(in script.Instr, target, outer string) Instr {
 func (c *compiler) value(e script.Expr) Expr {
 	if isConst(e) {
 		if c.pos {
-			return c.konst(e.Pos(), constRemembering(e))
+			return c.konst(e.Pos(), c.constRemembering(e))
 		}
 		return c.konst(e.Pos(), c.constValue(e))
 	}
@@ -276,12 +284,13 @@ func (c *compiler) constValues(es []script.Expr) []preserves.Value {
 
 // constRemembering is constValue for Options.Positions: the value is built
 // plain, and each of its compounds is remembered in the position side table
-// (preserves.Remember) with its own position and its items'.
-func constRemembering(e script.Expr) preserves.Value {
+// (preserves.Remember) with its own position and its items', owned by the
+// program (which holds the constant as long as it lives).
+func (c *compiler) constRemembering(e script.Expr) preserves.Value {
 	switch x := e.(type) {
 	case *script.Lit:
 		if x.Src != nil {
-			return preserves.StripRemembering(x.Src)
+			return c.owner.StripRemembering(x.Src)
 		}
 		return x.Value
 	case *script.RecordExpr:
@@ -289,36 +298,36 @@ func constRemembering(e script.Expr) preserves.Value {
 		items[0] = x.Label.Pos()
 		fs := make([]preserves.Value, len(x.Fields))
 		for i, f := range x.Fields {
-			fs[i], items[i+1] = constRemembering(f), f.Pos()
+			fs[i], items[i+1] = c.constRemembering(f), f.Pos()
 		}
-		r := preserves.NewRecord(constRemembering(x.Label), fs...)
-		preserves.Remember(r, x.At, items)
+		r := preserves.NewRecord(c.constRemembering(x.Label), fs...)
+		c.owner.Remember(r, x.At, items)
 		return r
 	case *script.SeqExpr:
-		fs, ps := constsRemembering(x.Elems)
-		preserves.Remember(preserves.Sequence(fs), x.At, ps)
+		fs, ps := c.constsRemembering(x.Elems)
+		c.owner.Remember(preserves.Sequence(fs), x.At, ps)
 		return preserves.Sequence(fs)
 	case *script.SetExpr:
-		fs, ps := constsRemembering(x.Elems)
-		return preserves.NewSetAt(x.At, fs, ps)
+		fs, ps := c.constsRemembering(x.Elems)
+		return c.owner.NewSetAt(x.At, fs, ps)
 	case *script.DictExpr:
 		es := make([]preserves.DictEntry, len(x.Entries))
 		kps := make([]preserves.Pos, len(x.Entries))
 		vps := make([]preserves.Pos, len(x.Entries))
 		for i, en := range x.Entries {
-			es[i] = preserves.DictEntry{Key: constRemembering(en.Key), Value: constRemembering(en.Value)}
+			es[i] = preserves.DictEntry{Key: c.constRemembering(en.Key), Value: c.constRemembering(en.Value)}
 			kps[i], vps[i] = en.Key.Pos(), en.Value.Pos()
 		}
-		return preserves.NewDictionaryAt(x.At, es, kps, vps)
+		return c.owner.NewDictionaryAt(x.At, es, kps, vps)
 	}
 	return nil
 }
 
-func constsRemembering(es []script.Expr) ([]preserves.Value, []preserves.Pos) {
+func (c *compiler) constsRemembering(es []script.Expr) ([]preserves.Value, []preserves.Pos) {
 	vs := make([]preserves.Value, len(es))
 	ps := make([]preserves.Pos, len(es))
 	for i, e := range es {
-		vs[i], ps[i] = constRemembering(e), e.Pos()
+		vs[i], ps[i] = c.constRemembering(e), e.Pos()
 	}
 	return vs, ps
 }
