@@ -215,7 +215,7 @@ func (badDash) ToValue() preserves.Value {
 }
 
 // Example shows the code preserves-schema-go generates for draw.prs in
-// use: parse a value, read its fields, write it back.
+// use: parse a value, read its fields, write it back, name a label.
 func Example() {
 	v, _ := preserves.ParseText(`<layer "sketch" #t [<circle [0.0 0.0] 2.0> [3.0 4.0]] #{draft} #:owner>`)
 	layer, err := draw.ParseLayer(v)
@@ -234,11 +234,16 @@ func Example() {
 	layer.Visible = false
 	fmt.Println(preserves.FormatText(layer.ToValue()))
 
+	// Every record label is a constant too, for code that matches
+	// records without parsing them (dataspace patterns, quick checks).
+	fmt.Println(v.(*preserves.Record).Label == draw.LabelLayer, draw.LabelLayer)
+
 	_, err = draw.ParseLayer(preserves.Rec("layer", preserves.String("x"), preserves.Bool(true), preserves.Sequence{preserves.Int(1)}))
 	fmt.Println(err)
 	// Output:
 	// circle of radius 2
 	// point 3 4
 	// <layer "sketch" #f [<circle [0.0 0.0] 2.0> [3.0 4.0]] #{draft} #:owner>
+	// true layer
 	// expected at least 5 fields, got <layer "x" #t [1]>
 }
