@@ -39,8 +39,9 @@
 // script language plain, and where they were written is kept beside them
 // in a side table (positions.go): [StripRemembering] strips a value read
 // with positions and remembers its compounds, [Remember], [NewSetAt] and
-// [NewDictionaryAt] remember compounds built elsewhere (the script VM),
-// and [PosOf], [ItemPos], [FieldPos], [EntryPos] and [FirstPos] answer
+// [NewDictionaryAt] remember compounds built elsewhere (the script VM), an
+// [Owner] those that live exactly as long as their owner (a compiled
+// program's constants), and [PosOf], [ItemPos], [FieldPos], [EntryPos] and [FirstPos] answer
 // error messages. Compounds are keyed by identity (values are immutable
 // and shared) and held weakly; an atom has no identity, so its place is
 // the one its parent remembers for item i. Nothing is remembered, and
