@@ -100,7 +100,7 @@ var Builtins = []*Builtin{
 		Doc:   "the pieces (a sequence, or one value) as text, joined with SEP",
 		Check: textOperands,
 		Eval: func(_ BuiltinContext, args []preserves.Value) (preserves.Value, error) {
-			pieces, ok := preserves.Unwrap(args[1]).(preserves.Sequence)
+			pieces, ok := args[1].(preserves.Sequence)
 			if !ok {
 				pieces = preserves.Sequence{args[1]}
 			}
@@ -154,7 +154,7 @@ func LookupBuiltin(name string) (*Builtin, bool) {
 // textOf is join's "converted to a string": a string's contents, any other
 // value's Preserves text; false if v holds a capability.
 func textOf(v preserves.Value) (string, bool) {
-	if s, ok := preserves.Unwrap(v).(preserves.String); ok {
+	if s, ok := v.(preserves.String); ok {
 		return string(s), true
 	}
 	if preserves.HasEmbedded(v) {
