@@ -7,7 +7,6 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/externalservices"
-	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
@@ -76,10 +75,16 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) (*Service, erro
 	s.order.track(t, env.Config)
 	s.runs = map[string]*daemonRun{}
 	s.serveOutput(t, env.Config)
-	p := pattern.Rec(service.LabelRunService, pattern.Bind{Pattern: pattern.Rec(externalservices.LabelDaemon)})
-	t.During(env.Config, p, func(t *dataspace.Turn, caps []preserves.Value) error {
-		runDaemon(t, s, env, caps[0])
-		return nil
+	// Each daemon runs its own supervisors (one per restart), so the
+	// requests are served with Run.
+	services.Serve(t, env, services.Requests[preserves.Value]{
+		Label:     externalservices.LabelDaemon,
+		Parse:     externalservices.ParseDaemonName,
+		Malformed: "malformed daemon service name: expected <daemon ID>",
+		Run: func(t *dataspace.Turn, req services.Request[preserves.Value]) error {
+			runDaemon(t, s, env, req)
+			return nil
+		},
 	})
 	return s, nil
 }

@@ -47,20 +47,11 @@ type daemonRun struct {
 	restarts int
 }
 
-// runDaemon runs in the facet of one `<run-service <daemon …>>`.
-func runDaemon(t *dataspace.Turn, s *Service, env services.Env, name preserves.Value) {
-	pos := preserves.PosOf(name).String() // where a script asked
-	id, err := externalservices.ParseDaemonName(name)
-	if err != nil {
-		// Go deviation (§0): a request of our label that the schema
-		// rejects is reported, never silently ignored.
-		env.Logger.Warn().Str("service", preserves.Show(name)).Str("pos", pos).Err(err).
-			Msg("malformed daemon service name: expected <daemon ID>")
-		t.Assert(env.Config, services.ServiceState(name, services.StateFailed))
-		return
-	}
-	d := &daemonRun{s: s, env: env, name: name, id: id,
-		log: env.Logger.With().Str("service", preserves.Show(name)).Logger(), hist: newHistory(), key: daemonKey(name)}
+// runDaemon runs in the facet of one well-formed `<run-service <daemon
+// ID>>` (services.Serve reports malformed ones).
+func runDaemon(t *dataspace.Turn, s *Service, env services.Env, req services.Request[preserves.Value]) {
+	name := req.Name
+	d := &daemonRun{s: s, env: env, name: name, id: req.Spec, log: req.Log, hist: newHistory(), key: daemonKey(name)}
 	s.runs[d.key] = d
 	t.OnStop(func(*dataspace.Turn) error {
 		if s.runs[d.key] == d {
