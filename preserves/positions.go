@@ -60,7 +60,8 @@ func (e *posEntry) live(p unsafe.Pointer) bool {
 type Owner struct{ ref weak.Pointer[byte] }
 
 // OwnerOf returns the Owner for o. Whatever is remembered through it must
-// stay reachable from o while o is.
+// stay reachable from o while o is (Owner.NewSetAt and NewDictionaryAt
+// forget the duplicates they drop).
 func OwnerOf[T any](o *T) Owner { return Owner{weak.Make((*byte)(unsafe.Pointer(o)))} }
 
 var positions struct {
@@ -390,7 +391,8 @@ func (o Owner) NewSetAt(at Pos, elems []Value, pos []Pos) *Set {
 	items := make([]Pos, 0, len(elems))
 	for _, i := range idx {
 		if len(out) > 0 && Compare(out[len(out)-1], elems[i]) == 0 {
-			continue // the first of equal elements wins, as in NewSet
+			o.drop(elems[i]) // the first of equal elements wins, as in NewSet
+			continue
 		}
 		out = append(out, elems[i])
 		items = append(items, posAt(pos, i))
@@ -415,6 +417,8 @@ func (o Owner) NewDictionaryAt(at Pos, entries []DictEntry, keyPos, valPos []Pos
 	for _, i := range idx {
 		if n := len(out); n > 0 && Compare(out[n-1].Key, entries[i].Key) == 0 {
 			// The last of equal keys wins, as in NewDictionary.
+			o.drop(out[n-1].Key)
+			o.drop(out[n-1].Value)
 			out[n-1], items[2*n-2], items[2*n-1] = entries[i], posAt(keyPos, i), posAt(valPos, i)
 			continue
 		}
@@ -424,6 +428,31 @@ func (o Owner) NewDictionaryAt(at Pos, entries []DictEntry, keyPos, valPos []Pos
 	d := &Dictionary{entries: out}
 	o.Remember(d, at, items)
 	return d
+}
+
+// drop forgets what o remembered of v, which its caller is dropping: o
+// would keep claiming v's address once v is collected (its entries are
+// live while o is). Values remembered on their own weak pointers need
+// nothing.
+func (o Owner) drop(v Value) {
+	if o == (Owner{}) {
+		return
+	}
+	if p := identityOf(v); p != nil {
+		positions.mu.Lock()
+		if e := positions.m[uintptr(p)]; e != nil && e.owned && e.ref == o.ref {
+			delete(positions.m, uintptr(p))
+			positions.n.Store(int64(len(positions.m)))
+		}
+		positions.mu.Unlock()
+	}
+	for i := 0; ; i++ {
+		item, ok := itemOf(v, i)
+		if !ok {
+			return
+		}
+		o.drop(item)
+	}
 }
 
 // sortedIndex is 0..n-1 stably sorted by the values key(i).

@@ -147,3 +147,23 @@ func TestOwnerRemembers(t *testing.T) {
 		time.Sleep(time.Millisecond) // poll: the sweep runs after a GC
 	}
 }
+
+// Duplicates that an owned set or dictionary drops are forgotten: their
+// owner would otherwise keep claiming their addresses after they go.
+func TestOwnerForgetsDroppedDuplicates(t *testing.T) {
+	type program struct{ v Value }
+	prog := &program{}
+	o := OwnerOf(prog)
+	a, b := o.StripRemembering(readPositioned(t, "[1]")), o.StripRemembering(readPositioned(t, "[1]"))
+	s := o.NewSetAt(Pos{Line: 9}, []Value{a, b}, nil)
+	prog.v = s
+	if PosOf(a).Line != 1 || PosOf(b).IsValid() {
+		t.Errorf("kept %v, dropped %v", PosOf(a), PosOf(b))
+	}
+	d := o.NewDictionaryAt(Pos{Line: 9}, []DictEntry{{Int(1), a}, {Int(1), b}}, nil, nil)
+	prog.v = d
+	if PosOf(a).IsValid() || !PosOf(s).IsValid() {
+		t.Errorf("the losing entry's value is still known at %v", PosOf(a))
+	}
+	runtime.KeepAlive(prog)
+}
