@@ -1,27 +1,26 @@
 package services
 
 import (
+	"math/big"
 	"slices"
 	"time"
 
 	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/syndicatego"
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
 // The status vocabulary (our protocol extension, docs/protocol.md): what
 // `syndicate status` shows beyond `<service-state NAME S>` (its reading of
-// the rest of the vocabulary is [StatusModel]). It is the one home of the
-// status record: the supervisor, the daemon service and the dependency
-// diagnostics each assert their own
-//
-//	<service-info NAME {since: "RFC3339", restarts: N, recent: N,
-//	                    exit: "exit status: 3", exit-at: "RFC3339",
-//	                    phase: SYMBOL, reason: "…", pos: "file:line:col"}>
-//
-// with only the keys they know, and readers merge them with [MergeInfo].
+// the rest of the vocabulary is [StatusModel]). The record
+// `<service-info NAME INFO>` is defined in dataspace/schemas/syndicateGo.prs
+// (syndicatego.ServiceInfo, every key of INFO optional); [Info] is its Go
+// form. The supervisor, the daemon service and the dependency diagnostics
+// each assert their own record with only the keys they know, and readers
+// merge them with [MergeInfo].
 
 // LabelServiceInfo labels `<service-info NAME INFO>`.
-const LabelServiceInfo = preserves.Symbol("service-info")
+const LabelServiceInfo = syndicatego.LabelServiceInfo
 
 // Phases refine a service state (key `phase`).
 const (
@@ -44,54 +43,39 @@ type Info struct {
 	Pos      string           // file:line:col of the declaration the reasons are about
 }
 
-var (
-	keySince    = preserves.Symbol("since")
-	keyRestarts = preserves.Symbol("restarts")
-	keyRecent   = preserves.Symbol("recent")
-	keyExit     = preserves.Symbol("exit")
-	keyExitAt   = preserves.Symbol("exit-at")
-	keyPhase    = preserves.Symbol("phase")
-	keyReason   = preserves.Symbol("reason")
-	keyPos      = preserves.Symbol("pos")
-)
-
 // StatusTime renders a status timestamp (RFC 3339, UTC, nanoseconds).
 func StatusTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
-// ToValue renders the info dictionary. Several reasons are joined as a
-// sequence.
+// ToValue renders the info dictionary.
 func (i Info) ToValue() preserves.Value {
-	var es []preserves.DictEntry
-	add := func(k preserves.Symbol, v preserves.Value) { es = append(es, preserves.DictEntry{Key: k, Value: v}) }
+	d := syndicatego.ServiceInfoDict{Since: syndicatego.InfoSinceAbsent{}, Restarts: syndicatego.InfoRestartsAbsent{},
+		Recent: syndicatego.InfoRecentAbsent{}, Exit: syndicatego.InfoExitAbsent{}, ExitAt: syndicatego.InfoExitAtAbsent{},
+		Phase: syndicatego.InfoPhaseAbsent{}, Reason: syndicatego.InfoReasonAbsent{}, Pos: syndicatego.InfoPosAbsent{}}
 	if !i.Since.IsZero() {
-		add(keySince, preserves.String(StatusTime(i.Since)))
+		d.Since = syndicatego.InfoSincePresent{Since: StatusTime(i.Since)}
 	}
 	if i.Restarts != 0 {
-		add(keyRestarts, preserves.Int(i.Restarts))
+		d.Restarts = syndicatego.InfoRestartsPresent{Restarts: big.NewInt(int64(i.Restarts))}
 	}
 	if i.Recent != 0 {
-		add(keyRecent, preserves.Int(i.Recent))
+		d.Recent = syndicatego.InfoRecentPresent{Recent: big.NewInt(int64(i.Recent))}
 	}
 	if i.Exit != "" {
-		add(keyExit, preserves.String(i.Exit))
+		d.Exit = syndicatego.InfoExitPresent{Exit: i.Exit}
 	}
 	if !i.ExitAt.IsZero() {
-		add(keyExitAt, preserves.String(StatusTime(i.ExitAt)))
+		d.ExitAt = syndicatego.InfoExitAtPresent{ExitAt: StatusTime(i.ExitAt)}
 	}
 	if i.Phase != "" {
-		add(keyPhase, i.Phase)
+		d.Phase = syndicatego.InfoPhasePresent{Phase: i.Phase}
 	}
 	if len(i.Reasons) > 0 {
-		rs := make(preserves.Sequence, len(i.Reasons))
-		for j, r := range i.Reasons {
-			rs[j] = preserves.String(r)
-		}
-		add(keyReason, rs)
+		d.Reason = syndicatego.InfoReasonPresent{Reason: i.Reasons}
 	}
 	if i.Pos != "" {
-		add(keyPos, preserves.String(i.Pos))
+		d.Pos = syndicatego.InfoPosPresent{Pos: i.Pos}
 	}
-	return preserves.NewDictionary(es...)
+	return d.ToValue()
 }
 
 // ServiceInfo returns `<service-info name info>`.
@@ -100,44 +84,44 @@ func ServiceInfo(name preserves.Value, i Info) preserves.Value {
 }
 
 // ParseInfo reads an info dictionary; unknown keys and ill-typed values
-// are ignored, so newer servers can add keys.
+// are ignored (the schema's @invalid alternatives), so newer servers can
+// add keys.
 func ParseInfo(v preserves.Value) Info {
 	var i Info
-	d, ok := v.(*preserves.Dictionary)
-	if !ok {
-		return i
+	d, err := syndicatego.ParseServiceInfoDict(v)
+	if err != nil {
+		return i // not a dictionary
 	}
-	str := func(k preserves.Symbol) string {
-		x, _ := d.Get(k)
-		s, _ := x.(preserves.String)
-		return string(s)
-	}
-	num := func(k preserves.Symbol) int {
-		x, _ := d.Get(k)
-		n, _ := x.(preserves.Int)
-		return int(n)
-	}
-	tm := func(k preserves.Symbol) time.Time {
-		t, _ := time.Parse(time.RFC3339Nano, str(k))
+	tm := func(s string) time.Time {
+		t, _ := time.Parse(time.RFC3339Nano, s)
 		return t
 	}
-	i.Since, i.ExitAt = tm(keySince), tm(keyExitAt)
-	i.Restarts, i.Recent = num(keyRestarts), num(keyRecent)
-	i.Exit, i.Pos = str(keyExit), str(keyPos)
-	if x, ok := d.Get(keyPhase); ok {
-		i.Phase, _ = x.(preserves.Symbol)
+	if x, ok := d.Since.(syndicatego.InfoSincePresent); ok {
+		i.Since = tm(x.Since)
 	}
-	if x, ok := d.Get(keyReason); ok {
-		switch r := x.(type) {
-		case preserves.String:
-			i.Reasons = []string{string(r)}
-		case preserves.Sequence:
-			for _, e := range r {
-				if s, ok := e.(preserves.String); ok {
-					i.Reasons = append(i.Reasons, string(s))
-				}
-			}
-		}
+	if x, ok := d.Restarts.(syndicatego.InfoRestartsPresent); ok && x.Restarts.IsInt64() {
+		i.Restarts = int(x.Restarts.Int64())
+	}
+	if x, ok := d.Recent.(syndicatego.InfoRecentPresent); ok && x.Recent.IsInt64() {
+		i.Recent = int(x.Recent.Int64())
+	}
+	if x, ok := d.Exit.(syndicatego.InfoExitPresent); ok {
+		i.Exit = x.Exit
+	}
+	if x, ok := d.ExitAt.(syndicatego.InfoExitAtPresent); ok {
+		i.ExitAt = tm(x.ExitAt)
+	}
+	if x, ok := d.Phase.(syndicatego.InfoPhasePresent); ok {
+		i.Phase = x.Phase
+	}
+	switch x := d.Reason.(type) {
+	case syndicatego.InfoReasonPresent:
+		i.Reasons = x.Reason
+	case syndicatego.InfoReasonOne:
+		i.Reasons = []string{x.Reason}
+	}
+	if x, ok := d.Pos.(syndicatego.InfoPosPresent); ok {
+		i.Pos = x.Pos
 	}
 	return i
 }

@@ -4,6 +4,16 @@
 // cmd/preserves-schema-go: `go generate ./dataspace/schemas` rewrites
 // them, and TestGeneratedCodeIsCurrent fails while they are stale.
 //
+// Every schema here is the reference's, byte for byte, except
+// syndicateGo.prs (package syndicatego): our own protocol extensions
+// (docs/protocol.md), `<process-status …>`, `<service-info …>`,
+// `<service-output …>`, `<status-text …>`, `<service-history …>`, the
+// logger's `<log-tail …>` family and `<config-rescan>`. The services that
+// assert them and `syndicate` that reads them use its types and labels, so
+// a key or a field is written down once. Where a reader must tolerate
+// older or newer servers, the schema makes the key optional with the
+// `@present / @invalid / @absent` idiom (the daemon spec's).
+//
 // The generated packages import only preserves and preserves/schema, so
 // every layer (dataspace/relay, services, script/validate) may use them.
 // Each also exports the labels of its records as constants

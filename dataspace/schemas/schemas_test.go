@@ -14,6 +14,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace/schemas/protocol"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/sturdy"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/syndicatego"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/schema"
 )
@@ -54,6 +55,14 @@ func TestProtocolRoundTrips(t *testing.T) {
 		{p(protocol.ParsePacket), `<error "oops" [1 2]>`},
 		{p(protocol.ParsePacket), `#f`},
 		{p(dataspacepatterns.ParsePattern), `<group <rec foo> {0: <bind <_>> 1: <lit 3> 2: <lit #:x>}>`},
+		// Ours (syndicateGo.prs).
+		{p(syndicatego.ParseProcessStatus), `<process-status <daemon web> {pid: 42 restarts: 0 since: "2026-11-21T06:58:01Z"}>`},
+		{p(syndicatego.ParseServiceInfo), `<service-info <daemon web> {restarts: 2 phase: backoff reason: ["x"]}>`},
+		{p(syndicatego.ParseServiceInfo), `<service-info <daemon web> {}>`},
+		{p(syndicatego.ParseServiceOutput), `<service-output <daemon web> [{at: "2026-11-21T06:58:01Z" stream: stdout line: "hi"}]>`},
+		{p(syndicatego.ParseServiceHistory), `<service-history <daemon web> [<asserted "T1" require-service> <retracted "T2" <service-state ready>>] 3>`},
+		{p(syndicatego.ParseLogTail), `<log-tail #f 10 #t #:sink>`},
+		{p(syndicatego.ParseLogDropped), `<log-dropped - 12>`},
 	}
 	for _, c := range cases {
 		v := text(t, c.src)

@@ -32,7 +32,7 @@ func TestMetaRoundTripsGoldenBundles(t *testing.T) {
 	bundle, err := meta.ParseBundle(bv)
 	require.NoError(t, err)
 	require.True(t, preserves.Equal(bv, bundle.ToValue()))
-	require.Len(t, bundle.Modules, 20)
+	require.Len(t, bundle.Modules, 20+1) // and ourModule
 }
 
 // TestMetaRejectsMalformedSchema: a broken abstract form fails with the
