@@ -39,6 +39,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/externalservices"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/syndicatego"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 	"github.com/syndicate-go/syndicate/services/daemon"
@@ -134,19 +135,19 @@ func (m *model) subscribe(t *dataspace.Turn, cfg *dataspace.Ref, changed func(t 
 	watch := func(label preserves.Symbol, apply func(k string, v preserves.Value, d int)) {
 		m.Watch(t, cfg, label, 2, func(c []preserves.Value, d int) { apply(m.Key(c[0]), preserves.Strip(c[1]), d) })
 	}
-	watch("process-status", func(k string, v preserves.Value, d int) { services.Count2(m.procs, k, m.Text(v), d) })
+	watch(syndicatego.LabelProcessStatus, func(k string, v preserves.Value, d int) { services.Count2(m.procs, k, m.Text(v), d) })
 	watch(services.LabelServiceInfo, func(k string, v preserves.Value, d int) { services.Count2(m.infos, k, m.Text(v), d) })
-	watch(daemon.LabelStatusText, func(k string, v preserves.Value, d int) {
+	watch(syndicatego.LabelStatusText, func(k string, v preserves.Value, d int) {
 		if text, ok := v.(preserves.String); ok {
 			services.Count2(m.texts, k, string(text), d)
 		}
 	})
-	watch("log-dropped", func(k string, v preserves.Value, d int) {
+	watch(syndicatego.LabelLogDropped, func(k string, v preserves.Value, d int) {
 		if n, ok := v.(preserves.Int); ok && d > 0 {
 			m.dropped[k] = max(m.dropped[k], int64(n)) // a total: it only grows
 		}
 	})
-	watch("service-output", func(k string, v preserves.Value, d int) {
+	watch(syndicatego.LabelServiceOutput, func(k string, v preserves.Value, d int) {
 		if d > 0 {
 			m.outputs[k] = v
 		} else {
@@ -289,27 +290,12 @@ func (m *model) detail(s *service) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s.DependsOn = m.chain(s.Name, map[string]bool{})
-	if seq, ok := m.outputs[s.Name].(preserves.Sequence); ok {
-		for _, e := range seq {
-			d, ok := e.(*preserves.Dictionary)
-			if !ok {
-				continue
-			}
-			var l outputLine
-			if x, ok := d.Get(preserves.Symbol("at")); ok {
-				if str, ok := x.(preserves.String); ok {
-					l.At, _ = time.Parse(time.RFC3339Nano, string(str))
-				}
-			}
-			if x, ok := d.Get(preserves.Symbol("stream")); ok {
-				l.Stream = preserves.FormatText(x)
-			}
-			if x, ok := d.Get(preserves.Symbol("line")); ok {
-				if str, ok := x.(preserves.String); ok {
-					l.Line = string(str)
-				}
-			}
-			s.Output = append(s.Output, l)
+	seq, _ := m.outputs[s.Name].(preserves.Sequence)
+	for _, e := range seq {
+		// One line the schema rejects does not hide the others.
+		if x, err := syndicatego.ParseOutputLine(e); err == nil {
+			at, _ := time.Parse(time.RFC3339Nano, x.At)
+			s.Output = append(s.Output, outputLine{At: at, Stream: string(x.Stream), Line: x.Line})
 		}
 	}
 }
@@ -347,27 +333,19 @@ func parseProcess(text string) (process, bool) {
 	if err != nil {
 		return process{}, false
 	}
-	d, ok := v.(*preserves.Dictionary)
-	if !ok {
-		return process{}, false
+	info, err := syndicatego.ParseProcessInfo(v)
+	if err != nil {
+		return process{}, false // not a dictionary
 	}
 	var p process
-	if x, ok := d.Get(preserves.Symbol("pid")); ok {
-		if n, ok := x.(preserves.Int); ok {
-			p.PID = int64(n)
-		}
+	if x, ok := info.Pid.(syndicatego.ProcessPidPresent); ok && x.Pid.IsInt64() {
+		p.PID = x.Pid.Int64()
 	}
-	if x, ok := d.Get(preserves.Symbol("restarts")); ok {
-		if n, ok := x.(preserves.Int); ok {
-			p.Restarts = int64(n)
-		}
+	if x, ok := info.Restarts.(syndicatego.ProcessRestartsPresent); ok && x.Restarts.IsInt64() {
+		p.Restarts = x.Restarts.Int64()
 	}
-	if x, ok := d.Get(preserves.Symbol("since")); ok {
-		if s, ok := x.(preserves.String); ok {
-			if tm, err := time.Parse(time.RFC3339Nano, string(s)); err == nil {
-				p.Since = tm
-			}
-		}
+	if x, ok := info.Since.(syndicatego.ProcessSincePresent); ok {
+		p.Since, _ = time.Parse(time.RFC3339Nano, x.Since)
 	}
 	return p, true
 }

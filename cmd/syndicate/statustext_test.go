@@ -41,3 +41,30 @@ func TestStatusShowsStatusText(t *testing.T) {
 	_, detail, _ := cliRun(t, "--admin", s.path, "status", "<daemon db>")
 	require.Contains(t, detail, `"accepting connections"`)
 }
+
+// Status reads our extension records leniently (syndicateGo.prs makes
+// their keys optional): an older or newer server's process-status without
+// some keys, a service-info with ill-typed keys, and an output line the
+// schema rejects among good ones are shown as far as they make sense.
+func TestStatusToleratesPartialRecords(t *testing.T) {
+	s := newTestServer(t, admin.Options{})
+	s.assert(t, "<run-service <daemon old>>")
+	s.assert(t, "<process-status <daemon old> {pid: 7 extra: #t}>")
+	s.assert(t, `<service-info <daemon old> {restarts: "two" recent: 1 reason: "one reason"}>`)
+	s.assert(t, `<service-output <daemon old> [{at: 1 line: "bad"} {at: "2026-11-25T03:00:00Z" stream: stdout line: "good"}]>`)
+	var svcs []service
+	waitFor(t, "the partial records", func() bool {
+		_, js, _ := cliRun(t, "--admin", s.path, "status", "--json", "<daemon old>")
+		svcs = nil
+		return json.Unmarshal([]byte(js), &svcs) == nil && len(svcs) == 1 && len(svcs[0].Processes) == 1 &&
+			len(svcs[0].Reasons) == 1 && len(svcs[0].Output) == 1
+	})
+	require.Equal(t, int64(7), svcs[0].Processes[0].PID)
+	require.Zero(t, svcs[0].Processes[0].Restarts)
+	require.True(t, svcs[0].Processes[0].Since.IsZero())
+	require.Equal(t, 0, svcs[0].Restarts)
+	require.Equal(t, 1, svcs[0].Recent)
+	require.Equal(t, []string{"one reason"}, svcs[0].Reasons)
+	require.Equal(t, "good", svcs[0].Output[0].Line)
+	require.Equal(t, "stdout", svcs[0].Output[0].Stream)
+}

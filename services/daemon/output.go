@@ -103,6 +103,7 @@ func logRecord(l Line, service, timestamp, pid preserves.Value) preserves.Value 
 }
 
 var (
+	keyPid       = preserves.Symbol("pid")
 	keyService   = preserves.Symbol("service")
 	keyStream    = preserves.Symbol("stream")
 	keyLine      = preserves.Symbol("line")

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/syndicatego"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
@@ -23,13 +24,11 @@ import (
 var (
 	StateReloading = preserves.Symbol("reloading")
 	StateStopping  = preserves.Symbol("stopping")
-	// LabelStatusText labels `<status-text NAME "TEXT">`.
-	LabelStatusText = preserves.Symbol("status-text")
 )
 
-// StatusText returns `<status-text name "text">`.
+// StatusText returns `<status-text name "text">` (syndicatego.StatusText).
 func StatusText(name preserves.Value, text string) preserves.Value {
-	return preserves.NewRecord(LabelStatusText, name, preserves.String(text))
+	return syndicatego.StatusText{ServiceName: name, Text: text}.ToValue()
 }
 
 // notifyState is what one running process has said over sd_notify.

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"math/big"
 	"os"
 	"sync"
 	"time"
@@ -10,32 +11,26 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/relay"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/syndicatego"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
 
 // The life of one running process in the dataspace: its process facet
 // (§5.4), holding `<process-status NAME {pid restarts since}>` (our
-// protocol extension, docs/protocol.md) and, for a Syndicate-protocol
+// protocol extension, syndicatego.ProcessStatus) and, for a Syndicate-protocol
 // daemon, the relay over the child's stdio and `<service-object NAME #:C>`
 // (§5.7). Stopping the process facet withdraws all of it, so each
 // assertion lasts exactly as long as the process runs.
 
-var (
-	labelProcessStatus = preserves.Symbol("process-status")
-	keyPid             = preserves.Symbol("pid")
-	keyRestarts        = preserves.Symbol("restarts")
-	keySince           = preserves.Symbol("since")
-)
-
 // ProcessStatus returns `<process-status name {pid: pid, restarts:
 // restarts, since: "RFC3339"}>`.
 func ProcessStatus(name preserves.Value, pid, restarts int, since time.Time) preserves.Value {
-	return preserves.NewRecord(labelProcessStatus, name, preserves.NewDictionary(
-		preserves.DictEntry{Key: keyPid, Value: preserves.Int(pid)},
-		preserves.DictEntry{Key: keyRestarts, Value: preserves.Int(restarts)},
-		preserves.DictEntry{Key: keySince, Value: preserves.String(since.UTC().Format(time.RFC3339))},
-	))
+	return syndicatego.ProcessStatus{ServiceName: name, Info: syndicatego.ProcessInfo{
+		Pid:      syndicatego.ProcessPidPresent{Pid: big.NewInt(int64(pid))},
+		Restarts: syndicatego.ProcessRestartsPresent{Restarts: big.NewInt(int64(restarts))},
+		Since:    syndicatego.ProcessSincePresent{Since: since.UTC().Format(time.RFC3339)},
+	}}.ToValue()
 }
 
 // specKey identifies a spec independently of annotations (positions).

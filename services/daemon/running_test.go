@@ -12,6 +12,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/relay"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/syndicatego"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
@@ -96,24 +97,21 @@ func (h *harness) processStatuses(t testing.TB, id string) []procStatus {
 	var out []procStatus
 	for _, v := range h.find(func(v preserves.Value) bool { _, ok := recordOf(v, "process-status", dname(id), 2); return ok }) {
 		r, _ := recordOf(v, "process-status", dname(id), 2)
-		d, ok := r.Fields[1].(*preserves.Dictionary)
-		if !ok || d.Len() != 3 {
-			t.Fatalf("process-status info %v is not {pid restarts since}", r.Fields[1])
+		ps, err := syndicatego.ParseProcessStatus(v)
+		if d, ok := r.Fields[1].(*preserves.Dictionary); err != nil || !ok || d.Len() != 3 {
+			t.Fatalf("process-status info %v is not {pid restarts since}: %v", r.Fields[1], err)
 		}
-		pid, ok1 := d.Get(keyPid)
-		restarts, ok2 := d.Get(keyRestarts)
-		since, ok3 := d.Get(keySince)
-		ps, okp := pid.(preserves.Int)
-		rs, okr := restarts.(preserves.Int)
-		ss, oks := since.(preserves.String)
-		if !ok1 || !ok2 || !ok3 || !okp || !okr || !oks {
-			t.Fatalf("process-status info %v has wrong types", d)
+		pid, ok1 := ps.Info.Pid.(syndicatego.ProcessPidPresent)
+		restarts, ok2 := ps.Info.Restarts.(syndicatego.ProcessRestartsPresent)
+		since, ok3 := ps.Info.Since.(syndicatego.ProcessSincePresent)
+		if !ok1 || !ok2 || !ok3 {
+			t.Fatalf("process-status info %v has wrong types", r.Fields[1])
 		}
-		at, err := time.Parse(time.RFC3339, string(ss))
+		at, err := time.Parse(time.RFC3339, since.Since)
 		if err != nil {
-			t.Fatalf("since %q: %v", ss, err)
+			t.Fatalf("since %q: %v", since.Since, err)
 		}
-		out = append(out, procStatus{int(ps), int(rs), at})
+		out = append(out, procStatus{int(pid.Pid.Int64()), int(restarts.Restarts.Int64()), at})
 	}
 	return out
 }
@@ -474,7 +472,7 @@ func TestDryRunStartsNothing(t *testing.T) {
 	}
 	if len(h.find(func(v preserves.Value) bool {
 		r, ok := preserves.Unwrap(v).(*preserves.Record)
-		return ok && r.Label == labelProcessStatus
+		return ok && r.Label == syndicatego.LabelProcessStatus
 	})) != 0 {
 		t.Error("process-status in a dry run")
 	}

@@ -1,12 +1,14 @@
 package daemon
 
 import (
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/externalservices"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/syndicatego"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
@@ -28,14 +30,9 @@ const TailLines = 20
 // no restartWindow.
 const statusWindow = time.Minute
 
-var (
-	labelOutputRequest = preserves.Symbol("output-request")
-	labelServiceOutput = preserves.Symbol("service-output")
-)
-
 // OutputRequest returns `<output-request name>`.
 func OutputRequest(name preserves.Value) preserves.Value {
-	return preserves.NewRecord(labelOutputRequest, name)
+	return syndicatego.OutputRequest{ServiceName: name}.ToValue()
 }
 
 // history is what a daemon remembers for as long as it is wanted (its
@@ -123,21 +120,14 @@ func (h *history) info(now time.Time, window time.Duration) services.Info {
 	return i
 }
 
-// OutputValue renders lines as `[{at, stream, line} …]`.
-func OutputValue(lines []Line) preserves.Value {
-	seq := make(preserves.Sequence, len(lines))
+// ServiceOutput returns `<service-output name [{at, stream, line} …]>`.
+func ServiceOutput(name preserves.Value, lines []Line) preserves.Value {
+	out := syndicatego.ServiceOutput{ServiceName: name, Lines: make([]syndicatego.OutputLine, len(lines))}
 	for i, l := range lines {
-		text := string(l.Text)
-		if n := len(text); n > 0 && text[n-1] == '\n' {
-			text = text[:n-1]
-		}
-		seq[i] = preserves.NewDictionary(
-			preserves.DictEntry{Key: preserves.Symbol("at"), Value: preserves.String(services.StatusTime(l.Time))},
-			preserves.DictEntry{Key: preserves.Symbol("stream"), Value: preserves.Symbol(l.Stream.String())},
-			preserves.DictEntry{Key: preserves.Symbol("line"), Value: preserves.String(text)},
-		)
+		out.Lines[i] = syndicatego.OutputLine{At: services.StatusTime(l.Time), Stream: preserves.Symbol(l.Stream.String()),
+			Line: strings.TrimSuffix(string(l.Text), "\n")}
 	}
-	return seq
+	return out.ToValue()
 }
 
 // serveOutput answers `<output-request <daemon ID>>`, in the service's
@@ -145,11 +135,11 @@ func OutputValue(lines []Line) preserves.Value {
 // appears (nothing for a daemon that is not wanted). One subscription
 // serves every daemon.
 func (s *Service) serveOutput(t *dataspace.Turn, cfg *dataspace.Ref) {
-	p := pattern.Rec(labelOutputRequest, pattern.Bind{Pattern: pattern.Rec(externalservices.LabelDaemon, pattern.Discard{})})
+	p := pattern.Rec(syndicatego.LabelOutputRequest, pattern.Bind{Pattern: pattern.Rec(externalservices.LabelDaemon, pattern.Discard{})})
 	t.During(cfg, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 		name := caps[0]
 		if d := s.runs[daemonKey(name)]; d != nil {
-			t.Assert(cfg, preserves.NewRecord(labelServiceOutput, name, OutputValue(d.hist.lastLines())))
+			t.Assert(cfg, ServiceOutput(name, d.hist.lastLines()))
 		}
 		return nil
 	})

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/syndicate-go/syndicate/dataspace/schemas/syndicatego"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
@@ -130,7 +131,7 @@ func TestOutputRequest(t *testing.T) {
 	require(h, "d", pv(t, `"echo one; echo two >&2; exec sleep 100"`))
 	h.waitOutput("d", 2)
 	h.assert(OutputRequest(dname("d")))
-	want := preserves.NewRecord(labelServiceOutput, dname("d"), nil)
+	want := preserves.NewRecord(syndicatego.LabelServiceOutput, dname("d"), nil)
 	eventually(t, 10*time.Second, func() bool {
 		h.mu.Lock()
 		defer h.mu.Unlock()

@@ -43,7 +43,9 @@ const (
 )
 
 // One per running daemon process, by the daemon service, withdrawn when
-// the process ends. serviceName is `<daemon ID>`; since is RFC 3339.
+// the process ends. serviceName is `<daemon ID>`; since is RFC 3339. The
+// server writes all three keys; readers (`syndicate status`) take what is
+// there, hence the optional-key idiom.
 type ProcessStatus struct {
 	ServiceName preserves.Value
 	Info        ProcessInfo
@@ -68,16 +70,49 @@ func (r ProcessStatus) ToValue() preserves.Value {
 	return preserves.NewRecord(LabelProcessStatus, r.ServiceName, r.Info.ToValue())
 }
 
-// ProcessInfo is the record or collection pattern ProcessInfo.
+// ProcessInfo is the intersection ProcessInfo.
 type ProcessInfo struct {
-	Pid      *big.Int
-	Restarts *big.Int
-	Since    string
+	Pid      ProcessPid
+	Restarts ProcessRestarts
+	Since    ProcessSince
 }
 
 // ParseProcessInfo parses v as a ProcessInfo.
 func ParseProcessInfo(v preserves.Value) (ProcessInfo, error) {
 	var r, zero ProcessInfo
+	var err error
+	if r.Pid, err = ParseProcessPid(v); err != nil {
+		return zero, err
+	}
+	if r.Restarts, err = ParseProcessRestarts(v); err != nil {
+		return zero, err
+	}
+	if r.Since, err = ParseProcessSince(v); err != nil {
+		return zero, err
+	}
+	return r, nil
+}
+
+// ToValue merges the values of the parts; it panics if hand-built parts disagree.
+func (r ProcessInfo) ToValue() preserves.Value {
+	return schema.MustMerge("ProcessInfo", r.Pid.ToValue(), r.Restarts.ToValue(), r.Since.ToValue())
+}
+
+// ProcessPid is one of the alternatives of ProcessPid.
+type ProcessPid interface {
+	isProcessPid()
+	ToValue() preserves.Value
+}
+
+// ProcessPidPresent is the alternative "present" of ProcessPid.
+type ProcessPidPresent struct {
+	Pid *big.Int
+}
+
+func (ProcessPidPresent) isProcessPid() {}
+
+func parseProcessPidPresent(v preserves.Value) (ProcessPidPresent, error) {
+	var r, zero ProcessPidPresent
 	var err error
 	d2, err := schema.AsDict(v)
 	if err != nil {
@@ -90,25 +125,271 @@ func ParseProcessInfo(v preserves.Value) (ProcessInfo, error) {
 	if r.Pid, err = schema.AsInt(x3); err != nil {
 		return zero, schema.AtIn(err, v, "[pid]")
 	}
-	x4, err := schema.Entry(v, d2, preserves.Symbol("restarts"))
+	return r, nil
+}
+
+func (r ProcessPidPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("pid"), schema.IntValue(r.Pid))
+}
+
+// ProcessPidInvalid is the alternative "invalid" of ProcessPid.
+type ProcessPidInvalid struct {
+	Pid preserves.Value
+}
+
+func (ProcessPidInvalid) isProcessPid() {}
+
+func parseProcessPidInvalid(v preserves.Value) (ProcessPidInvalid, error) {
+	var r, zero ProcessPidInvalid
+	d4, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	if r.Restarts, err = schema.AsInt(x4); err != nil {
+	x5, err := schema.Entry(v, d4, preserves.Symbol("pid"))
+	if err != nil {
+		return zero, err
+	}
+	r.Pid = x5
+	return r, nil
+}
+
+func (r ProcessPidInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("pid"), r.Pid)
+}
+
+// ProcessPidAbsent is the alternative "absent" of ProcessPid.
+type ProcessPidAbsent struct {
+}
+
+func (ProcessPidAbsent) isProcessPid() {}
+
+func parseProcessPidAbsent(v preserves.Value) (ProcessPidAbsent, error) {
+	var r, zero ProcessPidAbsent
+	d6, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d6
+	return r, nil
+}
+
+func (r ProcessPidAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseProcessPid tries the alternatives of ProcessPid in order; the first that matches wins.
+func ParseProcessPid(v preserves.Value) (ProcessPid, error) {
+	var errs [3]error
+	if r, err := parseProcessPidPresent(v); err == nil {
+		return r, nil
+	} else {
+		errs[0] = err
+	}
+	if r, err := parseProcessPidInvalid(v); err == nil {
+		return r, nil
+	} else {
+		errs[1] = err
+	}
+	if r, err := parseProcessPidAbsent(v); err == nil {
+		return r, nil
+	} else {
+		errs[2] = err
+	}
+	return nil, schema.NoMatch(v, "ProcessPid", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// ProcessRestarts is one of the alternatives of ProcessRestarts.
+type ProcessRestarts interface {
+	isProcessRestarts()
+	ToValue() preserves.Value
+}
+
+// ProcessRestartsPresent is the alternative "present" of ProcessRestarts.
+type ProcessRestartsPresent struct {
+	Restarts *big.Int
+}
+
+func (ProcessRestartsPresent) isProcessRestarts() {}
+
+func parseProcessRestartsPresent(v preserves.Value) (ProcessRestartsPresent, error) {
+	var r, zero ProcessRestartsPresent
+	var err error
+	d7, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x8, err := schema.Entry(v, d7, preserves.Symbol("restarts"))
+	if err != nil {
+		return zero, err
+	}
+	if r.Restarts, err = schema.AsInt(x8); err != nil {
 		return zero, schema.AtIn(err, v, "[restarts]")
 	}
-	x5, err := schema.Entry(v, d2, preserves.Symbol("since"))
+	return r, nil
+}
+
+func (r ProcessRestartsPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("restarts"), schema.IntValue(r.Restarts))
+}
+
+// ProcessRestartsInvalid is the alternative "invalid" of ProcessRestarts.
+type ProcessRestartsInvalid struct {
+	Restarts preserves.Value
+}
+
+func (ProcessRestartsInvalid) isProcessRestarts() {}
+
+func parseProcessRestartsInvalid(v preserves.Value) (ProcessRestartsInvalid, error) {
+	var r, zero ProcessRestartsInvalid
+	d9, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	if r.Since, err = schema.AsString(x5); err != nil {
+	x10, err := schema.Entry(v, d9, preserves.Symbol("restarts"))
+	if err != nil {
+		return zero, err
+	}
+	r.Restarts = x10
+	return r, nil
+}
+
+func (r ProcessRestartsInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("restarts"), r.Restarts)
+}
+
+// ProcessRestartsAbsent is the alternative "absent" of ProcessRestarts.
+type ProcessRestartsAbsent struct {
+}
+
+func (ProcessRestartsAbsent) isProcessRestarts() {}
+
+func parseProcessRestartsAbsent(v preserves.Value) (ProcessRestartsAbsent, error) {
+	var r, zero ProcessRestartsAbsent
+	d11, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d11
+	return r, nil
+}
+
+func (r ProcessRestartsAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseProcessRestarts tries the alternatives of ProcessRestarts in order; the first that matches wins.
+func ParseProcessRestarts(v preserves.Value) (ProcessRestarts, error) {
+	var errs [3]error
+	if r, err := parseProcessRestartsPresent(v); err == nil {
+		return r, nil
+	} else {
+		errs[0] = err
+	}
+	if r, err := parseProcessRestartsInvalid(v); err == nil {
+		return r, nil
+	} else {
+		errs[1] = err
+	}
+	if r, err := parseProcessRestartsAbsent(v); err == nil {
+		return r, nil
+	} else {
+		errs[2] = err
+	}
+	return nil, schema.NoMatch(v, "ProcessRestarts", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// ProcessSince is one of the alternatives of ProcessSince.
+type ProcessSince interface {
+	isProcessSince()
+	ToValue() preserves.Value
+}
+
+// ProcessSincePresent is the alternative "present" of ProcessSince.
+type ProcessSincePresent struct {
+	Since string
+}
+
+func (ProcessSincePresent) isProcessSince() {}
+
+func parseProcessSincePresent(v preserves.Value) (ProcessSincePresent, error) {
+	var r, zero ProcessSincePresent
+	var err error
+	d12, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x13, err := schema.Entry(v, d12, preserves.Symbol("since"))
+	if err != nil {
+		return zero, err
+	}
+	if r.Since, err = schema.AsString(x13); err != nil {
 		return zero, schema.AtIn(err, v, "[since]")
 	}
 	return r, nil
 }
 
-func (r ProcessInfo) ToValue() preserves.Value {
-	return preserves.Dict(preserves.Symbol("pid"), schema.IntValue(r.Pid), preserves.Symbol("restarts"), schema.IntValue(r.Restarts), preserves.Symbol("since"), preserves.String(r.Since))
+func (r ProcessSincePresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("since"), preserves.String(r.Since))
+}
+
+// ProcessSinceInvalid is the alternative "invalid" of ProcessSince.
+type ProcessSinceInvalid struct {
+	Since preserves.Value
+}
+
+func (ProcessSinceInvalid) isProcessSince() {}
+
+func parseProcessSinceInvalid(v preserves.Value) (ProcessSinceInvalid, error) {
+	var r, zero ProcessSinceInvalid
+	d14, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x15, err := schema.Entry(v, d14, preserves.Symbol("since"))
+	if err != nil {
+		return zero, err
+	}
+	r.Since = x15
+	return r, nil
+}
+
+func (r ProcessSinceInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("since"), r.Since)
+}
+
+// ProcessSinceAbsent is the alternative "absent" of ProcessSince.
+type ProcessSinceAbsent struct {
+}
+
+func (ProcessSinceAbsent) isProcessSince() {}
+
+func parseProcessSinceAbsent(v preserves.Value) (ProcessSinceAbsent, error) {
+	var r, zero ProcessSinceAbsent
+	d16, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d16
+	return r, nil
+}
+
+func (r ProcessSinceAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseProcessSince tries the alternatives of ProcessSince in order; the first that matches wins.
+func ParseProcessSince(v preserves.Value) (ProcessSince, error) {
+	var errs [3]error
+	if r, err := parseProcessSincePresent(v); err == nil {
+		return r, nil
+	} else {
+		errs[0] = err
+	}
+	if r, err := parseProcessSinceInvalid(v); err == nil {
+		return r, nil
+	} else {
+		errs[1] = err
+	}
+	if r, err := parseProcessSinceAbsent(v); err == nil {
+		return r, nil
+	} else {
+		errs[2] = err
+	}
+	return nil, schema.NoMatch(v, "ProcessSince", []string{"present", "invalid", "absent"}, errs[:])
 }
 
 // What `syndicate status` shows beyond <service-state …>, one record per
@@ -125,12 +406,12 @@ type ServiceInfo struct {
 func ParseServiceInfo(v preserves.Value) (ServiceInfo, error) {
 	var r, zero ServiceInfo
 	var err error
-	rec6, err := schema.AsRecordOf(v, LabelServiceInfo, 2)
+	rec17, err := schema.AsRecordOf(v, LabelServiceInfo, 2)
 	if err != nil {
 		return zero, err
 	}
-	r.ServiceName = rec6.Fields[0]
-	if r.Info, err = ParseServiceInfoDict(rec6.Fields[1]); err != nil {
+	r.ServiceName = rec17.Fields[0]
+	if r.Info, err = ParseServiceInfoDict(rec17.Fields[1]); err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
@@ -204,15 +485,15 @@ func (InfoSincePresent) isInfoSince() {}
 func parseInfoSincePresent(v preserves.Value) (InfoSincePresent, error) {
 	var r, zero InfoSincePresent
 	var err error
-	d7, err := schema.AsDict(v)
+	d18, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x8, err := schema.Entry(v, d7, preserves.Symbol("since"))
+	x19, err := schema.Entry(v, d18, preserves.Symbol("since"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Since, err = schema.AsString(x8); err != nil {
+	if r.Since, err = schema.AsString(x19); err != nil {
 		return zero, schema.AtIn(err, v, "[since]")
 	}
 	return r, nil
@@ -231,15 +512,15 @@ func (InfoSinceInvalid) isInfoSince() {}
 
 func parseInfoSinceInvalid(v preserves.Value) (InfoSinceInvalid, error) {
 	var r, zero InfoSinceInvalid
-	d9, err := schema.AsDict(v)
+	d20, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x10, err := schema.Entry(v, d9, preserves.Symbol("since"))
+	x21, err := schema.Entry(v, d20, preserves.Symbol("since"))
 	if err != nil {
 		return zero, err
 	}
-	r.Since = x10
+	r.Since = x21
 	return r, nil
 }
 
@@ -255,11 +536,11 @@ func (InfoSinceAbsent) isInfoSince() {}
 
 func parseInfoSinceAbsent(v preserves.Value) (InfoSinceAbsent, error) {
 	var r, zero InfoSinceAbsent
-	d11, err := schema.AsDict(v)
+	d22, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d11
+	_ = d22
 	return r, nil
 }
 
@@ -302,15 +583,15 @@ func (InfoRestartsPresent) isInfoRestarts() {}
 func parseInfoRestartsPresent(v preserves.Value) (InfoRestartsPresent, error) {
 	var r, zero InfoRestartsPresent
 	var err error
-	d12, err := schema.AsDict(v)
+	d23, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x13, err := schema.Entry(v, d12, preserves.Symbol("restarts"))
+	x24, err := schema.Entry(v, d23, preserves.Symbol("restarts"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Restarts, err = schema.AsInt(x13); err != nil {
+	if r.Restarts, err = schema.AsInt(x24); err != nil {
 		return zero, schema.AtIn(err, v, "[restarts]")
 	}
 	return r, nil
@@ -329,15 +610,15 @@ func (InfoRestartsInvalid) isInfoRestarts() {}
 
 func parseInfoRestartsInvalid(v preserves.Value) (InfoRestartsInvalid, error) {
 	var r, zero InfoRestartsInvalid
-	d14, err := schema.AsDict(v)
+	d25, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x15, err := schema.Entry(v, d14, preserves.Symbol("restarts"))
+	x26, err := schema.Entry(v, d25, preserves.Symbol("restarts"))
 	if err != nil {
 		return zero, err
 	}
-	r.Restarts = x15
+	r.Restarts = x26
 	return r, nil
 }
 
@@ -353,11 +634,11 @@ func (InfoRestartsAbsent) isInfoRestarts() {}
 
 func parseInfoRestartsAbsent(v preserves.Value) (InfoRestartsAbsent, error) {
 	var r, zero InfoRestartsAbsent
-	d16, err := schema.AsDict(v)
+	d27, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d16
+	_ = d27
 	return r, nil
 }
 
@@ -400,15 +681,15 @@ func (InfoRecentPresent) isInfoRecent() {}
 func parseInfoRecentPresent(v preserves.Value) (InfoRecentPresent, error) {
 	var r, zero InfoRecentPresent
 	var err error
-	d17, err := schema.AsDict(v)
+	d28, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x18, err := schema.Entry(v, d17, preserves.Symbol("recent"))
+	x29, err := schema.Entry(v, d28, preserves.Symbol("recent"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Recent, err = schema.AsInt(x18); err != nil {
+	if r.Recent, err = schema.AsInt(x29); err != nil {
 		return zero, schema.AtIn(err, v, "[recent]")
 	}
 	return r, nil
@@ -427,15 +708,15 @@ func (InfoRecentInvalid) isInfoRecent() {}
 
 func parseInfoRecentInvalid(v preserves.Value) (InfoRecentInvalid, error) {
 	var r, zero InfoRecentInvalid
-	d19, err := schema.AsDict(v)
+	d30, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x20, err := schema.Entry(v, d19, preserves.Symbol("recent"))
+	x31, err := schema.Entry(v, d30, preserves.Symbol("recent"))
 	if err != nil {
 		return zero, err
 	}
-	r.Recent = x20
+	r.Recent = x31
 	return r, nil
 }
 
@@ -451,11 +732,11 @@ func (InfoRecentAbsent) isInfoRecent() {}
 
 func parseInfoRecentAbsent(v preserves.Value) (InfoRecentAbsent, error) {
 	var r, zero InfoRecentAbsent
-	d21, err := schema.AsDict(v)
+	d32, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d21
+	_ = d32
 	return r, nil
 }
 
@@ -498,15 +779,15 @@ func (InfoExitPresent) isInfoExit() {}
 func parseInfoExitPresent(v preserves.Value) (InfoExitPresent, error) {
 	var r, zero InfoExitPresent
 	var err error
-	d22, err := schema.AsDict(v)
+	d33, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x23, err := schema.Entry(v, d22, preserves.Symbol("exit"))
+	x34, err := schema.Entry(v, d33, preserves.Symbol("exit"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Exit, err = schema.AsString(x23); err != nil {
+	if r.Exit, err = schema.AsString(x34); err != nil {
 		return zero, schema.AtIn(err, v, "[exit]")
 	}
 	return r, nil
@@ -525,15 +806,15 @@ func (InfoExitInvalid) isInfoExit() {}
 
 func parseInfoExitInvalid(v preserves.Value) (InfoExitInvalid, error) {
 	var r, zero InfoExitInvalid
-	d24, err := schema.AsDict(v)
+	d35, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x25, err := schema.Entry(v, d24, preserves.Symbol("exit"))
+	x36, err := schema.Entry(v, d35, preserves.Symbol("exit"))
 	if err != nil {
 		return zero, err
 	}
-	r.Exit = x25
+	r.Exit = x36
 	return r, nil
 }
 
@@ -549,11 +830,11 @@ func (InfoExitAbsent) isInfoExit() {}
 
 func parseInfoExitAbsent(v preserves.Value) (InfoExitAbsent, error) {
 	var r, zero InfoExitAbsent
-	d26, err := schema.AsDict(v)
+	d37, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d26
+	_ = d37
 	return r, nil
 }
 
@@ -596,15 +877,15 @@ func (InfoExitAtPresent) isInfoExitAt() {}
 func parseInfoExitAtPresent(v preserves.Value) (InfoExitAtPresent, error) {
 	var r, zero InfoExitAtPresent
 	var err error
-	d27, err := schema.AsDict(v)
+	d38, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x28, err := schema.Entry(v, d27, preserves.Symbol("exit-at"))
+	x39, err := schema.Entry(v, d38, preserves.Symbol("exit-at"))
 	if err != nil {
 		return zero, err
 	}
-	if r.ExitAt, err = schema.AsString(x28); err != nil {
+	if r.ExitAt, err = schema.AsString(x39); err != nil {
 		return zero, schema.AtIn(err, v, "[exit-at]")
 	}
 	return r, nil
@@ -623,15 +904,15 @@ func (InfoExitAtInvalid) isInfoExitAt() {}
 
 func parseInfoExitAtInvalid(v preserves.Value) (InfoExitAtInvalid, error) {
 	var r, zero InfoExitAtInvalid
-	d29, err := schema.AsDict(v)
+	d40, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x30, err := schema.Entry(v, d29, preserves.Symbol("exit-at"))
+	x41, err := schema.Entry(v, d40, preserves.Symbol("exit-at"))
 	if err != nil {
 		return zero, err
 	}
-	r.ExitAt = x30
+	r.ExitAt = x41
 	return r, nil
 }
 
@@ -647,11 +928,11 @@ func (InfoExitAtAbsent) isInfoExitAt() {}
 
 func parseInfoExitAtAbsent(v preserves.Value) (InfoExitAtAbsent, error) {
 	var r, zero InfoExitAtAbsent
-	d31, err := schema.AsDict(v)
+	d42, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d31
+	_ = d42
 	return r, nil
 }
 
@@ -694,15 +975,15 @@ func (InfoPhasePresent) isInfoPhase() {}
 func parseInfoPhasePresent(v preserves.Value) (InfoPhasePresent, error) {
 	var r, zero InfoPhasePresent
 	var err error
-	d32, err := schema.AsDict(v)
+	d43, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x33, err := schema.Entry(v, d32, preserves.Symbol("phase"))
+	x44, err := schema.Entry(v, d43, preserves.Symbol("phase"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Phase, err = schema.AsSymbol(x33); err != nil {
+	if r.Phase, err = schema.AsSymbol(x44); err != nil {
 		return zero, schema.AtIn(err, v, "[phase]")
 	}
 	return r, nil
@@ -721,15 +1002,15 @@ func (InfoPhaseInvalid) isInfoPhase() {}
 
 func parseInfoPhaseInvalid(v preserves.Value) (InfoPhaseInvalid, error) {
 	var r, zero InfoPhaseInvalid
-	d34, err := schema.AsDict(v)
+	d45, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x35, err := schema.Entry(v, d34, preserves.Symbol("phase"))
+	x46, err := schema.Entry(v, d45, preserves.Symbol("phase"))
 	if err != nil {
 		return zero, err
 	}
-	r.Phase = x35
+	r.Phase = x46
 	return r, nil
 }
 
@@ -745,11 +1026,11 @@ func (InfoPhaseAbsent) isInfoPhase() {}
 
 func parseInfoPhaseAbsent(v preserves.Value) (InfoPhaseAbsent, error) {
 	var r, zero InfoPhaseAbsent
-	d36, err := schema.AsDict(v)
+	d47, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d36
+	_ = d47
 	return r, nil
 }
 
@@ -792,29 +1073,29 @@ func (InfoReasonPresent) isInfoReason() {}
 func parseInfoReasonPresent(v preserves.Value) (InfoReasonPresent, error) {
 	var r, zero InfoReasonPresent
 	var err error
-	d37, err := schema.AsDict(v)
+	d48, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x38, err := schema.Entry(v, d37, preserves.Symbol("reason"))
+	x49, err := schema.Entry(v, d48, preserves.Symbol("reason"))
 	if err != nil {
 		return zero, err
 	}
-	s39, err := schema.AsSeq(x38, 0)
+	s50, err := schema.AsSeq(x49, 0)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[reason]")
 	}
-	r.Reason = make([]string, len(s39))
-	for i40, e41 := range s39 {
-		if r.Reason[i40], err = schema.AsString(e41); err != nil {
-			return zero, schema.AtIn(err, v, "[reason]", schema.Index(i40))
+	r.Reason = make([]string, len(s50))
+	for i51, e52 := range s50 {
+		if r.Reason[i51], err = schema.AsString(e52); err != nil {
+			return zero, schema.AtIn(err, v, "[reason]", schema.Index(i51))
 		}
 	}
 	return r, nil
 }
 
 func (r InfoReasonPresent) ToValue() preserves.Value {
-	return preserves.Dict(preserves.Symbol("reason"), schema.SeqValue(r.Reason, func(x42 string) preserves.Value { return preserves.String(x42) }))
+	return preserves.Dict(preserves.Symbol("reason"), schema.SeqValue(r.Reason, func(x53 string) preserves.Value { return preserves.String(x53) }))
 }
 
 // InfoReasonOne is the alternative "one" of InfoReason.
@@ -827,15 +1108,15 @@ func (InfoReasonOne) isInfoReason() {}
 func parseInfoReasonOne(v preserves.Value) (InfoReasonOne, error) {
 	var r, zero InfoReasonOne
 	var err error
-	d43, err := schema.AsDict(v)
+	d54, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x44, err := schema.Entry(v, d43, preserves.Symbol("reason"))
+	x55, err := schema.Entry(v, d54, preserves.Symbol("reason"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Reason, err = schema.AsString(x44); err != nil {
+	if r.Reason, err = schema.AsString(x55); err != nil {
 		return zero, schema.AtIn(err, v, "[reason]")
 	}
 	return r, nil
@@ -854,15 +1135,15 @@ func (InfoReasonInvalid) isInfoReason() {}
 
 func parseInfoReasonInvalid(v preserves.Value) (InfoReasonInvalid, error) {
 	var r, zero InfoReasonInvalid
-	d45, err := schema.AsDict(v)
+	d56, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x46, err := schema.Entry(v, d45, preserves.Symbol("reason"))
+	x57, err := schema.Entry(v, d56, preserves.Symbol("reason"))
 	if err != nil {
 		return zero, err
 	}
-	r.Reason = x46
+	r.Reason = x57
 	return r, nil
 }
 
@@ -878,11 +1159,11 @@ func (InfoReasonAbsent) isInfoReason() {}
 
 func parseInfoReasonAbsent(v preserves.Value) (InfoReasonAbsent, error) {
 	var r, zero InfoReasonAbsent
-	d47, err := schema.AsDict(v)
+	d58, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d47
+	_ = d58
 	return r, nil
 }
 
@@ -930,15 +1211,15 @@ func (InfoPosPresent) isInfoPos() {}
 func parseInfoPosPresent(v preserves.Value) (InfoPosPresent, error) {
 	var r, zero InfoPosPresent
 	var err error
-	d48, err := schema.AsDict(v)
+	d59, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x49, err := schema.Entry(v, d48, preserves.Symbol("pos"))
+	x60, err := schema.Entry(v, d59, preserves.Symbol("pos"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Pos, err = schema.AsString(x49); err != nil {
+	if r.Pos, err = schema.AsString(x60); err != nil {
 		return zero, schema.AtIn(err, v, "[pos]")
 	}
 	return r, nil
@@ -957,15 +1238,15 @@ func (InfoPosInvalid) isInfoPos() {}
 
 func parseInfoPosInvalid(v preserves.Value) (InfoPosInvalid, error) {
 	var r, zero InfoPosInvalid
-	d50, err := schema.AsDict(v)
+	d61, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x51, err := schema.Entry(v, d50, preserves.Symbol("pos"))
+	x62, err := schema.Entry(v, d61, preserves.Symbol("pos"))
 	if err != nil {
 		return zero, err
 	}
-	r.Pos = x51
+	r.Pos = x62
 	return r, nil
 }
 
@@ -981,11 +1262,11 @@ func (InfoPosAbsent) isInfoPos() {}
 
 func parseInfoPosAbsent(v preserves.Value) (InfoPosAbsent, error) {
 	var r, zero InfoPosAbsent
-	d52, err := schema.AsDict(v)
+	d63, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d52
+	_ = d63
 	return r, nil
 }
 
@@ -1021,11 +1302,11 @@ type OutputRequest struct {
 // ParseOutputRequest parses v as a OutputRequest.
 func ParseOutputRequest(v preserves.Value) (OutputRequest, error) {
 	var r, zero OutputRequest
-	rec53, err := schema.AsRecordOf(v, LabelOutputRequest, 1)
+	rec64, err := schema.AsRecordOf(v, LabelOutputRequest, 1)
 	if err != nil {
 		return zero, err
 	}
-	r.ServiceName = rec53.Fields[0]
+	r.ServiceName = rec64.Fields[0]
 	return r, nil
 }
 
@@ -1043,26 +1324,26 @@ type ServiceOutput struct {
 func ParseServiceOutput(v preserves.Value) (ServiceOutput, error) {
 	var r, zero ServiceOutput
 	var err error
-	rec54, err := schema.AsRecordOf(v, LabelServiceOutput, 2)
+	rec65, err := schema.AsRecordOf(v, LabelServiceOutput, 2)
 	if err != nil {
 		return zero, err
 	}
-	r.ServiceName = rec54.Fields[0]
-	s55, err := schema.AsSeq(rec54.Fields[1], 0)
+	r.ServiceName = rec65.Fields[0]
+	s66, err := schema.AsSeq(rec65.Fields[1], 0)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
-	r.Lines = make([]OutputLine, len(s55))
-	for i56, e57 := range s55 {
-		if r.Lines[i56], err = ParseOutputLine(e57); err != nil {
-			return zero, schema.AtIn(err, v, "[1]", schema.Index(i56))
+	r.Lines = make([]OutputLine, len(s66))
+	for i67, e68 := range s66 {
+		if r.Lines[i67], err = ParseOutputLine(e68); err != nil {
+			return zero, schema.AtIn(err, v, "[1]", schema.Index(i67))
 		}
 	}
 	return r, nil
 }
 
 func (r ServiceOutput) ToValue() preserves.Value {
-	return preserves.NewRecord(LabelServiceOutput, r.ServiceName, schema.SeqValue(r.Lines, func(x58 OutputLine) preserves.Value { return x58.ToValue() }))
+	return preserves.NewRecord(LabelServiceOutput, r.ServiceName, schema.SeqValue(r.Lines, func(x69 OutputLine) preserves.Value { return x69.ToValue() }))
 }
 
 // OutputLine is the record or collection pattern OutputLine.
@@ -1076,29 +1357,29 @@ type OutputLine struct {
 func ParseOutputLine(v preserves.Value) (OutputLine, error) {
 	var r, zero OutputLine
 	var err error
-	d59, err := schema.AsDict(v)
+	d70, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x60, err := schema.Entry(v, d59, preserves.Symbol("at"))
+	x71, err := schema.Entry(v, d70, preserves.Symbol("at"))
 	if err != nil {
 		return zero, err
 	}
-	if r.At, err = schema.AsString(x60); err != nil {
+	if r.At, err = schema.AsString(x71); err != nil {
 		return zero, schema.AtIn(err, v, "[at]")
 	}
-	x61, err := schema.Entry(v, d59, preserves.Symbol("line"))
+	x72, err := schema.Entry(v, d70, preserves.Symbol("line"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Line, err = schema.AsString(x61); err != nil {
+	if r.Line, err = schema.AsString(x72); err != nil {
 		return zero, schema.AtIn(err, v, "[line]")
 	}
-	x62, err := schema.Entry(v, d59, preserves.Symbol("stream"))
+	x73, err := schema.Entry(v, d70, preserves.Symbol("stream"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Stream, err = schema.AsSymbol(x62); err != nil {
+	if r.Stream, err = schema.AsSymbol(x73); err != nil {
 		return zero, schema.AtIn(err, v, "[stream]")
 	}
 	return r, nil
@@ -1118,12 +1399,12 @@ type StatusText struct {
 func ParseStatusText(v preserves.Value) (StatusText, error) {
 	var r, zero StatusText
 	var err error
-	rec63, err := schema.AsRecordOf(v, LabelStatusText, 2)
+	rec74, err := schema.AsRecordOf(v, LabelStatusText, 2)
 	if err != nil {
 		return zero, err
 	}
-	r.ServiceName = rec63.Fields[0]
-	if r.Text, err = schema.AsString(rec63.Fields[1]); err != nil {
+	r.ServiceName = rec74.Fields[0]
+	if r.Text, err = schema.AsString(rec74.Fields[1]); err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
@@ -1137,7 +1418,7 @@ func (r StatusText) ToValue() preserves.Value {
 // re-asserted as they change, and when recording began. A fact is
 // require-service, run-service or <service-state S>; times are RFC 3339 UTC
 // with nanoseconds; dropped counts the changes forgotten between the first
-// and the last ones kept.
+// and the last ones kept. A reader skips the changes it does not know.
 type ServiceHistory struct {
 	ServiceName preserves.Value
 	Changes     []HistoryChange
@@ -1148,29 +1429,29 @@ type ServiceHistory struct {
 func ParseServiceHistory(v preserves.Value) (ServiceHistory, error) {
 	var r, zero ServiceHistory
 	var err error
-	rec64, err := schema.AsRecordOf(v, LabelServiceHistory, 3)
+	rec75, err := schema.AsRecordOf(v, LabelServiceHistory, 3)
 	if err != nil {
 		return zero, err
 	}
-	r.ServiceName = rec64.Fields[0]
-	s65, err := schema.AsSeq(rec64.Fields[1], 0)
+	r.ServiceName = rec75.Fields[0]
+	s76, err := schema.AsSeq(rec75.Fields[1], 0)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
-	r.Changes = make([]HistoryChange, len(s65))
-	for i66, e67 := range s65 {
-		if r.Changes[i66], err = ParseHistoryChange(e67); err != nil {
-			return zero, schema.AtIn(err, v, "[1]", schema.Index(i66))
+	r.Changes = make([]HistoryChange, len(s76))
+	for i77, e78 := range s76 {
+		if r.Changes[i77], err = ParseHistoryChange(e78); err != nil {
+			return zero, schema.AtIn(err, v, "[1]", schema.Index(i77))
 		}
 	}
-	if r.Dropped, err = schema.AsInt(rec64.Fields[2]); err != nil {
+	if r.Dropped, err = schema.AsInt(rec75.Fields[2]); err != nil {
 		return zero, schema.AtIn(err, v, "[2]")
 	}
 	return r, nil
 }
 
 func (r ServiceHistory) ToValue() preserves.Value {
-	return preserves.NewRecord(LabelServiceHistory, r.ServiceName, schema.SeqValue(r.Changes, func(x68 HistoryChange) preserves.Value { return x68.ToValue() }), schema.IntValue(r.Dropped))
+	return preserves.NewRecord(LabelServiceHistory, r.ServiceName, schema.SeqValue(r.Changes, func(x79 HistoryChange) preserves.Value { return x79.ToValue() }), schema.IntValue(r.Dropped))
 }
 
 // HistoryChange is one of the alternatives of HistoryChange.
@@ -1190,14 +1471,14 @@ func (HistoryChangeAsserted) isHistoryChange() {}
 func parseHistoryChangeAsserted(v preserves.Value) (HistoryChangeAsserted, error) {
 	var r, zero HistoryChangeAsserted
 	var err error
-	rec69, err := schema.AsRecordOf(v, LabelAsserted, 2)
+	rec80, err := schema.AsRecordOf(v, LabelAsserted, 2)
 	if err != nil {
 		return zero, err
 	}
-	if r.At, err = schema.AsString(rec69.Fields[0]); err != nil {
+	if r.At, err = schema.AsString(rec80.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
-	r.Fact = rec69.Fields[1]
+	r.Fact = rec80.Fields[1]
 	return r, nil
 }
 
@@ -1216,14 +1497,14 @@ func (HistoryChangeRetracted) isHistoryChange() {}
 func parseHistoryChangeRetracted(v preserves.Value) (HistoryChangeRetracted, error) {
 	var r, zero HistoryChangeRetracted
 	var err error
-	rec70, err := schema.AsRecordOf(v, LabelRetracted, 2)
+	rec81, err := schema.AsRecordOf(v, LabelRetracted, 2)
 	if err != nil {
 		return zero, err
 	}
-	if r.At, err = schema.AsString(rec70.Fields[0]); err != nil {
+	if r.At, err = schema.AsString(rec81.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
-	r.Fact = rec70.Fields[1]
+	r.Fact = rec81.Fields[1]
 	return r, nil
 }
 
@@ -1231,9 +1512,22 @@ func (r HistoryChangeRetracted) ToValue() preserves.Value {
 	return preserves.NewRecord(LabelRetracted, preserves.String(r.At), r.Fact)
 }
 
+// HistoryChangeUnknown is the alternative "unknown" of HistoryChange.
+type HistoryChangeUnknown struct{ Value preserves.Value }
+
+func (HistoryChangeUnknown) isHistoryChange() {}
+
+func parseHistoryChangeUnknown(v preserves.Value) (HistoryChangeUnknown, error) {
+	var r HistoryChangeUnknown
+	r.Value = v
+	return r, nil
+}
+
+func (r HistoryChangeUnknown) ToValue() preserves.Value { return r.Value }
+
 // ParseHistoryChange tries the alternatives of HistoryChange in order; the first that matches wins.
 func ParseHistoryChange(v preserves.Value) (HistoryChange, error) {
-	var errs [2]error
+	var errs [3]error
 	if r, err := parseHistoryChangeAsserted(v); err == nil {
 		return r, nil
 	} else {
@@ -1244,7 +1538,12 @@ func ParseHistoryChange(v preserves.Value) (HistoryChange, error) {
 	} else {
 		errs[1] = err
 	}
-	return nil, schema.NoMatch(v, "HistoryChange", []string{"asserted", "retracted"}, errs[:])
+	if r, err := parseHistoryChangeUnknown(v); err == nil {
+		return r, nil
+	} else {
+		errs[2] = err
+	}
+	return nil, schema.NoMatch(v, "HistoryChange", []string{"asserted", "retracted", "unknown"}, errs[:])
 }
 
 // HistoryOrigin is the record or collection pattern HistoryOrigin.
@@ -1256,11 +1555,11 @@ type HistoryOrigin struct {
 func ParseHistoryOrigin(v preserves.Value) (HistoryOrigin, error) {
 	var r, zero HistoryOrigin
 	var err error
-	rec71, err := schema.AsRecordOf(v, LabelHistoryOrigin, 1)
+	rec82, err := schema.AsRecordOf(v, LabelHistoryOrigin, 1)
 	if err != nil {
 		return zero, err
 	}
-	if r.At, err = schema.AsString(rec71.Fields[0]); err != nil {
+	if r.At, err = schema.AsString(rec82.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
@@ -1284,18 +1583,18 @@ type LogTail struct {
 func ParseLogTail(v preserves.Value) (LogTail, error) {
 	var r, zero LogTail
 	var err error
-	rec72, err := schema.AsRecordOf(v, LabelLogTail, 4)
+	rec83, err := schema.AsRecordOf(v, LabelLogTail, 4)
 	if err != nil {
 		return zero, err
 	}
-	r.Service = rec72.Fields[0]
-	if r.Lines, err = schema.AsInt(rec72.Fields[1]); err != nil {
+	r.Service = rec83.Fields[0]
+	if r.Lines, err = schema.AsInt(rec83.Fields[1]); err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
-	if r.Follow, err = schema.AsBool(rec72.Fields[2]); err != nil {
+	if r.Follow, err = schema.AsBool(rec83.Fields[2]); err != nil {
 		return zero, schema.AtIn(err, v, "[2]")
 	}
-	if r.Sink, err = schema.AsEmbedded(rec72.Fields[3]); err != nil {
+	if r.Sink, err = schema.AsEmbedded(rec83.Fields[3]); err != nil {
 		return zero, schema.AtIn(err, v, "[3]")
 	}
 	return r, nil
@@ -1329,11 +1628,11 @@ type LogSkipped struct {
 func ParseLogSkipped(v preserves.Value) (LogSkipped, error) {
 	var r, zero LogSkipped
 	var err error
-	rec74, err := schema.AsRecordOf(v, LabelLogDropped, 1)
+	rec85, err := schema.AsRecordOf(v, LabelLogDropped, 1)
 	if err != nil {
 		return zero, err
 	}
-	if r.Count, err = schema.AsInt(rec74.Fields[0]); err != nil {
+	if r.Count, err = schema.AsInt(rec85.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
@@ -1353,11 +1652,11 @@ type LogDir struct {
 func ParseLogDir(v preserves.Value) (LogDir, error) {
 	var r, zero LogDir
 	var err error
-	rec75, err := schema.AsRecordOf(v, LabelLogDir, 1)
+	rec86, err := schema.AsRecordOf(v, LabelLogDir, 1)
 	if err != nil {
 		return zero, err
 	}
-	if r.Path, err = schema.AsString(rec75.Fields[0]); err != nil {
+	if r.Path, err = schema.AsString(rec86.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
@@ -1377,12 +1676,12 @@ type LogDropped struct {
 func ParseLogDropped(v preserves.Value) (LogDropped, error) {
 	var r, zero LogDropped
 	var err error
-	rec76, err := schema.AsRecordOf(v, LabelLogDropped, 2)
+	rec87, err := schema.AsRecordOf(v, LabelLogDropped, 2)
 	if err != nil {
 		return zero, err
 	}
-	r.ServiceName = rec76.Fields[0]
-	if r.Count, err = schema.AsInt(rec76.Fields[1]); err != nil {
+	r.ServiceName = rec87.Fields[0]
+	if r.Count, err = schema.AsInt(rec87.Fields[1]); err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
