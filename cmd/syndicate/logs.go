@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/big"
 	"os"
 	"path/filepath"
 	"sort"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/syndicatego"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services/logger"
 )
@@ -54,7 +56,7 @@ func runLogs(ctx context.Context, cl *cli, args []string) error {
 	sink := &logSink{p: p, caughtUp: caughtUp}
 	var dir string
 	s, _, err := cl.start(ctx, "logs", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
-		t.During(cfg, pattern.Rec(preserves.Symbol("log-dir"), pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
+		t.During(cfg, pattern.Rec(syndicatego.LabelLogDir, pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
 			if d, ok := caps[0].(preserves.String); ok {
 				dir = string(d)
 			}
@@ -64,7 +66,7 @@ func runLogs(ctx context.Context, cl *cli, args []string) error {
 		// this sync, so it is known before the history comes in.
 		t.Sync(cfg, func(t *dataspace.Turn) error {
 			sink.dir, sink.service, sink.n = dir, service, *n
-			t.Assert(cfg, preserves.Rec("log-tail", service, preserves.Int(*n), preserves.Bool(*follow), dataspace.Embed(t.Create(sink))))
+			t.Assert(cfg, syndicatego.LogTail{Service: service, Lines: big.NewInt(int64(*n)), Follow: *follow, Sink: t.Create(sink)}.ToValue())
 			return nil
 		})
 		return nil
@@ -166,14 +168,16 @@ func (k *logSink) Message(_ *dataspace.Turn, v preserves.Value) error {
 		} else {
 			k.history = append(k.history, ev)
 		}
-	case r.Label == preserves.Symbol("log-caught-up"):
+	case r.Label == syndicatego.LabelLogCaughtUp:
 		if !k.done {
 			k.done = true
 			k.printHistory()
 			close(k.caughtUp)
 		}
-	case r.Label == preserves.Symbol("log-dropped") && len(r.Fields) == 1:
-		fmt.Fprintf(k.p.errw, "syndicate: %s lines skipped: this client did not keep up\n", preserves.Show(r.Fields[0]))
+	case r.Label == syndicatego.LabelLogDropped:
+		if d, err := syndicatego.ParseLogSkipped(r); err == nil {
+			fmt.Fprintf(k.p.errw, "syndicate: %s lines skipped: this client did not keep up\n", d.Count)
+		}
 	}
 	return nil
 }

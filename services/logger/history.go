@@ -1,9 +1,11 @@
 package logger
 
 import (
+	"math/big"
 	"sort"
 
 	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/syndicatego"
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
@@ -151,19 +153,22 @@ type follower struct {
 
 // tail is the facet of one `<log-tail SERVICE N FOLLOW #:SINK>`.
 func (l *logger) tail(t *dataspace.Turn, caps []preserves.Value) error {
-	sink, ok := dataspace.RefOf(caps[3])
-	n, nok := caps[1].(preserves.Int)
-	follow, fok := caps[2].(preserves.Bool)
-	if !ok || !nok || !fok || n < 0 {
-		l.env.Logger.Warn().Str("request", preserves.Show(preserves.NewRecord(labelLogTail, caps...))).
-			Msg("malformed <log-tail SERVICE N FOLLOW #:SINK> request")
+	v := preserves.NewRecord(syndicatego.LabelLogTail, caps...)
+	req, err := syndicatego.ParseLogTail(v)
+	sink, ok := req.Sink.(*dataspace.Ref)
+	if err != nil || !ok || sink == nil || req.Lines.Sign() < 0 {
+		l.env.Logger.Warn().Str("request", preserves.Show(v)).Msg("malformed <log-tail SERVICE N FOLLOW #:SINK> request")
 		return nil
 	}
-	f := &follower{sink: sink, follow: bool(follow)}
-	if svc := caps[0]; svc != preserves.Bool(false) {
-		f.service = svc
+	f := &follower{sink: sink, follow: req.Follow}
+	if req.Service != preserves.Bool(false) {
+		f.service = req.Service
 	}
-	f.pending = l.recent(f.service, int(min(n, 1<<20)))
+	n := 1 << 20
+	if req.Lines.IsInt64() {
+		n = int(min(req.Lines.Int64(), 1<<20))
+	}
+	f.pending = l.recent(f.service, n)
 	f.limit = len(f.pending) + followQueue
 	if f.follow {
 		l.followers[f] = struct{}{}
@@ -198,7 +203,7 @@ func (f *follower) pump(t *dataspace.Turn) {
 		return
 	}
 	if f.dropped > 0 {
-		t.Message(f.sink, preserves.NewRecord(labelLogDropped, preserves.Int(f.dropped)))
+		t.Message(f.sink, syndicatego.LogSkipped{Count: big.NewInt(f.dropped)}.ToValue())
 		f.dropped = 0
 	}
 	k := min(len(f.pending), followBatch)
@@ -207,7 +212,7 @@ func (f *follower) pump(t *dataspace.Turn) {
 	}
 	f.pending = append(f.pending[:0], f.pending[k:]...)
 	if !f.caughtUp && len(f.pending) == 0 {
-		t.Message(f.sink, preserves.NewRecord(labelCaughtUp))
+		t.Message(f.sink, syndicatego.LogCaughtUp{}.ToValue())
 		f.caughtUp = true
 	}
 	f.inflight = true

@@ -45,6 +45,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/big"
 	"os"
 	"path/filepath"
 	"time"
@@ -53,6 +54,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/syndicatego"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
@@ -105,24 +107,22 @@ const (
 	consoleQueue = 4
 )
 
-var (
-	labelLog        = preserves.Symbol("log")
-	labelLogTail    = preserves.Symbol("log-tail")
-	labelLogDir     = preserves.Symbol("log-dir")
-	labelLogDropped = preserves.Symbol("log-dropped")
-	labelCaughtUp   = preserves.Symbol("log-caught-up")
-)
+// labelLog labels `<log TIMESTAMP DETAIL>` (the reference's $log
+// vocabulary, services spec §1.9). Our records, `<log-tail …>`, `<log-dir
+// …>`, `<log-dropped …>` and `<log-caught-up>`, are defined in
+// dataspace/schemas/syndicateGo.prs.
+var labelLog = preserves.Symbol("log")
 
 // LogDir is `<log-dir "PATH">`, asserted in the config dataspace while
 // per-service log directories are kept under PATH.
 func LogDir(path string) preserves.Value {
-	return preserves.NewRecord(labelLogDir, preserves.String(path))
+	return syndicatego.LogDir{Path: path}.ToValue()
 }
 
 // LogDropped is `<log-dropped SERVICE N>`: N lines of SERVICE could not be
 // written to its log directory since the server started.
 func LogDropped(service preserves.Value, n int64) preserves.Value {
-	return preserves.NewRecord(labelLogDropped, service, preserves.Int(n))
+	return syndicatego.LogDropped{ServiceName: service, Count: big.NewInt(n)}.ToValue()
 }
 
 // Boot installs the logger with no console (events are kept in memory
@@ -175,7 +175,7 @@ func BootWith(t *dataspace.Turn, env services.Env, o Options) error {
 		t.Assert(env.Config, LogDir(root))
 	}
 	t.OnMessage(env.Log, pattern.Rec(labelLog, pattern.Capture(), pattern.Capture()), l.handle)
-	t.During(env.Config, pattern.Rec(labelLogTail, pattern.Capture(), pattern.Capture(), pattern.Capture(), pattern.Capture()), l.tail)
+	t.During(env.Config, pattern.Rec(syndicatego.LabelLogTail, pattern.Capture(), pattern.Capture(), pattern.Capture(), pattern.Capture()), l.tail)
 	return nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/dataspacetest"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/syndicatego"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/testutil"
 	"github.com/syndicate-go/syndicate/services"
@@ -214,9 +215,9 @@ func (s *sink) texts() []string {
 		case labelLog:
 			ev, _ := FromLog(r.Fields[0], r.Fields[1], time.Time{})
 			out = append(out, string(ev.Line.(preserves.String)))
-		case labelCaughtUp:
+		case syndicatego.LabelLogCaughtUp:
 			out = append(out, "caught-up")
-		case labelLogDropped:
+		case syndicatego.LabelLogDropped:
 			out = append(out, fmt.Sprintf("dropped %d", r.Fields[0]))
 		}
 	}
@@ -227,7 +228,7 @@ func (h *logHarness) tail(service preserves.Value, n int, follow bool) (*sink, f
 	s := &sink{}
 	var handle dataspace.Handle
 	h.fr.Activate(func(t *dataspace.Turn) error {
-		handle = t.Assert(h.env.Config, preserves.NewRecord(labelLogTail, service, preserves.Int(n), preserves.Bool(follow), dataspace.Embed(t.Create(s))))
+		handle = t.Assert(h.env.Config, preserves.NewRecord(syndicatego.LabelLogTail, service, preserves.Int(n), preserves.Bool(follow), dataspace.Embed(t.Create(s))))
 		return nil
 	})
 	return s, func() {
@@ -290,7 +291,7 @@ func TestFollowerDropsCounted(t *testing.T) {
 	<-stalled
 	var handle dataspace.Handle
 	h.fr.Activate(func(t *dataspace.Turn) error {
-		handle = t.Assert(h.env.Config, preserves.NewRecord(labelLogTail, preserves.Bool(false), preserves.Int(0), preserves.Bool(true), dataspace.Embed(sinkRef)))
+		handle = t.Assert(h.env.Config, preserves.NewRecord(syndicatego.LabelLogTail, preserves.Bool(false), preserves.Int(0), preserves.Bool(true), dataspace.Embed(sinkRef)))
 		return nil
 	})
 	defer h.fr.Activate(func(t *dataspace.Turn) error { t.Retract(handle); return nil })
@@ -387,7 +388,7 @@ func TestLogDirDropsCounted(t *testing.T) {
 	testutil.WaitFor(t, "drops reported", func() bool { return h.server.Has("dropping this service's lines") })
 	var dropped int64
 	h.fr.Activate(func(t *dataspace.Turn) error {
-		t.During(h.env.Config, pattern.Rec(labelLogDropped, pattern.Capture(), pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
+		t.During(h.env.Config, pattern.Rec(syndicatego.LabelLogDropped, pattern.Capture(), pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
 			if preserves.Equal(caps[0], web) {
 				dropped = int64(caps[1].(preserves.Int))
 			}
@@ -496,5 +497,28 @@ func TestHistoryBoundedAcrossServices(t *testing.T) {
 	require.Equal(t, 3, l.svcs[preserves.FormatText(preserves.Rec("daemon", preserves.Int(299)))].ring.n)
 	if s, ok := l.svcs[preserves.FormatText(preserves.Rec("daemon", preserves.Int(0)))]; ok {
 		require.Zero(t, s.ring.n)
+	}
+}
+
+// A malformed <log-tail …> request (syndicatego.LogTail) is ignored: its
+// sink hears nothing, while a good request made after it is answered.
+func TestMalformedTailIgnored(t *testing.T) {
+	h := bootLogger(t, Options{})
+	web := preserves.Rec("daemon", preserves.Symbol("web"))
+	h.send(logMsg(web, "w1"))
+	bad := []*sink{{}, {}, {}}
+	h.fr.Activate(func(t *dataspace.Turn) error {
+		t.Assert(h.env.Config, preserves.NewRecord(syndicatego.LabelLogTail, web, preserves.Int(-1), preserves.Bool(false), dataspace.Embed(t.Create(bad[0]))))
+		t.Assert(h.env.Config, preserves.NewRecord(syndicatego.LabelLogTail, web, preserves.Int(1), preserves.Symbol("yes"), dataspace.Embed(t.Create(bad[1]))))
+		t.Assert(h.env.Config, preserves.NewRecord(syndicatego.LabelLogTail, web, preserves.Int(1), preserves.Bool(false), preserves.Symbol("sink")))
+		t.Assert(h.env.Config, preserves.NewRecord(syndicatego.LabelLogTail, web, preserves.String("1"), preserves.Bool(false), dataspace.Embed(t.Create(bad[2]))))
+		return nil
+	})
+	s, stop := h.tail(web, 1, false)
+	defer stop()
+	testutil.WaitFor(t, "the good request answered", func() bool { return len(s.texts()) == 2 })
+	require.Equal(t, []string{"w1", "caught-up"}, s.texts())
+	for i, b := range bad {
+		require.Empty(t, b.texts(), "bad request %d", i)
 	}
 }
