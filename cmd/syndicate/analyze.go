@@ -27,6 +27,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	serviceschema "github.com/syndicate-go/syndicate/dataspace/schemas/service"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/syndicatego"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 	"github.com/syndicate-go/syndicate/services/timeline"
@@ -423,10 +424,10 @@ func fetchBoot(ctx context.Context, cl *cli) (*bootData, error) {
 	s, _, err := cl.startSynced(ctx, "analyze", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
 		d := pattern.Discard{}
 		capt := pattern.Bind{Pattern: d}
-		subscribe(t, cfg, pattern.Rec(timeline.LabelHistoryOrigin, d), &observer{onAssert: func(_ *dataspace.Turn, c []preserves.Value) {
+		subscribe(t, cfg, pattern.Rec(syndicatego.LabelHistoryOrigin, d), &observer{onAssert: func(_ *dataspace.Turn, c []preserves.Value) {
 			origins = append(origins, c)
 		}})
-		subscribe(t, cfg, pattern.Rec(timeline.LabelServiceHistory, d, d, d), &observer{onAssert: func(_ *dataspace.Turn, c []preserves.Value) {
+		subscribe(t, cfg, pattern.Rec(syndicatego.LabelServiceHistory, d, d, d), &observer{onAssert: func(_ *dataspace.Turn, c []preserves.Value) {
 			hists = append(hists, c[0])
 		}})
 		subscribe(t, cfg, pattern.Rec(serviceschema.LabelDependsOn, capt, capt), &observer{onAssert: func(_ *dataspace.Turn, c []preserves.Value) {

@@ -49,6 +49,7 @@
 package timeline
 
 import (
+	"math/big"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -56,18 +57,16 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/syndicatego"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
 
-// Labels of the records this package asserts and of the changes in them.
+// FactRequire and FactRun name the require-service and run-service facts;
+// a state S is the record <service-state S>. The records this package
+// asserts are defined in dataspace/schemas/syndicateGo.prs
+// (syndicatego.ServiceHistory, syndicatego.HistoryOrigin).
 const (
-	LabelServiceHistory = preserves.Symbol("service-history")
-	LabelHistoryOrigin  = preserves.Symbol("history-origin")
-	LabelAsserted       = preserves.Symbol("asserted")
-	LabelRetracted      = preserves.Symbol("retracted")
-	// FactRequire and FactRun name the require-service and run-service
-	// facts; a state S is the record <service-state S>.
 	FactRequire = service.LabelRequireService
 	FactRun     = service.LabelRunService
 )
@@ -139,7 +138,7 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) {
 	r := &recorder{opts: opts, cfg: env.Config, log: env.Logger.With().Str("service", "timeline").Logger(),
 		services: map[string]*history{}, held: map[dataspace.Handle]heldFact{}}
 	r.rec = services.NewReconciler(t, r.flush)
-	t.Assert(env.Config, preserves.NewRecord(LabelHistoryOrigin, preserves.String(services.StatusTime(opts.Now()))))
+	t.Assert(env.Config, syndicatego.HistoryOrigin{At: services.StatusTime(opts.Now())}.ToValue())
 	ref := t.Create(r)
 	capt := pattern.Bind{Pattern: pattern.Discard{}}
 	for _, p := range []pattern.Pattern{
@@ -284,74 +283,49 @@ func (hs *history) changes() []Change {
 
 // HistoryRecord returns `<service-history NAME [CHANGE …] DROPPED>`.
 func HistoryRecord(name preserves.Value, changes []Change, dropped int) preserves.Value {
-	seq := make(preserves.Sequence, len(changes))
+	h := syndicatego.ServiceHistory{ServiceName: name, Changes: make([]syndicatego.HistoryChange, len(changes)), Dropped: big.NewInt(int64(dropped))}
 	for i, c := range changes {
-		l := LabelRetracted
-		if c.Asserted {
-			l = LabelAsserted
+		if at := services.StatusTime(c.Time); c.Asserted {
+			h.Changes[i] = syndicatego.HistoryChangeAsserted{At: at, Fact: c.Fact}
+		} else {
+			h.Changes[i] = syndicatego.HistoryChangeRetracted{At: at, Fact: c.Fact}
 		}
-		seq[i] = preserves.NewRecord(l, preserves.String(services.StatusTime(c.Time)), c.Fact)
 	}
-	return preserves.NewRecord(LabelServiceHistory, name, seq, preserves.Int(dropped))
+	return h.ToValue()
 }
 
 // ParseHistory reads a `<service-history NAME [CHANGE …] DROPPED>` record
 // (as the client receives it). Changes it cannot read are skipped.
 func ParseHistory(v preserves.Value) (name preserves.Value, changes []Change, dropped int, ok bool) {
-	r, isRec := v.(*preserves.Record)
-	if !isRec || r.Label != LabelServiceHistory || len(r.Fields) != 3 {
+	h, err := syndicatego.ParseServiceHistory(v)
+	if err != nil || !h.Dropped.IsInt64() {
 		return nil, nil, 0, false
 	}
-	seq, isSeq := r.Fields[1].(preserves.Sequence)
-	n, isInt := r.Fields[2].(preserves.Int)
-	if !isSeq || !isInt {
-		return nil, nil, 0, false
-	}
-	for _, e := range seq {
-		c, ok := parseChange(e)
-		if ok {
+	for _, x := range h.Changes {
+		var c Change
+		var at string
+		switch x := x.(type) {
+		case syndicatego.HistoryChangeAsserted:
+			c.Asserted, at, c.Fact = true, x.At, x.Fact
+		case syndicatego.HistoryChangeRetracted:
+			at, c.Fact = x.At, x.Fact
+		default:
+			continue // a change a newer server may write
+		}
+		if c.Time, err = time.Parse(time.RFC3339Nano, at); err == nil {
 			changes = append(changes, c)
 		}
 	}
-	return r.Fields[0], changes, int(n), true
-}
-
-func parseChange(v preserves.Value) (Change, bool) {
-	r, ok := v.(*preserves.Record)
-	if !ok || len(r.Fields) != 2 {
-		return Change{}, false
-	}
-	var c Change
-	switch r.Label {
-	case LabelAsserted:
-		c.Asserted = true
-	case LabelRetracted:
-	default:
-		return Change{}, false
-	}
-	s, ok := r.Fields[0].(preserves.String)
-	if !ok {
-		return Change{}, false
-	}
-	tm, err := time.Parse(time.RFC3339Nano, string(s))
-	if err != nil {
-		return Change{}, false
-	}
-	c.Time, c.Fact = tm, r.Fields[1]
-	return c, true
+	return h.ServiceName, changes, int(h.Dropped.Int64()), true
 }
 
 // ParseOrigin reads `<history-origin "TS">`.
 func ParseOrigin(v preserves.Value) (time.Time, bool) {
-	r, ok := v.(*preserves.Record)
-	if !ok || r.Label != LabelHistoryOrigin || len(r.Fields) != 1 {
+	o, err := syndicatego.ParseHistoryOrigin(v)
+	if err != nil {
 		return time.Time{}, false
 	}
-	s, ok := r.Fields[0].(preserves.String)
-	if !ok {
-		return time.Time{}, false
-	}
-	tm, err := time.Parse(time.RFC3339Nano, string(s))
+	tm, err := time.Parse(time.RFC3339Nano, o.At)
 	return tm, err == nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/dataspacetest"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/syndicatego"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/testutil"
 	"github.com/syndicate-go/syndicate/services"
@@ -81,8 +82,8 @@ func newRig(t *testing.T, opts Options) *rig {
 		BootWith(t, env, opts)
 		m := t.Create(&histMirror{r: r})
 		for _, p := range []pattern.Pattern{
-			pattern.Rec(LabelServiceHistory, pattern.Discard{}, pattern.Discard{}, pattern.Discard{}),
-			pattern.Rec(LabelHistoryOrigin, pattern.Discard{}),
+			pattern.Rec(syndicatego.LabelServiceHistory, pattern.Discard{}, pattern.Discard{}, pattern.Discard{}),
+			pattern.Rec(syndicatego.LabelHistoryOrigin, pattern.Discard{}),
 		} {
 			t.Assert(r.cfg, dataspace.Observe(pattern.Bind{Pattern: p}, m))
 		}
@@ -234,5 +235,27 @@ func TestHistoryRoundTrip(t *testing.T) {
 	}
 	if s, ok := StateOf(out[1].Fact); !ok || s != preserves.Symbol("ready") {
 		t.Errorf("StateOf = %v %v", s, ok)
+	}
+}
+
+// A reader skips the changes it cannot read (a newer server's, a bad
+// time) and rejects what is not a history at all.
+func TestParseHistoryIsLenient(t *testing.T) {
+	v, err := preserves.ParseText(`<service-history x [<asserted "2026-03-04T05:06:07Z" run-service> <renamed "2026-03-04T05:06:08Z" y> <retracted "yesterday" run-service> 5] 2>`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, out, dropped, ok := ParseHistory(v)
+	if !ok || !preserves.Equal(name, preserves.Symbol("x")) || dropped != 2 || len(out) != 1 || !out[0].Asserted || out[0].Fact != FactRun {
+		t.Fatalf("got %v %+v %d %v", name, out, dropped, ok)
+	}
+	for _, src := range []string{`<service-history x [] many>`, `<service-history x>`, `<history-origin "2026-03-04T05:06:07Z">`} {
+		v, _ := preserves.ParseText(src)
+		if _, _, _, ok := ParseHistory(v); ok {
+			t.Errorf("%s read as a history", src)
+		}
+	}
+	if _, ok := ParseOrigin(preserves.Rec("history-origin", preserves.String("soon"))); ok {
+		t.Error("an origin that is no time was read")
 	}
 }
