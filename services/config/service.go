@@ -6,13 +6,10 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/internalservices"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/syndicatego"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
-
-// symConfigRescan labels the rescan message, which no schema defines (the
-// service label is internalservices.LabelConfigWatcher).
-var symConfigRescan = preserves.Symbol("config-rescan")
 
 // Options tunes the service; the zero value means the spec's behaviour.
 type Options struct {
@@ -79,8 +76,9 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
 // once (what the server does on SIGHUP, services spec §1.2). Unlike
 // restart-service, a rescan keeps every script whose content is unchanged
 // running (§3.4); it picks up what filesystem events cannot show, such as an
-// edit to the target of a symlinked script.
-func RescanMessage() preserves.Value { return preserves.NewRecord(symConfigRescan) }
+// edit to the target of a symlinked script. It is our extension
+// (syndicatego.ConfigRescan).
+func RescanMessage() preserves.Value { return syndicatego.ConfigRescan{}.ToValue() }
 
 // parseName reads `<config-watcher PATH ENV>` with the generated parser of
 // internalServices.prs (the one `--check` uses): PATH a string, ENV a

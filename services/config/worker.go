@@ -11,6 +11,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/syndicatego"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
@@ -57,7 +58,7 @@ func (w *worker) boot(t *dataspace.Turn) error {
 		return err
 	}
 
-	t.OnMessage(w.cfg, pattern.Rec(symConfigRescan), func(*dataspace.Turn, []preserves.Value) error {
+	t.OnMessage(w.cfg, pattern.Rec(syndicatego.LabelConfigRescan), func(*dataspace.Turn, []preserves.Value) error {
 		wt.Rescan() // never blocks; the watcher goroutine does the work
 		return nil
 	})
