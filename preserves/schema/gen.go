@@ -1223,11 +1223,92 @@ func (g *gen) union(d *Definition, name string) error {
 	g.p("// Parse%s tries the alternatives of %s in order; the first that matches wins.", name, name)
 	g.p("func Parse%s(v %s.Value) (%s, error) {", name, pv, name)
 	g.p("var errs [%d]error", len(d.Or))
+	// An alternative that surely fails (another record label, another
+	// kind) is skipped, and its error built only when no alternative
+	// matches: building errors (texts of values) is most of the cost of
+	// a parse that tries several alternatives. A skipped alternative
+	// fails at its first test, so the second call costs little.
+	guards := make([]string, len(d.Or))
 	for i, a := range d.Or {
-		g.p("if r, err := parse%s(v); err == nil { return r, nil } else { errs[%d] = err }", name+Mangle(a.Label), i)
+		call := fmt.Sprintf("if r, err := parse%s(v); err == nil { return r, nil } else { errs[%d] = err }", name+Mangle(a.Label), i)
+		if guards[i] = g.guard(a.Pattern, 0); guards[i] != "" {
+			g.p("if %s {", guards[i])
+			g.p("%s", call)
+			g.p("}")
+		} else {
+			g.p("%s", call)
+		}
+	}
+	for i, a := range d.Or {
+		if guards[i] != "" {
+			g.p("if errs[%d] == nil { _, errs[%d] = parse%s(v) }", i, i, name+Mangle(a.Label))
+		}
 	}
 	g.p("return nil, %s.NoMatch(v, %q, []string{%s}, errs[:])", sc, name, strings.Join(labels, ", "))
 	g.p("}")
 	g.p("")
 	return nil
+}
+
+// guard is a Go expression on v that is false only when p surely does
+// not match v, by one cheap test: a record's literal label, a literal, or
+// the kind of value p requires (through references, a few deep). It is ""
+// when there is no such test.
+func (g *gen) guard(p Pattern, depth int) string {
+	sc, pv := g.use(runtimeImport), g.use(preservesImport)
+	switch x := p.(type) {
+	case Rec:
+		if l, ok := x.Label.Pattern.(Lit); ok {
+			return fmt.Sprintf("%s.MayBeRecordOf(v, %s)", sc, g.label(l.Literal))
+		}
+	case Lit:
+		return fmt.Sprintf("%s.MayEqual(v, %s)", sc, g.lit(x.Literal))
+	case *Ref:
+		// Another module's labels are not constants of this one.
+		if m, d, err := g.resolve(x); err == nil && m == g.m && depth < 4 && d.Or == nil && d.And == nil {
+			return g.guard(d.Pattern, depth+1)
+		}
+	}
+	if k := g.kind(g.m, p, depth); k != "" {
+		return fmt.Sprintf("%s.MayBeKind(v, %s.Kind%s)", sc, pv, k)
+	}
+	return ""
+}
+
+// kind is the name of the preserves.Kind every value p (of module m)
+// matches has, "" when there is none (or it is not found a few
+// references deep).
+func (g *gen) kind(m *Module, p Pattern, depth int) string {
+	switch x := p.(type) {
+	case Atom:
+		return string(x.Kind) // named as preserves.Kind's constants are
+	case Lit:
+		return x.Literal.Kind().String()
+	case Rec:
+		return "Record"
+	case Tuple, TuplePrefix, SeqOf:
+		return "Sequence"
+	case Dict, DictOf:
+		return "Dictionary"
+	case SetOf:
+		return "Set"
+	case *Ref:
+		dm, d, err := g.b.resolve(m, x)
+		if err != nil || depth >= 4 || d.And != nil {
+			return ""
+		}
+		if d.Or == nil {
+			return g.kind(dm, d.Pattern, depth+1)
+		}
+		k := ""
+		for i, a := range d.Or {
+			ak := g.kind(dm, a.Pattern, depth+1)
+			if ak == "" || (i > 0 && ak != k) {
+				return ""
+			}
+			k = ak
+		}
+		return k
+	}
+	return ""
 }

@@ -178,6 +178,27 @@ func wildcards(n int) []preserves.Value {
 	return w
 }
 
+// MayBeRecordOf is false only when v surely is not a record labelled
+// label; MayEqual only when v surely is not lit; MayBeKind only when v is
+// surely not of kind k (a Wildcard may be anything). Generated
+// alternations test them to skip, without building its error, an
+// alternative that cannot match.
+func MayBeRecordOf(v, label preserves.Value) bool {
+	r, ok := preserves.Unwrap(v).(*preserves.Record)
+	if !ok {
+		return IsWildcard(v)
+	}
+	return preserves.Equal(r.Label, label) || IsWildcard(r.Label)
+}
+
+// MayEqual: see MayBeRecordOf.
+func MayEqual(v, lit preserves.Value) bool { return preserves.Equal(v, lit) || IsWildcard(v) }
+
+// MayBeKind: see MayBeRecordOf.
+func MayBeKind(v preserves.Value, k preserves.Kind) bool {
+	return preserves.Unwrap(v).Kind() == k || IsWildcard(v)
+}
+
 // AsRecord returns v as a record with at least n fields.
 func AsRecord(v preserves.Value, n int) (*preserves.Record, error) {
 	r, ok := preserves.Unwrap(v).(*preserves.Record)

@@ -138,25 +138,45 @@ func (r PatternGroup) ToValue() preserves.Value {
 // ParsePattern tries the alternatives of Pattern in order; the first that matches wins.
 func ParsePattern(v preserves.Value) (Pattern, error) {
 	var errs [4]error
-	if r, err := parsePatternDiscard(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeRecordOf(v, preserves.Symbol("_")) {
+		if r, err := parsePatternDiscard(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parsePatternBind(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeRecordOf(v, LabelBind) {
+		if r, err := parsePatternBind(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parsePatternLit(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeRecordOf(v, LabelLit) {
+		if r, err := parsePatternLit(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
 	}
-	if r, err := parsePatternGroup(v); err == nil {
-		return r, nil
-	} else {
-		errs[3] = err
+	if schema.MayBeRecordOf(v, LabelGroup) {
+		if r, err := parsePatternGroup(v); err == nil {
+			return r, nil
+		} else {
+			errs[3] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parsePatternDiscard(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parsePatternBind(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parsePatternLit(v)
+	}
+	if errs[3] == nil {
+		_, errs[3] = parsePatternGroup(v)
 	}
 	return nil, schema.NoMatch(v, "Pattern", []string{"discard", "bind", "lit", "group"}, errs[:])
 }
@@ -221,20 +241,35 @@ func (r GroupTypeDict) ToValue() preserves.Value { return preserves.NewRecord(La
 // ParseGroupType tries the alternatives of GroupType in order; the first that matches wins.
 func ParseGroupType(v preserves.Value) (GroupType, error) {
 	var errs [3]error
-	if r, err := parseGroupTypeRec(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeRecordOf(v, LabelRec) {
+		if r, err := parseGroupTypeRec(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseGroupTypeArr(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeRecordOf(v, LabelArr) {
+		if r, err := parseGroupTypeArr(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseGroupTypeDict(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeRecordOf(v, LabelDict) {
+		if r, err := parseGroupTypeDict(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseGroupTypeRec(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseGroupTypeArr(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseGroupTypeDict(v)
 	}
 	return nil, schema.NoMatch(v, "GroupType", []string{"rec", "arr", "dict"}, errs[:])
 }
@@ -360,40 +395,70 @@ func (r AnyAtomEmbedded) ToValue() preserves.Value { return preserves.NewEmbedde
 // ParseAnyAtom tries the alternatives of AnyAtom in order; the first that matches wins.
 func ParseAnyAtom(v preserves.Value) (AnyAtom, error) {
 	var errs [7]error
-	if r, err := parseAnyAtomBool(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindBoolean) {
+		if r, err := parseAnyAtomBool(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseAnyAtomDouble(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindDouble) {
+		if r, err := parseAnyAtomDouble(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseAnyAtomInt(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeKind(v, preserves.KindSignedInteger) {
+		if r, err := parseAnyAtomInt(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
 	}
-	if r, err := parseAnyAtomString(v); err == nil {
-		return r, nil
-	} else {
-		errs[3] = err
+	if schema.MayBeKind(v, preserves.KindString) {
+		if r, err := parseAnyAtomString(v); err == nil {
+			return r, nil
+		} else {
+			errs[3] = err
+		}
 	}
-	if r, err := parseAnyAtomBytes(v); err == nil {
-		return r, nil
-	} else {
-		errs[4] = err
+	if schema.MayBeKind(v, preserves.KindByteString) {
+		if r, err := parseAnyAtomBytes(v); err == nil {
+			return r, nil
+		} else {
+			errs[4] = err
+		}
 	}
-	if r, err := parseAnyAtomSymbol(v); err == nil {
-		return r, nil
-	} else {
-		errs[5] = err
+	if schema.MayBeKind(v, preserves.KindSymbol) {
+		if r, err := parseAnyAtomSymbol(v); err == nil {
+			return r, nil
+		} else {
+			errs[5] = err
+		}
 	}
 	if r, err := parseAnyAtomEmbedded(v); err == nil {
 		return r, nil
 	} else {
 		errs[6] = err
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseAnyAtomBool(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseAnyAtomDouble(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseAnyAtomInt(v)
+	}
+	if errs[3] == nil {
+		_, errs[3] = parseAnyAtomString(v)
+	}
+	if errs[4] == nil {
+		_, errs[4] = parseAnyAtomBytes(v)
+	}
+	if errs[5] == nil {
+		_, errs[5] = parseAnyAtomSymbol(v)
 	}
 	return nil, schema.NoMatch(v, "AnyAtom", []string{"bool", "double", "int", "string", "bytes", "symbol", "embedded"}, errs[:])
 }

@@ -132,20 +132,35 @@ func (r DescriptionAbsent) ToValue() preserves.Value { return preserves.Dict() }
 // ParseDescription tries the alternatives of Description in order; the first that matches wins.
 func ParseDescription(v preserves.Value) (Description, error) {
 	var errs [3]error
-	if r, err := parseDescriptionPresent(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseDescriptionPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseDescriptionInvalid(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseDescriptionInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseDescriptionAbsent(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseDescriptionAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseDescriptionPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseDescriptionInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseDescriptionAbsent(v)
 	}
 	return nil, schema.NoMatch(v, "Description", []string{"present", "invalid", "absent"}, errs[:])
 }
@@ -228,20 +243,35 @@ func (r UrlAbsent) ToValue() preserves.Value { return preserves.Dict() }
 // ParseUrl tries the alternatives of Url in order; the first that matches wins.
 func ParseUrl(v preserves.Value) (Url, error) {
 	var errs [3]error
-	if r, err := parseUrlPresent(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseUrlPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseUrlInvalid(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseUrlInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseUrlAbsent(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseUrlAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseUrlPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseUrlInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseUrlAbsent(v)
 	}
 	return nil, schema.NoMatch(v, "Url", []string{"present", "invalid", "absent"}, errs[:])
 }
@@ -312,20 +342,35 @@ func (r IOListNested) ToValue() preserves.Value {
 // ParseIOList tries the alternatives of IOList in order; the first that matches wins.
 func ParseIOList(v preserves.Value) (IOList, error) {
 	var errs [3]error
-	if r, err := parseIOListBytes(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindByteString) {
+		if r, err := parseIOListBytes(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseIOListString(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindString) {
+		if r, err := parseIOListString(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseIOListNested(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeKind(v, preserves.KindSequence) {
+		if r, err := parseIOListNested(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseIOListBytes(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseIOListString(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseIOListNested(v)
 	}
 	return nil, schema.NoMatch(v, "IOList", []string{"bytes", "string", "nested"}, errs[:])
 }

@@ -137,15 +137,20 @@ func ParseDaemonProcessSpec(v preserves.Value) (DaemonProcessSpec, error) {
 	} else {
 		errs[0] = err
 	}
-	if r, err := parseDaemonProcessSpecOneShot(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeRecordOf(v, LabelOneShot) {
+		if r, err := parseDaemonProcessSpecOneShot(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
 	if r, err := parseDaemonProcessSpecFull(v); err == nil {
 		return r, nil
 	} else {
 		errs[2] = err
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseDaemonProcessSpecOneShot(v)
 	}
 	return nil, schema.NoMatch(v, "DaemonProcessSpec", []string{"simple", "oneShot", "full"}, errs[:])
 }
@@ -262,20 +267,35 @@ func (r ReadyOnStartAbsent) ToValue() preserves.Value { return preserves.Dict() 
 // ParseReadyOnStart tries the alternatives of ReadyOnStart in order; the first that matches wins.
 func ParseReadyOnStart(v preserves.Value) (ReadyOnStart, error) {
 	var errs [3]error
-	if r, err := parseReadyOnStartPresent(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseReadyOnStartPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseReadyOnStartInvalid(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseReadyOnStartInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseReadyOnStartAbsent(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseReadyOnStartAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseReadyOnStartPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseReadyOnStartInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseReadyOnStartAbsent(v)
 	}
 	return nil, schema.NoMatch(v, "ReadyOnStart", []string{"present", "invalid", "absent"}, errs[:])
 }
@@ -360,20 +380,35 @@ func (r RestartFieldAbsent) ToValue() preserves.Value { return preserves.Dict() 
 // ParseRestartField tries the alternatives of RestartField in order; the first that matches wins.
 func ParseRestartField(v preserves.Value) (RestartField, error) {
 	var errs [3]error
-	if r, err := parseRestartFieldPresent(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseRestartFieldPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseRestartFieldInvalid(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseRestartFieldInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseRestartFieldAbsent(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseRestartFieldAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseRestartFieldPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseRestartFieldInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseRestartFieldAbsent(v)
 	}
 	return nil, schema.NoMatch(v, "RestartField", []string{"present", "invalid", "absent"}, errs[:])
 }
@@ -458,20 +493,35 @@ func (r ProtocolFieldAbsent) ToValue() preserves.Value { return preserves.Dict()
 // ParseProtocolField tries the alternatives of ProtocolField in order; the first that matches wins.
 func ParseProtocolField(v preserves.Value) (ProtocolField, error) {
 	var errs [3]error
-	if r, err := parseProtocolFieldPresent(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseProtocolFieldPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseProtocolFieldInvalid(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseProtocolFieldInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseProtocolFieldAbsent(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseProtocolFieldAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseProtocolFieldPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseProtocolFieldInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseProtocolFieldAbsent(v)
 	}
 	return nil, schema.NoMatch(v, "ProtocolField", []string{"present", "invalid", "absent"}, errs[:])
 }
@@ -660,20 +710,35 @@ func (r ProcessEnvAbsent) ToValue() preserves.Value { return preserves.Dict() }
 // ParseProcessEnv tries the alternatives of ProcessEnv in order; the first that matches wins.
 func ParseProcessEnv(v preserves.Value) (ProcessEnv, error) {
 	var errs [3]error
-	if r, err := parseProcessEnvPresent(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseProcessEnvPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseProcessEnvInvalid(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseProcessEnvInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseProcessEnvAbsent(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseProcessEnvAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseProcessEnvPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseProcessEnvInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseProcessEnvAbsent(v)
 	}
 	return nil, schema.NoMatch(v, "ProcessEnv", []string{"present", "invalid", "absent"}, errs[:])
 }
@@ -758,20 +823,35 @@ func (r ProcessDirAbsent) ToValue() preserves.Value { return preserves.Dict() }
 // ParseProcessDir tries the alternatives of ProcessDir in order; the first that matches wins.
 func ParseProcessDir(v preserves.Value) (ProcessDir, error) {
 	var errs [3]error
-	if r, err := parseProcessDirPresent(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseProcessDirPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseProcessDirInvalid(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseProcessDirInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseProcessDirAbsent(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseProcessDirAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseProcessDirPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseProcessDirInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseProcessDirAbsent(v)
 	}
 	return nil, schema.NoMatch(v, "ProcessDir", []string{"present", "invalid", "absent"}, errs[:])
 }
@@ -856,20 +936,35 @@ func (r ClearEnvAbsent) ToValue() preserves.Value { return preserves.Dict() }
 // ParseClearEnv tries the alternatives of ClearEnv in order; the first that matches wins.
 func ParseClearEnv(v preserves.Value) (ClearEnv, error) {
 	var errs [3]error
-	if r, err := parseClearEnvPresent(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseClearEnvPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseClearEnvInvalid(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseClearEnvInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseClearEnvAbsent(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseClearEnvAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseClearEnvPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseClearEnvInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseClearEnvAbsent(v)
 	}
 	return nil, schema.NoMatch(v, "ClearEnv", []string{"present", "invalid", "absent"}, errs[:])
 }
@@ -915,15 +1010,25 @@ func (r CommandLineFull) ToValue() preserves.Value { return r.Value.ToValue() }
 // ParseCommandLine tries the alternatives of CommandLine in order; the first that matches wins.
 func ParseCommandLine(v preserves.Value) (CommandLine, error) {
 	var errs [2]error
-	if r, err := parseCommandLineShell(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindString) {
+		if r, err := parseCommandLineShell(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseCommandLineFull(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindSequence) {
+		if r, err := parseCommandLineFull(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseCommandLineShell(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseCommandLineFull(v)
 	}
 	return nil, schema.NoMatch(v, "CommandLine", []string{"shell", "full"}, errs[:])
 }
@@ -1012,20 +1117,30 @@ func (r EnvVariableInvalid) ToValue() preserves.Value { return r.Value }
 // ParseEnvVariable tries the alternatives of EnvVariable in order; the first that matches wins.
 func ParseEnvVariable(v preserves.Value) (EnvVariable, error) {
 	var errs [3]error
-	if r, err := parseEnvVariableString(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindString) {
+		if r, err := parseEnvVariableString(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseEnvVariableSymbol(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindSymbol) {
+		if r, err := parseEnvVariableSymbol(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
 	if r, err := parseEnvVariableInvalid(v); err == nil {
 		return r, nil
 	} else {
 		errs[2] = err
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseEnvVariableString(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseEnvVariableSymbol(v)
 	}
 	return nil, schema.NoMatch(v, "EnvVariable", []string{"string", "symbol", "invalid"}, errs[:])
 }
@@ -1083,20 +1198,30 @@ func (r EnvValueInvalid) ToValue() preserves.Value { return r.Value }
 // ParseEnvValue tries the alternatives of EnvValue in order; the first that matches wins.
 func ParseEnvValue(v preserves.Value) (EnvValue, error) {
 	var errs [3]error
-	if r, err := parseEnvValueSet(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindString) {
+		if r, err := parseEnvValueSet(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseEnvValueRemove(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayEqual(v, preserves.Bool(false)) {
+		if r, err := parseEnvValueRemove(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
 	if r, err := parseEnvValueInvalid(v); err == nil {
 		return r, nil
 	} else {
 		errs[2] = err
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseEnvValueSet(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseEnvValueRemove(v)
 	}
 	return nil, schema.NoMatch(v, "EnvValue", []string{"set", "remove", "invalid"}, errs[:])
 }

@@ -217,10 +217,15 @@ func ParseBindObserver(v preserves.Value) (BindObserver, error) {
 	} else {
 		errs[0] = err
 	}
-	if r, err := parseBindObserverAbsent(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayEqual(v, preserves.Bool(false)) {
+		if r, err := parseBindObserverAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseBindObserverAbsent(v)
 	}
 	return nil, schema.NoMatch(v, "BindObserver", []string{"present", "absent"}, errs[:])
 }
@@ -274,15 +279,25 @@ func (r BoundError) ToValue() preserves.Value { return r.Value.ToValue() }
 // ParseBound tries the alternatives of Bound in order; the first that matches wins.
 func ParseBound(v preserves.Value) (Bound, error) {
 	var errs [2]error
-	if r, err := parseBoundBound(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeRecordOf(v, LabelBound) {
+		if r, err := parseBoundBound(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseBoundError(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindRecord) {
+		if r, err := parseBoundError(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseBoundBound(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseBoundError(v)
 	}
 	return nil, schema.NoMatch(v, "Bound", []string{"bound", "Error"}, errs[:])
 }

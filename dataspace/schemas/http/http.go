@@ -174,15 +174,25 @@ func (r HostPatternAny) ToValue() preserves.Value { return preserves.Bool(false)
 // ParseHostPattern tries the alternatives of HostPattern in order; the first that matches wins.
 func ParseHostPattern(v preserves.Value) (HostPattern, error) {
 	var errs [2]error
-	if r, err := parseHostPatternHost(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindString) {
+		if r, err := parseHostPatternHost(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseHostPatternAny(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayEqual(v, preserves.Bool(false)) {
+		if r, err := parseHostPatternAny(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseHostPatternHost(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseHostPatternAny(v)
 	}
 	return nil, schema.NoMatch(v, "HostPattern", []string{"host", "any"}, errs[:])
 }
@@ -266,20 +276,35 @@ func (r PathPatternElementRest) ToValue() preserves.Value { return preserves.Sym
 // ParsePathPatternElement tries the alternatives of PathPatternElement in order; the first that matches wins.
 func ParsePathPatternElement(v preserves.Value) (PathPatternElement, error) {
 	var errs [3]error
-	if r, err := parsePathPatternElementLabel(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindString) {
+		if r, err := parsePathPatternElementLabel(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parsePathPatternElementWildcard(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayEqual(v, preserves.Symbol("_")) {
+		if r, err := parsePathPatternElementWildcard(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parsePathPatternElementRest(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayEqual(v, preserves.Symbol("...")) {
+		if r, err := parsePathPatternElementRest(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parsePathPatternElementLabel(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parsePathPatternElementWildcard(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parsePathPatternElementRest(v)
 	}
 	return nil, schema.NoMatch(v, "PathPatternElement", []string{"label", "wildcard", "rest"}, errs[:])
 }
@@ -324,15 +349,25 @@ func (r MethodPatternSpecific) ToValue() preserves.Value { return r.Value }
 // ParseMethodPattern tries the alternatives of MethodPattern in order; the first that matches wins.
 func ParseMethodPattern(v preserves.Value) (MethodPattern, error) {
 	var errs [2]error
-	if r, err := parseMethodPatternAny(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayEqual(v, preserves.Bool(false)) {
+		if r, err := parseMethodPatternAny(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseMethodPatternSpecific(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindSymbol) {
+		if r, err := parseMethodPatternSpecific(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseMethodPatternAny(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseMethodPatternSpecific(v)
 	}
 	return nil, schema.NoMatch(v, "MethodPattern", []string{"any", "specific"}, errs[:])
 }
@@ -506,15 +541,25 @@ func (r QueryValueFile) ToValue() preserves.Value {
 // ParseQueryValue tries the alternatives of QueryValue in order; the first that matches wins.
 func ParseQueryValue(v preserves.Value) (QueryValue, error) {
 	var errs [2]error
-	if r, err := parseQueryValueString(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindString) {
+		if r, err := parseQueryValueString(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseQueryValueFile(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeRecordOf(v, LabelFile) {
+		if r, err := parseQueryValueFile(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseQueryValueString(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseQueryValueFile(v)
 	}
 	return nil, schema.NoMatch(v, "QueryValue", []string{"string", "file"}, errs[:])
 }
@@ -559,15 +604,25 @@ func (r RequestBodyPresent) ToValue() preserves.Value { return preserves.ByteStr
 // ParseRequestBody tries the alternatives of RequestBody in order; the first that matches wins.
 func ParseRequestBody(v preserves.Value) (RequestBody, error) {
 	var errs [2]error
-	if r, err := parseRequestBodyAbsent(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayEqual(v, preserves.Bool(false)) {
+		if r, err := parseRequestBodyAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseRequestBodyPresent(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindByteString) {
+		if r, err := parseRequestBodyPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseRequestBodyAbsent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseRequestBodyPresent(v)
 	}
 	return nil, schema.NoMatch(v, "RequestBody", []string{"absent", "present"}, errs[:])
 }
@@ -612,15 +667,25 @@ func (r RequestHostPresent) ToValue() preserves.Value { return preserves.String(
 // ParseRequestHost tries the alternatives of RequestHost in order; the first that matches wins.
 func ParseRequestHost(v preserves.Value) (RequestHost, error) {
 	var errs [2]error
-	if r, err := parseRequestHostAbsent(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayEqual(v, preserves.Bool(false)) {
+		if r, err := parseRequestHostAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseRequestHostPresent(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindString) {
+		if r, err := parseRequestHostPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseRequestHostAbsent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseRequestHostPresent(v)
 	}
 	return nil, schema.NoMatch(v, "RequestHost", []string{"absent", "present"}, errs[:])
 }
@@ -773,25 +838,45 @@ func (r HttpResponseDone) ToValue() preserves.Value {
 // ParseHttpResponse tries the alternatives of HttpResponse in order; the first that matches wins.
 func ParseHttpResponse(v preserves.Value) (HttpResponse, error) {
 	var errs [4]error
-	if r, err := parseHttpResponseStatus(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeRecordOf(v, LabelStatus) {
+		if r, err := parseHttpResponseStatus(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseHttpResponseHeader(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeRecordOf(v, LabelHeader) {
+		if r, err := parseHttpResponseHeader(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseHttpResponseChunk(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeRecordOf(v, LabelChunk) {
+		if r, err := parseHttpResponseChunk(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
 	}
-	if r, err := parseHttpResponseDone(v); err == nil {
-		return r, nil
-	} else {
-		errs[3] = err
+	if schema.MayBeRecordOf(v, LabelDone) {
+		if r, err := parseHttpResponseDone(v); err == nil {
+			return r, nil
+		} else {
+			errs[3] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseHttpResponseStatus(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseHttpResponseHeader(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseHttpResponseChunk(v)
+	}
+	if errs[3] == nil {
+		_, errs[3] = parseHttpResponseDone(v)
 	}
 	return nil, schema.NoMatch(v, "HttpResponse", []string{"status", "header", "chunk", "done"}, errs[:])
 }
@@ -837,15 +922,25 @@ func (r ChunkBytes) ToValue() preserves.Value { return preserves.ByteString(r.Va
 // ParseChunk tries the alternatives of Chunk in order; the first that matches wins.
 func ParseChunk(v preserves.Value) (Chunk, error) {
 	var errs [2]error
-	if r, err := parseChunkString(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindString) {
+		if r, err := parseChunkString(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseChunkBytes(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindByteString) {
+		if r, err := parseChunkBytes(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseChunkString(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseChunkBytes(v)
 	}
 	return nil, schema.NoMatch(v, "Chunk", []string{"string", "bytes"}, errs[:])
 }

@@ -114,15 +114,25 @@ func (r TcpRelayListenerTcpWithHttp) ToValue() preserves.Value { return r.Value.
 // ParseTcpRelayListener tries the alternatives of TcpRelayListener in order; the first that matches wins.
 func ParseTcpRelayListener(v preserves.Value) (TcpRelayListener, error) {
 	var errs [2]error
-	if r, err := parseTcpRelayListenerTcpWithoutHttp(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeRecordOf(v, LabelRelayListener) {
+		if r, err := parseTcpRelayListenerTcpWithoutHttp(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseTcpRelayListenerTcpWithHttp(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeRecordOf(v, LabelRelayListener) {
+		if r, err := parseTcpRelayListenerTcpWithHttp(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseTcpRelayListenerTcpWithoutHttp(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseTcpRelayListenerTcpWithHttp(v)
 	}
 	return nil, schema.NoMatch(v, "TcpRelayListener", []string{"TcpWithoutHttp", "TcpWithHttp"}, errs[:])
 }

@@ -214,20 +214,35 @@ func (r SecretKeyFieldAbsent) ToValue() preserves.Value { return preserves.Dict(
 // ParseSecretKeyField tries the alternatives of SecretKeyField in order; the first that matches wins.
 func ParseSecretKeyField(v preserves.Value) (SecretKeyField, error) {
 	var errs [3]error
-	if r, err := parseSecretKeyFieldPresent(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseSecretKeyFieldPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseSecretKeyFieldInvalid(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseSecretKeyFieldInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseSecretKeyFieldAbsent(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseSecretKeyFieldAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseSecretKeyFieldPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseSecretKeyFieldInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseSecretKeyFieldAbsent(v)
 	}
 	return nil, schema.NoMatch(v, "SecretKeyField", []string{"present", "invalid", "absent"}, errs[:])
 }
@@ -312,20 +327,35 @@ func (r NoiseProtocolAbsent) ToValue() preserves.Value { return preserves.Dict()
 // ParseNoiseProtocol tries the alternatives of NoiseProtocol in order; the first that matches wins.
 func ParseNoiseProtocol(v preserves.Value) (NoiseProtocol, error) {
 	var errs [3]error
-	if r, err := parseNoiseProtocolPresent(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseNoiseProtocolPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseNoiseProtocolInvalid(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseNoiseProtocolInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseNoiseProtocolAbsent(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseNoiseProtocolAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseNoiseProtocolPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseNoiseProtocolInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseNoiseProtocolAbsent(v)
 	}
 	return nil, schema.NoMatch(v, "NoiseProtocol", []string{"present", "invalid", "absent"}, errs[:])
 }
@@ -434,20 +464,35 @@ func (r NoisePreSharedKeysAbsent) ToValue() preserves.Value { return preserves.D
 // ParseNoisePreSharedKeys tries the alternatives of NoisePreSharedKeys in order; the first that matches wins.
 func ParseNoisePreSharedKeys(v preserves.Value) (NoisePreSharedKeys, error) {
 	var errs [3]error
-	if r, err := parseNoisePreSharedKeysPresent(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseNoisePreSharedKeysPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseNoisePreSharedKeysInvalid(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseNoisePreSharedKeysInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseNoisePreSharedKeysAbsent(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseNoisePreSharedKeysAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseNoisePreSharedKeysPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseNoisePreSharedKeysInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseNoisePreSharedKeysAbsent(v)
 	}
 	return nil, schema.NoMatch(v, "NoisePreSharedKeys", []string{"present", "invalid", "absent"}, errs[:])
 }
@@ -510,15 +555,20 @@ func (r SessionItemPacket) ToValue() preserves.Value { return r.Value.ToValue() 
 // ParseSessionItem tries the alternatives of SessionItem in order; the first that matches wins.
 func ParseSessionItem(v preserves.Value) (SessionItem, error) {
 	var errs [2]error
-	if r, err := parseSessionItemInitiator(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeRecordOf(v, LabelInitiator) {
+		if r, err := parseSessionItemInitiator(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
 	if r, err := parseSessionItemPacket(v); err == nil {
 		return r, nil
 	} else {
 		errs[1] = err
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseSessionItemInitiator(v)
 	}
 	return nil, schema.NoMatch(v, "SessionItem", []string{"Initiator", "Packet"}, errs[:])
 }
@@ -596,15 +646,25 @@ func (r PacketFragmented) ToValue() preserves.Value {
 // ParsePacket tries the alternatives of Packet in order; the first that matches wins.
 func ParsePacket(v preserves.Value) (Packet, error) {
 	var errs [2]error
-	if r, err := parsePacketComplete(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindByteString) {
+		if r, err := parsePacketComplete(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parsePacketFragmented(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindSequence) {
+		if r, err := parsePacketFragmented(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parsePacketComplete(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parsePacketFragmented(v)
 	}
 	return nil, schema.NoMatch(v, "Packet", []string{"complete", "fragmented"}, errs[:])
 }

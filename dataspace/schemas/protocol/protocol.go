@@ -104,25 +104,45 @@ func (r PacketNop) ToValue() preserves.Value { return Nop{}.ToValue() }
 // ParsePacket tries the alternatives of Packet in order; the first that matches wins.
 func ParsePacket(v preserves.Value) (Packet, error) {
 	var errs [4]error
-	if r, err := parsePacketTurn(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindSequence) {
+		if r, err := parsePacketTurn(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parsePacketError(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeRecordOf(v, LabelError) {
+		if r, err := parsePacketError(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parsePacketExtension(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeKind(v, preserves.KindRecord) {
+		if r, err := parsePacketExtension(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
 	}
-	if r, err := parsePacketNop(v); err == nil {
-		return r, nil
-	} else {
-		errs[3] = err
+	if schema.MayEqual(v, preserves.Bool(false)) {
+		if r, err := parsePacketNop(v); err == nil {
+			return r, nil
+		} else {
+			errs[3] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parsePacketTurn(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parsePacketError(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parsePacketExtension(v)
+	}
+	if errs[3] == nil {
+		_, errs[3] = parsePacketNop(v)
 	}
 	return nil, schema.NoMatch(v, "Packet", []string{"Turn", "Error", "Extension", "Nop"}, errs[:])
 }
@@ -295,25 +315,45 @@ func (r EventSync) ToValue() preserves.Value { return r.Value.ToValue() }
 // ParseEvent tries the alternatives of Event in order; the first that matches wins.
 func ParseEvent(v preserves.Value) (Event, error) {
 	var errs [4]error
-	if r, err := parseEventAssert(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeRecordOf(v, LabelA) {
+		if r, err := parseEventAssert(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseEventRetract(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeRecordOf(v, LabelR) {
+		if r, err := parseEventRetract(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseEventMessage(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeRecordOf(v, LabelM) {
+		if r, err := parseEventMessage(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
 	}
-	if r, err := parseEventSync(v); err == nil {
-		return r, nil
-	} else {
-		errs[3] = err
+	if schema.MayBeRecordOf(v, LabelS) {
+		if r, err := parseEventSync(v); err == nil {
+			return r, nil
+		} else {
+			errs[3] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseEventAssert(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseEventRetract(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseEventMessage(v)
+	}
+	if errs[3] == nil {
+		_, errs[3] = parseEventSync(v)
 	}
 	return nil, schema.NoMatch(v, "Event", []string{"Assert", "Retract", "Message", "Sync"}, errs[:])
 }

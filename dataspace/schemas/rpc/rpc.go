@@ -100,15 +100,25 @@ func (r ResultError) ToValue() preserves.Value { return r.Value.ToValue() }
 // ParseResult tries the alternatives of Result in order; the first that matches wins.
 func ParseResult(v preserves.Value) (Result, error) {
 	var errs [2]error
-	if r, err := parseResultOk(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeRecordOf(v, LabelOk) {
+		if r, err := parseResultOk(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseResultError(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeRecordOf(v, LabelError) {
+		if r, err := parseResultError(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseResultOk(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseResultError(v)
 	}
 	return nil, schema.NoMatch(v, "Result", []string{"Ok", "Error"}, errs[:])
 }

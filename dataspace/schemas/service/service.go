@@ -207,30 +207,50 @@ func (r StateUserDefined) ToValue() preserves.Value { return r.Value }
 // ParseState tries the alternatives of State in order; the first that matches wins.
 func ParseState(v preserves.Value) (State, error) {
 	var errs [5]error
-	if r, err := parseStateStarted(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayEqual(v, preserves.Symbol("started")) {
+		if r, err := parseStateStarted(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseStateReady(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayEqual(v, preserves.Symbol("ready")) {
+		if r, err := parseStateReady(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseStateFailed(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayEqual(v, preserves.Symbol("failed")) {
+		if r, err := parseStateFailed(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
 	}
-	if r, err := parseStateComplete(v); err == nil {
-		return r, nil
-	} else {
-		errs[3] = err
+	if schema.MayEqual(v, preserves.Symbol("complete")) {
+		if r, err := parseStateComplete(v); err == nil {
+			return r, nil
+		} else {
+			errs[3] = err
+		}
 	}
 	if r, err := parseStateUserDefined(v); err == nil {
 		return r, nil
 	} else {
 		errs[4] = err
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseStateStarted(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseStateReady(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseStateFailed(v)
+	}
+	if errs[3] == nil {
+		_, errs[3] = parseStateComplete(v)
 	}
 	return nil, schema.NoMatch(v, "State", []string{"started", "ready", "failed", "complete", "userDefined"}, errs[:])
 }

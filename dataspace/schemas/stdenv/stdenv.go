@@ -99,15 +99,25 @@ func (r StandardRouteGeneral) ToValue() preserves.Value { return r.Value.ToValue
 // ParseStandardRoute tries the alternatives of StandardRoute in order; the first that matches wins.
 func ParseStandardRoute(v preserves.Value) (StandardRoute, error) {
 	var errs [2]error
-	if r, err := parseStandardRouteStandard(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindSequence) {
+		if r, err := parseStandardRouteStandard(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseStandardRouteGeneral(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindRecord) {
+		if r, err := parseStandardRouteGeneral(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseStandardRouteStandard(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseStandardRouteGeneral(v)
 	}
 	return nil, schema.NoMatch(v, "StandardRoute", []string{"standard", "general"}, errs[:])
 }
@@ -150,15 +160,20 @@ func (r StandardTransportOther) ToValue() preserves.Value { return r.Value }
 // ParseStandardTransport tries the alternatives of StandardTransport in order; the first that matches wins.
 func ParseStandardTransport(v preserves.Value) (StandardTransport, error) {
 	var errs [2]error
-	if r, err := parseStandardTransportWsUrl(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindString) {
+		if r, err := parseStandardTransportWsUrl(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
 	if r, err := parseStandardTransportOther(v); err == nil {
 		return r, nil
 	} else {
 		errs[1] = err
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseStandardTransportWsUrl(v)
 	}
 	return nil, schema.NoMatch(v, "StandardTransport", []string{"wsUrl", "other"}, errs[:])
 }

@@ -211,20 +211,35 @@ func (r SourceCredit) ToValue() preserves.Value {
 // ParseSource tries the alternatives of Source in order; the first that matches wins.
 func ParseSource(v preserves.Value) (Source, error) {
 	var errs [3]error
-	if r, err := parseSourceSink(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeRecordOf(v, LabelSink) {
+		if r, err := parseSourceSink(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseSourceStreamError(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeRecordOf(v, LabelError) {
+		if r, err := parseSourceStreamError(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseSourceCredit(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeRecordOf(v, LabelCredit) {
+		if r, err := parseSourceCredit(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseSourceSink(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseSourceStreamError(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseSourceCredit(v)
 	}
 	return nil, schema.NoMatch(v, "Source", []string{"sink", "StreamError", "credit"}, errs[:])
 }
@@ -320,25 +335,45 @@ func (r SinkEof) ToValue() preserves.Value { return preserves.NewRecord(LabelEof
 // ParseSink tries the alternatives of Sink in order; the first that matches wins.
 func ParseSink(v preserves.Value) (Sink, error) {
 	var errs [4]error
-	if r, err := parseSinkSource(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeRecordOf(v, LabelSource) {
+		if r, err := parseSinkSource(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseSinkStreamError(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeRecordOf(v, LabelError) {
+		if r, err := parseSinkStreamError(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseSinkData(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeRecordOf(v, LabelData) {
+		if r, err := parseSinkData(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
 	}
-	if r, err := parseSinkEof(v); err == nil {
-		return r, nil
-	} else {
-		errs[3] = err
+	if schema.MayBeRecordOf(v, LabelEof) {
+		if r, err := parseSinkEof(v); err == nil {
+			return r, nil
+		} else {
+			errs[3] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseSinkSource(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseSinkStreamError(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseSinkData(v)
+	}
+	if errs[3] == nil {
+		_, errs[3] = parseSinkEof(v)
 	}
 	return nil, schema.NoMatch(v, "Sink", []string{"source", "StreamError", "data", "eof"}, errs[:])
 }
@@ -383,15 +418,25 @@ func (r CreditAmountUnbounded) ToValue() preserves.Value { return preserves.Symb
 // ParseCreditAmount tries the alternatives of CreditAmount in order; the first that matches wins.
 func ParseCreditAmount(v preserves.Value) (CreditAmount, error) {
 	var errs [2]error
-	if r, err := parseCreditAmountCount(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindSignedInteger) {
+		if r, err := parseCreditAmountCount(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseCreditAmountUnbounded(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayEqual(v, preserves.Symbol("unbounded")) {
+		if r, err := parseCreditAmountUnbounded(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseCreditAmountCount(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseCreditAmountUnbounded(v)
 	}
 	return nil, schema.NoMatch(v, "CreditAmount", []string{"count", "unbounded"}, errs[:])
 }
@@ -479,25 +524,45 @@ func (r ModeObject) ToValue() preserves.Value { return preserves.NewRecord(Label
 // ParseMode tries the alternatives of Mode in order; the first that matches wins.
 func ParseMode(v preserves.Value) (Mode, error) {
 	var errs [4]error
-	if r, err := parseModeBytes(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayEqual(v, preserves.Symbol("bytes")) {
+		if r, err := parseModeBytes(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseModeLines(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindSymbol) {
+		if r, err := parseModeLines(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseModePacket(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeRecordOf(v, LabelPacket) {
+		if r, err := parseModePacket(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
 	}
-	if r, err := parseModeObject(v); err == nil {
-		return r, nil
-	} else {
-		errs[3] = err
+	if schema.MayBeRecordOf(v, LabelObject) {
+		if r, err := parseModeObject(v); err == nil {
+			return r, nil
+		} else {
+			errs[3] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseModeBytes(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseModeLines(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseModePacket(v)
+	}
+	if errs[3] == nil {
+		_, errs[3] = parseModeObject(v)
 	}
 	return nil, schema.NoMatch(v, "Mode", []string{"bytes", "lines", "packet", "object"}, errs[:])
 }

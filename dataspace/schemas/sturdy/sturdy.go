@@ -259,20 +259,35 @@ func (r CaveatsFieldAbsent) ToValue() preserves.Value { return preserves.Dict() 
 // ParseCaveatsField tries the alternatives of CaveatsField in order; the first that matches wins.
 func ParseCaveatsField(v preserves.Value) (CaveatsField, error) {
 	var errs [3]error
-	if r, err := parseCaveatsFieldPresent(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseCaveatsFieldPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseCaveatsFieldInvalid(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseCaveatsFieldInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseCaveatsFieldAbsent(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseCaveatsFieldAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseCaveatsFieldPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseCaveatsFieldInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseCaveatsFieldAbsent(v)
 	}
 	return nil, schema.NoMatch(v, "CaveatsField", []string{"present", "invalid", "absent"}, errs[:])
 }
@@ -348,25 +363,40 @@ func (r CaveatUnknown) ToValue() preserves.Value { return r.Value }
 // ParseCaveat tries the alternatives of Caveat in order; the first that matches wins.
 func ParseCaveat(v preserves.Value) (Caveat, error) {
 	var errs [4]error
-	if r, err := parseCaveatRewrite(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeRecordOf(v, LabelRewrite) {
+		if r, err := parseCaveatRewrite(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseCaveatAlts(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeRecordOf(v, LabelOr) {
+		if r, err := parseCaveatAlts(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseCaveatReject(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeRecordOf(v, LabelReject) {
+		if r, err := parseCaveatReject(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
 	}
 	if r, err := parseCaveatUnknown(v); err == nil {
 		return r, nil
 	} else {
 		errs[3] = err
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseCaveatRewrite(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseCaveatAlts(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseCaveatReject(v)
 	}
 	return nil, schema.NoMatch(v, "Caveat", []string{"Rewrite", "Alts", "Reject", "unknown"}, errs[:])
 }
@@ -536,15 +566,25 @@ func (r WireRefYours) ToValue() preserves.Value {
 // ParseWireRef tries the alternatives of WireRef in order; the first that matches wins.
 func ParseWireRef(v preserves.Value) (WireRef, error) {
 	var errs [2]error
-	if r, err := parseWireRefMine(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindSequence) {
+		if r, err := parseWireRefMine(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseWireRefYours(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindSequence) {
+		if r, err := parseWireRefYours(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseWireRefMine(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseWireRefYours(v)
 	}
 	return nil, schema.NoMatch(v, "WireRef", []string{"mine", "yours"}, errs[:])
 }
@@ -703,45 +743,85 @@ func (r PatternPCompound) ToValue() preserves.Value { return r.Value.ToValue() }
 // ParsePattern tries the alternatives of Pattern in order; the first that matches wins.
 func ParsePattern(v preserves.Value) (Pattern, error) {
 	var errs [8]error
-	if r, err := parsePatternPDiscard(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeRecordOf(v, preserves.Symbol("_")) {
+		if r, err := parsePatternPDiscard(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parsePatternPAtom(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindSymbol) {
+		if r, err := parsePatternPAtom(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parsePatternPEmbedded(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayEqual(v, preserves.Symbol("Embedded")) {
+		if r, err := parsePatternPEmbedded(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
 	}
-	if r, err := parsePatternPBind(v); err == nil {
-		return r, nil
-	} else {
-		errs[3] = err
+	if schema.MayBeRecordOf(v, LabelBind) {
+		if r, err := parsePatternPBind(v); err == nil {
+			return r, nil
+		} else {
+			errs[3] = err
+		}
 	}
-	if r, err := parsePatternPAnd(v); err == nil {
-		return r, nil
-	} else {
-		errs[4] = err
+	if schema.MayBeRecordOf(v, LabelAnd) {
+		if r, err := parsePatternPAnd(v); err == nil {
+			return r, nil
+		} else {
+			errs[4] = err
+		}
 	}
-	if r, err := parsePatternPNot(v); err == nil {
-		return r, nil
-	} else {
-		errs[5] = err
+	if schema.MayBeRecordOf(v, LabelNot) {
+		if r, err := parsePatternPNot(v); err == nil {
+			return r, nil
+		} else {
+			errs[5] = err
+		}
 	}
-	if r, err := parsePatternLit(v); err == nil {
-		return r, nil
-	} else {
-		errs[6] = err
+	if schema.MayBeRecordOf(v, LabelLit) {
+		if r, err := parsePatternLit(v); err == nil {
+			return r, nil
+		} else {
+			errs[6] = err
+		}
 	}
-	if r, err := parsePatternPCompound(v); err == nil {
-		return r, nil
-	} else {
-		errs[7] = err
+	if schema.MayBeKind(v, preserves.KindRecord) {
+		if r, err := parsePatternPCompound(v); err == nil {
+			return r, nil
+		} else {
+			errs[7] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parsePatternPDiscard(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parsePatternPAtom(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parsePatternPEmbedded(v)
+	}
+	if errs[3] == nil {
+		_, errs[3] = parsePatternPBind(v)
+	}
+	if errs[4] == nil {
+		_, errs[4] = parsePatternPAnd(v)
+	}
+	if errs[5] == nil {
+		_, errs[5] = parsePatternPNot(v)
+	}
+	if errs[6] == nil {
+		_, errs[6] = parsePatternLit(v)
+	}
+	if errs[7] == nil {
+		_, errs[7] = parsePatternPCompound(v)
 	}
 	return nil, schema.NoMatch(v, "Pattern", []string{"PDiscard", "PAtom", "PEmbedded", "PBind", "PAnd", "PNot", "Lit", "PCompound"}, errs[:])
 }
@@ -982,20 +1062,35 @@ func (r PCompoundDict) ToValue() preserves.Value {
 // ParsePCompound tries the alternatives of PCompound in order; the first that matches wins.
 func ParsePCompound(v preserves.Value) (PCompound, error) {
 	var errs [3]error
-	if r, err := parsePCompoundRec(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeRecordOf(v, LabelRec) {
+		if r, err := parsePCompoundRec(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parsePCompoundArr(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeRecordOf(v, LabelArr) {
+		if r, err := parsePCompoundArr(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parsePCompoundDict(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeRecordOf(v, LabelDict) {
+		if r, err := parsePCompoundDict(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parsePCompoundRec(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parsePCompoundArr(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parsePCompoundDict(v)
 	}
 	return nil, schema.NoMatch(v, "PCompound", []string{"rec", "arr", "dict"}, errs[:])
 }
@@ -1073,25 +1168,45 @@ func (r TemplateTCompound) ToValue() preserves.Value { return r.Value.ToValue() 
 // ParseTemplate tries the alternatives of Template in order; the first that matches wins.
 func ParseTemplate(v preserves.Value) (Template, error) {
 	var errs [4]error
-	if r, err := parseTemplateTAttenuate(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeRecordOf(v, LabelAttenuate) {
+		if r, err := parseTemplateTAttenuate(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseTemplateTRef(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeRecordOf(v, LabelRef) {
+		if r, err := parseTemplateTRef(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseTemplateLit(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeRecordOf(v, LabelLit) {
+		if r, err := parseTemplateLit(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
 	}
-	if r, err := parseTemplateTCompound(v); err == nil {
-		return r, nil
-	} else {
-		errs[3] = err
+	if schema.MayBeKind(v, preserves.KindRecord) {
+		if r, err := parseTemplateTCompound(v); err == nil {
+			return r, nil
+		} else {
+			errs[3] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseTemplateTAttenuate(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseTemplateTRef(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseTemplateLit(v)
+	}
+	if errs[3] == nil {
+		_, errs[3] = parseTemplateTCompound(v)
 	}
 	return nil, schema.NoMatch(v, "Template", []string{"TAttenuate", "TRef", "Lit", "TCompound"}, errs[:])
 }
@@ -1258,20 +1373,35 @@ func (r TCompoundDict) ToValue() preserves.Value {
 // ParseTCompound tries the alternatives of TCompound in order; the first that matches wins.
 func ParseTCompound(v preserves.Value) (TCompound, error) {
 	var errs [3]error
-	if r, err := parseTCompoundRec(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeRecordOf(v, LabelRec) {
+		if r, err := parseTCompoundRec(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseTCompoundArr(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeRecordOf(v, LabelArr) {
+		if r, err := parseTCompoundArr(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseTCompoundDict(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeRecordOf(v, LabelDict) {
+		if r, err := parseTCompoundDict(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseTCompoundRec(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseTCompoundArr(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseTCompoundDict(v)
 	}
 	return nil, schema.NoMatch(v, "TCompound", []string{"rec", "arr", "dict"}, errs[:])
 }

@@ -179,20 +179,35 @@ func (r ActorActivationStop) ToValue() preserves.Value {
 // ParseActorActivation tries the alternatives of ActorActivation in order; the first that matches wins.
 func ParseActorActivation(v preserves.Value) (ActorActivation, error) {
 	var errs [3]error
-	if r, err := parseActorActivationStart(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeRecordOf(v, LabelStart) {
+		if r, err := parseActorActivationStart(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseActorActivationTurn(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeRecordOf(v, LabelTurn) {
+		if r, err := parseActorActivationTurn(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseActorActivationStop(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeRecordOf(v, LabelStop) {
+		if r, err := parseActorActivationStop(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseActorActivationStart(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseActorActivationTurn(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseActorActivationStop(v)
 	}
 	return nil, schema.NoMatch(v, "ActorActivation", []string{"start", "turn", "stop"}, errs[:])
 }
@@ -241,15 +256,25 @@ func (r NameNamed) ToValue() preserves.Value { return preserves.NewRecord(LabelN
 // ParseName tries the alternatives of Name in order; the first that matches wins.
 func ParseName(v preserves.Value) (Name, error) {
 	var errs [2]error
-	if r, err := parseNameAnonymous(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeRecordOf(v, LabelAnonymous) {
+		if r, err := parseNameAnonymous(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseNameNamed(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeRecordOf(v, LabelNamed) {
+		if r, err := parseNameNamed(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseNameAnonymous(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseNameNamed(v)
 	}
 	return nil, schema.NoMatch(v, "Name", []string{"anonymous", "named"}, errs[:])
 }
@@ -354,15 +379,25 @@ func (r ExitStatusError) ToValue() preserves.Value { return r.Value.ToValue() }
 // ParseExitStatus tries the alternatives of ExitStatus in order; the first that matches wins.
 func ParseExitStatus(v preserves.Value) (ExitStatus, error) {
 	var errs [2]error
-	if r, err := parseExitStatusOk(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayEqual(v, preserves.Symbol("ok")) {
+		if r, err := parseExitStatusOk(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseExitStatusError(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindRecord) {
+		if r, err := parseExitStatusError(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseExitStatusOk(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseExitStatusError(v)
 	}
 	return nil, schema.NoMatch(v, "ExitStatus", []string{"ok", "Error"}, errs[:])
 }
@@ -555,35 +590,65 @@ func (r TurnCauseExternal) ToValue() preserves.Value {
 // ParseTurnCause tries the alternatives of TurnCause in order; the first that matches wins.
 func ParseTurnCause(v preserves.Value) (TurnCause, error) {
 	var errs [6]error
-	if r, err := parseTurnCauseTurn(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeRecordOf(v, LabelCausedBy) {
+		if r, err := parseTurnCauseTurn(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseTurnCauseCleanup(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeRecordOf(v, LabelCleanup) {
+		if r, err := parseTurnCauseCleanup(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseTurnCauseLinkedTaskRelease(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeRecordOf(v, LabelLinkedTaskRelease) {
+		if r, err := parseTurnCauseLinkedTaskRelease(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
 	}
-	if r, err := parseTurnCausePeriodicActivation(v); err == nil {
-		return r, nil
-	} else {
-		errs[3] = err
+	if schema.MayBeRecordOf(v, LabelPeriodicActivation) {
+		if r, err := parseTurnCausePeriodicActivation(v); err == nil {
+			return r, nil
+		} else {
+			errs[3] = err
+		}
 	}
-	if r, err := parseTurnCauseDelay(v); err == nil {
-		return r, nil
-	} else {
-		errs[4] = err
+	if schema.MayBeRecordOf(v, LabelDelay) {
+		if r, err := parseTurnCauseDelay(v); err == nil {
+			return r, nil
+		} else {
+			errs[4] = err
+		}
 	}
-	if r, err := parseTurnCauseExternal(v); err == nil {
-		return r, nil
-	} else {
-		errs[5] = err
+	if schema.MayBeRecordOf(v, LabelExternal) {
+		if r, err := parseTurnCauseExternal(v); err == nil {
+			return r, nil
+		} else {
+			errs[5] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseTurnCauseTurn(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseTurnCauseCleanup(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseTurnCauseLinkedTaskRelease(v)
+	}
+	if errs[3] == nil {
+		_, errs[3] = parseTurnCausePeriodicActivation(v)
+	}
+	if errs[4] == nil {
+		_, errs[4] = parseTurnCauseDelay(v)
+	}
+	if errs[5] == nil {
+		_, errs[5] = parseTurnCauseExternal(v)
 	}
 	return nil, schema.NoMatch(v, "TurnCause", []string{"turn", "cleanup", "linkedTaskRelease", "periodicActivation", "delay", "external"}, errs[:])
 }
@@ -751,30 +816,55 @@ func (r TurnEventBreakLink) ToValue() preserves.Value {
 // ParseTurnEvent tries the alternatives of TurnEvent in order; the first that matches wins.
 func ParseTurnEvent(v preserves.Value) (TurnEvent, error) {
 	var errs [5]error
-	if r, err := parseTurnEventAssert(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeRecordOf(v, LabelAssert) {
+		if r, err := parseTurnEventAssert(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseTurnEventRetract(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeRecordOf(v, LabelRetract) {
+		if r, err := parseTurnEventRetract(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseTurnEventMessage(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeRecordOf(v, LabelMessage) {
+		if r, err := parseTurnEventMessage(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
 	}
-	if r, err := parseTurnEventSync(v); err == nil {
-		return r, nil
-	} else {
-		errs[3] = err
+	if schema.MayBeRecordOf(v, LabelSync) {
+		if r, err := parseTurnEventSync(v); err == nil {
+			return r, nil
+		} else {
+			errs[3] = err
+		}
 	}
-	if r, err := parseTurnEventBreakLink(v); err == nil {
-		return r, nil
-	} else {
-		errs[4] = err
+	if schema.MayBeRecordOf(v, LabelBreakLink) {
+		if r, err := parseTurnEventBreakLink(v); err == nil {
+			return r, nil
+		} else {
+			errs[4] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseTurnEventAssert(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseTurnEventRetract(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseTurnEventMessage(v)
+	}
+	if errs[3] == nil {
+		_, errs[3] = parseTurnEventSync(v)
+	}
+	if errs[4] == nil {
+		_, errs[4] = parseTurnEventBreakLink(v)
 	}
 	return nil, schema.NoMatch(v, "TurnEvent", []string{"assert", "retract", "message", "sync", "breakLink"}, errs[:])
 }
@@ -1069,50 +1159,95 @@ func (r ActionDescriptionLinkedTaskStart) ToValue() preserves.Value {
 // ParseActionDescription tries the alternatives of ActionDescription in order; the first that matches wins.
 func ParseActionDescription(v preserves.Value) (ActionDescription, error) {
 	var errs [9]error
-	if r, err := parseActionDescriptionDequeue(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeRecordOf(v, LabelDequeue) {
+		if r, err := parseActionDescriptionDequeue(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseActionDescriptionEnqueue(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeRecordOf(v, LabelEnqueue) {
+		if r, err := parseActionDescriptionEnqueue(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseActionDescriptionDequeueInternal(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeRecordOf(v, LabelDequeueInternal) {
+		if r, err := parseActionDescriptionDequeueInternal(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
 	}
-	if r, err := parseActionDescriptionEnqueueInternal(v); err == nil {
-		return r, nil
-	} else {
-		errs[3] = err
+	if schema.MayBeRecordOf(v, LabelEnqueueInternal) {
+		if r, err := parseActionDescriptionEnqueueInternal(v); err == nil {
+			return r, nil
+		} else {
+			errs[3] = err
+		}
 	}
-	if r, err := parseActionDescriptionSpawn(v); err == nil {
-		return r, nil
-	} else {
-		errs[4] = err
+	if schema.MayBeRecordOf(v, LabelSpawn) {
+		if r, err := parseActionDescriptionSpawn(v); err == nil {
+			return r, nil
+		} else {
+			errs[4] = err
+		}
 	}
-	if r, err := parseActionDescriptionLink(v); err == nil {
-		return r, nil
-	} else {
-		errs[5] = err
+	if schema.MayBeRecordOf(v, LabelLink) {
+		if r, err := parseActionDescriptionLink(v); err == nil {
+			return r, nil
+		} else {
+			errs[5] = err
+		}
 	}
-	if r, err := parseActionDescriptionFacetStart(v); err == nil {
-		return r, nil
-	} else {
-		errs[6] = err
+	if schema.MayBeRecordOf(v, LabelFacetStart) {
+		if r, err := parseActionDescriptionFacetStart(v); err == nil {
+			return r, nil
+		} else {
+			errs[6] = err
+		}
 	}
-	if r, err := parseActionDescriptionFacetStop(v); err == nil {
-		return r, nil
-	} else {
-		errs[7] = err
+	if schema.MayBeRecordOf(v, LabelFacetStop) {
+		if r, err := parseActionDescriptionFacetStop(v); err == nil {
+			return r, nil
+		} else {
+			errs[7] = err
+		}
 	}
-	if r, err := parseActionDescriptionLinkedTaskStart(v); err == nil {
-		return r, nil
-	} else {
-		errs[8] = err
+	if schema.MayBeRecordOf(v, LabelLinkedTaskStart) {
+		if r, err := parseActionDescriptionLinkedTaskStart(v); err == nil {
+			return r, nil
+		} else {
+			errs[8] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseActionDescriptionDequeue(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseActionDescriptionEnqueue(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseActionDescriptionDequeueInternal(v)
+	}
+	if errs[3] == nil {
+		_, errs[3] = parseActionDescriptionEnqueueInternal(v)
+	}
+	if errs[4] == nil {
+		_, errs[4] = parseActionDescriptionSpawn(v)
+	}
+	if errs[5] == nil {
+		_, errs[5] = parseActionDescriptionLink(v)
+	}
+	if errs[6] == nil {
+		_, errs[6] = parseActionDescriptionFacetStart(v)
+	}
+	if errs[7] == nil {
+		_, errs[7] = parseActionDescriptionFacetStop(v)
+	}
+	if errs[8] == nil {
+		_, errs[8] = parseActionDescriptionLinkedTaskStart(v)
 	}
 	return nil, schema.NoMatch(v, "ActionDescription", []string{"dequeue", "enqueue", "dequeueInternal", "enqueueInternal", "spawn", "link", "facetStart", "facetStop", "linkedTaskStart"}, errs[:])
 }
@@ -1170,15 +1305,25 @@ func (r AssertionDescriptionOpaque) ToValue() preserves.Value {
 // ParseAssertionDescription tries the alternatives of AssertionDescription in order; the first that matches wins.
 func ParseAssertionDescription(v preserves.Value) (AssertionDescription, error) {
 	var errs [2]error
-	if r, err := parseAssertionDescriptionValue(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeRecordOf(v, LabelValue) {
+		if r, err := parseAssertionDescriptionValue(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseAssertionDescriptionOpaque(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeRecordOf(v, LabelOpaque) {
+		if r, err := parseAssertionDescriptionOpaque(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseAssertionDescriptionValue(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseAssertionDescriptionOpaque(v)
 	}
 	return nil, schema.NoMatch(v, "AssertionDescription", []string{"value", "opaque"}, errs[:])
 }

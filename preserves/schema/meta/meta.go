@@ -196,15 +196,25 @@ func (r EmbeddedTypeNameRef) ToValue() preserves.Value { return r.Value.ToValue(
 // ParseEmbeddedTypeName tries the alternatives of EmbeddedTypeName in order; the first that matches wins.
 func ParseEmbeddedTypeName(v preserves.Value) (EmbeddedTypeName, error) {
 	var errs [2]error
-	if r, err := parseEmbeddedTypeNameFalse(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayEqual(v, preserves.Bool(false)) {
+		if r, err := parseEmbeddedTypeNameFalse(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseEmbeddedTypeNameRef(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeRecordOf(v, LabelRef) {
+		if r, err := parseEmbeddedTypeNameRef(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseEmbeddedTypeNameFalse(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseEmbeddedTypeNameRef(v)
 	}
 	return nil, schema.NoMatch(v, "EmbeddedTypeName", []string{"false", "Ref"}, errs[:])
 }
@@ -343,20 +353,30 @@ func (r DefinitionPattern) ToValue() preserves.Value { return r.Value.ToValue() 
 // ParseDefinition tries the alternatives of Definition in order; the first that matches wins.
 func ParseDefinition(v preserves.Value) (Definition, error) {
 	var errs [3]error
-	if r, err := parseDefinitionOr(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeRecordOf(v, LabelOr) {
+		if r, err := parseDefinitionOr(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseDefinitionAnd(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeRecordOf(v, LabelAnd) {
+		if r, err := parseDefinitionAnd(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
 	if r, err := parseDefinitionPattern(v); err == nil {
 		return r, nil
 	} else {
 		errs[2] = err
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseDefinitionOr(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseDefinitionAnd(v)
 	}
 	return nil, schema.NoMatch(v, "Definition", []string{"or", "and", "Pattern"}, errs[:])
 }
@@ -407,10 +427,15 @@ func ParsePattern(v preserves.Value) (Pattern, error) {
 	} else {
 		errs[0] = err
 	}
-	if r, err := parsePatternCompoundPattern(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindRecord) {
+		if r, err := parsePatternCompoundPattern(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if errs[1] == nil {
+		_, errs[1] = parsePatternCompoundPattern(v)
 	}
 	return nil, schema.NoMatch(v, "Pattern", []string{"SimplePattern", "CompoundPattern"}, errs[:])
 }
@@ -598,45 +623,85 @@ func (r SimplePatternRef) ToValue() preserves.Value { return r.Value.ToValue() }
 // ParseSimplePattern tries the alternatives of SimplePattern in order; the first that matches wins.
 func ParseSimplePattern(v preserves.Value) (SimplePattern, error) {
 	var errs [8]error
-	if r, err := parseSimplePatternAny(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayEqual(v, preserves.Symbol("any")) {
+		if r, err := parseSimplePatternAny(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseSimplePatternAtom(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeRecordOf(v, LabelAtom) {
+		if r, err := parseSimplePatternAtom(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseSimplePatternEmbedded(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeRecordOf(v, LabelEmbedded) {
+		if r, err := parseSimplePatternEmbedded(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
 	}
-	if r, err := parseSimplePatternLit(v); err == nil {
-		return r, nil
-	} else {
-		errs[3] = err
+	if schema.MayBeRecordOf(v, LabelLit) {
+		if r, err := parseSimplePatternLit(v); err == nil {
+			return r, nil
+		} else {
+			errs[3] = err
+		}
 	}
-	if r, err := parseSimplePatternSeqof(v); err == nil {
-		return r, nil
-	} else {
-		errs[4] = err
+	if schema.MayBeRecordOf(v, LabelSeqof) {
+		if r, err := parseSimplePatternSeqof(v); err == nil {
+			return r, nil
+		} else {
+			errs[4] = err
+		}
 	}
-	if r, err := parseSimplePatternSetof(v); err == nil {
-		return r, nil
-	} else {
-		errs[5] = err
+	if schema.MayBeRecordOf(v, LabelSetof) {
+		if r, err := parseSimplePatternSetof(v); err == nil {
+			return r, nil
+		} else {
+			errs[5] = err
+		}
 	}
-	if r, err := parseSimplePatternDictof(v); err == nil {
-		return r, nil
-	} else {
-		errs[6] = err
+	if schema.MayBeRecordOf(v, LabelDictof) {
+		if r, err := parseSimplePatternDictof(v); err == nil {
+			return r, nil
+		} else {
+			errs[6] = err
+		}
 	}
-	if r, err := parseSimplePatternRef(v); err == nil {
-		return r, nil
-	} else {
-		errs[7] = err
+	if schema.MayBeRecordOf(v, LabelRef) {
+		if r, err := parseSimplePatternRef(v); err == nil {
+			return r, nil
+		} else {
+			errs[7] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseSimplePatternAny(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseSimplePatternAtom(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseSimplePatternEmbedded(v)
+	}
+	if errs[3] == nil {
+		_, errs[3] = parseSimplePatternLit(v)
+	}
+	if errs[4] == nil {
+		_, errs[4] = parseSimplePatternSeqof(v)
+	}
+	if errs[5] == nil {
+		_, errs[5] = parseSimplePatternSetof(v)
+	}
+	if errs[6] == nil {
+		_, errs[6] = parseSimplePatternDictof(v)
+	}
+	if errs[7] == nil {
+		_, errs[7] = parseSimplePatternRef(v)
 	}
 	return nil, schema.NoMatch(v, "SimplePattern", []string{"any", "atom", "embedded", "lit", "seqof", "setof", "dictof", "Ref"}, errs[:])
 }
@@ -768,25 +833,45 @@ func (r CompoundPatternDict) ToValue() preserves.Value {
 // ParseCompoundPattern tries the alternatives of CompoundPattern in order; the first that matches wins.
 func ParseCompoundPattern(v preserves.Value) (CompoundPattern, error) {
 	var errs [4]error
-	if r, err := parseCompoundPatternRec(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeRecordOf(v, LabelRec) {
+		if r, err := parseCompoundPatternRec(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseCompoundPatternTuple(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeRecordOf(v, LabelTuple) {
+		if r, err := parseCompoundPatternTuple(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseCompoundPatternTuplePrefix(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeRecordOf(v, LabelTuplePrefix) {
+		if r, err := parseCompoundPatternTuplePrefix(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
 	}
-	if r, err := parseCompoundPatternDict(v); err == nil {
-		return r, nil
-	} else {
-		errs[3] = err
+	if schema.MayBeRecordOf(v, LabelDict) {
+		if r, err := parseCompoundPatternDict(v); err == nil {
+			return r, nil
+		} else {
+			errs[3] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseCompoundPatternRec(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseCompoundPatternTuple(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseCompoundPatternTuplePrefix(v)
+	}
+	if errs[3] == nil {
+		_, errs[3] = parseCompoundPatternDict(v)
 	}
 	return nil, schema.NoMatch(v, "CompoundPattern", []string{"rec", "tuple", "tuplePrefix", "dict"}, errs[:])
 }
@@ -914,15 +999,20 @@ func (r NamedSimplePatternAnonymous) ToValue() preserves.Value { return r.Value.
 // ParseNamedSimplePattern tries the alternatives of NamedSimplePattern in order; the first that matches wins.
 func ParseNamedSimplePattern(v preserves.Value) (NamedSimplePattern, error) {
 	var errs [2]error
-	if r, err := parseNamedSimplePatternNamed(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeRecordOf(v, LabelNamed) {
+		if r, err := parseNamedSimplePatternNamed(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
 	if r, err := parseNamedSimplePatternAnonymous(v); err == nil {
 		return r, nil
 	} else {
 		errs[1] = err
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseNamedSimplePatternNamed(v)
 	}
 	return nil, schema.NoMatch(v, "NamedSimplePattern", []string{"named", "anonymous"}, errs[:])
 }
@@ -968,15 +1058,20 @@ func (r NamedPatternAnonymous) ToValue() preserves.Value { return r.Value.ToValu
 // ParseNamedPattern tries the alternatives of NamedPattern in order; the first that matches wins.
 func ParseNamedPattern(v preserves.Value) (NamedPattern, error) {
 	var errs [2]error
-	if r, err := parseNamedPatternNamed(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeRecordOf(v, LabelNamed) {
+		if r, err := parseNamedPatternNamed(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
 	if r, err := parseNamedPatternAnonymous(v); err == nil {
 		return r, nil
 	} else {
 		errs[1] = err
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseNamedPatternNamed(v)
 	}
 	return nil, schema.NoMatch(v, "NamedPattern", []string{"named", "anonymous"}, errs[:])
 }

@@ -204,25 +204,45 @@ func (r ShapeRaw) ToValue() preserves.Value { return preserves.ByteString(r.Valu
 // ParseShape tries the alternatives of Shape in order; the first that matches wins.
 func ParseShape(v preserves.Value) (Shape, error) {
 	var errs [4]error
-	if r, err := parseShapeCircle(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeRecordOf(v, LabelCircle) {
+		if r, err := parseShapeCircle(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseShapePolygon(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeRecordOf(v, LabelPolygon) {
+		if r, err := parseShapePolygon(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseShapePoint(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeKind(v, preserves.KindSequence) {
+		if r, err := parseShapePoint(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
 	}
-	if r, err := parseShapeRaw(v); err == nil {
-		return r, nil
-	} else {
-		errs[3] = err
+	if schema.MayBeKind(v, preserves.KindByteString) {
+		if r, err := parseShapeRaw(v); err == nil {
+			return r, nil
+		} else {
+			errs[3] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseShapeCircle(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseShapePolygon(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseShapePoint(v)
+	}
+	if errs[3] == nil {
+		_, errs[3] = parseShapeRaw(v)
 	}
 	return nil, schema.NoMatch(v, "Shape", []string{"circle", "polygon", "Point", "raw"}, errs[:])
 }
@@ -375,15 +395,25 @@ func (r DashOff) ToValue() preserves.Value { return preserves.Dict() }
 // ParseDash tries the alternatives of Dash in order; the first that matches wins.
 func ParseDash(v preserves.Value) (Dash, error) {
 	var errs [2]error
-	if r, err := parseDashOn(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseDashOn(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseDashOff(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseDashOff(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseDashOn(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseDashOff(v)
 	}
 	return nil, schema.NoMatch(v, "Dash", []string{"on", "off"}, errs[:])
 }
