@@ -178,20 +178,35 @@ func (r ProcessPidAbsent) ToValue() preserves.Value { return preserves.Dict() }
 // ParseProcessPid tries the alternatives of ProcessPid in order; the first that matches wins.
 func ParseProcessPid(v preserves.Value) (ProcessPid, error) {
 	var errs [3]error
-	if r, err := parseProcessPidPresent(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseProcessPidPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseProcessPidInvalid(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseProcessPidInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseProcessPidAbsent(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseProcessPidAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseProcessPidPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseProcessPidInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseProcessPidAbsent(v)
 	}
 	return nil, schema.NoMatch(v, "ProcessPid", []string{"present", "invalid", "absent"}, errs[:])
 }
@@ -276,20 +291,35 @@ func (r ProcessRestartsAbsent) ToValue() preserves.Value { return preserves.Dict
 // ParseProcessRestarts tries the alternatives of ProcessRestarts in order; the first that matches wins.
 func ParseProcessRestarts(v preserves.Value) (ProcessRestarts, error) {
 	var errs [3]error
-	if r, err := parseProcessRestartsPresent(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseProcessRestartsPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseProcessRestartsInvalid(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseProcessRestartsInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseProcessRestartsAbsent(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseProcessRestartsAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseProcessRestartsPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseProcessRestartsInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseProcessRestartsAbsent(v)
 	}
 	return nil, schema.NoMatch(v, "ProcessRestarts", []string{"present", "invalid", "absent"}, errs[:])
 }
@@ -374,20 +404,35 @@ func (r ProcessSinceAbsent) ToValue() preserves.Value { return preserves.Dict() 
 // ParseProcessSince tries the alternatives of ProcessSince in order; the first that matches wins.
 func ParseProcessSince(v preserves.Value) (ProcessSince, error) {
 	var errs [3]error
-	if r, err := parseProcessSincePresent(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseProcessSincePresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseProcessSinceInvalid(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseProcessSinceInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseProcessSinceAbsent(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseProcessSinceAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseProcessSincePresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseProcessSinceInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseProcessSinceAbsent(v)
 	}
 	return nil, schema.NoMatch(v, "ProcessSince", []string{"present", "invalid", "absent"}, errs[:])
 }
@@ -549,20 +594,35 @@ func (r InfoSinceAbsent) ToValue() preserves.Value { return preserves.Dict() }
 // ParseInfoSince tries the alternatives of InfoSince in order; the first that matches wins.
 func ParseInfoSince(v preserves.Value) (InfoSince, error) {
 	var errs [3]error
-	if r, err := parseInfoSincePresent(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseInfoSincePresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseInfoSinceInvalid(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseInfoSinceInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseInfoSinceAbsent(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseInfoSinceAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseInfoSincePresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseInfoSinceInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseInfoSinceAbsent(v)
 	}
 	return nil, schema.NoMatch(v, "InfoSince", []string{"present", "invalid", "absent"}, errs[:])
 }
@@ -647,20 +707,35 @@ func (r InfoRestartsAbsent) ToValue() preserves.Value { return preserves.Dict() 
 // ParseInfoRestarts tries the alternatives of InfoRestarts in order; the first that matches wins.
 func ParseInfoRestarts(v preserves.Value) (InfoRestarts, error) {
 	var errs [3]error
-	if r, err := parseInfoRestartsPresent(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseInfoRestartsPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseInfoRestartsInvalid(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseInfoRestartsInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseInfoRestartsAbsent(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseInfoRestartsAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseInfoRestartsPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseInfoRestartsInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseInfoRestartsAbsent(v)
 	}
 	return nil, schema.NoMatch(v, "InfoRestarts", []string{"present", "invalid", "absent"}, errs[:])
 }
@@ -745,20 +820,35 @@ func (r InfoRecentAbsent) ToValue() preserves.Value { return preserves.Dict() }
 // ParseInfoRecent tries the alternatives of InfoRecent in order; the first that matches wins.
 func ParseInfoRecent(v preserves.Value) (InfoRecent, error) {
 	var errs [3]error
-	if r, err := parseInfoRecentPresent(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseInfoRecentPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseInfoRecentInvalid(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseInfoRecentInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseInfoRecentAbsent(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseInfoRecentAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseInfoRecentPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseInfoRecentInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseInfoRecentAbsent(v)
 	}
 	return nil, schema.NoMatch(v, "InfoRecent", []string{"present", "invalid", "absent"}, errs[:])
 }
@@ -843,20 +933,35 @@ func (r InfoExitAbsent) ToValue() preserves.Value { return preserves.Dict() }
 // ParseInfoExit tries the alternatives of InfoExit in order; the first that matches wins.
 func ParseInfoExit(v preserves.Value) (InfoExit, error) {
 	var errs [3]error
-	if r, err := parseInfoExitPresent(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseInfoExitPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseInfoExitInvalid(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseInfoExitInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseInfoExitAbsent(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseInfoExitAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseInfoExitPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseInfoExitInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseInfoExitAbsent(v)
 	}
 	return nil, schema.NoMatch(v, "InfoExit", []string{"present", "invalid", "absent"}, errs[:])
 }
@@ -941,20 +1046,35 @@ func (r InfoExitAtAbsent) ToValue() preserves.Value { return preserves.Dict() }
 // ParseInfoExitAt tries the alternatives of InfoExitAt in order; the first that matches wins.
 func ParseInfoExitAt(v preserves.Value) (InfoExitAt, error) {
 	var errs [3]error
-	if r, err := parseInfoExitAtPresent(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseInfoExitAtPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseInfoExitAtInvalid(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseInfoExitAtInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseInfoExitAtAbsent(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseInfoExitAtAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseInfoExitAtPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseInfoExitAtInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseInfoExitAtAbsent(v)
 	}
 	return nil, schema.NoMatch(v, "InfoExitAt", []string{"present", "invalid", "absent"}, errs[:])
 }
@@ -1039,20 +1159,35 @@ func (r InfoPhaseAbsent) ToValue() preserves.Value { return preserves.Dict() }
 // ParseInfoPhase tries the alternatives of InfoPhase in order; the first that matches wins.
 func ParseInfoPhase(v preserves.Value) (InfoPhase, error) {
 	var errs [3]error
-	if r, err := parseInfoPhasePresent(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseInfoPhasePresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseInfoPhaseInvalid(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseInfoPhaseInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseInfoPhaseAbsent(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseInfoPhaseAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseInfoPhasePresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseInfoPhaseInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseInfoPhaseAbsent(v)
 	}
 	return nil, schema.NoMatch(v, "InfoPhase", []string{"present", "invalid", "absent"}, errs[:])
 }
@@ -1172,25 +1307,45 @@ func (r InfoReasonAbsent) ToValue() preserves.Value { return preserves.Dict() }
 // ParseInfoReason tries the alternatives of InfoReason in order; the first that matches wins.
 func ParseInfoReason(v preserves.Value) (InfoReason, error) {
 	var errs [4]error
-	if r, err := parseInfoReasonPresent(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseInfoReasonPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseInfoReasonOne(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseInfoReasonOne(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseInfoReasonInvalid(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseInfoReasonInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
 	}
-	if r, err := parseInfoReasonAbsent(v); err == nil {
-		return r, nil
-	} else {
-		errs[3] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseInfoReasonAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[3] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseInfoReasonPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseInfoReasonOne(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseInfoReasonInvalid(v)
+	}
+	if errs[3] == nil {
+		_, errs[3] = parseInfoReasonAbsent(v)
 	}
 	return nil, schema.NoMatch(v, "InfoReason", []string{"present", "one", "invalid", "absent"}, errs[:])
 }
@@ -1275,20 +1430,35 @@ func (r InfoPosAbsent) ToValue() preserves.Value { return preserves.Dict() }
 // ParseInfoPos tries the alternatives of InfoPos in order; the first that matches wins.
 func ParseInfoPos(v preserves.Value) (InfoPos, error) {
 	var errs [3]error
-	if r, err := parseInfoPosPresent(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseInfoPosPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseInfoPosInvalid(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseInfoPosInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
-	if r, err := parseInfoPosAbsent(v); err == nil {
-		return r, nil
-	} else {
-		errs[2] = err
+	if schema.MayBeKind(v, preserves.KindDictionary) {
+		if r, err := parseInfoPosAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseInfoPosPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseInfoPosInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseInfoPosAbsent(v)
 	}
 	return nil, schema.NoMatch(v, "InfoPos", []string{"present", "invalid", "absent"}, errs[:])
 }
@@ -1528,20 +1698,30 @@ func (r HistoryChangeUnknown) ToValue() preserves.Value { return r.Value }
 // ParseHistoryChange tries the alternatives of HistoryChange in order; the first that matches wins.
 func ParseHistoryChange(v preserves.Value) (HistoryChange, error) {
 	var errs [3]error
-	if r, err := parseHistoryChangeAsserted(v); err == nil {
-		return r, nil
-	} else {
-		errs[0] = err
+	if schema.MayBeRecordOf(v, LabelAsserted) {
+		if r, err := parseHistoryChangeAsserted(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
 	}
-	if r, err := parseHistoryChangeRetracted(v); err == nil {
-		return r, nil
-	} else {
-		errs[1] = err
+	if schema.MayBeRecordOf(v, LabelRetracted) {
+		if r, err := parseHistoryChangeRetracted(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
 	}
 	if r, err := parseHistoryChangeUnknown(v); err == nil {
 		return r, nil
 	} else {
 		errs[2] = err
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseHistoryChangeAsserted(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseHistoryChangeRetracted(v)
 	}
 	return nil, schema.NoMatch(v, "HistoryChange", []string{"asserted", "retracted", "unknown"}, errs[:])
 }
