@@ -11,13 +11,15 @@ import (
 	"github.com/flynn/noise"
 	"golang.org/x/crypto/curve25519"
 
+	noiseschema "github.com/syndicate-go/syndicate/dataspace/schemas/noise"
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
-// The noise.prs vocabulary used by both sides: the `<noise …>` step and
-// description label (the responder's `<initiator #:PEER>` is
-// noise.LabelInitiator of dataspace/schemas/noise), and
-// the NoiseSpec / NoiseServiceSpec dictionary keys.
+// Names from noise.prs for dataspace patterns and hand-built values: the
+// `<noise …>` step and description label (noise.prs NoiseStepType, a
+// literal the generator exports no label for) and the NoiseSpec /
+// NoiseServiceSpec dictionary keys. Specs themselves are parsed and
+// rendered by the generated dataspace/schemas/noise.
 const (
 	SymNoise         preserves.Symbol = "noise"
 	SymService       preserves.Symbol = "service"
@@ -120,68 +122,61 @@ func (s *Spec) ProtocolName() string {
 	return s.Protocol
 }
 
-// ParseSpec validates a NoiseSpec dictionary (services spec §6.2);
-// withSecret also accepts a secretKey (NoiseServiceSpec), which must be a
-// 32-byte Curve25519 secret whose public key is `key`. Pre-shared keys
-// must be 32 bytes each (the Noise specification's size). Without
-// withSecret a secretKey entry is ignored.
+// ParseSpec validates a NoiseSpec dictionary (services spec §6.2) with
+// the generated noise.prs parsers; withSecret parses a NoiseServiceSpec,
+// whose secretKey must be a 32-byte Curve25519 secret whose public key is
+// `key`. Beyond the schema: the protocol name must be one this
+// implementation knows, and pre-shared keys must be 32 bytes each (the
+// Noise specification's size); the schema's `invalid` alternatives (a
+// protocol, preSharedKeys or secretKey of the wrong kind) are errors.
+// Without withSecret a secretKey entry is ignored.
 func ParseSpec(v preserves.Value, withSecret bool) (*Spec, error) {
-	d, ok := preserves.Unwrap(v).(*preserves.Dictionary)
-	if !ok {
-		return nil, fmt.Errorf("noise spec is not a dictionary")
+	var ns noiseschema.NoiseSpec
+	var secret noiseschema.SecretKeyField = noiseschema.SecretKeyFieldAbsent{}
+	var err error
+	if withSecret {
+		var nss noiseschema.NoiseServiceSpec
+		nss, err = noiseschema.ParseNoiseServiceSpec(v)
+		ns, secret = nss.Base, nss.SecretKey
+	} else {
+		ns, err = noiseschema.ParseNoiseSpec(v)
 	}
-	s := &Spec{}
-	sv, ok := d.Get(SymService)
-	if !ok {
-		return nil, fmt.Errorf("noise spec has no service")
+	if err != nil {
+		return nil, fmt.Errorf("noise spec: %w", err)
 	}
-	s.Service = preserves.Strip(sv)
-	kv, ok := d.Get(SymKey)
-	if !ok {
-		return nil, fmt.Errorf("noise spec has no key")
-	}
-	kb, ok := preserves.Unwrap(kv).(preserves.ByteString)
-	if !ok {
-		return nil, fmt.Errorf("noise spec key is not a byte string")
-	}
-	s.Key = kb.Bytes()
-	if pv, ok := d.Get(SymProtocol); ok {
-		ps, ok := preserves.Unwrap(pv).(preserves.String)
-		if !ok {
-			return nil, fmt.Errorf("noise spec protocol is not a string")
-		}
-		if _, err := parseProtocol(string(ps)); err != nil {
+	s := &Spec{Service: preserves.Strip(ns.Service.Value), Key: ns.Key}
+	switch p := ns.Protocol.(type) {
+	case noiseschema.NoiseProtocolInvalid:
+		return nil, fmt.Errorf("noise spec protocol must be a string")
+	case noiseschema.NoiseProtocolPresent:
+		if _, err := parseProtocol(p.Protocol); err != nil {
 			return nil, err
 		}
-		if string(ps) != DefaultProtocol {
-			s.Protocol = string(ps)
+		if p.Protocol != DefaultProtocol {
+			s.Protocol = p.Protocol
 		}
 	}
-	if kv, ok := d.Get(SymPreSharedKeys); ok {
-		seq, ok := preserves.Unwrap(kv).(preserves.Sequence)
-		if !ok {
-			return nil, fmt.Errorf("noise spec preSharedKeys is not a sequence")
-		}
-		for i, e := range seq {
-			b, ok := preserves.Unwrap(e).(preserves.ByteString)
-			if !ok {
-				return nil, fmt.Errorf("noise spec preSharedKeys[%d] is not a byte string", i)
-			}
+	switch p := ns.PreSharedKeys.(type) {
+	case noiseschema.NoisePreSharedKeysInvalid:
+		return nil, fmt.Errorf("noise spec preSharedKeys must be a sequence of byte strings")
+	case noiseschema.NoisePreSharedKeysPresent:
+		for i, b := range p.PreSharedKeys {
 			if len(b) != 32 {
 				return nil, fmt.Errorf("noise spec preSharedKeys[%d] is %d bytes, want 32", i, len(b))
 			}
-			s.PreSharedKeys = append(s.PreSharedKeys, b.Bytes())
+		}
+		if len(p.PreSharedKeys) > 0 {
+			s.PreSharedKeys = p.PreSharedKeys
 		}
 	}
-	if sk, ok := d.Get(SymSecretKey); ok && withSecret {
-		b, ok := preserves.Unwrap(sk).(preserves.ByteString)
-		if !ok {
-			return nil, fmt.Errorf("noise spec secretKey is not a byte string")
+	switch sk := secret.(type) {
+	case noiseschema.SecretKeyFieldInvalid:
+		return nil, fmt.Errorf("noise spec secretKey must be a byte string")
+	case noiseschema.SecretKeyFieldPresent:
+		if len(sk.SecretKey) != 32 {
+			return nil, fmt.Errorf("noise spec secretKey is %d bytes, want 32", len(sk.SecretKey))
 		}
-		if len(b) != 32 {
-			return nil, fmt.Errorf("noise spec secretKey is %d bytes, want 32", len(b))
-		}
-		s.SecretKey = b.Bytes()
+		s.SecretKey = sk.SecretKey
 		pub, err := PublicKey(s.SecretKey)
 		if err != nil {
 			return nil, fmt.Errorf("noise spec secretKey: %w", err)
@@ -197,21 +192,19 @@ func ParseSpec(v preserves.Value, withSecret bool) (*Spec, error) {
 // preSharedKeys only when non-empty, never the secret (a gatekeeper's
 // `<bound <noise SPEC'>>` answer must not leak it).
 func (s *Spec) ToValue() preserves.Value {
-	es := []preserves.DictEntry{
-		{Key: SymService, Value: s.Service},
-		{Key: SymKey, Value: preserves.ByteStringFrom(s.Key)},
+	ns := noiseschema.NoiseSpec{
+		Key:           s.Key,
+		Service:       noiseschema.ServiceSelector{Value: s.Service},
+		Protocol:      noiseschema.NoiseProtocolAbsent{},
+		PreSharedKeys: noiseschema.NoisePreSharedKeysAbsent{},
 	}
 	if s.Protocol != "" {
-		es = append(es, preserves.DictEntry{Key: SymProtocol, Value: preserves.String(s.Protocol)})
+		ns.Protocol = noiseschema.NoiseProtocolPresent{Protocol: s.Protocol}
 	}
 	if len(s.PreSharedKeys) > 0 {
-		seq := make(preserves.Sequence, len(s.PreSharedKeys))
-		for i, k := range s.PreSharedKeys {
-			seq[i] = preserves.ByteStringFrom(k)
-		}
-		es = append(es, preserves.DictEntry{Key: SymPreSharedKeys, Value: seq})
+		ns.PreSharedKeys = noiseschema.NoisePreSharedKeysPresent{PreSharedKeys: s.PreSharedKeys}
 	}
-	return preserves.NewDictionary(es...)
+	return ns.ToValue()
 }
 
 // prologue is the canonical binary encoding of the service selector.
