@@ -32,19 +32,20 @@ func (a *answer) Assert(t *dataspace.Turn, v preserves.Value, _ dataspace.Handle
 		return nil
 	}
 	done := a.done
-	r, ok := preserves.Unwrap(v).(*preserves.Record)
-	switch {
-	case ok && preserves.Equal(r.Label, rpc.LabelOk) && len(r.Fields) == 1:
-		if c, ok := dataspace.RefOf(r.Fields[0]); ok {
-			a.done = nil
+	res, err := rpc.ParseResult(v)
+	if err != nil {
+		return nil // not an answer
+	}
+	a.done = nil
+	switch r := res.(type) {
+	case rpc.ResultOk:
+		if c, ok := dataspace.RefOf(r.Value.Value); ok {
 			done(t, c, nil)
 			return nil
 		}
-		a.done = nil
 		done(t, nil, &ResolveError{Detail: v})
-	case ok && preserves.Equal(r.Label, rpc.LabelError) && len(r.Fields) == 1:
-		a.done = nil
-		done(t, nil, &ResolveError{Detail: r.Fields[0]})
+	case rpc.ResultError:
+		done(t, nil, &ResolveError{Detail: r.Value.Error})
 	}
 	return nil
 }
