@@ -18,8 +18,8 @@ func FuzzParseRoute(f *testing.F) {
 		if err != nil {
 			return
 		}
-		ts, steps, ok := parseRoute(v)
-		if !ok {
+		ts, steps, err := parseRoute(v)
+		if err != nil {
 			return
 		}
 		r := v.(*preserves.Record)

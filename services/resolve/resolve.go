@@ -117,11 +117,11 @@ type svc struct {
 }
 
 func answer(req, result preserves.Value) preserves.Value {
-	return preserves.NewRecord(rpc.LabelA, req, result)
+	return rpc.Answer{Request: req, Response: result}.ToValue()
 }
 
-func ok(v preserves.Value) preserves.Value   { return preserves.NewRecord(rpc.LabelOk, v) }
-func fail(v preserves.Value) preserves.Value { return preserves.NewRecord(rpc.LabelError, v) }
+func ok(v preserves.Value) preserves.Value   { return rpc.Ok{Value: v}.ToValue() }
+func fail(v preserves.Value) preserves.Value { return rpc.Error{Error: v}.ToValue() }
 
 // ---- transport connector ----
 
@@ -203,8 +203,7 @@ type control struct {
 }
 
 func (c *control) Message(t *dataspace.Turn, v preserves.Value) error {
-	// Unwrap: a script's message carries its source position.
-	if r, ok := v.(*preserves.Record); ok && preserves.Equal(r.Label, gkschema.LabelForceDisconnect) {
+	if _, err := gkschema.ParseForceDisconnect(v); err == nil {
 		c.conn.StopIn(t)
 	}
 	return nil
@@ -273,33 +272,21 @@ type connected struct {
 	ctl, ref preserves.Value
 }
 
-// parseRoute checks `<route [TRANSPORT …] STEP …>` (gatekeeper.prs Route):
-// every step a record with a symbol label.
-func parseRoute(route preserves.Value) (transports, steps []preserves.Value, ok bool) {
-	r, isRec := route.(*preserves.Record)
-	if !isRec || !preserves.Equal(r.Label, gkschema.LabelRoute) || len(r.Fields) < 1 {
-		return nil, nil, false
+// parseRoute checks `<route [TRANSPORT …] STEP …>` with the generated
+// gatekeeper.prs Route parser. The steps are passed on as they came: a
+// parsed PathStep keeps only its first detail field.
+func parseRoute(route preserves.Value) (transports, steps []preserves.Value, err error) {
+	r, err := gkschema.ParseRoute(route)
+	if err != nil {
+		return nil, nil, err
 	}
-	ts, isSeq := r.Fields[0].(preserves.Sequence)
-	if !isSeq {
-		return nil, nil, false
-	}
-	for _, st := range r.Fields[1:] {
-		sr, isRec := st.(*preserves.Record)
-		if !isRec {
-			return nil, nil, false
-		}
-		if _, isSym := sr.Label.(preserves.Symbol); !isSym {
-			return nil, nil, false
-		}
-	}
-	return ts, r.Fields[1:], true
+	return r.Transports, preserves.Unwrap(route).(*preserves.Record).Fields[1:], nil
 }
 
 func (s *svc) resolvePath(t *dataspace.Turn, route preserves.Value) {
-	transports, steps, valid := parseRoute(route)
-	if !valid {
-		s.log.Warn().Str("route", preserves.Show(route)).Msg("resolve-path: malformed route ignored")
+	transports, steps, err := parseRoute(route)
+	if err != nil {
+		s.log.Warn().Err(err).Str("route", preserves.Show(route)).Msg("resolve-path: malformed route ignored")
 		return
 	}
 	req := preserves.NewRecord(gkschema.LabelResolvePath, route)
@@ -399,15 +386,15 @@ func (s *svc) resolveSteps(t *dataspace.Turn, req preserves.Value, c connected, 
 	}
 	t.Assert(s.cfg, preserves.NewRecord(rpc.LabelQ, sreq))
 	t.During(s.cfg, pattern.Rec(rpc.LabelA, sp, pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
-		res, isRec := caps[0].(*preserves.Record)
-		switch {
-		case isRec && preserves.Equal(res.Label, rpc.LabelOk) && len(res.Fields) == 1:
-			if _, isRef := dataspace.RefOf(res.Fields[0]); !isRef {
+		res, _ := rpc.ParseResult(caps[0])
+		switch res := res.(type) {
+		case rpc.ResultOk:
+			if _, isRef := dataspace.RefOf(res.Value.Value); !isRef {
 				t.Assert(s.cfg, answer(req, fail(preserves.Symbol("invalid-path-step-result"))))
 				return nil
 			}
-			s.resolveSteps(t, req, c, res.Fields[0], steps[1:])
-		case isRec && preserves.Equal(res.Label, rpc.LabelError) && len(res.Fields) == 1:
+			s.resolveSteps(t, req, c, res.Value.Value, steps[1:])
+		case rpc.ResultError:
 			t.Assert(s.cfg, answer(req, caps[0])) // Q13: propagated
 		}
 		return nil
