@@ -3,11 +3,14 @@ package listener
 import (
 	"bufio"
 	"io"
+	"math/big"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/syndicate-go/syndicate/dataspace/relay"
+	httpschema "github.com/syndicate-go/syndicate/dataspace/schemas/http"
+	"github.com/syndicate-go/syndicate/preserves"
 )
 
 // BenchmarkTranslateRequest: one typical browser request into
@@ -39,6 +42,28 @@ func BenchmarkWebSocketWrite(b *testing.B) {
 	for b.Loop() {
 		if _, err := ws.Write(buf); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkParseResponse: decoding the HttpResponse messages of a small
+// streamed response (status, header, 16 chunks, done); chunks are the
+// per-message path of a streaming responder.
+func BenchmarkParseResponse(b *testing.B) {
+	msgs := []preserves.Value{
+		httpschema.HttpResponseStatus{Code: big.NewInt(200), Message: "OK"}.ToValue(),
+		httpschema.HttpResponseHeader{Name: "content-type", Value: "text/plain"}.ToValue(),
+	}
+	for i := 0; i < 16; i++ {
+		msgs = append(msgs, httpschema.HttpResponseChunk{Chunk: httpschema.ChunkBytes{Value: []byte("a chunk of a streamed response\n")}}.ToValue())
+	}
+	msgs = append(msgs, httpschema.HttpResponseDone{Chunk: httpschema.ChunkString{Value: ""}}.ToValue())
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, m := range msgs {
+			if ev := parseResponse(m); ev.kind == respInvalid {
+				b.Fatal(preserves.Show(m))
+			}
 		}
 	}
 }
