@@ -4,6 +4,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/preserves"
 )
 
 // Env is what every service's Boot receives: the server's well-known
@@ -12,3 +13,18 @@ type Env struct {
 	Config, Log, Gatekeeper, Control *dataspace.Ref
 	Logger                           zerolog.Logger
 }
+
+// The `$log` vocabulary (services spec §1.9, §5.6): the message
+// `<log "TIMESTAMP" DETAIL>` sent to Env.Log, whose DETAIL dictionary may
+// name the line, the service, the process and the stream it came from (a
+// daemon's output lines name all four). The reference defines it in no
+// schema, so its label and keys live here, once, for the daemon service
+// that writes daemon lines, the logger that reads every line and
+// `syndicate logs`.
+var (
+	LabelLog      = preserves.Symbol("log")
+	LogKeyLine    = preserves.Symbol("line")
+	LogKeyPid     = preserves.Symbol("pid")
+	LogKeyService = preserves.Symbol("service")
+	LogKeyStream  = preserves.Symbol("stream")
+)

@@ -26,6 +26,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/syndicatego"
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services"
 	"github.com/syndicate-go/syndicate/services/logger"
 )
 
@@ -158,7 +159,7 @@ func (k *logSink) Message(_ *dataspace.Turn, v preserves.Value) error {
 		return nil
 	}
 	switch {
-	case r.Label == preserves.Symbol("log") && len(r.Fields) == 2:
+	case r.Label == services.LabelLog && len(r.Fields) == 2:
 		ev, ok := logger.FromLog(r.Fields[0], r.Fields[1], time.Now())
 		if !ok {
 			return nil

@@ -11,8 +11,6 @@ import (
 	"github.com/syndicate-go/syndicate/services"
 )
 
-var labelLog = preserves.Symbol("log")
-
 // ErrCrash is the error a daemon worker crashes with when a process under
 // policy `all` fails (§5.5).
 var ErrCrash = errors.New("daemon: process failed under restart policy all")

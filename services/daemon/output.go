@@ -9,6 +9,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/script"
+	"github.com/syndicate-go/syndicate/services"
 )
 
 // Daemon output back-pressure (issue 12 §6). The pipe readers hand over
@@ -94,18 +95,12 @@ func logRecord(l Line, service, timestamp, pid preserves.Value) preserves.Value 
 		line = preserves.ByteString(l.Text)
 	}
 	// In key order already, so that NewDictionary has nothing to sort.
-	return preserves.NewRecord(labelLog, timestamp, preserves.NewDictionary(
-		preserves.DictEntry{Key: keyLine, Value: line},
-		preserves.DictEntry{Key: keyPid, Value: pid},
-		preserves.DictEntry{Key: keyService, Value: service},
-		preserves.DictEntry{Key: keyStream, Value: streamSymbol[l.Stream]},
+	return preserves.NewRecord(services.LabelLog, timestamp, preserves.NewDictionary(
+		preserves.DictEntry{Key: services.LogKeyLine, Value: line},
+		preserves.DictEntry{Key: services.LogKeyPid, Value: pid},
+		preserves.DictEntry{Key: services.LogKeyService, Value: service},
+		preserves.DictEntry{Key: services.LogKeyStream, Value: streamSymbol[l.Stream]},
 	))
 }
 
-var (
-	keyPid       = preserves.Symbol("pid")
-	keyService   = preserves.Symbol("service")
-	keyStream    = preserves.Symbol("stream")
-	keyLine      = preserves.Symbol("line")
-	streamSymbol = [...]preserves.Value{Stdout: preserves.Symbol("stdout"), Stderr: preserves.Symbol("stderr")}
-)
+var streamSymbol = [...]preserves.Value{Stdout: preserves.Symbol("stdout"), Stderr: preserves.Symbol("stderr")}

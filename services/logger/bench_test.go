@@ -18,11 +18,13 @@ import (
 // dataspace to the logger with a log directory, in batches charged to an
 // account and paced by it, as the daemon service does. ns/op is per line.
 func BenchmarkDaemonLines(b *testing.B) {
+	// The directory first: cleanups run last-registered first, so the
+	// system (and the logger's file writer) stops before it is removed.
+	dir := b.TempDir()
 	sys := dataspacetest.NewSystem(b, dataspace.Options{Logger: zerolog.New(zerolog.NewTestWriter(b))})
 	var env services.Env
 	var fr dataspace.FacetRef
 	ready, booted := make(chan struct{}), make(chan struct{})
-	dir := b.TempDir()
 	sys.Spawn("logger", func(t *dataspace.Turn) error {
 		env = services.Env{Config: t.Create(dataspace.NewDataspace()), Log: t.Create(dataspace.NewDataspace()), Logger: zerolog.Nop()}
 		t.PreventInertCheck()
@@ -47,10 +49,10 @@ func BenchmarkDaemonLines(b *testing.B) {
 		if !fr.ActivateAccount(acct, func(t *dataspace.Turn) error {
 			for j := i; j < i+batch && j < b.N; j++ {
 				t.Message(env.Log, preserves.NewRecord(preserves.Symbol("log"), ts, preserves.NewDictionary(
-					preserves.DictEntry{Key: keyLine, Value: preserves.String(fmt.Sprintf("line %08d of the benchmark stream, with short text\n", j))},
-					preserves.DictEntry{Key: keyPid, Value: preserves.Int(4242)},
-					preserves.DictEntry{Key: keyService, Value: name},
-					preserves.DictEntry{Key: keyStream, Value: preserves.Symbol("stdout")},
+					preserves.DictEntry{Key: services.LogKeyLine, Value: preserves.String(fmt.Sprintf("line %08d of the benchmark stream, with short text\n", j))},
+					preserves.DictEntry{Key: services.LogKeyPid, Value: preserves.Int(4242)},
+					preserves.DictEntry{Key: services.LogKeyService, Value: name},
+					preserves.DictEntry{Key: services.LogKeyStream, Value: preserves.Symbol("stdout")},
 				)))
 			}
 			return nil

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services"
 )
 
 // Event is one line of service output: a daemon's output line or a `$log`
@@ -27,13 +28,7 @@ type Event struct {
 	serviceText string // cache of ServiceText, set by the logger
 }
 
-var (
-	keyService = preserves.Symbol("service")
-	keyPid     = preserves.Symbol("pid")
-	keyStream  = preserves.Symbol("stream")
-	keyLine    = preserves.Symbol("line")
-	dash       = preserves.Symbol("-")
-)
+var dash = preserves.Symbol("-")
 
 // FromLog reads the TIMESTAMP and DETAIL of a `<log TIMESTAMP DETAIL>`
 // message. It reports false when DETAIL is not a dictionary (services spec
@@ -54,13 +49,13 @@ func fromLog(timestamp, detail preserves.Value, now func() time.Time, tp *timePa
 	for _, e := range d.Entries() {
 		v := e.Value
 		switch e.Key {
-		case keyService:
+		case services.LogKeyService:
 			ev.Service = v
-		case keyPid:
+		case services.LogKeyPid:
 			ev.Pid = v
-		case keyStream:
+		case services.LogKeyStream:
 			ev.Stream = v
-		case keyLine:
+		case services.LogKeyLine:
 			ev.Line = v
 		default:
 			ev.Extra = append(ev.Extra, preserves.DictEntry{Key: e.Key, Value: v})
@@ -107,12 +102,12 @@ func (ev Event) Record() preserves.Value {
 			entries = append(entries, preserves.DictEntry{Key: k, Value: v})
 		}
 	}
-	add(keyService, ev.Service)
-	add(keyPid, ev.Pid)
-	add(keyStream, ev.Stream)
-	add(keyLine, ev.Line)
+	add(services.LogKeyService, ev.Service)
+	add(services.LogKeyPid, ev.Pid)
+	add(services.LogKeyStream, ev.Stream)
+	add(services.LogKeyLine, ev.Line)
 	entries = append(entries, ev.Extra...)
-	return preserves.Rec("log", preserves.String(ev.Time.UTC().Format(time.RFC3339Nano)), preserves.NewDictionary(entries...))
+	return preserves.NewRecord(services.LabelLog, preserves.String(ev.Time.UTC().Format(time.RFC3339Nano)), preserves.NewDictionary(entries...))
 }
 
 // ServiceText is the service as Preserves text, "-" when unnamed.

@@ -107,11 +107,10 @@ const (
 	consoleQueue = 4
 )
 
-// labelLog labels `<log TIMESTAMP DETAIL>` (the reference's $log
-// vocabulary, services spec §1.9). Our records, `<log-tail …>`, `<log-dir
+// `<log TIMESTAMP DETAIL>` is the reference's $log vocabulary
+// (services.LabelLog and its keys); our records, `<log-tail …>`, `<log-dir
 // …>`, `<log-dropped …>` and `<log-caught-up>`, are defined in
 // dataspace/schemas/syndicateGo.prs.
-var labelLog = preserves.Symbol("log")
 
 // LogDir is `<log-dir "PATH">`, asserted in the config dataspace while
 // per-service log directories are kept under PATH.
@@ -174,7 +173,7 @@ func BootWith(t *dataspace.Turn, env services.Env, o Options) error {
 		t.LinkedTask("log files", l.files.run)
 		t.Assert(env.Config, LogDir(root))
 	}
-	t.OnMessage(env.Log, pattern.Rec(labelLog, pattern.Capture(), pattern.Capture()), l.handle)
+	t.OnMessage(env.Log, pattern.Rec(services.LabelLog, pattern.Capture(), pattern.Capture()), l.handle)
 	t.During(env.Config, pattern.Rec(syndicatego.LabelLogTail, pattern.Capture(), pattern.Capture(), pattern.Capture(), pattern.Capture()), l.tail)
 	return nil
 }

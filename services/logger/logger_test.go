@@ -159,10 +159,10 @@ func (h *logHarness) send(msgs ...preserves.Value) {
 }
 
 func logMsg(service preserves.Value, line string) preserves.Value {
-	d := preserves.NewDictionary(preserves.DictEntry{Key: keyLine, Value: preserves.String(line)})
+	d := preserves.NewDictionary(preserves.DictEntry{Key: services.LogKeyLine, Value: preserves.String(line)})
 	if service != nil {
-		d = preserves.NewDictionary(preserves.DictEntry{Key: keyLine, Value: preserves.String(line)},
-			preserves.DictEntry{Key: keyService, Value: service})
+		d = preserves.NewDictionary(preserves.DictEntry{Key: services.LogKeyLine, Value: preserves.String(line)},
+			preserves.DictEntry{Key: services.LogKeyService, Value: service})
 	}
 	return preserves.Rec("log", preserves.String("-"), d)
 }
@@ -212,7 +212,7 @@ func (s *sink) texts() []string {
 	for _, m := range s.msgs {
 		r := m.(*preserves.Record)
 		switch r.Label {
-		case labelLog:
+		case services.LabelLog:
 			ev, _ := FromLog(r.Fields[0], r.Fields[1], time.Time{})
 			out = append(out, string(ev.Line.(preserves.String)))
 		case syndicatego.LabelLogCaughtUp:
