@@ -41,7 +41,10 @@
 //     transition table.
 //   - running.go is the dataspace side of one running process: its process
 //     facet holds `<process-status NAME {pid restarts since}>` (our
-//     protocol extension) and, for `protocol: application/syndicate` or
+//     protocol extension: like `<status-text …>`, `<output-request …>` and
+//     `<service-output …>` below, defined in
+//     dataspace/schemas/syndicateGo.prs and built with the generated
+//     syndicatego types) and, for `protocol: application/syndicate` or
 //     `text/syndicate`, a relay over the child's stdout/stdin importing
 //     its oid 0, published as `<service-object NAME #:C>` (§5.7); stdin is
 //     then a pipe instead of /dev/null. It also holds the dry-run runner

@@ -17,6 +17,12 @@
 //     logs` reads and follows through the admin socket (`<log-tail …>`);
 //   - with --log-dir, the service's own directory (dir.go).
 //
+// The `<log …>` message is the reference's (its label and detail keys:
+// services.LabelLog, services.LogKey…); the logger's own records,
+// `<log-tail …>` and its answers, `<log-dir …>` and `<log-dropped …>`, are
+// our extension, defined in dataspace/schemas/syndicateGo.prs (package
+// syndicatego).
+//
 // Go deviation: the reference prints `TIMESTAMP SERVICE[PID] STREAM: LINE`
 // with every part in Preserves text (so lines are quoted and escaped) inside
 // a diagnostic message carrying a second timestamp. Here an event has one

@@ -27,7 +27,10 @@
 // with TS in RFC 3339 (UTC, nanoseconds) and DROPPED the number of changes
 // left out of the list (see Bounds). It also asserts
 // `<history-origin "TS">`, the time recording began (the server's boot),
-// which analysis uses as time zero. A service's history outlives its
+// which analysis uses as time zero. Both records are our extension, defined
+// in dataspace/schemas/syndicateGo.prs (syndicatego.ServiceHistory,
+// syndicatego.HistoryOrigin); a change this package does not know is
+// skipped by [ParseHistory]. A service's history outlives its
 // facts: a one-shot that completed and was released can still be analysed.
 //
 // # Bounds
