@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math/big"
 	"net"
 	"net/http"
 	"strings"
@@ -189,53 +190,45 @@ func (h *httpHandler) upgrade(w http.ResponseWriter, r *http.Request) {
 
 // ---- request translation ----
 
-// translateRequest builds `<http-request …>` from r and its body exactly
-// as the table of services spec §7.2 says.
+// translateRequest builds `<http-request …>` (http.prs HttpRequest) from
+// r and its body exactly as the table of services spec §7.2 says.
 func translateRequest(r *http.Request, body []byte, port, seq int64) (preserves.Value, error) {
-	host := preserves.Value(preserves.Bool(false))
+	req := httpschema.HttpRequest{
+		SequenceNumber: big.NewInt(seq),
+		Host:           httpschema.RequestHostAbsent{},
+		Port:           big.NewInt(port),
+		Method:         preserves.Symbol(strings.ToLower(r.Method)),
+		Path:           strings.Split(requestPath(r), "/")[1:],
+		Headers:        make(httpschema.Headers, len(r.Header)+2),
+		Query:          parseQuery(r.URL.RawQuery),
+		Body:           httpschema.RequestBodyPresent{Value: body},
+	}
 	if r.Host != "" && isASCII(r.Host) {
 		hs := r.Host
 		if i := strings.LastIndexByte(hs, ':'); i >= 0 {
 			hs = hs[:i]
 		}
-		host = preserves.String(hs)
+		req.Host = httpschema.RequestHostPresent{Value: hs}
 	}
 	// net/http moves Host and Transfer-Encoding out of the header map; the
 	// reference reports them as headers like any other.
-	hdrs := make(map[string]string, len(r.Header)+2)
 	for name, vals := range r.Header {
 		if len(vals) > 0 {
-			hdrs[strings.ToLower(name)] = vals[len(vals)-1]
+			req.Headers[preserves.Symbol(strings.ToLower(name))] = vals[len(vals)-1]
 		}
 	}
 	if r.Host != "" {
-		hdrs["host"] = r.Host
+		req.Headers["host"] = r.Host
 	}
 	if len(r.TransferEncoding) > 0 {
-		hdrs["transfer-encoding"] = strings.Join(r.TransferEncoding, ", ")
+		req.Headers["transfer-encoding"] = strings.Join(r.TransferEncoding, ", ")
 	}
-	entries := make([]preserves.DictEntry, 0, len(hdrs))
-	for k, v := range hdrs {
+	for k, v := range req.Headers {
 		if !visibleASCII(v) {
 			return nil, fmt.Errorf("%w: header %q has a value that is not visible ASCII", ErrBadRequest, k)
 		}
-		entries = append(entries, preserves.DictEntry{Key: preserves.Symbol(k), Value: preserves.String(v)})
 	}
-	elems := strings.Split(requestPath(r), "/")[1:]
-	path := make(preserves.Sequence, len(elems))
-	for i, e := range elems {
-		path[i] = preserves.String(e)
-	}
-	return preserves.NewRecord(httpschema.LabelHttpRequest,
-		preserves.Int(seq),
-		host,
-		preserves.Int(port),
-		preserves.Symbol(strings.ToLower(r.Method)),
-		path,
-		preserves.NewDictionary(entries...),
-		parseQuery(r.URL.RawQuery),
-		preserves.ByteString(body),
-	), nil
+	return req.ToValue(), nil
 }
 
 // requestPath is the request target's path, not percent-decoded.
@@ -258,27 +251,20 @@ func requestPath(r *http.Request) string {
 // parseQuery splits a raw query on `&` without decoding: `k=v` appends "v"
 // to k's list (split at the first `=`), a bare non-empty `k` makes `k: []`
 // if absent, empty pieces are ignored.
-func parseQuery(raw string) preserves.Value {
-	var keys []string
-	vals := make(map[string]preserves.Sequence)
+func parseQuery(raw string) map[preserves.Symbol][]httpschema.QueryValue {
+	q := make(map[preserves.Symbol][]httpschema.QueryValue)
 	for _, piece := range strings.Split(raw, "&") {
 		if piece == "" {
 			continue
 		}
 		k, v, hasValue := strings.Cut(piece, "=")
-		if _, seen := vals[k]; !seen {
-			keys = append(keys, k)
-			vals[k] = preserves.Sequence{}
-		}
+		vals := q[preserves.Symbol(k)] // nil renders as []
 		if hasValue {
-			vals[k] = append(vals[k], preserves.String(v))
+			vals = append(vals, httpschema.QueryValueString{Value: v})
 		}
+		q[preserves.Symbol(k)] = vals
 	}
-	entries := make([]preserves.DictEntry, len(keys))
-	for i, k := range keys {
-		entries[i] = preserves.DictEntry{Key: preserves.Symbol(k), Value: vals[k]}
-	}
-	return preserves.NewDictionary(entries...)
+	return q
 }
 
 func isASCII(s string) bool {
@@ -320,6 +306,7 @@ type respEvent struct {
 	name, value string
 	data        []byte
 	bad         preserves.Value // respInvalid: the message
+	err         error           // respInvalid: why it is not an HttpResponse
 	// release repays the debt a body piece holds until it is written
 	// (holdDebt), so that a producer waiting on its account goes at the
 	// client's pace; nil if none.
@@ -419,44 +406,35 @@ func holdDebt(t *dataspace.Turn) func() {
 	return func() { once.Do(func() { a.Repay(1) }) }
 }
 
-// parseResponse decodes one HttpResponse message.
+// parseResponse decodes one HttpResponse message (http.prs).
 func parseResponse(v preserves.Value) respEvent {
-	bad := respEvent{kind: respInvalid, bad: v}
-	r, ok := v.(*preserves.Record)
-	if !ok {
-		return bad
+	m, err := httpschema.ParseHttpResponse(v)
+	switch m := m.(type) {
+	case httpschema.HttpResponseStatus:
+		code := int64(0) // beyond int64: invalid, like 0
+		if m.Code.IsInt64() {
+			code = m.Code.Int64()
+		}
+		return respEvent{kind: respStatus, code: code}
+	case httpschema.HttpResponseHeader:
+		return respEvent{kind: respHeader, name: string(m.Name), value: m.Value}
+	case httpschema.HttpResponseChunk:
+		return respEvent{kind: respChunk, data: chunkData(m.Chunk)}
+	case httpschema.HttpResponseDone:
+		return respEvent{kind: respDone, data: chunkData(m.Chunk)}
 	}
-	label, _ := r.Label.(preserves.Symbol)
-	switch {
-	case label == httpschema.LabelStatus && len(r.Fields) == 2:
-		code, ok := r.Fields[0].(preserves.Int)
-		if !ok {
-			return bad
-		}
-		return respEvent{kind: respStatus, code: int64(code)}
-	case label == httpschema.LabelHeader && len(r.Fields) == 2:
-		name, ok1 := r.Fields[0].(preserves.Symbol)
-		val, ok2 := r.Fields[1].(preserves.String)
-		if !ok1 || !ok2 {
-			return bad
-		}
-		return respEvent{kind: respHeader, name: string(name), value: string(val)}
-	case (label == httpschema.LabelChunk || label == httpschema.LabelDone) && len(r.Fields) == 1:
-		var data []byte
-		switch c := r.Fields[0].(type) {
-		case preserves.String:
-			data = []byte(c)
-		case preserves.ByteString:
-			data = []byte(c)
-		default:
-			return bad
-		}
-		if label == httpschema.LabelDone {
-			return respEvent{kind: respDone, data: data}
-		}
-		return respEvent{kind: respChunk, data: data}
+	return respEvent{kind: respInvalid, bad: v, err: err}
+}
+
+// chunkData is the octets of a Chunk (a string's UTF-8).
+func chunkData(c httpschema.Chunk) []byte {
+	switch c := c.(type) {
+	case httpschema.ChunkString:
+		return []byte(c.Value)
+	case httpschema.ChunkBytes:
+		return c.Value
 	}
-	return bad
+	return nil
 }
 
 // validStatus: a final status code net/http can send (1xx codes are
@@ -585,7 +563,7 @@ func (h *httpHandler) exchange(w http.ResponseWriter, r *http.Request, req prese
 				emptyReply(w, http.StatusInternalServerError)
 				return
 			case respInvalid:
-				abort("malformed HTTP response message", h.log.Warn().Str("message", preserves.Show(ev.bad)))
+				abort("malformed HTTP response message", h.log.Warn().Err(ev.err).Str("message", preserves.Show(ev.bad)))
 			}
 		}
 		if len(evs) > 0 {
