@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	httpschema "github.com/syndicate-go/syndicate/dataspace/schemas/http"
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
@@ -40,9 +41,9 @@ func FuzzStaticPath(f *testing.F) {
 }
 
 // FuzzRouteParsing feeds arbitrary values to the request and binding
-// parsers and the path matcher: no panics; a parsed binding's path
-// pattern holds only strings, `_` and `...`; a pattern without `...` only
-// matches paths of its own length.
+// parsers and the path matcher: no panics; a binding without a handler
+// capability is refused; a pattern without `...` only matches paths of its
+// own length.
 func FuzzRouteParsing(f *testing.F) {
 	f.Add(`<http-request 0 "h" 80 get ["a" "b"] {} {} #"">`, `["a" _]`)
 	f.Add(`<http-request 0 #f 80 post [""] {} {} #"">`, `["a" ...]`)
@@ -52,36 +53,29 @@ func FuzzRouteParsing(f *testing.F) {
 		if err != nil {
 			return
 		}
-		q, ok := parseRequest(reqv)
-		if !ok {
+		q, err := httpschema.ParseHttpRequest(reqv)
+		if err != nil {
 			return
 		}
 		patv, err := preserves.ParseText(patText)
 		if err != nil {
 			return
 		}
-		b, err := parseBinding(80, []preserves.Value{preserves.Bool(false), preserves.Bool(false), patv, preserves.Bool(false)})
-		if err == nil {
+		no := preserves.Bool(false)
+		if _, err := parseBinding(80, preserves.NewRecord(httpschema.LabelHttpBind, no, preserves.Int(80), no, patv, no)); err == nil {
 			t.Fatal("a binding without a handler capability parsed")
 		}
-		_ = b
-		pat, ok := patv.(preserves.Sequence)
-		if !ok {
+		pat, err := httpschema.ParsePathPattern(patv)
+		if err != nil {
 			return
 		}
-		valid, hasRest := true, false
+		hasRest := false
 		for _, e := range pat {
-			switch e := e.(type) {
-			case preserves.String:
-			case preserves.Symbol:
-				hasRest = hasRest || e == symRest
-				valid = valid && (e == symRest || e == symWildcard)
-			default:
-				valid = false
-			}
+			_, rest := e.(httpschema.PathPatternElementRest)
+			hasRest = hasRest || rest
 		}
-		if valid && !hasRest && pathMatches(pat, q.path) && len(pat) != len(q.path) {
-			t.Fatalf("%s matched %q", patText, q.path)
+		if !hasRest && pathMatches(pat, q.Path) && len(pat) != len(q.Path) {
+			t.Fatalf("%s matched %q", patText, q.Path)
 		}
 	})
 }

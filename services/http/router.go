@@ -50,11 +50,7 @@ import (
 	"github.com/syndicate-go/syndicate/services"
 )
 
-var (
-	symWildcard     = preserves.Symbol("_")
-	symRest         = preserves.Symbol("...")
-	symRouterWorker = preserves.Symbol("http_router")
-)
+var symRouterWorker = preserves.Symbol("http_router")
 
 // Options tunes the HTTP services; the zero value is the spec's behaviour.
 type Options struct {
@@ -101,13 +97,14 @@ func bootRouter(t *dataspace.Turn, env services.Env) {
 
 // binding is one counted `<http-bind …>`.
 type binding struct {
-	seq     uint64          // arrival order: the first of several handlers wins
-	host    preserves.Value // String or #f
-	port    int64
-	method  preserves.Value // Symbol or #f
-	path    preserves.Sequence
-	handler *dataspace.Ref
-	routed  map[*routed]struct{} // outstanding requests routed here
+	seq  uint64 // arrival order: the first of several handlers wins
+	bind httpschema.HttpBinding
+	port int64
+	// host (String or #f), method (Symbol or #f) and path are the parts
+	// of bind as values, compared in Preserves order when routing.
+	host, method, path preserves.Value
+	handler            *dataspace.Ref
+	routed             map[*routed]struct{} // outstanding requests routed here
 }
 
 // routed is one request forwarded to a handler.
@@ -133,15 +130,16 @@ func newRouter(t *dataspace.Turn, httpd *dataspace.Ref, log zerolog.Logger) *rou
 		if !ok {
 			return nil
 		}
-		bp := pattern.Rec(httpschema.LabelHttpBind, pattern.Capture(), pattern.Lit{Value: port}, pattern.Capture(), pattern.Capture(), pattern.Capture())
+		bp := pattern.Bind{Pattern: pattern.Rec(httpschema.LabelHttpBind, pattern.Discard{}, pattern.Lit{Value: port}, pattern.Discard{}, pattern.Discard{}, pattern.Discard{})}
 		t.During(httpd, bp, func(t *dataspace.Turn, caps []preserves.Value) error {
-			b, err := parseBinding(int64(port), caps)
+			b, err := parseBinding(int64(port), caps[0])
 			if err != nil {
 				r.log.Warn().Err(err).Msg("ignoring malformed http-bind")
 				return nil
 			}
 			r.add(b)
-			t.Assert(httpd, preserves.NewRecord(httpschema.LabelHttpService, b.host, preserves.Int(b.port), b.method, b.path))
+			hb := b.bind
+			t.Assert(httpd, httpschema.HttpService{Host: hb.Host, Port: hb.Port, Method: hb.Method, Path: hb.Path}.ToValue())
 			t.OnStop(func(t *dataspace.Turn) error {
 				r.remove(t, b)
 				return nil
@@ -157,53 +155,20 @@ func newRouter(t *dataspace.Turn, httpd *dataspace.Ref, log zerolog.Logger) *rou
 	return r
 }
 
-// orFalse checks that v, the part what of an http-bind, is a T or #f
-// (any).
-func orFalse[T preserves.Value](v preserves.Value, what, kind string) (preserves.Value, error) {
-	switch x := v.(type) {
-	case T:
-		return x, nil
-	case preserves.Bool:
-		if !x {
-			return x, nil
-		}
+// parseBinding parses an `<http-bind …>` for the given port.
+func parseBinding(port int64, v preserves.Value) (*binding, error) {
+	hb, err := httpschema.ParseHttpBinding(v)
+	if err != nil {
+		return nil, fmt.Errorf("http: %w", err)
 	}
-	return nil, fmt.Errorf("http: %s %s: expected %s or #f", what, preserves.Show(v), kind)
-}
-
-// parseBinding checks the captured HOST METHOD PATH HANDLER of an
-// http-bind for the given port.
-func parseBinding(port int64, caps []preserves.Value) (*binding, error) {
-	b := &binding{port: port, routed: make(map[*routed]struct{})}
-	var err error
-	if b.host, err = orFalse[preserves.String](caps[0], "host", "a string"); err != nil {
-		return nil, err
-	}
-	if b.method, err = orFalse[preserves.Symbol](caps[1], "method", "a symbol"); err != nil {
-		return nil, err
-	}
-	path, ok := caps[2].(preserves.Sequence)
-	if !ok {
-		return nil, fmt.Errorf("http: path %s: expected a sequence", preserves.Show(caps[2]))
-	}
-	for _, e := range path {
-		switch e := e.(type) {
-		case preserves.String:
-		case preserves.Symbol:
-			if e != symWildcard && e != symRest {
-				return nil, fmt.Errorf("http: path element %s: expected a string, _ or ...", preserves.Show(e))
-			}
-		default:
-			return nil, fmt.Errorf("http: path element %s: expected a string, _ or ...", preserves.Show(e))
-		}
-	}
-	b.path = path
-	h, ok := dataspace.RefOf(caps[3])
-	if !ok {
+	h, ok := hb.Handler.(*dataspace.Ref)
+	if !ok || h == nil {
 		return nil, fmt.Errorf("http: handler is not a capability")
 	}
-	b.handler = h
-	return b, nil
+	return &binding{
+		bind: hb, port: port, handler: h, routed: make(map[*routed]struct{}),
+		host: hb.Host.ToValue(), method: hb.Method.ToValue(), path: hb.Path.ToValue(),
+	}, nil
 }
 
 func (r *router) add(b *binding) {
@@ -230,58 +195,18 @@ func (r *router) remove(t *dataspace.Turn, b *binding) {
 	clear(b.routed)
 }
 
-// request is the part of `<http-request …>` routing needs.
-type request struct {
-	host   preserves.Value // String or #f
-	port   int64
-	method preserves.Symbol
-	path   []string
-}
-
-func parseRequest(v preserves.Value) (request, bool) {
-	var q request
-	rec, ok := v.(*preserves.Record)
-	if !ok || !preserves.Equal(rec.Label, httpschema.LabelHttpRequest) || len(rec.Fields) < 8 {
-		return q, false
-	}
-	switch h := rec.Fields[1].(type) {
-	case preserves.String:
-		q.host = h
-	case preserves.Bool:
-		q.host = preserves.Bool(false)
-	default:
-		return q, false
-	}
-	port, ok1 := rec.Fields[2].(preserves.Int)
-	method, ok2 := rec.Fields[3].(preserves.Symbol)
-	path, ok3 := rec.Fields[4].(preserves.Sequence)
-	if !ok1 || !ok2 || !ok3 {
-		return q, false
-	}
-	q.port, q.method = int64(port), method
-	for _, e := range path {
-		s, ok := e.(preserves.String)
-		if !ok {
-			return q, false
-		}
-		q.path = append(q.path, string(s))
-	}
-	return q, true
-}
-
 // pathMatches: a label equals its element, `_` takes one element, `...`
 // takes the rest (possibly nothing); otherwise the lengths must agree.
-func pathMatches(pat preserves.Sequence, path []string) bool {
+func pathMatches(pat httpschema.PathPattern, path []string) bool {
 	for i, e := range pat {
 		switch e := e.(type) {
-		case preserves.String:
-			if i >= len(path) || path[i] != string(e) {
+		case httpschema.PathPatternElementLabel:
+			if i >= len(path) || path[i] != e.Value {
 				return false
 			}
-		case preserves.Symbol:
-			if e == symRest {
-				return true
-			}
+		case httpschema.PathPatternElementRest:
+			return true
+		case httpschema.PathPatternElementWildcard:
 			if i >= len(path) {
 				return false
 			}
@@ -293,16 +218,16 @@ func pathMatches(pat preserves.Sequence, path []string) bool {
 // matchPath returns the bindings (of the given host) whose path pattern is
 // the first, in Preserves order, to match.
 func matchPath(bs []*binding, host preserves.Value, path []string) []*binding {
-	var pats []preserves.Sequence
+	var pats []preserves.Value
 	for _, b := range bs {
-		if preserves.Equal(b.host, host) && pathMatches(b.path, path) {
+		if preserves.Equal(b.host, host) && pathMatches(b.bind.Path, path) {
 			pats = append(pats, b.path)
 		}
 	}
 	if len(pats) == 0 {
 		return nil
 	}
-	best := slices.MinFunc(pats, func(a, b preserves.Sequence) int { return preserves.Compare(a, b) })
+	best := slices.MinFunc(pats, preserves.Compare)
 	var out []*binding
 	for _, b := range bs {
 		if preserves.Equal(b.host, host) && preserves.Equal(b.path, best) {
@@ -315,29 +240,29 @@ func matchPath(bs []*binding, host preserves.Value, path []string) []*binding {
 // route answers or forwards one `<request REQ RES>` (§8.1).
 func (r *router) route(t *dataspace.Turn, reqv, resv preserves.Value) {
 	res, ok := dataspace.RefOf(resv)
-	q, ok2 := parseRequest(reqv)
-	if !ok || !ok2 {
-		r.log.Debug().Str("request", preserves.Show(reqv)).Msg("ignoring malformed request")
+	q, err := httpschema.ParseHttpRequest(reqv)
+	if !ok || err != nil || !q.Port.IsInt64() {
+		r.log.Debug().Err(err).Str("request", preserves.Show(reqv)).Msg("ignoring malformed request")
 		return
 	}
-	bs := r.byPort[q.port]
+	bs := r.byPort[q.Port.Int64()]
 	if len(bs) == 0 {
 		respond(t, res, 404, "Not found", nil)
 		return
 	}
 	var cands []*binding
-	if _, ok := q.host.(preserves.String); ok {
-		cands = matchPath(bs, q.host, q.path)
+	if host, ok := q.Host.(httpschema.RequestHostPresent); ok {
+		cands = matchPath(bs, preserves.String(host.Value), q.Path)
 	}
 	if cands == nil {
-		cands = matchPath(bs, preserves.Bool(false), q.path)
+		cands = matchPath(bs, preserves.Bool(false), q.Path)
 	}
 	if cands == nil {
 		respond(t, res, 404, "Not found", nil)
 		return
 	}
 	var chosen []*binding
-	for _, want := range []preserves.Value{q.method, preserves.Bool(false)} {
+	for _, want := range []preserves.Value{q.Method, preserves.Bool(false)} {
 		for _, b := range cands {
 			if preserves.Equal(b.method, want) {
 				chosen = append(chosen, b)

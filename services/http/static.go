@@ -40,6 +40,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -104,30 +105,12 @@ type staticHandler struct {
 }
 
 func (s *staticHandler) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
-	rec, ok := v.(*preserves.Record)
-	if !ok || !preserves.Equal(rec.Label, httpschema.LabelRequest) || len(rec.Fields) != 2 {
-		return nil
+	hc, err := httpschema.ParseHttpContext(v)
+	res, ok := hc.Res.(*dataspace.Ref)
+	if err != nil || !ok || res == nil {
+		return nil // not a `<request REQ #:RES>`
 	}
-	res, ok := dataspace.RefOf(rec.Fields[1])
-	if !ok {
-		return nil
-	}
-	req, ok := rec.Fields[0].(*preserves.Record)
-	if !ok || !preserves.Equal(req.Label, httpschema.LabelHttpRequest) || len(req.Fields) < 5 {
-		return nil
-	}
-	pv, ok := req.Fields[4].(preserves.Sequence)
-	if !ok {
-		return nil
-	}
-	path := make([]string, 0, len(pv))
-	for _, e := range pv {
-		s, ok := e.(preserves.String)
-		if !ok {
-			return nil
-		}
-		path = append(path, string(s))
-	}
+	path := hc.Req.Path
 	return s.facets.Start(t, h, func(t *dataspace.Turn) error {
 		fr := t.FacetRef()
 		t.LinkedTask("static-file", func(ctx context.Context) error {
@@ -188,7 +171,7 @@ func staticStream(ctx context.Context, dir string, drop int, reqPath []string, m
 			_ = send(append(head, done(buf)))
 			return
 		}
-		if send(append(head, preserves.NewRecord(httpschema.LabelChunk, preserves.ByteString(buf)))) != nil {
+		if send(append(head, httpschema.HttpResponseChunk{Chunk: httpschema.ChunkBytes{Value: buf}}.ToValue())) != nil {
 			return
 		}
 		head = nil
@@ -322,15 +305,15 @@ func loadMimeTypes(file string) map[string]string {
 }
 
 func status(code int64, msg string) preserves.Value {
-	return preserves.NewRecord(httpschema.LabelStatus, preserves.Int(code), preserves.String(msg))
+	return httpschema.HttpResponseStatus{Code: big.NewInt(code), Message: msg}.ToValue()
 }
 
 func header(name, value string) preserves.Value {
-	return preserves.NewRecord(httpschema.LabelHeader, preserves.Symbol(name), preserves.String(value))
+	return httpschema.HttpResponseHeader{Name: preserves.Symbol(name), Value: value}.ToValue()
 }
 
 func done(body []byte) preserves.Value {
-	return preserves.NewRecord(httpschema.LabelDone, preserves.ByteString(body))
+	return httpschema.HttpResponseDone{Chunk: httpschema.ChunkBytes{Value: body}}.ToValue()
 }
 
 func simple(code int64, msg string) []preserves.Value {
