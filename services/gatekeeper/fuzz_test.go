@@ -31,7 +31,7 @@ func FuzzParse(f *testing.F) {
 			_ = ref.Validate([]byte("key")) // must not panic
 		}
 		if r, ok := v.(*preserves.Record); ok {
-			_, _, _ = parseSturdyDescription(r)
+			_, _ = parseSturdyDescription(r)
 		}
 	})
 }

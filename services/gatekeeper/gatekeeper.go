@@ -81,13 +81,13 @@ import (
 )
 
 var (
+	// The keys of sturdy.prs SturdyDescriptionDetail, for the Bind pattern.
 	symOid = preserves.Symbol("oid")
 	symKey = preserves.Symbol("key")
-	symSig = preserves.Symbol("sig")
 
-	errUnsupported = preserves.NewRecord(rpc.LabelError, preserves.Symbol("unsupported"))
-	errInvalid     = preserves.NewRecord(rpc.LabelError, preserves.Symbol("invalid"))
-	errValidation  = preserves.NewRecord(rpc.LabelError, preserves.Symbol("sturdyref-failed-validation"))
+	errUnsupported = rpc.Error{Error: preserves.Symbol("unsupported")}.ToValue()
+	errInvalid     = rpc.Error{Error: preserves.Symbol("invalid")}.ToValue()
+	errValidation  = rpc.Error{Error: preserves.Symbol("sturdyref-failed-validation")}.ToValue()
 )
 
 // gatekeeper is the entity behind a gatekeeper Ref.
@@ -107,6 +107,11 @@ func New(t *dataspace.Turn, bs *dataspace.Ref, log zerolog.Logger) *dataspace.Re
 	return t.Create(&gatekeeper{bs: bs, log: log, facets: make(dataspace.HandleFacets)})
 }
 
+// Assert takes `<resolve STEP #:OBSERVER>` apart by hand rather than with
+// gatekeeper.ParseResolve: the generated parser would accept extra fields,
+// where §6.1 accepts only `<resolve STEP #:OBSERVER>` ("anything else
+// ignored"), and would ignore a malformed STEP, which this gatekeeper
+// answers `<error invalid>` (parseStep, the noise branch of resolve).
 func (g *gatekeeper) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
 	r, ok := v.(*preserves.Record)
 	if !ok || !preserves.Equal(r.Label, gkschema.LabelResolve) || len(r.Fields) != 2 {
@@ -249,7 +254,7 @@ func (g *gatekeeper) answer(ref *caveat.SturdyRef, keyv, targetv preserves.Value
 		g.log.Warn().Err(err).Str("oid", preserves.Show(ref.OID)).Msg("gatekeeper: sturdy ref caveats invalid")
 		return errValidation
 	}
-	return preserves.NewRecord(rpc.LabelOk, dataspace.Embed(att))
+	return rpc.Ok{Value: dataspace.Embed(att)}.ToValue()
 }
 
 // race is the state shared by the two prongs of one ref resolution.
@@ -304,7 +309,7 @@ func watchBinds(t *dataspace.Turn, bs *dataspace.Ref, log zerolog.Logger) {
 		if !ok || !preserves.Equal(dr.Label, sturdy.LabelRef) {
 			return nil // other step types are not ours
 		}
-		oid, key, err := parseSturdyDescription(dr)
+		d, err := parseSturdyDescription(dr)
 		if err == nil {
 			if _, ok := dataspace.RefOf(target); !ok {
 				err = fmt.Errorf("target is not a capability")
@@ -312,53 +317,53 @@ func watchBinds(t *dataspace.Turn, bs *dataspace.Ref, log zerolog.Logger) {
 		}
 		var obs *dataspace.Ref
 		if err == nil {
-			if b, isBool := obsv.(preserves.Bool); isBool && !bool(b) {
-				obs = nil
-			} else if obs, ok = dataspace.RefOf(obsv); !ok {
-				err = fmt.Errorf("observer is neither #f nor a capability")
-			}
+			obs, err = bindObserver(obsv)
 		}
 		if err != nil {
 			log.Error().Err(err).Str("bind", preserves.Show(preserves.NewRecord(gkschema.LabelBind, desc, target, obsv))).Msg("gatekeeper: malformed bind")
 			return nil
 		}
 		if obs != nil {
-			sr := caveat.Mint(oid, key)
-			step := preserves.NewRecord(sturdy.LabelRef, preserves.NewDictionary(
-				preserves.DictEntry{Key: symOid, Value: oid},
-				preserves.DictEntry{Key: symSig, Value: preserves.ByteStringFrom(sr.Sig)},
-			))
-			t.Assert(obs, preserves.NewRecord(gkschema.LabelBound, step))
+			// <bound <ref {oid: OID sig: SIG}>>
+			step := gkschema.PathStep{StepType: sturdy.LabelRef, Detail: caveat.Mint(d.Oid, d.Key).Parameters()}
+			t.Assert(obs, gkschema.BoundBound{PathStep: step}.ToValue())
 		}
 		return nil
 	})
 }
 
-func parseSturdyDescription(dr *preserves.Record) (preserves.Value, []byte, error) {
+// parseSturdyDescription parses `<ref {oid: … key: …}>` with the generated
+// sturdy.prs parser; the record must have exactly one field (the
+// gatekeeper.prs Description has one detail) and the oid must be
+// signable.
+func parseSturdyDescription(dr *preserves.Record) (sturdy.SturdyDescriptionDetail, error) {
 	if len(dr.Fields) != 1 {
-		return nil, nil, fmt.Errorf("description is not <ref {oid: … key: …}>")
+		return sturdy.SturdyDescriptionDetail{}, fmt.Errorf("description is not <ref {oid: … key: …}>")
 	}
-	d, ok := dr.Fields[0].(*preserves.Dictionary)
-	if !ok {
-		return nil, nil, fmt.Errorf("description detail is not a dictionary")
+	d, err := sturdy.ParseSturdyDescriptionDetail(dr.Fields[0])
+	if err != nil {
+		return d, fmt.Errorf("description: %w", err)
 	}
-	oid, ok := d.Get(symOid)
-	if !ok {
-		return nil, nil, fmt.Errorf("description has no oid")
-	}
-	kv, ok := d.Get(symKey)
-	if !ok {
-		return nil, nil, fmt.Errorf("description has no key")
-	}
-	key, ok := kv.(preserves.ByteString)
-	if !ok {
-		return nil, nil, fmt.Errorf("description key is not a byte string")
-	}
-	if preserves.HasEmbedded(oid) {
+	if preserves.HasEmbedded(d.Oid) {
 		// No canonical encoding to sign (caveat.Mint would panic).
-		return nil, nil, fmt.Errorf("description oid contains an embedded value")
+		return d, fmt.Errorf("description oid contains an embedded value")
 	}
-	return oid, key.Bytes(), nil
+	return d, nil
+}
+
+// bindObserver is the observer of a Bind (gatekeeper.prs BindObserver):
+// nil for #f.
+func bindObserver(v preserves.Value) (*dataspace.Ref, error) {
+	o, _ := gkschema.ParseBindObserver(v)
+	switch o := o.(type) {
+	case gkschema.BindObserverAbsent:
+		return nil, nil
+	case gkschema.BindObserverPresent:
+		if obs, ok := o.Value.(*dataspace.Ref); ok && obs != nil {
+			return obs, nil
+		}
+	}
+	return nil, fmt.Errorf("observer is neither #f nor a capability")
 }
 
 // Boot installs the gatekeeper service in env.Config: for each

@@ -17,7 +17,7 @@ import (
 // noiseError is the `<error "MESSAGE">` answer of a failed noise bind or
 // session set-up.
 func noiseError(err error) preserves.Value {
-	return preserves.NewRecord(rpc.LabelError, preserves.String(err.Error()))
+	return rpc.Error{Error: preserves.String(err.Error())}.ToValue()
 }
 
 // noiseBound validates a `<bind <noise SPEC> TARGET OBS>` (§6.2) and
@@ -25,16 +25,12 @@ func noiseError(err error) preserves.Value {
 // its secret, protocol only when not the default, preSharedKeys only when
 // non-empty) or `<error "MESSAGE">`.
 func noiseBound(t *dataspace.Turn, dr *preserves.Record, target, obsv preserves.Value, log zerolog.Logger) {
-	var obs *dataspace.Ref
-	if b, isBool := obsv.(preserves.Bool); !isBool || bool(b) {
-		var ok bool
-		if obs, ok = dataspace.RefOf(obsv); !ok {
-			log.Error().Str("observer", preserves.Show(obsv)).Msg("gatekeeper: malformed noise bind: observer is neither #f nor a capability")
-			return
-		}
+	obs, err := bindObserver(obsv)
+	if err != nil {
+		log.Error().Err(err).Str("observer", preserves.Show(obsv)).Msg("gatekeeper: malformed noise bind")
+		return
 	}
 	var spec *noisesession.Spec
-	var err error
 	if len(dr.Fields) != 1 {
 		err = fmt.Errorf("noise description is not <noise SPEC>")
 	} else if spec, err = noisesession.ParseSpec(dr.Fields[0], true); err == nil {
@@ -50,7 +46,8 @@ func noiseBound(t *dataspace.Turn, dr *preserves.Record, target, obsv preserves.
 		return
 	}
 	if obs != nil {
-		t.Assert(obs, preserves.NewRecord(gkschema.LabelBound, preserves.NewRecord(noisesession.SymNoise, spec.ToValue())))
+		step := gkschema.PathStep{StepType: noisesession.SymNoise, Detail: spec.ToValue()}
+		t.Assert(obs, gkschema.BoundBound{PathStep: step}.ToValue())
 	}
 }
 
@@ -90,7 +87,7 @@ func (g *gatekeeper) startResponder(t *dataspace.Turn, specv, targetv preserves.
 			},
 		})
 		self := t.Create(&responderSession{sess: sess})
-		t.Assert(obs, preserves.NewRecord(rpc.LabelOk, dataspace.Embed(self)))
+		t.Assert(obs, rpc.Ok{Value: dataspace.Embed(self)}.ToValue())
 		return nil
 	})
 }
@@ -106,15 +103,10 @@ type responderSession struct {
 }
 
 func (r *responderSession) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
-	rec, ok := v.(*preserves.Record)
-	var peer *dataspace.Ref
-	if ok && preserves.Equal(rec.Label, noiseschema.LabelInitiator) && len(rec.Fields) == 1 {
-		peer, ok = dataspace.RefOf(rec.Fields[0])
-	} else {
-		ok = false
-	}
+	in, err := noiseschema.ParseInitiator(v)
+	peer, ok := in.InitiatorSession.(*dataspace.Ref)
 	switch {
-	case !ok:
+	case err != nil || !ok || peer == nil:
 		r.sess.End(t, fmt.Errorf("noise session: unexpected assertion %s", preserves.Show(v)))
 	case r.hasPeer:
 		r.sess.End(t, fmt.Errorf("noise session: second initiator"))
