@@ -70,16 +70,6 @@ func (d *daemonRun) outputBatch(ctx context.Context, acct *dataspace.Account, ba
 	}
 }
 
-// LogRecord builds the `<log "TIMESTAMP" {pid, service, stream, line}>`
-// message of §5.6 for one line of output.
-func LogRecord(l Line, service preserves.Value, now func() time.Time) preserves.Value {
-	ts := l.Time
-	if ts.IsZero() {
-		ts = now()
-	}
-	return logRecord(l, service, preserves.String(script.Timestamp(ts)), pidValue(l.Pid))
-}
-
 func pidValue(pid int) preserves.Value {
 	if pid > 0 {
 		return preserves.Int(pid)

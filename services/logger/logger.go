@@ -130,10 +130,6 @@ func LogDropped(service preserves.Value, n int64) preserves.Value {
 	return syndicatego.LogDropped{ServiceName: service, Count: big.NewInt(n)}.ToValue()
 }
 
-// Boot installs the logger with no console (events are kept in memory
-// for `syndicate logs`); servers use BootWith.
-func Boot(t *dataspace.Turn, env services.Env) error { return BootWith(t, env, Options{}) }
-
 // BootWith subscribes, from the active facet, to log messages in env.Log
 // and to `<log-tail …>` requests in env.Config; the console and file
 // writers are linked tasks of that facet, so stopping it flushes and
