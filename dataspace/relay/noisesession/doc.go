@@ -10,12 +10,15 @@
 // [ParseSpec] validates a NoiseSpec dictionary (`service`, `key`,
 // optional `protocol` and `preSharedKeys`), or a NoiseServiceSpec when
 // asked to accept its `secretKey`, into a [Spec]; [Spec.ToValue] renders
-// it back without the secret and with defaults left out. A protocol name
-// is `Noise_<PATTERN>_25519_ChaChaPoly_BLAKE2s` where PATTERN is one of the
-// fifteen standard patterns optionally followed by psk modifiers
-// (`NNpsk0+psk2`). [Spec.Handshake] builds one side's handshake; the
-// Noise prologue is the canonical binary encoding of the service
-// selector, so both sides must agree on it exactly.
+// it back without the secret and with defaults left out. Both go through
+// the generated noise.prs types (dataspace/schemas/noise); ParseSpec adds
+// what the schema cannot say (known protocol names, 32-byte keys, the
+// secret matching `key`, the schema's `invalid` alternatives refused).
+// A protocol name is `Noise_<PATTERN>_25519_ChaChaPoly_BLAKE2s` where
+// PATTERN is one of the fifteen standard patterns optionally followed by
+// psk modifiers (`NNpsk0+psk2`). [Spec.Handshake] builds one side's
+// handshake; the Noise prologue is the canonical binary encoding of the
+// service selector, so both sides must agree on it exactly.
 //
 // # Packets
 //
