@@ -121,7 +121,7 @@ func (o *noiseObserver) startInitiator(t *dataspace.Turn, responder *dataspace.R
 			OnEnd: end,
 		})
 		me := t.Create(&initiatorSession{sess: sess})
-		t.Assert(responder, preserves.NewRecord(noiseschema.LabelInitiator, dataspace.Embed(me)))
+		t.Assert(responder, noiseschema.Initiator{InitiatorSession: me}.ToValue())
 		sess.Begin(t, responder)
 		return nil
 	})

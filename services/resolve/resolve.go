@@ -130,7 +130,7 @@ func (s *svc) connectTransport(t *dataspace.Turn, addr preserves.Value) {
 	if err != nil || ta.Network != transport.TCP {
 		return // non-TCP addresses are ignored
 	}
-	req := preserves.NewRecord(gkschema.LabelConnectTransport, addr)
+	req := gkschema.ConnectTransport{Addr: addr}.ToValue()
 	log := s.log.With().Str("transport", preserves.Show(addr)).Logger()
 	var terms []time.Time
 	var attempt func(t *dataspace.Turn)
@@ -173,7 +173,7 @@ func (s *svc) connectTransport(t *dataspace.Turn, addr preserves.Value) {
 					c, peer := relay.Run(t, nc, relay.Options{ImportInitial: true, Logger: log})
 					conn = c
 					ctl := t.Create(&control{conn: c})
-					t.Assert(s.cfg, answer(req, ok(preserves.NewRecord(gkschema.LabelConnectedTransport, addr, dataspace.Embed(ctl), dataspace.Embed(peer)))))
+					t.Assert(s.cfg, answer(req, ok(gkschema.ConnectedTransport{Addr: addr, Control: ctl, ResponderSession: peer}.ToValue())))
 					t.Retract(errHandle)
 					errHandle = 0
 					return nil
@@ -289,13 +289,13 @@ func (s *svc) resolvePath(t *dataspace.Turn, route preserves.Value) {
 		s.log.Warn().Err(err).Str("route", preserves.Show(route)).Msg("resolve-path: malformed route ignored")
 		return
 	}
-	req := preserves.NewRecord(gkschema.LabelResolvePath, route)
+	req := preserves.NewRecord(gkschema.LabelResolvePath, route) // the route as asked, not as parsed
 	// Every question this route will ask must be observable: a transport
 	// or step holding a set can never be answered (no pattern matches it),
 	// so the route is refused at once.
 	transportPats := make([]pattern.Pattern, len(transports))
 	for i, tr := range transports {
-		p, err := pattern.Lift(preserves.NewRecord(gkschema.LabelConnectTransport, tr))
+		p, err := pattern.Lift(gkschema.ConnectTransport{Addr: tr}.ToValue())
 		if err != nil {
 			s.refuseRoute(t, req, "transport", tr, err)
 			return
@@ -340,8 +340,7 @@ func (s *svc) resolvePath(t *dataspace.Turn, route preserves.Value) {
 		return nil
 	})
 	for i, tr := range transports {
-		creq := preserves.NewRecord(gkschema.LabelConnectTransport, tr)
-		t.Assert(s.cfg, preserves.NewRecord(rpc.LabelQ, creq))
+		t.Assert(s.cfg, rpc.Question{Request: gkschema.ConnectTransport{Addr: tr}.ToValue()}.ToValue())
 		p := pattern.Rec(rpc.LabelA, transportPats[i], pattern.Rec(rpc.LabelOk, pattern.Rec(gkschema.LabelConnectedTransport, pattern.Capture(), pattern.Capture(), pattern.Capture())))
 		t.During(s.cfg, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 			k := preserves.FormatText(tr)
@@ -384,7 +383,7 @@ func (s *svc) resolveSteps(t *dataspace.Turn, req preserves.Value, c connected, 
 		s.refuseRoute(t, req, "step", steps[0], err)
 		return
 	}
-	t.Assert(s.cfg, preserves.NewRecord(rpc.LabelQ, sreq))
+	t.Assert(s.cfg, rpc.Question{Request: sreq}.ToValue())
 	t.During(s.cfg, pattern.Rec(rpc.LabelA, sp, pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
 		res, _ := rpc.ParseResult(caps[0])
 		switch res := res.(type) {
