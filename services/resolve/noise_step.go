@@ -19,23 +19,21 @@ var symAccepted = preserves.Symbol("accepted")
 // done; any other answer is relayed as it is. A spec that does not parse,
 // or whose protocol cannot run here, is answered `<error "MESSAGE">`.
 func (s *svc) noiseStep(t *dataspace.Turn, originv, specv preserves.Value) {
-	origin, isRef := dataspace.RefOf(originv)
+	origin, req, isRef := stepQuestion(originv, gkschema.PathStep{StepType: noisesession.SymNoise, Detail: specv})
 	if !isRef {
 		return
 	}
-	step := preserves.NewRecord(noisesession.SymNoise, specv)
-	req := preserves.NewRecord(gkschema.LabelResolvePathStep, originv, step)
 	spec, err := noisesession.ParseSpec(specv, false)
 	if err == nil {
 		_, err = spec.Handshake(true) // refuse unrunnable protocols now
 	}
 	if err != nil {
-		s.log.Warn().Err(err).Str("step", preserves.Show(step)).Msg("resolve: unusable noise path step")
+		s.log.Warn().Err(err).Str("spec", preserves.Show(specv)).Msg("resolve: unusable noise path step")
 		t.Assert(s.cfg, answer(req, fail(preserves.String(err.Error()))))
 		return
 	}
 	obs := t.Create(&noiseObserver{s: s, req: req, spec: spec, out: make(map[dataspace.Handle]noiseAnswer)})
-	t.Assert(origin, preserves.NewRecord(gkschema.LabelResolve, preserves.NewRecord(noisesession.SymNoise, spec.Service), dataspace.Embed(obs)))
+	t.Assert(origin, gkschema.Resolve{Step: gkschema.Step{StepType: noisesession.SymNoise, Detail: spec.Service}, Observer: obs}.ToValue())
 }
 
 // noiseAnswer is what one answer to the Resolve led to: a relayed answer

@@ -236,15 +236,21 @@ func errKind(err error) preserves.Symbol {
 
 // ---- sturdy path step ----
 
-func (s *svc) sturdyStep(t *dataspace.Turn, originv, params preserves.Value) {
+// stepQuestion is the question `<resolve-path-step #:ORIGIN STEP>` being
+// answered, and ORIGIN; false when ORIGIN is no capability.
+func stepQuestion(originv preserves.Value, step gkschema.PathStep) (*dataspace.Ref, preserves.Value, bool) {
 	origin, isRef := dataspace.RefOf(originv)
+	return origin, gkschema.ResolvePathStep{Origin: origin, PathStep: step}.ToValue(), isRef
+}
+
+func (s *svc) sturdyStep(t *dataspace.Turn, originv, params preserves.Value) {
+	step := gkschema.PathStep{StepType: sturdy.LabelRef, Detail: params}
+	origin, req, isRef := stepQuestion(originv, step)
 	if !isRef {
 		return
 	}
-	step := preserves.NewRecord(sturdy.LabelRef, params)
-	req := preserves.NewRecord(gkschema.LabelResolvePathStep, originv, step)
 	obs := t.Create(&mirror{cfg: s.cfg, req: req, out: make(dataspace.HandleAssertions)})
-	t.Assert(origin, preserves.NewRecord(gkschema.LabelResolve, step, dataspace.Embed(obs)))
+	t.Assert(origin, gkschema.Resolve{Step: gkschema.Step(step), Observer: obs}.ToValue())
 }
 
 // mirror relays each answer asserted to it as `<a REQ ANSWER>`.
