@@ -224,11 +224,11 @@ func isConst(e script.Expr) bool {
 	case *script.Lit:
 		return true
 	case *script.RecordExpr:
-		return isConst(x.Label) && allConst(x.Fields)
+		return isConst(x.Label) && all(x.Fields, isConst)
 	case *script.SeqExpr:
-		return allConst(x.Elems)
+		return all(x.Elems, isConst)
 	case *script.SetExpr:
-		return allConst(x.Elems)
+		return all(x.Elems, isConst)
 	case *script.DictExpr:
 		for _, en := range x.Entries {
 			if !isConst(en.Key) || !isConst(en.Value) {
@@ -240,9 +240,10 @@ func isConst(e script.Expr) bool {
 	return false
 }
 
-func allConst(es []script.Expr) bool {
+// all reports whether every expression of es satisfies ok.
+func all(es []script.Expr, ok func(script.Expr) bool) bool {
 	for _, e := range es {
-		if !isConst(e) {
+		if !ok(e) {
 			return false
 		}
 	}
@@ -497,9 +498,9 @@ func isConstPat(e script.Expr) bool {
 	case *script.Bind:
 		return isConstPat(x.Pat)
 	case *script.RecordExpr:
-		return isConst(x.Label) && allConstPat(x.Fields)
+		return isConst(x.Label) && all(x.Fields, isConstPat)
 	case *script.SeqExpr:
-		return allConstPat(x.Elems)
+		return all(x.Elems, isConstPat)
 	case *script.DictExpr:
 		for _, en := range x.Entries {
 			if !isConstPat(en.Value) {
@@ -509,15 +510,6 @@ func isConstPat(e script.Expr) bool {
 		return true
 	}
 	return false
-}
-
-func allConstPat(es []script.Expr) bool {
-	for _, e := range es {
-		if !isConstPat(e) {
-			return false
-		}
-	}
-	return true
 }
 
 // constPattern builds the pattern of an expression for which isConstPat
