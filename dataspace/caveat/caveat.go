@@ -4,38 +4,44 @@
 //
 // # Design
 //
-// A [Caveat] is one of [Rewrite], [Alts], [Reject] or [Unknown]. Caveats are
-// parsed from Preserves values by [FromValue] following the schema's
-// alternatives in order, and any value that is not a rewrite, an `or` or a
-// reject becomes an [Unknown] caveat rather than an error: the schema ends
-// with `@unknown any`, and an unknown caveat rejects everything, so a peer
-// that sends a caveat we do not understand gets a capability that fails
-// closed. Parsing is strict about arity (`<rewrite P T extra>` is unknown,
-// not a rewrite) for the same reason: anything unexpected is treated as
-// "deny".
+// A [Caveat] is one of [Rewrite], [Alts], [Reject] or [Unknown]. The
+// vocabulary is defined once, in sturdy.prs: [FromValue] parses with the
+// generated package dataspace/schemas/sturdy, which tries the schema's
+// alternatives in order, and converts the result into these runtime forms
+// (schema.go), which [Apply] and [Validate] walk. Any value that is not a
+// rewrite, an `or` or a reject becomes an [Unknown] caveat rather than an
+// error: the schema ends with `@unknown any`, and an unknown caveat rejects
+// everything, so a peer that sends a caveat we do not understand gets a
+// capability that fails closed. The conversion is strict about arity where
+// the schema language is not (`<rewrite P T extra>` is unknown, not a
+// rewrite) for the same reason: anything unexpected is treated as "deny".
+// It checks each caveat on its own, so a malformed caveat inside an
+// `attenuate` template is unknown there, not the caveat around it.
 //
 // Patterns ([Pattern]) and templates ([Template]) are small sealed sum types.
 // Unlike dataspace patterns, caveat patterns are not extensible: `<rec L
 // [..]>` and `<arr [..]>` match exactly that many fields or items. Only
 // dictionaries allow extra keys.
 //
-// Go deviation: `<rec L>` without a field list parses as [PLabel], any
-// record labelled L (the structural reading of scripts in the fork dialect,
-// docs/language.md "Dialects"). Elsewhere it is an unknown pattern, so such
-// a caveat fails closed on a peer that lacks the extension.
+// Go deviation: `<rec L>` without a field list is [PLabel], any record
+// labelled L (the structural reading of scripts in the fork dialect,
+// docs/language.md "Dialects"). Our sturdy.prs declares it (PCompound's
+// `anyRec` alternative); a peer without it reads the caveat as unknown, so
+// it fails closed there.
 //
-// [ToValue] is the exact inverse of [FromValue] on annotation-free values:
-// ToValue(FromValue(v)) equals Strip(v) for every v. This matters because a
-// sturdy ref's signature is computed over the canonical encoding of each
-// caveat as re-encoded from its parsed form, so parsing must not lose or
-// normalise anything.
+// [ToValue] renders through the generated types too, and is the exact
+// inverse of [FromValue] on annotation-free values: ToValue(FromValue(v))
+// equals Strip(v) for every v. This matters because a sturdy ref's
+// signature is computed over the canonical encoding of each caveat as
+// re-encoded from its parsed form, so parsing must not lose or normalise
+// anything.
 //
 // [Apply] runs a caveat list newest (last) first. [Validate] performs the
 // checks the reference runs at attenuation time (no binding under `not`,
 // every `<ref n>` bound). `<attenuate T [C…]>` templates need the runtime's
 // capability type; this package only knows it through the [Attenuable]
 // interface, so it stays a pure data package importing nothing but
-// preserves.
+// preserves and the generated schema packages.
 //
 // Sturdy refs live in sturdy.go: [Mint], [SturdyRef.Attenuate] and
 // [SturdyRef.Validate] compute and check the signature chain
@@ -46,6 +52,7 @@ package caveat
 import (
 	"errors"
 	"fmt"
+	"math/big"
 
 	"github.com/syndicate-go/syndicate/dataspace/schemas/sturdy"
 	"github.com/syndicate-go/syndicate/preserves"
@@ -233,7 +240,7 @@ type TRef struct {
 	// big keeps a binding index outside the int64 range (the schema's `int`
 	// is unbounded) so that ToValue reproduces it; such a ref is never
 	// bound.
-	big preserves.Value
+	big *big.Int
 }
 
 // TRec is `<rec L [T…]>`: builds a record labelled L.
@@ -275,344 +282,14 @@ type Attenuable interface {
 	AttenuateCaveats(cs []Caveat) (any, error)
 }
 
-// Symbols of the schema that label no record (the record labels are
-// sturdy.Label…), compared against parsed values.
-const (
-	symDiscard  = preserves.Symbol("_")
-	symEmbedded = preserves.Symbol("Embedded")
-)
-
 // atomKinds maps the PAtom symbols to kinds.
-var atomKinds = map[preserves.Symbol]preserves.Kind{
-	"Boolean":       preserves.KindBoolean,
-	"Double":        preserves.KindDouble,
-	"SignedInteger": preserves.KindSignedInteger,
-	"String":        preserves.KindString,
-	"ByteString":    preserves.KindByteString,
-	"Symbol":        preserves.KindSymbol,
-}
-
-// FromValue parses one caveat. Every value is a caveat (unrecognised ones
-// are [Unknown]), so the only error is a nil v. Annotations are ignored;
-// literal values are kept without them.
-func FromValue(v preserves.Value) (Caveat, error) {
-	if v == nil {
-		return nil, errorf(ErrNilValue, "caveat expected")
-	}
-	return parseCaveat(v), nil
-}
-
-// ListFromValue parses a sequence of caveats, as found in a sturdy ref's
-// `caveats` field, an `attenuate` template or a relay WireRef.
-func ListFromValue(v preserves.Value) ([]Caveat, error) {
-	if v == nil {
-		return nil, errorf(ErrNilValue, "caveat sequence expected")
-	}
-	seq, ok := preserves.Unwrap(v).(preserves.Sequence)
-	if !ok {
-		return nil, errorf(ErrMalformedRef, "caveat sequence expected, got %s", preserves.Unwrap(v).Kind())
-	}
-	return parseCaveatList(seq), nil
-}
-
-func parseCaveatList(seq preserves.Sequence) []Caveat {
-	cs, _ := parseSeq(seq, func(v preserves.Value) (Caveat, bool) { return parseCaveat(v), true })
-	return cs
-}
-
-func parseCaveat(v preserves.Value) Caveat {
-	if r, ok := parseRewrite(v); ok {
-		return r
-	}
-	if rec, ok := record(v, sturdy.LabelOr, 1); ok {
-		if alts, ok := parseSeq(rec.Fields[0], parseRewrite); ok {
-			return Alts{Alternatives: alts}
-		}
-	}
-	if rec, ok := record(v, sturdy.LabelReject, 1); ok {
-		if p, ok := parsePattern(rec.Fields[0]); ok {
-			return Reject{Pattern: p}
-		}
-	}
-	return Unknown{Value: preserves.Strip(v)}
-}
-
-func parseRewrite(v preserves.Value) (Rewrite, bool) {
-	rec, ok := record(v, sturdy.LabelRewrite, 2)
-	if !ok {
-		return Rewrite{}, false
-	}
-	p, ok := parsePattern(rec.Fields[0])
-	if !ok {
-		return Rewrite{}, false
-	}
-	t, ok := parseTemplate(rec.Fields[1])
-	if !ok {
-		return Rewrite{}, false
-	}
-	return Rewrite{Pattern: p, Template: t}, true
-}
-
-// record returns v as a record labelled label with exactly arity fields.
-func record(v preserves.Value, label preserves.Symbol, arity int) (*preserves.Record, bool) {
-	rec, ok := preserves.Unwrap(v).(*preserves.Record)
-	if !ok || len(rec.Fields) != arity {
-		return nil, false
-	}
-	if l, ok := preserves.Unwrap(rec.Label).(preserves.Symbol); !ok || l != label {
-		return nil, false
-	}
-	return rec, true
-}
-
-func parsePattern(v preserves.Value) (Pattern, bool) {
-	v = preserves.Unwrap(v)
-	switch x := v.(type) {
-	case preserves.Symbol:
-		if k, ok := atomKinds[x]; ok {
-			return PAtom{Kind: k}, true
-		}
-		if x == symEmbedded {
-			return PEmbedded{}, true
-		}
-		return nil, false
-	case *preserves.Record:
-		label, ok := preserves.Unwrap(x.Label).(preserves.Symbol)
-		if !ok {
-			return nil, false
-		}
-		switch {
-		case label == symDiscard && len(x.Fields) == 0:
-			return PDiscard{}, true
-		case label == sturdy.LabelBind && len(x.Fields) == 1:
-			p, ok := parsePattern(x.Fields[0])
-			if !ok {
-				return nil, false
-			}
-			return PBind{Pattern: p}, true
-		case label == sturdy.LabelAnd && len(x.Fields) == 1:
-			ps, ok := parseSeq(x.Fields[0], parsePattern)
-			if !ok {
-				return nil, false
-			}
-			return PAnd{Patterns: ps}, true
-		case label == sturdy.LabelNot && len(x.Fields) == 1:
-			p, ok := parsePattern(x.Fields[0])
-			if !ok {
-				return nil, false
-			}
-			return PNot{Pattern: p}, true
-		case label == sturdy.LabelLit && len(x.Fields) == 1:
-			return Lit{Value: preserves.Strip(x.Fields[0])}, true
-		case label == sturdy.LabelRec && len(x.Fields) == 1:
-			return PLabel{Label: preserves.Strip(x.Fields[0])}, true
-		case label == sturdy.LabelRec && len(x.Fields) == 2:
-			ps, ok := parseSeq(x.Fields[1], parsePattern)
-			if !ok {
-				return nil, false
-			}
-			return PRec{Label: preserves.Strip(x.Fields[0]), Fields: ps}, true
-		case label == sturdy.LabelArr && len(x.Fields) == 1:
-			ps, ok := parseSeq(x.Fields[0], parsePattern)
-			if !ok {
-				return nil, false
-			}
-			return PArr{Items: ps}, true
-		case label == sturdy.LabelDict && len(x.Fields) == 1:
-			es, ok := parseDict(x.Fields[0], parsePattern, func(k preserves.Value, p Pattern) PDictEntry {
-				return PDictEntry{Key: k, Pattern: p}
-			})
-			if !ok {
-				return nil, false
-			}
-			return PDict{Entries: es}, true
-		}
-	}
-	return nil, false
-}
-
-func parseTemplate(v preserves.Value) (Template, bool) {
-	rec, ok := preserves.Unwrap(v).(*preserves.Record)
-	if !ok {
-		return nil, false
-	}
-	label, ok := preserves.Unwrap(rec.Label).(preserves.Symbol)
-	if !ok {
-		return nil, false
-	}
-	switch {
-	case label == sturdy.LabelAttenuate && len(rec.Fields) == 2:
-		t, ok := parseTemplate(rec.Fields[0])
-		if !ok {
-			return nil, false
-		}
-		seq, ok := preserves.Unwrap(rec.Fields[1]).(preserves.Sequence)
-		if !ok {
-			return nil, false
-		}
-		return TAttenuate{Template: t, Caveats: parseCaveatList(seq)}, true
-	case label == sturdy.LabelRef && len(rec.Fields) == 1:
-		switch n := preserves.Unwrap(rec.Fields[0]).(type) {
-		case preserves.Int:
-			return TRef{Binding: int64(n)}, true
-		case *preserves.BigInt:
-			// Out of every slice's range; remember it for ToValue and
-			// keep Binding negative so nothing ever treats it as bound.
-			return TRef{Binding: -1, big: n}, true
-		}
-		return nil, false
-	case label == sturdy.LabelLit && len(rec.Fields) == 1:
-		return Lit{Value: preserves.Strip(rec.Fields[0])}, true
-	case label == sturdy.LabelRec && len(rec.Fields) == 2:
-		ts, ok := parseSeq(rec.Fields[1], parseTemplate)
-		if !ok {
-			return nil, false
-		}
-		return TRec{Label: preserves.Strip(rec.Fields[0]), Fields: ts}, true
-	case label == sturdy.LabelArr && len(rec.Fields) == 1:
-		ts, ok := parseSeq(rec.Fields[0], parseTemplate)
-		if !ok {
-			return nil, false
-		}
-		return TArr{Items: ts}, true
-	case label == sturdy.LabelDict && len(rec.Fields) == 1:
-		es, ok := parseDict(rec.Fields[0], parseTemplate, func(k preserves.Value, t Template) TDictEntry {
-			return TDictEntry{Key: k, Template: t}
-		})
-		if !ok {
-			return nil, false
-		}
-		return TDict{Entries: es}, true
-	}
-	return nil, false
-}
-
-// ToValue renders a caveat in its sturdy.prs form.
-func ToValue(c Caveat) preserves.Value {
-	switch x := c.(type) {
-	case Rewrite:
-		return rewriteValue(x)
-	case Alts:
-		return preserves.NewRecord(sturdy.LabelOr, seqValue(x.Alternatives, rewriteValue))
-	case Reject:
-		return preserves.NewRecord(sturdy.LabelReject, PatternToValue(x.Pattern))
-	case Unknown:
-		return x.Value
-	}
-	panic(fmt.Sprintf("caveat: ToValue: unexpected caveat type %T", c))
-}
-
-// ListToValue renders a caveat list as a sequence.
-func ListToValue(cs []Caveat) preserves.Sequence { return seqValue(cs, ToValue) }
-
-func rewriteValue(r Rewrite) preserves.Value {
-	return preserves.NewRecord(sturdy.LabelRewrite, PatternToValue(r.Pattern), TemplateToValue(r.Template))
-}
-
-// PatternToValue renders a pattern in its sturdy.prs form.
-func PatternToValue(p Pattern) preserves.Value {
-	switch x := p.(type) {
-	case PDiscard:
-		return preserves.NewRecord(symDiscard)
-	case PAtom:
-		return preserves.Symbol(x.Kind.String())
-	case PEmbedded:
-		return symEmbedded
-	case PBind:
-		return preserves.NewRecord(sturdy.LabelBind, PatternToValue(x.Pattern))
-	case PAnd:
-		return preserves.NewRecord(sturdy.LabelAnd, seqValue(x.Patterns, PatternToValue))
-	case PNot:
-		return preserves.NewRecord(sturdy.LabelNot, PatternToValue(x.Pattern))
-	case Lit:
-		return preserves.NewRecord(sturdy.LabelLit, x.Value)
-	case PRec:
-		return preserves.NewRecord(sturdy.LabelRec, x.Label, seqValue(x.Fields, PatternToValue))
-	case PLabel:
-		return preserves.NewRecord(sturdy.LabelRec, x.Label)
-	case PArr:
-		return preserves.NewRecord(sturdy.LabelArr, seqValue(x.Items, PatternToValue))
-	case PDict:
-		return preserves.NewRecord(sturdy.LabelDict, dictValue(x.Entries, func(e PDictEntry) preserves.DictEntry {
-			return preserves.DictEntry{Key: e.Key, Value: PatternToValue(e.Pattern)}
-		}))
-	}
-	panic(fmt.Sprintf("caveat: PatternToValue: unexpected pattern type %T", p))
-}
-
-// TemplateToValue renders a template in its sturdy.prs form.
-func TemplateToValue(t Template) preserves.Value {
-	switch x := t.(type) {
-	case TAttenuate:
-		return preserves.NewRecord(sturdy.LabelAttenuate, TemplateToValue(x.Template), ListToValue(x.Caveats))
-	case TRef:
-		if x.big != nil {
-			return preserves.NewRecord(sturdy.LabelRef, x.big)
-		}
-		return preserves.NewRecord(sturdy.LabelRef, preserves.Int(x.Binding))
-	case Lit:
-		return preserves.NewRecord(sturdy.LabelLit, x.Value)
-	case TRec:
-		return preserves.NewRecord(sturdy.LabelRec, x.Label, seqValue(x.Fields, TemplateToValue))
-	case TArr:
-		return preserves.NewRecord(sturdy.LabelArr, seqValue(x.Items, TemplateToValue))
-	case TDict:
-		return preserves.NewRecord(sturdy.LabelDict, dictValue(x.Entries, func(e TDictEntry) preserves.DictEntry {
-			return preserves.DictEntry{Key: e.Key, Value: TemplateToValue(e.Template)}
-		}))
-	}
-	panic(fmt.Sprintf("caveat: TemplateToValue: unexpected template type %T", t))
-}
-
-// parseSeq parses each item of v, a sequence, with parse.
-func parseSeq[T any](v preserves.Value, parse func(preserves.Value) (T, bool)) ([]T, bool) {
-	seq, ok := preserves.Unwrap(v).(preserves.Sequence)
-	if !ok {
-		return nil, false
-	}
-	out := make([]T, len(seq))
-	for i, e := range seq {
-		if out[i], ok = parse(e); !ok {
-			return nil, false
-		}
-	}
-	return out, true
-}
-
-// parseDict parses each value of v, a dictionary, with parse, and makes an
-// entry of it and its key (without annotations).
-func parseDict[E, T any](v preserves.Value, parse func(preserves.Value) (T, bool), entry func(preserves.Value, T) E) ([]E, bool) {
-	d, ok := preserves.Unwrap(v).(*preserves.Dictionary)
-	if !ok {
-		return nil, false
-	}
-	out := make([]E, d.Len())
-	for i, e := range d.Entries() {
-		x, ok := parse(e.Value)
-		if !ok {
-			return nil, false
-		}
-		out[i] = entry(preserves.Strip(e.Key), x)
-	}
-	return out, true
-}
-
-// seqValue renders each of xs with toValue.
-func seqValue[T any](xs []T, toValue func(T) preserves.Value) preserves.Sequence {
-	out := make(preserves.Sequence, len(xs))
-	for i, x := range xs {
-		out[i] = toValue(x)
-	}
-	return out
-}
-
-// dictValue renders es as a dictionary, entry rendering each.
-func dictValue[E any](es []E, entry func(E) preserves.DictEntry) *preserves.Dictionary {
-	out := make([]preserves.DictEntry, len(es))
-	for i, e := range es {
-		out[i] = entry(e)
-	}
-	return preserves.NewDictionary(out...)
+var atomKinds = [...]preserves.Kind{
+	sturdy.PAtomBoolean:       preserves.KindBoolean,
+	sturdy.PAtomDouble:        preserves.KindDouble,
+	sturdy.PAtomSignedInteger: preserves.KindSignedInteger,
+	sturdy.PAtomString:        preserves.KindString,
+	sturdy.PAtomByteString:    preserves.KindByteString,
+	sturdy.PAtomSymbol:        preserves.KindSymbol,
 }
 
 // Compare orders caveat lists by their Preserves forms (-1, 0, +1). The

@@ -271,3 +271,37 @@ func TestLabelOnlyRecordPattern(t *testing.T) {
 		t.Errorf("Validate: %v", err)
 	}
 }
+
+// The generated parsers accept records with extra fields (the schema
+// language does); the conversion refuses them where they are, so a
+// malformed caveat inside an `attenuate` template is Unknown on its own,
+// as with the hand-written parser it replaced, and everything round-trips.
+func TestExtraFieldsFailClosedWhereTheyAre(t *testing.T) {
+	inner := rec("reject", discard(), i(1))
+	v := rewrite(bind(discard()), attenuate(ref(0), inner))
+	c := mustParse(t, v)
+	att, ok := c.(Rewrite).Template.(TAttenuate)
+	if !ok {
+		t.Fatalf("parsed as %#v", c)
+	}
+	if u, ok := att.Caveats[0].(Unknown); !ok || !preserves.Equal(u.Value, inner) {
+		t.Errorf("inner caveat %#v, want Unknown %v", att.Caveats[0], inner)
+	}
+	if got := ToValue(c); !preserves.Equal(got, v) {
+		t.Errorf("round trip: %v", got)
+	}
+	for _, bad := range []V{
+		rewrite(rec("bind", discard(), i(1)), ref(0)),
+		rewrite(discard(), rec("ref", i(0), i(1))),
+		rewrite(rec("rec", sym("a"), seq(), i(1)), ref(0)),
+		rewrite(discard(), rec("attenuate", ref(0), seq(), i(1))),
+		reject(rec("dict", dict(sym("k"), rec("_", i(1))))),
+		rec("or", seq(rewrite(discard(), ref(0))), i(1)),
+	} {
+		if c := mustParse(t, bad); !preserves.Equal(ToValue(c), bad) {
+			t.Errorf("%v: round trip %v", bad, ToValue(c))
+		} else if _, ok := c.(Unknown); !ok {
+			t.Errorf("%v: parsed as %#v, want Unknown", bad, c)
+		}
+	}
+}

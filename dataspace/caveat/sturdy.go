@@ -3,6 +3,7 @@ package caveat
 import (
 	"crypto/hmac"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"hash"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace/schemas/sturdy"
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/preserves/schema"
 )
 
 // SigLen is the length of a sturdy ref signature: HMAC-BLAKE2s-256 output
@@ -179,12 +181,6 @@ func newBlake2s256() hash.Hash {
 	return h
 }
 
-var (
-	symOid     = preserves.Symbol("oid")
-	symSig     = preserves.Symbol("sig")
-	symCaveats = preserves.Symbol("caveats")
-)
-
 // SturdyRefFromValue parses `<ref {oid: any, sig: bytes, caveats: […]}>`.
 // Extra dictionary keys are ignored (schema dictionaries are open) and
 // annotations are dropped. A caveats field that is not a sequence is kept
@@ -193,11 +189,16 @@ func SturdyRefFromValue(v preserves.Value) (*SturdyRef, error) {
 	if v == nil {
 		return nil, errorf(ErrNilValue, "sturdy ref expected")
 	}
-	r, ok := record(v, sturdy.LabelRef, 1)
-	if !ok {
-		return nil, errorf(ErrNotSturdyRef, "expected <ref {…}>")
+	r, err := sturdy.ParseSturdyRef(v)
+	if err != nil {
+		return nil, notSturdy(err)
 	}
-	return ParametersFromValue(r.Fields[0])
+	// Exactly one field: a ref with more is not one we understand.
+	rec, _ := preserves.Unwrap(v).(*preserves.Record)
+	if rec == nil || len(rec.Fields) != 1 {
+		return nil, errorf(ErrNotSturdyRef, "%s<ref …> with other than one field", preserves.PosOf(v).Prefix(""))
+	}
+	return fromParameters(r.Parameters, rec.Fields[0]), nil
 }
 
 // ParametersFromValue parses the Parameters dictionary alone, as found in
@@ -207,51 +208,66 @@ func ParametersFromValue(v preserves.Value) (*SturdyRef, error) {
 	if v == nil {
 		return nil, errorf(ErrNilValue, "sturdy ref parameters expected")
 	}
-	d, ok := preserves.Unwrap(v).(*preserves.Dictionary)
-	if !ok {
-		return nil, errorf(ErrNotSturdyRef, "ref parameters are a %s, not a dictionary", preserves.Unwrap(v).Kind())
+	p, err := sturdy.ParseParameters(v)
+	if err != nil {
+		return nil, notSturdy(err)
 	}
-	oid, ok := d.Get(symOid)
-	if !ok {
-		return nil, errorf(ErrNotSturdyRef, "missing oid")
-	}
-	sigv, ok := d.Get(symSig)
-	if !ok {
-		return nil, errorf(ErrNotSturdyRef, "missing sig")
-	}
-	sig, ok := preserves.Unwrap(sigv).(preserves.ByteString)
-	if !ok {
-		return nil, errorf(ErrNotSturdyRef, "sig is a %s, not a byte string", preserves.Unwrap(sigv).Kind())
-	}
-	sr := &SturdyRef{OID: preserves.Strip(oid), Sig: sig.Bytes()}
-	if cv, ok := d.Get(symCaveats); ok {
-		sr.CaveatsPresent = true
-		if s, ok := preserves.Unwrap(cv).(preserves.Sequence); ok {
-			sr.Caveats = parseCaveatList(s)
-		} else {
-			sr.BadCaveats = preserves.Strip(cv)
-		}
-	}
-	return sr, nil
+	return fromParameters(p, v), nil
 }
+
+// notSturdy classes a parse error, which names the path and position.
+func notSturdy(err error) error {
+	var pe *schema.ParseError
+	if errors.As(err, &pe) {
+		err = pe.Deepest()
+	}
+	return &Error{Err: ErrNotSturdyRef, Msg: err.Error()}
+}
+
+// fromParameters converts p, parsed from v (a dictionary).
+func fromParameters(p sturdy.Parameters, v preserves.Value) *SturdyRef {
+	sr := &SturdyRef{OID: preserves.Strip(p.Oid), Sig: p.Sig}
+	switch c := p.Caveats.(type) {
+	case sturdy.CaveatsFieldPresent:
+		sr.CaveatsPresent = true
+		var seq preserves.Sequence
+		if d, ok := preserves.Unwrap(v).(*preserves.Dictionary); ok {
+			raw, _ := d.Get(symCaveats)
+			seq, _ = preserves.Unwrap(raw).(preserves.Sequence)
+		}
+		sr.Caveats = make([]Caveat, len(c.Caveats))
+		for i, x := range c.Caveats {
+			if i >= len(seq) { // not with a parsed sequence
+				sr.Caveats = sr.Caveats[:i]
+				break
+			}
+			sr.Caveats[i] = caveatFrom(seq[i], x)
+		}
+	case sturdy.CaveatsFieldInvalid:
+		sr.CaveatsPresent = true
+		sr.BadCaveats = preserves.Strip(c.Caveats)
+	}
+	return sr
+}
+
+var symCaveats = preserves.Symbol("caveats")
 
 // ToValue renders the ref as `<ref {oid: …, sig: …, caveats: […]}>`,
 // with the caveats key only when CaveatsPresent (or BadCaveats) says so.
 func (sr *SturdyRef) ToValue() preserves.Value {
-	return preserves.NewRecord(sturdy.LabelRef, sr.Parameters())
+	return sturdy.SturdyRef{Parameters: sr.parameters()}.ToValue()
 }
 
 // Parameters renders the Parameters dictionary alone (ToValue's field).
-func (sr *SturdyRef) Parameters() preserves.Value {
-	es := []preserves.DictEntry{
-		{Key: symOid, Value: sr.OID},
-		{Key: symSig, Value: preserves.ByteStringFrom(sr.Sig)},
-	}
+func (sr *SturdyRef) Parameters() preserves.Value { return sr.parameters().ToValue() }
+
+func (sr *SturdyRef) parameters() sturdy.Parameters {
+	p := sturdy.Parameters{Oid: sr.OID, Sig: sr.Sig, Caveats: sturdy.CaveatsFieldAbsent{}}
 	switch {
 	case sr.BadCaveats != nil:
-		es = append(es, preserves.DictEntry{Key: symCaveats, Value: sr.BadCaveats})
+		p.Caveats = sturdy.CaveatsFieldInvalid{Caveats: sr.BadCaveats}
 	case sr.CaveatsPresent || len(sr.Caveats) > 0:
-		es = append(es, preserves.DictEntry{Key: symCaveats, Value: ListToValue(sr.Caveats)})
+		p.Caveats = sturdy.CaveatsFieldPresent{Caveats: mapSlice(sr.Caveats, caveatTo)}
 	}
-	return preserves.NewDictionary(es...)
+	return p
 }

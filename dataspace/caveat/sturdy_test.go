@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/syndicate-go/syndicate/preserves"
@@ -390,4 +391,18 @@ func FuzzSturdyRef(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Errors name the place of the offending part when the value has one.
+func TestSturdyRefErrorsNamePositions(t *testing.T) {
+	pos := preserves.Pos{File: "ref.pr", Line: 2, Col: 5}
+	sig := &preserves.Annotated{Pos: pos, Item: preserves.String("not bytes")}
+	v := preserves.NewRecord(sym("ref"), preserves.Dict(sym("oid"), sym("a"), sym("sig"), sig))
+	_, err := SturdyRefFromValue(v)
+	if !errors.Is(err, ErrNotSturdyRef) {
+		t.Fatalf("err = %v, want ErrNotSturdyRef", err)
+	}
+	if !strings.Contains(err.Error(), "ref.pr:2:5") || !strings.Contains(err.Error(), "sig") {
+		t.Errorf("err = %q, want the position and the key", err)
+	}
 }

@@ -57,7 +57,7 @@ func validateRewrite(r Rewrite, where string) error {
 	// unless the error says otherwise.
 	var e *Error
 	if errors.As(err, &e) && e.Err != ErrNilValue && !e.named {
-		e.Msg += " in " + preserves.Show(rewriteValue(r))
+		e.Msg += " in " + preserves.Show(ToValue(r))
 		e.named = true
 	}
 	return err
@@ -136,7 +136,7 @@ func validateTemplate(t Template, binds int, where string) error {
 		if x.big != nil || x.Binding < 0 || x.Binding >= int64(binds) {
 			n := fmt.Sprint(x.Binding)
 			if x.big != nil {
-				n = preserves.Show(x.big)
+				n = x.big.String()
 			}
 			return errorf(ErrUnboundRef, "%s: <ref %s>, but the pattern binds %d value(s)", where, n, binds)
 		}

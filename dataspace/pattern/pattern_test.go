@@ -397,3 +397,17 @@ func TestBuildersAndEqual(t *testing.T) {
 		t.Errorf("nil sub-pattern should equal Discard")
 	}
 }
+
+// The generated parser accepts records with extra fields; FromValue
+// refuses them and names the offending record's place.
+func TestExtraFieldsNamePosition(t *testing.T) {
+	pos := preserves.Pos{File: "x.pr", Line: 4, Col: 2}
+	bad := &preserves.Annotated{Pos: pos, Item: rec("bind", pDiscard(), I(1))}
+	for _, v := range []V{bad, pGroup(tArr(), I(0), bad), rec("group", rec("arr"), dict(I(0), bad))} {
+		_, err := FromValue(v)
+		var pe *Error
+		if !errors.As(err, &pe) || pe.Pos != pos || !errors.Is(err, ErrMalformed) {
+			t.Errorf("FromValue(%v) = %v, want ErrMalformed at %v", v, err, pos)
+		}
+	}
+}

@@ -5,10 +5,13 @@
 // them, and TestGeneratedCodeIsCurrent fails while they are stale.
 //
 // Every schema here is the reference's, byte for byte, except
-// syndicateGo.prs (package syndicatego): our own protocol extensions
-// (docs/protocol.md), `<process-status …>`, `<service-info …>`,
-// `<service-output …>`, `<status-text …>`, `<service-history …>`, the
-// logger's `<log-tail …>` family and `<config-rescan>`. The services that
+// sturdy.prs, which adds one alternative, PCompound's `anyRec` (`<rec L>`
+// as a caveat pattern: any record labelled L, docs/language.md
+// "Dialects"), and syndicateGo.prs (package syndicatego): our own
+// protocol extensions (docs/protocol.md), `<process-status …>`,
+// `<service-info …>`, `<service-output …>`, `<status-text …>`,
+// `<service-history …>`, the logger's `<log-tail …>` family and
+// `<config-rescan>`. The services that
 // assert them and `syndicate` that reads them use its types and labels, so
 // a key or a field is written down once. Where a reader must tolerate
 // older or newer servers, the schema makes the key optional with the

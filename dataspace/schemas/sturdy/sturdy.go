@@ -29,7 +29,7 @@ const (
 	LabelAnd = preserves.Symbol("and")
 	// LabelNot is the label of PNot.
 	LabelNot = preserves.Symbol("not")
-	// LabelRec is the label of PCompoundRec, TCompoundRec.
+	// LabelRec is the label of PCompoundRec, PCompoundAnyRec, TCompoundRec.
 	LabelRec = preserves.Symbol("rec")
 	// LabelArr is the label of PCompoundArr, TCompoundArr.
 	LabelArr = preserves.Symbol("arr")
@@ -957,7 +957,9 @@ func ParsePNot(v preserves.Value) (PNot, error) {
 
 func (r PNot) ToValue() preserves.Value { return preserves.NewRecord(LabelNot, r.Pattern.ToValue()) }
 
-// PCompound is one of the alternatives of PCompound.
+// Go extension (docs/language.md, "Dialects"): `<rec L>` without a field
+// list is any record labelled L. A peer without it reads such a caveat as
+// @unknown, which rejects everything: it fails closed, never open.
 type PCompound interface {
 	isPCompound()
 	ToValue() preserves.Value
@@ -1059,9 +1061,28 @@ func (r PCompoundDict) ToValue() preserves.Value {
 	return preserves.NewRecord(LabelDict, schema.PairsValue(r.Entries, func(x52 preserves.Value) preserves.Value { return x52 }, func(x53 Pattern) preserves.Value { return x53.ToValue() }))
 }
 
+// PCompoundAnyRec is the alternative "anyRec" of PCompound.
+type PCompoundAnyRec struct {
+	Label preserves.Value
+}
+
+func (PCompoundAnyRec) isPCompound() {}
+
+func parsePCompoundAnyRec(v preserves.Value) (PCompoundAnyRec, error) {
+	var r, zero PCompoundAnyRec
+	rec54, err := schema.AsRecordOf(v, LabelRec, 1)
+	if err != nil {
+		return zero, err
+	}
+	r.Label = rec54.Fields[0]
+	return r, nil
+}
+
+func (r PCompoundAnyRec) ToValue() preserves.Value { return preserves.NewRecord(LabelRec, r.Label) }
+
 // ParsePCompound tries the alternatives of PCompound in order; the first that matches wins.
 func ParsePCompound(v preserves.Value) (PCompound, error) {
-	var errs [3]error
+	var errs [4]error
 	if schema.MayBeRecordOf(v, LabelRec) {
 		if r, err := parsePCompoundRec(v); err == nil {
 			return r, nil
@@ -1083,6 +1104,13 @@ func ParsePCompound(v preserves.Value) (PCompound, error) {
 			errs[2] = err
 		}
 	}
+	if schema.MayBeRecordOf(v, LabelRec) {
+		if r, err := parsePCompoundAnyRec(v); err == nil {
+			return r, nil
+		} else {
+			errs[3] = err
+		}
+	}
 	if errs[0] == nil {
 		_, errs[0] = parsePCompoundRec(v)
 	}
@@ -1092,7 +1120,10 @@ func ParsePCompound(v preserves.Value) (PCompound, error) {
 	if errs[2] == nil {
 		_, errs[2] = parsePCompoundDict(v)
 	}
-	return nil, schema.NoMatch(v, "PCompound", []string{"rec", "arr", "dict"}, errs[:])
+	if errs[3] == nil {
+		_, errs[3] = parsePCompoundAnyRec(v)
+	}
+	return nil, schema.NoMatch(v, "PCompound", []string{"rec", "arr", "dict", "anyRec"}, errs[:])
 }
 
 // Template is one of the alternatives of Template.
@@ -1221,28 +1252,28 @@ type TAttenuate struct {
 func ParseTAttenuate(v preserves.Value) (TAttenuate, error) {
 	var r, zero TAttenuate
 	var err error
-	rec54, err := schema.AsRecordOf(v, LabelAttenuate, 2)
+	rec55, err := schema.AsRecordOf(v, LabelAttenuate, 2)
 	if err != nil {
 		return zero, err
 	}
-	if r.Template, err = ParseTemplate(rec54.Fields[0]); err != nil {
+	if r.Template, err = ParseTemplate(rec55.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
-	s55, err := schema.AsSeq(rec54.Fields[1], 0)
+	s56, err := schema.AsSeq(rec55.Fields[1], 0)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
-	r.Attenuation = make([]Caveat, len(s55))
-	for i56, e57 := range s55 {
-		if r.Attenuation[i56], err = ParseCaveat(e57); err != nil {
-			return zero, schema.AtIn(err, v, "[1]", schema.Index(i56))
+	r.Attenuation = make([]Caveat, len(s56))
+	for i57, e58 := range s56 {
+		if r.Attenuation[i57], err = ParseCaveat(e58); err != nil {
+			return zero, schema.AtIn(err, v, "[1]", schema.Index(i57))
 		}
 	}
 	return r, nil
 }
 
 func (r TAttenuate) ToValue() preserves.Value {
-	return preserves.NewRecord(LabelAttenuate, r.Template.ToValue(), schema.SeqValue(r.Attenuation, func(x58 Caveat) preserves.Value { return x58.ToValue() }))
+	return preserves.NewRecord(LabelAttenuate, r.Template.ToValue(), schema.SeqValue(r.Attenuation, func(x59 Caveat) preserves.Value { return x59.ToValue() }))
 }
 
 // TRef is the record or collection pattern TRef.
@@ -1254,11 +1285,11 @@ type TRef struct {
 func ParseTRef(v preserves.Value) (TRef, error) {
 	var r, zero TRef
 	var err error
-	rec59, err := schema.AsRecordOf(v, LabelRef, 1)
+	rec60, err := schema.AsRecordOf(v, LabelRef, 1)
 	if err != nil {
 		return zero, err
 	}
-	if r.Binding, err = schema.AsInt(rec59.Fields[0]); err != nil {
+	if r.Binding, err = schema.AsInt(rec60.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
@@ -1285,26 +1316,26 @@ func (TCompoundRec) isTCompound() {}
 func parseTCompoundRec(v preserves.Value) (TCompoundRec, error) {
 	var r, zero TCompoundRec
 	var err error
-	rec60, err := schema.AsRecordOf(v, LabelRec, 2)
+	rec61, err := schema.AsRecordOf(v, LabelRec, 2)
 	if err != nil {
 		return zero, err
 	}
-	r.Label = rec60.Fields[0]
-	s61, err := schema.AsSeq(rec60.Fields[1], 0)
+	r.Label = rec61.Fields[0]
+	s62, err := schema.AsSeq(rec61.Fields[1], 0)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
-	r.Fields = make([]Template, len(s61))
-	for i62, e63 := range s61 {
-		if r.Fields[i62], err = ParseTemplate(e63); err != nil {
-			return zero, schema.AtIn(err, v, "[1]", schema.Index(i62))
+	r.Fields = make([]Template, len(s62))
+	for i63, e64 := range s62 {
+		if r.Fields[i63], err = ParseTemplate(e64); err != nil {
+			return zero, schema.AtIn(err, v, "[1]", schema.Index(i63))
 		}
 	}
 	return r, nil
 }
 
 func (r TCompoundRec) ToValue() preserves.Value {
-	return preserves.NewRecord(LabelRec, r.Label, schema.SeqValue(r.Fields, func(x64 Template) preserves.Value { return x64.ToValue() }))
+	return preserves.NewRecord(LabelRec, r.Label, schema.SeqValue(r.Fields, func(x65 Template) preserves.Value { return x65.ToValue() }))
 }
 
 // TCompoundArr is the alternative "arr" of TCompound.
@@ -1317,25 +1348,25 @@ func (TCompoundArr) isTCompound() {}
 func parseTCompoundArr(v preserves.Value) (TCompoundArr, error) {
 	var r, zero TCompoundArr
 	var err error
-	rec65, err := schema.AsRecordOf(v, LabelArr, 1)
+	rec66, err := schema.AsRecordOf(v, LabelArr, 1)
 	if err != nil {
 		return zero, err
 	}
-	s66, err := schema.AsSeq(rec65.Fields[0], 0)
+	s67, err := schema.AsSeq(rec66.Fields[0], 0)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
-	r.Items = make([]Template, len(s66))
-	for i67, e68 := range s66 {
-		if r.Items[i67], err = ParseTemplate(e68); err != nil {
-			return zero, schema.AtIn(err, v, "[0]", schema.Index(i67))
+	r.Items = make([]Template, len(s67))
+	for i68, e69 := range s67 {
+		if r.Items[i68], err = ParseTemplate(e69); err != nil {
+			return zero, schema.AtIn(err, v, "[0]", schema.Index(i68))
 		}
 	}
 	return r, nil
 }
 
 func (r TCompoundArr) ToValue() preserves.Value {
-	return preserves.NewRecord(LabelArr, schema.SeqValue(r.Items, func(x69 Template) preserves.Value { return x69.ToValue() }))
+	return preserves.NewRecord(LabelArr, schema.SeqValue(r.Items, func(x70 Template) preserves.Value { return x70.ToValue() }))
 }
 
 // TCompoundDict is the alternative "dict" of TCompound.
@@ -1348,26 +1379,26 @@ func (TCompoundDict) isTCompound() {}
 func parseTCompoundDict(v preserves.Value) (TCompoundDict, error) {
 	var r, zero TCompoundDict
 	var err error
-	rec70, err := schema.AsRecordOf(v, LabelDict, 1)
+	rec71, err := schema.AsRecordOf(v, LabelDict, 1)
 	if err != nil {
 		return zero, err
 	}
-	d71, err := schema.AsDict(rec70.Fields[0])
+	d72, err := schema.AsDict(rec71.Fields[0])
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
-	r.Entries = make([]schema.Pair[preserves.Value, Template], d71.Len())
-	for i72, e73 := range d71.Entries() {
-		r.Entries[i72].Key = e73.Key
-		if r.Entries[i72].Value, err = ParseTemplate(e73.Value); err != nil {
-			return zero, schema.AtIn(err, v, "[0]", schema.Key(e73.Key))
+	r.Entries = make([]schema.Pair[preserves.Value, Template], d72.Len())
+	for i73, e74 := range d72.Entries() {
+		r.Entries[i73].Key = e74.Key
+		if r.Entries[i73].Value, err = ParseTemplate(e74.Value); err != nil {
+			return zero, schema.AtIn(err, v, "[0]", schema.Key(e74.Key))
 		}
 	}
 	return r, nil
 }
 
 func (r TCompoundDict) ToValue() preserves.Value {
-	return preserves.NewRecord(LabelDict, schema.PairsValue(r.Entries, func(x74 preserves.Value) preserves.Value { return x74 }, func(x75 Template) preserves.Value { return x75.ToValue() }))
+	return preserves.NewRecord(LabelDict, schema.PairsValue(r.Entries, func(x75 preserves.Value) preserves.Value { return x75 }, func(x76 Template) preserves.Value { return x76.ToValue() }))
 }
 
 // ParseTCompound tries the alternatives of TCompound in order; the first that matches wins.
