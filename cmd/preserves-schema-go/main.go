@@ -8,7 +8,8 @@
 // Every .prs file below SCHEMADIR is a module named by its path
 // (a/b.prs is the module a.b); references between them resolve across
 // the whole directory. The package of module a.b is OUTDIR/ab, imported
-// as IMPORTPATH/ab.
+// as IMPORTPATH/ab. With -exact MODULE, that module's records must have
+// exactly their listed fields (the schema language allows more).
 package main
 
 import (
@@ -54,10 +55,11 @@ func run(args []string) error {
 	imp := fs.String("import", "", "import path of the output directory (required when modules refer to each other)")
 	bundle := fs.String("bundle", "", "also write the compiled bundle (binary <bundle …>) to this file")
 	aliases, pkgs := multi{}, multi{}
-	var skip list
+	var skip, exact list
 	fs.Var(aliases, "alias", "NAME=MODULE: a reference NAME.X means MODULE.X (repeatable)")
 	fs.Var(pkgs, "package", "MODULE=NAME: the Go package name of a module (repeatable)")
 	fs.Var(&skip, "skip", "a .prs file (relative to SCHEMADIR) to leave out (repeatable)")
+	fs.Var(&exact, "exact", "MODULE: its records must have exactly their listed fields, not at least (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -72,7 +74,14 @@ func run(args []string) error {
 	for k, v := range aliases {
 		b.Aliases[k] = strings.Split(v, ".")
 	}
-	files, err := schema.Generate(b, schema.Options{ImportPrefix: *imp, Packages: pkgs})
+	exacts := map[string]bool{}
+	for _, m := range exact {
+		if b.Module(strings.Split(m, ".")) == nil {
+			return fmt.Errorf("-exact %s: no such module", m)
+		}
+		exacts[m] = true
+	}
+	files, err := schema.Generate(b, schema.Options{ImportPrefix: *imp, Packages: pkgs, Exact: exacts})
 	if err != nil {
 		return err
 	}

@@ -12,11 +12,12 @@
 // rewrite, an `or` or a reject becomes an [Unknown] caveat rather than an
 // error: the schema ends with `@unknown any`, and an unknown caveat rejects
 // everything, so a peer that sends a caveat we do not understand gets a
-// capability that fails closed. The conversion is strict about arity where
-// the schema language is not (`<rewrite P T extra>` is unknown, not a
-// rewrite) for the same reason: anything unexpected is treated as "deny".
-// It checks each caveat on its own, so a malformed caveat inside an
-// `attenuate` template is unknown there, not the caveat around it.
+// capability that fails closed. Parsing is strict about arity where the
+// schema language is not (`<rewrite P T extra>` is unknown, not a rewrite;
+// the module is generated with -exact) for the same reason: anything
+// unexpected is treated as "deny". Each caveat is judged on its own, so a
+// malformed caveat inside an `attenuate` template is unknown there, not
+// the caveat around it.
 //
 // Patterns ([Pattern]) and templates ([Template]) are small sealed sum types.
 // Unlike dataspace patterns, caveat patterns are not extensible: `<rec L

@@ -10,8 +10,12 @@ import (
 )
 
 // The caveat vocabulary is parsed and rendered by the types generated from
-// sturdy.prs (package sturdy); this file converts between them and the
-// runtime forms of caveat.go, which Apply and Validate walk.
+// sturdy.prs (package sturdy, generated with -exact: a record with extra
+// fields does not match, so a caveat with a part we do not understand is
+// `@unknown`, which fails closed, and a sturdy ref's signature, computed
+// over each caveat as re-encoded from its parsed form, covers all of it);
+// this file converts between them and the runtime forms of caveat.go,
+// which Apply and Validate walk.
 
 // FromValue parses one caveat. Every value is a caveat (unrecognised ones
 // are [Unknown]), so the only error is a nil v. Annotations are ignored;
@@ -20,8 +24,11 @@ func FromValue(v preserves.Value) (Caveat, error) {
 	if v == nil {
 		return nil, errorf(ErrNilValue, "caveat expected")
 	}
-	c, _ := sturdy.ParseCaveat(v) // never fails: `@unknown any`
-	return caveatFrom(v, c), nil
+	c, err := sturdy.ParseCaveat(v)
+	if err != nil { // not with `@unknown any` last
+		return Unknown{Value: preserves.Strip(v)}, nil
+	}
+	return caveatFrom(c), nil
 }
 
 // ListFromValue parses a sequence of caveats, as found in a sturdy ref's
@@ -41,205 +48,90 @@ func ListFromValue(v preserves.Value) ([]Caveat, error) {
 	return out, nil
 }
 
-// The conversions below walk the parsed form together with the value it
-// was parsed from, to check what the generated parsers allow (the schema
-// language does) and we do not: records with extra fields. A caveat with
-// a part we do not understand must fail closed, and a sturdy ref's
-// signature covers each caveat as re-encoded from its parsed form, so such
-// a caveat is Unknown (its own, inside an `attenuate` template).
-
-// caveatFrom converts c, parsed from v.
-func caveatFrom(v preserves.Value, c sturdy.Caveat) Caveat {
-	var out Caveat
-	ok := false
+func caveatFrom(c sturdy.Caveat) Caveat {
 	switch x := c.(type) {
 	case sturdy.CaveatRewrite:
-		out, ok = rewriteFrom(v, x.Value)
+		return rewriteFrom(x.Value)
 	case sturdy.CaveatAlts:
-		if f, fok := fields(v, 1); fok {
-			var alts []Rewrite
-			alts, ok = seqFrom(f[0], x.Value.Alternatives, rewriteFrom)
-			out = Alts{Alternatives: alts}
-		}
+		return Alts{Alternatives: mapSlice(x.Value.Alternatives, rewriteFrom)}
 	case sturdy.CaveatReject:
-		if f, fok := fields(v, 1); fok {
-			var p Pattern
-			p, ok = patternFrom(f[0], x.Value.Pattern)
-			out = Reject{Pattern: p}
-		}
+		return Reject{Pattern: patternFrom(x.Value.Pattern)}
+	case sturdy.CaveatUnknown:
+		return Unknown{Value: preserves.Strip(x.Value)}
 	}
-	if !ok {
-		return Unknown{Value: preserves.Strip(v)}
-	}
-	return out
+	panic(fmt.Sprintf("caveat: unexpected generated caveat %T", c))
 }
 
-func rewriteFrom(v preserves.Value, r sturdy.Rewrite) (Rewrite, bool) {
-	f, ok := fields(v, 2)
-	if !ok {
-		return Rewrite{}, false
-	}
-	p, pok := patternFrom(f[0], r.Pattern)
-	t, tok := templateFrom(f[1], r.Template)
-	return Rewrite{Pattern: p, Template: t}, pok && tok
+func rewriteFrom(r sturdy.Rewrite) Rewrite {
+	return Rewrite{Pattern: patternFrom(r.Pattern), Template: templateFrom(r.Template)}
 }
 
-func patternFrom(v preserves.Value, p sturdy.Pattern) (Pattern, bool) {
+func patternFrom(p sturdy.Pattern) Pattern {
 	switch x := p.(type) {
-	case sturdy.PatternPAtom:
-		return PAtom{Kind: atomKinds[x.Value]}, true
-	case sturdy.PatternPEmbedded:
-		return PEmbedded{}, true
 	case sturdy.PatternPDiscard:
-		_, ok := fields(v, 0)
-		return PDiscard{}, ok
+		return PDiscard{}
+	case sturdy.PatternPAtom:
+		return PAtom{Kind: atomKinds[x.Value]}
+	case sturdy.PatternPEmbedded:
+		return PEmbedded{}
 	case sturdy.PatternPBind:
-		if f, ok := fields(v, 1); ok {
-			q, ok := patternFrom(f[0], x.Value.Pattern)
-			return PBind{Pattern: q}, ok
-		}
+		return PBind{Pattern: patternFrom(x.Value.Pattern)}
 	case sturdy.PatternPAnd:
-		if f, ok := fields(v, 1); ok {
-			ps, ok := seqFrom(f[0], x.Value.Patterns, patternFrom)
-			return PAnd{Patterns: ps}, ok
-		}
+		return PAnd{Patterns: mapSlice(x.Value.Patterns, patternFrom)}
 	case sturdy.PatternPNot:
-		if f, ok := fields(v, 1); ok {
-			q, ok := patternFrom(f[0], x.Value.Pattern)
-			return PNot{Pattern: q}, ok
-		}
+		return PNot{Pattern: patternFrom(x.Value.Pattern)}
 	case sturdy.PatternLit:
-		if f, ok := fields(v, 1); ok {
-			return Lit{Value: preserves.Strip(f[0])}, true
-		}
+		return Lit{Value: preserves.Strip(x.Value.Value)}
 	case sturdy.PatternPCompound:
 		switch y := x.Value.(type) {
 		case sturdy.PCompoundRec:
-			if f, ok := fields(v, 2); ok {
-				ps, ok := seqFrom(f[1], y.Fields, patternFrom)
-				return PRec{Label: preserves.Strip(f[0]), Fields: ps}, ok
-			}
+			return PRec{Label: preserves.Strip(y.Label), Fields: mapSlice(y.Fields, patternFrom)}
 		case sturdy.PCompoundAnyRec:
-			if f, ok := fields(v, 1); ok {
-				return PLabel{Label: preserves.Strip(f[0])}, true
-			}
+			return PLabel{Label: preserves.Strip(y.Label)}
 		case sturdy.PCompoundArr:
-			if f, ok := fields(v, 1); ok {
-				ps, ok := seqFrom(f[0], y.Items, patternFrom)
-				return PArr{Items: ps}, ok
-			}
+			return PArr{Items: mapSlice(y.Items, patternFrom)}
 		case sturdy.PCompoundDict:
-			if f, ok := fields(v, 1); ok {
-				es, ok := dictFrom(f[0], y.Entries, func(k preserves.Value, p Pattern) PDictEntry { return PDictEntry{k, p} }, patternFrom)
-				return PDict{Entries: es}, ok
-			}
+			return PDict{Entries: mapSlice(y.Entries, func(e schema.Pair[preserves.Value, sturdy.Pattern]) PDictEntry {
+				return PDictEntry{Key: preserves.Strip(e.Key), Pattern: patternFrom(e.Value)}
+			})}
 		}
 	}
-	return nil, false
+	panic(fmt.Sprintf("caveat: unexpected generated pattern %T", p))
 }
 
-func templateFrom(v preserves.Value, t sturdy.Template) (Template, bool) {
+func templateFrom(t sturdy.Template) Template {
 	switch x := t.(type) {
 	case sturdy.TemplateTAttenuate:
-		if f, ok := fields(v, 2); ok {
-			u, ok := templateFrom(f[0], x.Value.Template)
-			seq, _ := preserves.Unwrap(f[1]).(preserves.Sequence)
-			cs := make([]Caveat, len(x.Value.Attenuation))
-			for i, c := range x.Value.Attenuation {
-				if i < len(seq) {
-					cs[i] = caveatFrom(seq[i], c)
-				}
-			}
-			return TAttenuate{Template: u, Caveats: cs}, ok && len(seq) == len(cs)
-		}
+		return TAttenuate{Template: templateFrom(x.Value.Template), Caveats: mapSlice(x.Value.Attenuation, caveatFrom)}
 	case sturdy.TemplateTRef:
-		if _, ok := fields(v, 1); ok {
-			if b := x.Value.Binding; !b.IsInt64() {
-				// Out of every slice's range; remember it for ToValue
-				// and keep Binding negative so nothing treats it as bound.
-				return TRef{Binding: -1, big: b}, true
-			}
-			return TRef{Binding: x.Value.Binding.Int64()}, true
+		if b := x.Value.Binding; !b.IsInt64() {
+			// Out of every slice's range; remember it for ToValue and
+			// keep Binding negative so nothing ever treats it as bound.
+			return TRef{Binding: -1, big: b}
 		}
+		return TRef{Binding: x.Value.Binding.Int64()}
 	case sturdy.TemplateLit:
-		if f, ok := fields(v, 1); ok {
-			return Lit{Value: preserves.Strip(f[0])}, true
-		}
+		return Lit{Value: preserves.Strip(x.Value.Value)}
 	case sturdy.TemplateTCompound:
 		switch y := x.Value.(type) {
 		case sturdy.TCompoundRec:
-			if f, ok := fields(v, 2); ok {
-				ts, ok := seqFrom(f[1], y.Fields, templateFrom)
-				return TRec{Label: preserves.Strip(f[0]), Fields: ts}, ok
-			}
+			return TRec{Label: preserves.Strip(y.Label), Fields: mapSlice(y.Fields, templateFrom)}
 		case sturdy.TCompoundArr:
-			if f, ok := fields(v, 1); ok {
-				ts, ok := seqFrom(f[0], y.Items, templateFrom)
-				return TArr{Items: ts}, ok
-			}
+			return TArr{Items: mapSlice(y.Items, templateFrom)}
 		case sturdy.TCompoundDict:
-			if f, ok := fields(v, 1); ok {
-				es, ok := dictFrom(f[0], y.Entries, func(k preserves.Value, t Template) TDictEntry { return TDictEntry{k, t} }, templateFrom)
-				return TDict{Entries: es}, ok
-			}
+			return TDict{Entries: mapSlice(y.Entries, func(e schema.Pair[preserves.Value, sturdy.Template]) TDictEntry {
+				return TDictEntry{Key: preserves.Strip(e.Key), Template: templateFrom(e.Value)}
+			})}
 		}
 	}
-	return nil, false
-}
-
-// fields returns the fields of v, a record, when it has exactly n.
-func fields(v preserves.Value, n int) ([]preserves.Value, bool) {
-	r, ok := preserves.Unwrap(v).(*preserves.Record)
-	if !ok || len(r.Fields) != n {
-		return nil, false
-	}
-	return r.Fields, true
-}
-
-// seqFrom converts each of xs, parsed from the items of v, with from.
-func seqFrom[G, R any](v preserves.Value, xs []G, from func(preserves.Value, G) (R, bool)) ([]R, bool) {
-	seq, ok := preserves.Unwrap(v).(preserves.Sequence)
-	if !ok || len(seq) != len(xs) {
-		return nil, false
-	}
-	out := make([]R, len(xs))
-	for i, x := range xs {
-		if out[i], ok = from(seq[i], x); !ok {
-			return nil, false
-		}
-	}
-	return out, true
-}
-
-// dictFrom converts each of es, parsed from the values of v, with from,
-// and makes an entry of it and its key (without annotations).
-func dictFrom[G, R, E any](v preserves.Value, es []schema.Pair[preserves.Value, G], entry func(preserves.Value, R) E, from func(preserves.Value, G) (R, bool)) ([]E, bool) {
-	d, ok := preserves.Unwrap(v).(*preserves.Dictionary)
-	if !ok || d.Len() != len(es) {
-		return nil, false
-	}
-	out := make([]E, len(es))
-	for i, e := range d.Entries() { // in the order the parser read them
-		r, ok := from(e.Value, es[i].Value)
-		if !ok {
-			return nil, false
-		}
-		out[i] = entry(preserves.Strip(e.Key), r)
-	}
-	return out, true
+	panic(fmt.Sprintf("caveat: unexpected generated template %T", t))
 }
 
 // ToValue renders a caveat in its sturdy.prs form.
 func ToValue(c Caveat) preserves.Value { return caveatTo(c).ToValue() }
 
 // ListToValue renders a caveat list as a sequence.
-func ListToValue(cs []Caveat) preserves.Sequence {
-	out := make(preserves.Sequence, len(cs))
-	for i, c := range cs {
-		out[i] = ToValue(c)
-	}
-	return out
-}
+func ListToValue(cs []Caveat) preserves.Sequence { return mapSlice(cs, ToValue) }
 
 // PatternToValue renders a pattern in its sturdy.prs form.
 func PatternToValue(p Pattern) preserves.Value { return patternTo(p).ToValue() }
@@ -306,7 +198,11 @@ func templateTo(t Template) sturdy.Template {
 		return sturdy.TemplateTAttenuate{Value: sturdy.TAttenuate{Template: templateTo(x.Template), Attenuation: mapSlice(x.Caveats, caveatTo)}}
 	case TRef:
 		b := x.big
-		if b == nil {
+		switch {
+		case b != nil:
+		case x.Binding >= 0 && x.Binding < int64(len(smallInts)):
+			b = smallInts[x.Binding] // only read: rendering is on the signing path
+		default:
 			b = big.NewInt(x.Binding)
 		}
 		return sturdy.TemplateTRef{Value: sturdy.TRef{Binding: b}}
@@ -323,6 +219,14 @@ func templateTo(t Template) sturdy.Template {
 	}
 	panic(fmt.Sprintf("caveat: TemplateToValue: unexpected template type %T", t))
 }
+
+// smallInts are the binding indices of most `<ref n>` templates.
+var smallInts = func() (bs [16]*big.Int) {
+	for i := range bs {
+		bs[i] = big.NewInt(int64(i))
+	}
+	return
+}()
 
 // mapSlice converts each of xs with f.
 func mapSlice[T, U any](xs []T, f func(T) U) []U {

@@ -193,12 +193,7 @@ func SturdyRefFromValue(v preserves.Value) (*SturdyRef, error) {
 	if err != nil {
 		return nil, notSturdy(err)
 	}
-	// Exactly one field: a ref with more is not one we understand.
-	rec, _ := preserves.Unwrap(v).(*preserves.Record)
-	if rec == nil || len(rec.Fields) != 1 {
-		return nil, errorf(ErrNotSturdyRef, "%s<ref …> with other than one field", preserves.PosOf(v).Prefix(""))
-	}
-	return fromParameters(r.Parameters, rec.Fields[0]), nil
+	return fromParameters(r.Parameters), nil
 }
 
 // ParametersFromValue parses the Parameters dictionary alone, as found in
@@ -212,7 +207,7 @@ func ParametersFromValue(v preserves.Value) (*SturdyRef, error) {
 	if err != nil {
 		return nil, notSturdy(err)
 	}
-	return fromParameters(p, v), nil
+	return fromParameters(p), nil
 }
 
 // notSturdy classes a parse error, which names the path and position.
@@ -224,25 +219,12 @@ func notSturdy(err error) error {
 	return &Error{Err: ErrNotSturdyRef, Msg: err.Error()}
 }
 
-// fromParameters converts p, parsed from v (a dictionary).
-func fromParameters(p sturdy.Parameters, v preserves.Value) *SturdyRef {
+func fromParameters(p sturdy.Parameters) *SturdyRef {
 	sr := &SturdyRef{OID: preserves.Strip(p.Oid), Sig: p.Sig}
 	switch c := p.Caveats.(type) {
 	case sturdy.CaveatsFieldPresent:
 		sr.CaveatsPresent = true
-		var seq preserves.Sequence
-		if d, ok := preserves.Unwrap(v).(*preserves.Dictionary); ok {
-			raw, _ := d.Get(symCaveats)
-			seq, _ = preserves.Unwrap(raw).(preserves.Sequence)
-		}
-		sr.Caveats = make([]Caveat, len(c.Caveats))
-		for i, x := range c.Caveats {
-			if i >= len(seq) { // not with a parsed sequence
-				sr.Caveats = sr.Caveats[:i]
-				break
-			}
-			sr.Caveats[i] = caveatFrom(seq[i], x)
-		}
+		sr.Caveats = mapSlice(c.Caveats, caveatFrom)
 	case sturdy.CaveatsFieldInvalid:
 		sr.CaveatsPresent = true
 		sr.BadCaveats = preserves.Strip(c.Caveats)

@@ -119,6 +119,7 @@ func FuzzFromValueMatch(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		src := &byteSrc{b: data}
 		pv, v := src.value(0), src.value(0)
+		agreesWithSchema(t, pv)
 
 		p, err := FromValue(pv)
 		if err != nil {
@@ -186,6 +187,7 @@ func FuzzFromValueText(f *testing.F) {
 		if err != nil || len(vs) == 0 {
 			return
 		}
+		agreesWithSchema(t, vs[0])
 		p, err := FromValue(vs[0])
 		if err != nil {
 			var pe *Error

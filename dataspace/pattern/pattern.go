@@ -20,17 +20,16 @@
 // builders ([Rec], [Arr], [Dict], [NewGroup]) and [FromValue] establish that
 // order; code that builds a Group literal by hand must keep it.
 //
-// [FromValue] parses the schema form with the parser generated from
-// dataspacePatterns.prs (package dataspace/schemas/dataspacepatterns) and
-// converts the result; the conversion adds the one check the schema
-// language leaves out, exact record arities (the generated parser accepts
-// extra fields, as the reference does; we refuse a pattern with parts it
-// would silently ignore). Malformed input is an *[Error] wrapping
-// [ErrMalformed], with the source position when the value carries one.
-// [ToValue] is its inverse, written by hand: it renders every runtime
-// pattern, including the literal of a value the schema's AnyAtom cannot
-// hold (a compound containing a set, which [Lift] cannot lift), and it is
-// on the path of every Observe a Go service asserts. [Match] and
+// [FromValue] parses the schema form strictly (exact record arities, `lit`
+// holding only atoms or embedded values) and reports malformed input as an
+// *[Error] wrapping [ErrMalformed], with the source position when the value
+// was read with positions. [ToValue] is its inverse. Both are written by
+// hand although dataspacePatterns.prs is generated (package
+// dataspace/schemas/dataspacepatterns, with -exact): the dataspace parses
+// the pattern of every Observe asserted and retracted, and the generated
+// parser plus a conversion takes three times as long. The tests and fuzz
+// targets hold this copy to the generated parser: the same values are
+// accepted, and render alike (docs/architecture.md, "Known second copies"). [Match] and
 // [MatchAppend] test a value and collect captures in pre-order; they look
 // through annotation wrappers, so annotated values match like their plain
 // items. [Lift] and [Drop] convert between literal values and the patterns
@@ -207,4 +206,14 @@ func equalType(a, b GroupType) bool {
 		return ok
 	}
 	return false
+}
+
+// isAtomic reports whether v (already unwrapped) may appear in a `lit`:
+// an atom or an embedded value, never a compound.
+func isAtomic(v preserves.Value) bool {
+	switch v.Kind() {
+	case preserves.KindRecord, preserves.KindSequence, preserves.KindSet, preserves.KindDictionary:
+		return false
+	}
+	return true
 }

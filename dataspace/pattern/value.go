@@ -6,7 +6,6 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace/schemas/dataspacepatterns"
 	"github.com/syndicate-go/syndicate/preserves"
-	"github.com/syndicate-go/syndicate/preserves/schema"
 )
 
 // ErrMalformed is wrapped by every error FromValue and Lift return:
@@ -36,88 +35,101 @@ func malformed(at preserves.Value, format string, args ...any) *Error {
 // schema form are dataspacepatterns.Label….
 const symDiscard = preserves.Symbol("_")
 
-// FromValue parses the schema form of a pattern with the parser generated
-// from dataspacePatterns.prs. Annotations are ignored (the result holds
-// plain values) except that their positions are reported in errors.
-// Record arities are checked exactly (the schema language allows extra
-// fields; a pattern with parts we would silently ignore is refused
-// instead); a `lit` must hold an atom or embedded value. Group keys are
-// not checked against the group type: a non-index key in a rec/arr group
-// is well-formed and simply never matches (§11.2).
+// FromValue parses the schema form of a pattern. Annotations are ignored (the
+// result holds plain values) except that their positions are reported in
+// errors. Record arities are checked exactly, as the schema requires; a
+// `lit` must hold an atom or embedded value. Group keys are not checked
+// against the group type: a non-index key in a rec/arr group is well-formed
+// and simply never matches (§11.2).
 func FromValue(v preserves.Value) (Pattern, error) {
-	g, err := dataspacepatterns.ParsePattern(v)
-	if err != nil {
-		var pe *schema.ParseError
-		if !errors.As(err, &pe) {
-			return nil, &Error{Msg: "pattern: " + err.Error()}
-		}
-		d := *pe.Deepest()
-		pos := d.Pos
-		d.Pos = preserves.Pos{}
-		return nil, &Error{Pos: pos, Msg: "pattern: " + d.Error()}
+	r, ok := preserves.Unwrap(v).(*preserves.Record)
+	if !ok {
+		return nil, malformed(v, "pattern: expected a pattern record, found %s", preserves.Unwrap(v).Kind())
 	}
-	p, at := fromSchema(v, g)
-	if at != nil {
-		return nil, malformed(at, "pattern: %s has fields the schema does not define", preserves.Show(at))
-	}
-	return p, nil
-}
-
-// fromSchema converts g, parsed from v, to the runtime form. It checks
-// what the generated parser allows and we do not, a record with extra
-// fields (or, only with a schema.Wildcard, no record at all), and returns
-// the offending part of v instead.
-func fromSchema(v preserves.Value, g dataspacepatterns.Pattern) (Pattern, preserves.Value) {
-	r, _ := preserves.Unwrap(v).(*preserves.Record)
-	if r == nil {
-		return nil, v
-	}
-	switch x := g.(type) {
-	case dataspacepatterns.PatternDiscard:
-		if len(r.Fields) == 0 {
-			return Discard{}, nil
+	label, _ := preserves.Unwrap(r.Label).(preserves.Symbol)
+	switch label {
+	case symDiscard:
+		if len(r.Fields) != 0 {
+			return nil, malformed(v, "pattern: <_> takes no fields, found %d", len(r.Fields))
 		}
-	case dataspacepatterns.PatternBind:
-		if len(r.Fields) == 1 {
-			p, at := fromSchema(r.Fields[0], x.Pattern)
-			return Bind{Pattern: p}, at
+		return Discard{}, nil
+	case dataspacepatterns.LabelBind:
+		if len(r.Fields) != 1 {
+			return nil, malformed(v, "pattern: <bind> takes one field, found %d", len(r.Fields))
 		}
-	case dataspacepatterns.PatternLit:
-		if len(r.Fields) == 1 {
-			return Lit{Value: preserves.Strip(r.Fields[0])}, nil
+		p, err := FromValue(r.Fields[0])
+		if err != nil {
+			return nil, err
 		}
-	case dataspacepatterns.PatternGroup:
+		return Bind{Pattern: p}, nil
+	case dataspacepatterns.LabelLit:
+		if len(r.Fields) != 1 {
+			return nil, malformed(v, "pattern: <lit> takes one field, found %d", len(r.Fields))
+		}
+		a := preserves.Unwrap(r.Fields[0])
+		if !isAtomic(a) {
+			return nil, malformed(r.Fields[0], "pattern: <lit> cannot hold a %s", a.Kind())
+		}
+		return Lit{Value: preserves.Strip(a)}, nil
+	case dataspacepatterns.LabelGroup:
 		if len(r.Fields) != 2 {
-			return nil, v
+			return nil, malformed(v, "pattern: <group> takes two fields, found %d", len(r.Fields))
 		}
-		var t GroupType
-		arity := 0
-		switch y := x.Type.(type) {
-		case dataspacepatterns.GroupTypeRec:
-			t, arity = RecType{Label: preserves.Strip(y.Label)}, 1
-		case dataspacepatterns.GroupTypeArr:
-			t = ArrType{}
-		case dataspacepatterns.GroupTypeDict:
-			t = DictType{}
+		t, err := groupTypeFromValue(r.Fields[0])
+		if err != nil {
+			return nil, err
 		}
-		if tr, _ := preserves.Unwrap(r.Fields[0]).(*preserves.Record); tr == nil || len(tr.Fields) != arity {
-			return nil, r.Fields[0]
+		d, ok := preserves.Unwrap(r.Fields[1]).(*preserves.Dictionary)
+		if !ok {
+			return nil, malformed(r.Fields[1], "pattern: group entries must be a dictionary, found %s",
+				preserves.Unwrap(r.Fields[1]).Kind())
 		}
-		d, _ := preserves.Unwrap(r.Fields[1]).(*preserves.Dictionary)
-		if d == nil || d.Len() != len(x.Entries) {
-			return nil, r.Fields[1]
-		}
-		es := make([]Entry, len(x.Entries))
-		for i, e := range d.Entries() { // in the order the parser read them
-			p, at := fromSchema(e.Value, x.Entries[i].Value)
-			if at != nil {
-				return nil, at
-			}
-			es[i] = Entry{Key: preserves.Strip(e.Key), Pattern: p}
+		es, err := dictEntries(d, FromValue)
+		if err != nil {
+			return nil, err
 		}
 		return Group{Type: t, Entries: es}, nil
 	}
-	return nil, v
+	return nil, malformed(v, "pattern: unknown pattern record label %v", labelText(r.Label))
+}
+
+func groupTypeFromValue(v preserves.Value) (GroupType, error) {
+	r, ok := preserves.Unwrap(v).(*preserves.Record)
+	if !ok {
+		return nil, malformed(v, "pattern: expected a group type record, found %s", preserves.Unwrap(v).Kind())
+	}
+	label, _ := preserves.Unwrap(r.Label).(preserves.Symbol)
+	want := 0
+	var t GroupType
+	switch label {
+	case dataspacepatterns.LabelRec:
+		want = 1
+		if len(r.Fields) == 1 {
+			t = RecType{Label: preserves.Strip(r.Fields[0])}
+		}
+	case dataspacepatterns.LabelArr:
+		t = ArrType{}
+	case dataspacepatterns.LabelDict:
+		t = DictType{}
+	default:
+		return nil, malformed(v, "pattern: unknown group type label %v", labelText(r.Label))
+	}
+	if len(r.Fields) != want {
+		return nil, malformed(v, "pattern: <%s> takes %d field(s), found %d", string(label), want, len(r.Fields))
+	}
+	return t, nil
+}
+
+// labelText describes a record label for an error message without depending
+// on the text writer.
+func labelText(l preserves.Value) string {
+	switch x := preserves.Unwrap(l).(type) {
+	case preserves.Symbol:
+		return preserves.ShowString(string(x))
+	case preserves.String:
+		return fmt.Sprintf("%q", preserves.ShowString(string(x)))
+	}
+	return "of kind " + preserves.Unwrap(l).Kind().String()
 }
 
 // ToValue renders p in the schema form FromValue parses. A nil sub-pattern is

@@ -32,4 +32,4 @@
 // errors are *schema.ParseError too, sorted by their Class.
 package schemas
 
-//go:generate go run ../../cmd/preserves-schema-go -o . -import github.com/syndicate-go/syndicate/dataspace/schemas -alias TransportAddress=transportAddress .
+//go:generate go run ../../cmd/preserves-schema-go -o . -import github.com/syndicate-go/syndicate/dataspace/schemas -alias TransportAddress=transportAddress -exact sturdy -exact dataspacePatterns .

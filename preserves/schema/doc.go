@@ -40,8 +40,13 @@
 // # Parsing and errors
 //
 // Generated parsers look through annotations at every depth, accept the
-// extra fields, elements and keys the specification allows, and try
-// alternatives in source order. A failure is a *[ParseError] (class
+// extra fields, elements and keys the specification allows (records of
+// the modules in [Options].Exact must have exactly their fields), and try
+// alternatives in source order; an alternative that cannot match by its
+// record label, literal or kind ([MayBeRecordOf], [MayEqual],
+// [MayBeKind]) is skipped, its error built only if nothing matches, as
+// errors (which show the value) are most of the cost of a parse that
+// tries several alternatives. A failure is a *[ParseError] (class
 // [ErrParse]): the path from the value given to Parse… to the part that
 // is wrong (".label", "[2]", "[key]"), that part's source position when
 // one is known — its own annotation (values read with

@@ -26,6 +26,11 @@ type Options struct {
 	Packages map[string]string
 	// Source names the generator's input in the header of each file.
 	Source string
+	// Exact lists modules (by dotted path) whose records must have
+	// exactly the fields their definition lists: the schema language
+	// allows more, and a module that must fail closed on anything it does
+	// not understand (caveats) cannot.
+	Exact map[string]bool
 }
 
 // PackageName is the Go package (and directory) of module p: the path
@@ -642,11 +647,15 @@ func (g *gen) compound(p Pattern, src string, fs []field, steps []string) error 
 		}
 		r := g.fresh("rec")
 		if l, ok := x.Label.Pattern.(Lit); ok && x.Label.Name == "" {
+			asRecordOf := "AsRecordOf"
+			if _, ok := x.Fields.Pattern.(Tuple); ok && x.Fields.Name == "" && g.opts.Exact[g.m.Path.String()] {
+				asRecordOf = "AsExactRecordOf"
+			}
 			if t, ok := x.Fields.Pattern.(Tuple); ok && x.Fields.Name == "" && len(t.Elems) == 0 {
-				g.p("if _, err := %s.AsRecordOf(%s, %s, 0); err != nil { %s }", sc, src, g.label(l.Literal), g.fail(steps))
+				g.p("if _, err := %s.%s(%s, %s, 0); err != nil { %s }", sc, asRecordOf, src, g.label(l.Literal), g.fail(steps))
 				return nil
 			}
-			g.p("%s, err := %s.AsRecordOf(%s, %s, %d)", r, sc, src, g.label(l.Literal), min)
+			g.p("%s, err := %s.%s(%s, %s, %d)", r, sc, asRecordOf, src, g.label(l.Literal), min)
 			g.p("if err != nil { %s }", g.fail(steps))
 		} else {
 			g.p("%s, err := %s.AsRecord(%s, %d)", r, sc, src, min)

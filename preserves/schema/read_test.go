@@ -37,6 +37,10 @@ func readGolden(t *testing.T, name string) map[string]preserves.Value {
 	return out
 }
 
+// ourAlternatives are the alternatives our copies of the reference
+// schemas add, by definition.
+var ourAlternatives = map[string]string{"sturdy.PCompound": "anyRec"}
+
 func TestReaderMatchesGoldenBundles(t *testing.T) {
 	golden := readGolden(t, "syndicate-protocols.bundle.bin")
 	for k, v := range readGolden(t, "syndicate-server.bundle.bin") {
@@ -52,6 +56,14 @@ func TestReaderMatchesGoldenBundles(t *testing.T) {
 		}
 		want, ok := golden[m.Path.String()]
 		require.True(t, ok, "module %s not in the golden bundles", m.Path)
+		for _, d := range m.Definitions {
+			// Our one extension of a reference schema (<rec L> in caveat
+			// patterns, dataspace/schemas/doc.go): the last alternative.
+			if ext, ok := ourAlternatives[m.Path.String()+"."+d.Name]; ok {
+				require.Equal(t, ext, d.Or[len(d.Or)-1].Label)
+				d.Or = d.Or[:len(d.Or)-1]
+			}
+		}
 		got := m.Value()
 		if !preserves.Equal(got, want) {
 			// Narrow the report to the first differing definition.

@@ -227,6 +227,16 @@ func AsRecordOf(v, label preserves.Value, n int) (*preserves.Record, error) {
 	return AsRecord(v, n)
 }
 
+// AsExactRecordOf is AsRecordOf for the modules generated with
+// Options.Exact: the record has exactly n fields.
+func AsExactRecordOf(v, label preserves.Value, n int) (*preserves.Record, error) {
+	r, err := AsRecordOf(v, label, n)
+	if err == nil && len(r.Fields) != n {
+		return nil, Fail(v, "expected exactly %d field%s", n, plural(n))
+	}
+	return r, err
+}
+
 // AsSeq returns v as a sequence of at least n elements.
 func AsSeq(v preserves.Value, n int) (preserves.Sequence, error) {
 	s, ok := preserves.Unwrap(v).(preserves.Sequence)

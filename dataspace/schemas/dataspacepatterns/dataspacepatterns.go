@@ -43,7 +43,7 @@ func (PatternDiscard) isPattern() {}
 
 func parsePatternDiscard(v preserves.Value) (PatternDiscard, error) {
 	var r, zero PatternDiscard
-	if _, err := schema.AsRecordOf(v, preserves.Symbol("_"), 0); err != nil {
+	if _, err := schema.AsExactRecordOf(v, preserves.Symbol("_"), 0); err != nil {
 		return zero, err
 	}
 	return r, nil
@@ -61,7 +61,7 @@ func (PatternBind) isPattern() {}
 func parsePatternBind(v preserves.Value) (PatternBind, error) {
 	var r, zero PatternBind
 	var err error
-	rec2, err := schema.AsRecordOf(v, LabelBind, 1)
+	rec2, err := schema.AsExactRecordOf(v, LabelBind, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -85,7 +85,7 @@ func (PatternLit) isPattern() {}
 func parsePatternLit(v preserves.Value) (PatternLit, error) {
 	var r, zero PatternLit
 	var err error
-	rec3, err := schema.AsRecordOf(v, LabelLit, 1)
+	rec3, err := schema.AsExactRecordOf(v, LabelLit, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -110,7 +110,7 @@ func (PatternGroup) isPattern() {}
 func parsePatternGroup(v preserves.Value) (PatternGroup, error) {
 	var r, zero PatternGroup
 	var err error
-	rec4, err := schema.AsRecordOf(v, LabelGroup, 2)
+	rec4, err := schema.AsExactRecordOf(v, LabelGroup, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -196,7 +196,7 @@ func (GroupTypeRec) isGroupType() {}
 
 func parseGroupTypeRec(v preserves.Value) (GroupTypeRec, error) {
 	var r, zero GroupTypeRec
-	rec10, err := schema.AsRecordOf(v, LabelRec, 1)
+	rec10, err := schema.AsExactRecordOf(v, LabelRec, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -214,7 +214,7 @@ func (GroupTypeArr) isGroupType() {}
 
 func parseGroupTypeArr(v preserves.Value) (GroupTypeArr, error) {
 	var r, zero GroupTypeArr
-	if _, err := schema.AsRecordOf(v, LabelArr, 0); err != nil {
+	if _, err := schema.AsExactRecordOf(v, LabelArr, 0); err != nil {
 		return zero, err
 	}
 	return r, nil
@@ -230,7 +230,7 @@ func (GroupTypeDict) isGroupType() {}
 
 func parseGroupTypeDict(v preserves.Value) (GroupTypeDict, error) {
 	var r, zero GroupTypeDict
-	if _, err := schema.AsRecordOf(v, LabelDict, 0); err != nil {
+	if _, err := schema.AsExactRecordOf(v, LabelDict, 0); err != nil {
 		return zero, err
 	}
 	return r, nil

@@ -120,7 +120,7 @@ type SturdyRef struct {
 func ParseSturdyRef(v preserves.Value) (SturdyRef, error) {
 	var r, zero SturdyRef
 	var err error
-	rec4, err := schema.AsRecordOf(v, LabelRef, 1)
+	rec4, err := schema.AsExactRecordOf(v, LabelRef, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -411,7 +411,7 @@ type Rewrite struct {
 func ParseRewrite(v preserves.Value) (Rewrite, error) {
 	var r, zero Rewrite
 	var err error
-	rec17, err := schema.AsRecordOf(v, LabelRewrite, 2)
+	rec17, err := schema.AsExactRecordOf(v, LabelRewrite, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -437,7 +437,7 @@ type Reject struct {
 func ParseReject(v preserves.Value) (Reject, error) {
 	var r, zero Reject
 	var err error
-	rec18, err := schema.AsRecordOf(v, LabelReject, 1)
+	rec18, err := schema.AsExactRecordOf(v, LabelReject, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -460,7 +460,7 @@ type Alts struct {
 func ParseAlts(v preserves.Value) (Alts, error) {
 	var r, zero Alts
 	var err error
-	rec19, err := schema.AsRecordOf(v, LabelOr, 1)
+	rec19, err := schema.AsExactRecordOf(v, LabelOr, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -597,7 +597,7 @@ type Lit struct {
 // ParseLit parses v as a Lit.
 func ParseLit(v preserves.Value) (Lit, error) {
 	var r, zero Lit
-	rec29, err := schema.AsRecordOf(v, LabelLit, 1)
+	rec29, err := schema.AsExactRecordOf(v, LabelLit, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -833,7 +833,7 @@ type PDiscard struct {
 // ParsePDiscard parses v as a PDiscard.
 func ParsePDiscard(v preserves.Value) (PDiscard, error) {
 	var r, zero PDiscard
-	if _, err := schema.AsRecordOf(v, preserves.Symbol("_"), 0); err != nil {
+	if _, err := schema.AsExactRecordOf(v, preserves.Symbol("_"), 0); err != nil {
 		return zero, err
 	}
 	return r, nil
@@ -894,7 +894,7 @@ type PBind struct {
 func ParsePBind(v preserves.Value) (PBind, error) {
 	var r, zero PBind
 	var err error
-	rec31, err := schema.AsRecordOf(v, LabelBind, 1)
+	rec31, err := schema.AsExactRecordOf(v, LabelBind, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -915,7 +915,7 @@ type PAnd struct {
 func ParsePAnd(v preserves.Value) (PAnd, error) {
 	var r, zero PAnd
 	var err error
-	rec32, err := schema.AsRecordOf(v, LabelAnd, 1)
+	rec32, err := schema.AsExactRecordOf(v, LabelAnd, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -945,7 +945,7 @@ type PNot struct {
 func ParsePNot(v preserves.Value) (PNot, error) {
 	var r, zero PNot
 	var err error
-	rec37, err := schema.AsRecordOf(v, LabelNot, 1)
+	rec37, err := schema.AsExactRecordOf(v, LabelNot, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -976,7 +976,7 @@ func (PCompoundRec) isPCompound() {}
 func parsePCompoundRec(v preserves.Value) (PCompoundRec, error) {
 	var r, zero PCompoundRec
 	var err error
-	rec38, err := schema.AsRecordOf(v, LabelRec, 2)
+	rec38, err := schema.AsExactRecordOf(v, LabelRec, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -1008,7 +1008,7 @@ func (PCompoundArr) isPCompound() {}
 func parsePCompoundArr(v preserves.Value) (PCompoundArr, error) {
 	var r, zero PCompoundArr
 	var err error
-	rec43, err := schema.AsRecordOf(v, LabelArr, 1)
+	rec43, err := schema.AsExactRecordOf(v, LabelArr, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -1039,7 +1039,7 @@ func (PCompoundDict) isPCompound() {}
 func parsePCompoundDict(v preserves.Value) (PCompoundDict, error) {
 	var r, zero PCompoundDict
 	var err error
-	rec48, err := schema.AsRecordOf(v, LabelDict, 1)
+	rec48, err := schema.AsExactRecordOf(v, LabelDict, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -1070,7 +1070,7 @@ func (PCompoundAnyRec) isPCompound() {}
 
 func parsePCompoundAnyRec(v preserves.Value) (PCompoundAnyRec, error) {
 	var r, zero PCompoundAnyRec
-	rec54, err := schema.AsRecordOf(v, LabelRec, 1)
+	rec54, err := schema.AsExactRecordOf(v, LabelRec, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -1252,7 +1252,7 @@ type TAttenuate struct {
 func ParseTAttenuate(v preserves.Value) (TAttenuate, error) {
 	var r, zero TAttenuate
 	var err error
-	rec55, err := schema.AsRecordOf(v, LabelAttenuate, 2)
+	rec55, err := schema.AsExactRecordOf(v, LabelAttenuate, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -1285,7 +1285,7 @@ type TRef struct {
 func ParseTRef(v preserves.Value) (TRef, error) {
 	var r, zero TRef
 	var err error
-	rec60, err := schema.AsRecordOf(v, LabelRef, 1)
+	rec60, err := schema.AsExactRecordOf(v, LabelRef, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -1316,7 +1316,7 @@ func (TCompoundRec) isTCompound() {}
 func parseTCompoundRec(v preserves.Value) (TCompoundRec, error) {
 	var r, zero TCompoundRec
 	var err error
-	rec61, err := schema.AsRecordOf(v, LabelRec, 2)
+	rec61, err := schema.AsExactRecordOf(v, LabelRec, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -1348,7 +1348,7 @@ func (TCompoundArr) isTCompound() {}
 func parseTCompoundArr(v preserves.Value) (TCompoundArr, error) {
 	var r, zero TCompoundArr
 	var err error
-	rec66, err := schema.AsRecordOf(v, LabelArr, 1)
+	rec66, err := schema.AsExactRecordOf(v, LabelArr, 1)
 	if err != nil {
 		return zero, err
 	}
@@ -1379,7 +1379,7 @@ func (TCompoundDict) isTCompound() {}
 func parseTCompoundDict(v preserves.Value) (TCompoundDict, error) {
 	var r, zero TCompoundDict
 	var err error
-	rec71, err := schema.AsRecordOf(v, LabelDict, 1)
+	rec71, err := schema.AsExactRecordOf(v, LabelDict, 1)
 	if err != nil {
 		return zero, err
 	}
