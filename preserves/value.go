@@ -239,6 +239,16 @@ func NewDictionary(entries ...DictEntry) *Dictionary {
 	return &Dictionary{entries: out}
 }
 
+// NewSortedDictionary returns the dictionary of entries, which the caller
+// has already put in strictly increasing key order (Compare) without
+// duplicate keys, as a generator sorting a Go map's entries with a
+// typed comparison does: it neither checks nor copies entries (the
+// dictionary keeps the slice). Entries out of order make a dictionary that
+// Get and Equal misjudge; when in doubt use NewDictionary.
+func NewSortedDictionary(entries []DictEntry) *Dictionary {
+	return &Dictionary{entries: entries}
+}
+
 // Dict returns the dictionary of alternating keys and values, the way a
 // dictionary is written: Dict(k1, v1, k2, v2, …). An odd number of
 // arguments is a programming error and panics.

@@ -62,3 +62,16 @@ func TestNewDictionarySortedInput(t *testing.T) {
 		t.Errorf("unsorted input: %s", got)
 	}
 }
+
+// TestNewSortedDictionary: entries already in key order make the same
+// dictionary as NewDictionary, keeping the caller's slice.
+func TestNewSortedDictionary(t *testing.T) {
+	es := []DictEntry{{Key: Int(1), Value: Int(2)}, {Key: String("a"), Value: Int(3)}, {Key: Symbol("a"), Value: Int(4)}}
+	d := NewSortedDictionary(es)
+	if !Equal(d, NewDictionary(DictEntry{Key: Symbol("a"), Value: Int(4)}, es[1], es[0])) {
+		t.Fatalf("got %s", FormatText(d))
+	}
+	if &d.Entries()[0] != &es[0] {
+		t.Fatal("the entries were copied")
+	}
+}

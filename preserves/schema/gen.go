@@ -1237,10 +1237,19 @@ func (g *gen) union(d *Definition, name string) error {
 	// matches: building errors (texts of values) is most of the cost of
 	// a parse that tries several alternatives. A skipped alternative
 	// fails at its first test, so the second call costs little.
+	// The guards test one Peek, found once: the kind and label of v.
 	guards := make([]string, len(d.Or))
+	peek := false
+	for i, a := range d.Or {
+		guards[i] = g.guard(a.Pattern, 0)
+		peek = peek || strings.HasPrefix(guards[i], "p.")
+	}
+	if peek {
+		g.p("p := %s.PeekAt(v)", sc)
+	}
 	for i, a := range d.Or {
 		call := fmt.Sprintf("if r, err := parse%s(v); err == nil { return r, nil } else { errs[%d] = err }", name+Mangle(a.Label), i)
-		if guards[i] = g.guard(a.Pattern, 0); guards[i] != "" {
+		if guards[i] != "" {
 			g.p("if %s {", guards[i])
 			g.p("%s", call)
 			g.p("}")
@@ -1268,9 +1277,15 @@ func (g *gen) guard(p Pattern, depth int) string {
 	switch x := p.(type) {
 	case Rec:
 		if l, ok := x.Label.Pattern.(Lit); ok {
+			if goEqual(l.Literal) {
+				return "p.Wild || p.Head == " + g.label(l.Literal)
+			}
 			return fmt.Sprintf("%s.MayBeRecordOf(v, %s)", sc, g.label(l.Literal))
 		}
 	case Lit:
+		if goEqual(x.Literal) {
+			return "p.Wild || p.V == " + g.lit(x.Literal)
+		}
 		return fmt.Sprintf("%s.MayEqual(v, %s)", sc, g.lit(x.Literal))
 	case *Ref:
 		// Another module's labels are not constants of this one.
@@ -1279,9 +1294,21 @@ func (g *gen) guard(p Pattern, depth int) string {
 		}
 	}
 	if k := g.kind(g.m, p, depth); k != "" {
-		return fmt.Sprintf("%s.MayBeKind(v, %s.Kind%s)", sc, pv, k)
+		return fmt.Sprintf("p.Wild || p.Kind == %s.Kind%s", pv, k)
 	}
 	return ""
+}
+
+// goEqual reports whether Go's == on an unwrapped preserves.Value is
+// Preserves equality with the literal v: true for the atoms that have one
+// representation each (an integer may be Int or BigInt, a double has
+// NaNs).
+func goEqual(v preserves.Value) bool {
+	switch v.(type) {
+	case preserves.Symbol, preserves.String, preserves.Bool:
+		return true
+	}
+	return false
 }
 
 // kind is the name of the preserves.Kind every value p (of module m)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -178,6 +180,43 @@ func wildcards(n int) []preserves.Value {
 	return w
 }
 
+// Peek is what a generated alternation dispatches on, found once per
+// parse: the value behind annotations, its kind, a record's label, Head (behind
+// annotations; nil for other values), and whether v or that label is a
+// Wildcard, which may be anything. The guards the generator writes on it
+// (`p.Wild || p.Head == LabelX`, `p.Wild || p.Kind == …`) are false only
+// when an alternative surely fails, so the alternation tries, and builds
+// errors for, only the alternatives that may match.
+type Peek struct {
+	V    preserves.Value
+	Kind preserves.Kind
+	Head preserves.Value
+	Wild bool
+}
+
+// PeekAt is the Peek of v.
+func PeekAt(v preserves.Value) Peek {
+	u := preserves.Unwrap(v)
+	p := Peek{V: u, Kind: u.Kind()}
+	switch x := u.(type) {
+	case *preserves.Record:
+		p.Head = preserves.Unwrap(x.Label)
+		p.Wild = isWildcard(p.Head)
+	case *preserves.Embedded:
+		_, p.Wild = x.Payload.(Wildcard)
+	}
+	return p
+}
+
+func isWildcard(u preserves.Value) bool {
+	e, ok := u.(*preserves.Embedded)
+	if !ok {
+		return false
+	}
+	_, ok = e.Payload.(Wildcard)
+	return ok
+}
+
 // MayBeRecordOf is false only when v surely is not a record labelled
 // label; MayEqual only when v surely is not lit; MayBeKind only when v is
 // surely not of kind k (a Wildcard may be anything). Generated
@@ -319,11 +358,33 @@ func AsDouble(v preserves.Value) (float64, error) {
 func AsInt(v preserves.Value) (*big.Int, error) {
 	switch x := preserves.Unwrap(v).(type) {
 	case preserves.Int:
-		return big.NewInt(int64(x)), nil
+		return newInt(int64(x)), nil
 	case *preserves.BigInt:
 		return x.Big(), nil
 	}
 	return new(big.Int), failUnlessWildcard(v, "expected an integer")
+}
+
+// newInt is big.NewInt(x) in one allocation instead of two: the Int's
+// word lives beside it (an Int that grows gets a new array, as usual).
+func newInt(x int64) *big.Int {
+	if bits.UintSize < 64 {
+		return big.NewInt(x)
+	}
+	s := new(struct {
+		n big.Int
+		w [1]big.Word
+	})
+	u := uint64(x)
+	if x < 0 {
+		u = -u
+	}
+	s.w[0] = big.Word(u)
+	s.n.SetBits(s.w[:])
+	if x < 0 {
+		s.n.Neg(&s.n)
+	}
+	return &s.n
 }
 
 // AsString returns v as a String (a Symbol is not a String).
@@ -422,14 +483,20 @@ func SetValue[T any](xs []T, f func(T) preserves.Value) preserves.Value {
 	return preserves.NewSet(out...)
 }
 
-// MapValue unparses a dictionary kept as a Go map.
+// MapValue unparses a dictionary kept as a Go map (keyed by string,
+// symbol or bool: the map keys are distinct Preserves keys). The entries
+// are sorted once, in place and without reflection, and the dictionary is
+// built on them without a second check.
 func MapValue[K comparable, V any](m map[K]V, kf func(K) preserves.Value, vf func(V) preserves.Value) preserves.Value {
 	es := make([]preserves.DictEntry, 0, len(m))
 	for k, v := range m {
 		es = append(es, preserves.DictEntry{Key: kf(k), Value: vf(v)})
 	}
-	return preserves.NewDictionary(es...)
+	slices.SortFunc(es, compareKeys)
+	return preserves.NewSortedDictionary(es)
 }
+
+func compareKeys(a, b preserves.DictEntry) int { return preserves.Compare(a.Key, b.Key) }
 
 // PairsValue unparses a dictionary kept as pairs.
 func PairsValue[K, V any](ps []Pair[K, V], kf func(K) preserves.Value, vf func(V) preserves.Value) preserves.Value {

@@ -138,28 +138,29 @@ func (r PatternGroup) ToValue() preserves.Value {
 // ParsePattern tries the alternatives of Pattern in order; the first that matches wins.
 func ParsePattern(v preserves.Value) (Pattern, error) {
 	var errs [4]error
-	if schema.MayBeRecordOf(v, preserves.Symbol("_")) {
+	p := schema.PeekAt(v)
+	if p.Wild || p.Head == preserves.Symbol("_") {
 		if r, err := parsePatternDiscard(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelBind) {
+	if p.Wild || p.Head == LabelBind {
 		if r, err := parsePatternBind(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelLit) {
+	if p.Wild || p.Head == LabelLit {
 		if r, err := parsePatternLit(v); err == nil {
 			return r, nil
 		} else {
 			errs[2] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelGroup) {
+	if p.Wild || p.Head == LabelGroup {
 		if r, err := parsePatternGroup(v); err == nil {
 			return r, nil
 		} else {
@@ -241,21 +242,22 @@ func (r GroupTypeDict) ToValue() preserves.Value { return preserves.NewRecord(La
 // ParseGroupType tries the alternatives of GroupType in order; the first that matches wins.
 func ParseGroupType(v preserves.Value) (GroupType, error) {
 	var errs [3]error
-	if schema.MayBeRecordOf(v, LabelRec) {
+	p := schema.PeekAt(v)
+	if p.Wild || p.Head == LabelRec {
 		if r, err := parseGroupTypeRec(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelArr) {
+	if p.Wild || p.Head == LabelArr {
 		if r, err := parseGroupTypeArr(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelDict) {
+	if p.Wild || p.Head == LabelDict {
 		if r, err := parseGroupTypeDict(v); err == nil {
 			return r, nil
 		} else {
@@ -395,42 +397,43 @@ func (r AnyAtomEmbedded) ToValue() preserves.Value { return preserves.NewEmbedde
 // ParseAnyAtom tries the alternatives of AnyAtom in order; the first that matches wins.
 func ParseAnyAtom(v preserves.Value) (AnyAtom, error) {
 	var errs [7]error
-	if schema.MayBeKind(v, preserves.KindBoolean) {
+	p := schema.PeekAt(v)
+	if p.Wild || p.Kind == preserves.KindBoolean {
 		if r, err := parseAnyAtomBool(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if schema.MayBeKind(v, preserves.KindDouble) {
+	if p.Wild || p.Kind == preserves.KindDouble {
 		if r, err := parseAnyAtomDouble(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if schema.MayBeKind(v, preserves.KindSignedInteger) {
+	if p.Wild || p.Kind == preserves.KindSignedInteger {
 		if r, err := parseAnyAtomInt(v); err == nil {
 			return r, nil
 		} else {
 			errs[2] = err
 		}
 	}
-	if schema.MayBeKind(v, preserves.KindString) {
+	if p.Wild || p.Kind == preserves.KindString {
 		if r, err := parseAnyAtomString(v); err == nil {
 			return r, nil
 		} else {
 			errs[3] = err
 		}
 	}
-	if schema.MayBeKind(v, preserves.KindByteString) {
+	if p.Wild || p.Kind == preserves.KindByteString {
 		if r, err := parseAnyAtomBytes(v); err == nil {
 			return r, nil
 		} else {
 			errs[4] = err
 		}
 	}
-	if schema.MayBeKind(v, preserves.KindSymbol) {
+	if p.Wild || p.Kind == preserves.KindSymbol {
 		if r, err := parseAnyAtomSymbol(v); err == nil {
 			return r, nil
 		} else {

@@ -114,14 +114,15 @@ func (r TcpRelayListenerTcpWithHttp) ToValue() preserves.Value { return r.Value.
 // ParseTcpRelayListener tries the alternatives of TcpRelayListener in order; the first that matches wins.
 func ParseTcpRelayListener(v preserves.Value) (TcpRelayListener, error) {
 	var errs [2]error
-	if schema.MayBeRecordOf(v, LabelRelayListener) {
+	p := schema.PeekAt(v)
+	if p.Wild || p.Head == LabelRelayListener {
 		if r, err := parseTcpRelayListenerTcpWithoutHttp(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelRelayListener) {
+	if p.Wild || p.Head == LabelRelayListener {
 		if r, err := parseTcpRelayListenerTcpWithHttp(v); err == nil {
 			return r, nil
 		} else {

@@ -104,28 +104,29 @@ func (r PacketNop) ToValue() preserves.Value { return Nop{}.ToValue() }
 // ParsePacket tries the alternatives of Packet in order; the first that matches wins.
 func ParsePacket(v preserves.Value) (Packet, error) {
 	var errs [4]error
-	if schema.MayBeKind(v, preserves.KindSequence) {
+	p := schema.PeekAt(v)
+	if p.Wild || p.Kind == preserves.KindSequence {
 		if r, err := parsePacketTurn(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelError) {
+	if p.Wild || p.Head == LabelError {
 		if r, err := parsePacketError(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if schema.MayBeKind(v, preserves.KindRecord) {
+	if p.Wild || p.Kind == preserves.KindRecord {
 		if r, err := parsePacketExtension(v); err == nil {
 			return r, nil
 		} else {
 			errs[2] = err
 		}
 	}
-	if schema.MayEqual(v, preserves.Bool(false)) {
+	if p.Wild || p.V == preserves.Bool(false) {
 		if r, err := parsePacketNop(v); err == nil {
 			return r, nil
 		} else {
@@ -315,28 +316,29 @@ func (r EventSync) ToValue() preserves.Value { return r.Value.ToValue() }
 // ParseEvent tries the alternatives of Event in order; the first that matches wins.
 func ParseEvent(v preserves.Value) (Event, error) {
 	var errs [4]error
-	if schema.MayBeRecordOf(v, LabelA) {
+	p := schema.PeekAt(v)
+	if p.Wild || p.Head == LabelA {
 		if r, err := parseEventAssert(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelR) {
+	if p.Wild || p.Head == LabelR {
 		if r, err := parseEventRetract(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelM) {
+	if p.Wild || p.Head == LabelM {
 		if r, err := parseEventMessage(v); err == nil {
 			return r, nil
 		} else {
 			errs[2] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelS) {
+	if p.Wild || p.Head == LabelS {
 		if r, err := parseEventSync(v); err == nil {
 			return r, nil
 		} else {

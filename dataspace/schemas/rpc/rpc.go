@@ -100,14 +100,15 @@ func (r ResultError) ToValue() preserves.Value { return r.Value.ToValue() }
 // ParseResult tries the alternatives of Result in order; the first that matches wins.
 func ParseResult(v preserves.Value) (Result, error) {
 	var errs [2]error
-	if schema.MayBeRecordOf(v, LabelOk) {
+	p := schema.PeekAt(v)
+	if p.Wild || p.Head == LabelOk {
 		if r, err := parseResultOk(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelError) {
+	if p.Wild || p.Head == LabelError {
 		if r, err := parseResultError(v); err == nil {
 			return r, nil
 		} else {

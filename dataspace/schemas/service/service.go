@@ -207,28 +207,29 @@ func (r StateUserDefined) ToValue() preserves.Value { return r.Value }
 // ParseState tries the alternatives of State in order; the first that matches wins.
 func ParseState(v preserves.Value) (State, error) {
 	var errs [5]error
-	if schema.MayEqual(v, preserves.Symbol("started")) {
+	p := schema.PeekAt(v)
+	if p.Wild || p.V == preserves.Symbol("started") {
 		if r, err := parseStateStarted(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if schema.MayEqual(v, preserves.Symbol("ready")) {
+	if p.Wild || p.V == preserves.Symbol("ready") {
 		if r, err := parseStateReady(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if schema.MayEqual(v, preserves.Symbol("failed")) {
+	if p.Wild || p.V == preserves.Symbol("failed") {
 		if r, err := parseStateFailed(v); err == nil {
 			return r, nil
 		} else {
 			errs[2] = err
 		}
 	}
-	if schema.MayEqual(v, preserves.Symbol("complete")) {
+	if p.Wild || p.V == preserves.Symbol("complete") {
 		if r, err := parseStateComplete(v); err == nil {
 			return r, nil
 		} else {

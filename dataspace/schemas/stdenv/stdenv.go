@@ -99,14 +99,15 @@ func (r StandardRouteGeneral) ToValue() preserves.Value { return r.Value.ToValue
 // ParseStandardRoute tries the alternatives of StandardRoute in order; the first that matches wins.
 func ParseStandardRoute(v preserves.Value) (StandardRoute, error) {
 	var errs [2]error
-	if schema.MayBeKind(v, preserves.KindSequence) {
+	p := schema.PeekAt(v)
+	if p.Wild || p.Kind == preserves.KindSequence {
 		if r, err := parseStandardRouteStandard(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if schema.MayBeKind(v, preserves.KindRecord) {
+	if p.Wild || p.Kind == preserves.KindRecord {
 		if r, err := parseStandardRouteGeneral(v); err == nil {
 			return r, nil
 		} else {
@@ -160,7 +161,8 @@ func (r StandardTransportOther) ToValue() preserves.Value { return r.Value }
 // ParseStandardTransport tries the alternatives of StandardTransport in order; the first that matches wins.
 func ParseStandardTransport(v preserves.Value) (StandardTransport, error) {
 	var errs [2]error
-	if schema.MayBeKind(v, preserves.KindString) {
+	p := schema.PeekAt(v)
+	if p.Wild || p.Kind == preserves.KindString {
 		if r, err := parseStandardTransportWsUrl(v); err == nil {
 			return r, nil
 		} else {

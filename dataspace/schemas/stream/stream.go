@@ -211,21 +211,22 @@ func (r SourceCredit) ToValue() preserves.Value {
 // ParseSource tries the alternatives of Source in order; the first that matches wins.
 func ParseSource(v preserves.Value) (Source, error) {
 	var errs [3]error
-	if schema.MayBeRecordOf(v, LabelSink) {
+	p := schema.PeekAt(v)
+	if p.Wild || p.Head == LabelSink {
 		if r, err := parseSourceSink(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelError) {
+	if p.Wild || p.Head == LabelError {
 		if r, err := parseSourceStreamError(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelCredit) {
+	if p.Wild || p.Head == LabelCredit {
 		if r, err := parseSourceCredit(v); err == nil {
 			return r, nil
 		} else {
@@ -335,28 +336,29 @@ func (r SinkEof) ToValue() preserves.Value { return preserves.NewRecord(LabelEof
 // ParseSink tries the alternatives of Sink in order; the first that matches wins.
 func ParseSink(v preserves.Value) (Sink, error) {
 	var errs [4]error
-	if schema.MayBeRecordOf(v, LabelSource) {
+	p := schema.PeekAt(v)
+	if p.Wild || p.Head == LabelSource {
 		if r, err := parseSinkSource(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelError) {
+	if p.Wild || p.Head == LabelError {
 		if r, err := parseSinkStreamError(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelData) {
+	if p.Wild || p.Head == LabelData {
 		if r, err := parseSinkData(v); err == nil {
 			return r, nil
 		} else {
 			errs[2] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelEof) {
+	if p.Wild || p.Head == LabelEof {
 		if r, err := parseSinkEof(v); err == nil {
 			return r, nil
 		} else {
@@ -418,14 +420,15 @@ func (r CreditAmountUnbounded) ToValue() preserves.Value { return preserves.Symb
 // ParseCreditAmount tries the alternatives of CreditAmount in order; the first that matches wins.
 func ParseCreditAmount(v preserves.Value) (CreditAmount, error) {
 	var errs [2]error
-	if schema.MayBeKind(v, preserves.KindSignedInteger) {
+	p := schema.PeekAt(v)
+	if p.Wild || p.Kind == preserves.KindSignedInteger {
 		if r, err := parseCreditAmountCount(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if schema.MayEqual(v, preserves.Symbol("unbounded")) {
+	if p.Wild || p.V == preserves.Symbol("unbounded") {
 		if r, err := parseCreditAmountUnbounded(v); err == nil {
 			return r, nil
 		} else {
@@ -524,28 +527,29 @@ func (r ModeObject) ToValue() preserves.Value { return preserves.NewRecord(Label
 // ParseMode tries the alternatives of Mode in order; the first that matches wins.
 func ParseMode(v preserves.Value) (Mode, error) {
 	var errs [4]error
-	if schema.MayEqual(v, preserves.Symbol("bytes")) {
+	p := schema.PeekAt(v)
+	if p.Wild || p.V == preserves.Symbol("bytes") {
 		if r, err := parseModeBytes(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if schema.MayBeKind(v, preserves.KindSymbol) {
+	if p.Wild || p.Kind == preserves.KindSymbol {
 		if r, err := parseModeLines(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelPacket) {
+	if p.Wild || p.Head == LabelPacket {
 		if r, err := parseModePacket(v); err == nil {
 			return r, nil
 		} else {
 			errs[2] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelObject) {
+	if p.Wild || p.Head == LabelObject {
 		if r, err := parseModeObject(v); err == nil {
 			return r, nil
 		} else {

@@ -259,21 +259,22 @@ func (r CaveatsFieldAbsent) ToValue() preserves.Value { return preserves.Dict() 
 // ParseCaveatsField tries the alternatives of CaveatsField in order; the first that matches wins.
 func ParseCaveatsField(v preserves.Value) (CaveatsField, error) {
 	var errs [3]error
-	if schema.MayBeKind(v, preserves.KindDictionary) {
+	p := schema.PeekAt(v)
+	if p.Wild || p.Kind == preserves.KindDictionary {
 		if r, err := parseCaveatsFieldPresent(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if schema.MayBeKind(v, preserves.KindDictionary) {
+	if p.Wild || p.Kind == preserves.KindDictionary {
 		if r, err := parseCaveatsFieldInvalid(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if schema.MayBeKind(v, preserves.KindDictionary) {
+	if p.Wild || p.Kind == preserves.KindDictionary {
 		if r, err := parseCaveatsFieldAbsent(v); err == nil {
 			return r, nil
 		} else {
@@ -363,21 +364,22 @@ func (r CaveatUnknown) ToValue() preserves.Value { return r.Value }
 // ParseCaveat tries the alternatives of Caveat in order; the first that matches wins.
 func ParseCaveat(v preserves.Value) (Caveat, error) {
 	var errs [4]error
-	if schema.MayBeRecordOf(v, LabelRewrite) {
+	p := schema.PeekAt(v)
+	if p.Wild || p.Head == LabelRewrite {
 		if r, err := parseCaveatRewrite(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelOr) {
+	if p.Wild || p.Head == LabelOr {
 		if r, err := parseCaveatAlts(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelReject) {
+	if p.Wild || p.Head == LabelReject {
 		if r, err := parseCaveatReject(v); err == nil {
 			return r, nil
 		} else {
@@ -566,14 +568,15 @@ func (r WireRefYours) ToValue() preserves.Value {
 // ParseWireRef tries the alternatives of WireRef in order; the first that matches wins.
 func ParseWireRef(v preserves.Value) (WireRef, error) {
 	var errs [2]error
-	if schema.MayBeKind(v, preserves.KindSequence) {
+	p := schema.PeekAt(v)
+	if p.Wild || p.Kind == preserves.KindSequence {
 		if r, err := parseWireRefMine(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if schema.MayBeKind(v, preserves.KindSequence) {
+	if p.Wild || p.Kind == preserves.KindSequence {
 		if r, err := parseWireRefYours(v); err == nil {
 			return r, nil
 		} else {
@@ -743,56 +746,57 @@ func (r PatternPCompound) ToValue() preserves.Value { return r.Value.ToValue() }
 // ParsePattern tries the alternatives of Pattern in order; the first that matches wins.
 func ParsePattern(v preserves.Value) (Pattern, error) {
 	var errs [8]error
-	if schema.MayBeRecordOf(v, preserves.Symbol("_")) {
+	p := schema.PeekAt(v)
+	if p.Wild || p.Head == preserves.Symbol("_") {
 		if r, err := parsePatternPDiscard(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if schema.MayBeKind(v, preserves.KindSymbol) {
+	if p.Wild || p.Kind == preserves.KindSymbol {
 		if r, err := parsePatternPAtom(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if schema.MayEqual(v, preserves.Symbol("Embedded")) {
+	if p.Wild || p.V == preserves.Symbol("Embedded") {
 		if r, err := parsePatternPEmbedded(v); err == nil {
 			return r, nil
 		} else {
 			errs[2] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelBind) {
+	if p.Wild || p.Head == LabelBind {
 		if r, err := parsePatternPBind(v); err == nil {
 			return r, nil
 		} else {
 			errs[3] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelAnd) {
+	if p.Wild || p.Head == LabelAnd {
 		if r, err := parsePatternPAnd(v); err == nil {
 			return r, nil
 		} else {
 			errs[4] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelNot) {
+	if p.Wild || p.Head == LabelNot {
 		if r, err := parsePatternPNot(v); err == nil {
 			return r, nil
 		} else {
 			errs[5] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelLit) {
+	if p.Wild || p.Head == LabelLit {
 		if r, err := parsePatternLit(v); err == nil {
 			return r, nil
 		} else {
 			errs[6] = err
 		}
 	}
-	if schema.MayBeKind(v, preserves.KindRecord) {
+	if p.Wild || p.Kind == preserves.KindRecord {
 		if r, err := parsePatternPCompound(v); err == nil {
 			return r, nil
 		} else {
@@ -1083,28 +1087,29 @@ func (r PCompoundAnyRec) ToValue() preserves.Value { return preserves.NewRecord(
 // ParsePCompound tries the alternatives of PCompound in order; the first that matches wins.
 func ParsePCompound(v preserves.Value) (PCompound, error) {
 	var errs [4]error
-	if schema.MayBeRecordOf(v, LabelRec) {
+	p := schema.PeekAt(v)
+	if p.Wild || p.Head == LabelRec {
 		if r, err := parsePCompoundRec(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelArr) {
+	if p.Wild || p.Head == LabelArr {
 		if r, err := parsePCompoundArr(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelDict) {
+	if p.Wild || p.Head == LabelDict {
 		if r, err := parsePCompoundDict(v); err == nil {
 			return r, nil
 		} else {
 			errs[2] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelRec) {
+	if p.Wild || p.Head == LabelRec {
 		if r, err := parsePCompoundAnyRec(v); err == nil {
 			return r, nil
 		} else {
@@ -1199,28 +1204,29 @@ func (r TemplateTCompound) ToValue() preserves.Value { return r.Value.ToValue() 
 // ParseTemplate tries the alternatives of Template in order; the first that matches wins.
 func ParseTemplate(v preserves.Value) (Template, error) {
 	var errs [4]error
-	if schema.MayBeRecordOf(v, LabelAttenuate) {
+	p := schema.PeekAt(v)
+	if p.Wild || p.Head == LabelAttenuate {
 		if r, err := parseTemplateTAttenuate(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelRef) {
+	if p.Wild || p.Head == LabelRef {
 		if r, err := parseTemplateTRef(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelLit) {
+	if p.Wild || p.Head == LabelLit {
 		if r, err := parseTemplateLit(v); err == nil {
 			return r, nil
 		} else {
 			errs[2] = err
 		}
 	}
-	if schema.MayBeKind(v, preserves.KindRecord) {
+	if p.Wild || p.Kind == preserves.KindRecord {
 		if r, err := parseTemplateTCompound(v); err == nil {
 			return r, nil
 		} else {
@@ -1404,21 +1410,22 @@ func (r TCompoundDict) ToValue() preserves.Value {
 // ParseTCompound tries the alternatives of TCompound in order; the first that matches wins.
 func ParseTCompound(v preserves.Value) (TCompound, error) {
 	var errs [3]error
-	if schema.MayBeRecordOf(v, LabelRec) {
+	p := schema.PeekAt(v)
+	if p.Wild || p.Head == LabelRec {
 		if r, err := parseTCompoundRec(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelArr) {
+	if p.Wild || p.Head == LabelArr {
 		if r, err := parseTCompoundArr(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelDict) {
+	if p.Wild || p.Head == LabelDict {
 		if r, err := parseTCompoundDict(v); err == nil {
 			return r, nil
 		} else {

@@ -179,21 +179,22 @@ func (r ActorActivationStop) ToValue() preserves.Value {
 // ParseActorActivation tries the alternatives of ActorActivation in order; the first that matches wins.
 func ParseActorActivation(v preserves.Value) (ActorActivation, error) {
 	var errs [3]error
-	if schema.MayBeRecordOf(v, LabelStart) {
+	p := schema.PeekAt(v)
+	if p.Wild || p.Head == LabelStart {
 		if r, err := parseActorActivationStart(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelTurn) {
+	if p.Wild || p.Head == LabelTurn {
 		if r, err := parseActorActivationTurn(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelStop) {
+	if p.Wild || p.Head == LabelStop {
 		if r, err := parseActorActivationStop(v); err == nil {
 			return r, nil
 		} else {
@@ -256,14 +257,15 @@ func (r NameNamed) ToValue() preserves.Value { return preserves.NewRecord(LabelN
 // ParseName tries the alternatives of Name in order; the first that matches wins.
 func ParseName(v preserves.Value) (Name, error) {
 	var errs [2]error
-	if schema.MayBeRecordOf(v, LabelAnonymous) {
+	p := schema.PeekAt(v)
+	if p.Wild || p.Head == LabelAnonymous {
 		if r, err := parseNameAnonymous(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelNamed) {
+	if p.Wild || p.Head == LabelNamed {
 		if r, err := parseNameNamed(v); err == nil {
 			return r, nil
 		} else {
@@ -379,14 +381,15 @@ func (r ExitStatusError) ToValue() preserves.Value { return r.Value.ToValue() }
 // ParseExitStatus tries the alternatives of ExitStatus in order; the first that matches wins.
 func ParseExitStatus(v preserves.Value) (ExitStatus, error) {
 	var errs [2]error
-	if schema.MayEqual(v, preserves.Symbol("ok")) {
+	p := schema.PeekAt(v)
+	if p.Wild || p.V == preserves.Symbol("ok") {
 		if r, err := parseExitStatusOk(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if schema.MayBeKind(v, preserves.KindRecord) {
+	if p.Wild || p.Kind == preserves.KindRecord {
 		if r, err := parseExitStatusError(v); err == nil {
 			return r, nil
 		} else {
@@ -590,42 +593,43 @@ func (r TurnCauseExternal) ToValue() preserves.Value {
 // ParseTurnCause tries the alternatives of TurnCause in order; the first that matches wins.
 func ParseTurnCause(v preserves.Value) (TurnCause, error) {
 	var errs [6]error
-	if schema.MayBeRecordOf(v, LabelCausedBy) {
+	p := schema.PeekAt(v)
+	if p.Wild || p.Head == LabelCausedBy {
 		if r, err := parseTurnCauseTurn(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelCleanup) {
+	if p.Wild || p.Head == LabelCleanup {
 		if r, err := parseTurnCauseCleanup(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelLinkedTaskRelease) {
+	if p.Wild || p.Head == LabelLinkedTaskRelease {
 		if r, err := parseTurnCauseLinkedTaskRelease(v); err == nil {
 			return r, nil
 		} else {
 			errs[2] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelPeriodicActivation) {
+	if p.Wild || p.Head == LabelPeriodicActivation {
 		if r, err := parseTurnCausePeriodicActivation(v); err == nil {
 			return r, nil
 		} else {
 			errs[3] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelDelay) {
+	if p.Wild || p.Head == LabelDelay {
 		if r, err := parseTurnCauseDelay(v); err == nil {
 			return r, nil
 		} else {
 			errs[4] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelExternal) {
+	if p.Wild || p.Head == LabelExternal {
 		if r, err := parseTurnCauseExternal(v); err == nil {
 			return r, nil
 		} else {
@@ -816,35 +820,36 @@ func (r TurnEventBreakLink) ToValue() preserves.Value {
 // ParseTurnEvent tries the alternatives of TurnEvent in order; the first that matches wins.
 func ParseTurnEvent(v preserves.Value) (TurnEvent, error) {
 	var errs [5]error
-	if schema.MayBeRecordOf(v, LabelAssert) {
+	p := schema.PeekAt(v)
+	if p.Wild || p.Head == LabelAssert {
 		if r, err := parseTurnEventAssert(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelRetract) {
+	if p.Wild || p.Head == LabelRetract {
 		if r, err := parseTurnEventRetract(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelMessage) {
+	if p.Wild || p.Head == LabelMessage {
 		if r, err := parseTurnEventMessage(v); err == nil {
 			return r, nil
 		} else {
 			errs[2] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelSync) {
+	if p.Wild || p.Head == LabelSync {
 		if r, err := parseTurnEventSync(v); err == nil {
 			return r, nil
 		} else {
 			errs[3] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelBreakLink) {
+	if p.Wild || p.Head == LabelBreakLink {
 		if r, err := parseTurnEventBreakLink(v); err == nil {
 			return r, nil
 		} else {
@@ -1159,63 +1164,64 @@ func (r ActionDescriptionLinkedTaskStart) ToValue() preserves.Value {
 // ParseActionDescription tries the alternatives of ActionDescription in order; the first that matches wins.
 func ParseActionDescription(v preserves.Value) (ActionDescription, error) {
 	var errs [9]error
-	if schema.MayBeRecordOf(v, LabelDequeue) {
+	p := schema.PeekAt(v)
+	if p.Wild || p.Head == LabelDequeue {
 		if r, err := parseActionDescriptionDequeue(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelEnqueue) {
+	if p.Wild || p.Head == LabelEnqueue {
 		if r, err := parseActionDescriptionEnqueue(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelDequeueInternal) {
+	if p.Wild || p.Head == LabelDequeueInternal {
 		if r, err := parseActionDescriptionDequeueInternal(v); err == nil {
 			return r, nil
 		} else {
 			errs[2] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelEnqueueInternal) {
+	if p.Wild || p.Head == LabelEnqueueInternal {
 		if r, err := parseActionDescriptionEnqueueInternal(v); err == nil {
 			return r, nil
 		} else {
 			errs[3] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelSpawn) {
+	if p.Wild || p.Head == LabelSpawn {
 		if r, err := parseActionDescriptionSpawn(v); err == nil {
 			return r, nil
 		} else {
 			errs[4] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelLink) {
+	if p.Wild || p.Head == LabelLink {
 		if r, err := parseActionDescriptionLink(v); err == nil {
 			return r, nil
 		} else {
 			errs[5] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelFacetStart) {
+	if p.Wild || p.Head == LabelFacetStart {
 		if r, err := parseActionDescriptionFacetStart(v); err == nil {
 			return r, nil
 		} else {
 			errs[6] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelFacetStop) {
+	if p.Wild || p.Head == LabelFacetStop {
 		if r, err := parseActionDescriptionFacetStop(v); err == nil {
 			return r, nil
 		} else {
 			errs[7] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelLinkedTaskStart) {
+	if p.Wild || p.Head == LabelLinkedTaskStart {
 		if r, err := parseActionDescriptionLinkedTaskStart(v); err == nil {
 			return r, nil
 		} else {
@@ -1305,14 +1311,15 @@ func (r AssertionDescriptionOpaque) ToValue() preserves.Value {
 // ParseAssertionDescription tries the alternatives of AssertionDescription in order; the first that matches wins.
 func ParseAssertionDescription(v preserves.Value) (AssertionDescription, error) {
 	var errs [2]error
-	if schema.MayBeRecordOf(v, LabelValue) {
+	p := schema.PeekAt(v)
+	if p.Wild || p.Head == LabelValue {
 		if r, err := parseAssertionDescriptionValue(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelOpaque) {
+	if p.Wild || p.Head == LabelOpaque {
 		if r, err := parseAssertionDescriptionOpaque(v); err == nil {
 			return r, nil
 		} else {

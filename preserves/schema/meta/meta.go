@@ -196,14 +196,15 @@ func (r EmbeddedTypeNameRef) ToValue() preserves.Value { return r.Value.ToValue(
 // ParseEmbeddedTypeName tries the alternatives of EmbeddedTypeName in order; the first that matches wins.
 func ParseEmbeddedTypeName(v preserves.Value) (EmbeddedTypeName, error) {
 	var errs [2]error
-	if schema.MayEqual(v, preserves.Bool(false)) {
+	p := schema.PeekAt(v)
+	if p.Wild || p.V == preserves.Bool(false) {
 		if r, err := parseEmbeddedTypeNameFalse(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelRef) {
+	if p.Wild || p.Head == LabelRef {
 		if r, err := parseEmbeddedTypeNameRef(v); err == nil {
 			return r, nil
 		} else {
@@ -353,14 +354,15 @@ func (r DefinitionPattern) ToValue() preserves.Value { return r.Value.ToValue() 
 // ParseDefinition tries the alternatives of Definition in order; the first that matches wins.
 func ParseDefinition(v preserves.Value) (Definition, error) {
 	var errs [3]error
-	if schema.MayBeRecordOf(v, LabelOr) {
+	p := schema.PeekAt(v)
+	if p.Wild || p.Head == LabelOr {
 		if r, err := parseDefinitionOr(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelAnd) {
+	if p.Wild || p.Head == LabelAnd {
 		if r, err := parseDefinitionAnd(v); err == nil {
 			return r, nil
 		} else {
@@ -422,12 +424,13 @@ func (r PatternCompoundPattern) ToValue() preserves.Value { return r.Value.ToVal
 // ParsePattern tries the alternatives of Pattern in order; the first that matches wins.
 func ParsePattern(v preserves.Value) (Pattern, error) {
 	var errs [2]error
+	p := schema.PeekAt(v)
 	if r, err := parsePatternSimplePattern(v); err == nil {
 		return r, nil
 	} else {
 		errs[0] = err
 	}
-	if schema.MayBeKind(v, preserves.KindRecord) {
+	if p.Wild || p.Kind == preserves.KindRecord {
 		if r, err := parsePatternCompoundPattern(v); err == nil {
 			return r, nil
 		} else {
@@ -623,56 +626,57 @@ func (r SimplePatternRef) ToValue() preserves.Value { return r.Value.ToValue() }
 // ParseSimplePattern tries the alternatives of SimplePattern in order; the first that matches wins.
 func ParseSimplePattern(v preserves.Value) (SimplePattern, error) {
 	var errs [8]error
-	if schema.MayEqual(v, preserves.Symbol("any")) {
+	p := schema.PeekAt(v)
+	if p.Wild || p.V == preserves.Symbol("any") {
 		if r, err := parseSimplePatternAny(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelAtom) {
+	if p.Wild || p.Head == LabelAtom {
 		if r, err := parseSimplePatternAtom(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelEmbedded) {
+	if p.Wild || p.Head == LabelEmbedded {
 		if r, err := parseSimplePatternEmbedded(v); err == nil {
 			return r, nil
 		} else {
 			errs[2] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelLit) {
+	if p.Wild || p.Head == LabelLit {
 		if r, err := parseSimplePatternLit(v); err == nil {
 			return r, nil
 		} else {
 			errs[3] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelSeqof) {
+	if p.Wild || p.Head == LabelSeqof {
 		if r, err := parseSimplePatternSeqof(v); err == nil {
 			return r, nil
 		} else {
 			errs[4] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelSetof) {
+	if p.Wild || p.Head == LabelSetof {
 		if r, err := parseSimplePatternSetof(v); err == nil {
 			return r, nil
 		} else {
 			errs[5] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelDictof) {
+	if p.Wild || p.Head == LabelDictof {
 		if r, err := parseSimplePatternDictof(v); err == nil {
 			return r, nil
 		} else {
 			errs[6] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelRef) {
+	if p.Wild || p.Head == LabelRef {
 		if r, err := parseSimplePatternRef(v); err == nil {
 			return r, nil
 		} else {
@@ -833,28 +837,29 @@ func (r CompoundPatternDict) ToValue() preserves.Value {
 // ParseCompoundPattern tries the alternatives of CompoundPattern in order; the first that matches wins.
 func ParseCompoundPattern(v preserves.Value) (CompoundPattern, error) {
 	var errs [4]error
-	if schema.MayBeRecordOf(v, LabelRec) {
+	p := schema.PeekAt(v)
+	if p.Wild || p.Head == LabelRec {
 		if r, err := parseCompoundPatternRec(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelTuple) {
+	if p.Wild || p.Head == LabelTuple {
 		if r, err := parseCompoundPatternTuple(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelTuplePrefix) {
+	if p.Wild || p.Head == LabelTuplePrefix {
 		if r, err := parseCompoundPatternTuplePrefix(v); err == nil {
 			return r, nil
 		} else {
 			errs[2] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelDict) {
+	if p.Wild || p.Head == LabelDict {
 		if r, err := parseCompoundPatternDict(v); err == nil {
 			return r, nil
 		} else {
@@ -999,7 +1004,8 @@ func (r NamedSimplePatternAnonymous) ToValue() preserves.Value { return r.Value.
 // ParseNamedSimplePattern tries the alternatives of NamedSimplePattern in order; the first that matches wins.
 func ParseNamedSimplePattern(v preserves.Value) (NamedSimplePattern, error) {
 	var errs [2]error
-	if schema.MayBeRecordOf(v, LabelNamed) {
+	p := schema.PeekAt(v)
+	if p.Wild || p.Head == LabelNamed {
 		if r, err := parseNamedSimplePatternNamed(v); err == nil {
 			return r, nil
 		} else {
@@ -1058,7 +1064,8 @@ func (r NamedPatternAnonymous) ToValue() preserves.Value { return r.Value.ToValu
 // ParseNamedPattern tries the alternatives of NamedPattern in order; the first that matches wins.
 func ParseNamedPattern(v preserves.Value) (NamedPattern, error) {
 	var errs [2]error
-	if schema.MayBeRecordOf(v, LabelNamed) {
+	p := schema.PeekAt(v)
+	if p.Wild || p.Head == LabelNamed {
 		if r, err := parseNamedPatternNamed(v); err == nil {
 			return r, nil
 		} else {

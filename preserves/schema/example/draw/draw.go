@@ -204,28 +204,29 @@ func (r ShapeRaw) ToValue() preserves.Value { return preserves.ByteString(r.Valu
 // ParseShape tries the alternatives of Shape in order; the first that matches wins.
 func ParseShape(v preserves.Value) (Shape, error) {
 	var errs [4]error
-	if schema.MayBeRecordOf(v, LabelCircle) {
+	p := schema.PeekAt(v)
+	if p.Wild || p.Head == LabelCircle {
 		if r, err := parseShapeCircle(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if schema.MayBeRecordOf(v, LabelPolygon) {
+	if p.Wild || p.Head == LabelPolygon {
 		if r, err := parseShapePolygon(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if schema.MayBeKind(v, preserves.KindSequence) {
+	if p.Wild || p.Kind == preserves.KindSequence {
 		if r, err := parseShapePoint(v); err == nil {
 			return r, nil
 		} else {
 			errs[2] = err
 		}
 	}
-	if schema.MayBeKind(v, preserves.KindByteString) {
+	if p.Wild || p.Kind == preserves.KindByteString {
 		if r, err := parseShapeRaw(v); err == nil {
 			return r, nil
 		} else {
@@ -395,14 +396,15 @@ func (r DashOff) ToValue() preserves.Value { return preserves.Dict() }
 // ParseDash tries the alternatives of Dash in order; the first that matches wins.
 func ParseDash(v preserves.Value) (Dash, error) {
 	var errs [2]error
-	if schema.MayBeKind(v, preserves.KindDictionary) {
+	p := schema.PeekAt(v)
+	if p.Wild || p.Kind == preserves.KindDictionary {
 		if r, err := parseDashOn(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if schema.MayBeKind(v, preserves.KindDictionary) {
+	if p.Wild || p.Kind == preserves.KindDictionary {
 		if r, err := parseDashOff(v); err == nil {
 			return r, nil
 		} else {
