@@ -43,7 +43,7 @@
 // extra fields, elements and keys the specification allows (records of
 // the modules in [Options].Exact must have exactly their fields), and try
 // alternatives in source order; an alternative that cannot match by its
-// record label, literal or kind ([MayBeRecordOf], [MayEqual],
+// record label, literal or kind ([MayBeRecordOf], [MayEqual], [MayEqualOneOf],
 // [MayBeKind]) is skipped, its error built only if nothing matches, as
 // errors (which show the value) are most of the cost of a parse that
 // tries several alternatives. A failure is a *[ParseError] (class

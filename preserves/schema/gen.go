@@ -1121,14 +1121,19 @@ func (g *gen) single(d *Definition, name string) error {
 	return nil
 }
 
-func (g *gen) union(d *Definition, name string) error {
-	pv, sc := g.use(preservesImport), g.use(runtimeImport)
-	enum := true
+// isEnum reports whether d is an alternation of literals only.
+func isEnum(d *Definition) bool {
 	for _, a := range d.Or {
 		if _, ok := a.Pattern.(Lit); !ok {
-			enum = false
+			return false
 		}
 	}
+	return d.Or != nil
+}
+
+func (g *gen) union(d *Definition, name string) error {
+	pv, sc := g.use(preservesImport), g.use(runtimeImport)
+	enum := isEnum(d)
 	labels := make([]string, len(d.Or))
 	for i, a := range d.Or {
 		labels[i] = strconv.Quote(a.Label)
@@ -1288,9 +1293,14 @@ func (g *gen) guard(p Pattern, depth int) string {
 		}
 		return fmt.Sprintf("%s.MayEqual(v, %s)", sc, g.lit(x.Literal))
 	case *Ref:
-		// Another module's labels are not constants of this one.
-		if m, d, err := g.resolve(x); err == nil && m == g.m && depth < 4 && d.Or == nil && d.And == nil {
-			return g.guard(d.Pattern, depth+1)
+		// Another module's labels and literals are not constants of this one.
+		if m, d, err := g.resolve(x); err == nil && m == g.m && depth < 4 {
+			switch {
+			case d.Or == nil && d.And == nil:
+				return g.guard(d.Pattern, depth+1)
+			case isEnum(d):
+				return fmt.Sprintf("%s.MayEqualOneOf(v, %sValues[:])", sc, lowerFirst(Mangle(d.Name)))
+			}
 		}
 	}
 	if k := g.kind(g.m, p, depth); k != "" {

@@ -233,6 +233,16 @@ func MayBeRecordOf(v, label preserves.Value) bool {
 // MayEqual: see MayBeRecordOf.
 func MayEqual(v, lit preserves.Value) bool { return preserves.Equal(v, lit) || IsWildcard(v) }
 
+// MayEqualOneOf: see MayBeRecordOf; lits are an enum's literals.
+func MayEqualOneOf(v preserves.Value, lits []preserves.Value) bool {
+	for _, l := range lits {
+		if preserves.Equal(v, l) {
+			return true
+		}
+	}
+	return IsWildcard(v)
+}
+
 // MayBeKind: see MayBeRecordOf.
 func MayBeKind(v preserves.Value, k preserves.Kind) bool {
 	return preserves.Unwrap(v).Kind() == k || IsWildcard(v)

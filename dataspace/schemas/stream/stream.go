@@ -535,7 +535,7 @@ func ParseMode(v preserves.Value) (Mode, error) {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindSymbol {
+	if schema.MayEqualOneOf(v, lineModeValues[:]) {
 		if r, err := parseModeLines(v); err == nil {
 			return r, nil
 		} else {

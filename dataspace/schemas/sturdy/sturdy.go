@@ -754,7 +754,7 @@ func ParsePattern(v preserves.Value) (Pattern, error) {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindSymbol {
+	if schema.MayEqualOneOf(v, pAtomValues[:]) {
 		if r, err := parsePatternPAtom(v); err == nil {
 			return r, nil
 		} else {
