@@ -186,28 +186,26 @@ func newBlake2s256() hash.Hash {
 // annotations are dropped. A caveats field that is not a sequence is kept
 // in BadCaveats rather than rejected here; Validate refuses it.
 func SturdyRefFromValue(v preserves.Value) (*SturdyRef, error) {
-	if v == nil {
-		return nil, errorf(ErrNilValue, "sturdy ref expected")
-	}
-	r, err := sturdy.ParseSturdyRef(v)
-	if err != nil {
-		return nil, notSturdy(err)
-	}
-	return fromParameters(r.Parameters), nil
+	return parseRef(v, "sturdy ref", sturdy.ParseSturdyRef, func(r sturdy.SturdyRef) sturdy.Parameters { return r.Parameters })
 }
 
 // ParametersFromValue parses the Parameters dictionary alone, as found in
 // the detail of a gatekeeper `ref` step: `{oid: any, sig: bytes, caveats:
 // […]}`.
 func ParametersFromValue(v preserves.Value) (*SturdyRef, error) {
+	return parseRef(v, "sturdy ref parameters", sturdy.ParseParameters, func(p sturdy.Parameters) sturdy.Parameters { return p })
+}
+
+// parseRef parses v with parse and converts the Parameters it holds.
+func parseRef[T any](v preserves.Value, what string, parse func(preserves.Value) (T, error), params func(T) sturdy.Parameters) (*SturdyRef, error) {
 	if v == nil {
-		return nil, errorf(ErrNilValue, "sturdy ref parameters expected")
+		return nil, errorf(ErrNilValue, "%s expected", what)
 	}
-	p, err := sturdy.ParseParameters(v)
+	x, err := parse(v)
 	if err != nil {
 		return nil, notSturdy(err)
 	}
-	return fromParameters(p), nil
+	return fromParameters(params(x)), nil
 }
 
 // notSturdy classes a parse error, which names the path and position.

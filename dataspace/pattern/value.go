@@ -47,34 +47,27 @@ func FromValue(v preserves.Value) (Pattern, error) {
 		return nil, malformed(v, "pattern: expected a pattern record, found %s", preserves.Unwrap(v).Kind())
 	}
 	label, _ := preserves.Unwrap(r.Label).(preserves.Symbol)
+	n := arity(label)
+	if n < 0 {
+		return nil, malformed(v, "pattern: unknown pattern record label %v", labelText(r.Label))
+	}
+	if len(r.Fields) != n {
+		return nil, malformed(v, "pattern: <%s> takes %d field(s), found %d", string(label), n, len(r.Fields))
+	}
 	switch label {
-	case symDiscard:
-		if len(r.Fields) != 0 {
-			return nil, malformed(v, "pattern: <_> takes no fields, found %d", len(r.Fields))
-		}
-		return Discard{}, nil
 	case dataspacepatterns.LabelBind:
-		if len(r.Fields) != 1 {
-			return nil, malformed(v, "pattern: <bind> takes one field, found %d", len(r.Fields))
-		}
 		p, err := FromValue(r.Fields[0])
 		if err != nil {
 			return nil, err
 		}
 		return Bind{Pattern: p}, nil
 	case dataspacepatterns.LabelLit:
-		if len(r.Fields) != 1 {
-			return nil, malformed(v, "pattern: <lit> takes one field, found %d", len(r.Fields))
-		}
 		a := preserves.Unwrap(r.Fields[0])
 		if !isAtomic(a) {
 			return nil, malformed(r.Fields[0], "pattern: <lit> cannot hold a %s", a.Kind())
 		}
 		return Lit{Value: preserves.Strip(a)}, nil
 	case dataspacepatterns.LabelGroup:
-		if len(r.Fields) != 2 {
-			return nil, malformed(v, "pattern: <group> takes two fields, found %d", len(r.Fields))
-		}
 		t, err := groupTypeFromValue(r.Fields[0])
 		if err != nil {
 			return nil, err
@@ -90,7 +83,21 @@ func FromValue(v preserves.Value) (Pattern, error) {
 		}
 		return Group{Type: t, Entries: es}, nil
 	}
-	return nil, malformed(v, "pattern: unknown pattern record label %v", labelText(r.Label))
+	return Discard{}, nil
+}
+
+// arity is the number of fields of the pattern record labelled label, -1
+// for a label that is no pattern's.
+func arity(label preserves.Symbol) int {
+	switch label {
+	case symDiscard:
+		return 0
+	case dataspacepatterns.LabelBind, dataspacepatterns.LabelLit:
+		return 1
+	case dataspacepatterns.LabelGroup:
+		return 2
+	}
+	return -1
 }
 
 func groupTypeFromValue(v preserves.Value) (GroupType, error) {
