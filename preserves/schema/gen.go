@@ -1242,15 +1242,22 @@ func (g *gen) union(d *Definition, name string) error {
 	// matches: building errors (texts of values) is most of the cost of
 	// a parse that tries several alternatives. A skipped alternative
 	// fails at its first test, so the second call costs little.
-	// The guards test one Peek, found once: the kind and label of v.
+	// The guards test the label (h) or kind (k) of v, found once.
 	guards := make([]string, len(d.Or))
-	peek := false
+	head, kind := false, false
 	for i, a := range d.Or {
 		guards[i] = g.guard(a.Pattern, 0)
-		peek = peek || strings.HasPrefix(guards[i], "p.")
+		head = head || strings.HasPrefix(guards[i], "w || h ")
+		kind = kind || strings.HasPrefix(guards[i], "w || k ")
 	}
-	if peek {
-		g.p("p := %s.PeekAt(v)", sc)
+	switch {
+	case head && kind:
+		g.p("h, w := %s.SymbolHead(v)", sc)
+		g.p("k, _ := %s.KindOf(v)", sc)
+	case head:
+		g.p("h, w := %s.SymbolHead(v)", sc)
+	case kind:
+		g.p("k, w := %s.KindOf(v)", sc)
 	}
 	for i, a := range d.Or {
 		call := fmt.Sprintf("if r, err := parse%s(v); err == nil { return r, nil } else { errs[%d] = err }", name+Mangle(a.Label), i)
@@ -1282,15 +1289,12 @@ func (g *gen) guard(p Pattern, depth int) string {
 	switch x := p.(type) {
 	case Rec:
 		if l, ok := x.Label.Pattern.(Lit); ok {
-			if goEqual(l.Literal) {
-				return "p.Wild || p.Head == " + g.label(l.Literal)
+			if _, ok := l.Literal.(preserves.Symbol); ok {
+				return "w || h == " + g.label(l.Literal)
 			}
 			return fmt.Sprintf("%s.MayBeRecordOf(v, %s)", sc, g.label(l.Literal))
 		}
 	case Lit:
-		if goEqual(x.Literal) {
-			return "p.Wild || p.V == " + g.lit(x.Literal)
-		}
 		return fmt.Sprintf("%s.MayEqual(v, %s)", sc, g.lit(x.Literal))
 	case *Ref:
 		// Another module's labels and literals are not constants of this one.
@@ -1304,21 +1308,9 @@ func (g *gen) guard(p Pattern, depth int) string {
 		}
 	}
 	if k := g.kind(g.m, p, depth); k != "" {
-		return fmt.Sprintf("p.Wild || p.Kind == %s.Kind%s", pv, k)
+		return fmt.Sprintf("w || k == %s.Kind%s", pv, k)
 	}
 	return ""
-}
-
-// goEqual reports whether Go's == on an unwrapped preserves.Value is
-// Preserves equality with the literal v: true for the atoms that have one
-// representation each (an integer may be Int or BigInt, a double has
-// NaNs).
-func goEqual(v preserves.Value) bool {
-	switch v.(type) {
-	case preserves.Symbol, preserves.String, preserves.Bool:
-		return true
-	}
-	return false
 }
 
 // kind is the name of the preserves.Kind every value p (of module m)

@@ -180,32 +180,30 @@ func wildcards(n int) []preserves.Value {
 	return w
 }
 
-// Peek is what a generated alternation dispatches on, found once per
-// parse: the value behind annotations, its kind, a record's label, Head (behind
-// annotations; nil for other values), and whether v or that label is a
-// Wildcard, which may be anything. The guards the generator writes on it
-// (`p.Wild || p.Head == LabelX`, `p.Wild || p.Kind == …`) are false only
+// SymbolHead and KindOf are what a generated alternation dispatches on,
+// found once per parse: the symbol labelling v when v is a record ("" when
+// it is not, or its label is no symbol), the kind of v, both behind
+// annotations, and whether v (or the record's label) is a Wildcard, which
+// may be anything. The guards the generator writes on them
+// (`w || h == LabelX`, `w || k == preserves.KindString`) are false only
 // when an alternative surely fails, so the alternation tries, and builds
 // errors for, only the alternatives that may match.
-type Peek struct {
-	V    preserves.Value
-	Kind preserves.Kind
-	Head preserves.Value
-	Wild bool
+func SymbolHead(v preserves.Value) (preserves.Symbol, bool) {
+	r, ok := preserves.Unwrap(v).(*preserves.Record)
+	if !ok {
+		return "", IsWildcard(v)
+	}
+	l := preserves.Unwrap(r.Label)
+	if s, ok := l.(preserves.Symbol); ok {
+		return s, false
+	}
+	return "", isWildcard(l)
 }
 
-// PeekAt is the Peek of v.
-func PeekAt(v preserves.Value) Peek {
+// KindOf: see SymbolHead.
+func KindOf(v preserves.Value) (preserves.Kind, bool) {
 	u := preserves.Unwrap(v)
-	p := Peek{V: u, Kind: u.Kind()}
-	switch x := u.(type) {
-	case *preserves.Record:
-		p.Head = preserves.Unwrap(x.Label)
-		p.Wild = isWildcard(p.Head)
-	case *preserves.Embedded:
-		_, p.Wild = x.Payload.(Wildcard)
-	}
-	return p
+	return u.Kind(), isWildcard(u)
 }
 
 func isWildcard(u preserves.Value) bool {

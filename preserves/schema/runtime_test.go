@@ -28,19 +28,29 @@ func TestMapValueSortsOnce(t *testing.T) {
 	}
 }
 
-// TestPeekGuards: an alternation tries only the alternatives whose guard
-// holds, and a Wildcard (as v or as a record's label) holds every guard.
-func TestPeekGuards(t *testing.T) {
+// TestDispatchGuards: an alternation tries only the alternatives whose
+// guard holds; a Wildcard (as v or as a record's label) holds every guard.
+func TestDispatchGuards(t *testing.T) {
 	rec := preserves.NewRecord(preserves.Symbol("point"), preserves.Int(1))
-	p := schema.PeekAt(preserves.Annotate(rec, preserves.String("note")))
-	require.Equal(t, preserves.Value(preserves.Symbol("point")), p.Head)
-	require.Equal(t, preserves.KindRecord, p.Kind)
-	require.False(t, p.Wild)
-	require.False(t, schema.PeekAt(preserves.String("x")).Wild)
-	w := preserves.NewEmbedded(schema.Wildcard{})
-	require.True(t, schema.PeekAt(w).Wild)
-	require.True(t, schema.PeekAt(preserves.NewRecord(w)).Wild)
-	require.Nil(t, schema.PeekAt(preserves.Int(3)).Head)
+	h, w := schema.SymbolHead(preserves.Annotate(rec, preserves.String("note")))
+	require.Equal(t, preserves.Symbol("point"), h)
+	require.False(t, w)
+	k, w := schema.KindOf(preserves.Annotate(rec, preserves.String("note")))
+	require.Equal(t, preserves.KindRecord, k)
+	require.False(t, w)
+	h, w = schema.SymbolHead(preserves.NewRecord(preserves.String("point")))
+	require.Equal(t, preserves.Symbol(""), h)
+	require.False(t, w)
+	h, w = schema.SymbolHead(preserves.Symbol("point"))
+	require.Equal(t, preserves.Symbol(""), h)
+	require.False(t, w)
+	wc := preserves.NewEmbedded(schema.Wildcard{})
+	_, w = schema.SymbolHead(wc)
+	require.True(t, w)
+	_, w = schema.SymbolHead(preserves.NewRecord(wc))
+	require.True(t, w)
+	_, w = schema.KindOf(wc)
+	require.True(t, w)
 }
 
 // TestAsIntSmall: integers parsed from preserves.Int have their value and

@@ -138,29 +138,29 @@ func (r PatternGroup) ToValue() preserves.Value {
 // ParsePattern tries the alternatives of Pattern in order; the first that matches wins.
 func ParsePattern(v preserves.Value) (Pattern, error) {
 	var errs [4]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Head == preserves.Symbol("_") {
+	h, w := schema.SymbolHead(v)
+	if w || h == preserves.Symbol("_") {
 		if r, err := parsePatternDiscard(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Head == LabelBind {
+	if w || h == LabelBind {
 		if r, err := parsePatternBind(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Head == LabelLit {
+	if w || h == LabelLit {
 		if r, err := parsePatternLit(v); err == nil {
 			return r, nil
 		} else {
 			errs[2] = err
 		}
 	}
-	if p.Wild || p.Head == LabelGroup {
+	if w || h == LabelGroup {
 		if r, err := parsePatternGroup(v); err == nil {
 			return r, nil
 		} else {
@@ -242,22 +242,22 @@ func (r GroupTypeDict) ToValue() preserves.Value { return preserves.NewRecord(La
 // ParseGroupType tries the alternatives of GroupType in order; the first that matches wins.
 func ParseGroupType(v preserves.Value) (GroupType, error) {
 	var errs [3]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Head == LabelRec {
+	h, w := schema.SymbolHead(v)
+	if w || h == LabelRec {
 		if r, err := parseGroupTypeRec(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Head == LabelArr {
+	if w || h == LabelArr {
 		if r, err := parseGroupTypeArr(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Head == LabelDict {
+	if w || h == LabelDict {
 		if r, err := parseGroupTypeDict(v); err == nil {
 			return r, nil
 		} else {
@@ -397,43 +397,43 @@ func (r AnyAtomEmbedded) ToValue() preserves.Value { return preserves.NewEmbedde
 // ParseAnyAtom tries the alternatives of AnyAtom in order; the first that matches wins.
 func ParseAnyAtom(v preserves.Value) (AnyAtom, error) {
 	var errs [7]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindBoolean {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindBoolean {
 		if r, err := parseAnyAtomBool(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDouble {
+	if w || k == preserves.KindDouble {
 		if r, err := parseAnyAtomDouble(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindSignedInteger {
+	if w || k == preserves.KindSignedInteger {
 		if r, err := parseAnyAtomInt(v); err == nil {
 			return r, nil
 		} else {
 			errs[2] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindString {
+	if w || k == preserves.KindString {
 		if r, err := parseAnyAtomString(v); err == nil {
 			return r, nil
 		} else {
 			errs[3] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindByteString {
+	if w || k == preserves.KindByteString {
 		if r, err := parseAnyAtomBytes(v); err == nil {
 			return r, nil
 		} else {
 			errs[4] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindSymbol {
+	if w || k == preserves.KindSymbol {
 		if r, err := parseAnyAtomSymbol(v); err == nil {
 			return r, nil
 		} else {

@@ -132,22 +132,22 @@ func (r DescriptionAbsent) ToValue() preserves.Value { return preserves.Dict() }
 // ParseDescription tries the alternatives of Description in order; the first that matches wins.
 func ParseDescription(v preserves.Value) (Description, error) {
 	var errs [3]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
 		if r, err := parseDescriptionPresent(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseDescriptionInvalid(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseDescriptionAbsent(v); err == nil {
 			return r, nil
 		} else {
@@ -244,22 +244,22 @@ func (r UrlAbsent) ToValue() preserves.Value { return preserves.Dict() }
 // ParseUrl tries the alternatives of Url in order; the first that matches wins.
 func ParseUrl(v preserves.Value) (Url, error) {
 	var errs [3]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
 		if r, err := parseUrlPresent(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseUrlInvalid(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseUrlAbsent(v); err == nil {
 			return r, nil
 		} else {
@@ -344,22 +344,22 @@ func (r IOListNested) ToValue() preserves.Value {
 // ParseIOList tries the alternatives of IOList in order; the first that matches wins.
 func ParseIOList(v preserves.Value) (IOList, error) {
 	var errs [3]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindByteString {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindByteString {
 		if r, err := parseIOListBytes(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindString {
+	if w || k == preserves.KindString {
 		if r, err := parseIOListString(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindSequence {
+	if w || k == preserves.KindSequence {
 		if r, err := parseIOListNested(v); err == nil {
 			return r, nil
 		} else {

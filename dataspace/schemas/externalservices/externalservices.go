@@ -132,13 +132,13 @@ func (r DaemonProcessSpecFull) ToValue() preserves.Value { return r.Value.ToValu
 // ParseDaemonProcessSpec tries the alternatives of DaemonProcessSpec in order; the first that matches wins.
 func ParseDaemonProcessSpec(v preserves.Value) (DaemonProcessSpec, error) {
 	var errs [3]error
-	p := schema.PeekAt(v)
+	h, w := schema.SymbolHead(v)
 	if r, err := parseDaemonProcessSpecSimple(v); err == nil {
 		return r, nil
 	} else {
 		errs[0] = err
 	}
-	if p.Wild || p.Head == LabelOneShot {
+	if w || h == LabelOneShot {
 		if r, err := parseDaemonProcessSpecOneShot(v); err == nil {
 			return r, nil
 		} else {
@@ -268,22 +268,22 @@ func (r ReadyOnStartAbsent) ToValue() preserves.Value { return preserves.Dict() 
 // ParseReadyOnStart tries the alternatives of ReadyOnStart in order; the first that matches wins.
 func ParseReadyOnStart(v preserves.Value) (ReadyOnStart, error) {
 	var errs [3]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
 		if r, err := parseReadyOnStartPresent(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseReadyOnStartInvalid(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseReadyOnStartAbsent(v); err == nil {
 			return r, nil
 		} else {
@@ -382,22 +382,22 @@ func (r RestartFieldAbsent) ToValue() preserves.Value { return preserves.Dict() 
 // ParseRestartField tries the alternatives of RestartField in order; the first that matches wins.
 func ParseRestartField(v preserves.Value) (RestartField, error) {
 	var errs [3]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
 		if r, err := parseRestartFieldPresent(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseRestartFieldInvalid(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseRestartFieldAbsent(v); err == nil {
 			return r, nil
 		} else {
@@ -496,22 +496,22 @@ func (r ProtocolFieldAbsent) ToValue() preserves.Value { return preserves.Dict()
 // ParseProtocolField tries the alternatives of ProtocolField in order; the first that matches wins.
 func ParseProtocolField(v preserves.Value) (ProtocolField, error) {
 	var errs [3]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
 		if r, err := parseProtocolFieldPresent(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseProtocolFieldInvalid(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseProtocolFieldAbsent(v); err == nil {
 			return r, nil
 		} else {
@@ -714,22 +714,22 @@ func (r ProcessEnvAbsent) ToValue() preserves.Value { return preserves.Dict() }
 // ParseProcessEnv tries the alternatives of ProcessEnv in order; the first that matches wins.
 func ParseProcessEnv(v preserves.Value) (ProcessEnv, error) {
 	var errs [3]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
 		if r, err := parseProcessEnvPresent(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseProcessEnvInvalid(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseProcessEnvAbsent(v); err == nil {
 			return r, nil
 		} else {
@@ -828,22 +828,22 @@ func (r ProcessDirAbsent) ToValue() preserves.Value { return preserves.Dict() }
 // ParseProcessDir tries the alternatives of ProcessDir in order; the first that matches wins.
 func ParseProcessDir(v preserves.Value) (ProcessDir, error) {
 	var errs [3]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
 		if r, err := parseProcessDirPresent(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseProcessDirInvalid(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseProcessDirAbsent(v); err == nil {
 			return r, nil
 		} else {
@@ -942,22 +942,22 @@ func (r ClearEnvAbsent) ToValue() preserves.Value { return preserves.Dict() }
 // ParseClearEnv tries the alternatives of ClearEnv in order; the first that matches wins.
 func ParseClearEnv(v preserves.Value) (ClearEnv, error) {
 	var errs [3]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
 		if r, err := parseClearEnvPresent(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseClearEnvInvalid(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseClearEnvAbsent(v); err == nil {
 			return r, nil
 		} else {
@@ -1017,15 +1017,15 @@ func (r CommandLineFull) ToValue() preserves.Value { return r.Value.ToValue() }
 // ParseCommandLine tries the alternatives of CommandLine in order; the first that matches wins.
 func ParseCommandLine(v preserves.Value) (CommandLine, error) {
 	var errs [2]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindString {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindString {
 		if r, err := parseCommandLineShell(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindSequence {
+	if w || k == preserves.KindSequence {
 		if r, err := parseCommandLineFull(v); err == nil {
 			return r, nil
 		} else {
@@ -1125,15 +1125,15 @@ func (r EnvVariableInvalid) ToValue() preserves.Value { return r.Value }
 // ParseEnvVariable tries the alternatives of EnvVariable in order; the first that matches wins.
 func ParseEnvVariable(v preserves.Value) (EnvVariable, error) {
 	var errs [3]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindString {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindString {
 		if r, err := parseEnvVariableString(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindSymbol {
+	if w || k == preserves.KindSymbol {
 		if r, err := parseEnvVariableSymbol(v); err == nil {
 			return r, nil
 		} else {
@@ -1207,15 +1207,15 @@ func (r EnvValueInvalid) ToValue() preserves.Value { return r.Value }
 // ParseEnvValue tries the alternatives of EnvValue in order; the first that matches wins.
 func ParseEnvValue(v preserves.Value) (EnvValue, error) {
 	var errs [3]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindString {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindString {
 		if r, err := parseEnvValueSet(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.V == preserves.Bool(false) {
+	if schema.MayEqual(v, preserves.Bool(false)) {
 		if r, err := parseEnvValueRemove(v); err == nil {
 			return r, nil
 		} else {

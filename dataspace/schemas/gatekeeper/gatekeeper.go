@@ -212,13 +212,12 @@ func (r BindObserverAbsent) ToValue() preserves.Value { return preserves.Bool(fa
 // ParseBindObserver tries the alternatives of BindObserver in order; the first that matches wins.
 func ParseBindObserver(v preserves.Value) (BindObserver, error) {
 	var errs [2]error
-	p := schema.PeekAt(v)
 	if r, err := parseBindObserverPresent(v); err == nil {
 		return r, nil
 	} else {
 		errs[0] = err
 	}
-	if p.Wild || p.V == preserves.Bool(false) {
+	if schema.MayEqual(v, preserves.Bool(false)) {
 		if r, err := parseBindObserverAbsent(v); err == nil {
 			return r, nil
 		} else {
@@ -280,15 +279,16 @@ func (r BoundError) ToValue() preserves.Value { return r.Value.ToValue() }
 // ParseBound tries the alternatives of Bound in order; the first that matches wins.
 func ParseBound(v preserves.Value) (Bound, error) {
 	var errs [2]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Head == LabelBound {
+	h, w := schema.SymbolHead(v)
+	k, _ := schema.KindOf(v)
+	if w || h == LabelBound {
 		if r, err := parseBoundBound(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindRecord {
+	if w || k == preserves.KindRecord {
 		if r, err := parseBoundError(v); err == nil {
 			return r, nil
 		} else {

@@ -174,15 +174,15 @@ func (r HostPatternAny) ToValue() preserves.Value { return preserves.Bool(false)
 // ParseHostPattern tries the alternatives of HostPattern in order; the first that matches wins.
 func ParseHostPattern(v preserves.Value) (HostPattern, error) {
 	var errs [2]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindString {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindString {
 		if r, err := parseHostPatternHost(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.V == preserves.Bool(false) {
+	if schema.MayEqual(v, preserves.Bool(false)) {
 		if r, err := parseHostPatternAny(v); err == nil {
 			return r, nil
 		} else {
@@ -277,22 +277,22 @@ func (r PathPatternElementRest) ToValue() preserves.Value { return preserves.Sym
 // ParsePathPatternElement tries the alternatives of PathPatternElement in order; the first that matches wins.
 func ParsePathPatternElement(v preserves.Value) (PathPatternElement, error) {
 	var errs [3]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindString {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindString {
 		if r, err := parsePathPatternElementLabel(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.V == preserves.Symbol("_") {
+	if schema.MayEqual(v, preserves.Symbol("_")) {
 		if r, err := parsePathPatternElementWildcard(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.V == preserves.Symbol("...") {
+	if schema.MayEqual(v, preserves.Symbol("...")) {
 		if r, err := parsePathPatternElementRest(v); err == nil {
 			return r, nil
 		} else {
@@ -351,15 +351,15 @@ func (r MethodPatternSpecific) ToValue() preserves.Value { return r.Value }
 // ParseMethodPattern tries the alternatives of MethodPattern in order; the first that matches wins.
 func ParseMethodPattern(v preserves.Value) (MethodPattern, error) {
 	var errs [2]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.V == preserves.Bool(false) {
+	k, w := schema.KindOf(v)
+	if schema.MayEqual(v, preserves.Bool(false)) {
 		if r, err := parseMethodPatternAny(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindSymbol {
+	if w || k == preserves.KindSymbol {
 		if r, err := parseMethodPatternSpecific(v); err == nil {
 			return r, nil
 		} else {
@@ -544,15 +544,16 @@ func (r QueryValueFile) ToValue() preserves.Value {
 // ParseQueryValue tries the alternatives of QueryValue in order; the first that matches wins.
 func ParseQueryValue(v preserves.Value) (QueryValue, error) {
 	var errs [2]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindString {
+	h, w := schema.SymbolHead(v)
+	k, _ := schema.KindOf(v)
+	if w || k == preserves.KindString {
 		if r, err := parseQueryValueString(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Head == LabelFile {
+	if w || h == LabelFile {
 		if r, err := parseQueryValueFile(v); err == nil {
 			return r, nil
 		} else {
@@ -608,15 +609,15 @@ func (r RequestBodyPresent) ToValue() preserves.Value { return preserves.ByteStr
 // ParseRequestBody tries the alternatives of RequestBody in order; the first that matches wins.
 func ParseRequestBody(v preserves.Value) (RequestBody, error) {
 	var errs [2]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.V == preserves.Bool(false) {
+	k, w := schema.KindOf(v)
+	if schema.MayEqual(v, preserves.Bool(false)) {
 		if r, err := parseRequestBodyAbsent(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindByteString {
+	if w || k == preserves.KindByteString {
 		if r, err := parseRequestBodyPresent(v); err == nil {
 			return r, nil
 		} else {
@@ -672,15 +673,15 @@ func (r RequestHostPresent) ToValue() preserves.Value { return preserves.String(
 // ParseRequestHost tries the alternatives of RequestHost in order; the first that matches wins.
 func ParseRequestHost(v preserves.Value) (RequestHost, error) {
 	var errs [2]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.V == preserves.Bool(false) {
+	k, w := schema.KindOf(v)
+	if schema.MayEqual(v, preserves.Bool(false)) {
 		if r, err := parseRequestHostAbsent(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindString {
+	if w || k == preserves.KindString {
 		if r, err := parseRequestHostPresent(v); err == nil {
 			return r, nil
 		} else {
@@ -844,29 +845,29 @@ func (r HttpResponseDone) ToValue() preserves.Value {
 // ParseHttpResponse tries the alternatives of HttpResponse in order; the first that matches wins.
 func ParseHttpResponse(v preserves.Value) (HttpResponse, error) {
 	var errs [4]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Head == LabelStatus {
+	h, w := schema.SymbolHead(v)
+	if w || h == LabelStatus {
 		if r, err := parseHttpResponseStatus(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Head == LabelHeader {
+	if w || h == LabelHeader {
 		if r, err := parseHttpResponseHeader(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Head == LabelChunk {
+	if w || h == LabelChunk {
 		if r, err := parseHttpResponseChunk(v); err == nil {
 			return r, nil
 		} else {
 			errs[2] = err
 		}
 	}
-	if p.Wild || p.Head == LabelDone {
+	if w || h == LabelDone {
 		if r, err := parseHttpResponseDone(v); err == nil {
 			return r, nil
 		} else {
@@ -929,15 +930,15 @@ func (r ChunkBytes) ToValue() preserves.Value { return preserves.ByteString(r.Va
 // ParseChunk tries the alternatives of Chunk in order; the first that matches wins.
 func ParseChunk(v preserves.Value) (Chunk, error) {
 	var errs [2]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindString {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindString {
 		if r, err := parseChunkString(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindByteString {
+	if w || k == preserves.KindByteString {
 		if r, err := parseChunkBytes(v); err == nil {
 			return r, nil
 		} else {

@@ -114,15 +114,15 @@ func (r TcpRelayListenerTcpWithHttp) ToValue() preserves.Value { return r.Value.
 // ParseTcpRelayListener tries the alternatives of TcpRelayListener in order; the first that matches wins.
 func ParseTcpRelayListener(v preserves.Value) (TcpRelayListener, error) {
 	var errs [2]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Head == LabelRelayListener {
+	h, w := schema.SymbolHead(v)
+	if w || h == LabelRelayListener {
 		if r, err := parseTcpRelayListenerTcpWithoutHttp(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Head == LabelRelayListener {
+	if w || h == LabelRelayListener {
 		if r, err := parseTcpRelayListenerTcpWithHttp(v); err == nil {
 			return r, nil
 		} else {

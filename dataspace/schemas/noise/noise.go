@@ -214,22 +214,22 @@ func (r SecretKeyFieldAbsent) ToValue() preserves.Value { return preserves.Dict(
 // ParseSecretKeyField tries the alternatives of SecretKeyField in order; the first that matches wins.
 func ParseSecretKeyField(v preserves.Value) (SecretKeyField, error) {
 	var errs [3]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
 		if r, err := parseSecretKeyFieldPresent(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseSecretKeyFieldInvalid(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseSecretKeyFieldAbsent(v); err == nil {
 			return r, nil
 		} else {
@@ -328,22 +328,22 @@ func (r NoiseProtocolAbsent) ToValue() preserves.Value { return preserves.Dict()
 // ParseNoiseProtocol tries the alternatives of NoiseProtocol in order; the first that matches wins.
 func ParseNoiseProtocol(v preserves.Value) (NoiseProtocol, error) {
 	var errs [3]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
 		if r, err := parseNoiseProtocolPresent(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseNoiseProtocolInvalid(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseNoiseProtocolAbsent(v); err == nil {
 			return r, nil
 		} else {
@@ -466,22 +466,22 @@ func (r NoisePreSharedKeysAbsent) ToValue() preserves.Value { return preserves.D
 // ParseNoisePreSharedKeys tries the alternatives of NoisePreSharedKeys in order; the first that matches wins.
 func ParseNoisePreSharedKeys(v preserves.Value) (NoisePreSharedKeys, error) {
 	var errs [3]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
 		if r, err := parseNoisePreSharedKeysPresent(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseNoisePreSharedKeysInvalid(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseNoisePreSharedKeysAbsent(v); err == nil {
 			return r, nil
 		} else {
@@ -558,8 +558,8 @@ func (r SessionItemPacket) ToValue() preserves.Value { return r.Value.ToValue() 
 // ParseSessionItem tries the alternatives of SessionItem in order; the first that matches wins.
 func ParseSessionItem(v preserves.Value) (SessionItem, error) {
 	var errs [2]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Head == LabelInitiator {
+	h, w := schema.SymbolHead(v)
+	if w || h == LabelInitiator {
 		if r, err := parseSessionItemInitiator(v); err == nil {
 			return r, nil
 		} else {
@@ -650,15 +650,15 @@ func (r PacketFragmented) ToValue() preserves.Value {
 // ParsePacket tries the alternatives of Packet in order; the first that matches wins.
 func ParsePacket(v preserves.Value) (Packet, error) {
 	var errs [2]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindByteString {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindByteString {
 		if r, err := parsePacketComplete(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindSequence {
+	if w || k == preserves.KindSequence {
 		if r, err := parsePacketFragmented(v); err == nil {
 			return r, nil
 		} else {

@@ -104,29 +104,30 @@ func (r PacketNop) ToValue() preserves.Value { return Nop{}.ToValue() }
 // ParsePacket tries the alternatives of Packet in order; the first that matches wins.
 func ParsePacket(v preserves.Value) (Packet, error) {
 	var errs [4]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindSequence {
+	h, w := schema.SymbolHead(v)
+	k, _ := schema.KindOf(v)
+	if w || k == preserves.KindSequence {
 		if r, err := parsePacketTurn(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Head == LabelError {
+	if w || h == LabelError {
 		if r, err := parsePacketError(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindRecord {
+	if w || k == preserves.KindRecord {
 		if r, err := parsePacketExtension(v); err == nil {
 			return r, nil
 		} else {
 			errs[2] = err
 		}
 	}
-	if p.Wild || p.V == preserves.Bool(false) {
+	if schema.MayEqual(v, preserves.Bool(false)) {
 		if r, err := parsePacketNop(v); err == nil {
 			return r, nil
 		} else {
@@ -316,29 +317,29 @@ func (r EventSync) ToValue() preserves.Value { return r.Value.ToValue() }
 // ParseEvent tries the alternatives of Event in order; the first that matches wins.
 func ParseEvent(v preserves.Value) (Event, error) {
 	var errs [4]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Head == LabelA {
+	h, w := schema.SymbolHead(v)
+	if w || h == LabelA {
 		if r, err := parseEventAssert(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Head == LabelR {
+	if w || h == LabelR {
 		if r, err := parseEventRetract(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Head == LabelM {
+	if w || h == LabelM {
 		if r, err := parseEventMessage(v); err == nil {
 			return r, nil
 		} else {
 			errs[2] = err
 		}
 	}
-	if p.Wild || p.Head == LabelS {
+	if w || h == LabelS {
 		if r, err := parseEventSync(v); err == nil {
 			return r, nil
 		} else {

@@ -100,15 +100,15 @@ func (r ResultError) ToValue() preserves.Value { return r.Value.ToValue() }
 // ParseResult tries the alternatives of Result in order; the first that matches wins.
 func ParseResult(v preserves.Value) (Result, error) {
 	var errs [2]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Head == LabelOk {
+	h, w := schema.SymbolHead(v)
+	if w || h == LabelOk {
 		if r, err := parseResultOk(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Head == LabelError {
+	if w || h == LabelError {
 		if r, err := parseResultError(v); err == nil {
 			return r, nil
 		} else {

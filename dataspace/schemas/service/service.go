@@ -207,29 +207,28 @@ func (r StateUserDefined) ToValue() preserves.Value { return r.Value }
 // ParseState tries the alternatives of State in order; the first that matches wins.
 func ParseState(v preserves.Value) (State, error) {
 	var errs [5]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.V == preserves.Symbol("started") {
+	if schema.MayEqual(v, preserves.Symbol("started")) {
 		if r, err := parseStateStarted(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.V == preserves.Symbol("ready") {
+	if schema.MayEqual(v, preserves.Symbol("ready")) {
 		if r, err := parseStateReady(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.V == preserves.Symbol("failed") {
+	if schema.MayEqual(v, preserves.Symbol("failed")) {
 		if r, err := parseStateFailed(v); err == nil {
 			return r, nil
 		} else {
 			errs[2] = err
 		}
 	}
-	if p.Wild || p.V == preserves.Symbol("complete") {
+	if schema.MayEqual(v, preserves.Symbol("complete")) {
 		if r, err := parseStateComplete(v); err == nil {
 			return r, nil
 		} else {

@@ -99,15 +99,15 @@ func (r StandardRouteGeneral) ToValue() preserves.Value { return r.Value.ToValue
 // ParseStandardRoute tries the alternatives of StandardRoute in order; the first that matches wins.
 func ParseStandardRoute(v preserves.Value) (StandardRoute, error) {
 	var errs [2]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindSequence {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindSequence {
 		if r, err := parseStandardRouteStandard(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindRecord {
+	if w || k == preserves.KindRecord {
 		if r, err := parseStandardRouteGeneral(v); err == nil {
 			return r, nil
 		} else {
@@ -161,8 +161,8 @@ func (r StandardTransportOther) ToValue() preserves.Value { return r.Value }
 // ParseStandardTransport tries the alternatives of StandardTransport in order; the first that matches wins.
 func ParseStandardTransport(v preserves.Value) (StandardTransport, error) {
 	var errs [2]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindString {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindString {
 		if r, err := parseStandardTransportWsUrl(v); err == nil {
 			return r, nil
 		} else {

@@ -211,22 +211,22 @@ func (r SourceCredit) ToValue() preserves.Value {
 // ParseSource tries the alternatives of Source in order; the first that matches wins.
 func ParseSource(v preserves.Value) (Source, error) {
 	var errs [3]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Head == LabelSink {
+	h, w := schema.SymbolHead(v)
+	if w || h == LabelSink {
 		if r, err := parseSourceSink(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Head == LabelError {
+	if w || h == LabelError {
 		if r, err := parseSourceStreamError(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Head == LabelCredit {
+	if w || h == LabelCredit {
 		if r, err := parseSourceCredit(v); err == nil {
 			return r, nil
 		} else {
@@ -336,29 +336,29 @@ func (r SinkEof) ToValue() preserves.Value { return preserves.NewRecord(LabelEof
 // ParseSink tries the alternatives of Sink in order; the first that matches wins.
 func ParseSink(v preserves.Value) (Sink, error) {
 	var errs [4]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Head == LabelSource {
+	h, w := schema.SymbolHead(v)
+	if w || h == LabelSource {
 		if r, err := parseSinkSource(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Head == LabelError {
+	if w || h == LabelError {
 		if r, err := parseSinkStreamError(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Head == LabelData {
+	if w || h == LabelData {
 		if r, err := parseSinkData(v); err == nil {
 			return r, nil
 		} else {
 			errs[2] = err
 		}
 	}
-	if p.Wild || p.Head == LabelEof {
+	if w || h == LabelEof {
 		if r, err := parseSinkEof(v); err == nil {
 			return r, nil
 		} else {
@@ -420,15 +420,15 @@ func (r CreditAmountUnbounded) ToValue() preserves.Value { return preserves.Symb
 // ParseCreditAmount tries the alternatives of CreditAmount in order; the first that matches wins.
 func ParseCreditAmount(v preserves.Value) (CreditAmount, error) {
 	var errs [2]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindSignedInteger {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindSignedInteger {
 		if r, err := parseCreditAmountCount(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.V == preserves.Symbol("unbounded") {
+	if schema.MayEqual(v, preserves.Symbol("unbounded")) {
 		if r, err := parseCreditAmountUnbounded(v); err == nil {
 			return r, nil
 		} else {
@@ -527,8 +527,8 @@ func (r ModeObject) ToValue() preserves.Value { return preserves.NewRecord(Label
 // ParseMode tries the alternatives of Mode in order; the first that matches wins.
 func ParseMode(v preserves.Value) (Mode, error) {
 	var errs [4]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.V == preserves.Symbol("bytes") {
+	h, w := schema.SymbolHead(v)
+	if schema.MayEqual(v, preserves.Symbol("bytes")) {
 		if r, err := parseModeBytes(v); err == nil {
 			return r, nil
 		} else {
@@ -542,14 +542,14 @@ func ParseMode(v preserves.Value) (Mode, error) {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Head == LabelPacket {
+	if w || h == LabelPacket {
 		if r, err := parseModePacket(v); err == nil {
 			return r, nil
 		} else {
 			errs[2] = err
 		}
 	}
-	if p.Wild || p.Head == LabelObject {
+	if w || h == LabelObject {
 		if r, err := parseModeObject(v); err == nil {
 			return r, nil
 		} else {

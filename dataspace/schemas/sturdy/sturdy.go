@@ -259,22 +259,22 @@ func (r CaveatsFieldAbsent) ToValue() preserves.Value { return preserves.Dict() 
 // ParseCaveatsField tries the alternatives of CaveatsField in order; the first that matches wins.
 func ParseCaveatsField(v preserves.Value) (CaveatsField, error) {
 	var errs [3]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
 		if r, err := parseCaveatsFieldPresent(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseCaveatsFieldInvalid(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseCaveatsFieldAbsent(v); err == nil {
 			return r, nil
 		} else {
@@ -364,22 +364,22 @@ func (r CaveatUnknown) ToValue() preserves.Value { return r.Value }
 // ParseCaveat tries the alternatives of Caveat in order; the first that matches wins.
 func ParseCaveat(v preserves.Value) (Caveat, error) {
 	var errs [4]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Head == LabelRewrite {
+	h, w := schema.SymbolHead(v)
+	if w || h == LabelRewrite {
 		if r, err := parseCaveatRewrite(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Head == LabelOr {
+	if w || h == LabelOr {
 		if r, err := parseCaveatAlts(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Head == LabelReject {
+	if w || h == LabelReject {
 		if r, err := parseCaveatReject(v); err == nil {
 			return r, nil
 		} else {
@@ -568,15 +568,15 @@ func (r WireRefYours) ToValue() preserves.Value {
 // ParseWireRef tries the alternatives of WireRef in order; the first that matches wins.
 func ParseWireRef(v preserves.Value) (WireRef, error) {
 	var errs [2]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindSequence {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindSequence {
 		if r, err := parseWireRefMine(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindSequence {
+	if w || k == preserves.KindSequence {
 		if r, err := parseWireRefYours(v); err == nil {
 			return r, nil
 		} else {
@@ -746,8 +746,9 @@ func (r PatternPCompound) ToValue() preserves.Value { return r.Value.ToValue() }
 // ParsePattern tries the alternatives of Pattern in order; the first that matches wins.
 func ParsePattern(v preserves.Value) (Pattern, error) {
 	var errs [8]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Head == preserves.Symbol("_") {
+	h, w := schema.SymbolHead(v)
+	k, _ := schema.KindOf(v)
+	if w || h == preserves.Symbol("_") {
 		if r, err := parsePatternPDiscard(v); err == nil {
 			return r, nil
 		} else {
@@ -761,42 +762,42 @@ func ParsePattern(v preserves.Value) (Pattern, error) {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.V == preserves.Symbol("Embedded") {
+	if schema.MayEqual(v, preserves.Symbol("Embedded")) {
 		if r, err := parsePatternPEmbedded(v); err == nil {
 			return r, nil
 		} else {
 			errs[2] = err
 		}
 	}
-	if p.Wild || p.Head == LabelBind {
+	if w || h == LabelBind {
 		if r, err := parsePatternPBind(v); err == nil {
 			return r, nil
 		} else {
 			errs[3] = err
 		}
 	}
-	if p.Wild || p.Head == LabelAnd {
+	if w || h == LabelAnd {
 		if r, err := parsePatternPAnd(v); err == nil {
 			return r, nil
 		} else {
 			errs[4] = err
 		}
 	}
-	if p.Wild || p.Head == LabelNot {
+	if w || h == LabelNot {
 		if r, err := parsePatternPNot(v); err == nil {
 			return r, nil
 		} else {
 			errs[5] = err
 		}
 	}
-	if p.Wild || p.Head == LabelLit {
+	if w || h == LabelLit {
 		if r, err := parsePatternLit(v); err == nil {
 			return r, nil
 		} else {
 			errs[6] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindRecord {
+	if w || k == preserves.KindRecord {
 		if r, err := parsePatternPCompound(v); err == nil {
 			return r, nil
 		} else {
@@ -1087,29 +1088,29 @@ func (r PCompoundAnyRec) ToValue() preserves.Value { return preserves.NewRecord(
 // ParsePCompound tries the alternatives of PCompound in order; the first that matches wins.
 func ParsePCompound(v preserves.Value) (PCompound, error) {
 	var errs [4]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Head == LabelRec {
+	h, w := schema.SymbolHead(v)
+	if w || h == LabelRec {
 		if r, err := parsePCompoundRec(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Head == LabelArr {
+	if w || h == LabelArr {
 		if r, err := parsePCompoundArr(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Head == LabelDict {
+	if w || h == LabelDict {
 		if r, err := parsePCompoundDict(v); err == nil {
 			return r, nil
 		} else {
 			errs[2] = err
 		}
 	}
-	if p.Wild || p.Head == LabelRec {
+	if w || h == LabelRec {
 		if r, err := parsePCompoundAnyRec(v); err == nil {
 			return r, nil
 		} else {
@@ -1204,29 +1205,30 @@ func (r TemplateTCompound) ToValue() preserves.Value { return r.Value.ToValue() 
 // ParseTemplate tries the alternatives of Template in order; the first that matches wins.
 func ParseTemplate(v preserves.Value) (Template, error) {
 	var errs [4]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Head == LabelAttenuate {
+	h, w := schema.SymbolHead(v)
+	k, _ := schema.KindOf(v)
+	if w || h == LabelAttenuate {
 		if r, err := parseTemplateTAttenuate(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Head == LabelRef {
+	if w || h == LabelRef {
 		if r, err := parseTemplateTRef(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Head == LabelLit {
+	if w || h == LabelLit {
 		if r, err := parseTemplateLit(v); err == nil {
 			return r, nil
 		} else {
 			errs[2] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindRecord {
+	if w || k == preserves.KindRecord {
 		if r, err := parseTemplateTCompound(v); err == nil {
 			return r, nil
 		} else {
@@ -1410,22 +1412,22 @@ func (r TCompoundDict) ToValue() preserves.Value {
 // ParseTCompound tries the alternatives of TCompound in order; the first that matches wins.
 func ParseTCompound(v preserves.Value) (TCompound, error) {
 	var errs [3]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Head == LabelRec {
+	h, w := schema.SymbolHead(v)
+	if w || h == LabelRec {
 		if r, err := parseTCompoundRec(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Head == LabelArr {
+	if w || h == LabelArr {
 		if r, err := parseTCompoundArr(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Head == LabelDict {
+	if w || h == LabelDict {
 		if r, err := parseTCompoundDict(v); err == nil {
 			return r, nil
 		} else {

@@ -178,22 +178,22 @@ func (r ProcessPidAbsent) ToValue() preserves.Value { return preserves.Dict() }
 // ParseProcessPid tries the alternatives of ProcessPid in order; the first that matches wins.
 func ParseProcessPid(v preserves.Value) (ProcessPid, error) {
 	var errs [3]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
 		if r, err := parseProcessPidPresent(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseProcessPidInvalid(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseProcessPidAbsent(v); err == nil {
 			return r, nil
 		} else {
@@ -292,22 +292,22 @@ func (r ProcessRestartsAbsent) ToValue() preserves.Value { return preserves.Dict
 // ParseProcessRestarts tries the alternatives of ProcessRestarts in order; the first that matches wins.
 func ParseProcessRestarts(v preserves.Value) (ProcessRestarts, error) {
 	var errs [3]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
 		if r, err := parseProcessRestartsPresent(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseProcessRestartsInvalid(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseProcessRestartsAbsent(v); err == nil {
 			return r, nil
 		} else {
@@ -406,22 +406,22 @@ func (r ProcessSinceAbsent) ToValue() preserves.Value { return preserves.Dict() 
 // ParseProcessSince tries the alternatives of ProcessSince in order; the first that matches wins.
 func ParseProcessSince(v preserves.Value) (ProcessSince, error) {
 	var errs [3]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
 		if r, err := parseProcessSincePresent(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseProcessSinceInvalid(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseProcessSinceAbsent(v); err == nil {
 			return r, nil
 		} else {
@@ -597,22 +597,22 @@ func (r InfoSinceAbsent) ToValue() preserves.Value { return preserves.Dict() }
 // ParseInfoSince tries the alternatives of InfoSince in order; the first that matches wins.
 func ParseInfoSince(v preserves.Value) (InfoSince, error) {
 	var errs [3]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
 		if r, err := parseInfoSincePresent(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseInfoSinceInvalid(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseInfoSinceAbsent(v); err == nil {
 			return r, nil
 		} else {
@@ -711,22 +711,22 @@ func (r InfoRestartsAbsent) ToValue() preserves.Value { return preserves.Dict() 
 // ParseInfoRestarts tries the alternatives of InfoRestarts in order; the first that matches wins.
 func ParseInfoRestarts(v preserves.Value) (InfoRestarts, error) {
 	var errs [3]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
 		if r, err := parseInfoRestartsPresent(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseInfoRestartsInvalid(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseInfoRestartsAbsent(v); err == nil {
 			return r, nil
 		} else {
@@ -825,22 +825,22 @@ func (r InfoRecentAbsent) ToValue() preserves.Value { return preserves.Dict() }
 // ParseInfoRecent tries the alternatives of InfoRecent in order; the first that matches wins.
 func ParseInfoRecent(v preserves.Value) (InfoRecent, error) {
 	var errs [3]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
 		if r, err := parseInfoRecentPresent(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseInfoRecentInvalid(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseInfoRecentAbsent(v); err == nil {
 			return r, nil
 		} else {
@@ -939,22 +939,22 @@ func (r InfoExitAbsent) ToValue() preserves.Value { return preserves.Dict() }
 // ParseInfoExit tries the alternatives of InfoExit in order; the first that matches wins.
 func ParseInfoExit(v preserves.Value) (InfoExit, error) {
 	var errs [3]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
 		if r, err := parseInfoExitPresent(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseInfoExitInvalid(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseInfoExitAbsent(v); err == nil {
 			return r, nil
 		} else {
@@ -1053,22 +1053,22 @@ func (r InfoExitAtAbsent) ToValue() preserves.Value { return preserves.Dict() }
 // ParseInfoExitAt tries the alternatives of InfoExitAt in order; the first that matches wins.
 func ParseInfoExitAt(v preserves.Value) (InfoExitAt, error) {
 	var errs [3]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
 		if r, err := parseInfoExitAtPresent(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseInfoExitAtInvalid(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseInfoExitAtAbsent(v); err == nil {
 			return r, nil
 		} else {
@@ -1167,22 +1167,22 @@ func (r InfoPhaseAbsent) ToValue() preserves.Value { return preserves.Dict() }
 // ParseInfoPhase tries the alternatives of InfoPhase in order; the first that matches wins.
 func ParseInfoPhase(v preserves.Value) (InfoPhase, error) {
 	var errs [3]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
 		if r, err := parseInfoPhasePresent(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseInfoPhaseInvalid(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseInfoPhaseAbsent(v); err == nil {
 			return r, nil
 		} else {
@@ -1316,29 +1316,29 @@ func (r InfoReasonAbsent) ToValue() preserves.Value { return preserves.Dict() }
 // ParseInfoReason tries the alternatives of InfoReason in order; the first that matches wins.
 func ParseInfoReason(v preserves.Value) (InfoReason, error) {
 	var errs [4]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
 		if r, err := parseInfoReasonPresent(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseInfoReasonOne(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseInfoReasonInvalid(v); err == nil {
 			return r, nil
 		} else {
 			errs[2] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseInfoReasonAbsent(v); err == nil {
 			return r, nil
 		} else {
@@ -1440,22 +1440,22 @@ func (r InfoPosAbsent) ToValue() preserves.Value { return preserves.Dict() }
 // ParseInfoPos tries the alternatives of InfoPos in order; the first that matches wins.
 func ParseInfoPos(v preserves.Value) (InfoPos, error) {
 	var errs [3]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
 		if r, err := parseInfoPosPresent(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseInfoPosInvalid(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseInfoPosAbsent(v); err == nil {
 			return r, nil
 		} else {
@@ -1709,15 +1709,15 @@ func (r HistoryChangeUnknown) ToValue() preserves.Value { return r.Value }
 // ParseHistoryChange tries the alternatives of HistoryChange in order; the first that matches wins.
 func ParseHistoryChange(v preserves.Value) (HistoryChange, error) {
 	var errs [3]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Head == LabelAsserted {
+	h, w := schema.SymbolHead(v)
+	if w || h == LabelAsserted {
 		if r, err := parseHistoryChangeAsserted(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Head == LabelRetracted {
+	if w || h == LabelRetracted {
 		if r, err := parseHistoryChangeRetracted(v); err == nil {
 			return r, nil
 		} else {

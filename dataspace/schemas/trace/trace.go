@@ -179,22 +179,22 @@ func (r ActorActivationStop) ToValue() preserves.Value {
 // ParseActorActivation tries the alternatives of ActorActivation in order; the first that matches wins.
 func ParseActorActivation(v preserves.Value) (ActorActivation, error) {
 	var errs [3]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Head == LabelStart {
+	h, w := schema.SymbolHead(v)
+	if w || h == LabelStart {
 		if r, err := parseActorActivationStart(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Head == LabelTurn {
+	if w || h == LabelTurn {
 		if r, err := parseActorActivationTurn(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Head == LabelStop {
+	if w || h == LabelStop {
 		if r, err := parseActorActivationStop(v); err == nil {
 			return r, nil
 		} else {
@@ -257,15 +257,15 @@ func (r NameNamed) ToValue() preserves.Value { return preserves.NewRecord(LabelN
 // ParseName tries the alternatives of Name in order; the first that matches wins.
 func ParseName(v preserves.Value) (Name, error) {
 	var errs [2]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Head == LabelAnonymous {
+	h, w := schema.SymbolHead(v)
+	if w || h == LabelAnonymous {
 		if r, err := parseNameAnonymous(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Head == LabelNamed {
+	if w || h == LabelNamed {
 		if r, err := parseNameNamed(v); err == nil {
 			return r, nil
 		} else {
@@ -381,15 +381,15 @@ func (r ExitStatusError) ToValue() preserves.Value { return r.Value.ToValue() }
 // ParseExitStatus tries the alternatives of ExitStatus in order; the first that matches wins.
 func ParseExitStatus(v preserves.Value) (ExitStatus, error) {
 	var errs [2]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.V == preserves.Symbol("ok") {
+	k, w := schema.KindOf(v)
+	if schema.MayEqual(v, preserves.Symbol("ok")) {
 		if r, err := parseExitStatusOk(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindRecord {
+	if w || k == preserves.KindRecord {
 		if r, err := parseExitStatusError(v); err == nil {
 			return r, nil
 		} else {
@@ -593,43 +593,43 @@ func (r TurnCauseExternal) ToValue() preserves.Value {
 // ParseTurnCause tries the alternatives of TurnCause in order; the first that matches wins.
 func ParseTurnCause(v preserves.Value) (TurnCause, error) {
 	var errs [6]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Head == LabelCausedBy {
+	h, w := schema.SymbolHead(v)
+	if w || h == LabelCausedBy {
 		if r, err := parseTurnCauseTurn(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Head == LabelCleanup {
+	if w || h == LabelCleanup {
 		if r, err := parseTurnCauseCleanup(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Head == LabelLinkedTaskRelease {
+	if w || h == LabelLinkedTaskRelease {
 		if r, err := parseTurnCauseLinkedTaskRelease(v); err == nil {
 			return r, nil
 		} else {
 			errs[2] = err
 		}
 	}
-	if p.Wild || p.Head == LabelPeriodicActivation {
+	if w || h == LabelPeriodicActivation {
 		if r, err := parseTurnCausePeriodicActivation(v); err == nil {
 			return r, nil
 		} else {
 			errs[3] = err
 		}
 	}
-	if p.Wild || p.Head == LabelDelay {
+	if w || h == LabelDelay {
 		if r, err := parseTurnCauseDelay(v); err == nil {
 			return r, nil
 		} else {
 			errs[4] = err
 		}
 	}
-	if p.Wild || p.Head == LabelExternal {
+	if w || h == LabelExternal {
 		if r, err := parseTurnCauseExternal(v); err == nil {
 			return r, nil
 		} else {
@@ -820,36 +820,36 @@ func (r TurnEventBreakLink) ToValue() preserves.Value {
 // ParseTurnEvent tries the alternatives of TurnEvent in order; the first that matches wins.
 func ParseTurnEvent(v preserves.Value) (TurnEvent, error) {
 	var errs [5]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Head == LabelAssert {
+	h, w := schema.SymbolHead(v)
+	if w || h == LabelAssert {
 		if r, err := parseTurnEventAssert(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Head == LabelRetract {
+	if w || h == LabelRetract {
 		if r, err := parseTurnEventRetract(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Head == LabelMessage {
+	if w || h == LabelMessage {
 		if r, err := parseTurnEventMessage(v); err == nil {
 			return r, nil
 		} else {
 			errs[2] = err
 		}
 	}
-	if p.Wild || p.Head == LabelSync {
+	if w || h == LabelSync {
 		if r, err := parseTurnEventSync(v); err == nil {
 			return r, nil
 		} else {
 			errs[3] = err
 		}
 	}
-	if p.Wild || p.Head == LabelBreakLink {
+	if w || h == LabelBreakLink {
 		if r, err := parseTurnEventBreakLink(v); err == nil {
 			return r, nil
 		} else {
@@ -1164,64 +1164,64 @@ func (r ActionDescriptionLinkedTaskStart) ToValue() preserves.Value {
 // ParseActionDescription tries the alternatives of ActionDescription in order; the first that matches wins.
 func ParseActionDescription(v preserves.Value) (ActionDescription, error) {
 	var errs [9]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Head == LabelDequeue {
+	h, w := schema.SymbolHead(v)
+	if w || h == LabelDequeue {
 		if r, err := parseActionDescriptionDequeue(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Head == LabelEnqueue {
+	if w || h == LabelEnqueue {
 		if r, err := parseActionDescriptionEnqueue(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Head == LabelDequeueInternal {
+	if w || h == LabelDequeueInternal {
 		if r, err := parseActionDescriptionDequeueInternal(v); err == nil {
 			return r, nil
 		} else {
 			errs[2] = err
 		}
 	}
-	if p.Wild || p.Head == LabelEnqueueInternal {
+	if w || h == LabelEnqueueInternal {
 		if r, err := parseActionDescriptionEnqueueInternal(v); err == nil {
 			return r, nil
 		} else {
 			errs[3] = err
 		}
 	}
-	if p.Wild || p.Head == LabelSpawn {
+	if w || h == LabelSpawn {
 		if r, err := parseActionDescriptionSpawn(v); err == nil {
 			return r, nil
 		} else {
 			errs[4] = err
 		}
 	}
-	if p.Wild || p.Head == LabelLink {
+	if w || h == LabelLink {
 		if r, err := parseActionDescriptionLink(v); err == nil {
 			return r, nil
 		} else {
 			errs[5] = err
 		}
 	}
-	if p.Wild || p.Head == LabelFacetStart {
+	if w || h == LabelFacetStart {
 		if r, err := parseActionDescriptionFacetStart(v); err == nil {
 			return r, nil
 		} else {
 			errs[6] = err
 		}
 	}
-	if p.Wild || p.Head == LabelFacetStop {
+	if w || h == LabelFacetStop {
 		if r, err := parseActionDescriptionFacetStop(v); err == nil {
 			return r, nil
 		} else {
 			errs[7] = err
 		}
 	}
-	if p.Wild || p.Head == LabelLinkedTaskStart {
+	if w || h == LabelLinkedTaskStart {
 		if r, err := parseActionDescriptionLinkedTaskStart(v); err == nil {
 			return r, nil
 		} else {
@@ -1311,15 +1311,15 @@ func (r AssertionDescriptionOpaque) ToValue() preserves.Value {
 // ParseAssertionDescription tries the alternatives of AssertionDescription in order; the first that matches wins.
 func ParseAssertionDescription(v preserves.Value) (AssertionDescription, error) {
 	var errs [2]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Head == LabelValue {
+	h, w := schema.SymbolHead(v)
+	if w || h == LabelValue {
 		if r, err := parseAssertionDescriptionValue(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Head == LabelOpaque {
+	if w || h == LabelOpaque {
 		if r, err := parseAssertionDescriptionOpaque(v); err == nil {
 			return r, nil
 		} else {

@@ -196,15 +196,15 @@ func (r EmbeddedTypeNameRef) ToValue() preserves.Value { return r.Value.ToValue(
 // ParseEmbeddedTypeName tries the alternatives of EmbeddedTypeName in order; the first that matches wins.
 func ParseEmbeddedTypeName(v preserves.Value) (EmbeddedTypeName, error) {
 	var errs [2]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.V == preserves.Bool(false) {
+	h, w := schema.SymbolHead(v)
+	if schema.MayEqual(v, preserves.Bool(false)) {
 		if r, err := parseEmbeddedTypeNameFalse(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Head == LabelRef {
+	if w || h == LabelRef {
 		if r, err := parseEmbeddedTypeNameRef(v); err == nil {
 			return r, nil
 		} else {
@@ -354,15 +354,15 @@ func (r DefinitionPattern) ToValue() preserves.Value { return r.Value.ToValue() 
 // ParseDefinition tries the alternatives of Definition in order; the first that matches wins.
 func ParseDefinition(v preserves.Value) (Definition, error) {
 	var errs [3]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Head == LabelOr {
+	h, w := schema.SymbolHead(v)
+	if w || h == LabelOr {
 		if r, err := parseDefinitionOr(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Head == LabelAnd {
+	if w || h == LabelAnd {
 		if r, err := parseDefinitionAnd(v); err == nil {
 			return r, nil
 		} else {
@@ -424,13 +424,13 @@ func (r PatternCompoundPattern) ToValue() preserves.Value { return r.Value.ToVal
 // ParsePattern tries the alternatives of Pattern in order; the first that matches wins.
 func ParsePattern(v preserves.Value) (Pattern, error) {
 	var errs [2]error
-	p := schema.PeekAt(v)
+	k, w := schema.KindOf(v)
 	if r, err := parsePatternSimplePattern(v); err == nil {
 		return r, nil
 	} else {
 		errs[0] = err
 	}
-	if p.Wild || p.Kind == preserves.KindRecord {
+	if w || k == preserves.KindRecord {
 		if r, err := parsePatternCompoundPattern(v); err == nil {
 			return r, nil
 		} else {
@@ -626,57 +626,57 @@ func (r SimplePatternRef) ToValue() preserves.Value { return r.Value.ToValue() }
 // ParseSimplePattern tries the alternatives of SimplePattern in order; the first that matches wins.
 func ParseSimplePattern(v preserves.Value) (SimplePattern, error) {
 	var errs [8]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.V == preserves.Symbol("any") {
+	h, w := schema.SymbolHead(v)
+	if schema.MayEqual(v, preserves.Symbol("any")) {
 		if r, err := parseSimplePatternAny(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Head == LabelAtom {
+	if w || h == LabelAtom {
 		if r, err := parseSimplePatternAtom(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Head == LabelEmbedded {
+	if w || h == LabelEmbedded {
 		if r, err := parseSimplePatternEmbedded(v); err == nil {
 			return r, nil
 		} else {
 			errs[2] = err
 		}
 	}
-	if p.Wild || p.Head == LabelLit {
+	if w || h == LabelLit {
 		if r, err := parseSimplePatternLit(v); err == nil {
 			return r, nil
 		} else {
 			errs[3] = err
 		}
 	}
-	if p.Wild || p.Head == LabelSeqof {
+	if w || h == LabelSeqof {
 		if r, err := parseSimplePatternSeqof(v); err == nil {
 			return r, nil
 		} else {
 			errs[4] = err
 		}
 	}
-	if p.Wild || p.Head == LabelSetof {
+	if w || h == LabelSetof {
 		if r, err := parseSimplePatternSetof(v); err == nil {
 			return r, nil
 		} else {
 			errs[5] = err
 		}
 	}
-	if p.Wild || p.Head == LabelDictof {
+	if w || h == LabelDictof {
 		if r, err := parseSimplePatternDictof(v); err == nil {
 			return r, nil
 		} else {
 			errs[6] = err
 		}
 	}
-	if p.Wild || p.Head == LabelRef {
+	if w || h == LabelRef {
 		if r, err := parseSimplePatternRef(v); err == nil {
 			return r, nil
 		} else {
@@ -837,29 +837,29 @@ func (r CompoundPatternDict) ToValue() preserves.Value {
 // ParseCompoundPattern tries the alternatives of CompoundPattern in order; the first that matches wins.
 func ParseCompoundPattern(v preserves.Value) (CompoundPattern, error) {
 	var errs [4]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Head == LabelRec {
+	h, w := schema.SymbolHead(v)
+	if w || h == LabelRec {
 		if r, err := parseCompoundPatternRec(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Head == LabelTuple {
+	if w || h == LabelTuple {
 		if r, err := parseCompoundPatternTuple(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Head == LabelTuplePrefix {
+	if w || h == LabelTuplePrefix {
 		if r, err := parseCompoundPatternTuplePrefix(v); err == nil {
 			return r, nil
 		} else {
 			errs[2] = err
 		}
 	}
-	if p.Wild || p.Head == LabelDict {
+	if w || h == LabelDict {
 		if r, err := parseCompoundPatternDict(v); err == nil {
 			return r, nil
 		} else {
@@ -1004,8 +1004,8 @@ func (r NamedSimplePatternAnonymous) ToValue() preserves.Value { return r.Value.
 // ParseNamedSimplePattern tries the alternatives of NamedSimplePattern in order; the first that matches wins.
 func ParseNamedSimplePattern(v preserves.Value) (NamedSimplePattern, error) {
 	var errs [2]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Head == LabelNamed {
+	h, w := schema.SymbolHead(v)
+	if w || h == LabelNamed {
 		if r, err := parseNamedSimplePatternNamed(v); err == nil {
 			return r, nil
 		} else {
@@ -1064,8 +1064,8 @@ func (r NamedPatternAnonymous) ToValue() preserves.Value { return r.Value.ToValu
 // ParseNamedPattern tries the alternatives of NamedPattern in order; the first that matches wins.
 func ParseNamedPattern(v preserves.Value) (NamedPattern, error) {
 	var errs [2]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Head == LabelNamed {
+	h, w := schema.SymbolHead(v)
+	if w || h == LabelNamed {
 		if r, err := parseNamedPatternNamed(v); err == nil {
 			return r, nil
 		} else {

@@ -204,29 +204,30 @@ func (r ShapeRaw) ToValue() preserves.Value { return preserves.ByteString(r.Valu
 // ParseShape tries the alternatives of Shape in order; the first that matches wins.
 func ParseShape(v preserves.Value) (Shape, error) {
 	var errs [4]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Head == LabelCircle {
+	h, w := schema.SymbolHead(v)
+	k, _ := schema.KindOf(v)
+	if w || h == LabelCircle {
 		if r, err := parseShapeCircle(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Head == LabelPolygon {
+	if w || h == LabelPolygon {
 		if r, err := parseShapePolygon(v); err == nil {
 			return r, nil
 		} else {
 			errs[1] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindSequence {
+	if w || k == preserves.KindSequence {
 		if r, err := parseShapePoint(v); err == nil {
 			return r, nil
 		} else {
 			errs[2] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindByteString {
+	if w || k == preserves.KindByteString {
 		if r, err := parseShapeRaw(v); err == nil {
 			return r, nil
 		} else {
@@ -396,15 +397,15 @@ func (r DashOff) ToValue() preserves.Value { return preserves.Dict() }
 // ParseDash tries the alternatives of Dash in order; the first that matches wins.
 func ParseDash(v preserves.Value) (Dash, error) {
 	var errs [2]error
-	p := schema.PeekAt(v)
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
 		if r, err := parseDashOn(v); err == nil {
 			return r, nil
 		} else {
 			errs[0] = err
 		}
 	}
-	if p.Wild || p.Kind == preserves.KindDictionary {
+	if w || k == preserves.KindDictionary {
 		if r, err := parseDashOff(v); err == nil {
 			return r, nil
 		} else {
