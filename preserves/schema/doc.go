@@ -43,10 +43,16 @@
 // extra fields, elements and keys the specification allows (records of
 // the modules in [Options].Exact must have exactly their fields), and try
 // alternatives in source order; an alternative that cannot match by its
-// record label, literal or kind ([MayBeRecordOf], [MayEqual], [MayEqualOneOf],
-// [MayBeKind]) is skipped, its error built only if nothing matches, as
-// errors (which show the value) are most of the cost of a parse that
-// tries several alternatives. A failure is a *[ParseError] (class
+// record label, literal or kind is skipped, its error built only if
+// nothing matches, as errors (which show the value) are most of the cost
+// of a parse that tries several alternatives. The value's symbol label and
+// kind are found once per parse ([SymbolHead], [KindOf]) and compared with
+// ==; other labels and literals use [MayBeRecordOf], [MayEqual],
+// [MayEqualOneOf]. What a successful parse still costs beyond a
+// hand-written one is the host representation: each alternative is boxed
+// into its interface (one allocation per alternation level, as a record
+// <chunk "…"> parsed as an HttpResponse holding a Chunk takes two) and an
+// int becomes a *big.Int. A failure is a *[ParseError] (class
 // [ErrParse]): the path from the value given to Parse… to the part that
 // is wrong (".label", "[2]", "[key]"), that part's source position when
 // one is known — its own annotation (values read with
