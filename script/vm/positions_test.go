@@ -3,6 +3,7 @@ package vm_test
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -22,6 +23,11 @@ func TestPositionsInAssertedValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.runProg(prog, nil)
+	// Only the running facet holds the program now: its constants'
+	// positions must survive collections (the program owns them).
+	prog = nil
+	runtime.GC()
+	runtime.GC()
 	w.wantContents(`<daemon d {argv: "x", restart: sometimes}>`, `<daemon e {restart: [1], x: on-error, y: #{on-error}}>`)
 	found := 0
 	for _, v := range w.values() {

@@ -47,6 +47,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"time"
 	"unicode/utf8"
 
@@ -103,6 +104,10 @@ func RunOptions(t *dataspace.Turn, prog *compile.Program, env map[string]preserv
 		base[k] = v
 	}
 	return t.Facet(func(t *dataspace.Turn) error {
+		// The program owns the positions of its constants
+		// (preserves.Owner), which this facet may assert long after
+		// the caller has dropped prog: the facet keeps it alive.
+		t.OnStop(func(*dataspace.Turn) error { runtime.KeepAlive(prog); return nil })
 		a := &activation{m: m}
 		sc := &scope{base: base}
 		if err := a.exec(t, prog.Body, sc); err != nil {
