@@ -67,3 +67,47 @@ func BenchmarkParseResponse(b *testing.B) {
 		}
 	}
 }
+
+// chunkFast answers only as the generated parser does.
+func TestChunkFastAgreesWithSchema(t *testing.T) {
+	vals := []preserves.Value{
+		preserves.Rec("chunk", preserves.String("héllo")),
+		preserves.Rec("chunk", preserves.ByteString("\x00\xff")),
+		preserves.Rec("done", preserves.String("")),
+		preserves.Rec("done", preserves.ByteString("x")),
+		preserves.Rec("chunk", preserves.Int(1)),
+		preserves.Rec("chunk"),
+		preserves.Rec("chunk", preserves.String("a"), preserves.String("b")),
+		preserves.Rec("done", preserves.Symbol("s")),
+		preserves.Rec("header", preserves.Symbol("a"), preserves.String("b")),
+		preserves.NewRecord(preserves.String("chunk"), preserves.String("a")),
+		preserves.Sequence{preserves.String("chunk")},
+	}
+	fast := 0
+	for _, v := range vals {
+		ev, ok := chunkFast(v)
+		if !ok {
+			continue
+		}
+		fast++
+		m, err := httpschema.ParseHttpResponse(v)
+		if err != nil {
+			t.Fatalf("%s: fast path answered, the schema rejects: %v", preserves.Show(v), err)
+		}
+		var want respEvent
+		switch m := m.(type) {
+		case httpschema.HttpResponseChunk:
+			want = respEvent{kind: respChunk, data: chunkData(m.Chunk)}
+		case httpschema.HttpResponseDone:
+			want = respEvent{kind: respDone, data: chunkData(m.Chunk)}
+		default:
+			t.Fatalf("%s: fast path answered %v, the schema %T", preserves.Show(v), ev.kind, m)
+		}
+		if ev.kind != want.kind || string(ev.data) != string(want.data) {
+			t.Errorf("%s: fast %v %q, schema %v %q", preserves.Show(v), ev.kind, ev.data, want.kind, want.data)
+		}
+	}
+	if fast != 4 {
+		t.Errorf("fast path answered %d values, want 4", fast)
+	}
+}
