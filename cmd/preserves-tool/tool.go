@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/syndicate-go/syndicate/preserves"
 )
@@ -41,15 +42,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		}
 		return o, errUsage
 	}
-	switch o.in {
-	case "text", "binary", "auto":
-	default:
+	if !slices.Contains([]string{"text", "binary", "auto"}, o.in) {
 		fmt.Fprintf(stderr, "preserves-tool: unknown input syntax %q\n", o.in)
 		return o, errUsage
 	}
-	switch o.out {
-	case "text", "binary", "canonical":
-	default:
+	if !slices.Contains([]string{"text", "binary", "canonical"}, o.out) {
 		fmt.Fprintf(stderr, "preserves-tool: unknown output syntax %q\n", o.out)
 		return o, errUsage
 	}

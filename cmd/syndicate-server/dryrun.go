@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -192,12 +193,7 @@ func (m *dryRunModel) report(w io.Writer) int {
 
 // writeCommands prints the command of each spec of a daemon.
 func (m *dryRunModel) writeCommands(w io.Writer, k string) {
-	var cmds []string
-	for c := range m.commands[k] {
-		cmds = append(cmds, c)
-	}
-	slices.Sort(cmds)
-	for _, c := range cmds {
+	for _, c := range slices.Sorted(maps.Keys(m.commands[k])) {
 		fmt.Fprintf(w, "      command: %s\n", c)
 	}
 }
@@ -253,13 +249,9 @@ func (m *dryRunModel) stateText(k string) string {
 	if services.IsBuiltin(m.Names[k]) {
 		return "" // the server's own services run in a dry run too
 	}
-	var ss []string
-	for st := range m.States[k] {
-		ss = append(ss, st)
-	}
+	ss := slices.Sorted(maps.Keys(m.States[k]))
 	if len(ss) == 0 {
 		return ""
 	}
-	slices.Sort(ss)
 	return "  [" + strings.Join(ss, " ") + "]"
 }

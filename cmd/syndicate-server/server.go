@@ -315,17 +315,14 @@ func (s *server) announceWhenReady(t *dataspace.Turn, cfg *dataspace.Ref, bs []b
 
 // primordialEnv is the environment dictionary of services spec §1.3.
 func primordialEnv(env services.Env) preserves.Value {
-	entries := []preserves.DictEntry{
-		{Key: preserves.Symbol("config"), Value: dataspace.Embed(env.Config)},
-		{Key: preserves.Symbol("log"), Value: dataspace.Embed(env.Log)},
-	}
+	kvs := []preserves.Value{preserves.Symbol("config"), dataspace.Embed(env.Config), preserves.Symbol("log"), dataspace.Embed(env.Log)}
 	if env.Gatekeeper != nil {
-		entries = append(entries, preserves.DictEntry{Key: preserves.Symbol("gatekeeper"), Value: dataspace.Embed(env.Gatekeeper)})
+		kvs = append(kvs, preserves.Symbol("gatekeeper"), dataspace.Embed(env.Gatekeeper))
 	}
 	if env.Control != nil {
-		entries = append(entries, preserves.DictEntry{Key: preserves.Symbol("control"), Value: dataspace.Embed(env.Control)})
+		kvs = append(kvs, preserves.Symbol("control"), dataspace.Embed(env.Control))
 	}
-	return preserves.NewDictionary(entries...)
+	return preserves.Dict(kvs...)
 }
 
 func (s *server) requestExit(code int) {

@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -210,10 +211,7 @@ func (b *bootData) unitFor(name preserves.Value) *unit {
 
 // sorted returns the units in order of their start, then name.
 func (b *bootData) sorted() []*unit {
-	var us []*unit
-	for _, u := range b.Units {
-		us = append(us, u)
-	}
+	us := slices.Collect(maps.Values(b.Units))
 	slices.SortFunc(us, func(a, c *unit) int {
 		sa, sc := a.start(), c.start()
 		switch {

@@ -142,5 +142,5 @@ func TestHistogram(t *testing.T) {
 		require.InEpsilon(t, want, got, 0.13, "q%v", q)
 	}
 	require.LessOrEqual(t, h.quantile(1), 10*time.Millisecond)
-	require.Equal(t, uint64(100000), h.count())
+	require.Equal(t, uint64(100000), h.n.Load())
 }

@@ -60,8 +60,6 @@ func (h *histogram) add(d time.Duration) {
 	}
 }
 
-func (h *histogram) count() uint64 { return h.n.Load() }
-
 // quantile returns the q-quantile (0 < q ≤ 1), as the middle of its
 // bucket (the maximum for q = 1).
 func (h *histogram) quantile(q float64) time.Duration {

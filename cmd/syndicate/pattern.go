@@ -113,23 +113,15 @@ func toPattern(v preserves.Value) (pattern.Pattern, error) {
 		if isWild(x.Label) {
 			return nil, &argError{what: "pattern", pos: preserves.PosOf(x.Label), msg: "a record label must be literal"}
 		}
-		fields := make([]pattern.Pattern, len(x.Fields))
-		for i, f := range x.Fields {
-			p, err := toPattern(f)
-			if err != nil {
-				return nil, err
-			}
-			fields[i] = p
+		fields, err := toPatterns(x.Fields)
+		if err != nil {
+			return nil, err
 		}
 		return pattern.Rec(preserves.Strip(x.Label), fields...), nil
 	case preserves.Sequence:
-		items := make([]pattern.Pattern, len(x))
-		for i, e := range x {
-			p, err := toPattern(e)
-			if err != nil {
-				return nil, err
-			}
-			items[i] = p
+		items, err := toPatterns(x)
+		if err != nil {
+			return nil, err
 		}
 		return pattern.Arr(items...), nil
 	case *preserves.Dictionary:
@@ -151,6 +143,18 @@ func toPattern(v preserves.Value) (pattern.Pattern, error) {
 		return nil, bad("embedded values are not allowed in patterns")
 	}
 	return pattern.Lit{Value: preserves.Strip(v)}, nil
+}
+
+func toPatterns(vs []preserves.Value) ([]pattern.Pattern, error) {
+	ps := make([]pattern.Pattern, len(vs))
+	for i, v := range vs {
+		p, err := toPattern(v)
+		if err != nil {
+			return nil, err
+		}
+		ps[i] = p
+	}
+	return ps, nil
 }
 
 func isWild(v preserves.Value) bool {

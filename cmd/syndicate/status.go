@@ -28,6 +28,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -169,14 +170,10 @@ func (m *model) snapshot() []service {
 			keys[k] = true
 		}
 	}
-	for k := range m.States {
-		keys[k] = true
-	}
-	for k := range m.procs {
-		keys[k] = true
-	}
-	for k := range m.infos {
-		keys[k] = true
+	for _, mp := range []map[string]map[string]int{m.States, m.procs, m.infos} {
+		for k := range mp {
+			keys[k] = true
+		}
 	}
 	var out []service
 	for k := range keys {
@@ -194,10 +191,7 @@ func (m *model) snapshot() []service {
 		}
 		slices.SortFunc(s.Processes, func(a, b process) int { return int(a.PID - b.PID) })
 		m.addInfo(&s, k)
-		for text := range m.texts[k] {
-			s.StatusText = append(s.StatusText, text)
-		}
-		slices.Sort(s.StatusText)
+		s.StatusText = slices.Sorted(maps.Keys(m.texts[k]))
 		s.LogDropped = m.dropped[k]
 		out = append(out, s)
 	}
@@ -302,10 +296,7 @@ func (m *model) detail(s *service) {
 
 // stateList is the sorted states of service k. Called with m.mu held.
 func (m *model) stateList(k string) []string {
-	out := []string{}
-	for st := range m.States[k] {
-		out = append(out, st)
-	}
+	out := slices.AppendSeq([]string{}, maps.Keys(m.States[k])) // [] in JSON, not null
 	sortStates(out)
 	return out
 }
