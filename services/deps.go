@@ -45,7 +45,7 @@ func trackDependencies(t *dataspace.Turn, env Env, name preserves.Value) {
 		rec.Kick(t)
 	}
 
-	depPat := pattern.Rec(service.LabelDependsOn, literal(name), pattern.Capture())
+	depPat := pattern.Rec(service.LabelDependsOn, Literal(name), pattern.Capture())
 	t.During(env.Config, depPat, func(t *dataspace.Turn, caps []preserves.Value) error {
 		dep := caps[0]
 		if depName, ok := dependeeName(dep); ok {
@@ -87,9 +87,9 @@ func dependeeName(dep preserves.Value) (preserves.Value, bool) {
 	return r.Fields[0], true
 }
 
-// literal is the pattern matching v field by field (extensibly), or
+// Literal is the pattern matching v field by field (extensibly), or
 // exactly when v cannot be lifted (it contains a set).
-func literal(v preserves.Value) pattern.Pattern {
+func Literal(v preserves.Value) pattern.Pattern {
 	if p, err := pattern.Lift(v); err == nil {
 		return p
 	}

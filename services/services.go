@@ -121,7 +121,7 @@ func BootMilestones(t *dataspace.Turn, env Env) {
 // Always its supervisor then reports `complete` and restarts it after the
 // usual delay (§2.4: config watcher, relay listeners).
 func StopOnRestart(t *dataspace.Turn, env Env, name preserves.Value) {
-	t.OnMessage(env.Config, pattern.Rec(service.LabelRestartService, literal(name)), func(t *dataspace.Turn, _ []preserves.Value) error {
+	t.OnMessage(env.Config, pattern.Rec(service.LabelRestartService, Literal(name)), func(t *dataspace.Turn, _ []preserves.Value) error {
 		t.StopRoot()
 		return nil
 	})

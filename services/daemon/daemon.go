@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/syndicate-go/syndicate/dataspace"
-	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/externalservices"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
@@ -89,12 +88,3 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) (*Service, erro
 
 // Wait waits until no process runner is active (all daemons stopped).
 func (s *Service) Wait() { s.runner.Wait() }
-
-// literal is the pattern matching v field by field, or exactly when v
-// cannot be lifted (it contains a set).
-func literal(v preserves.Value) pattern.Pattern {
-	if p, err := pattern.Lift(v); err == nil {
-		return p
-	}
-	return pattern.Lit{Value: v}
-}

@@ -60,7 +60,7 @@ func runDaemon(t *dataspace.Turn, s *Service, env services.Env, req services.Req
 		return nil
 	})
 	d.startSupervisor(t)
-	t.OnMessage(env.Config, pattern.Rec(service.LabelRestartService, literal(name)), func(t *dataspace.Turn, _ []preserves.Value) error {
+	t.OnMessage(env.Config, pattern.Rec(service.LabelRestartService, services.Literal(name)), func(t *dataspace.Turn, _ []preserves.Value) error {
 		d.restartRequested(t)
 		return nil
 	})
@@ -129,7 +129,7 @@ func (w *worker) boot(t *dataspace.Turn) error {
 	w.rec = services.NewReconciler(t, w.reconcile)
 	// The whole declaration, so that a spec that is an atom still has
 	// the place it was written (its parent remembers it).
-	specPat := pattern.Bind{Pattern: pattern.Rec(externalservices.LabelDaemon, literal(w.d.id), pattern.Discard{})}
+	specPat := pattern.Bind{Pattern: pattern.Rec(externalservices.LabelDaemon, services.Literal(w.d.id), pattern.Discard{})}
 	t.During(w.d.env.Config, specPat, func(t *dataspace.Turn, caps []preserves.Value) error {
 		decl := caps[0].(*preserves.Record)
 		return w.specAsserted(t, decl.Fields[1], preserves.FieldPos(decl, 1))

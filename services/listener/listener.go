@@ -107,7 +107,7 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
 				// that was asked for (with the HTTP handler space) mirrors
 				// it, so that status and dependants of the full name see
 				// the listener's state (operator issue).
-				mirror := pattern.Rec(service.LabelServiceState, literalName(spec.name), pattern.Capture())
+				mirror := pattern.Rec(service.LabelServiceState, services.Literal(spec.name), pattern.Capture())
 				t.During(env.Config, mirror, func(t *dataspace.Turn, caps []preserves.Value) error {
 					t.Assert(env.Config, services.ServiceState(full, caps[0]))
 					return nil
@@ -200,12 +200,4 @@ func (s *spec) boot(t *dataspace.Turn) error {
 		}
 	})
 	return nil
-}
-
-// literalName matches name exactly, field by field.
-func literalName(name preserves.Value) pattern.Pattern {
-	if p, err := pattern.Lift(name); err == nil {
-		return p
-	}
-	return pattern.Lit{Value: name}
 }
