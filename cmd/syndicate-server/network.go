@@ -29,11 +29,7 @@ func (s *server) spawnParent(t *dataspace.Turn, env services.Env) {
 		t.LinkedTask("parent-disconnect", func(ctx context.Context) error {
 			select {
 			case <-conn.Done():
-				if err := conn.Err(); err != nil {
-					log.Info().Err(err).Msg("parent: disconnect")
-				} else {
-					log.Info().Msg("parent: disconnect")
-				}
+				log.Info().Err(conn.Err()).Msg("parent: disconnect") // Err(nil) adds no field
 			case <-ctx.Done():
 			}
 			return nil

@@ -69,7 +69,13 @@ func niceStep(total time.Duration) time.Duration {
 	return time.Duration(10 * p)
 }
 
-const svgHeader = `<?xml version="1.0" encoding="UTF-8"?>` + "\n"
+// svgOpen starts an SVG document of the given size and title.
+func svgOpen(s *strings.Builder, width, height float64, title string) {
+	s.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
+	fmt.Fprintf(s, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="12">`+"\n",
+		width, height, width, height)
+	fmt.Fprintf(s, "<title>%s</title>\n", title)
+}
 
 // plotSVG draws the timeline.
 func plotSVG(b *bootData) string {
@@ -101,10 +107,7 @@ func plotSVG(b *bootData) string {
 	height := top + rowH*float64(len(shown)) + 50
 
 	var s strings.Builder
-	s.WriteString(svgHeader)
-	fmt.Fprintf(&s, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="12">`+"\n",
-		width, height, width, height)
-	s.WriteString("<title>syndicate analyze plot</title>\n")
+	svgOpen(&s, width, height, "syndicate analyze plot")
 	fmt.Fprintf(&s, `<rect width="100%%" height="100%%" fill="#ffffff"/>`+"\n")
 	last := lastUp(b)
 	title := fmt.Sprintf("%d services", len(shown))
@@ -264,10 +267,7 @@ func graphSVG(b *bootData) string {
 	height := margin*2 + float64(max(nrows, 1))*(boxH+gapY) - gapY
 
 	var s strings.Builder
-	s.WriteString(svgHeader)
-	fmt.Fprintf(&s, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="12">`+"\n",
-		width, height, width, height)
-	s.WriteString("<title>syndicate analyze graph</title>\n")
+	svgOpen(&s, width, height, "syndicate analyze graph")
 	s.WriteString(`<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" markerHeight="8" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#616161"/></marker></defs>` + "\n")
 	fmt.Fprintf(&s, `<rect width="100%%" height="100%%" fill="#ffffff"/>`+"\n")
 	for _, u := range us {
