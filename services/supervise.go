@@ -2,6 +2,7 @@ package services
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/syndicate-go/syndicate/dataspace"
@@ -248,13 +249,7 @@ func (m *supervision) state() preserves.Symbol {
 // the one restart window of the tree (supervised workers, resolve's
 // transport reconnects).
 func NextDelay(terms []time.Time, at time.Time, opts SuperviseOptions) ([]time.Time, time.Duration) {
-	kept := terms[:0]
-	for _, x := range terms {
-		if at.Sub(x) < TerminationWindow {
-			kept = append(kept, x)
-		}
-	}
-	kept = append(kept, at)
+	kept := append(slices.DeleteFunc(terms, func(x time.Time) bool { return at.Sub(x) >= TerminationWindow }), at)
 	if len(kept) > 1 {
 		if opts.Backoff > 0 {
 			return kept, opts.Backoff

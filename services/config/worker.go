@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 
@@ -177,12 +178,7 @@ func (w *worker) apply(t *dataspace.Turn, cs []Change) {
 // publishInfo asserts the watcher's `<service-info …>`: the files whose
 // latest version does not compile.
 func (w *worker) publishInfo(t *dataspace.Turn) {
-	var reasons []string
-	for _, r := range w.broken {
-		reasons = append(reasons, r)
-	}
-	slices.Sort(reasons)
-	w.info.Publish(t, w.cfg, w.name, services.Info{Reasons: reasons})
+	w.info.Publish(t, w.cfg, w.name, services.Info{Reasons: slices.Sorted(maps.Values(w.broken))})
 }
 
 // firstError is the first error of a list, with how many follow.

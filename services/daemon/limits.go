@@ -1,6 +1,9 @@
 package daemon
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Restart limits: optional keys of the dictionary form of a daemon spec
 // (operator issue; docs/protocol.md "Extra daemon-spec keys"). The
@@ -38,14 +41,10 @@ func (m *limiter) next(n Next, began, now time.Time) Next {
 		return n
 	}
 	if m.l.HasLimit {
-		kept := m.restarts[:0]
-		for _, at := range m.restarts {
-			if m.l.Window <= 0 || now.Sub(at) < m.l.Window {
-				kept = append(kept, at)
-			}
+		if m.l.Window > 0 {
+			m.restarts = slices.DeleteFunc(m.restarts, func(at time.Time) bool { return now.Sub(at) >= m.l.Window })
 		}
-		m.restarts = kept
-		if len(kept) >= m.l.Limit {
+		if len(m.restarts) >= m.l.Limit {
 			return Next{Action: ActGiveUp}
 		}
 		m.restarts = append(m.restarts, now)

@@ -194,37 +194,33 @@ func runProcess(ctx context.Context, s *Spec, h procHooks, now func() time.Time,
 	if err != nil {
 		return Exit{SpawnErr: err}
 	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
+	var errR, errW, inR, inW *os.File
+	// closeAll closes the pipe ends opened so far (nil ones are skipped).
+	closeAll := func(fs ...*os.File) {
+		for _, f := range fs {
+			if f != nil {
+				f.Close()
+			}
+		}
+	}
+	if errR, errW, err = os.Pipe(); err != nil {
+		closeAll(outR, outW)
 		return Exit{SpawnErr: err}
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
 	// A Syndicate-protocol child gets a pipe as stdin (§5.4 step 1) and its
 	// stdout goes to the relay instead of the log.
 	proto := s.Protocol != ProtocolNone && h.stdio != nil
-	var inR, inW *os.File
 	if proto {
 		if inR, inW, err = os.Pipe(); err != nil {
-			outR.Close()
-			outW.Close()
-			errR.Close()
-			errW.Close()
+			closeAll(outR, outW, errR, errW)
 			return Exit{SpawnErr: err}
 		}
 		cmd.Stdin = inR
 	}
 	mon, err := prepareReadiness(s, cmd, h)
 	if err != nil {
-		outR.Close()
-		outW.Close()
-		errR.Close()
-		errW.Close()
-		if inR != nil {
-			inR.Close()
-			inW.Close()
-		}
+		closeAll(outR, outW, errR, errW, inR, inW)
 		return Exit{SpawnErr: err}
 	}
 	err = children.start(cmd)
@@ -233,17 +229,9 @@ func runProcess(ctx context.Context, s *Spec, h procHooks, now func() time.Time,
 	}
 	// The child holds its own copies of the write ends; closing ours makes
 	// EOF arrive when the child's group lets go of them.
-	outW.Close()
-	errW.Close()
-	if inR != nil {
-		inR.Close()
-	}
+	closeAll(outW, errW, inR)
 	if err != nil {
-		outR.Close()
-		errR.Close()
-		if inW != nil {
-			inW.Close()
-		}
+		closeAll(outR, errR, inW)
 		return Exit{SpawnErr: spawnCause(s, err)}
 	}
 	pid := cmd.Process.Pid

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -108,14 +109,8 @@ func (h *history) info(now time.Time, window time.Duration) services.Info {
 	for _, n := range h.starts {
 		i.Restarts += max(n-1, 0)
 	}
-	kept := h.exits[:0]
-	for _, at := range h.exits {
-		if now.Sub(at) < window {
-			kept = append(kept, at)
-		}
-	}
-	h.exits = kept
-	i.Recent = len(kept)
+	h.exits = slices.DeleteFunc(h.exits, func(at time.Time) bool { return now.Sub(at) >= window })
+	i.Recent = len(h.exits)
 	i.Exit, i.ExitAt = h.exit, h.exitAt
 	return i
 }
