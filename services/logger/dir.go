@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -162,19 +163,27 @@ func (w *dirWriter) run(ctx context.Context) error {
 	var tick uint64
 	defer close(w.done)
 	defer w.closeAll()
+	serveQueue(ctx, w.queue, func(c fileChunk) {
+		tick++
+		w.write(c, tick)
+	})
+	return nil
+}
+
+// serveQueue hands each item of queue to handle until ctx ends, and then
+// whatever is still queued.
+func serveQueue[T any](ctx context.Context, queue <-chan T, handle func(T)) {
 	for {
 		select {
-		case c := <-w.queue:
-			tick++
-			w.write(c, tick)
+		case x := <-queue:
+			handle(x)
 		case <-ctx.Done():
 			for {
 				select {
-				case c := <-w.queue:
-					tick++
-					w.write(c, tick)
+				case x := <-queue:
+					handle(x)
 				default:
-					return nil
+					return
 				}
 			}
 		}
@@ -271,7 +280,7 @@ func (w *dirWriter) file(dir string, tick uint64) (*openFile, error) {
 	}
 	if len(w.open) >= maxOpenFiles {
 		var oldest string
-		var at uint64 = math64
+		var at uint64 = math.MaxUint64
 		for name, of := range w.open {
 			if of.used < at {
 				oldest, at = name, of.used
@@ -298,8 +307,6 @@ func (w *dirWriter) file(dir string, tick uint64) (*openFile, error) {
 	return of, nil
 }
 
-const math64 = ^uint64(0)
-
 // rotate fsyncs and renames `current`, starts a new one and removes the
 // oldest rotated files beyond the count limit.
 func (w *dirWriter) rotate(dir string, of *openFile) error {
@@ -311,15 +318,13 @@ func (w *dirWriter) rotate(dir string, of *openFile) error {
 		return err
 	}
 	delete(w.open, dir)
-	at := w.now().UTC()
-	name := "@" + at.Format("20060102T150405.000000000Z") + ".s"
-	for {
-		// Two rotations within the clock's resolution must not collide.
+	var name string
+	// Two rotations within the clock's resolution must not collide.
+	for at := w.now().UTC(); ; at = at.Add(time.Nanosecond) {
+		name = "@" + at.Format("20060102T150405.000000000Z") + ".s"
 		if _, err := os.Lstat(filepath.Join(path, name)); err != nil {
 			break
 		}
-		at = at.Add(time.Nanosecond)
-		name = "@" + at.Format("20060102T150405.000000000Z") + ".s"
 	}
 	if err := os.Rename(filepath.Join(path, "current"), filepath.Join(path, name)); err != nil {
 		return err

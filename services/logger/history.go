@@ -105,10 +105,7 @@ func (l *logger) remember(s *svcState, ev Event) {
 
 // last appends the newest n lines, oldest first.
 func (r *ring) last(out []Event, n int) []Event {
-	if n > r.n {
-		n = r.n
-	}
-	for i := r.n - n; i < r.n; i++ {
+	for i := r.n - min(n, r.n); i < r.n; i++ {
 		out = append(out, r.evs[(r.head+i)%len(r.evs)])
 	}
 	return out

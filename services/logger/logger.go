@@ -413,21 +413,8 @@ func (c *console) run(ctx context.Context) error {
 		default:
 		}
 	}
-	for {
-		select {
-		case b := <-c.queue:
-			write(b)
-		case <-ctx.Done():
-			for {
-				select {
-				case b := <-c.queue:
-					write(b)
-				default:
-					return nil
-				}
-			}
-		}
-	}
+	serveQueue(ctx, c.queue, write)
+	return nil
 }
 
 // Discard is a logger for tests that do not look at output.
