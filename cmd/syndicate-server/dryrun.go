@@ -205,17 +205,15 @@ func commandText(spec preserves.Value) string {
 	if err != nil {
 		return "invalid spec: " + err.Error()
 	}
-	var b strings.Builder
+	argv := make([]string, len(sp.Argv))
 	for i, a := range sp.Argv {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(strconv.Quote(a))
+		argv[i] = strconv.Quote(a)
 	}
+	text := strings.Join(argv, " ")
 	if sp.Dir != "" {
-		b.WriteString("  (in " + sp.Dir + ")")
+		text += "  (in " + sp.Dir + ")"
 	}
-	return b.String()
+	return text
 }
 
 // cycles returns the dependency cycles among keys, each once.

@@ -87,9 +87,6 @@ func (o *options) listen() []transport.Address {
 	return append(append([]transport.Address(nil), o.ports...), o.sockets...)
 }
 
-// errHelp is returned when the user asked for usage text.
-var errHelp = flag.ErrHelp
-
 // parseFlags parses args (without the program name). Both the short and the
 // long spelling of each flag are accepted, with one or two dashes, as Go's
 // flag package does.

@@ -43,6 +43,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -52,7 +53,7 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	opts, err := parseFlags(args, stderr)
-	if errors.Is(err, errHelp) {
+	if errors.Is(err, flag.ErrHelp) { // the user asked for usage text
 		return 0
 	}
 	if err != nil {

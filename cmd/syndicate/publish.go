@@ -105,11 +105,7 @@ func runRestart(ctx context.Context, cl *cli, args []string) error {
 	// so that a typo is an error rather than a message nobody hears.
 	found := 0
 	s, fr, err := cl.startSynced(ctx, "restart", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
-		p, err := pattern.Lift(preserves.Strip(name))
-		if err != nil {
-			p = pattern.Lit{Value: preserves.Strip(name)}
-		}
-		subscribe(t, cfg, pattern.Rec(serviceschema.LabelRunService, p), &observer{
+		subscribe(t, cfg, pattern.Rec(serviceschema.LabelRunService, services.Literal(preserves.Strip(name))), &observer{
 			onAssert: func(*dataspace.Turn, []preserves.Value) { found++ },
 		})
 		return nil

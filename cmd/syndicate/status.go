@@ -395,11 +395,7 @@ func writeTable(w io.Writer, svcs []service, now time.Time) {
 
 // ago renders how long ago t was, in whole seconds.
 func ago(now, t time.Time) string {
-	d := now.Sub(t).Truncate(time.Second)
-	if d < 0 {
-		d = 0
-	}
-	return d.String()
+	return max(now.Sub(t).Truncate(time.Second), 0).String()
 }
 
 // held is how long the state has held: since the supervisor's last state
@@ -634,7 +630,7 @@ func runStatus(ctx context.Context, cl *cli, args []string) error {
 		return err
 	}
 	defer s.close()
-	if literal != nil && preserves.Equal(recordLabel(literal), externalservices.LabelDaemon) {
+	if r, ok := preserves.Strip(literal).(*preserves.Record); ok && preserves.Equal(r.Label, externalservices.LabelDaemon) {
 		// The daemon service answers the output request in a turn of its
 		// own; give it a moment when the daemon is running.
 		m.mu.Lock()
@@ -663,11 +659,4 @@ func runStatus(ctx context.Context, cl *cli, args []string) error {
 			return nil
 		}
 	}
-}
-
-func recordLabel(v preserves.Value) preserves.Value {
-	if r, ok := preserves.Strip(v).(*preserves.Record); ok {
-		return r.Label
-	}
-	return nil
 }
