@@ -227,15 +227,8 @@ func bind(path string, log zerolog.Logger) (*net.UnixListener, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	fi, err := os.Stat(dir)
-	if err != nil {
+	if err := checkDir(dir, os.Getuid()); err != nil {
 		return nil, err
-	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("%w: %s is not a directory", ErrUnsafeDir, dir)
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() && st.Uid != 0 {
-		return nil, fmt.Errorf("%w: %s belongs to uid %d", ErrUnsafeDir, dir, st.Uid)
 	}
 	ln, replaced, err := transport.ListenUnix(path)
 	if errors.Is(err, transport.ErrAddrInUse) {

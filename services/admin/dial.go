@@ -33,16 +33,8 @@ func Dial(ctx context.Context, path string) (*net.UnixConn, error) {
 // dial is Dial for a client of the given uid (tests pretend to be another
 // user).
 func dial(ctx context.Context, path string, uid int) (*net.UnixConn, error) {
-	dir := filepath.Dir(path)
-	fi, err := os.Stat(dir)
-	if err != nil {
+	if err := checkDir(filepath.Dir(path), uid); err != nil {
 		return nil, err
-	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("%w: %s is not a directory", ErrUnsafeDir, dir)
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != uid && st.Uid != 0 {
-		return nil, fmt.Errorf("%w: %s belongs to uid %d, not %d", ErrUnsafeDir, dir, st.Uid, uid)
 	}
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", path)
@@ -71,4 +63,20 @@ func PeerPID(c *net.UnixConn) (int, error) {
 		return 0, err
 	}
 	return int(cred.Pid), nil
+}
+
+// checkDir fails with ErrUnsafeDir unless dir, the socket's directory, is
+// a directory owned by uid or root.
+func checkDir(dir string, uid int) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%w: %s is not a directory", ErrUnsafeDir, dir)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != uid && st.Uid != 0 {
+		return fmt.Errorf("%w: %s belongs to uid %d, not %d", ErrUnsafeDir, dir, st.Uid, uid)
+	}
+	return nil
 }
