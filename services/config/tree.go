@@ -346,11 +346,8 @@ func (t *tree) reconcileDir(p string, fi fs.FileInfo, out *[]Change) {
 
 // firstComponent returns the first path component of p below dir.
 func firstComponent(p, dir string) string {
-	rel := strings.TrimPrefix(p[len(dir):], "/")
-	if i := strings.IndexByte(rel, '/'); i >= 0 {
-		return rel[:i]
-	}
-	return rel
+	first, _, _ := strings.Cut(strings.TrimPrefix(p[len(dir):], "/"), "/")
+	return first
 }
 
 func (t *tree) reconcileFile(p string, out *[]Change) {

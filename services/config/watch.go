@@ -123,11 +123,7 @@ func (w *Watcher) Run(ctx context.Context, deliver func([]Change) bool) error {
 		if len(pending) == 0 && !full {
 			first = now
 		}
-		d := w.opts.Debounce
-		if rest := w.opts.MaxDelay - now.Sub(first); rest < d {
-			d = max(rest, 0)
-		}
-		quiet.Reset(d)
+		quiet.Reset(min(w.opts.Debounce, max(w.opts.MaxDelay-now.Sub(first), 0)))
 	}
 	flush := func() bool {
 		var cs []Change
