@@ -123,33 +123,23 @@ func convertFile(o options, name string, stdin io.Reader, out *bufio.Writer) err
 			v = preserves.Strip(v)
 		}
 		buf = buf[:0]
-		switch o.out {
-		case "canonical":
+		switch {
+		case o.out == "canonical":
 			buf = preserves.AppendCanonical(buf, v)
-		case "binary":
+		case o.out == "binary":
 			buf, err = preserves.AppendBinary(buf, v, preserves.EncodeOptions{Annotations: true})
 			if err != nil {
 				return fmt.Errorf("preserves-tool: %s: %v", display, err)
 			}
+		case o.indent:
+			buf = append(append(buf, preserves.FormatTextIndent(v, "  ")...), '\n')
 		default:
-			indent := ""
-			if o.indent {
-				indent = "  "
-			}
-			buf = append(buf, formatText(v, indent)...)
-			buf = append(buf, '\n')
+			buf = append(append(buf, preserves.FormatText(v)...), '\n')
 		}
 		if _, err := out.Write(buf); err != nil {
 			return fmt.Errorf("preserves-tool: writing output: %v", err)
 		}
 	}
-}
-
-func formatText(v preserves.Value, indent string) string {
-	if indent != "" {
-		return preserves.FormatTextIndent(v, indent)
-	}
-	return preserves.FormatText(v)
 }
 
 // textValues returns an iterator over the text values of r. Its errors

@@ -87,54 +87,17 @@ func (s *server) startDryRun(t *dataspace.Turn, cfg *dataspace.Ref, out io.Write
 // depends on; ties, and services in a dependency cycle, go in Preserves
 // order of their names.
 func (m *dryRunModel) order(keys []string) []string {
-	in := map[string]bool{}
-	for _, k := range keys {
-		in[k] = true
-	}
-	sortKeys := func(ks []string) {
-		slices.SortFunc(ks, func(a, b string) int { return preserves.Compare(m.Names[a], m.Names[b]) })
-	}
-	pending := map[string]int{} // unmet dependencies within keys
-	for _, k := range keys {
-		for _, dep := range m.Dependees(k, false) {
-			if in[dep] && dep != k {
-				pending[k]++
-			}
-		}
-	}
-	var out, ready []string
-	for _, k := range keys {
-		if pending[k] == 0 {
-			ready = append(ready, k)
-		}
-	}
-	placed := map[string]bool{}
-	for len(out) < len(keys) {
-		if len(ready) == 0 { // a cycle: take the least remaining service
-			for _, k := range keys {
-				if !placed[k] {
-					ready = append(ready, k)
-				}
-			}
-			sortKeys(ready)
-			ready = ready[:1]
-		}
-		sortKeys(ready)
-		k := ready[0]
-		ready = ready[1:]
-		if placed[k] {
-			continue
-		}
-		placed[k] = true
-		out = append(out, k)
-		for _, other := range keys {
-			if !placed[other] && slices.Contains(m.Dependees(other, false), k) {
-				pending[other]--
-				if pending[other] == 0 {
-					ready = append(ready, other)
-				}
-			}
-		}
+	rest := slices.Clone(keys)
+	slices.SortFunc(rest, func(a, b string) int { return preserves.Compare(m.Names[a], m.Names[b]) })
+	out := make([]string, 0, len(rest))
+	for len(rest) > 0 {
+		// The least service none of whose dependencies is still to come.
+		i := slices.IndexFunc(rest, func(k string) bool {
+			return !slices.ContainsFunc(m.Dependees(k, false), func(dep string) bool { return dep != k && slices.Contains(rest, dep) })
+		})
+		i = max(i, 0) // a cycle: take the least remaining service
+		out = append(out, rest[i])
+		rest = slices.Delete(rest, i, i+1)
 	}
 	return out
 }
