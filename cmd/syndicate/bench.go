@@ -159,9 +159,8 @@ func (b *bench) close() {
 
 // open adds a session to the run.
 func (b *bench) open(ctx context.Context) (*session, error) {
-	s := &session{sys: b.sys}
-	if err := b.cl.open(ctx, s); err != nil {
-		s.close()
+	s, err := b.cl.open(ctx, b.sys, false)
+	if err != nil {
 		return nil, err
 	}
 	b.sessions = append(b.sessions, s)

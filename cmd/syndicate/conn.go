@@ -38,17 +38,18 @@ type session struct {
 // errNoAnswer: the server did not answer within --timeout.
 var errNoAnswer = errors.New("no answer")
 
-func (cl *cli) connect(ctx context.Context) (*session, error) {
-	s := &session{sys: dataspace.NewSystem(dataspace.Options{}), ownSys: true}
-	if err := cl.open(ctx, s); err != nil {
+// open connects a session in sys as the connection flags say; own says
+// whether closing it shuts sys down.
+func (cl *cli) open(ctx context.Context, sys *dataspace.System, own bool) (*session, error) {
+	s := &session{sys: sys, ownSys: own}
+	if err := cl.dial(ctx, s); err != nil {
 		s.close()
 		return nil, err
 	}
 	return s, nil
 }
 
-// open connects s, whose sys is set, as the connection flags say.
-func (cl *cli) open(ctx context.Context, s *session) error {
+func (cl *cli) dial(ctx context.Context, s *session) error {
 	c := cl.conn
 	s.timeout = c.timeout
 	dctx, cancel := context.WithTimeout(ctx, c.timeout)
@@ -162,7 +163,7 @@ func (s *session) wait(ctx context.Context, ch <-chan struct{}) error {
 // does), with the config dataspace (or what --ref resolved to). The caller
 // closes the session.
 func (cl *cli) start(ctx context.Context, name string, boot func(t *dataspace.Turn, cfg *dataspace.Ref) error) (*session, dataspace.FacetRef, error) {
-	s, err := cl.connect(ctx)
+	s, err := cl.open(ctx, dataspace.NewSystem(dataspace.Options{}), true)
 	if err != nil {
 		return nil, dataspace.FacetRef{}, err
 	}

@@ -584,10 +584,8 @@ func runStatus(ctx context.Context, cl *cli, args []string) error {
 			// a healthy service.
 			return fmt.Errorf("no service matches %s", fs.Arg(0))
 		}
-		for _, sv := range svcs {
-			if sv.failed() {
-				return exitStatus(1) // a required service has failed
-			}
+		if slices.ContainsFunc(svcs, service.failed) {
+			return exitStatus(1) // a required service has failed
 		}
 		return nil
 	}
