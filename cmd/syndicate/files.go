@@ -105,8 +105,23 @@ func runFmt(ctx context.Context, cl *cli, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	// transform makes the canonical layout and a note to print when the
+	// file is rewritten.
+	transform := func(path string, src []byte) ([]byte, string, error) {
+		out, err := format.Source(path, src)
+		return out, "", err
+	}
 	if *upgrade {
-		return runUpgrade(cl, fs.Args())
+		// `fmt --upgrade [FILE…]`: each file's legacy `;` comments become
+		// `#` comments in place, and nothing else changes (no layout: run
+		// `fmt -w` afterwards for that). Without files it filters stdin to
+		// stdout. A file that would still not read is left untouched and
+		// reported with the place.
+		*write, *list, *check = fs.NArg() > 0, false, false
+		transform = func(path string, src []byte) ([]byte, string, error) {
+			out, n, err := format.Upgrade(path, src)
+			return out, fmt.Sprintf("%s: %d comment(s) upgraded\n", path, n), err
+		}
 	}
 	if fs.NArg() == 0 {
 		if *write {
@@ -116,7 +131,7 @@ func runFmt(ctx context.Context, cl *cli, args []string) error {
 		if err != nil {
 			return err
 		}
-		out, err := format.Source("<stdin>", src)
+		out, _, err := transform("<stdin>", src)
 		if err != nil {
 			return err
 		}
@@ -138,7 +153,7 @@ func runFmt(ctx context.Context, cl *cli, args []string) error {
 			failed = true
 			continue
 		}
-		out, err := format.Source(path, src)
+		out, note, err := transform(path, src)
 		if err != nil {
 			fmt.Fprintf(cl.stderr, "%v\n", err)
 			failed = true
@@ -156,6 +171,8 @@ func runFmt(ctx context.Context, cl *cli, args []string) error {
 				if err := writeFileAtomic(path, out); err != nil {
 					fmt.Fprintf(cl.stderr, "syndicate: %v\n", err)
 					failed = true
+				} else {
+					fmt.Fprint(cl.stdout, note)
 				}
 			}
 		default:
