@@ -185,13 +185,7 @@ func (m *dryRunModel) cycles(keys []string) [][]string {
 	seen := map[string]bool{}
 	for _, start := range keys {
 		c := validate.CycleThrough(start, func(n string) []string {
-			var deps []string
-			for _, d := range m.Dependees(n, false) {
-				if slices.Contains(keys, d) {
-					deps = append(deps, d)
-				}
-			}
-			return deps
+			return slices.DeleteFunc(m.Dependees(n, false), func(d string) bool { return !slices.Contains(keys, d) })
 		})
 		if c == nil {
 			continue

@@ -107,24 +107,18 @@ func unitOf(name preserves.Value, changes []timeline.Change, dropped int) *unit 
 		return "", false
 	}
 	// The first run is needed before the loop: up means up after it.
-	for _, c := range changes {
-		if c.Asserted && preserves.Equal(c.Fact, timeline.FactRun) {
-			u.Run = c.Time
-			break
-		}
+	if i := slices.IndexFunc(changes, func(c timeline.Change) bool { return c.Asserted && preserves.Equal(c.Fact, timeline.FactRun) }); i >= 0 {
+		u.Run = changes[i].Time
 	}
 	ran := false
 	for _, c := range changes {
 		setFirst(&u.First, c.Time)
 		text := preserves.FormatText(c.Fact)
-		if c.Asserted {
-			live[text] = true
-		} else {
-			delete(live, text)
-		}
 		if !c.Asserted {
+			delete(live, text)
 			continue
 		}
+		live[text] = true
 		switch {
 		case preserves.Equal(c.Fact, timeline.FactRequire):
 			setFirst(&u.Requested, c.Time)
