@@ -18,7 +18,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -204,7 +203,7 @@ func (k *logSink) printHistory() {
 					older = append(older, olderLines(filepath.Join(k.dir, e.Name()), preserves.Symbol(e.Name()), before, missing)...)
 				}
 			}
-			sort.SliceStable(older, func(i, j int) bool { return older[i].Time.Before(older[j].Time) })
+			slices.SortStableFunc(older, func(a, b logger.Event) int { return a.Time.Compare(b.Time) })
 			older = older[max(0, len(older)-missing):]
 		}
 		for _, ev := range older {
