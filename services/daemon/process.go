@@ -250,11 +250,9 @@ func runProcess(ctx context.Context, s *Spec, h procHooks, now func() time.Time,
 	readCtx, cut := context.WithCancel(context.Background())
 	defer cut()
 	var readers sync.WaitGroup
-	readers.Add(1)
-	go func() { defer readers.Done(); readLines(readCtx, errR, Stderr, pid, now, emit) }()
+	readers.Go(func() { readLines(readCtx, errR, Stderr, pid, now, emit) })
 	if !proto {
-		readers.Add(1)
-		go func() { defer readers.Done(); readLines(readCtx, outR, Stdout, pid, now, emit) }()
+		readers.Go(func() { readLines(readCtx, outR, Stdout, pid, now, emit) })
 	}
 
 	// A readiness failure stops this process only: pctx is cancelled
@@ -341,11 +339,7 @@ func runProcess(ctx context.Context, s *Spec, h procHooks, now func() time.Time,
 			deadline = time.Now().Add(s.StopTimeout)
 		}
 		_ = unix.Kill(-pid, unix.SIGTERM)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			killGroupBy(pid, deadline)
-		}()
+		wg.Go(func() { killGroupBy(pid, deadline) })
 	}
 
 	// Drain: give the readers a short while to reach EOF, then cut the

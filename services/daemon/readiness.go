@@ -25,6 +25,7 @@ package daemon
 // daemon reports failed) rather than calling it complete.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -170,14 +171,13 @@ func (m *monitor) start(pid int, fail func(error)) {
 	if m.r.Timeout > 0 {
 		m.mu.Lock()
 		m.readyT = time.AfterFunc(m.r.Timeout, func() {
+			err := fmt.Errorf("%w: no readiness (%s) within %v", ErrNotReady, m.describe(), m.r.Timeout)
 			m.mu.Lock()
-			ext := m.extended
-			m.mu.Unlock()
-			if ext {
-				fail(fmt.Errorf("%w: no readiness (%s) within %v, extended by EXTEND_TIMEOUT_USEC", ErrNotReady, m.describe(), m.r.Timeout))
-				return
+			if m.extended {
+				err = fmt.Errorf("%w, extended by EXTEND_TIMEOUT_USEC", err)
 			}
-			fail(fmt.Errorf("%w: no readiness (%s) within %v", ErrNotReady, m.describe(), m.r.Timeout))
+			m.mu.Unlock()
+			fail(err)
 		})
 		m.mu.Unlock()
 	}
@@ -185,14 +185,11 @@ func (m *monitor) start(pid int, fail func(error)) {
 	case ReadyFD:
 		m.fdW.Close() // the child holds its own copy
 		m.fdW = nil
-		m.wg.Add(1)
-		go func() { defer m.wg.Done(); m.readFD() }()
+		m.wg.Go(m.readFD)
 	case ReadySDNotify:
-		m.wg.Add(1)
-		go func() { defer m.wg.Done(); m.sock.serve(pid, m) }()
+		m.wg.Go(func() { m.sock.serve(pid, m) })
 	case ReadyListen:
-		m.wg.Add(1)
-		go func() { defer m.wg.Done(); m.poll() }()
+		m.wg.Go(m.poll)
 	}
 }
 
@@ -271,11 +268,9 @@ func (m *monitor) readFD() {
 	buf := make([]byte, 64)
 	for {
 		n, err := m.fdR.Read(buf)
-		for _, b := range buf[:n] {
-			if b == '\n' {
-				m.becomeReady()
-				return
-			}
+		if bytes.IndexByte(buf[:n], '\n') >= 0 {
+			m.becomeReady()
+			return
 		}
 		if err != nil {
 			if m.ctx.Err() == nil {
