@@ -171,3 +171,10 @@ func (f *fakeClock) next(t testing.TB) fakeTimer {
 	}
 	return fakeTimer{}
 }
+
+// Len reports how many children started by this package are not yet reaped.
+func Len() int {
+	children.mu.Lock()
+	defer children.mu.Unlock()
+	return len(children.pids)
+}

@@ -77,13 +77,6 @@ func (c *childTable) has(pid int) bool {
 	return ok
 }
 
-// Len reports how many children started by this package are not yet reaped.
-func Len() int {
-	children.mu.Lock()
-	defer children.mu.Unlock()
-	return len(children.pids)
-}
-
 // BecomeSubreaper sets PR_SET_CHILD_SUBREAPER on this process, so orphans
 // below it are re-parented here instead of to init.
 func BecomeSubreaper() error {

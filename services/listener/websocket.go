@@ -14,6 +14,7 @@ package listener
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha1"
 	"encoding/base64"
 	"encoding/binary"
@@ -407,10 +408,8 @@ func packetExtent(b []byte) int {
 		return -1
 	}
 	if b[0] < 0x80 {
-		for i, c := range b {
-			if c == '\n' {
-				return i + 1
-			}
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			return i + 1
 		}
 		return -1
 	}
@@ -444,7 +443,7 @@ func binaryExtent(b []byte) int {
 		case tag == 0x86:
 			// Prefix: the embedded value ends with its payload.
 		case tag == 0x87 || (tag >= 0xB0 && tag <= 0xB3):
-			n, w := varintAt(b[i:])
+			n, w := binary.Uvarint(b[i:]) // the length: 7 bits per byte, low group first
 			if w <= 0 || n > uint64(len(b)-i-w) {
 				return -1
 			}
@@ -462,17 +461,4 @@ func binaryExtent(b []byte) int {
 		}
 	}
 	return -1
-}
-
-// varintAt decodes a length varint (7 bits per byte, low group first);
-// width 0 means incomplete or too long.
-func varintAt(b []byte) (uint64, int) {
-	var n uint64
-	for i := 0; i < len(b) && i < 10; i++ {
-		n |= uint64(b[i]&0x7F) << (7 * i)
-		if b[i] < 0x80 {
-			return n, i + 1
-		}
-	}
-	return 0, 0
 }
