@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -395,11 +396,7 @@ func (t *tree) forgetDirs(p string, out *[]Change) {
 			t.unwatch(d)
 		}
 	}
-	for d := range t.loops {
-		if within(d, p) {
-			delete(t.loops, d)
-		}
-	}
+	maps.DeleteFunc(t.loops, func(d string, _ bool) bool { return within(d, p) })
 }
 
 func (t *tree) removeFiles(paths []string, out *[]Change) {
