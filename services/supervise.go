@@ -155,10 +155,8 @@ func (s *Supervisor) degradeChanged(t *dataspace.Turn, d int) {
 func (s *Supervisor) publish(t *dataspace.Turn) {
 	st := s.m.state()
 	if s.Options.FailuresOnly && st != StateFailed {
-		if s.handle != 0 {
-			t.Retract(s.handle)
-			s.handle, s.shown = 0, ""
-		}
+		t.Update(&s.handle, s.Env.Config, nil)
+		s.shown = ""
 		// No state, but the status shows that it runs (operator
 		// issue: a silent service is not `starting` for ever).
 		i := Info{Restarts: s.m.starts - 1, Recent: s.m.recent()}

@@ -33,11 +33,6 @@ func ProcessStatus(name preserves.Value, pid, restarts int, since time.Time) pre
 	}}.ToValue()
 }
 
-// specKey identifies a spec independently of annotations (positions).
-func specKey(raw preserves.Value) string {
-	return preserves.FormatText(raw)
-}
-
 // processFacet starts the facet of one running process in the active
 // (spec) facet and asserts its process-status there.
 func processFacet(t *dataspace.Turn, cfg *dataspace.Ref, name preserves.Value, pid, restarts int, since time.Time) (dataspace.FacetID, dataspace.FacetRef) {

@@ -246,7 +246,7 @@ func (w *worker) specAsserted(t *dataspace.Turn, raw preserves.Value, at preserv
 		r.warnings = append(r.warnings, msg)
 	}
 	r.command = preserves.ShowString(fmt.Sprintf("%q", spec.Argv)) // for log lines
-	r.key = specKey(raw)
+	r.key = preserves.FormatText(raw)
 	r.fr = t.FacetRef()
 	r.out = dataspace.NewAccount()
 	t.LinkedTask("daemon process", r.run)

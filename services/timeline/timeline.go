@@ -268,11 +268,7 @@ func (r *recorder) flush(t *dataspace.Turn) error {
 			continue
 		}
 		hs.dirty = false
-		old := hs.handle
-		hs.handle = t.Assert(r.cfg, HistoryRecord(hs.name, hs.changes(), hs.dropped))
-		if old != 0 {
-			t.Retract(old)
-		}
+		t.Update(&hs.handle, r.cfg, HistoryRecord(hs.name, hs.changes(), hs.dropped))
 	}
 	return nil
 }
