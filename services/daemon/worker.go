@@ -180,7 +180,13 @@ func (w *worker) reconcile(t *dataspace.Turn) error {
 func (w *worker) publishInfo(t *dataspace.Turn) {
 	window := statusWindow
 	parts := []services.Info{{}}
+	files := map[string]bool{}
+	var where []string
 	for r := range w.specs {
+		if p := r.at; p.File != "" {
+			files[p.File] = true
+			where = append(where, p.String())
+		}
 		if r.spec != nil && r.spec.Limits.Window > 0 {
 			window = r.spec.Limits.Window
 		}
@@ -192,14 +198,6 @@ func (w *worker) publishInfo(t *dataspace.Turn) {
 	parts[0] = w.d.hist.info(w.d.s.now(), window)
 	if w.undeclared && !w.tally.had {
 		parts = append(parts, services.Info{Reasons: []string{w.undeclaredReason()}})
-	}
-	files := map[string]bool{}
-	var where []string
-	for r := range w.specs {
-		if p := r.at; p.File != "" {
-			files[p.File] = true
-			where = append(where, p.String())
-		}
 	}
 	if len(files) > 1 {
 		slices.Sort(where)

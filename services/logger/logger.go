@@ -56,8 +56,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/syndicatego"
@@ -416,6 +414,3 @@ func (c *console) run(ctx context.Context) error {
 	serveQueue(ctx, c.queue, write)
 	return nil
 }
-
-// Discard is a logger for tests that do not look at output.
-var Discard = zerolog.Nop()
