@@ -74,11 +74,6 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
 	return nil
 }
 
-// RouterName returns the service name `<http-router #:httpd>`.
-func RouterName(httpd *dataspace.Ref) preserves.Value {
-	return preserves.NewRecord(internalservices.LabelHttpRouter, dataspace.Embed(httpd))
-}
-
 func bootRouter(t *dataspace.Turn, env services.Env) {
 	services.Serve(t, env, services.Requests[*dataspace.Ref]{
 		Label:     internalservices.LabelHttpRouter,

@@ -178,3 +178,8 @@ func TestRouterRouting(t *testing.T) {
 	waitFor(t, "routes withdrawn", func() bool { return !h.has("web", parse(t, `<http-service #f 80 get ["a" "b"]>`, nil)) })
 	answered(ask(httpRequest("#f", 80, "get", "a", "b")), notFound)
 }
+
+// RouterName returns the service name `<http-router #:httpd>`.
+func RouterName(httpd *dataspace.Ref) preserves.Value {
+	return preserves.NewRecord(internalservices.LabelHttpRouter, dataspace.Embed(httpd))
+}

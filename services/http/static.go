@@ -56,11 +56,6 @@ import (
 
 var symStaticWorker = preserves.Symbol("http_static_file_server")
 
-// StaticFilesName returns the service name `<http-static-files DIR N>`.
-func StaticFilesName(dir string, n int64) preserves.Value {
-	return preserves.NewRecord(internalservices.LabelHttpStaticFiles, preserves.String(dir), preserves.Int(n))
-}
-
 func bootStatic(t *dataspace.Turn, env services.Env, opts Options) {
 	type static struct {
 		dir string

@@ -332,3 +332,8 @@ func TestStaticStreamsWithinWindow(t *testing.T) {
 		t.Fatalf("only %d messages for 21 chunks", n)
 	}
 }
+
+// StaticFilesName returns the service name `<http-static-files DIR N>`.
+func StaticFilesName(dir string, n int64) preserves.Value {
+	return preserves.NewRecord(internalservices.LabelHttpStaticFiles, preserves.String(dir), preserves.Int(n))
+}
