@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,7 +17,6 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
 	"github.com/syndicate-go/syndicate/dataspace/trace"
 	"github.com/syndicate-go/syndicate/preserves"
-	"github.com/syndicate-go/syndicate/script"
 	"github.com/syndicate-go/syndicate/script/validate"
 	"github.com/syndicate-go/syndicate/services"
 	"github.com/syndicate-go/syndicate/services/admin"
@@ -89,23 +87,14 @@ func runCheck(o *options, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "syndicate-server: --check needs -c PATH or file arguments")
 		return 2
 	}
-	err := validate.CheckAll(paths...)
-	if err == nil {
-		return 0
-	}
-	var list script.ErrorList
-	if errors.As(err, &list) {
-		for _, e := range list {
-			fmt.Fprintln(stdout, e.Error())
-		}
-		fmt.Fprintf(stderr, "syndicate-server: %s\n", list.Summary())
-		if !script.Failed(list) {
-			return 0 // warnings only
-		}
-	} else {
+	failed, err := validate.Report(stdout, stderr, "syndicate-server", paths...)
+	if err != nil {
 		fmt.Fprintln(stdout, err.Error())
 	}
-	return 1
+	if failed {
+		return 1
+	}
+	return 0 // warnings only, or nothing
 }
 
 // server is one running instance: the actor system, the top-level actor

@@ -37,22 +37,14 @@ func runCheck(ctx context.Context, cl *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	err = validate.CheckAll(files...)
-	if err == nil {
-		return nil
-	}
-	var list script.ErrorList
-	if !errors.As(err, &list) {
+	failed, err := validate.Report(cl.stdout, cl.stderr, "syndicate", files...)
+	if err != nil {
 		return err
 	}
-	for _, e := range list {
-		fmt.Fprintln(cl.stdout, e.Error())
+	if failed {
+		return exitStatus(1)
 	}
-	fmt.Fprintf(cl.stderr, "syndicate: %s\n", list.Summary())
-	if !script.Failed(list) {
-		return nil // warnings only
-	}
-	return exitStatus(1)
+	return nil // warnings only, or nothing
 }
 
 // runDisasm prints what each file compiles to, in the stable format of

@@ -61,6 +61,7 @@ package validate
 import (
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/schema"
@@ -138,6 +139,23 @@ func CheckAll(paths ...string) error {
 	all = append(all, Analyze(paths...)...)
 	all.Sort()
 	return all.Err()
+}
+
+// Report runs CheckAll on paths and prints its findings as both commands'
+// `check` do: each problem on out, then the summary, after "PROG: ", on
+// errOut. failed is whether any problem is an error (warnings alone pass);
+// err is a failure that is not a list of problems (printed by the caller).
+func Report(out, errOut io.Writer, prog string, paths ...string) (failed bool, err error) {
+	err = CheckAll(paths...)
+	var list script.ErrorList
+	if err == nil || !errors.As(err, &list) {
+		return err != nil, err
+	}
+	for _, e := range list {
+		fmt.Fprintln(out, e.Error())
+	}
+	fmt.Fprintf(errOut, "%s: %s\n", prog, list.Summary())
+	return script.Failed(list), nil
 }
 
 type validator struct {
