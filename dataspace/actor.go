@@ -2,6 +2,7 @@ package dataspace
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -51,10 +52,7 @@ func (s *System) Spawn(name string, boot func(t *Turn) error) *Actor {
 func (s *System) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closing = true
-	all := make([]*Actor, 0, len(s.actors))
-	for a := range s.actors {
-		all = append(all, a)
-	}
+	all := slices.Collect(maps.Keys(s.actors))
 	s.mu.Unlock()
 	for _, a := range all {
 		a.release()
@@ -106,7 +104,8 @@ func (s *System) start(a *Actor, boot func(t *Turn) error) {
 func (s *System) forget(a *Actor) {
 	s.mu.Lock()
 	delete(s.actors, a)
-	s.retired += a.mb.takenCount()
+	_, taken := a.mb.counts()
+	s.retired += taken
 	s.mu.Unlock()
 }
 
@@ -338,17 +337,10 @@ func (a *Actor) terminate(status ExitStatus, err error) {
 	if a.tr != nil {
 		a.tr.beginCleanup()
 	}
-	if len(a.outbound) > 0 {
-		hs := make([]Handle, 0, len(a.outbound))
-		for h := range a.outbound {
-			hs = append(hs, h)
-		}
-		slices.Sort(hs)
-		for i := len(hs) - 1; i >= 0; i-- {
-			rec := a.outbound[hs[i]]
-			delete(a.outbound, hs[i])
-			t.enqueue(rec.to.actor, event{kind: evRetract, to: rec.to, h: hs[i]})
-		}
+	for _, h := range slices.Backward(slices.Sorted(maps.Keys(a.outbound))) {
+		rec := a.outbound[h]
+		delete(a.outbound, h)
+		t.enqueue(rec.to.actor, event{kind: evRetract, to: rec.to, h: h})
 	}
 	if a.tr != nil {
 		a.tr.endTurn(t, nil)

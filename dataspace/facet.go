@@ -1,6 +1,7 @@
 package dataspace
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"sync/atomic"
@@ -128,10 +129,7 @@ func (t *Turn) stopFacet(f *facet, atOrAbove bool) error {
 	// (runtime spec §4.8; §19 quirk 8, copied).
 	if len(f.stops) > 0 {
 		saved := t.active
-		t.active = f
-		if p != nil {
-			t.active = p
-		}
+		t.active = cmp.Or(p, f)
 		stops := f.stops
 		f.stops = nil
 		for _, s := range stops {

@@ -1,6 +1,7 @@
 package dataspace
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
@@ -150,13 +151,8 @@ func (r *Ref) AttenuateCaveats(cs []caveat.Caveat) (any, error) {
 // caveats. It implements preserves.EmbeddedPayload.
 func (r *Ref) CompareEmbedded(other any) int {
 	o := other.(*Ref)
-	switch {
-	case r.tgt.id < o.tgt.id:
-		return -1
-	case r.tgt.id > o.tgt.id:
-		return 1
-	case r.cavKey == o.cavKey:
-		return 0
+	if c := cmp.Compare(r.tgt.id, o.tgt.id); c != 0 || r.cavKey == o.cavKey {
+		return c
 	}
 	return caveat.Compare(r.caveats, o.caveats)
 }

@@ -52,10 +52,7 @@ func (s *System) Stats(threshold int) Stats {
 		}
 	}
 	slices.SortFunc(st.Backlogged, func(x, y ActorBacklog) int {
-		if x.Queued != y.Queued {
-			return y.Queued - x.Queued
-		}
-		return cmp.Compare(x.ID, y.ID)
+		return cmp.Or(cmp.Compare(y.Queued, x.Queued), cmp.Compare(x.ID, y.ID))
 	})
 	return st
 }
@@ -69,10 +66,4 @@ func (m *mailbox) counts() (queued int, taken uint64) {
 	queued, taken = len(m.q), m.taken
 	m.mu.Unlock()
 	return
-}
-
-// takenCount returns the number of batches taken so far.
-func (m *mailbox) takenCount() uint64 {
-	_, taken := m.counts()
-	return taken
 }

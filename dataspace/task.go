@@ -77,7 +77,7 @@ func (a *Actor) taskDone(f *facet, name string, tid uint64, err error) {
 func (t *Turn) After(d time.Duration, fn func(t *Turn) error) {
 	fr := t.FacetRef()
 	if t.a.tr != nil {
-		fn = t.a.tr.delayed(d, fn)
+		fn = t.a.tr.timer(CauseDelay, d, fn)
 	}
 	t.LinkedTask("after", func(ctx context.Context) error {
 		tm := time.NewTimer(d)
@@ -98,7 +98,7 @@ func (t *Turn) After(d time.Duration, fn func(t *Turn) error) {
 func (t *Turn) Every(d time.Duration, fn func(t *Turn) error) {
 	fr := t.FacetRef()
 	if t.a.tr != nil {
-		fn = t.a.tr.periodic(d, fn)
+		fn = t.a.tr.timer(CausePeriodic, d, fn)
 	}
 	t.LinkedTask("every", func(ctx context.Context) error {
 		if !fr.Activate(fn) {

@@ -1,6 +1,7 @@
 package dataspace
 
 import (
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -262,15 +263,9 @@ func (tr *actorTrace) endTurn(t *Turn, failed error) {
 	tr.cur = nil
 	if failed != nil {
 		cur.Failed = true
-		kept := cur.Actions[:0]
-		for _, act := range cur.Actions {
-			switch act.Kind {
-			case ActEnqueue, ActEnqueueInternal, ActSpawn, ActLink:
-			default:
-				kept = append(kept, act)
-			}
-		}
-		cur.Actions = kept
+		cur.Actions = slices.DeleteFunc(cur.Actions, func(act TraceAction) bool {
+			return act.Kind == ActEnqueue || act.Kind == ActEnqueueInternal || act.Kind == ActSpawn || act.Kind == ActLink
+		})
 	} else {
 		for _, b := range t.outs {
 			b.cause = cur.ID
@@ -344,15 +339,11 @@ func (tr *actorTrace) enqueue(dest *Actor, ev event) {
 
 // facetPath lists f's ancestry, root first.
 func facetPath(f *facet) []FacetID {
-	n := 0
+	var path []FacetID
 	for g := f; g != nil; g = g.parent {
-		n++
+		path = append(path, g.id)
 	}
-	path := make([]FacetID, n)
-	for g := f; g != nil; g = g.parent {
-		n--
-		path[n] = g.id
-	}
+	slices.Reverse(path)
 	return path
 }
 
@@ -422,22 +413,14 @@ func (tr *actorTrace) taskReleased(id uint64) {
 	tr.pending = TraceCause{Kind: CauseTaskRelease, Task: id}
 }
 
-// delayed wraps the function of an After timer so that its turn is
-// recorded as caused by the delay set in the current turn.
-func (tr *actorTrace) delayed(d time.Duration, fn func(t *Turn) error) func(t *Turn) error {
-	c := TraceCause{Kind: CauseDelay, Period: d}
-	if tr.cur != nil {
+// timer wraps the function of an After (kind CauseDelay: caused by the
+// current turn) or Every (CausePeriodic) timer so that its turn is
+// recorded with that cause.
+func (tr *actorTrace) timer(kind TraceCauseKind, d time.Duration, fn func(t *Turn) error) func(t *Turn) error {
+	c := TraceCause{Kind: kind, Period: d}
+	if kind == CauseDelay && tr.cur != nil {
 		c.Turn = tr.cur.ID
 	}
-	return func(t *Turn) error {
-		t.a.tr.recause(c)
-		return fn(t)
-	}
-}
-
-// periodic wraps the function of an Every timer likewise.
-func (tr *actorTrace) periodic(d time.Duration, fn func(t *Turn) error) func(t *Turn) error {
-	c := TraceCause{Kind: CausePeriodic, Period: d}
 	return func(t *Turn) error {
 		t.a.tr.recause(c)
 		return fn(t)

@@ -113,11 +113,3 @@ func (a *asyncReader) Close() error {
 	}
 	return nil
 }
-
-// SpawnOverPipes is RunOverPipes in a new top-level actor of sys, waiting
-// for it to boot, as Spawn is Run.
-func SpawnOverPipes(sys *dataspace.System, name string, in io.Reader, out io.Writer, opts Options) (*Conn, *dataspace.Ref, error) {
-	return spawn(sys, name, pipeCloser{in, out}, func(t *dataspace.Turn) (*Conn, *dataspace.Ref) {
-		return RunOverPipes(t, in, out, opts)
-	})
-}

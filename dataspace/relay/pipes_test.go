@@ -23,7 +23,9 @@ func TestRunOverPipes(t *testing.T) {
 	drv := newDriver(t, sys, "drv")
 	var recRef *dataspace.Ref
 	drv.do(func(t *dataspace.Turn) { recRef = t.Create(rec) })
-	child, _, err := SpawnOverPipes(sys, "child", r1, w2, Options{InitialRef: recRef, TextOutput: true})
+	child, _, err := spawn(sys, "child", pipeCloser{r1, w2}, func(t *dataspace.Turn) (*Conn, *dataspace.Ref) {
+		return RunOverPipes(t, r1, w2, Options{InitialRef: recRef, TextOutput: true})
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -121,17 +121,15 @@ func (w *Writer) Trace(r *dataspace.TraceRecord) {
 		return
 	}
 	n := weight(r)
-	if w.pending.Add(n) > w.maxPending {
-		w.pending.Add(-n)
-		w.dropped.Add(1)
-		return
+	if w.pending.Add(n) <= w.maxPending {
+		select {
+		case w.ch <- r:
+			return
+		default:
+		}
 	}
-	select {
-	case w.ch <- r:
-	default:
-		w.pending.Add(-n)
-		w.dropped.Add(1)
-	}
+	w.pending.Add(-n)
+	w.dropped.Add(1)
 }
 
 // weight is what a queued record counts against MaxPendingActions.
@@ -211,11 +209,11 @@ func (w *Writer) write(r *dataspace.TraceRecord) {
 		w.dropped.Add(1)
 		return
 	}
-	if err := preserves.WriteText(w.out, Entry(r), preserves.WriterOptions{}); err != nil {
-		w.fail(err)
-		return
+	err := preserves.WriteText(w.out, Entry(r), preserves.WriterOptions{})
+	if err == nil {
+		err = w.out.WriteByte('\n')
 	}
-	if err := w.out.WriteByte('\n'); err != nil {
+	if err != nil {
 		w.fail(err)
 		return
 	}
