@@ -290,23 +290,19 @@ func Spawn(sys *dataspace.System, name string, rw io.ReadWriteCloser, opts Optio
 // waits for it to boot; if the actor stops first, it closes closer and
 // returns ErrClosed.
 func spawn(sys *dataspace.System, name string, closer io.Closer, run func(*dataspace.Turn) (*Conn, *dataspace.Ref)) (*Conn, *dataspace.Ref, error) {
-	type res struct {
-		c    *Conn
-		peer *dataspace.Ref
-	}
-	ch := make(chan res, 1)
+	ch := make(chan *Conn, 1)
 	a := sys.Spawn(name, func(t *dataspace.Turn) error {
-		c, peer := run(t)
-		ch <- res{c, peer}
+		c, _ := run(t) // the peer is c.peer
+		ch <- c
 		return nil
 	})
 	select {
-	case r := <-ch:
-		return r.c, r.peer, nil
+	case c := <-ch:
+		return c, c.peer, nil
 	case <-a.Done():
 		select {
-		case r := <-ch:
-			return r.c, r.peer, nil
+		case c := <-ch:
+			return c, c.peer, nil
 		default:
 		}
 		_ = closer.Close()
