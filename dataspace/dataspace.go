@@ -48,9 +48,10 @@ type observerIndex interface {
 // messages to Observe-ers through the index. Its state is owned by the
 // actor whose facet holds it, like any entity's.
 type dataspace struct {
-	idx     observerIndex
-	handles map[Handle]preserves.Value
-	t       *Turn // the turn of the callback in progress (emitter)
+	BaseEntity // Sync
+	idx        observerIndex
+	handles    map[Handle]preserves.Value
+	t          *Turn // the turn of the callback in progress (emitter)
 
 	// observers maps each observer capability to one canonical *Ref,
 	// which is what the index sees: equal Refs may be distinct pointers
@@ -131,11 +132,6 @@ func (d *dataspace) Message(t *Turn, v preserves.Value) error {
 	d.t = t
 	d.idx.Send(v, d)
 	d.t = nil
-	return nil
-}
-
-func (d *dataspace) Sync(t *Turn, peer *Ref) error {
-	t.Message(peer, preserves.Bool(true))
 	return nil
 }
 

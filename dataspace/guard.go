@@ -28,10 +28,7 @@ func (BaseTypedEntity[T]) Retract(*Turn, Handle) error { return nil }
 func (BaseTypedEntity[T]) Message(*Turn, T) error { return nil }
 
 // Sync replies Synced (#t) to peer.
-func (BaseTypedEntity[T]) Sync(t *Turn, peer *Ref) error {
-	t.Message(peer, preserves.Bool(true))
-	return nil
-}
+func (BaseTypedEntity[T]) Sync(t *Turn, peer *Ref) error { return BaseEntity{}.Sync(t, peer) }
 
 // Guard adapts e to an [Entity] taking any value (runtime spec §6, Guard):
 // each asserted or sent value goes through parse, and values parse rejects

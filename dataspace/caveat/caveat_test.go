@@ -231,8 +231,8 @@ func TestBuiltValuesRender(t *testing.T) {
 		{Key: sym("a"), Pattern: PBind{Pattern: PDiscard{}}},
 	}}
 	want := pdict(sym("a"), bind(discard()), sym("b"), bind(discard()))
-	if got := PatternToValue(p); !preserves.Equal(got, want) {
-		t.Fatalf("PatternToValue = %v, want %v", got, want)
+	if got := patternTo(p).ToValue(); !preserves.Equal(got, want) {
+		t.Fatalf("patternTo(p).ToValue() = %v, want %v", got, want)
 	}
 	bs, ok := Match(p, dict(sym("a"), i(1), sym("b"), i(2)))
 	if !ok || len(bs) != 2 || !preserves.Equal(bs[0], i(1)) || !preserves.Equal(bs[1], i(2)) {

@@ -133,12 +133,6 @@ func ToValue(c Caveat) preserves.Value { return caveatTo(c).ToValue() }
 // ListToValue renders a caveat list as a sequence.
 func ListToValue(cs []Caveat) preserves.Sequence { return mapSlice(cs, ToValue) }
 
-// PatternToValue renders a pattern in its sturdy.prs form.
-func PatternToValue(p Pattern) preserves.Value { return patternTo(p).ToValue() }
-
-// TemplateToValue renders a template in its sturdy.prs form.
-func TemplateToValue(t Template) preserves.Value { return templateTo(t).ToValue() }
-
 func caveatTo(c Caveat) sturdy.Caveat {
 	switch x := c.(type) {
 	case Rewrite:
@@ -167,7 +161,7 @@ func patternTo(p Pattern) sturdy.Pattern {
 				return sturdy.PatternPAtom{Value: sturdy.PAtom(a)}
 			}
 		}
-		panic(fmt.Sprintf("caveat: PatternToValue: PAtom of kind %s", x.Kind))
+		panic(fmt.Sprintf("caveat: PAtom of kind %s", x.Kind))
 	case PEmbedded:
 		return sturdy.PatternPEmbedded{}
 	case PBind:
@@ -189,7 +183,7 @@ func patternTo(p Pattern) sturdy.Pattern {
 			return schema.Pair[preserves.Value, sturdy.Pattern]{Key: e.Key, Value: patternTo(e.Pattern)}
 		})}}
 	}
-	panic(fmt.Sprintf("caveat: PatternToValue: unexpected pattern type %T", p))
+	panic(fmt.Sprintf("caveat: unexpected pattern type %T", p))
 }
 
 func templateTo(t Template) sturdy.Template {
@@ -217,7 +211,7 @@ func templateTo(t Template) sturdy.Template {
 			return schema.Pair[preserves.Value, sturdy.Template]{Key: e.Key, Value: templateTo(e.Template)}
 		})}}
 	}
-	panic(fmt.Sprintf("caveat: TemplateToValue: unexpected template type %T", t))
+	panic(fmt.Sprintf("caveat: unexpected template type %T", t))
 }
 
 // smallInts are the binding indices of most `<ref n>` templates.

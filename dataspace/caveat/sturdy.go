@@ -230,8 +230,6 @@ func fromParameters(p sturdy.Parameters) *SturdyRef {
 	return sr
 }
 
-var symCaveats = preserves.Symbol("caveats")
-
 // ToValue renders the ref as `<ref {oid: …, sig: …, caveats: […]}>`,
 // with the caveats key only when CaveatsPresent (or BadCaveats) says so.
 func (sr *SturdyRef) ToValue() preserves.Value {

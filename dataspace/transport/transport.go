@@ -147,7 +147,7 @@ func ParseString(s string) (Address, error) {
 func (a Address) Value() preserves.Value {
 	switch a.Network {
 	case TCP:
-		return transportaddress.Tcp{Host: a.Host, Port: bigInt(a.Port)}.ToValue()
+		return transportaddress.Tcp{Host: a.Host, Port: big.NewInt(int64(a.Port))}.ToValue()
 	case Unix:
 		return transportaddress.Unix{Path: a.Path}.ToValue()
 	}
@@ -232,18 +232,16 @@ func ListenUnix(path string) (ln *net.UnixListener, replaced bool, err error) {
 		return nil, false, err
 	}
 	ln.SetUnlinkOnClose(false)
-	if err := os.Chmod(tmp, 0o600); err != nil {
-		ln.Close()
-		return nil, false, err
+	err = os.Chmod(tmp, 0o600)
+	if err == nil {
+		err = os.Rename(tmp, path)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err != nil {
 		ln.Close()
 		return nil, false, err
 	}
 	return ln, replaced, nil
 }
-
-func bigInt(n int) *big.Int { return big.NewInt(int64(n)) }
 
 // RelayListener is a parsed `<relay-listener ADDR #:GATEKEEPER [#:HTTPD]>`
 // service name (internalServices.prs), the request a relay listener

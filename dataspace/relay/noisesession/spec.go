@@ -2,9 +2,11 @@ package noisesession
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -115,12 +117,7 @@ type Spec struct {
 
 // ProtocolName is the protocol the spec runs: Protocol, or
 // DefaultProtocol when that is empty.
-func (s *Spec) ProtocolName() string {
-	if s.Protocol == "" {
-		return DefaultProtocol
-	}
-	return s.Protocol
-}
+func (s *Spec) ProtocolName() string { return cmp.Or(s.Protocol, DefaultProtocol) }
 
 // ParseSpec validates a NoiseSpec dictionary (services spec §6.2) with
 // the generated noise.prs parsers; withSecret parses a NoiseServiceSpec,
@@ -216,20 +213,11 @@ func prologue(service preserves.Value) ([]byte, error) {
 	})
 }
 
-func hasToken(ms []noise.MessagePattern, tok noise.MessagePattern) bool {
-	for _, m := range ms {
-		if m == tok {
-			return true
-		}
-	}
-	return false
-}
-
 // sendsStatic reports whether the party sending messages at even (the
 // initiator) or odd (the responder) indexes transmits its static key.
 func sendsStatic(p noise.HandshakePattern, initiator bool) bool {
 	for i, msg := range p.Messages {
-		if (i%2 == 0) == initiator && hasToken(msg, noise.MessagePatternS) {
+		if (i%2 == 0) == initiator && slices.Contains(msg, noise.MessagePatternS) {
 			return true
 		}
 	}
@@ -270,9 +258,9 @@ func (s *Spec) Handshake(initiator bool) (*Handshake, error) {
 		return nil, err
 	}
 	cfg := noise.Config{CipherSuite: suite, Pattern: pat, Initiator: initiator, Prologue: pro}
-	responderStatic := hasToken(pat.ResponderPreMessages, noise.MessagePatternS) || sendsStatic(pat, false)
+	responderStatic := slices.Contains(pat.ResponderPreMessages, noise.MessagePatternS) || sendsStatic(pat, false)
 	if initiator {
-		if hasToken(pat.ResponderPreMessages, noise.MessagePatternS) {
+		if slices.Contains(pat.ResponderPreMessages, noise.MessagePatternS) {
 			if len(s.Key) != 32 {
 				return nil, fmt.Errorf("noise spec key is %d bytes; %s needs the responder's 32-byte public key", len(s.Key), s.ProtocolName())
 			}
