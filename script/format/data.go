@@ -20,6 +20,7 @@ package format
 // value they annotate; other annotations as `@ann ` before it.
 
 import (
+	"bytes"
 	"unicode/utf8"
 
 	"github.com/syndicate-go/syndicate/preserves"
@@ -31,12 +32,7 @@ const lineWidth = 80
 // column is the width (in code points) of the current line so far.
 func (f *formatter) column() int {
 	b := f.buf.Bytes()
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] == '\n' {
-			return utf8.RuneCount(b[i+1:])
-		}
-	}
-	return utf8.RuneCount(b)
+	return utf8.RuneCount(b[bytes.LastIndexByte(b, '\n')+1:])
 }
 
 // data writes v at the current position; depth is the indentation level of

@@ -1,5 +1,7 @@
 package format
 
+import "bytes"
+
 // A lexical scan of Preserves text, for one purpose: finding where a value
 // ends, so that blank lines between instructions are kept. The reader
 // records where each value starts, not where it ends. The grammar of
@@ -51,34 +53,32 @@ func skipHash(src []byte, i int, depth *int) int {
 	}
 	switch c := src[i+1]; c {
 	case ' ', '\t', '\r', '\n', '!':
-		j := i + 1
-		for j < len(src) && src[j] != '\n' && src[j] != '\r' {
-			j++
-		}
-		return j
+		return end(src, i+1, bytes.IndexAny(src[i+1:], "\r\n"), 0)
 	case '{':
 		*depth++
 		return i + 2
 	case '"':
 		return skipQuoted(src, i+2, '"')
 	case '[':
-		for j := i + 2; j < len(src); j++ {
-			if src[j] == ']' {
-				return j + 1
-			}
-		}
-		return len(src)
+		return end(src, i+2, bytes.IndexByte(src[i+2:], ']'), 1)
 	case ':':
 		return i + 2
 	case 'x':
-		for j := i + 2; j < len(src); j++ {
-			if src[j] == '"' {
-				return skipQuoted(src, j+1, '"')
-			}
+		if j := bytes.IndexByte(src[i+2:], '"'); j >= 0 {
+			return skipQuoted(src, i+2+j+1, '"')
 		}
 		return len(src)
 	}
 	return skipBare(src, i+1)
+}
+
+// end is the offset after a delimiter found at index j (-1: none) of
+// src[from:] and the delim bytes that follow it; len(src) when none.
+func end(src []byte, from, j, delim int) int {
+	if j < 0 {
+		return len(src)
+	}
+	return from + j + delim
 }
 
 func skipQuoted(src []byte, i int, q byte) int {
