@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -49,12 +50,7 @@ func (b *Buffer) Lines() []string {
 // Has reports whether some line contains every one of subs (all of them on
 // the same line, so they describe one log event).
 func (b *Buffer) Has(subs ...string) bool {
-	for _, l := range b.Lines() {
-		if containsAll(l, subs) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(b.Lines(), func(l string) bool { return containsAll(l, subs) })
 }
 
 // Count returns how many lines contain sub.
@@ -69,10 +65,5 @@ func (b *Buffer) Count(sub string) int {
 }
 
 func containsAll(s string, subs []string) bool {
-	for _, sub := range subs {
-		if !strings.Contains(s, sub) {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(subs, func(sub string) bool { return !strings.Contains(s, sub) })
 }

@@ -4,6 +4,8 @@ package testutil
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/syndicate-go/syndicate/preserves"
 )
@@ -19,15 +21,8 @@ func DiffAnnotated(a, b preserves.Value) string {
 	if d == nil {
 		return ""
 	}
-	// The path was collected innermost first.
-	path := ""
-	for i := len(d.path) - 1; i >= 0; i-- {
-		path += "/" + d.path[i]
-	}
-	if path == "" {
-		path = "/"
-	}
-	return path + ": " + d.msg
+	slices.Reverse(d.path) // the path was collected innermost first
+	return "/" + strings.Join(d.path, "/") + ": " + d.msg
 }
 
 // difference is built only on failure, so comparing equal values costs no
