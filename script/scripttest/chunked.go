@@ -102,12 +102,8 @@ func Parse(file, text string) ([]*Chunk, error) {
 			continue // preamble before the first separator
 		}
 		if t := strings.TrimSpace(l); strings.HasPrefix(t, "#=") {
-			f := strings.SplitN(strings.TrimSpace(t[2:]), " ", 2)
-			d := Directive{Line: n, Verb: f[0]}
-			if len(f) > 1 {
-				d.Arg = strings.TrimSpace(f[1])
-			}
-			cur.Directives = append(cur.Directives, d)
+			verb, arg, _ := strings.Cut(strings.TrimSpace(t[2:]), " ")
+			cur.Directives = append(cur.Directives, Directive{Line: n, Verb: verb, Arg: strings.TrimSpace(arg)})
 			src = append(src, "")
 			continue
 		}
