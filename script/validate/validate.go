@@ -99,24 +99,7 @@ func Declaration(v preserves.Value) script.ErrorList {
 	return val.errs
 }
 
-// Check validates every script named by paths; a directory is searched
-// recursively for *.pr files, hidden files and directories skipped, as
-// script.Check does. It returns nil or a sorted script.ErrorList (I/O errors
-// included).
-func Check(paths ...string) error {
-	var all script.ErrorList
-	script.WalkScripts(paths, func(path string, src []byte, err error) {
-		if err != nil {
-			all = append(all, &script.Error{Pos: preserves.Pos{File: path}, Msg: err.Error(), Err: err})
-			return
-		}
-		all = append(all, Source(path, src)...)
-	})
-	all.Sort()
-	return all.Err()
-}
-
-// CheckAll is script.Check followed by Check, Binds and Analyze (the
+// CheckAll is script.Check followed by Source, Binds and Analyze (the
 // whole-tree analysis): every compile error,
 // warning and validation error of the scripts under paths, in one sorted
 // script.ErrorList (nil if there are none; script.Failed tells whether

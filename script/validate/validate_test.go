@@ -61,8 +61,8 @@ func TestCheckAllMergesCompileAndValidationErrors(t *testing.T) {
 	require.Equal(t, a+":2:1", list[1].Pos.String())
 	require.True(t, errors.Is(list[1], script.ErrScript))
 
-	require.Error(t, Check(filepath.Join(dir, "missing.pr")), "I/O errors are reported")
-	require.Error(t, Check(filepath.Join(dir, ".hidden")), "a directory named explicitly is searched even when hidden")
+	require.Error(t, CheckAll(filepath.Join(dir, "missing.pr")), "I/O errors are reported")
+	require.Error(t, CheckAll(filepath.Join(dir, ".hidden")), "a directory named explicitly is searched even when hidden")
 }
 
 func TestDeclaration(t *testing.T) {
