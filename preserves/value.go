@@ -63,6 +63,7 @@ package preserves
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"hash/maphash"
 	"math"
@@ -182,15 +183,8 @@ type Set struct{ elems []Value }
 // NewSet returns the set of the given elements (duplicates are dropped). It
 // takes ownership of the slice.
 func NewSet(elems ...Value) *Set {
-	sort.SliceStable(elems, func(i, j int) bool { return Compare(elems[i], elems[j]) < 0 })
-	out := elems[:0]
-	for i, e := range elems {
-		if i > 0 && Compare(out[len(out)-1], e) == 0 {
-			continue
-		}
-		out = append(out, e)
-	}
-	return &Set{elems: out}
+	slices.SortStableFunc(elems, Compare)
+	return &Set{elems: slices.CompactFunc(elems, func(a, b Value) bool { return Compare(a, b) == 0 })}
 }
 
 // Len returns the number of elements.
@@ -519,7 +513,7 @@ func Compare(a, b Value) int {
 		}
 		return 1
 	case Double:
-		return cmpUint(doubleKey(x.bits), doubleKey(b.(Double).bits))
+		return cmp.Compare(doubleKey(x.bits), doubleKey(b.(Double).bits))
 	case Int:
 		if y, ok := b.(Int); ok {
 			switch {
@@ -573,7 +567,7 @@ func Compare(a, b Value) int {
 				return c
 			}
 		}
-		return cmpInt(len(x.entries), len(y.entries))
+		return cmp.Compare(len(x.entries), len(y.entries))
 	case *Embedded:
 		return compareEmbedded(x.Payload, b.(*Embedded).Payload)
 	}
@@ -587,26 +581,6 @@ func doubleKey(bits uint64) uint64 {
 	return bits | 1<<63
 }
 
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func cmpInt(a, b int) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 func compareSlices(xs, ys []Value) int {
 	n := min(len(xs), len(ys))
 	for i := 0; i < n; i++ {
@@ -614,7 +588,7 @@ func compareSlices(xs, ys []Value) int {
 			return c
 		}
 	}
-	return cmpInt(len(xs), len(ys))
+	return cmp.Compare(len(xs), len(ys))
 }
 
 func compareEmbedded(a, b any) int {
@@ -638,7 +612,7 @@ func compareEmbedded(a, b any) int {
 		return 0
 	}
 	// Identity order for opaque payloads: stable within one process.
-	return cmpUint(uint64(identity(a)), uint64(identity(b)))
+	return cmp.Compare(uint64(identity(a)), uint64(identity(b)))
 }
 
 func typeName(t reflect.Type) string {

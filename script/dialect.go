@@ -1,6 +1,7 @@
 package script
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/syndicate-go/syndicate/preserves"
@@ -80,31 +81,24 @@ func (p *parser) warnForeign(v preserves.Value, kind string) {
 	}
 	form := preserves.Strip(at)
 	l, _ := symbolOf(form.(*preserves.Record).Label)
-	var b strings.Builder
-	b.WriteString(render(at))
-	b.WriteString(" is a literal here: this dialect gives <")
-	b.WriteString(l)
-	b.WriteString(" …> no structural meaning (sturdy.prs and other servers' scripts do), so this <")
-	b.WriteString(kind)
-	b.WriteString("> only ")
+	verb := "passes"
 	if kind == "reject" {
-		b.WriteString("blocks")
-	} else {
-		b.WriteString("passes")
+		verb = "blocks"
 	}
-	b.WriteString(" values equal to it and the attenuation does not restrict what it appears to")
+	msg := render(at) + " is a literal here: this dialect gives <" + l + " …> no structural meaning " +
+		"(sturdy.prs and other servers' scripts do), so this <" + kind + "> only " + verb +
+		" values equal to it and the attenuation does not restrict what it appears to"
 	if s := suggest(kind, preserves.Strip(v)); s != "" {
-		b.WriteString("; in this dialect write ")
-		b.WriteString(s)
+		msg += "; in this dialect write " + s
 		if strings.Contains(s, "…") {
-			b.WriteString(" (… stands for one _ per field: one alternative per field count in use)")
+			msg += " (… stands for one _ per field: one alternative per field count in use)"
 		}
-		b.WriteString(",")
+		msg += ","
 	} else {
-		b.WriteString(";")
+		msg += ";"
 	}
-	b.WriteString(" or start the file with `dialect " + DialectSturdyCaveats + "` to read caveat patterns structurally")
-	p.warns.Warnf(p.pos(at), ErrDialect, "%s", b.String())
+	msg += " or start the file with `dialect " + DialectSturdyCaveats + "` to read caveat patterns structurally"
+	p.warns.Warnf(p.pos(at), ErrDialect, "%s", msg)
 }
 
 // findForeign returns the outermost record of v labelled with a structural
@@ -256,11 +250,7 @@ func toScript(v preserves.Value) (preserves.Value, bool) {
 			if !ok {
 				return preserves.NewRecord(x.Fields[0], preserves.Symbol("…")), true
 			}
-			fs := make([]preserves.Value, n)
-			for i := range fs {
-				fs[i] = preserves.Symbol("_")
-			}
-			return preserves.NewRecord(x.Fields[0], fs...), true
+			return preserves.NewRecord(x.Fields[0], slices.Repeat([]preserves.Value{preserves.Symbol("_")}, n)...), true
 		case l == "rec" && len(x.Fields) == 2:
 			items, ok := toScriptSeq(x.Fields[1])
 			if ok {
