@@ -109,9 +109,7 @@ func (f *formatter) nl(depth int) {
 	b := f.buf.Bytes()
 	f.buf.Truncate(len(bytes.TrimRight(b, " ")))
 	f.buf.WriteByte('\n')
-	for range depth {
-		f.buf.WriteString(indentUnit)
-	}
+	f.buf.WriteString(strings.Repeat(indentUnit, depth))
 }
 
 // atLineStart reports whether only indentation has been written on the

@@ -53,14 +53,17 @@ func skipHash(src []byte, i int, depth *int) int {
 	}
 	switch c := src[i+1]; c {
 	case ' ', '\t', '\r', '\n', '!':
-		return end(src, i+1, bytes.IndexAny(src[i+1:], "\r\n"), 0)
+		return lineEnd(src, i+1)
 	case '{':
 		*depth++
 		return i + 2
 	case '"':
 		return skipQuoted(src, i+2, '"')
 	case '[':
-		return end(src, i+2, bytes.IndexByte(src[i+2:], ']'), 1)
+		if j := bytes.IndexByte(src[i+2:], ']'); j >= 0 {
+			return i + 2 + j + 1
+		}
+		return len(src)
 	case ':':
 		return i + 2
 	case 'x':
@@ -70,15 +73,6 @@ func skipHash(src []byte, i int, depth *int) int {
 		return len(src)
 	}
 	return skipBare(src, i+1)
-}
-
-// end is the offset after a delimiter found at index j (-1: none) of
-// src[from:] and the delim bytes that follow it; len(src) when none.
-func end(src []byte, from, j, delim int) int {
-	if j < 0 {
-		return len(src)
-	}
-	return from + j + delim
 }
 
 func skipQuoted(src []byte, i int, q byte) int {
