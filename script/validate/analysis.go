@@ -27,6 +27,7 @@ package validate
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -119,9 +120,9 @@ func (s scope) with(names []string) scope {
 	if len(names) == 0 {
 		return s
 	}
-	out := make(scope, len(s)+len(names))
-	for k := range s {
-		out[k] = true
+	out := maps.Clone(s)
+	if out == nil {
+		out = scope{}
 	}
 	for _, n := range names {
 		out[n] = true
@@ -145,12 +146,7 @@ func (s *fileScan) use(name string, at preserves.Pos, sc scope) {
 	if name == "." || sc[name] {
 		return
 	}
-	u := varUse{name: name, pos: s.pos(at)}
-	for k := range sc {
-		u.bound = append(u.bound, k)
-	}
-	slices.Sort(u.bound)
-	s.tr.uses = append(s.tr.uses, u)
+	s.tr.uses = append(s.tr.uses, varUse{name: name, pos: s.pos(at), bound: slices.Sorted(maps.Keys(sc))})
 }
 
 func (s *fileScan) instr(in compile.Instr, sc scope, target string) {
@@ -312,11 +308,7 @@ func (s *fileScan) declaration(e compile.Expr) {
 // cycles reports each static depends-on cycle once, at the depends-on of
 // its first member (in sorted order) that closes it.
 func (tr *tree) cycles(out *script.ErrorList) {
-	var froms []string
-	for k := range tr.deps {
-		froms = append(froms, k)
-	}
-	slices.Sort(froms)
+	froms := slices.Sorted(maps.Keys(tr.deps))
 	next := func(n string) []string {
 		var to []string
 		for _, e := range tr.deps[n] {
@@ -350,10 +342,7 @@ func (tr *tree) cycles(out *script.ErrorList) {
 }
 
 func (tr *tree) variables(out *script.ErrorList) {
-	known := slices.Clone(PrimordialNames)
-	for k := range tr.envNames {
-		known = append(known, k)
-	}
+	known := slices.AppendSeq(slices.Clone(PrimordialNames), maps.Keys(tr.envNames))
 	for _, u := range tr.uses {
 		if slices.Contains(known, u.name) {
 			continue
@@ -398,11 +387,7 @@ func (tr *tree) undeclared(out *script.ErrorList) {
 		if len(tr.daemons[k]) > 0 {
 			continue
 		}
-		var ids []string
-		for d := range tr.daemons {
-			ids = append(ids, d)
-		}
-		hint := schema.DidYouMean(k, ids)
+		hint := schema.DidYouMean(k, slices.Collect(maps.Keys(tr.daemons)))
 		for _, p := range ps {
 			out.Warnf(p, ErrSuspicious, "no %s declaration in the checked files%s: the daemon would be started,ready at once, "+
 				"so what depends on it would start without it", strings.TrimSuffix(k, ">")+" …>", hint)
@@ -439,24 +424,13 @@ func (tr *tree) unserved(out *script.ErrorList) {
 		if tr.states[k] {
 			continue
 		}
-		served := false
 		run := preserves.NewRecord(service.LabelRunService, name)
-		for _, p := range tr.patterns {
-			if _, ok := pattern.Match(p, run); ok {
-				served = true
-				break
-			}
-		}
-		if served {
+		if slices.ContainsFunc(tr.patterns, func(p pattern.Pattern) bool { _, ok := pattern.Match(p, run); return ok }) {
 			continue
-		}
-		var builtins []string
-		for b := range builtinNames {
-			builtins = append(builtins, b)
 		}
 		hint := ""
 		if l, _, ok := label(name); ok {
-			if s := schema.Suggest(l, builtins); s != "" {
+			if s := schema.Suggest(l, slices.Collect(maps.Keys(builtinNames))); s != "" {
 				hint = fmt.Sprintf(" (did you mean <%s …>?)", s)
 			}
 		}
