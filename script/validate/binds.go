@@ -22,6 +22,7 @@ package validate
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/syndicate-go/syndicate/dataspace/caveat"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
@@ -220,14 +221,11 @@ var bindProbes = func() []preserves.Value {
 // through still as an observation (a rewrite into another kind of
 // record, `<rewrite ?v <from-untrusted $v>>`, observes nothing).
 func revealsBinds(cs []caveat.Caveat) bool {
-	for _, p := range bindProbes {
-		if r, ok := caveat.Apply(cs, p); ok {
-			if rec, isRec := r.(*preserves.Record); isRec && preserves.Equal(rec.Label, dsschema.LabelObserve) {
-				return true
-			}
-		}
-	}
-	return false
+	return slices.ContainsFunc(bindProbes, func(p preserves.Value) bool {
+		r, ok := caveat.Apply(cs, p)
+		rec, isRec := r.(*preserves.Record)
+		return ok && isRec && preserves.Equal(rec.Label, dsschema.LabelObserve)
+	})
 }
 
 // hasKey reports whether v is `<bind DESCRIPTION …>` whose description
