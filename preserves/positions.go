@@ -220,7 +220,7 @@ func PosOf(v Value) Pos {
 // it, else the zero Pos.
 func ItemPos(parent Value, i int) Pos {
 	parent = Unwrap(parent)
-	if item, ok := itemOf(parent, i); ok {
+	if item, ok := ItemOf(parent, i); ok {
 		if p := PosOf(item); p.IsValid() {
 			return p
 		}
@@ -248,7 +248,10 @@ func EntryPos(d *Dictionary, k Value) Pos {
 	return ItemPos(d, 2*i)
 }
 
-func itemOf(v Value, i int) (Value, bool) {
+// ItemOf returns item i of compound v in the numbering of Remember (a
+// record's label then its fields, a sequence's or set's elements, a
+// dictionary's key and value of each entry); false when there is none.
+func ItemOf(v Value, i int) (Value, bool) {
 	if i < 0 {
 		return nil, false
 	}
@@ -296,7 +299,7 @@ func FirstPos(v Value) (Pos, bool) {
 		}
 		v = Unwrap(v)
 		for i := 0; ; i++ {
-			item, ok := itemOf(v, i)
+			item, ok := ItemOf(v, i)
 			if !ok {
 				return Pos{}, false
 			}
@@ -447,7 +450,7 @@ func (o Owner) drop(v Value) {
 		positions.mu.Unlock()
 	}
 	for i := 0; ; i++ {
-		item, ok := itemOf(v, i)
+		item, ok := ItemOf(v, i)
 		if !ok {
 			return
 		}

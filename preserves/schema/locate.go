@@ -53,7 +53,7 @@ func Locate(v preserves.Value, path []string) preserves.Pos {
 		if p.IsValid() {
 			best = p
 		}
-		next, ok := item(cur, i)
+		next, ok := preserves.ItemOf(cur, i)
 		if !ok {
 			break
 		}
@@ -102,27 +102,6 @@ func index(step string) (int, bool) {
 	return n, err == nil && n >= 0
 }
 
-func item(v preserves.Value, i int) (preserves.Value, bool) {
-	switch x := v.(type) {
-	case *preserves.Record:
-		if i == 0 {
-			return x.Label, true
-		}
-		return x.Fields[i-1], true
-	case preserves.Sequence:
-		return x[i], true
-	case *preserves.Set:
-		return x.Elems()[i], true
-	case *preserves.Dictionary:
-		e := x.Entries()[i/2]
-		if i%2 == 0 {
-			return e.Key, true
-		}
-		return e.Value, true
-	}
-	return nil, false
-}
-
 // FailAt is Fail for the part of v that step (a path step: "[i]",
 // ".label") leads to, for the hand-written checks beside generated code:
 // the error's Path is step, and its Pos the part's own or the place v
@@ -131,7 +110,7 @@ func FailAt(v preserves.Value, step string, format string, args ...any) *ParseEr
 	path := []string{step}
 	part := v
 	if i, _ := stepItem(preserves.Unwrap(v), step); i >= 0 {
-		part, _ = item(preserves.Unwrap(v), i)
+		part, _ = preserves.ItemOf(preserves.Unwrap(v), i)
 	}
 	e := Fail(part, format, args...)
 	e.Path = path
