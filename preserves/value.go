@@ -63,7 +63,6 @@ package preserves
 
 import (
 	"bytes"
-	"cmp"
 	"fmt"
 	"hash/maphash"
 	"math"
@@ -513,7 +512,7 @@ func Compare(a, b Value) int {
 		}
 		return 1
 	case Double:
-		return cmp.Compare(doubleKey(x.bits), doubleKey(b.(Double).bits))
+		return cmpUint(doubleKey(x.bits), doubleKey(b.(Double).bits))
 	case Int:
 		if y, ok := b.(Int); ok {
 			switch {
@@ -567,7 +566,7 @@ func Compare(a, b Value) int {
 				return c
 			}
 		}
-		return cmp.Compare(len(x.entries), len(y.entries))
+		return cmpInt(len(x.entries), len(y.entries))
 	case *Embedded:
 		return compareEmbedded(x.Payload, b.(*Embedded).Payload)
 	}
@@ -581,6 +580,26 @@ func doubleKey(bits uint64) uint64 {
 	return bits | 1<<63
 }
 
+func cmpUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func cmpInt(a, b int) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
 func compareSlices(xs, ys []Value) int {
 	n := min(len(xs), len(ys))
 	for i := 0; i < n; i++ {
@@ -588,7 +607,7 @@ func compareSlices(xs, ys []Value) int {
 			return c
 		}
 	}
-	return cmp.Compare(len(xs), len(ys))
+	return cmpInt(len(xs), len(ys))
 }
 
 func compareEmbedded(a, b any) int {
@@ -612,7 +631,7 @@ func compareEmbedded(a, b any) int {
 		return 0
 	}
 	// Identity order for opaque payloads: stable within one process.
-	return cmp.Compare(uint64(identity(a)), uint64(identity(b)))
+	return cmpUint(uint64(identity(a)), uint64(identity(b)))
 }
 
 func typeName(t reflect.Type) string {
