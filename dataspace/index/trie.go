@@ -446,12 +446,7 @@ func (ep *endpoints) find(obs Observer) int {
 		}
 		return -1
 	}
-	for i := range ep.obs {
-		if ep.obs[i].key == obs {
-			return i
-		}
-	}
-	return -1
+	return slices.IndexFunc(ep.obs, func(s obsSlot) bool { return s.key == obs })
 }
 
 func (ep *endpoints) addObserver(obs Observer) {

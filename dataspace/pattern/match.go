@@ -107,30 +107,27 @@ const maxInt = int(^uint(0) >> 1)
 // containing one gives an *Error wrapping ErrMalformed. Every value from a
 // script or a peer goes through Lift, and its caller answers the error.
 func Lift(v preserves.Value) (Pattern, error) {
+	var g Group
+	var err error
 	switch x := preserves.Unwrap(v).(type) {
 	case *preserves.Record:
-		es, err := liftItems(x.Fields)
-		if err != nil {
-			return nil, err
-		}
-		return Group{Type: RecType{Label: preserves.Strip(x.Label)}, Entries: es}, nil
+		g.Type = RecType{Label: preserves.Strip(x.Label)}
+		g.Entries, err = liftItems(x.Fields)
 	case preserves.Sequence:
-		es, err := liftItems(x)
-		if err != nil {
-			return nil, err
-		}
-		return Group{Type: ArrType{}, Entries: es}, nil
+		g.Type = ArrType{}
+		g.Entries, err = liftItems(x)
 	case *preserves.Dictionary:
-		es, err := dictEntries(x, Lift)
-		if err != nil {
-			return nil, err
-		}
-		return Group{Type: DictType{}, Entries: es}, nil
+		g.Type = DictType{}
+		g.Entries, err = dictEntries(x, Lift)
 	case *preserves.Set:
 		return nil, malformed(v, "pattern: a set cannot be expressed as a literal pattern")
 	default:
 		return Lit{Value: preserves.Strip(x)}, nil
 	}
+	if err != nil {
+		return nil, err
+	}
+	return g, nil
 }
 
 // MustLift is Lift for values written in Go, which are known to hold no
