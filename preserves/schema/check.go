@@ -54,19 +54,26 @@ func (b *Bundle) resolve(from *Module, r *Ref) (*Module, *Definition, error) {
 // consuming any of it.
 func headRefs(d *Definition) []*Ref {
 	var out []*Ref
-	add := func(p Pattern) {
+	for _, p := range topPatterns(d) {
 		if r, ok := p.(*Ref); ok {
 			out = append(out, r)
 		}
 	}
+	return out
+}
+
+// topPatterns are d's alternatives, the parts of its intersection, or its
+// one pattern.
+func topPatterns(d *Definition) []Pattern {
+	var out []Pattern
 	for _, a := range d.Or {
-		add(a.Pattern)
+		out = append(out, a.Pattern)
 	}
 	for _, n := range d.And {
-		add(n.Pattern)
+		out = append(out, n.Pattern)
 	}
 	if d.Pattern != nil {
-		add(d.Pattern)
+		out = append(out, d.Pattern)
 	}
 	return out
 }
@@ -90,14 +97,8 @@ func (b *Bundle) cycle(m *Module, d *Definition, path []*Definition) error {
 }
 
 func walkDef(d *Definition, f func(*Ref)) {
-	for _, a := range d.Or {
-		walk(a.Pattern, f)
-	}
-	for _, n := range d.And {
-		walk(n.Pattern, f)
-	}
-	if d.Pattern != nil {
-		walk(d.Pattern, f)
+	for _, p := range topPatterns(d) {
+		walk(p, f)
 	}
 }
 
