@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -46,10 +47,8 @@ func ReadDir(dir string, skip ...string) (*Bundle, error) {
 			return err
 		}
 		rel = filepath.ToSlash(rel)
-		for _, s := range skip {
-			if s == rel {
-				return nil
-			}
+		if slices.Contains(skip, rel) {
+			return nil
 		}
 		src, err := os.ReadFile(path)
 		if err != nil {

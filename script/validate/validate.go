@@ -105,14 +105,7 @@ func Declaration(v preserves.Value) script.ErrorList {
 // script.ErrorList (nil if there are none; script.Failed tells whether
 // any entry is an error rather than a warning). This is what `--check` runs.
 func CheckAll(paths ...string) error {
-	var all script.ErrorList
-	if err := script.Check(paths...); err != nil {
-		var l script.ErrorList
-		if !errors.As(err, &l) {
-			return err
-		}
-		all = append(all, l...)
-	}
+	all, _ := script.Check(paths...).(script.ErrorList) // nil or a list
 	script.WalkScripts(paths, func(path string, src []byte, err error) {
 		if err == nil { // I/O errors were reported by script.Check
 			all = append(all, Source(path, src)...)
