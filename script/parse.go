@@ -1,6 +1,7 @@
 package script
 
 import (
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -499,11 +500,8 @@ func (p *parser) varRef(pos preserves.Pos, name string, m mode, sc *tmplScope) E
 			}
 			return &Capture{At: pos, Name: name, Index: i}
 		}
-		for _, o := range sc.outer {
-			if o == name {
-				p.errorf(pos, "$%s is a capture of an enclosing rewrite and is not visible in a nested caveat", name)
-				break
-			}
+		if slices.Contains(sc.outer, name) {
+			p.errorf(pos, "$%s is a capture of an enclosing rewrite and is not visible in a nested caveat", name)
 		}
 	}
 	v := p.vars.New()
@@ -627,11 +625,8 @@ func (p *parser) caveatPattern(v preserves.Value, outer []string, kind string) E
 	}
 	if len(outer) > 0 {
 		walkVars(e, func(x *Var) {
-			for _, o := range outer {
-				if o == x.Name {
-					p.errorf(x.At, "$%s is a capture of an enclosing rewrite and is not visible in a nested caveat", x.Name)
-					return
-				}
+			if slices.Contains(outer, x.Name) {
+				p.errorf(x.At, "$%s is a capture of an enclosing rewrite and is not visible in a nested caveat", x.Name)
 			}
 		})
 	}
