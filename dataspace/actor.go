@@ -50,38 +50,25 @@ func (s *System) Spawn(name string, boot func(t *Turn) error) *Actor {
 // turn of its own) and waits until every actor goroutine and linked task has
 // finished, or ctx ends. Actors spawned after Shutdown begins never run.
 func (s *System) Shutdown(ctx context.Context) error {
-	s.mu.Lock()
-	s.closing = true
-	all := slices.Collect(maps.Keys(s.actors))
-	s.mu.Unlock()
-	for _, a := range all {
-		a.release()
-	}
-	for _, a := range all {
-		select {
-		case <-a.done:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	// Actors spawned while we were waiting were refused by start (closing
-	// is set), so the set is now empty or draining.
 	for {
+		// Once closing is set, start refuses new actors, so a round that
+		// has waited for every actor leaves the set empty or draining.
 		s.mu.Lock()
-		var a *Actor
-		for x := range s.actors {
-			a = x
-			break
-		}
+		s.closing = true
+		all := slices.Collect(maps.Keys(s.actors))
 		s.mu.Unlock()
-		if a == nil {
+		if len(all) == 0 {
 			return nil
 		}
-		a.release()
-		select {
-		case <-a.done:
-		case <-ctx.Done():
-			return ctx.Err()
+		for _, a := range all {
+			a.release()
+		}
+		for _, a := range all {
+			select {
+			case <-a.done:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}
 	}
 }
