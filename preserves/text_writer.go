@@ -39,11 +39,7 @@ type WriterOptions struct {
 const textWidth = 80
 
 // FormatText renders v compactly on one line, annotations included.
-func FormatText(v Value) string {
-	w := textWriter{opts: WriterOptions{Annotations: true}, limit: math.MaxInt}
-	w.compact(v)
-	return string(w.buf)
-}
+func FormatText(v Value) string { return string(AppendText(nil, v)) }
 
 // FormatTextLimit renders v compactly like FormatText, cut to at most
 // about n bytes and then ending in "…", for error messages and logs about
