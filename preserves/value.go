@@ -388,14 +388,7 @@ func Strip(v Value) Value {
 		}
 		return &Set{elems: fs} // order is unaffected by annotations
 	case *Dictionary:
-		changed := false
-		for _, e := range x.entries {
-			if HasAnnotations(e.Key) || HasAnnotations(e.Value) {
-				changed = true
-				break
-			}
-		}
-		if !changed {
+		if !HasAnnotations(x) {
 			return x
 		}
 		es := make([]DictEntry, len(x.entries))
@@ -413,17 +406,16 @@ func Strip(v Value) Value {
 }
 
 func stripSlice(vs []Value) ([]Value, bool) {
-	for i, v := range vs {
-		if HasAnnotations(v) {
-			out := make([]Value, len(vs))
-			copy(out, vs[:i])
-			for j := i; j < len(vs); j++ {
-				out[j] = Strip(vs[j])
-			}
-			return out, true
-		}
+	i := slices.IndexFunc(vs, HasAnnotations)
+	if i < 0 {
+		return vs, false
 	}
-	return vs, false
+	out := make([]Value, len(vs))
+	copy(out, vs[:i])
+	for j := i; j < len(vs); j++ {
+		out[j] = Strip(vs[j])
+	}
+	return out, true
 }
 
 // HasAnnotations reports whether v carries an *Annotated wrapper anywhere.
