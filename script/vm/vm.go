@@ -46,6 +46,7 @@ package vm
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"runtime"
 	"time"
@@ -100,9 +101,7 @@ func RunOptions(t *dataspace.Turn, prog *compile.Program, env map[string]preserv
 		m.envDir = string(s)
 	}
 	base := make(map[string]preserves.Value, len(env))
-	for k, v := range env {
-		base[k] = v
-	}
+	maps.Copy(base, env)
 	return t.Facet(func(t *dataspace.Turn) error {
 		// The program owns the positions of its constants
 		// (preserves.Owner), which this facet may assert long after
