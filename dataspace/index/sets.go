@@ -191,16 +191,6 @@ func (s *entrySet) remove(e *entry, h uint64) {
 	}
 }
 
-// apply adds or removes e as o says (a message changes no set).
-func (s *entrySet) apply(o op, e *entry, h uint64) {
-	switch o {
-	case opInsert:
-		s.add(e, h)
-	case opRemove:
-		s.remove(e, h)
-	}
-}
-
 func (s *entrySet) each(fn func(*entry)) {
 	if s.big != nil {
 		s.big.each(fn)
