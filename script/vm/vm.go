@@ -106,7 +106,9 @@ func RunOptions(t *dataspace.Turn, prog *compile.Program, env map[string]preserv
 		// The program owns the positions of its constants
 		// (preserves.Owner), which this facet may assert long after
 		// the caller has dropped prog: the facet keeps it alive.
-		t.OnStop(func(*dataspace.Turn) error { runtime.KeepAlive(prog); return nil })
+		if prog.Positions {
+			t.OnStop(func(*dataspace.Turn) error { runtime.KeepAlive(prog); return nil })
+		}
 		a := &activation{m: m}
 		sc := &scope{base: base}
 		if err := a.exec(t, prog.Body, sc); err != nil {
