@@ -168,6 +168,9 @@ func TestSuperviseFailuresOnly(t *testing.T) {
 		return nil
 	})
 	testutil.WaitFor(t, "the worker", func() bool { return runs.Load() == 1 })
+	// The worker counts its run inside the turn that subscribes; a boom
+	// sent before that turn's Observe reaches the dataspace would be lost.
+	testutil.WaitFor(t, "the worker listening", func() bool { return h.observing("boom") })
 	h.settle()
 	for _, s := range []preserves.Value{StateStarted, StateReady, StateFailed} {
 		if h.has(ServiceState(name, s)) {

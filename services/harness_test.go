@@ -8,6 +8,7 @@ package services
 import (
 	"context"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	dsschema "github.com/syndicate-go/syndicate/dataspace/schemas/dataspace"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/testutil"
 )
@@ -133,6 +135,20 @@ func (h *harness) has(v preserves.Value) bool {
 	defer h.mu.Unlock()
 	for _, x := range h.present {
 		if preserves.Equal(x, v) {
+			return true
+		}
+	}
+	return false
+}
+
+// observing reports whether some present assertion is an Observe whose
+// text mentions label: a subscriber's interest has reached the dataspace.
+func (h *harness) observing(label string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, v := range h.present {
+		if r, ok := v.(*preserves.Record); ok && preserves.Equal(r.Label, dsschema.LabelObserve) &&
+			strings.Contains(preserves.FormatText(r.Fields[0]), label) {
 			return true
 		}
 	}
