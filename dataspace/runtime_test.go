@@ -744,17 +744,26 @@ func (f *forwarder) Message(t *Turn, v preserves.Value) error {
 	return nil
 }
 
+// stuckChain builds a → b → c where b forwards every message to c and c
+// is blocked inside a turn until c.release is closed: work charged to an
+// account in a stays owed while it waits in c's mailbox.
+func stuckChain(t *testing.T) (c *blocker, fw *forwarder, bref *Ref, fr FacetRef) {
+	t.Helper()
+	s := newSys(t)
+	c = &blocker{entered: make(chan struct{}), release: make(chan struct{})}
+	_, cref := hold(t, s, "c", c)
+	fw = &forwarder{next: cref}
+	_, bref = hold(t, s, "b", fw)
+	fr, _, _ = client(t, s, "a")
+	do(t, fr, func(t *Turn) error { t.Message(cref, sym("block")); return nil })
+	<-c.entered
+	return c, fw, bref, fr
+}
+
 // Accounts (§9): work caused by a turn, including the fan-out of the
 // turns handling its output, stays charged until it has been handled.
 func TestAccountCoversDownstreamWork(t *testing.T) {
-	s := newSys(t)
-	c := &blocker{entered: make(chan struct{}), release: make(chan struct{})}
-	_, cref := hold(t, s, "c", c)
-	fw := &forwarder{next: cref}
-	_, bref := hold(t, s, "b", fw)
-	fr, _, _ := client(t, s, "a")
-	do(t, fr, func(t *Turn) error { t.Message(cref, sym("block")); return nil })
-	<-c.entered
+	c, fw, bref, fr := stuckChain(t)
 	acct := NewAccount()
 	fr.ActivateAccount(acct, func(t *Turn) error {
 		for range 10 {
@@ -795,14 +804,7 @@ func TestAccountCoversDownstreamWork(t *testing.T) {
 // weight follows them downstream, so credit bounds the memory held in a
 // slow actor's mailbox, not only the number of events.
 func TestAccountEventCostFollowsTheEvents(t *testing.T) {
-	s := newSys(t)
-	c := &blocker{entered: make(chan struct{}), release: make(chan struct{})}
-	_, cref := hold(t, s, "c", c)
-	fw := &forwarder{next: cref}
-	_, bref := hold(t, s, "b", fw)
-	fr, _, _ := client(t, s, "a")
-	do(t, fr, func(t *Turn) error { t.Message(cref, sym("block")); return nil })
-	<-c.entered
+	c, fw, bref, fr := stuckChain(t)
 	acct := NewAccount()
 	fr.ActivateAccount(acct, func(t *Turn) error {
 		t.SetEventCost(100)
