@@ -91,23 +91,17 @@ type held struct {
 }
 
 func (x *held) Assert(_ *dataspace.Turn, v preserves.Value, _ dataspace.Handle) error {
-	x.h.mu.Lock()
-	x.h.history = append(x.h.history, x.name+"+"+preserves.FormatText(v))
-	x.h.mu.Unlock()
+	x.h.rec.Note(x.name + "+" + preserves.FormatText(v))
 	return nil
 }
 
 func (x *held) Retract(_ *dataspace.Turn, _ dataspace.Handle) error {
-	x.h.mu.Lock()
-	x.h.history = append(x.h.history, x.name+"-")
-	x.h.mu.Unlock()
+	x.h.rec.Note(x.name + "-")
 	return nil
 }
 
 func (x *held) Message(_ *dataspace.Turn, v preserves.Value) error {
-	x.h.mu.Lock()
-	x.h.history = append(x.h.history, x.name+"!"+preserves.FormatText(v))
-	x.h.mu.Unlock()
+	x.h.rec.Note(x.name + "!" + preserves.FormatText(v))
 	return nil
 }
 

@@ -9,13 +9,13 @@ import (
 	"context"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/dataspacetest"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	dsschema "github.com/syndicate-go/syndicate/dataspace/schemas/dataspace"
 	"github.com/syndicate-go/syndicate/preserves"
@@ -28,50 +28,15 @@ type harness struct {
 	env    Env
 	driver dataspace.FacetRef
 
-	mu       sync.Mutex
-	present  map[dataspace.Handle]preserves.Value
-	history  []string // "+V" / "-V" in arrival order
-	messages []preserves.Value
-	warns    *testutil.Buffer
-}
-
-type mirror struct {
-	dataspace.BaseEntity
-	h *harness
-}
-
-func (m *mirror) Assert(_ *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
-	caps := preserves.Unwrap(v).(preserves.Sequence)
-	m.h.mu.Lock()
-	m.h.present[h] = caps[0]
-	m.h.history = append(m.h.history, "+"+preserves.FormatText(caps[0]))
-	m.h.mu.Unlock()
-	return nil
-}
-
-func (m *mirror) Retract(_ *dataspace.Turn, h dataspace.Handle) error {
-	m.h.mu.Lock()
-	if v, ok := m.h.present[h]; ok {
-		m.h.history = append(m.h.history, "-"+preserves.FormatText(v))
-		delete(m.h.present, h)
-	}
-	m.h.mu.Unlock()
-	return nil
-}
-
-func (m *mirror) Message(_ *dataspace.Turn, v preserves.Value) error {
-	caps := preserves.Unwrap(v).(preserves.Sequence)
-	m.h.mu.Lock()
-	m.h.messages = append(m.h.messages, caps[0])
-	m.h.mu.Unlock()
-	return nil
+	rec   *dataspacetest.Recorder // everything in the config and log dataspaces
+	warns *testutil.Buffer
 }
 
 // newHarness boots the dataspaces, the mirror and the given services.
 func newHarness(tb testing.TB, boots ...func(t *dataspace.Turn, env Env) error) *harness {
 	tb.Helper()
 	g0 := runtime.NumGoroutine()
-	h := &harness{tb: tb, present: map[dataspace.Handle]preserves.Value{}, warns: &testutil.Buffer{}}
+	h := &harness{tb: tb, rec: dataspacetest.NewCaptureRecorder(), warns: &testutil.Buffer{}}
 	h.sys = dataspace.NewSystem(dataspace.Options{})
 	ready := make(chan struct{})
 	h.sys.Spawn("harness", func(t *dataspace.Turn) error {
@@ -79,7 +44,7 @@ func newHarness(tb testing.TB, boots ...func(t *dataspace.Turn, env Env) error) 
 		cfg := t.Create(dataspace.NewDataspace())
 		logDS := t.Create(dataspace.NewDataspace())
 		h.env = Env{Config: cfg, Log: logDS, Logger: zerolog.New(h.warns)}
-		m := t.Create(&mirror{h: h})
+		m := t.Create(h.rec)
 		everything := pattern.Capture()
 		t.Assert(cfg, dataspace.Observe(everything, m))
 		t.Assert(logDS, dataspace.Observe(everything, m))
@@ -130,42 +95,18 @@ func (h *harness) send(ds *dataspace.Ref, v preserves.Value) {
 	h.driver.Activate(func(t *dataspace.Turn) error { t.Message(ds, v); return nil })
 }
 
-func (h *harness) has(v preserves.Value) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, x := range h.present {
-		if preserves.Equal(x, v) {
-			return true
-		}
-	}
-	return false
-}
+func (h *harness) has(v preserves.Value) bool { return h.rec.Has(v) }
 
 // observing reports whether some present assertion is an Observe whose
 // text mentions label: a subscriber's interest has reached the dataspace.
 func (h *harness) observing(label string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, v := range h.present {
-		if r, ok := v.(*preserves.Record); ok && preserves.Equal(r.Label, dsschema.LabelObserve) &&
-			strings.Contains(preserves.FormatText(r.Fields[0]), label) {
-			return true
-		}
-	}
-	return false
+	return h.rec.Find(func(v preserves.Value) bool {
+		r, ok := v.(*preserves.Record)
+		return ok && preserves.Equal(r.Label, dsschema.LabelObserve) && strings.Contains(preserves.FormatText(r.Fields[0]), label)
+	})
 }
 
-func (h *harness) countHistory(entry string) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := 0
-	for _, e := range h.history {
-		if e == entry {
-			n++
-		}
-	}
-	return n
-}
+func (h *harness) countHistory(entry string) int { return h.rec.Count(entry) }
 
 func (h *harness) waitHas(v preserves.Value, want bool) {
 	h.tb.Helper()

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/caveat"
+	"github.com/syndicate-go/syndicate/dataspace/dataspacetest"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
 	"github.com/syndicate-go/syndicate/preserves"
@@ -29,12 +31,12 @@ var crashyBuiltin = builtin{"crashy", func(t *dataspace.Turn, env services.Env) 
 func TestBuiltinCrashContained(t *testing.T) {
 	h := startInproc(t, func(s *server) { s.extraBuiltins = []builtin{crashyBuiltin} })
 	name := services.BuiltinName("crashy")
-	states := newAnswers()
+	states := dataspacetest.NewRecorder()
 	h.driver.Activate(func(t *dataspace.Turn) error {
 		t.Assert(h.s.env.Config, dataspace.Observe(pattern.Rec(service.LabelServiceState, pattern.MustLift(name), pattern.Capture()), t.Create(states)))
 		return nil
 	})
-	testutil.WaitFor(t, "crashy ready", func() bool { return states.seen("[ready]") == 1 })
+	testutil.WaitFor(t, "crashy ready", func() bool { return states.Count("+"+"[ready]") == 1 })
 
 	set := &preserves.Annotated{Pos: preserves.Pos{File: "boom.pr", Line: 2, Col: 5}, Item: preserves.NewSet(preserves.Int(1))}
 	h.driver.Activate(func(t *dataspace.Turn) error {
@@ -44,7 +46,7 @@ func TestBuiltinCrashContained(t *testing.T) {
 	testutil.WaitFor(t, "the crash report", func() bool {
 		return h.log.has(`"service":"<builtin crashy>"`) && h.log.has(`"pos":"boom.pr:2:5"`) && h.log.has(`"value":"[#{1}]"`)
 	})
-	testutil.WaitFor(t, "failed, then ready again", func() bool { return states.seen("[failed]") == 1 && states.seen("[ready]") == 2 })
+	testutil.WaitFor(t, "failed, then ready again", func() bool { return states.Count("+"+"[failed]") == 1 && states.Count("+"+"[ready]") == 2 })
 	if h.s.top.Status() != dataspace.Running {
 		t.Fatalf("the server stopped: %v", h.s.top.Err())
 	}
@@ -57,7 +59,7 @@ func TestBuiltinCrashContained(t *testing.T) {
 // `<restart-service <builtin gatekeeper>>`, as after a crash).
 func TestGatekeeperRestartKeepsResolves(t *testing.T) {
 	h := startInproc(t)
-	answer := newAnswers()
+	answer := dataspacetest.NewRecorder()
 	h.driver.Activate(func(t *dataspace.Turn) error {
 		sr := caveat.Mint(preserves.String("canary"), h.key)
 		t.Assert(h.s.env.Gatekeeper, preserves.NewRecord(preserves.Symbol("resolve"), sr.ToValue(), dataspace.Embed(t.Create(answer))))
@@ -67,16 +69,19 @@ func TestGatekeeperRestartKeepsResolves(t *testing.T) {
 		r, ok := preserves.Unwrap(v).(*preserves.Record)
 		return ok && r.Label == preserves.Symbol("ok")
 	}
-	testutil.WaitFor(t, "the first answer", func() bool { return answer.find(isOk) })
+	testutil.WaitFor(t, "the first answer", func() bool { return answer.Find(isOk) })
 	h.driver.Activate(func(t *dataspace.Turn) error {
 		t.Message(h.s.env.Config, services.RestartService(services.BuiltinName("gatekeeper")))
 		return nil
 	})
 	testutil.WaitFor(t, "an answer from the new gatekeeper", func() bool {
-		answer.mu.Lock()
-		n := len(answer.history)
-		answer.mu.Unlock()
-		return n == 2 && answer.find(isOk)
+		asserted := 0
+		for _, e := range answer.History() {
+			if strings.HasPrefix(e, "+") {
+				asserted++
+			}
+		}
+		return asserted == 2 && answer.Find(isOk)
 	})
 	h.checkAlive(t, "a gatekeeper restart")
 	h.checkCanary(t)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/dataspacetest"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/testutil"
@@ -32,7 +33,7 @@ func TestHostileValuesShortLogLines(t *testing.T) {
 	daemon := func(id string) preserves.Value { return rec("daemon", sym(id)) }
 	refused := rec("resolve-path", rec("route", preserves.Sequence{},
 		rec("ref", preserves.Dict(sym("oid"), long, sym("x"), preserves.NewSet(huge)))))
-	answers := newAnswers()
+	answers := dataspacetest.NewRecorder()
 	h.driver.Activate(func(t *dataspace.Turn) error {
 		t.PreventInertCheck()
 		cfg := h.s.env.Config
@@ -55,7 +56,7 @@ func TestHostileValuesShortLogLines(t *testing.T) {
 		} {
 			t.Assert(cfg, v)
 		}
-		t.Assert(h.s.env.Gatekeeper, rec("resolve", rec("ref", preserves.Dict(sym("oid"), long, sym("sig"), preserves.ByteStringFrom(make([]byte, 16)))), dataspace.Embed(t.Create(newAnswers()))))
+		t.Assert(h.s.env.Gatekeeper, rec("resolve", rec("ref", preserves.Dict(sym("oid"), long, sym("sig"), preserves.ByteStringFrom(make([]byte, 16)))), dataspace.Embed(t.Create(dataspacetest.NewRecorder()))))
 		return nil
 	})
 	for _, msg := range []string{
@@ -73,7 +74,7 @@ func TestHostileValuesShortLogLines(t *testing.T) {
 	}
 	var answer string
 	testutil.WaitFor(t, "the <error …> answer", func() bool {
-		return answers.find(func(v preserves.Value) bool {
+		return answers.Find(func(v preserves.Value) bool {
 			caps, _ := preserves.Unwrap(v).(preserves.Sequence)
 			if len(caps) != 2 || !preserves.Equal(caps[0], refused) {
 				return false

@@ -38,6 +38,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/caveat"
+	"github.com/syndicate-go/syndicate/dataspace/dataspacetest"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
 	"github.com/syndicate-go/syndicate/dataspace/transport"
@@ -122,55 +123,6 @@ func (l *failureLog) crashes() []string {
 	return out
 }
 
-// answers records what is asserted at an observer.
-type answers struct {
-	dataspace.BaseEntity
-	mu      sync.Mutex
-	vals    map[dataspace.Handle]preserves.Value
-	history []string // "+V" for each assertion ever made
-}
-
-func newAnswers() *answers { return &answers{vals: make(map[dataspace.Handle]preserves.Value)} }
-
-func (a *answers) Assert(_ *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
-	a.mu.Lock()
-	a.vals[h] = v
-	a.history = append(a.history, "+"+preserves.FormatText(v))
-	a.mu.Unlock()
-	return nil
-}
-
-func (a *answers) Retract(_ *dataspace.Turn, h dataspace.Handle) error {
-	a.mu.Lock()
-	delete(a.vals, h)
-	a.mu.Unlock()
-	return nil
-}
-
-// seen counts the assertions ever made whose text is s.
-func (a *answers) seen(s string) int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	n := 0
-	for _, x := range a.history {
-		if x == "+"+s {
-			n++
-		}
-	}
-	return n
-}
-
-func (a *answers) find(match func(preserves.Value) bool) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, v := range a.vals {
-		if match(v) {
-			return true
-		}
-	}
-	return false
-}
-
 // inproc is a full server running in the test process.
 type inproc struct {
 	s      *server
@@ -222,7 +174,7 @@ func startInproc(tb testing.TB, configure ...func(*server)) *inproc {
 	h.s.sys.Spawn("harness", func(t *dataspace.Turn) error {
 		t.PreventInertCheck()
 		h.driver = t.FacetRef()
-		h.sink = t.Create(newAnswers())
+		h.sink = t.Create(dataspacetest.NewRecorder())
 		// The canary's bind: a sturdy ref "canary" to the sink.
 		t.Assert(h.s.env.Config, preserves.NewRecord(preserves.Symbol("bind"),
 			preserves.NewRecord(preserves.Symbol("ref"), preserves.NewDictionary(
@@ -275,7 +227,7 @@ func (h *inproc) checkCanary(tb testing.TB) {
 	tb.Helper()
 	n := atomic.AddInt64(&h.canary, 1)
 	name := preserves.NewRecord(preserves.Symbol("milestone"), preserves.String(fmt.Sprintf("canary-%d", n)))
-	states, answer := newAnswers(), newAnswers()
+	states, answer := dataspacetest.NewRecorder(), dataspacetest.NewRecorder()
 	var fid dataspace.FacetID
 	if !h.driver.Activate(func(t *dataspace.Turn) error {
 		fid, _ = t.Facet(func(t *dataspace.Turn) error {
@@ -291,9 +243,9 @@ func (h *inproc) checkCanary(tb testing.TB) {
 	}) {
 		tb.Fatal("the harness actor is gone")
 	}
-	testutil.WaitFor(tb, "the canary milestone ready", func() bool { return states.find(func(preserves.Value) bool { return true }) })
+	testutil.WaitFor(tb, "the canary milestone ready", func() bool { return states.Find(func(preserves.Value) bool { return true }) })
 	testutil.WaitFor(tb, "the canary sturdy ref resolved", func() bool {
-		return answer.find(func(v preserves.Value) bool {
+		return answer.Find(func(v preserves.Value) bool {
 			r, ok := preserves.Unwrap(v).(*preserves.Record)
 			return ok && r.Label == preserves.Symbol("ok")
 		})
@@ -590,7 +542,7 @@ func TestHostileVocabularySeeded(t *testing.T) {
 // directory no longer ends the server; the route is answered with an error.
 func TestIssue12Script(t *testing.T) {
 	h := startInproc(t)
-	answer := newAnswers()
+	answer := dataspacetest.NewRecorder()
 	req := rec("resolve-path", rec("route", preserves.Sequence{preserves.NewSet(preserves.Int(1))}))
 	h.driver.Activate(func(t *dataspace.Turn) error {
 		// (A set cannot be a literal pattern: capture both and compare.)
@@ -602,7 +554,7 @@ func TestIssue12Script(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.WaitFor(t, "an error answer", func() bool {
-		return answer.find(func(v preserves.Value) bool {
+		return answer.Find(func(v preserves.Value) bool {
 			caps, _ := preserves.Unwrap(v).(preserves.Sequence)
 			if len(caps) != 2 || !preserves.Equal(caps[0], req) {
 				return false

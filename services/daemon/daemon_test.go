@@ -86,10 +86,8 @@ type outLine struct {
 
 // output returns the log records of daemon id, in arrival order.
 func (h *harness) output(id string) []outLine {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	var out []outLine
-	for _, m := range h.messages {
+	for _, m := range h.rec.Messages() {
 		r, ok := m.(*preserves.Record)
 		if !ok || r.Label != preserves.Symbol("log") || len(r.Fields) != 2 {
 			continue
@@ -334,9 +332,7 @@ func TestScenario47UnrequireKillsAndWithdrawsStates(t *testing.T) {
 	h.waitHas(state("d", services.StateStarted), false)
 	h.waitHas(state("d", services.StateReady), false)
 	h.settle()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, v := range h.present {
+	for _, v := range h.rec.Present() {
 		if r, ok := v.(*preserves.Record); ok && r.Label == service.LabelServiceState && preserves.Equal(r.Fields[0], dname("d")) {
 			t.Errorf("left behind: %v", v)
 		}

@@ -9,7 +9,6 @@ package daemon
 import (
 	"context"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/dataspacetest"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
 	"github.com/syndicate-go/syndicate/preserves"
@@ -30,71 +30,38 @@ type harness struct {
 	env    services.Env
 	driver dataspace.FacetRef
 
-	mu       sync.Mutex
-	present  map[dataspace.Handle]preserves.Value
-	history  []string // "+V" / "-V" in arrival order
-	messages []preserves.Value
-	warns    *testutil.Buffer
+	rec   *dataspacetest.Recorder // everything in the config and log dataspaces
+	warns *testutil.Buffer
 
 	// quiet harnesses record nothing but count ready states (benchmarks).
 	quiet      bool
 	readyCount atomic.Int64
 }
 
-type mirror struct {
+// quietMirror stores nothing and counts ready states (benchmarks).
+type quietMirror struct {
 	dataspace.BaseEntity
 	h *harness
 }
 
-func (m *mirror) Assert(_ *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
+func (m *quietMirror) Assert(_ *dataspace.Turn, v preserves.Value, _ dataspace.Handle) error {
 	caps := preserves.Unwrap(v).(preserves.Sequence)
-	if m.h.quiet {
-		if r, ok := caps[0].(*preserves.Record); ok && r.Label == service.LabelServiceState && len(r.Fields) == 2 && r.Fields[1] == services.StateReady {
-			m.h.readyCount.Add(1)
-		}
-		return nil
+	if r, ok := caps[0].(*preserves.Record); ok && r.Label == service.LabelServiceState && len(r.Fields) == 2 && r.Fields[1] == services.StateReady {
+		m.h.readyCount.Add(1)
 	}
-	m.h.mu.Lock()
-	m.h.present[h] = caps[0]
-	m.h.history = append(m.h.history, "+"+preserves.FormatText(caps[0]))
-	m.h.mu.Unlock()
-	return nil
-}
-
-func (m *mirror) Retract(_ *dataspace.Turn, h dataspace.Handle) error {
-	if m.h.quiet {
-		return nil
-	}
-	m.h.mu.Lock()
-	if v, ok := m.h.present[h]; ok {
-		m.h.history = append(m.h.history, "-"+preserves.FormatText(v))
-		delete(m.h.present, h)
-	}
-	m.h.mu.Unlock()
-	return nil
-}
-
-func (m *mirror) Message(_ *dataspace.Turn, v preserves.Value) error {
-	if m.h.quiet {
-		return nil
-	}
-	caps := preserves.Unwrap(v).(preserves.Sequence)
-	m.h.mu.Lock()
-	m.h.messages = append(m.h.messages, caps[0])
-	m.h.mu.Unlock()
 	return nil
 }
 
 // newHarness boots the dataspaces, the mirror and the given services.
 func newHarness(tb testing.TB, boots ...func(t *dataspace.Turn, env services.Env) error) *harness {
 	tb.Helper()
-	return startHarness(tb, &harness{tb: tb, present: map[dataspace.Handle]preserves.Value{}, warns: &testutil.Buffer{}}, boots)
+	return startHarness(tb, &harness{tb: tb, rec: dataspacetest.NewCaptureRecorder(), warns: &testutil.Buffer{}}, boots)
 }
 
 // newQuietHarness is newHarness with a mirror that stores nothing.
 func newQuietHarness(tb testing.TB, boots ...func(t *dataspace.Turn, env services.Env) error) *harness {
 	tb.Helper()
-	return startHarness(tb, &harness{tb: tb, present: map[dataspace.Handle]preserves.Value{}, warns: &testutil.Buffer{}, quiet: true}, boots)
+	return startHarness(tb, &harness{tb: tb, rec: dataspacetest.NewCaptureRecorder(), warns: &testutil.Buffer{}, quiet: true}, boots)
 }
 
 func startHarness(tb testing.TB, h *harness, boots []func(t *dataspace.Turn, env services.Env) error) *harness {
@@ -107,7 +74,12 @@ func startHarness(tb testing.TB, h *harness, boots []func(t *dataspace.Turn, env
 		cfg := t.Create(dataspace.NewDataspace())
 		logDS := t.Create(dataspace.NewDataspace())
 		h.env = services.Env{Config: cfg, Log: logDS, Logger: zerolog.New(h.warns)}
-		m := t.Create(&mirror{h: h})
+		var m *dataspace.Ref
+		if h.quiet {
+			m = t.Create(&quietMirror{h: h})
+		} else {
+			m = t.Create(h.rec)
+		}
 		everything := pattern.Capture()
 		t.Assert(cfg, dataspace.Observe(everything, m))
 		t.Assert(logDS, dataspace.Observe(everything, m))
@@ -163,28 +135,9 @@ func (h *harness) send(ds *dataspace.Ref, v preserves.Value) {
 	h.driver.Activate(func(t *dataspace.Turn) error { t.Message(ds, v); return nil })
 }
 
-func (h *harness) has(v preserves.Value) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, x := range h.present {
-		if preserves.Equal(x, v) {
-			return true
-		}
-	}
-	return false
-}
+func (h *harness) has(v preserves.Value) bool { return h.rec.Has(v) }
 
-func (h *harness) countHistory(entry string) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := 0
-	for _, e := range h.history {
-		if e == entry {
-			n++
-		}
-	}
-	return n
-}
+func (h *harness) countHistory(entry string) int { return h.rec.Count(entry) }
 
 func (h *harness) waitHas(v preserves.Value, want bool) {
 	h.tb.Helper()

@@ -66,9 +66,7 @@ func TestDaemonSDNotifyEndToEnd(t *testing.T) {
 // infoSays reports whether a <service-info NAME …> of daemon id mentions
 // text (what `syndicate status` shows as last exit and reason).
 func (h *harness) infoSays(id, text string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, v := range h.present {
+	for _, v := range h.rec.Present() {
 		r, ok := v.(*preserves.Record)
 		if ok && r.Label == services.LabelServiceInfo && len(r.Fields) == 2 && preserves.Equal(r.Fields[0], dname(id)) &&
 			strings.Contains(preserves.FormatText(r.Fields[1]), text) {

@@ -55,10 +55,8 @@ func syndicateChild() int {
 
 // find returns the present assertions matching pred.
 func (h *harness) find(pred func(v preserves.Value) bool) []preserves.Value {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	var out []preserves.Value
-	for _, v := range h.present {
+	for _, v := range h.rec.Present() {
 		if pred(v) {
 			out = append(out, v)
 		}
@@ -272,13 +270,11 @@ func TestProcessStatusWithdrawnOnCompletion(t *testing.T) {
 		t.Errorf("process-status after completion: %+v", ps)
 	}
 	plus := 0
-	h.mu.Lock()
-	for _, e := range h.history {
+	for _, e := range h.rec.History() {
 		if strings.HasPrefix(e, "+<process-status <daemon d>") {
 			plus++
 		}
 	}
-	h.mu.Unlock()
 	if plus != 1 {
 		t.Errorf("process-status asserted %d times, want 1", plus)
 	}

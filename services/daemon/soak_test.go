@@ -85,8 +85,7 @@ func TestSoak(t *testing.T) {
 	}
 	// Collect every pid (= process group) the daemons ever reported.
 	pgids := map[int]bool{}
-	h.mu.Lock()
-	for _, m := range h.messages {
+	for _, m := range h.rec.Messages() {
 		if r, ok := m.(*preserves.Record); ok && len(r.Fields) == 2 {
 			if dd, ok := r.Fields[1].(*preserves.Dictionary); ok {
 				if p, ok := dd.Get(preserves.Symbol("pid")); ok {
@@ -97,7 +96,6 @@ func TestSoak(t *testing.T) {
 			}
 		}
 	}
-	h.mu.Unlock()
 	for i := 0; i < n; i++ {
 		unrequire[i]()
 	}

@@ -85,10 +85,8 @@ func TestRuntimeAndCheckAgree(t *testing.T) {
 	h := newHarness(t)
 	h.runScript(file, src.String())
 	asserted := func() map[string]*preserves.Record {
-		h.mu.Lock()
-		defer h.mu.Unlock()
 		out := map[string]*preserves.Record{}
-		for _, v := range h.present {
+		for _, v := range h.rec.Present() {
 			if r, ok := v.(*preserves.Record); ok && preserves.Equal(r.Label, preserves.Symbol("daemon")) && len(r.Fields) == 2 {
 				out[preserves.FormatText(r.Fields[0])] = r
 			}

@@ -18,10 +18,8 @@ import (
 
 // info returns the merged <service-info <daemon id> …> assertions present.
 func (h *harness) info(id string) (services.Info, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	var parts []services.Info
-	for _, v := range h.present {
+	for _, v := range h.rec.Present() {
 		r, ok := v.(*preserves.Record)
 		if ok && r.Label == services.LabelServiceInfo && len(r.Fields) == 2 && preserves.Equal(r.Fields[0], dname(id)) {
 			parts = append(parts, services.ParseInfo(r.Fields[1]))
@@ -133,9 +131,7 @@ func TestOutputRequest(t *testing.T) {
 	h.assert(OutputRequest(dname("d")))
 	want := preserves.NewRecord(syndicatego.LabelServiceOutput, dname("d"), nil)
 	eventually(t, 10*time.Second, func() bool {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		for _, v := range h.present {
+		for _, v := range h.rec.Present() {
 			if r, ok := v.(*preserves.Record); ok && r.Label == want.Label && len(r.Fields) == 2 {
 				text := preserves.FormatText(r.Fields[1])
 				return strings.Contains(text, `line: "one"`) && strings.Contains(text, `stream: stderr`)
