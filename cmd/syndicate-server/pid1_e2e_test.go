@@ -156,6 +156,20 @@ $log ! <log "-" {line: #{1} #{2}: [+inf.0 -inf.0]}>
 	}
 	require.Contains(t, r.stderr.String(), "resolve-path: route refused")
 
+	// Every other catchable signal whose default would end or stop a
+	// process is logged, and PID 1 goes on (issue 22); QUIT dumps the
+	// goroutines into the log.
+	for _, sig := range pid1Signals() {
+		require.NoError(t, syscall.Kill(server, sig.(syscall.Signal)))
+		want := fmt.Sprintf(`"signal":%q`, sig.String())
+		eventually(t, 10*time.Second, "the server logging "+sig.String(), func() bool {
+			return strings.Contains(r.stderr.String(), want)
+		})
+		require.True(t, alive(server), "the server survives %v", sig)
+	}
+	require.Contains(t, r.stderr.String(), `"goroutines":"goroutine `, "SIGQUIT dumps the goroutines into the log")
+	require.Contains(t, r.stderr.String(), `runServer`, "the dump shows the server's own goroutines")
+
 	// SIGTERM to PID 1: an orderly shutdown, exit status 0.
 	begin := time.Now()
 	require.NoError(t, syscall.Kill(server, syscall.SIGTERM))

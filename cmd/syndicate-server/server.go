@@ -154,6 +154,7 @@ func runServer(o *options, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "syndicate-server: %v\n", err)
 		return 2
 	}
+	defer catchPID1Signals(log, os.Getpid() == 1)()
 	if !o.noBanner && !o.inferior {
 		printBanner(stderr)
 	}
