@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
@@ -63,6 +64,20 @@ func HideRefs(v preserves.Value) preserves.Value {
 	return preserves.MapEmbedded(v, func(*preserves.Embedded) preserves.Value {
 		return preserves.NewEmbedded(preserves.Symbol("ref"))
 	})
+}
+
+// MaxNameWidth bounds a service name in a table (JSON has full names).
+const MaxNameWidth = 72
+
+// ShortName renders a service name for a table: capabilities as `#:ref`
+// (their descriptions are long and say little), and at most MaxNameWidth
+// characters.
+func ShortName(name preserves.Value) string {
+	s := preserves.FormatTextLimit(HideRefs(name), MaxNameWidth*utf8.UTFMax)
+	if r := []rune(s); len(r) > MaxNameWidth {
+		s = string(r[:MaxNameWidth-1]) + "…"
+	}
+	return s
 }
 
 // Text renders v (a state, an awaited assertion) as the model keys it.

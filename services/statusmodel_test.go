@@ -1,9 +1,11 @@
 package services
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/preserves"
@@ -112,4 +114,14 @@ func TestStatusModelKeyFunction(t *testing.T) {
 		assert.Equal(t, []string{"<relay-listener x #:ref>"}, m.Dependees("<relay-listener x #:ref>", true))
 		assert.Equal(t, []string{"<relay-listener x #:ref>", "<relay-listener x #:ref>"}, m.Cycle("<relay-listener x #:ref>"))
 	})
+}
+
+func TestShortName(t *testing.T) {
+	name := preserves.Rec("config-watcher", preserves.String("/etc/x"), preserves.NewDictionary(
+		preserves.DictEntry{Key: preserves.Symbol("config"), Value: preserves.NewEmbedded(struct{ x int }{1})}))
+	require.Equal(t, `<config-watcher "/etc/x" {config: #:ref}>`, ShortName(name))
+	long := preserves.Rec("milestone", preserves.String(strings.Repeat("x", 100)))
+	s := ShortName(long)
+	require.Equal(t, MaxNameWidth, len([]rune(s)))
+	require.True(t, strings.HasSuffix(s, "…"))
 }

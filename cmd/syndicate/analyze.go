@@ -1,459 +1,46 @@
 package main
 
-// analyze: boot analysis in the manner of systemd-analyze, from what the
-// server records (services/timeline):
-//
-//	<history-origin "TS">                        time zero (the server's boot)
-//	<service-history NAME [CHANGE …] DROPPED>    every state change of NAME
-//	<depends-on NAME <service-state DEP S>>      the dependency graph
-//
-// Each service is described by its first start since the server booted:
-// when it was requested (`require-service`), when its dependencies let it
-// run (`run-service`), and when it first became up (`ready`, or `complete`
-// for a one-shot). The analysis itself works on plain data (bootData), so
-// it is tested without a server; analyze_svg.go draws it.
+// analyze: boot analysis (services/timeline/analyze) of what the server
+// recorded.
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/syndicate-go/syndicate/dataspace"
-	"github.com/syndicate-go/syndicate/dataspace/pattern"
-	serviceschema "github.com/syndicate-go/syndicate/dataspace/schemas/service"
-	"github.com/syndicate-go/syndicate/dataspace/schemas/syndicatego"
 	"github.com/syndicate-go/syndicate/preserves"
-	"github.com/syndicate-go/syndicate/services"
-	"github.com/syndicate-go/syndicate/services/timeline"
+	"github.com/syndicate-go/syndicate/services/admin/session"
+	"github.com/syndicate-go/syndicate/services/timeline/analyze"
 )
 
-// unit is one service's first start.
-type unit struct {
-	Key  string // the name as Preserves text (identity)
-	Name string // the name for people (shortName)
-	// Requested, Run, Up and Failed are the first times the service was
-	// required, allowed to run, ready or complete, and failed; zero if
-	// never.
-	Requested, Run, Up, Failed time.Time
-	First                      time.Time // the first recorded change
-	UpState                    string    // "ready" or "complete", when Up is set
-	State                      string    // the state now (see currentState)
-	Deps                       []dep
-	Dropped                    int // changes the server left out of the history
-}
-
-// dep is one `depends-on` edge: the service waits for Key to be in Awaits.
-type dep struct {
-	Key, Awaits string
-}
-
-// bootData is everything analyze knows.
-type bootData struct {
-	Origin time.Time
-	Now    time.Time // when the data was taken
-	Units  map[string]*unit
-}
-
-// start is when the service's own start began: when it could run, or
-// when it was requested if it never ran, or its first change for a
-// service whose states were asserted without either.
-func (u *unit) start() time.Time {
-	switch {
-	case !u.Run.IsZero():
-		return u.Run
-	case !u.Requested.IsZero():
-		return u.Requested
+// fetchBoot reads the histories and dependencies from the server.
+func fetchBoot(ctx context.Context, cl *cli) (*analyze.Boot, error) {
+	var c *analyze.Collector
+	s, _, err := session.StartSynced(ctx, cl.conn, "analyze", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
+		c = analyze.Collect(t, cfg)
+		return nil
+	}, nil)
+	if err != nil {
+		return nil, err
 	}
-	return u.First
-}
-
-// requested is when the service was first wanted (its start if it was
-// run without a requirement).
-func (u *unit) requested() time.Time {
-	if !u.Requested.IsZero() {
-		return u.Requested
+	defer s.Close()
+	// The collector's entities ran in the session's actor, before the
+	// sync's answer.
+	b, err := c.Boot(time.Now())
+	if errors.Is(err, analyze.ErrNoHistory) {
+		return nil, fmt.Errorf("%s keeps no service history (no <history-origin …>): is it a syndicate-go server?", s.What)
 	}
-	return u.start()
-}
-
-// end is where its bar ends: up, failed, or still going at now.
-func (u *unit) end(now time.Time) time.Time {
-	switch {
-	case !u.Up.IsZero():
-		return u.Up
-	case !u.Failed.IsZero():
-		return u.Failed
-	}
-	return now
-}
-
-// unitOf derives a unit from a service's recorded changes.
-func unitOf(name preserves.Value, changes []timeline.Change, dropped int) *unit {
-	u := &unit{Key: preserves.FormatText(name), Name: shortName(name), Dropped: dropped}
-	live := map[string]bool{}
-	upFact := func() (string, bool) {
-		for _, st := range []preserves.Symbol{services.StateReady, services.StateComplete} {
-			if live[preserves.FormatText(preserves.NewRecord(serviceschema.LabelServiceState, st))] {
-				return string(st), true
-			}
-		}
-		return "", false
-	}
-	// The first run is needed before the loop: up means up after it.
-	if i := slices.IndexFunc(changes, func(c timeline.Change) bool { return c.Asserted && preserves.Equal(c.Fact, timeline.FactRun) }); i >= 0 {
-		u.Run = changes[i].Time
-	}
-	ran := false
-	for _, c := range changes {
-		setFirst(&u.First, c.Time)
-		text := preserves.FormatText(c.Fact)
-		if !c.Asserted {
-			delete(live, text)
-			continue
-		}
-		live[text] = true
-		switch {
-		case preserves.Equal(c.Fact, timeline.FactRequire):
-			setFirst(&u.Requested, c.Time)
-		case preserves.Equal(c.Fact, timeline.FactRun):
-			if !ran {
-				ran = true
-				// Already up when allowed to run (a milestone whose
-				// state a script asserts): up at once.
-				if st, ok := upFact(); ok && u.Up.IsZero() {
-					u.Up, u.UpState = c.Time, st
-				}
-			}
-		default:
-			s, ok := timeline.StateOf(c.Fact)
-			if !ok {
-				continue
-			}
-			switch {
-			case preserves.Equal(s, services.StateReady), preserves.Equal(s, services.StateComplete):
-				if u.Up.IsZero() && (u.Run.IsZero() || ran) {
-					u.Up, u.UpState = c.Time, preserves.FormatText(s)
-				}
-			case preserves.Equal(s, services.StateFailed):
-				setFirst(&u.Failed, c.Time)
-			}
-		}
-	}
-	u.State = currentState(live)
-	return u
-}
-
-func setFirst(t *time.Time, at time.Time) {
-	if t.IsZero() {
-		*t = at
-	}
-}
-
-// currentState summarises the facts a service holds now.
-func currentState(live map[string]bool) string {
-	st := func(s preserves.Symbol) bool {
-		return live[preserves.FormatText(preserves.NewRecord(serviceschema.LabelServiceState, s))]
-	}
-	switch {
-	case st(services.StateFailed):
-		return "failed"
-	case st(services.StateReady):
-		return "ready"
-	case st(services.StateComplete):
-		return "complete"
-	case st(services.StateStarted):
-		return "started"
-	case live[string(timeline.FactRun)]:
-		return "starting"
-	case live[string(timeline.FactRequire)]:
-		return "waiting"
-	}
-	return "stopped"
-}
-
-// addDep records `<depends-on NAME DEPENDEE>`; dependees without a history
-// get a unit of their own, so the graph shows them.
-func (b *bootData) addDep(name, dependee preserves.Value) {
-	r, ok := preserves.Unwrap(dependee).(*preserves.Record)
-	if !ok || !preserves.Equal(r.Label, serviceschema.LabelServiceState) || len(r.Fields) != 2 {
-		return
-	}
-	from, to := b.unitFor(name), b.unitFor(r.Fields[0])
-	d := dep{Key: to.Key, Awaits: preserves.FormatText(r.Fields[1])}
-	if !slices.Contains(from.Deps, d) {
-		from.Deps = append(from.Deps, d)
-	}
-}
-
-func (b *bootData) unitFor(name preserves.Value) *unit {
-	name = preserves.Strip(name)
-	key := preserves.FormatText(name)
-	if u := b.Units[key]; u != nil {
-		return u
-	}
-	u := &unit{Key: key, Name: shortName(name), State: "unknown"}
-	b.Units[key] = u
-	return u
-}
-
-// sorted returns the units in order of their start, then name.
-func (b *bootData) sorted() []*unit {
-	us := slices.Collect(maps.Values(b.Units))
-	slices.SortFunc(us, func(a, c *unit) int {
-		sa, sc := a.start(), c.start()
-		switch {
-		case sa.IsZero() && !sc.IsZero():
-			return 1
-		case !sa.IsZero() && sc.IsZero():
-			return -1
-		case !sa.Equal(sc):
-			return sa.Compare(sc)
-		}
-		return strings.Compare(a.Key, c.Key)
-	})
-	return us
-}
-
-// since renders t relative to the origin.
-func (b *bootData) since(t time.Time) time.Duration { return t.Sub(b.Origin) }
-
-// fmtDur renders a duration the way systemd-analyze does: ms below a
-// second, seconds with three decimals above.
-func fmtDur(d time.Duration) string {
-	switch {
-	case d == 0:
-		return "0"
-	case d < 0:
-		return "-" + fmtDur(-d)
-	case d < time.Microsecond:
-		return fmt.Sprintf("%dns", d.Nanoseconds())
-	case d < time.Millisecond:
-		return fmt.Sprintf("%dµs", d.Microseconds())
-	case d < time.Second:
-		return fmt.Sprintf("%dms", d.Milliseconds())
-	case d < time.Minute:
-		return fmt.Sprintf("%.3fs", d.Seconds())
-	}
-	return d.Truncate(time.Millisecond).String()
-}
-
-// blameOrder returns the services that came up, slowest first, and those
-// that were requested but never came up, by name.
-func blameOrder(b *bootData) (up, rest []*unit) {
-	for _, u := range b.Units {
-		if !u.Up.IsZero() && !u.requested().IsZero() {
-			up = append(up, u)
-		} else if !u.requested().IsZero() {
-			rest = append(rest, u)
-		}
-	}
-	slices.SortFunc(up, func(a, c *unit) int {
-		da, dc := a.Up.Sub(a.requested()), c.Up.Sub(c.requested())
-		if da != dc {
-			return cmp.Compare(dc, da)
-		}
-		return strings.Compare(a.Key, c.Key)
-	})
-	slices.SortFunc(rest, func(a, c *unit) int { return strings.Compare(a.Key, c.Key) })
-	return up, rest
-}
-
-// writeBlame prints every service's time from request to up, slowest
-// first; services never up follow, with their state.
-func writeBlame(w io.Writer, b *bootData) {
-	up, rest := blameOrder(b)
-	// Times right-aligned, names left-aligned.
-	rows := [][4]string{{"REQUEST→UP", "RUN→UP", "", "SERVICE"}}
-	for _, u := range up {
-		rows = append(rows, [4]string{fmtDur(u.Up.Sub(u.requested())), fmtDur(u.Up.Sub(u.start())), u.UpState, u.Name})
-	}
-	for _, u := range rest {
-		what := "not up"
-		if !u.Failed.IsZero() {
-			what = "failed after " + fmtDur(u.Failed.Sub(u.requested()))
-		}
-		rows = append(rows, [4]string{what, "-", u.State, u.Name})
-	}
-	var wd [3]int
-	for _, r := range rows {
-		for i := range wd {
-			wd[i] = max(wd[i], utf8.RuneCountInString(r[i]))
-		}
-	}
-	for _, r := range rows {
-		fmt.Fprintf(w, "%*s  %*s  %-*s  %s\n", wd[0], r[0], wd[1], r[1], wd[2], r[2], r[3])
-	}
-}
-
-// jsonUnit is a service in `analyze blame --json` and `critical-chain
-// --json`: absolute times (absent when it never happened) and durations in
-// seconds.
-type jsonUnit struct {
-	Name      string     `json:"name"`
-	State     string     `json:"state"`
-	UpState   string     `json:"upState,omitempty"`
-	Requested *time.Time `json:"requested,omitempty"`
-	Run       *time.Time `json:"run,omitempty"`
-	Up        *time.Time `json:"up,omitempty"`
-	Failed    *time.Time `json:"failed,omitempty"`
-	// RequestToUp and RunToUp are blame's two columns; UpAt is the
-	// critical chain's @ (since the history origin).
-	RequestToUp *float64 `json:"requestToUp,omitempty"`
-	RunToUp     *float64 `json:"runToUp,omitempty"`
-	UpAt        *float64 `json:"upAt,omitempty"`
-	Depth       int      `json:"depth,omitempty"`
-	Dropped     int      `json:"droppedChanges,omitempty"`
-}
-
-func (b *bootData) jsonOf(u *unit) jsonUnit {
-	opt := func(t time.Time) *time.Time {
-		if t.IsZero() {
-			return nil
-		}
-		return &t
-	}
-	secs := func(d time.Duration) *float64 { f := d.Seconds(); return &f }
-	j := jsonUnit{Name: u.Name, State: u.State, UpState: u.UpState, Requested: opt(u.Requested), Run: opt(u.Run),
-		Up: opt(u.Up), Failed: opt(u.Failed), Dropped: u.Dropped}
-	if !u.Up.IsZero() {
-		j.RequestToUp, j.RunToUp, j.UpAt = secs(u.Up.Sub(u.requested())), secs(u.Up.Sub(u.start())), secs(b.since(u.Up))
-	}
-	return j
+	return b, err
 }
 
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-// link is one step of a critical chain.
-type link struct {
-	u     *unit
-	depth int
-}
-
-// chainSlack is how much later than a service's run its gating dependee
-// may appear to have become up. The recorder sees the changes of different
-// services through different actors, so a dependee's ready can be stamped
-// a few microseconds after the run it caused.
-const chainSlack = 10 * time.Millisecond
-
-// criticalChain follows, from target, the dependency that became up last
-// before the service could run: the one that set its start time.
-func criticalChain(b *bootData, target *unit) []link {
-	var out []link
-	seen := map[string]bool{}
-	for u, depth := target, 0; u != nil && !seen[u.Key]; depth++ {
-		seen[u.Key] = true
-		out = append(out, link{u: u, depth: depth})
-		var gate *unit
-		for _, d := range u.Deps {
-			du := b.Units[d.Key]
-			if du == nil || du.Up.IsZero() {
-				continue
-			}
-			// A dependee up after this service ran did not hold it up
-			// (give or take the recorder's view of the order of events
-			// in different actors: chainSlack).
-			if !u.Run.IsZero() && du.Up.After(u.Run.Add(chainSlack)) {
-				continue
-			}
-			if gate == nil || du.Up.After(gate.Up) {
-				gate = du
-			}
-		}
-		u = gate
-	}
-	return out
-}
-
-// lastUp is the service that became up last: the default target of
-// critical-chain.
-func lastUp(b *bootData) *unit {
-	var last *unit
-	for _, u := range b.sorted() {
-		if !u.Up.IsZero() && (last == nil || u.Up.After(last.Up)) {
-			last = u
-		}
-	}
-	return last
-}
-
-func writeChain(w io.Writer, b *bootData, chain []link) {
-	fmt.Fprintln(w, `The time when a service became up (ready or complete) is printed after "@",`)
-	fmt.Fprintln(w, `the time it took from being allowed to run to being up after "+".`)
-	fmt.Fprintln(w)
-	for _, l := range chain {
-		u := l.u
-		prefix := ""
-		if l.depth > 0 {
-			prefix = strings.Repeat("  ", l.depth-1) + "└─"
-		}
-		switch {
-		case u.Up.IsZero():
-			fmt.Fprintf(w, "%s%s (%s)\n", prefix, u.Name, u.State)
-		case u.Run.IsZero() || u.Up.Sub(u.Run) <= 0:
-			fmt.Fprintf(w, "%s%s @%s\n", prefix, u.Name, fmtDur(b.since(u.Up)))
-		default:
-			fmt.Fprintf(w, "%s%s @%s +%s\n", prefix, u.Name, fmtDur(b.since(u.Up)), fmtDur(u.Up.Sub(u.Run)))
-		}
-	}
-}
-
-// fetchBoot reads the histories and dependencies from the server.
-func fetchBoot(ctx context.Context, cl *cli) (*bootData, error) {
-	b := &bootData{Units: map[string]*unit{}}
-	var origins, deps [][]preserves.Value
-	var hists []preserves.Value
-	s, _, err := cl.startSynced(ctx, "analyze", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
-		d := pattern.Discard{}
-		capt := pattern.Bind{Pattern: d}
-		subscribe(t, cfg, pattern.Rec(syndicatego.LabelHistoryOrigin, d), &observer{onAssert: func(_ *dataspace.Turn, c []preserves.Value) {
-			origins = append(origins, c)
-		}})
-		subscribe(t, cfg, pattern.Rec(syndicatego.LabelServiceHistory, d, d, d), &observer{onAssert: func(_ *dataspace.Turn, c []preserves.Value) {
-			hists = append(hists, c[0])
-		}})
-		subscribe(t, cfg, pattern.Rec(serviceschema.LabelDependsOn, capt, capt), &observer{onAssert: func(_ *dataspace.Turn, c []preserves.Value) {
-			deps = append(deps, c)
-		}})
-		return nil
-	}, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer s.close()
-	b.Now = time.Now()
-	// The observers ran in the session's actor, before the sync's answer.
-	for _, o := range origins {
-		if t, ok := timeline.ParseOrigin(o[0]); ok {
-			b.Origin = t
-		}
-	}
-	if b.Origin.IsZero() {
-		return nil, fmt.Errorf("%s keeps no service history (no <history-origin …>): is it a syndicate-go server?", s.what)
-	}
-	for _, h := range hists {
-		if name, changes, dropped, ok := timeline.ParseHistory(h); ok {
-			u := unitOf(name, changes, dropped)
-			if old := b.Units[u.Key]; old != nil {
-				u.Deps = old.Deps
-			}
-			b.Units[u.Key] = u
-		}
-	}
-	for _, d := range deps {
-		b.addDep(d[1], d[2])
-	}
-	return b, nil
 }
 
 func runAnalyze(ctx context.Context, cl *cli, args []string) error {
@@ -495,43 +82,43 @@ func runAnalyze(ctx context.Context, cl *cli, args []string) error {
 	switch sub {
 	case "blame":
 		if !jsonF {
-			writeBlame(cl.stdout, b)
+			analyze.WriteBlame(cl.stdout, b)
 			break
 		}
-		up, rest := blameOrder(b)
-		out := []jsonUnit{}
+		up, rest := analyze.BlameOrder(b)
+		out := []analyze.JSONUnit{}
 		for _, u := range append(up, rest...) {
-			out = append(out, b.jsonOf(u))
+			out = append(out, b.JSONOf(u))
 		}
 		err = writeJSON(cl.stdout, out)
 	case "critical-chain":
-		var u *unit
+		var u *analyze.Unit
 		if target != nil {
 			if u = b.Units[preserves.FormatText(preserves.Strip(target))]; u == nil {
 				return fmt.Errorf("analyze critical-chain: no history of %s", preserves.Show(target))
 			}
-		} else if u = lastUp(b); u == nil {
+		} else if u = analyze.LastUp(b); u == nil {
 			return fmt.Errorf("analyze critical-chain: no service has become ready yet")
 		}
-		chain := criticalChain(b, u)
+		chain := analyze.CriticalChain(b, u)
 		if !jsonF {
-			writeChain(cl.stdout, b, chain)
+			analyze.WriteChain(cl.stdout, b, chain)
 			break
 		}
-		out := []jsonUnit{}
+		out := []analyze.JSONUnit{}
 		for _, l := range chain {
-			j := b.jsonOf(l.u)
-			j.Depth = l.depth
+			j := b.JSONOf(l.Unit)
+			j.Depth = l.Depth
 			out = append(out, j)
 		}
 		err = writeJSON(cl.stdout, out)
 	case "plot":
-		_, err = io.WriteString(cl.stdout, plotSVG(b))
+		_, err = io.WriteString(cl.stdout, analyze.PlotSVG(b))
 	case "graph":
 		if svg {
-			_, err = io.WriteString(cl.stdout, graphSVG(b))
+			_, err = io.WriteString(cl.stdout, analyze.GraphSVG(b))
 		} else {
-			_, err = io.WriteString(cl.stdout, graphDOT(b))
+			_, err = io.WriteString(cl.stdout, analyze.GraphDOT(b))
 		}
 	}
 	return err

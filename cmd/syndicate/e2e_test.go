@@ -21,6 +21,7 @@ import (
 	"github.com/syndicate-go/syndicate/preserves/testutil"
 	"github.com/syndicate-go/syndicate/services"
 	"github.com/syndicate-go/syndicate/services/admin"
+	"github.com/syndicate-go/syndicate/services/admin/status"
 )
 
 var waitFor = testutil.WaitFor
@@ -226,7 +227,7 @@ func TestStatus(t *testing.T) {
 	since := time.Now().Add(-90 * time.Second).UTC().Format(time.RFC3339)
 	s.assert(t, `<process-status <daemon db> {pid: 4242, restarts: 3, since: "`+since+`"}>`)
 
-	var svcs []service
+	var svcs []status.Service
 	waitFor(t, "milestone ready", func() bool {
 		code, out, errs := cliRun(t, "--admin", s.path, "status", "--json")
 		require.Equal(t, 0, code, errs)
@@ -238,7 +239,7 @@ func TestStatus(t *testing.T) {
 		}
 		return false
 	})
-	byName := map[string]service{}
+	byName := map[string]status.Service{}
 	for _, sv := range svcs {
 		byName[sv.Name] = sv
 	}
@@ -293,7 +294,7 @@ func TestStatusFailureReasonsAndExitCode(t *testing.T) {
 
 	code, out, _ = cliRun(t, "--admin", s.path, "status", "--json", "<daemon web>")
 	require.Equal(t, 1, code)
-	var arr []service
+	var arr []status.Service
 	require.NoError(t, json.Unmarshal([]byte(out), &arr), out)
 	require.Len(t, arr, 1)
 	one := arr[0]
@@ -350,7 +351,7 @@ func TestStatusName(t *testing.T) {
 
 	code, out, _ := cliRun(t, "--admin", s.path, "status", "--json", "<daemon app>")
 	require.Equal(t, 0, code)
-	var arr []service
+	var arr []status.Service
 	require.NoError(t, json.Unmarshal([]byte(out), &arr), out)
 	require.Len(t, arr, 1)
 	one := arr[0]
@@ -387,7 +388,7 @@ func TestStatusWatchShowsRestartsRising(t *testing.T) {
 	restarts := func() []int64 {
 		var out []int64
 		for _, line := range strings.Split(strings.TrimSpace(w.out.String()), "\n") {
-			var svcs []service
+			var svcs []status.Service
 			if json.Unmarshal([]byte(line), &svcs) == nil && len(svcs) == 1 && len(svcs[0].Processes) == 1 {
 				out = append(out, svcs[0].Processes[0].Restarts)
 			}

@@ -27,6 +27,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace/schemas/syndicatego"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
+	"github.com/syndicate-go/syndicate/services/admin/session"
 	"github.com/syndicate-go/syndicate/services/logger"
 )
 
@@ -56,7 +57,7 @@ func runLogs(ctx context.Context, cl *cli, args []string) error {
 	caughtUp := make(chan struct{})
 	sink := &logSink{p: p, caughtUp: caughtUp}
 	var dir string
-	s, _, err := cl.start(ctx, "logs", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
+	s, _, err := session.Start(ctx, cl.conn, "logs", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
 		t.During(cfg, pattern.Rec(syndicatego.LabelLogDir, pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
 			if d, ok := caps[0].(preserves.String); ok {
 				dir = string(d)
@@ -75,21 +76,21 @@ func runLogs(ctx context.Context, cl *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer s.close()
+	defer s.Close()
 	// A server without the logger service never answers.
-	if err := s.await(ctx, caughtUp); err != nil {
+	if err := s.Await(ctx, caughtUp); err != nil {
 		switch {
 		case ctx.Err() != nil:
 			return nil
-		case errors.Is(err, errNoAnswer):
-			return fmt.Errorf("no answer to <log-tail …> from %s within %v (is its logger service running?)", s.what, s.timeout)
+		case errors.Is(err, session.ErrNoAnswer):
+			return fmt.Errorf("no answer to <log-tail …> from %s within %v (is its logger service running?)", s.What, s.Timeout())
 		}
 		return err
 	}
 	if !*follow {
 		return nil
 	}
-	if err := s.wait(ctx, nil); err != nil && ctx.Err() == nil {
+	if err := s.Wait(ctx, nil); err != nil && ctx.Err() == nil {
 		return err
 	}
 	return nil

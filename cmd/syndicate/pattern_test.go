@@ -107,13 +107,3 @@ func TestUsageAndFmtStdin(t *testing.T) {
 	require.Equal(t, 0, code, e.String())
 	require.Equal(t, "<a>\n<b>\n", o.String())
 }
-
-func TestShortName(t *testing.T) {
-	name := preserves.Rec("config-watcher", preserves.String("/etc/x"), preserves.NewDictionary(
-		preserves.DictEntry{Key: preserves.Symbol("config"), Value: preserves.NewEmbedded(struct{ x int }{1})}))
-	require.Equal(t, `<config-watcher "/etc/x" {config: #:ref}>`, shortName(name))
-	long := preserves.Rec("milestone", preserves.String(strings.Repeat("x", 100)))
-	s := shortName(long)
-	require.Equal(t, maxNameWidth, len([]rune(s)))
-	require.True(t, strings.HasSuffix(s, "…"))
-}

@@ -15,6 +15,7 @@ import (
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/script/validate"
 	"github.com/syndicate-go/syndicate/services"
+	"github.com/syndicate-go/syndicate/services/admin/session"
 )
 
 func oneValue(ctx context.Context, cl *cli, name, what string, args []string) (preserves.Value, error) {
@@ -47,16 +48,16 @@ func runAssert(ctx context.Context, cl *cli, args []string) error {
 		return err
 	}
 	cl.warnInvalid(cl.positioned)
-	s, fr, err := cl.startSynced(ctx, "assert", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
+	s, fr, err := session.StartSynced(ctx, cl.conn, "assert", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
 		t.Assert(cfg, v)
 		return nil
 	}, nil)
 	if err != nil {
 		return err
 	}
-	defer s.close()
+	defer s.Close()
 	fmt.Fprintf(cl.stderr, "asserted %s; interrupt (Ctrl-C) to retract\n", preserves.FormatText(v))
-	if err := s.wait(ctx, nil); err != nil && ctx.Err() == nil {
+	if err := s.Wait(ctx, nil); err != nil && ctx.Err() == nil {
 		return err
 	}
 	// Interrupted: retract explicitly and wait for the server to see it,
@@ -64,20 +65,20 @@ func runAssert(ctx context.Context, cl *cli, args []string) error {
 	fr.Activate(func(t *dataspace.Turn) error { t.StopRoot(); return nil })
 	// The stopped facet cannot sync, so a fresh one does: the relay keeps
 	// order, so its round trip ends after the retraction has arrived.
-	after, err := s.spawn("assert-retracted", func(*dataspace.Turn) error { return nil })
+	after, err := s.Spawn("assert-retracted", func(*dataspace.Turn) error { return nil })
 	if err != nil {
 		return err
 	}
-	return s.await(context.Background(), s.sync(after))
+	return s.Await(context.Background(), s.Sync(after))
 }
 
 func (cl *cli) sendMessage(ctx context.Context, v preserves.Value) error {
-	s, _, err := cl.startSynced(ctx, "send", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
+	s, _, err := session.StartSynced(ctx, cl.conn, "send", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
 		t.Message(cfg, v)
 		return nil
 	}, nil)
 	if err == nil {
-		s.close()
+		s.Close()
 	}
 	return err
 }
@@ -104,7 +105,7 @@ func runRestart(ctx context.Context, cl *cli, args []string) error {
 	// Only a running service reacts to <restart-service NAME>: look first,
 	// so that a typo is an error rather than a message nobody hears.
 	found := 0
-	s, fr, err := cl.startSynced(ctx, "restart", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
+	s, fr, err := session.StartSynced(ctx, cl.conn, "restart", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
 		subscribe(t, cfg, pattern.Rec(serviceschema.LabelRunService, services.Literal(preserves.Strip(name))), &observer{
 			onAssert: func(*dataspace.Turn, []preserves.Value) { found++ },
 		})
@@ -117,7 +118,7 @@ func runRestart(ctx context.Context, cl *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer s.close()
+	defer s.Close()
 	if found == 0 {
 		return fmt.Errorf("%w %s: it is not running (see syndicate status)", errNoSuchService, preserves.Show(preserves.Strip(name)))
 	}
@@ -125,5 +126,5 @@ func runRestart(ctx context.Context, cl *cli, args []string) error {
 	// was closed inside that turn, before it committed, so a fresh actor's
 	// sync could reach the relay first, and the message be lost when the
 	// connection closes. The same actor's next turn waits for that commit.
-	return s.await(ctx, s.sync(fr))
+	return s.Await(ctx, s.Sync(fr))
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	dsschema "github.com/syndicate-go/syndicate/dataspace/schemas/dataspace"
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services/admin/session"
 )
 
 // observer is an entity receiving the captures of one subscription.
@@ -109,7 +110,7 @@ func runDump(ctx context.Context, cl *cli, args []string) error {
 	var vals []preserves.Value
 	o := &observer{}
 	var self *dataspace.Ref
-	s, _, err := cl.startSynced(ctx, "dump", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
+	s, _, err := session.StartSynced(ctx, cl.conn, "dump", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
 		self = subscribe(t, cfg, p, o)
 		return nil
 	}, func(*dataspace.Turn, *dataspace.Ref) {
@@ -122,7 +123,7 @@ func runDump(ctx context.Context, cl *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer s.close()
+	defer s.Close()
 	slices.SortFunc(vals, preserves.Compare)
 	for _, v := range vals {
 		fmt.Fprintln(cl.stdout, render(v))
@@ -147,7 +148,7 @@ func runObserve(ctx context.Context, cl *cli, args []string) error {
 			fmt.Fprintf(cl.stdout, "%s %s\n", sign, preserves.FormatText(preserves.Strip(caps[0])))
 		}
 	}
-	s, _, err := cl.start(ctx, "observe", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
+	s, _, err := session.Start(ctx, cl.conn, "observe", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
 		subscribe(t, cfg, p, &observer{
 			onAssert:  func(_ *dataspace.Turn, caps []preserves.Value) { line("+", caps) },
 			onRetract: func(_ *dataspace.Turn, caps []preserves.Value) { line("-", caps) },
@@ -158,9 +159,9 @@ func runObserve(ctx context.Context, cl *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer s.close()
+	defer s.Close()
 	// Until interrupted, or until the connection ends.
-	if err := s.wait(ctx, nil); err != nil && ctx.Err() == nil {
+	if err := s.Wait(ctx, nil); err != nil && ctx.Err() == nil {
 		return err
 	}
 	return nil

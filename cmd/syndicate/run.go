@@ -19,6 +19,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services/admin"
+	"github.com/syndicate-go/syndicate/services/admin/session"
 )
 
 // usageError marks a command-line mistake (exit status 2).
@@ -32,20 +33,13 @@ func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(f
 // the admin socket's path (the flag wins).
 const adminSocketEnv = "SYNDICATE_ADMIN_SOCKET"
 
-// connFlags say how to reach the server.
-type connFlags struct {
-	admin   string        // admin socket path ("" = admin.DefaultPath())
-	connect string        // transport address of a relay listener
-	ref     string        // sturdy ref to resolve at that listener's gatekeeper
-	timeout time.Duration // connecting and the initial snapshot
-}
-
-func (c *connFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.admin, "admin-socket", c.admin, "admin socket `PATH` (default $"+adminSocketEnv+" or "+admin.DefaultPath()+")")
-	fs.StringVar(&c.admin, "admin", c.admin, "alias of --admin-socket")
-	fs.StringVar(&c.connect, "connect", c.connect, "connect to a relay listener `ADDRESS` such as '<tcp \"127.0.0.1\" 9001>' or '<unix \"/path\">' (needs --ref)")
-	fs.StringVar(&c.ref, "ref", c.ref, "sturdy `REF` to resolve at the listener's gatekeeper, e.g. '<ref {oid: \"syndicate\" sig: #x\"…\"}>'")
-	fs.DurationVar(&c.timeout, "timeout", c.timeout, "time allowed for connecting and for the first answer")
+// registerConn adds the connection flags to fs.
+func registerConn(c *session.Options, fs *flag.FlagSet) {
+	fs.StringVar(&c.AdminSocket, "admin-socket", c.AdminSocket, "admin socket `PATH` (default $"+adminSocketEnv+" or "+admin.DefaultPath()+")")
+	fs.StringVar(&c.AdminSocket, "admin", c.AdminSocket, "alias of --admin-socket")
+	fs.StringVar(&c.Connect, "connect", c.Connect, "connect to a relay listener `ADDRESS` such as '<tcp \"127.0.0.1\" 9001>' or '<unix \"/path\">' (needs --ref)")
+	fs.StringVar(&c.Ref, "ref", c.Ref, "sturdy `REF` to resolve at the listener's gatekeeper, e.g. '<ref {oid: \"syndicate\" sig: #x\"…\"}>'")
+	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "time allowed for connecting and for the first answer")
 }
 
 // command is one subcommand.
@@ -78,7 +72,7 @@ func init() {
 type cli struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
-	conn           connFlags
+	conn           session.Options
 	// positioned is the VALUE argument as read, with source positions
 	// (for validation messages).
 	positioned preserves.Value
@@ -93,10 +87,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // runCtx is run with an explicit context: its end is the "interrupt" that
 // stops observe, assert and status --watch (tests cancel it).
 func runCtx(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	cl := &cli{stdin: stdin, stdout: stdout, stderr: stderr, conn: connFlags{timeout: 10 * time.Second, admin: os.Getenv(adminSocketEnv)}}
+	cl := &cli{stdin: stdin, stdout: stdout, stderr: stderr, conn: session.Options{Timeout: 10 * time.Second, AdminSocket: os.Getenv(adminSocketEnv)}}
 	fs := flag.NewFlagSet("syndicate", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	cl.conn.register(fs)
+	registerConn(&cl.conn, fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			cl.usage(stdout)
@@ -129,6 +123,7 @@ func runCtx(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 // report prints err as one line and returns the exit status.
 func (cl *cli) report(err error) int {
 	var ue *usageError
+	var se *session.UsageError
 	var ex exitStatus
 	switch {
 	case err == nil:
@@ -139,6 +134,9 @@ func (cl *cli) report(err error) int {
 		return 0
 	case errors.As(err, &ue):
 		fmt.Fprintf(cl.stderr, "syndicate: %s\n", ue.msg)
+		return 2
+	case errors.As(err, &se):
+		fmt.Fprintf(cl.stderr, "syndicate: %s\n", se.Msg)
 		return 2
 	}
 	fmt.Fprintf(cl.stderr, "syndicate: %v\n", err)
@@ -167,7 +165,7 @@ func (cl *cli) flagSet(name string, connected bool) *flag.FlagSet {
 	fs := flag.NewFlagSet("syndicate "+name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	if connected {
-		cl.conn.register(fs)
+		registerConn(&cl.conn, fs)
 	}
 	return fs
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/syndicate-go/syndicate/services/admin"
+	"github.com/syndicate-go/syndicate/services/admin/status"
 )
 
 // What a daemon says of itself over sd_notify (STATUS=, asserted by the
@@ -33,7 +34,7 @@ func TestStatusShowsStatusText(t *testing.T) {
 
 	code, js, errs := cliRun(t, "--admin", s.path, "status", "--json")
 	require.Equal(t, 0, code, errs)
-	var svcs []service
+	var svcs []status.Service
 	require.NoError(t, json.Unmarshal([]byte(js), &svcs))
 	require.Len(t, svcs, 1)
 	require.Equal(t, []string{"accepting connections"}, svcs[0].StatusText)
@@ -52,7 +53,7 @@ func TestStatusToleratesPartialRecords(t *testing.T) {
 	s.assert(t, "<process-status <daemon old> {pid: 7 extra: #t}>")
 	s.assert(t, `<service-info <daemon old> {restarts: "two" recent: 1 reason: "one reason"}>`)
 	s.assert(t, `<service-output <daemon old> [{at: 1 line: "bad"} {at: "2026-11-25T03:00:00Z" stream: stdout line: "good"}]>`)
-	var svcs []service
+	var svcs []status.Service
 	waitFor(t, "the partial records", func() bool {
 		_, js, _ := cliRun(t, "--admin", s.path, "status", "--json", "<daemon old>")
 		svcs = nil

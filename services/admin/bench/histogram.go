@@ -1,4 +1,4 @@
-package main
+package bench
 
 // A latency histogram for `syndicate bench`: logarithmic buckets, eight per
 // power of two (so a quantile is within 12.5% of the true value), counted

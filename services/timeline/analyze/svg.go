@@ -1,4 +1,4 @@
-package main
+package analyze
 
 // Pictures of the boot: `analyze plot` (a timeline, one bar per service
 // from its start to up, coloured by state, like systemd-analyze plot) and
@@ -35,7 +35,7 @@ func colour(state string) string {
 
 // barState is the state a bar is coloured by: what the service holds now
 // if that is an outcome, else what it reached, else where it is stuck.
-func (u *unit) barState() string {
+func (u *Unit) barState() string {
 	switch {
 	case u.State == "ready" || u.State == "complete" || u.State == "failed":
 		return u.State
@@ -78,9 +78,10 @@ func svgOpen(s *strings.Builder, width, height float64, title string) {
 }
 
 // plotSVG draws the timeline.
-func plotSVG(b *bootData) string {
+// PlotSVG draws the boot as a timeline.
+func PlotSVG(b *Boot) string {
 	units := b.sorted()
-	var shown []*unit
+	var shown []*Unit
 	for _, u := range units {
 		if !u.start().IsZero() {
 			shown = append(shown, u)
@@ -109,7 +110,7 @@ func plotSVG(b *bootData) string {
 	var s strings.Builder
 	svgOpen(&s, width, height, "syndicate analyze plot")
 	fmt.Fprintf(&s, `<rect width="100%%" height="100%%" fill="#ffffff"/>`+"\n")
-	last := lastUp(b)
+	last := LastUp(b)
 	title := fmt.Sprintf("%d services", len(shown))
 	if last != nil {
 		title += fmt.Sprintf("; the last up, %s, at %s", last.Name, fmtDur(b.since(last.Up)))
@@ -157,10 +158,10 @@ func dotQuote(s string) string {
 }
 
 // graphUnits returns the units, in a stable order, and their edges.
-func graphUnits(b *bootData) []*unit {
+func graphUnits(b *Boot) []*Unit {
 	us := b.sorted()
 	for _, u := range us {
-		slices.SortFunc(u.Deps, func(a, c dep) int { return strings.Compare(a.Key+a.Awaits, c.Key+c.Awaits) })
+		slices.SortFunc(u.Deps, func(a, c Dep) int { return strings.Compare(a.Key+a.Awaits, c.Key+c.Awaits) })
 	}
 	return us
 }
@@ -168,7 +169,8 @@ func graphUnits(b *bootData) []*unit {
 // graphDOT writes the dependency graph in Graphviz's language: an edge
 // from each service to each service it depends on, labelled with the
 // awaited state.
-func graphDOT(b *bootData) string {
+// GraphDOT writes the dependency graph in Graphviz's DOT.
+func GraphDOT(b *Boot) string {
 	var s strings.Builder
 	s.WriteString("digraph services {\n\trankdir=RL;\n\tnode [shape=box, style=\"rounded,filled\", fontname=\"sans-serif\"];\n")
 	for _, u := range graphUnits(b) {
@@ -187,11 +189,11 @@ func graphDOT(b *bootData) string {
 
 // layers assigns each unit a column: 0 for services with no dependency,
 // else one more than its deepest dependee (cycles are cut).
-func layers(b *bootData) map[string]int {
+func layers(b *Boot) map[string]int {
 	depth := map[string]int{}
 	visiting := map[string]bool{}
-	var visit func(u *unit) int
-	visit = func(u *unit) int {
+	var visit func(u *Unit) int
+	visit = func(u *Unit) int {
 		if d, ok := depth[u.Key]; ok {
 			return d
 		}
@@ -217,10 +219,11 @@ func layers(b *bootData) map[string]int {
 
 // graphSVG draws the dependency graph: one column per layer, dependees on
 // the left, an arrow from each dependent to each dependee.
-func graphSVG(b *bootData) string {
+// GraphSVG draws the dependency graph.
+func GraphSVG(b *Boot) string {
 	us := graphUnits(b)
 	depth := layers(b)
-	cols := map[int][]*unit{}
+	cols := map[int][]*Unit{}
 	ncols, nrows := 0, 0
 	boxW := 120.0
 	for _, u := range us {
@@ -240,7 +243,7 @@ func graphSVG(b *bootData) string {
 		}
 	}
 	for c := range cols {
-		slices.SortStableFunc(cols[c], func(a, b *unit) int {
+		slices.SortStableFunc(cols[c], func(a, b *Unit) int {
 			switch {
 			case linked[a.Key] == linked[b.Key]:
 				return 0

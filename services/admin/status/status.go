@@ -1,0 +1,536 @@
+// Package status is the status model of `syndicate status`, read from
+// the config dataspace by a client, with its renderings: a table, a detail
+// view and JSON. The part it shares with `syndicate-server --dry-run` and
+// the server's diagnostics is services.StatusModel.
+//
+// Every service that is required, running, or reports a state,
+// built from these assertions in the config dataspace (the first three and
+// depends-on are read by services.StatusModel, as the dry run and the
+// server's diagnostics read them):
+//
+//	<require-service NAME>    the service is wanted
+//	<run-service NAME>        the dependency tracker (or a flag) started it
+//	<service-state NAME S>    its states (started, ready, failed, complete, …)
+//	<process-status NAME {pid: P, restarts: R, since: "RFC3339"}>
+//	                          one per running daemon process (our extension,
+//	                          docs/protocol.md)
+//	<service-info NAME INFO>  since, restarts, last exit, phase, reasons
+//	                          (services.Info, merged over its sources)
+//	<depends-on NAME DEP>     for waiting reasons, cycles and the chain
+//
+// `status NAME` (a service name, no wildcard) also asserts
+// `<output-request NAME>` and shows the `<service-output NAME LINES>` the
+// daemon service answers with.
+//
+// The first snapshot is printed after a sync round trip, so it is complete;
+// --watch then reprints whenever something changes (changes arriving
+// together are printed once).
+package status
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/syndicatego"
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services"
+)
+
+// Process is one <process-status …> record.
+type Process struct {
+	PID      int64     `json:"pid"`
+	Restarts int64     `json:"restarts"`
+	Since    time.Time `json:"since"`
+}
+
+// Service is one line of the status table.
+type Service struct {
+	name      preserves.Value
+	Name      string    `json:"name"`
+	Required  bool      `json:"required"`
+	Running   bool      `json:"running"`
+	States    []string  `json:"states"`
+	Processes []Process `json:"processes,omitempty"`
+	// From <service-info …> (services.Info): when the state began, the
+	// restarts in total and within the restart window, the last exit,
+	// a phase refining the state, and why it failed or waits.
+	Since    *time.Time `json:"since,omitempty"`
+	Restarts int        `json:"restarts"`
+	Recent   int        `json:"recentRestarts"`
+	Exit     string     `json:"lastExit,omitempty"`
+	ExitAt   *time.Time `json:"lastExitAt,omitempty"`
+	Phase    string     `json:"phase,omitempty"`
+	Reasons  []string   `json:"reasons,omitempty"`
+	// StatusText is what the daemon itself says (sd_notify STATUS=,
+	// <status-text NAME TEXT>), one per process.
+	StatusText []string `json:"statusText,omitempty"`
+	Pos        string   `json:"pos,omitempty"`
+	// LogDropped counts lines the logger could not write to the
+	// service's --log-dir directory (<log-dropped NAME N>).
+	LogDropped int64 `json:"logDropped,omitempty"`
+	// Only in the NAME view: what it depends on, and its last output.
+	DependsOn []Dependency `json:"dependsOn,omitempty"`
+	Output    []OutputLine `json:"output,omitempty"`
+}
+
+// Dependency is one `<depends-on NAME <service-state DEP STATE>>`, with
+// DEP's own dependencies.
+type Dependency struct {
+	Name      string       `json:"name"`
+	Awaits    string       `json:"awaits"`
+	States    []string     `json:"states"`
+	Met       bool         `json:"met"`
+	DependsOn []Dependency `json:"dependsOn,omitempty"`
+}
+
+// OutputLine is one line of a daemon's recent output.
+type OutputLine struct {
+	At     time.Time `json:"at"`
+	Stream string    `json:"stream"`
+	Line   string    `json:"line"`
+}
+
+// Value is the service's name as a value.
+func (s Service) Value() preserves.Value { return s.name }
+
+// Failed reports whether the service is required and failed (status then
+// exits 1).
+func (s Service) Failed() bool {
+	return s.Required && slices.Contains(s.States, "failed")
+}
+
+// Model is the status model (services.StatusModel) plus what only this
+// command shows: processes, service-info, status texts, dropped log lines
+// and a daemon's output. The snapshot is read on another goroutine than
+// the actor's that changes it, hence mu.
+type Model struct {
+	*services.StatusModel
+	mu      sync.Mutex
+	filter  pattern.Pattern           // nil: everything
+	procs   map[string]map[string]int // name → text of info → count
+	infos   map[string]map[string]int // name → text of service-info → count
+	outputs map[string]preserves.Value
+	texts   map[string]map[string]int // name → status text → count
+	dropped map[string]int64          // name → log lines dropped
+}
+
+// NewModel returns an empty model showing the services filter matches
+// (nil: every service).
+func NewModel(filter pattern.Pattern) *Model {
+	m := &Model{StatusModel: services.NewStatusModel(nil), filter: filter,
+		procs: map[string]map[string]int{}, infos: map[string]map[string]int{},
+		outputs: map[string]preserves.Value{}, texts: map[string]map[string]int{}, dropped: map[string]int64{}}
+	m.Locker = &m.mu
+	return m
+}
+
+// HasOutput reports whether the output of service name has arrived.
+func (m *Model) HasOutput(name preserves.Value) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.outputs[m.Key(name)] != nil
+}
+
+// IsRunning reports whether service name runs.
+func (m *Model) IsRunning(name preserves.Value) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.Running[m.Key(name)] > 0
+}
+
+// Subscribe installs the subscriptions; changed runs after each change.
+func (m *Model) Subscribe(t *dataspace.Turn, cfg *dataspace.Ref, changed func(t *dataspace.Turn)) {
+	m.Changed = changed
+	m.Track(t, cfg)
+	watch := func(label preserves.Symbol, apply func(k string, v preserves.Value, d int)) {
+		m.Watch(t, cfg, label, 2, func(c []preserves.Value, d int) { apply(m.Key(c[0]), preserves.Strip(c[1]), d) })
+	}
+	watch(syndicatego.LabelProcessStatus, func(k string, v preserves.Value, d int) { services.Count2(m.procs, k, m.Text(v), d) })
+	watch(services.LabelServiceInfo, func(k string, v preserves.Value, d int) { services.Count2(m.infos, k, m.Text(v), d) })
+	watch(syndicatego.LabelStatusText, func(k string, v preserves.Value, d int) {
+		if text, ok := v.(preserves.String); ok {
+			services.Count2(m.texts, k, string(text), d)
+		}
+	})
+	watch(syndicatego.LabelLogDropped, func(k string, v preserves.Value, d int) {
+		if n, ok := v.(preserves.Int); ok && d > 0 {
+			m.dropped[k] = max(m.dropped[k], int64(n)) // a total: it only grows
+		}
+	})
+	watch(syndicatego.LabelServiceOutput, func(k string, v preserves.Value, d int) {
+		if d > 0 {
+			m.outputs[k] = v
+		} else {
+			delete(m.outputs, k)
+		}
+	})
+}
+
+// stateOrder puts the framework's states first, in lifecycle order.
+var stateOrder = map[string]int{"started": 0, "ready": 1, "failed": 2, "complete": 3}
+
+// Snapshot returns the services, sorted by name in Preserves order.
+func (m *Model) Snapshot() []Service {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	keys := map[string]bool{}
+	for _, mp := range []map[string]int{m.Required, m.Running} {
+		for k := range mp {
+			keys[k] = true
+		}
+	}
+	for _, mp := range []map[string]map[string]int{m.States, m.procs, m.infos} {
+		for k := range mp {
+			keys[k] = true
+		}
+	}
+	var out []Service
+	for k := range keys {
+		name := m.Names[k]
+		if m.filter != nil {
+			if _, ok := pattern.Match(m.filter, name); !ok {
+				continue
+			}
+		}
+		s := Service{name: name, Name: k, Required: m.Required[k] > 0, Running: m.Running[k] > 0, States: m.stateList(k)}
+		for info := range m.procs[k] {
+			if p, ok := parseProcess(info); ok {
+				s.Processes = append(s.Processes, p)
+			}
+		}
+		slices.SortFunc(s.Processes, func(a, b Process) int { return int(a.PID - b.PID) })
+		m.addInfo(&s, k)
+		s.StatusText = slices.Sorted(maps.Keys(m.texts[k]))
+		s.LogDropped = m.dropped[k]
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b Service) int { return preserves.Compare(a.name, b.name) })
+	return out
+}
+
+// addInfo fills in what the service-info assertions and the dependencies
+// say about service k. Called with m.mu held.
+func (m *Model) addInfo(s *Service, k string) {
+	var parts []services.Info
+	for text := range m.infos[k] {
+		if v, err := preserves.ParseText(text); err == nil {
+			parts = append(parts, services.ParseInfo(v))
+		}
+	}
+	slices.SortFunc(parts, func(a, b services.Info) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
+	i := services.MergeInfo(parts...)
+	if !i.Since.IsZero() {
+		s.Since = &i.Since
+	}
+	s.Restarts, s.Recent, s.Exit, s.Phase, s.Pos = i.Restarts, i.Recent, i.Exit, string(i.Phase), i.Pos
+	if !i.ExitAt.IsZero() {
+		s.ExitAt = &i.ExitAt
+	}
+	if len(parts) == 0 {
+		// An older server: the restart counts of process-status.
+		for _, p := range s.Processes {
+			s.Restarts += int(p.Restarts)
+		}
+	}
+	s.Reasons = i.Reasons
+	if s.Required && !s.Running {
+		if cycle := m.Cycle(k); cycle != nil {
+			s.Reasons = append(s.Reasons, "dependency cycle: "+strings.Join(cycle, " → "))
+		}
+		for _, dep := range m.unmet(k) {
+			s.Reasons = append(s.Reasons, "waiting for "+dep)
+		}
+	}
+	// The server reports a cycle too, once it has lasted a while.
+	var kept []string
+	for _, r := range s.Reasons {
+		if !slices.Contains(kept, r) {
+			kept = append(kept, r)
+		}
+	}
+	s.Reasons = kept
+}
+
+// unmet lists k's dependencies that do not hold, as "DEP STATE" (or the
+// awaited assertion when it is not a service state). Called with m.mu held.
+func (m *Model) unmet(k string) []string {
+	var out []string
+	for _, a := range m.Awaits(k) {
+		switch {
+		case a.Service == "":
+			out = append(out, a.Text)
+		case !m.Met(a):
+			out = append(out, a.Service+" "+a.State)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// chain returns k's dependencies with theirs (a cycle is cut where it
+// closes). Called with m.mu held.
+func (m *Model) chain(k string, seen map[string]bool) []Dependency {
+	if seen[k] {
+		return nil
+	}
+	seen[k] = true
+	defer delete(seen, k)
+	var out []Dependency
+	for _, a := range m.Awaits(k) {
+		if a.Service == "" {
+			out = append(out, Dependency{Name: a.Text, States: []string{}})
+			continue
+		}
+		d := Dependency{Name: a.Service, Awaits: a.State, States: m.stateList(a.Service), Met: m.Met(a)}
+		d.DependsOn = m.chain(a.Service, seen)
+		out = append(out, d)
+	}
+	return out
+}
+
+// Detail adds the dependency chain and the output to s.
+func (m *Model) Detail(s *Service) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s.DependsOn = m.chain(s.Name, map[string]bool{})
+	seq, _ := m.outputs[s.Name].(preserves.Sequence)
+	for _, e := range seq {
+		// One line the schema rejects does not hide the others.
+		if x, err := syndicatego.ParseOutputLine(e); err == nil {
+			at, _ := time.Parse(time.RFC3339Nano, x.At)
+			s.Output = append(s.Output, OutputLine{At: at, Stream: string(x.Stream), Line: x.Line})
+		}
+	}
+}
+
+// stateList is the sorted states of service k. Called with m.mu held.
+func (m *Model) stateList(k string) []string {
+	out := slices.AppendSeq([]string{}, maps.Keys(m.States[k])) // [] in JSON, not null
+	sortStates(out)
+	return out
+}
+
+func sortStates(states []string) {
+	slices.SortFunc(states, func(a, b string) int {
+		oa, ka := stateOrder[a]
+		ob, kb := stateOrder[b]
+		switch {
+		case ka && kb:
+			return oa - ob
+		case ka:
+			return -1
+		case kb:
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+}
+
+// parseProcess reads the info dictionary of <process-status NAME INFO>;
+// missing or ill-typed keys are left zero.
+func parseProcess(text string) (Process, bool) {
+	v, err := preserves.ParseText(text)
+	if err != nil {
+		return Process{}, false
+	}
+	info, err := syndicatego.ParseProcessInfo(v)
+	if err != nil {
+		return Process{}, false // not a dictionary
+	}
+	var p Process
+	if x, ok := info.Pid.(syndicatego.ProcessPidPresent); ok && x.Pid.IsInt64() {
+		p.PID = x.Pid.Int64()
+	}
+	if x, ok := info.Restarts.(syndicatego.ProcessRestartsPresent); ok && x.Restarts.IsInt64() {
+		p.Restarts = x.Restarts.Int64()
+	}
+	if x, ok := info.Since.(syndicatego.ProcessSincePresent); ok {
+		p.Since, _ = time.Parse(time.RFC3339Nano, x.Since)
+	}
+	return p, true
+}
+
+// state is the STATE column: the asserted states, or what the
+// require/run assertions say when there are none.
+func (s Service) state() string {
+	switch {
+	case len(s.States) > 0 && s.Phase != "":
+		return strings.Join(s.States, ",") + " (" + s.Phase + ")"
+	case len(s.States) > 0:
+		return strings.Join(s.States, ",")
+	case s.Phase != "":
+		return s.Phase // a silent service: no state, but at work
+	case s.Required && !s.Running:
+		return "waiting" // for its dependencies
+	case s.Running:
+		return "starting"
+	}
+	return "-"
+}
+
+func (s Service) wanted() string {
+	switch {
+	case s.Required:
+		return "required"
+	case s.Running:
+		return "run"
+	}
+	return "-"
+}
+
+// WriteTable prints the services as a table.
+func WriteTable(w io.Writer, svcs []Service, now time.Time) {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "SERVICE\tWANTED\tSTATE\tFOR\tPID\tRESTARTS\tLAST EXIT\tREASON")
+	for _, s := range svcs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", services.ShortName(s.name), s.wanted(), s.state(),
+			s.held(now), s.pids(), s.restarts(), s.lastExit(now), s.reason())
+	}
+	tw.Flush()
+}
+
+// ago renders how long ago t was, in whole seconds.
+func ago(now, t time.Time) string {
+	return max(now.Sub(t).Truncate(time.Second), 0).String()
+}
+
+// held is how long the state has held: since the supervisor's last state
+// change, or since the newest process started.
+func (s Service) held(now time.Time) string {
+	if s.Since != nil {
+		return ago(now, *s.Since)
+	}
+	var since time.Time
+	for _, p := range s.Processes {
+		if p.Since.After(since) {
+			since = p.Since
+		}
+	}
+	if since.IsZero() {
+		return "-"
+	}
+	return ago(now, since)
+}
+
+func (s Service) pids() string {
+	if len(s.Processes) == 0 {
+		return "-"
+	}
+	var pids []string
+	for _, p := range s.Processes {
+		pids = append(pids, fmt.Sprint(p.PID))
+	}
+	return strings.Join(pids, ",")
+}
+
+// restarts is "TOTAL" or "TOTAL (RECENT recent)".
+func (s Service) restarts() string {
+	if s.Restarts == 0 && s.Since == nil && len(s.Processes) == 0 {
+		return "-"
+	}
+	if s.Recent > 0 {
+		return fmt.Sprintf("%d (%d recent)", s.Restarts, s.Recent)
+	}
+	return fmt.Sprint(s.Restarts)
+}
+
+func (s Service) lastExit(now time.Time) string {
+	switch {
+	case s.Exit == "":
+		return "-"
+	case s.ExitAt != nil:
+		return s.Exit + ", " + ago(now, *s.ExitAt) + " ago"
+	}
+	return s.Exit
+}
+
+// reason is every reason, then the position they concern; without one,
+// what the daemon says of itself (STATUS=), quoted.
+func (s Service) reason() string {
+	if len(s.Reasons) == 0 {
+		if s.LogDropped > 0 && len(s.StatusText) == 0 {
+			return s.droppedText()
+		}
+		return s.statusText()
+	}
+	r := strings.Join(s.Reasons, "; ")
+	if s.Pos != "" && s.Pos != "-" {
+		r += " (" + s.Pos + ")"
+	}
+	return r
+}
+
+// droppedText says how many lines of output the log directory missed.
+func (s Service) droppedText() string {
+	return fmt.Sprintf("%d log lines dropped (log directory too slow)", s.LogDropped)
+}
+
+// statusText is the daemon's STATUS= text, quoted, or "-".
+func (s Service) statusText() string {
+	if len(s.StatusText) == 0 {
+		return "-"
+	}
+	var q []string
+	for _, t := range s.StatusText {
+		q = append(q, strconv.Quote(t))
+	}
+	return strings.Join(q, ", ")
+}
+
+// WriteDetail prints the NAME view: every field, the dependency chain and
+// the last output lines.
+func WriteDetail(w io.Writer, s Service, now time.Time) {
+	fmt.Fprintf(w, "%s\n", preserves.Show(services.HideRefs(s.name)))
+	tw := tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
+	fmt.Fprintf(tw, "  wanted:\t%s\n", s.wanted())
+	fmt.Fprintf(tw, "  state:\t%s for %s\n", s.state(), s.held(now))
+	fmt.Fprintf(tw, "  pid:\t%s\n", s.pids())
+	fmt.Fprintf(tw, "  restarts:\t%s\n", s.restarts())
+	fmt.Fprintf(tw, "  last exit:\t%s\n", s.lastExit(now))
+	fmt.Fprintf(tw, "  reason:\t%s\n", s.reason())
+	if len(s.StatusText) > 0 && len(s.Reasons) > 0 {
+		fmt.Fprintf(tw, "  status text:\t%s\n", s.statusText())
+	}
+	if s.LogDropped > 0 {
+		fmt.Fprintf(tw, "  log:\t%s\n", s.droppedText())
+	}
+	tw.Flush()
+	if len(s.DependsOn) > 0 {
+		fmt.Fprintf(w, "  depends on:\n")
+		writeDeps(w, s.DependsOn, "    ")
+	}
+	if len(s.Output) > 0 {
+		fmt.Fprintf(w, "  last %d output lines:\n", len(s.Output))
+		for _, l := range s.Output {
+			fmt.Fprintf(w, "    %s %s %s\n", l.At.Local().Format("15:04:05.000"), l.Stream, l.Line)
+		}
+	}
+}
+
+func writeDeps(w io.Writer, deps []Dependency, indent string) {
+	for _, d := range deps {
+		mark := "waiting"
+		if d.Met {
+			mark = "ok"
+		}
+		states := strings.Join(d.States, ",")
+		if states == "" {
+			states = "-"
+		}
+		if d.Awaits == "" {
+			fmt.Fprintf(w, "%s%s\n", indent, d.Name)
+		} else {
+			fmt.Fprintf(w, "%s%s %s: %s (now %s)\n", indent, d.Name, d.Awaits, mark, states)
+		}
+		writeDeps(w, d.DependsOn, indent+"  ")
+	}
+}
