@@ -244,8 +244,9 @@ func (m *supervision) state() preserves.Symbol {
 // NextDelay records a termination at time at and returns the
 // terminations still inside the window and the restart delay: the backoff
 // when more than one termination (this one included) is remembered. It is
-// the one restart window of the tree (supervised workers, resolve's
-// transport reconnects).
+// the one restart window of the tree's supervised workers (resolve's
+// transport reconnects follow their own, quicker sequence:
+// resolve.ReconnectFirst).
 func NextDelay(terms []time.Time, at time.Time, opts SuperviseOptions) ([]time.Time, time.Duration) {
 	kept := append(slices.DeleteFunc(terms, func(x time.Time) bool { return at.Sub(x) >= TerminationWindow }), at)
 	if len(kept) > 1 {

@@ -36,15 +36,16 @@ const (
 // spawnConn starts the unlinked connection actor for c; httpd is the HTTP
 // handler space current at accept time (nil: none, plain HTTP gets 503).
 func (s *spec) spawnConn(t *dataspace.Turn, c net.Conn, httpd *dataspace.Ref) {
-	name := s.connName(c)
+	subject := s.connSubject(c)
+	name := preserves.FormatText(subject)
 	log := s.log.With().Str("conn", name).Logger()
-	gk := s.gk
+	gk, cfg := s.gk, s.env.Config
 	firstEvent := s.firstEvent
 	sniff := s.addr.Network == transport.TCP
 	t.Spawn(name, func(t *dataspace.Turn) error {
 		fr := t.FacetRef()
 		opts := relay.Options{
-			InitialRef:           gk,
+			InitialRef:           t.Create(newGatekeeperTap(gk, cfg, subject)),
 			Logger:               log,
 			FirstEventTimeout:    firstEvent,
 			MaxInitialAssertions: s.maxInitial,
@@ -105,10 +106,11 @@ func startRelay(t *dataspace.Turn, c io.ReadWriteCloser, opts relay.Options, log
 	})
 }
 
-// connName is `<tcp "IP:PORT">` or `<unix PID UID>` (PID -1 if unknown).
-func (s *spec) connName(c net.Conn) string {
+// connSubject is `<tcp "IP:PORT">` or `<unix PID UID>` (PID -1 if
+// unknown): the connection's actor name and status subject.
+func (s *spec) connSubject(c net.Conn) preserves.Value {
 	if s.addr.Network == transport.TCP {
-		return preserves.FormatText(preserves.NewRecord(symTCP, preserves.String(c.RemoteAddr().String())))
+		return preserves.NewRecord(symTCP, preserves.String(c.RemoteAddr().String()))
 	}
 	pid, uid := int64(-1), int64(-1)
 	if uc, ok := c.(*net.UnixConn); ok {
@@ -120,7 +122,7 @@ func (s *spec) connName(c net.Conn) string {
 			})
 		}
 	}
-	return preserves.FormatText(preserves.NewRecord(symUnix, preserves.Int(pid), preserves.Int(uid)))
+	return preserves.NewRecord(symUnix, preserves.Int(pid), preserves.Int(uid))
 }
 
 // prefixed replays the sniffed byte before the rest of the stream.

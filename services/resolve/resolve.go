@@ -5,8 +5,10 @@
 //   - `<q <connect-transport <tcp HOST PORT>>>`: keep a relay connection
 //     open (importing the peer's oid 0), answering
 //     `<a <connect-transport ADDR> <ok <connected-transport ADDR #:CTL #:PEER>>>`,
-//     or `<error KIND>` while connecting fails; reconnect with the §2.3
-//     delays when it ends. `<force-disconnect>` to CTL drops it.
+//     or `<error KIND>` while connecting fails; reconnect when it ends,
+//     at once and then with delays doubling from ReconnectFirst up to
+//     ReconnectCap (a deviation: the reference uses the §2.3 delays, up
+//     to 10 s). `<force-disconnect>` to CTL drops it.
 //   - `<q <resolve-path <route [TRANSPORT…] STEP…>>>`: connect the
 //     transports, pick the least connected one in Preserves order, resolve
 //     the steps in turn through `resolve-path-step` questions, and answer
@@ -21,6 +23,12 @@
 //     session importing the responder's oid 0 as PEER, answered
 //     `<ok #:PEER>`. Error answers are mirrored; an unusable spec or a
 //     failed session answers `<error "MESSAGE">`.
+//
+// Each transport and route shows in the config dataspace as
+// `<connection-status outbound ADDR INFO>` / `<connection-status route
+// ROUTE INFO>` (services.ConnInfo: state, since, the last error, the next
+// attempt), for `syndicate status`; connects, disconnects and failures are
+// logged at info level once each, not at every retry.
 //
 // Everything lives in facets of the actor that calls Boot (no worker
 // actors): a connection attempt is a facet, its relay a child facet, and a
@@ -71,9 +79,9 @@ import (
 
 // Options tunes the services; the zero value is the spec's behaviour.
 type Options struct {
-	// Delay and Backoff replace services.RestartDelay and RestartBackoff
-	// between connection attempts (tests shorten them).
-	Delay, Backoff time.Duration
+	// First and Cap replace ReconnectFirst and ReconnectCap (tests
+	// shorten them).
+	First, Cap time.Duration
 	// Now is the clock of the restart window (time.Now if nil).
 	Now func() time.Time
 }
@@ -88,6 +96,12 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.First <= 0 {
+		opts.First = ReconnectFirst
+	}
+	if opts.Cap <= 0 {
+		opts.Cap = ReconnectCap
 	}
 	s := &svc{cfg: env.Config, log: env.Logger, opts: opts}
 	q := func(p pattern.Pattern) pattern.Pattern { return pattern.Rec(rpc.LabelQ, p) }
@@ -125,75 +139,171 @@ func fail(v preserves.Value) preserves.Value { return rpc.Error{Error: v}.ToValu
 
 // ---- transport connector ----
 
+// Reconnection timing of the transport connector. This deviates from the
+// reference, which restarts its connector with the §2.3 delays (200 ms,
+// then 10 s once two attempts fall within 5 s), so a peer that was down for
+// a few seconds came back only after up to 10 s (docs/services.md,
+// "Federation"). Here the first attempt after a loss follows at once, the
+// next ones after ReconnectFirst, doubling up to ReconnectCap; a
+// connection that held for ReconnectStable starts the sequence afresh, so
+// a peer that accepts and drops at once is still retried at the cap.
+const (
+	ReconnectFirst  = 50 * time.Millisecond
+	ReconnectCap    = time.Second
+	ReconnectStable = 2 * time.Second
+)
+
+// link is one `<q <connect-transport ADDR>>`: its attempts, its answer
+// and its `<connection-status outbound ADDR …>` record.
+type link struct {
+	s        *svc
+	addr     preserves.Value
+	ta       transport.Address
+	req      preserves.Value
+	log      zerolog.Logger
+	status   *dataspace.Ref // a statusHolder in the question's facet
+	failures int            // attempts since the last stable connection
+	// The error answer of a failed attempt belongs to the question's
+	// facet and stays up until an attempt succeeds (re-asserting an equal
+	// value is invisible to observers).
+	errHandle dataspace.Handle
+	logged    string // the failure last logged, so retries are not
+	info      services.ConnInfo
+}
+
 func (s *svc) connectTransport(t *dataspace.Turn, addr preserves.Value) {
 	ta, err := transport.ParseValue(addr)
 	if err != nil || ta.Network != transport.TCP {
 		return // non-TCP addresses are ignored
 	}
-	req := gkschema.ConnectTransport{Addr: addr}.ToValue()
-	log := s.log.With().Str("transport", preserves.Show(addr)).Logger()
-	var terms []time.Time
-	var attempt func(t *dataspace.Turn)
-	// The error answer of a failed attempt belongs to the question's facet
-	// and stays up until an attempt succeeds (re-asserting an equal value
-	// is invisible to observers).
-	var errHandle dataspace.Handle
-	// retry stops the attempt facet (withdrawing its answer) and schedules
-	// the next attempt in the question's facet after the §2.3 delay.
-	retry := func(t *dataspace.Turn, id dataspace.FacetID, failure preserves.Value) {
-		t.StopFacetAndContinue(id, func(t *dataspace.Turn) error {
-			if failure != nil {
-				t.Update(&errHandle, s.cfg, answer(req, fail(failure)))
+	l := &link{s: s, addr: addr, ta: ta, req: gkschema.ConnectTransport{Addr: addr}.ToValue(),
+		log: s.log.With().Str("transport", preserves.Show(addr)).Logger()}
+	l.status = t.Create(&statusHolder{cfg: s.cfg, kind: services.ConnOutbound, subject: addr})
+	l.publish(t, services.ConnInfo{State: services.ConnConnecting, Since: s.opts.Now(), Attempts: 1})
+	l.attempt(t)
+}
+
+// publish records the link's state.
+func (l *link) publish(t *dataspace.Turn, c services.ConnInfo) {
+	l.info = c
+	t.Message(l.status, c.ToValue())
+}
+
+// delay is the wait before the next attempt after n consecutive failures.
+func (l *link) delay(n int) time.Duration {
+	first, cap := l.s.opts.First, l.s.opts.Cap
+	if n <= 1 {
+		return 0
+	}
+	d := first
+	for i := 2; i < n && d < cap; i++ {
+		d *= 2
+	}
+	return min(d, cap)
+}
+
+// retry stops the attempt facet (withdrawing its answer) and schedules
+// the next attempt in the question's facet.
+func (l *link) retry(t *dataspace.Turn, id dataspace.FacetID, err error) {
+	t.StopFacetAndContinue(id, func(t *dataspace.Turn) error {
+		l.failures++
+		d := l.delay(l.failures)
+		now := l.s.opts.Now()
+		c := services.ConnInfo{State: services.ConnConnecting, Since: now, Attempts: l.failures + 1}
+		if err != nil {
+			kind := errKind(err)
+			t.Update(&l.errHandle, l.s.cfg, answer(l.req, fail(kind)))
+			c.State, c.Error = services.ConnFailed, string(kind)+": "+err.Error()
+			if l.info.State == services.ConnFailed {
+				c.Since = l.info.Since // still failing: the state began with the first failure
 			}
-			var d time.Duration
-			terms, d = services.NextDelay(terms, s.opts.Now(), services.SuperviseOptions{Delay: s.opts.Delay, Backoff: s.opts.Backoff})
-			t.After(d, func(t *dataspace.Turn) error { attempt(t); return nil })
-			return nil
-		})
-	}
-	attempt = func(t *dataspace.Turn) {
-		_, _ = t.Facet(func(t *dataspace.Turn) error {
-			fr := t.FacetRef()
-			id := t.ActiveFacet()
-			t.LinkedTask("connect", func(ctx context.Context) error {
-				nc, err := ta.Dial(ctx)
-				if err != nil {
-					if ctx.Err() != nil {
-						return ctx.Err()
-					}
-					log.Debug().Err(err).Msg("connect failed")
-					fr.Activate(func(t *dataspace.Turn) error {
-						retry(t, id, errKind(err))
-						return nil
-					})
-					return dataspace.ErrKeepFacet
-				}
-				var conn *relay.Conn
-				if !fr.Activate(func(t *dataspace.Turn) error {
-					c, peer := relay.Run(t, nc, relay.Options{ImportInitial: true, Logger: log})
-					conn = c
-					ctl := t.Create(&control{conn: c})
-					t.Assert(s.cfg, answer(req, ok(gkschema.ConnectedTransport{Addr: addr, Control: ctl, ResponderSession: peer}.ToValue())))
-					t.Retract(errHandle)
-					errHandle = 0
-					return nil
-				}) || conn == nil {
-					nc.Close()
+			if c.Error != l.logged {
+				l.logged = c.Error
+				l.log.Info().Err(err).Str("next_attempt_in", d.String()).Msg("connect failed")
+			}
+		}
+		if d > 0 {
+			c.Next = now.Add(d)
+		}
+		l.publish(t, c)
+		t.After(d, func(t *dataspace.Turn) error { l.attempt(t); return nil })
+		return nil
+	})
+}
+
+func (l *link) attempt(t *dataspace.Turn) {
+	_, _ = t.Facet(func(t *dataspace.Turn) error {
+		fr := t.FacetRef()
+		id := t.ActiveFacet()
+		t.LinkedTask("connect", func(ctx context.Context) error {
+			nc, err := l.ta.Dial(ctx)
+			if err != nil {
+				if ctx.Err() != nil {
 					return ctx.Err()
 				}
-				select {
-				case <-conn.Done():
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-				log.Debug().Err(conn.Err()).Msg("connection ended")
-				fr.Activate(func(t *dataspace.Turn) error { retry(t, id, nil); return nil })
+				fr.Activate(func(t *dataspace.Turn) error { l.retry(t, id, err); return nil })
 				return dataspace.ErrKeepFacet
+			}
+			conn, at := l.connected(fr, nc)
+			if conn == nil {
+				nc.Close()
+				return ctx.Err()
+			}
+			select {
+			case <-conn.Done():
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			fr.Activate(func(t *dataspace.Turn) error {
+				ev := l.log.Info()
+				if err := conn.Err(); err != nil {
+					ev = ev.Err(err)
+				}
+				ev.Str("after", l.s.opts.Now().Sub(at).Round(time.Millisecond).String()).Msg("disconnected")
+				if l.s.opts.Now().Sub(at) >= ReconnectStable {
+					l.failures = 0
+				}
+				l.retry(t, id, nil)
+				return nil
 			})
-			return nil
+			return dataspace.ErrKeepFacet
 		})
-	}
-	attempt(t)
+		return nil
+	})
+}
+
+// connected runs the relay over nc in the attempt's facet and answers the
+// question; a nil Conn if the facet is gone.
+func (l *link) connected(fr dataspace.FacetRef, nc net.Conn) (conn *relay.Conn, at time.Time) {
+	fr.Activate(func(t *dataspace.Turn) error {
+		c, peer := relay.Run(t, nc, relay.Options{ImportInitial: true, Logger: l.log})
+		conn, at = c, l.s.opts.Now()
+		ctl := t.Create(&control{conn: c})
+		t.Assert(l.s.cfg, answer(l.req, ok(gkschema.ConnectedTransport{Addr: l.addr, Control: ctl, ResponderSession: peer}.ToValue())))
+		t.Retract(l.errHandle)
+		l.errHandle = 0
+		l.log.Info().Int("attempts", l.failures+1).Msg("connected")
+		l.logged = ""
+		l.publish(t, services.ConnInfo{State: services.ConnConnected, Since: at})
+		return nil
+	})
+	return conn, at
+}
+
+// statusHolder keeps a `<connection-status KIND SUBJECT INFO>` record in
+// the facet that created it (the question's), whatever facet the news
+// comes from: each message is the latest INFO.
+type statusHolder struct {
+	dataspace.BaseEntity
+	cfg     *dataspace.Ref
+	kind    preserves.Symbol
+	subject preserves.Value
+	pub     services.ConnPublisher
+}
+
+func (h *statusHolder) Message(t *dataspace.Turn, v preserves.Value) error {
+	h.pub.Publish(t, h.cfg, h.kind, h.subject, services.ParseConnInfo(v))
+	return nil
 }
 
 // control accepts `<force-disconnect>`.
@@ -314,6 +424,12 @@ func (s *svc) resolvePath(t *dataspace.Turn, route preserves.Value) {
 			return
 		}
 	}
+	status := t.Create(&statusHolder{cfg: s.cfg, kind: services.ConnRoute, subject: route})
+	report := func(t *dataspace.Turn, c services.ConnInfo) {
+		c.Since = s.opts.Now()
+		t.Message(status, c.ToValue())
+	}
+	report(t, services.ConnInfo{State: services.ConnWaiting})
 	up := make(map[string]connected)
 	var chosen string
 	var stepsFacet dataspace.FacetID
@@ -335,12 +451,26 @@ func (s *svc) resolvePath(t *dataspace.Turn, route preserves.Value) {
 		}
 		chosen = best
 		if best == "" {
+			report(t, services.ConnInfo{State: services.ConnWaiting})
 			return nil
 		}
 		c := up[best]
+		report(t, services.ConnInfo{State: services.ConnResolving, Via: c.addr})
 		stepsFacet, _ = t.Facet(func(t *dataspace.Turn) error {
 			t.PreventInertCheck()
-			s.resolveSteps(t, req, c, c.ref, steps)
+			s.resolveSteps(t, req, c, c.ref, steps, func(t *dataspace.Turn, res preserves.Value) {
+				ci := services.ConnInfo{State: services.ConnResolved, Via: c.addr}
+				if r, _ := rpc.ParseResult(res); r != nil {
+					if e, isErr := r.(rpc.ResultError); isErr {
+						ci.State, ci.Error = services.ConnFailed, preserves.Show(e.Value.Error)
+					}
+				}
+				report(t, ci)
+				t.OnStop(func(t *dataspace.Turn) error {
+					report(t, services.ConnInfo{State: services.ConnResolving, Via: c.addr})
+					return nil
+				})
+			})
 			return nil
 		})
 		return nil
@@ -377,9 +507,13 @@ func (s *svc) refuseRoute(t *dataspace.Turn, req preserves.Value, what string, p
 // resolveSteps asks for step 0 at origin and continues with the rest at
 // its answer, in nested facets: a withdrawn answer stops everything
 // downstream of it.
-func (s *svc) resolveSteps(t *dataspace.Turn, req preserves.Value, c connected, origin preserves.Value, steps []preserves.Value) {
+//
+// answered is told of the route's answer, in the facet that holds it.
+func (s *svc) resolveSteps(t *dataspace.Turn, req preserves.Value, c connected, origin preserves.Value, steps []preserves.Value, answered func(*dataspace.Turn, preserves.Value)) {
 	if len(steps) == 0 {
-		t.Assert(s.cfg, answer(req, ok(preserves.NewRecord(gkschema.LabelResolvedPath, c.addr, c.ctl, origin))))
+		res := ok(preserves.NewRecord(gkschema.LabelResolvedPath, c.addr, c.ctl, origin))
+		t.Assert(s.cfg, answer(req, res))
+		answered(t, res)
 		return
 	}
 	sreq := preserves.NewRecord(gkschema.LabelResolvePathStep, origin, steps[0])
@@ -398,9 +532,10 @@ func (s *svc) resolveSteps(t *dataspace.Turn, req preserves.Value, c connected, 
 				t.Assert(s.cfg, answer(req, fail(preserves.Symbol("invalid-path-step-result"))))
 				return nil
 			}
-			s.resolveSteps(t, req, c, res.Value.Value, steps[1:])
+			s.resolveSteps(t, req, c, res.Value.Value, steps[1:], answered)
 		case rpc.ResultError:
 			t.Assert(s.cfg, answer(req, caps[0])) // Q13: propagated
+			answered(t, caps[0])
 		}
 		return nil
 	})

@@ -108,7 +108,10 @@ type client struct {
 	ans map[string]preserves.Value // request text → answer
 }
 
-func newClient(tb testing.TB) *client {
+func newClient(tb testing.TB) *client { return newClientLogging(tb, zerolog.Nop()) }
+
+// newClientLogging is newClient with the services logging to log.
+func newClientLogging(tb testing.TB, log zerolog.Logger) *client {
 	sys := newSys(tb)
 	c := &client{ans: make(map[string]preserves.Value)}
 	ch := make(chan struct{})
@@ -116,7 +119,7 @@ func newClient(tb testing.TB) *client {
 		t.PreventInertCheck()
 		c.fr = t.FacetRef()
 		c.cfg = t.Create(dataspace.NewDataspace())
-		if err := BootWith(t, services.Env{Config: c.cfg, Logger: zerolog.Nop()}, Options{Delay: 10 * time.Millisecond, Backoff: 50 * time.Millisecond}); err != nil {
+		if err := BootWith(t, services.Env{Config: c.cfg, Logger: log}, Options{First: 10 * time.Millisecond, Cap: 50 * time.Millisecond}); err != nil {
 			return err
 		}
 		t.During(c.cfg, pattern.Rec(rpc.LabelA, pattern.Capture(), pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {

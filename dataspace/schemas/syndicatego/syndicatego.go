@@ -40,6 +40,8 @@ const (
 	LabelLogDir = preserves.Symbol("log-dir")
 	// LabelConfigRescan is the label of ConfigRescan.
 	LabelConfigRescan = preserves.Symbol("config-rescan")
+	// LabelConnectionStatus is the label of ConnectionStatus.
+	LabelConnectionStatus = preserves.Symbol("connection-status")
 )
 
 // One per running daemon process, by the daemon service, withdrawn when
@@ -1898,3 +1900,851 @@ func ParseConfigRescan(v preserves.Value) (ConfigRescan, error) {
 }
 
 func (r ConfigRescan) ToValue() preserves.Value { return preserves.NewRecord(LabelConfigRescan) }
+
+// The resolver and the relay listeners: one per connection between servers
+// (docs/services.md, "Federation"). kind is `outbound` (a transport the
+// resolver keeps for <q <connect-transport ADDR>>), `route` (a
+// <q <resolve-path ROUTE>> being answered) or `inbound` (an accepted relay
+// connection whose peer resolved something at the gatekeeper). subject is
+// the address, the route, or `<tcp "IP:PORT">` / `<unix PID UID>` of the
+// peer. state is connecting, connected or failed (outbound); waiting,
+// resolving, resolved or failed (route); connected (inbound). since is when
+// the state began, next when the next attempt is due (RFC 3339); error
+// says why the last attempt failed; attempts counts the attempts since the
+// last success; via is the transport a route went through, resolved the
+// steps an inbound peer resolved.
+type ConnectionStatus struct {
+	Kind    preserves.Symbol
+	Subject preserves.Value
+	Info    ConnectionInfo
+}
+
+// ParseConnectionStatus parses v as a ConnectionStatus.
+func ParseConnectionStatus(v preserves.Value) (ConnectionStatus, error) {
+	var r, zero ConnectionStatus
+	var err error
+	rec89, err := schema.AsRecordOf(v, LabelConnectionStatus, 3)
+	if err != nil {
+		return zero, err
+	}
+	if r.Kind, err = schema.AsSymbol(rec89.Fields[0]); err != nil {
+		return zero, schema.AtIn(err, v, "[0]")
+	}
+	r.Subject = rec89.Fields[1]
+	if r.Info, err = ParseConnectionInfo(rec89.Fields[2]); err != nil {
+		return zero, schema.AtIn(err, v, "[2]")
+	}
+	return r, nil
+}
+
+func (r ConnectionStatus) ToValue() preserves.Value {
+	return preserves.NewRecord(LabelConnectionStatus, r.Kind, r.Subject, r.Info.ToValue())
+}
+
+// ConnectionInfo is the intersection ConnectionInfo.
+type ConnectionInfo struct {
+	State    ConnState
+	Since    ConnSince
+	Error    ConnError
+	Next     ConnNext
+	Attempts ConnAttempts
+	Via      ConnVia
+	Resolved ConnResolved
+}
+
+// ParseConnectionInfo parses v as a ConnectionInfo.
+func ParseConnectionInfo(v preserves.Value) (ConnectionInfo, error) {
+	var r, zero ConnectionInfo
+	var err error
+	if r.State, err = ParseConnState(v); err != nil {
+		return zero, err
+	}
+	if r.Since, err = ParseConnSince(v); err != nil {
+		return zero, err
+	}
+	if r.Error, err = ParseConnError(v); err != nil {
+		return zero, err
+	}
+	if r.Next, err = ParseConnNext(v); err != nil {
+		return zero, err
+	}
+	if r.Attempts, err = ParseConnAttempts(v); err != nil {
+		return zero, err
+	}
+	if r.Via, err = ParseConnVia(v); err != nil {
+		return zero, err
+	}
+	if r.Resolved, err = ParseConnResolved(v); err != nil {
+		return zero, err
+	}
+	return r, nil
+}
+
+// ToValue merges the values of the parts; it panics if hand-built parts disagree.
+func (r ConnectionInfo) ToValue() preserves.Value {
+	return schema.MustMerge("ConnectionInfo", r.State.ToValue(), r.Since.ToValue(), r.Error.ToValue(), r.Next.ToValue(), r.Attempts.ToValue(), r.Via.ToValue(), r.Resolved.ToValue())
+}
+
+// ConnState is one of the alternatives of ConnState.
+type ConnState interface {
+	isConnState()
+	ToValue() preserves.Value
+}
+
+// ConnStatePresent is the alternative "present" of ConnState.
+type ConnStatePresent struct {
+	State preserves.Symbol
+}
+
+func (ConnStatePresent) isConnState() {}
+
+func parseConnStatePresent(v preserves.Value) (ConnStatePresent, error) {
+	var r, zero ConnStatePresent
+	var err error
+	d90, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x91, err := schema.Entry(v, d90, preserves.Symbol("state"))
+	if err != nil {
+		return zero, err
+	}
+	if r.State, err = schema.AsSymbol(x91); err != nil {
+		return zero, schema.AtIn(err, v, "[state]")
+	}
+	return r, nil
+}
+
+func (r ConnStatePresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("state"), r.State)
+}
+
+// ConnStateInvalid is the alternative "invalid" of ConnState.
+type ConnStateInvalid struct {
+	State preserves.Value
+}
+
+func (ConnStateInvalid) isConnState() {}
+
+func parseConnStateInvalid(v preserves.Value) (ConnStateInvalid, error) {
+	var r, zero ConnStateInvalid
+	d92, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x93, err := schema.Entry(v, d92, preserves.Symbol("state"))
+	if err != nil {
+		return zero, err
+	}
+	r.State = x93
+	return r, nil
+}
+
+func (r ConnStateInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("state"), r.State)
+}
+
+// ConnStateAbsent is the alternative "absent" of ConnState.
+type ConnStateAbsent struct {
+}
+
+func (ConnStateAbsent) isConnState() {}
+
+func parseConnStateAbsent(v preserves.Value) (ConnStateAbsent, error) {
+	var r, zero ConnStateAbsent
+	d94, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d94
+	return r, nil
+}
+
+func (r ConnStateAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseConnState tries the alternatives of ConnState in order; the first that matches wins.
+func ParseConnState(v preserves.Value) (ConnState, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseConnStatePresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseConnStateInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseConnStateAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseConnStatePresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseConnStateInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseConnStateAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "ConnState", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// ConnSince is one of the alternatives of ConnSince.
+type ConnSince interface {
+	isConnSince()
+	ToValue() preserves.Value
+}
+
+// ConnSincePresent is the alternative "present" of ConnSince.
+type ConnSincePresent struct {
+	Since string
+}
+
+func (ConnSincePresent) isConnSince() {}
+
+func parseConnSincePresent(v preserves.Value) (ConnSincePresent, error) {
+	var r, zero ConnSincePresent
+	var err error
+	d95, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x96, err := schema.Entry(v, d95, preserves.Symbol("since"))
+	if err != nil {
+		return zero, err
+	}
+	if r.Since, err = schema.AsString(x96); err != nil {
+		return zero, schema.AtIn(err, v, "[since]")
+	}
+	return r, nil
+}
+
+func (r ConnSincePresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("since"), preserves.String(r.Since))
+}
+
+// ConnSinceInvalid is the alternative "invalid" of ConnSince.
+type ConnSinceInvalid struct {
+	Since preserves.Value
+}
+
+func (ConnSinceInvalid) isConnSince() {}
+
+func parseConnSinceInvalid(v preserves.Value) (ConnSinceInvalid, error) {
+	var r, zero ConnSinceInvalid
+	d97, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x98, err := schema.Entry(v, d97, preserves.Symbol("since"))
+	if err != nil {
+		return zero, err
+	}
+	r.Since = x98
+	return r, nil
+}
+
+func (r ConnSinceInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("since"), r.Since)
+}
+
+// ConnSinceAbsent is the alternative "absent" of ConnSince.
+type ConnSinceAbsent struct {
+}
+
+func (ConnSinceAbsent) isConnSince() {}
+
+func parseConnSinceAbsent(v preserves.Value) (ConnSinceAbsent, error) {
+	var r, zero ConnSinceAbsent
+	d99, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d99
+	return r, nil
+}
+
+func (r ConnSinceAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseConnSince tries the alternatives of ConnSince in order; the first that matches wins.
+func ParseConnSince(v preserves.Value) (ConnSince, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseConnSincePresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseConnSinceInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseConnSinceAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseConnSincePresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseConnSinceInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseConnSinceAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "ConnSince", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// ConnError is one of the alternatives of ConnError.
+type ConnError interface {
+	isConnError()
+	ToValue() preserves.Value
+}
+
+// ConnErrorPresent is the alternative "present" of ConnError.
+type ConnErrorPresent struct {
+	Error string
+}
+
+func (ConnErrorPresent) isConnError() {}
+
+func parseConnErrorPresent(v preserves.Value) (ConnErrorPresent, error) {
+	var r, zero ConnErrorPresent
+	var err error
+	d100, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x101, err := schema.Entry(v, d100, preserves.Symbol("error"))
+	if err != nil {
+		return zero, err
+	}
+	if r.Error, err = schema.AsString(x101); err != nil {
+		return zero, schema.AtIn(err, v, "[error]")
+	}
+	return r, nil
+}
+
+func (r ConnErrorPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("error"), preserves.String(r.Error))
+}
+
+// ConnErrorInvalid is the alternative "invalid" of ConnError.
+type ConnErrorInvalid struct {
+	Error preserves.Value
+}
+
+func (ConnErrorInvalid) isConnError() {}
+
+func parseConnErrorInvalid(v preserves.Value) (ConnErrorInvalid, error) {
+	var r, zero ConnErrorInvalid
+	d102, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x103, err := schema.Entry(v, d102, preserves.Symbol("error"))
+	if err != nil {
+		return zero, err
+	}
+	r.Error = x103
+	return r, nil
+}
+
+func (r ConnErrorInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("error"), r.Error)
+}
+
+// ConnErrorAbsent is the alternative "absent" of ConnError.
+type ConnErrorAbsent struct {
+}
+
+func (ConnErrorAbsent) isConnError() {}
+
+func parseConnErrorAbsent(v preserves.Value) (ConnErrorAbsent, error) {
+	var r, zero ConnErrorAbsent
+	d104, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d104
+	return r, nil
+}
+
+func (r ConnErrorAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseConnError tries the alternatives of ConnError in order; the first that matches wins.
+func ParseConnError(v preserves.Value) (ConnError, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseConnErrorPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseConnErrorInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseConnErrorAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseConnErrorPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseConnErrorInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseConnErrorAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "ConnError", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// ConnNext is one of the alternatives of ConnNext.
+type ConnNext interface {
+	isConnNext()
+	ToValue() preserves.Value
+}
+
+// ConnNextPresent is the alternative "present" of ConnNext.
+type ConnNextPresent struct {
+	Next string
+}
+
+func (ConnNextPresent) isConnNext() {}
+
+func parseConnNextPresent(v preserves.Value) (ConnNextPresent, error) {
+	var r, zero ConnNextPresent
+	var err error
+	d105, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x106, err := schema.Entry(v, d105, preserves.Symbol("next"))
+	if err != nil {
+		return zero, err
+	}
+	if r.Next, err = schema.AsString(x106); err != nil {
+		return zero, schema.AtIn(err, v, "[next]")
+	}
+	return r, nil
+}
+
+func (r ConnNextPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("next"), preserves.String(r.Next))
+}
+
+// ConnNextInvalid is the alternative "invalid" of ConnNext.
+type ConnNextInvalid struct {
+	Next preserves.Value
+}
+
+func (ConnNextInvalid) isConnNext() {}
+
+func parseConnNextInvalid(v preserves.Value) (ConnNextInvalid, error) {
+	var r, zero ConnNextInvalid
+	d107, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x108, err := schema.Entry(v, d107, preserves.Symbol("next"))
+	if err != nil {
+		return zero, err
+	}
+	r.Next = x108
+	return r, nil
+}
+
+func (r ConnNextInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("next"), r.Next)
+}
+
+// ConnNextAbsent is the alternative "absent" of ConnNext.
+type ConnNextAbsent struct {
+}
+
+func (ConnNextAbsent) isConnNext() {}
+
+func parseConnNextAbsent(v preserves.Value) (ConnNextAbsent, error) {
+	var r, zero ConnNextAbsent
+	d109, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d109
+	return r, nil
+}
+
+func (r ConnNextAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseConnNext tries the alternatives of ConnNext in order; the first that matches wins.
+func ParseConnNext(v preserves.Value) (ConnNext, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseConnNextPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseConnNextInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseConnNextAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseConnNextPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseConnNextInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseConnNextAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "ConnNext", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// ConnAttempts is one of the alternatives of ConnAttempts.
+type ConnAttempts interface {
+	isConnAttempts()
+	ToValue() preserves.Value
+}
+
+// ConnAttemptsPresent is the alternative "present" of ConnAttempts.
+type ConnAttemptsPresent struct {
+	Attempts *big.Int
+}
+
+func (ConnAttemptsPresent) isConnAttempts() {}
+
+func parseConnAttemptsPresent(v preserves.Value) (ConnAttemptsPresent, error) {
+	var r, zero ConnAttemptsPresent
+	var err error
+	d110, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x111, err := schema.Entry(v, d110, preserves.Symbol("attempts"))
+	if err != nil {
+		return zero, err
+	}
+	if r.Attempts, err = schema.AsInt(x111); err != nil {
+		return zero, schema.AtIn(err, v, "[attempts]")
+	}
+	return r, nil
+}
+
+func (r ConnAttemptsPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("attempts"), schema.IntValue(r.Attempts))
+}
+
+// ConnAttemptsInvalid is the alternative "invalid" of ConnAttempts.
+type ConnAttemptsInvalid struct {
+	Attempts preserves.Value
+}
+
+func (ConnAttemptsInvalid) isConnAttempts() {}
+
+func parseConnAttemptsInvalid(v preserves.Value) (ConnAttemptsInvalid, error) {
+	var r, zero ConnAttemptsInvalid
+	d112, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x113, err := schema.Entry(v, d112, preserves.Symbol("attempts"))
+	if err != nil {
+		return zero, err
+	}
+	r.Attempts = x113
+	return r, nil
+}
+
+func (r ConnAttemptsInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("attempts"), r.Attempts)
+}
+
+// ConnAttemptsAbsent is the alternative "absent" of ConnAttempts.
+type ConnAttemptsAbsent struct {
+}
+
+func (ConnAttemptsAbsent) isConnAttempts() {}
+
+func parseConnAttemptsAbsent(v preserves.Value) (ConnAttemptsAbsent, error) {
+	var r, zero ConnAttemptsAbsent
+	d114, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d114
+	return r, nil
+}
+
+func (r ConnAttemptsAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseConnAttempts tries the alternatives of ConnAttempts in order; the first that matches wins.
+func ParseConnAttempts(v preserves.Value) (ConnAttempts, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseConnAttemptsPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseConnAttemptsInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseConnAttemptsAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseConnAttemptsPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseConnAttemptsInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseConnAttemptsAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "ConnAttempts", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// ConnVia is one of the alternatives of ConnVia.
+type ConnVia interface {
+	isConnVia()
+	ToValue() preserves.Value
+}
+
+// ConnViaPresent is the alternative "present" of ConnVia.
+type ConnViaPresent struct {
+	Via preserves.Value
+}
+
+func (ConnViaPresent) isConnVia() {}
+
+func parseConnViaPresent(v preserves.Value) (ConnViaPresent, error) {
+	var r, zero ConnViaPresent
+	d115, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x116, err := schema.Entry(v, d115, preserves.Symbol("via"))
+	if err != nil {
+		return zero, err
+	}
+	r.Via = x116
+	return r, nil
+}
+
+func (r ConnViaPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("via"), r.Via)
+}
+
+// ConnViaAbsent is the alternative "absent" of ConnVia.
+type ConnViaAbsent struct {
+}
+
+func (ConnViaAbsent) isConnVia() {}
+
+func parseConnViaAbsent(v preserves.Value) (ConnViaAbsent, error) {
+	var r, zero ConnViaAbsent
+	d117, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d117
+	return r, nil
+}
+
+func (r ConnViaAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseConnVia tries the alternatives of ConnVia in order; the first that matches wins.
+func ParseConnVia(v preserves.Value) (ConnVia, error) {
+	var errs [2]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseConnViaPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseConnViaAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseConnViaPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseConnViaAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "ConnVia", []string{"present", "absent"}, errs[:])
+}
+
+// ConnResolved is one of the alternatives of ConnResolved.
+type ConnResolved interface {
+	isConnResolved()
+	ToValue() preserves.Value
+}
+
+// ConnResolvedPresent is the alternative "present" of ConnResolved.
+type ConnResolvedPresent struct {
+	Resolved []preserves.Value
+}
+
+func (ConnResolvedPresent) isConnResolved() {}
+
+func parseConnResolvedPresent(v preserves.Value) (ConnResolvedPresent, error) {
+	var r, zero ConnResolvedPresent
+	d118, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x119, err := schema.Entry(v, d118, preserves.Symbol("resolved"))
+	if err != nil {
+		return zero, err
+	}
+	s120, err := schema.AsSeq(x119, 0)
+	if err != nil {
+		return zero, schema.AtIn(err, v, "[resolved]")
+	}
+	r.Resolved = make([]preserves.Value, len(s120))
+	for i121, e122 := range s120 {
+		r.Resolved[i121] = e122
+	}
+	return r, nil
+}
+
+func (r ConnResolvedPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("resolved"), schema.SeqValue(r.Resolved, func(x123 preserves.Value) preserves.Value { return x123 }))
+}
+
+// ConnResolvedInvalid is the alternative "invalid" of ConnResolved.
+type ConnResolvedInvalid struct {
+	Resolved preserves.Value
+}
+
+func (ConnResolvedInvalid) isConnResolved() {}
+
+func parseConnResolvedInvalid(v preserves.Value) (ConnResolvedInvalid, error) {
+	var r, zero ConnResolvedInvalid
+	d124, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x125, err := schema.Entry(v, d124, preserves.Symbol("resolved"))
+	if err != nil {
+		return zero, err
+	}
+	r.Resolved = x125
+	return r, nil
+}
+
+func (r ConnResolvedInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("resolved"), r.Resolved)
+}
+
+// ConnResolvedAbsent is the alternative "absent" of ConnResolved.
+type ConnResolvedAbsent struct {
+}
+
+func (ConnResolvedAbsent) isConnResolved() {}
+
+func parseConnResolvedAbsent(v preserves.Value) (ConnResolvedAbsent, error) {
+	var r, zero ConnResolvedAbsent
+	d126, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d126
+	return r, nil
+}
+
+func (r ConnResolvedAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseConnResolved tries the alternatives of ConnResolved in order; the first that matches wins.
+func ParseConnResolved(v preserves.Value) (ConnResolved, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseConnResolvedPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseConnResolvedInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseConnResolvedAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseConnResolvedPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseConnResolvedInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseConnResolvedAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "ConnResolved", []string{"present", "invalid", "absent"}, errs[:])
+}

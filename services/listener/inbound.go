@@ -1,0 +1,156 @@
+package listener
+
+import (
+	"slices"
+	"time"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/relay/noisesession"
+	gkschema "github.com/syndicate-go/syndicate/dataspace/schemas/gatekeeper"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/rpc"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/sturdy"
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services"
+)
+
+// gatekeeperTap stands between a connection's relay and the gatekeeper
+// (the connection's oid 0): it passes everything on unchanged, and watches
+// the answers to the peer's `<resolve STEP #:OBS>` so that, once the peer
+// has resolved something, the connection shows in `syndicate status --all`
+// as `<connection-status inbound SUBJECT {state: connected, since: …,
+// resolved: [STEP…]}>` for as long as it holds what it resolved (docs/services.md, "Federation"). The steps are
+// shown without their credentials (a sturdy ref's signature, a noise
+// key): the status record lives in the config dataspace, which holders of
+// an attenuated $config may read.
+//
+// It lives in the connection actor's root facet, so the record goes with
+// the connection.
+type gatekeeperTap struct {
+	gk      *dataspace.Ref
+	cfg     *dataspace.Ref
+	subject preserves.Value
+	now     func() time.Time
+	fwd     map[dataspace.Handle]dataspace.Handle
+	granted map[*answerTap]preserves.Value // taps holding an ok answer → their step
+	since   time.Time
+	pub     services.ConnPublisher
+}
+
+func newGatekeeperTap(gk, cfg *dataspace.Ref, subject preserves.Value) *gatekeeperTap {
+	return &gatekeeperTap{gk: gk, cfg: cfg, subject: subject, now: time.Now,
+		fwd: make(map[dataspace.Handle]dataspace.Handle), granted: make(map[*answerTap]preserves.Value)}
+}
+
+func (g *gatekeeperTap) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
+	if r, err := gkschema.ParseResolve(v); err == nil {
+		if obs, isRef := r.Observer.(*dataspace.Ref); isRef {
+			tap := &answerTap{g: g, obs: obs, step: redactStep(r.Step),
+				fwd: make(map[dataspace.Handle]dataspace.Handle), oks: make(map[dataspace.Handle]bool)}
+			r.Observer = t.Create(tap)
+			v = r.ToValue()
+		}
+	}
+	g.fwd[h] = t.Assert(g.gk, v)
+	return nil
+}
+
+func (g *gatekeeperTap) Retract(t *dataspace.Turn, h dataspace.Handle) error {
+	if fh, ok := g.fwd[h]; ok {
+		delete(g.fwd, h)
+		t.Retract(fh)
+	}
+	return nil
+}
+
+func (g *gatekeeperTap) Message(t *dataspace.Turn, v preserves.Value) error {
+	t.Message(g.gk, v)
+	return nil
+}
+
+func (g *gatekeeperTap) Sync(t *dataspace.Turn, peer *dataspace.Ref) error {
+	t.SyncPeer(g.gk, peer)
+	return nil
+}
+
+// publish re-asserts the status record after a grant came or went: it
+// shows while the peer holds something it resolved.
+func (g *gatekeeperTap) publish(t *dataspace.Turn) {
+	if len(g.granted) == 0 {
+		g.pub.Clear(t)
+		g.since = time.Time{}
+		return
+	}
+	if g.since.IsZero() {
+		g.since = g.now()
+	}
+	var steps []preserves.Value
+	for _, s := range g.granted {
+		steps = append(steps, s)
+	}
+	slices.SortFunc(steps, preserves.Compare)
+	g.pub.Publish(t, g.cfg, services.ConnInbound, g.subject,
+		services.ConnInfo{State: services.ConnConnected, Since: g.since, Resolved: steps})
+}
+
+// answerTap passes the gatekeeper's answers to the peer's observer, noting
+// the grants.
+type answerTap struct {
+	dataspace.BaseEntity
+	g    *gatekeeperTap
+	obs  *dataspace.Ref
+	step preserves.Value
+	fwd  map[dataspace.Handle]dataspace.Handle
+	oks  map[dataspace.Handle]bool // the answers that granted
+}
+
+func (a *answerTap) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
+	a.fwd[h] = t.Assert(a.obs, v)
+	if r, _ := rpc.ParseResult(v); r != nil {
+		if _, isOk := r.(rpc.ResultOk); isOk {
+			a.oks[h] = true
+			a.g.granted[a] = a.step
+			a.g.publish(t)
+		}
+	}
+	return nil
+}
+
+func (a *answerTap) Retract(t *dataspace.Turn, h dataspace.Handle) error {
+	if fh, ok := a.fwd[h]; ok {
+		delete(a.fwd, h)
+		t.Retract(fh)
+	}
+	if a.oks[h] {
+		delete(a.oks, h)
+		if len(a.oks) == 0 {
+			delete(a.g.granted, a)
+		}
+		a.g.publish(t)
+	}
+	return nil
+}
+
+func (a *answerTap) Message(t *dataspace.Turn, v preserves.Value) error {
+	t.Message(a.obs, v)
+	return nil
+}
+
+// redactStep keeps what names a step and drops its credentials:
+// `<ref {oid: X …}>` → `<ref X>`, `<noise {service: S …}>` → `<noise S>`,
+// anything else its step type alone.
+func redactStep(s gkschema.Step) preserves.Value {
+	key := preserves.Symbol("oid")
+	switch s.StepType {
+	case sturdy.LabelRef:
+	case noisesession.SymNoise:
+		key = "service"
+	default:
+		return s.StepType
+	}
+	if d, ok := preserves.Unwrap(s.Detail).(*preserves.Dictionary); ok {
+		if x, ok := d.Get(key); ok {
+			return preserves.NewRecord(s.StepType, x)
+		}
+	}
+	return preserves.NewRecord(s.StepType)
+}

@@ -1,0 +1,78 @@
+package listener
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/caveat"
+	"github.com/syndicate-go/syndicate/dataspace/relay/client"
+	"github.com/syndicate-go/syndicate/preserves"
+)
+
+// TestInboundConnectionStatus (federation issue): an accepted connection
+// shows as `<connection-status inbound …>` once its peer has resolved
+// something, without the credential it presented, and goes with the
+// connection.
+func TestInboundConnectionStatus(t *testing.T) {
+	s := newServer(t)
+	port := freePort(t)
+	name := tcpName(s.gk, port)
+	s.do(func(t *dataspace.Turn) { t.Assert(s.cfg, preserves.NewRecord(preserves.Symbol("run-service"), name)) })
+	s.do(func(t *dataspace.Turn) {
+		t.Assert(s.cfg, preserves.Rec("bind",
+			preserves.Rec("ref", preserves.NewDictionary(
+				preserves.DictEntry{Key: preserves.Symbol("oid"), Value: preserves.String("x")},
+				preserves.DictEntry{Key: preserves.Symbol("key"), Value: preserves.ByteString("k")})),
+			dataspace.Embed(t.Create(&sink{})), preserves.Bool(false)))
+	})
+	waitFor(t, "ready", func() bool { return s.has(state(name, "ready")) })
+	inbound := func() []string {
+		var out []string
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for k := range s.present {
+			if strings.HasPrefix(k, "<connection-status inbound ") {
+				out = append(out, k)
+			}
+		}
+		return out
+	}
+
+	cli := dataspace.NewSystem(dataspace.Options{})
+	defer cli.Shutdown(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, gk, err := client.Dial(ctx, cli, preserves.Rec("tcp", preserves.String("127.0.0.1"), preserves.Int(port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A failed resolve is no reason to show the connection.
+	if _, _, err := client.Resolve(ctx, cli, gk, preserves.Rec("frob", preserves.Int(1))); err == nil {
+		t.Fatal("frob resolved")
+	}
+	if got := inbound(); len(got) != 0 {
+		t.Fatalf("shown before resolving anything: %v", got)
+	}
+	ref := caveat.Mint(preserves.String("x"), []byte("k"))
+	if _, _, err := client.Resolve(ctx, cli, gk, ref.ToValue()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the inbound connection", func() bool { return len(inbound()) == 1 })
+	got := inbound()[0]
+	if !strings.Contains(got, `state: connected`) || !strings.Contains(got, `resolved: [<ref "x">]`) || !strings.Contains(got, `<tcp "127.0.0.1:`) {
+		t.Errorf("record %s", got)
+	}
+	if strings.Contains(got, "sig") {
+		t.Errorf("the credential shows: %s", got)
+	}
+	conn.Close()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(strings.Join(s.hist(), "\n"))
+		}
+	})
+	waitFor(t, "the record to go with the connection", func() bool { return len(inbound()) == 0 })
+}
