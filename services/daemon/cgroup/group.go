@@ -1,0 +1,275 @@
+package cgroup
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrNotConfined is what Kill and Signal say for a Group without any
+// cgroup directory: the caller signals the process group instead.
+var ErrNotConfined = errors.New("cgroup: the daemon has no cgroup")
+
+// Group is one daemon's cgroup: its directory in the unified hierarchy
+// and in each v1 hierarchy the Manager uses.
+type Group struct {
+	m         *Manager
+	v2        string            // "" when there is none
+	fd        *os.File          // v2 directory, for CLONE_INTO_CGROUP
+	v1        map[string]string // controller → directory
+	unapplied []error
+}
+
+// New makes the cgroup of daemon name (taking over one left from an
+// earlier run) and puts l in force. A limit that cannot be applied is in
+// Unapplied; the error is for a cgroup that cannot be made at all.
+func (m *Manager) New(name string, l Limits) (*Group, error) {
+	g := &Group{m: m, v1: map[string]string{}}
+	base := DirName(name)
+	if m.v2 != "" {
+		dir := filepath.Join(m.v2, base)
+		if err := mkdirTake(dir); err != nil {
+			return nil, fmt.Errorf("cgroup: %w", err)
+		}
+		g.v2 = dir
+		fd, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			g.Remove()
+			return nil, fmt.Errorf("cgroup: %w", err)
+		}
+		g.fd = fd
+	}
+	for _, c := range Controllers {
+		inst, ok := m.v1[c]
+		if !ok {
+			continue
+		}
+		dir := filepath.Join(inst, base)
+		if err := mkdirTake(dir); err != nil {
+			g.Remove()
+			return nil, fmt.Errorf("cgroup: %w", err)
+		}
+		g.v1[c] = dir
+	}
+	g.apply(l)
+	return g, nil
+}
+
+// apply writes each limit of l that is set into the hierarchy that has
+// its controller, v2 first.
+func (g *Group) apply(l Limits) {
+	for _, lim := range l.plan() {
+		if !lim.set {
+			continue
+		}
+		dir, sets := g.v2, lim.v2
+		if !g.m.v2ctl[lim.controller] {
+			dir, sets = g.v1[lim.controller], lim.v1
+		}
+		if dir == "" {
+			g.unapplied = append(g.unapplied, &LimitError{Key: lim.key, Controller: lim.controller, Err: ErrNoController})
+			continue
+		}
+		for _, s := range sets {
+			if err := os.WriteFile(filepath.Join(dir, s.file), []byte(s.value), 0); err != nil {
+				g.unapplied = append(g.unapplied, &LimitError{Key: lim.key, Controller: lim.controller, Err: err})
+				break
+			}
+		}
+	}
+}
+
+func mkdirTake(dir string) error {
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return nil
+}
+
+// DirName is the directory of daemon name: `daemon-` and the name, bytes
+// outside [A-Za-z0-9_.@-] written %XX; a name too long for a directory is
+// cut and ends with a hash of the whole.
+func DirName(name string) string {
+	var b strings.Builder
+	b.WriteString("daemon-")
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9',
+			c == '_', c == '.', c == '@', c == '-':
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	s := b.String()
+	if len(s) > 200 {
+		sum := sha256.Sum256([]byte(name))
+		s = s[:180] + "~" + hex.EncodeToString(sum[:8])
+	}
+	return s
+}
+
+// Unapplied are the limits not in force, each a *LimitError.
+func (g *Group) Unapplied() []error { return g.unapplied }
+
+// Confined reports whether the group has a directory in some hierarchy.
+func (g *Group) Confined() bool { return g != nil && (g.v2 != "" || len(g.v1) > 0) }
+
+// Path is the group's directory in the unified hierarchy, or else in the
+// first v1 hierarchy ("" when it has none).
+func (g *Group) Path() string {
+	if g.v2 != "" {
+		return g.v2
+	}
+	for _, c := range Controllers {
+		if d, ok := g.v1[c]; ok {
+			return d
+		}
+	}
+	return ""
+}
+
+// SysProcAttr makes a process started with attr begin life in the
+// group's v2 cgroup (clone3 with CLONE_INTO_CGROUP). The v1 directories
+// are joined by Attach.
+func (g *Group) SysProcAttr(attr *syscall.SysProcAttr) {
+	if g.fd != nil {
+		attr.UseCgroupFD = true
+		attr.CgroupFD = int(g.fd.Fd())
+	}
+}
+
+// V1Procs are the cgroup.procs files of the group's v1 directories: a
+// process writes "0" into each to join them itself (the exec helper,
+// before it execs the daemon).
+func (g *Group) V1Procs() []string {
+	var out []string
+	for _, d := range g.v1dirs() {
+		out = append(out, filepath.Join(d, "cgroup.procs"))
+	}
+	return out
+}
+
+// Attach moves process pid into the group's v1 directories (it is born
+// in the v2 one).
+func (g *Group) Attach(pid int) error {
+	for _, f := range g.V1Procs() {
+		if err := os.WriteFile(f, []byte(strconv.Itoa(pid)), 0); err != nil {
+			return fmt.Errorf("cgroup: joining %s: %w", filepath.Dir(f), err)
+		}
+	}
+	return nil
+}
+
+// v1dirs are the distinct v1 directories (cpu and cpuacct may share one).
+func (g *Group) v1dirs() []string {
+	var out []string
+	for _, c := range Controllers {
+		if d, ok := g.v1[c]; ok && !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// procsDir is the directory whose cgroup.procs lists the group's
+// processes.
+func (g *Group) procsDir() string {
+	if g.v2 != "" {
+		return g.v2
+	}
+	if d := g.v1dirs(); len(d) > 0 {
+		return d[0]
+	}
+	return ""
+}
+
+// Procs are the processes in the group now.
+func (g *Group) Procs() []int {
+	dir := g.procsDir()
+	if dir == "" {
+		return nil
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	var pids []int
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if pid, err := strconv.Atoi(strings.TrimSpace(sc.Text())); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// Populated reports whether a process is left in the group.
+func (g *Group) Populated() bool {
+	if g.v2 != "" {
+		for _, l := range strings.Split(readString(filepath.Join(g.v2, "cgroup.events")), "\n") {
+			if v, ok := strings.CutPrefix(l, "populated "); ok {
+				return v != "0"
+			}
+		}
+	}
+	return len(g.Procs()) > 0
+}
+
+// Signal sends sig to every process in the group (`syndicate kill`, and
+// the SIGTERM of a stop); a process forked meanwhile may miss it, which
+// Kill does not.
+func (g *Group) Signal(sig syscall.Signal) error {
+	if !g.Confined() {
+		return ErrNotConfined
+	}
+	for _, pid := range g.Procs() {
+		_ = unix.Kill(pid, sig)
+	}
+	return nil
+}
+
+// Kill SIGKILLs every process in the group. With cgroup v2 that is one
+// write to cgroup.kill, which no fork can escape; a v1-only group is
+// signalled process by process.
+func (g *Group) Kill() error {
+	if !g.Confined() {
+		return ErrNotConfined
+	}
+	if g.v2 != "" {
+		err := os.WriteFile(filepath.Join(g.v2, "cgroup.kill"), []byte("1"), 0)
+		if err == nil {
+			return nil
+		}
+	}
+	return g.Signal(unix.SIGKILL)
+}
+
+// Remove deletes the group's directories; they must be empty (wait for
+// Populated to turn false after Kill). Removing twice is harmless.
+func (g *Group) Remove() error {
+	var errs []error
+	if g.fd != nil {
+		g.fd.Close()
+		g.fd = nil
+	}
+	for _, d := range append(g.v1dirs(), g.v2) {
+		if d == "" {
+			continue
+		}
+		if err := os.Remove(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("cgroup: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
