@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/relay/noisesession"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/sturdy"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/syndicatego"
 	"github.com/syndicate-go/syndicate/preserves"
 )
@@ -153,4 +155,27 @@ func (p *ConnPublisher) Clear(t *dataspace.Turn) {
 		t.Retract(p.handle)
 		p.handle, p.shown = 0, ConnInfo{}
 	}
+}
+
+// RedactStep renders a gatekeeper path step by what names it, without its
+// credentials: `<ref {oid: X …}>` as `<ref X>`, `<noise {service: S …}>`
+// as `<noise S>`, anything else by its step type alone. Connection records
+// and `syndicate status` show steps this way: a sturdy ref's signature is
+// a bearer credential.
+func RedactStep(stepType preserves.Symbol, detail preserves.Value) preserves.Value {
+	var key preserves.Symbol
+	switch stepType {
+	case sturdy.LabelRef:
+		key = "oid"
+	case noisesession.SymNoise:
+		key = "service"
+	default:
+		return stepType
+	}
+	if d, ok := preserves.Unwrap(detail).(*preserves.Dictionary); ok {
+		if x, ok := d.Get(key); ok {
+			return preserves.NewRecord(stepType, x)
+		}
+	}
+	return preserves.NewRecord(stepType)
 }

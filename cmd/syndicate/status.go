@@ -59,6 +59,9 @@ func runStatus(ctx context.Context, cl *cli, args []string) error {
 				status.WriteDetail(cl.stdout, svcs[0], now)
 			} else {
 				status.WriteTable(cl.stdout, svcs, now)
+				if filter == nil {
+					status.WriteConnections(cl.stdout, m.Connections(false), now)
+				}
 			}
 		}
 		if *watchF {

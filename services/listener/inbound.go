@@ -5,10 +5,8 @@ import (
 	"time"
 
 	"github.com/syndicate-go/syndicate/dataspace"
-	"github.com/syndicate-go/syndicate/dataspace/relay/noisesession"
 	gkschema "github.com/syndicate-go/syndicate/dataspace/schemas/gatekeeper"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/rpc"
-	"github.com/syndicate-go/syndicate/dataspace/schemas/sturdy"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
@@ -44,7 +42,7 @@ func newGatekeeperTap(gk, cfg *dataspace.Ref, subject preserves.Value) *gatekeep
 func (g *gatekeeperTap) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
 	if r, err := gkschema.ParseResolve(v); err == nil {
 		if obs, isRef := r.Observer.(*dataspace.Ref); isRef {
-			tap := &answerTap{g: g, obs: obs, step: redactStep(r.Step),
+			tap := &answerTap{g: g, obs: obs, step: services.RedactStep(r.Step.StepType, r.Step.Detail),
 				fwd: make(map[dataspace.Handle]dataspace.Handle), oks: make(map[dataspace.Handle]bool)}
 			r.Observer = t.Create(tap)
 			v = r.ToValue()
@@ -133,24 +131,4 @@ func (a *answerTap) Retract(t *dataspace.Turn, h dataspace.Handle) error {
 func (a *answerTap) Message(t *dataspace.Turn, v preserves.Value) error {
 	t.Message(a.obs, v)
 	return nil
-}
-
-// redactStep keeps what names a step and drops its credentials:
-// `<ref {oid: X …}>` → `<ref X>`, `<noise {service: S …}>` → `<noise S>`,
-// anything else its step type alone.
-func redactStep(s gkschema.Step) preserves.Value {
-	key := preserves.Symbol("oid")
-	switch s.StepType {
-	case sturdy.LabelRef:
-	case noisesession.SymNoise:
-		key = "service"
-	default:
-		return s.StepType
-	}
-	if d, ok := preserves.Unwrap(s.Detail).(*preserves.Dictionary); ok {
-		if x, ok := d.Get(key); ok {
-			return preserves.NewRecord(s.StepType, x)
-		}
-	}
-	return preserves.NewRecord(s.StepType)
 }

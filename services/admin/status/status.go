@@ -121,6 +121,9 @@ type Model struct {
 	outputs map[string]preserves.Value
 	texts   map[string]map[string]int // name → status text → count
 	dropped map[string]int64          // name → log lines dropped
+	// connections (connections.go): KIND SUBJECT → text of info → count
+	conns        map[string]map[string]int
+	connSubjects map[string][2]preserves.Value
 }
 
 // NewModel returns an empty model showing the services filter matches
@@ -128,7 +131,8 @@ type Model struct {
 func NewModel(filter pattern.Pattern) *Model {
 	m := &Model{StatusModel: services.NewStatusModel(nil), filter: filter,
 		procs: map[string]map[string]int{}, infos: map[string]map[string]int{},
-		outputs: map[string]preserves.Value{}, texts: map[string]map[string]int{}, dropped: map[string]int64{}}
+		outputs: map[string]preserves.Value{}, texts: map[string]map[string]int{}, dropped: map[string]int64{},
+		conns: map[string]map[string]int{}, connSubjects: map[string][2]preserves.Value{}}
 	m.Locker = &m.mu
 	return m
 }
@@ -166,6 +170,7 @@ func (m *Model) Subscribe(t *dataspace.Turn, cfg *dataspace.Ref, changed func(t 
 			m.dropped[k] = max(m.dropped[k], int64(n)) // a total: it only grows
 		}
 	})
+	m.watchConnections(t, cfg)
 	watch(syndicatego.LabelServiceOutput, func(k string, v preserves.Value, d int) {
 		if d > 0 {
 			m.outputs[k] = v
