@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"errors"
-	"time"
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/externalservices"
@@ -16,12 +15,12 @@ var ErrCrash = errors.New("daemon: process failed under restart policy all")
 
 // Options configures the daemon service beyond the spec (tests, servers).
 type Options struct {
-	// Clock times process restarts (RealClock if nil).
+	// Clock is the service's one time source (RealClock if nil): restart
+	// delays, stop and readiness timeouts, log and state timestamps, and
+	// the per-daemon supervisor's window (it replaces Supervise.Now).
 	Clock Clock
-	// Now stamps log records and drives the supervisor's window
-	// (time.Now if nil).
-	Now func() time.Time
 	// Supervise tunes the per-daemon supervisor (zero: the spec's delays).
+	// Its Now is ignored: the supervisor reads Clock.
 	Supervise services.SuperviseOptions
 	// DryRun starts no process (operator issue, `--dry-run`): each spec is
 	// logged with what would be started (argv, env, dir) and counts as
@@ -41,7 +40,7 @@ func Boot(t *dataspace.Turn, env services.Env) error {
 // Service is a booted daemon service.
 type Service struct {
 	runner *Runner
-	now    func() time.Time
+	clock  Clock
 	sup    services.SuperviseOptions
 	dryRun bool
 	out    dataspace.FacetRef // the service's boot facet: daemon output is logged from here
@@ -57,18 +56,17 @@ type Service struct {
 // daemon (SIGTERM, SIGKILL after stopTimeout) before System.Shutdown
 // returns.
 func BootWith(t *dataspace.Turn, env services.Env, opts Options) (*Service, error) {
-	s := &Service{runner: NewRunner(opts.Clock), now: opts.Now, sup: opts.Supervise, dryRun: opts.DryRun}
+	clock := opts.Clock
+	if clock == nil {
+		clock = RealClock
+	}
+	s := &Service{runner: NewRunner(clock), clock: clock, sup: opts.Supervise, dryRun: opts.DryRun}
 	if opts.DryRun {
-		s.runner = newDryRunner(opts.Clock)
+		s.runner = newDryRunner(clock)
 	}
-	if s.now == nil {
-		s.now = time.Now
-	}
-	if s.sup.Now == nil {
-		s.sup.Now = s.now
-	}
+	s.sup.Now = clock.Now
 	s.out = t.FacetRef()
-	s.order = newStopOrder()
+	s.order = newStopOrder(clock)
 	s.order.track(t, env.Config)
 	s.runs = map[string]*daemonRun{}
 	s.serveOutput(t, env.Config)

@@ -28,6 +28,9 @@ func (c *recClock) After(d time.Duration) (<-chan time.Time, func()) {
 	c.mu.Unlock()
 	return RealClock.After(d)
 }
+func (c *recClock) AfterFunc(d time.Duration, f func()) func() bool {
+	return RealClock.AfterFunc(d, f)
+}
 func (c *recClock) got() []time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()

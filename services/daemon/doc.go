@@ -15,19 +15,24 @@
 //     here. Its errors are *schema.ParseError of two classes
 //     ([ErrNotASpec], [ErrInvalidField]) because §5.3 treats them
 //     differently; unknown keys are warnings ([Spec].Unknown).
-//   - process.go runs one process: its own process group (Setpgid), stdin
-//     from /dev/null, stdout/stderr read line by line by two goroutines,
-//     exactly one goroutine calling Wait. Stopping sends SIGTERM to the group and SIGKILL
-//     after the spec's stopTimeout. The pipes are drained (with a short
-//     grace) before the exit is reported, so the tail of the output is never
-//     lost (Q8).
+//   - process.go runs one process, a value of type process: its own
+//     process group (Setpgid), stdin from /dev/null, stdout/stderr read
+//     line by line by two goroutines (pipes.go), exactly one goroutine
+//     calling Wait. Its phases (starting, running, stopping, killed,
+//     exited) and the signals each event sends are lifecycle.go's, a plain
+//     value tested with a transition table: stopping sends SIGTERM to the
+//     group and SIGKILL after the spec's stopTimeout, and nothing is
+//     signalled once the child is reaped. The pipes are drained (with a
+//     short grace) before the exit is reported, so the tail of the output
+//     is never lost (Q8).
+//   - clock.go is the package's one time source, [Clock] ([Options.Clock]):
+//     every timer and timestamp of the package reads it.
 //   - output.go publishes output with back-pressure: the lines of each
 //     read of a pipe go to $log as one turn charged to the spec's account,
 //     and a pipe is read again only once the log has handled the previous
 //     batch, so a daemon printing faster than the log is written blocks on
 //     its pipe and the server holds at most two reads of its output.
-//   - restart.go is the restart loop of §5.5 ([Runner], [Decide]) with an
-//     injectable [Clock]; delays are exactly the spec's (200 ms after exit 0,
+//   - restart.go is the restart loop of §5.5 ([Runner], [Decide]); delays are exactly the spec's (200 ms after exit 0,
 //     1 s after an error).
 //   - reaper.go reaps orphans adopted when the server is PID 1 or a
 //     subreaper, without stealing our own children's exit statuses.
@@ -74,10 +79,10 @@
 //
 // Per running process: one goroutine runs [Runner.Run] (a linked task of the
 // spec's facet) and is the only caller of Wait for the child; two read its
-// pipes. Stopping is armed with context.AfterFunc, so it costs no goroutine
-// until it happens. They report to
-// the worker actor only by activating its facets, so all dataspace state is
-// owned by the actor. Per daemon there is also the worker actor's goroutine
+// pipes. Stopping is armed with context.AfterFunc and Clock.AfterFunc, so
+// it costs no goroutine until it happens. They report to the worker actor
+// only by activating its facets, so all dataspace state is owned by the
+// actor. Per daemon there is also the worker actor's goroutine
 // and the supervisor's task waiting for the worker to exit.
 //
 // # Stopping and shutdown

@@ -160,6 +160,12 @@ func (f *fakeClock) After(d time.Duration) (<-chan time.Time, func()) {
 	return ft.c, func() {}
 }
 
+// AfterFunc runs on the wall clock: the fake clock drives only the
+// restart loop's waits.
+func (f *fakeClock) AfterFunc(d time.Duration, fn func()) func() bool {
+	return RealClock.AfterFunc(d, fn)
+}
+
 // next waits for the next requested delay.
 func (f *fakeClock) next(t testing.TB) fakeTimer {
 	t.Helper()

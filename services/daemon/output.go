@@ -51,7 +51,7 @@ func (d *daemonRun) outputBatch(ctx context.Context, acct *dataspace.Account, ba
 			if ts == nil || !l.Time.Equal(at) {
 				at = l.Time
 				if at.IsZero() {
-					at = d.s.now()
+					at = d.s.clock.Now()
 				}
 				ts = preserves.String(script.Timestamp(at))
 			}

@@ -178,198 +178,261 @@ func buildEnv(s *Spec) []string {
 	return env
 }
 
-// runProcess runs one instance of s to completion. It returns when the child
-// has exited and been reaped and its output has been delivered. Cancelling
-// ctx stops the child: SIGTERM to its process group, SIGKILL to the group
-// after s.StopTimeout. Leftovers of the group (a background job of a shell
-// that exited) are terminated the same way by a goroutine tracked in wg, so
-// the exit is reported at once and no process outlives its daemon.
+// runProcess runs one instance of s to completion (see process).
+func runProcess(ctx context.Context, s *Spec, h procHooks, clock Clock, cleanups *sync.WaitGroup) Exit {
+	p := &process{spec: s, hooks: h, clock: clock, cleanups: cleanups, lc: lifecycle{timeout: s.StopTimeout}}
+	return p.run(ctx)
+}
+
+// process is one run of a spec's process. run returns when the child has
+// exited and been reaped and its output has been delivered. Cancelling
+// its context stops the child: SIGTERM to its process group, SIGKILL to
+// the group after the spec's stopTimeout (the phases are lifecycle's).
+// Leftovers of the group (a background job of a shell that exited) are
+// terminated the same way by a goroutine tracked in cleanups, so the exit
+// is reported at once and no process outlives its daemon.
 //
-// The calling goroutine is the only one that calls Wait on the child.
-func runProcess(ctx context.Context, s *Spec, h procHooks, now func() time.Time, wg *sync.WaitGroup) Exit {
-	cmd := command(s)
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return Exit{SpawnErr: err}
-	}
-	var errR, errW, inR, inW *os.File
-	// closeAll closes the pipe ends opened so far (nil ones are skipped).
-	closeAll := func(fs ...*os.File) {
-		for _, f := range fs {
-			if f != nil {
-				f.Close()
-			}
-		}
-	}
-	if errR, errW, err = os.Pipe(); err != nil {
-		closeAll(outR, outW)
-		return Exit{SpawnErr: err}
-	}
-	cmd.Stdout, cmd.Stderr = outW, errW
-	// A Syndicate-protocol child gets a pipe as stdin (§5.4 step 1) and its
-	// stdout goes to the relay instead of the log.
-	proto := s.Protocol != ProtocolNone && h.stdio != nil
-	if proto {
-		if inR, inW, err = os.Pipe(); err != nil {
-			closeAll(outR, outW, errR, errW)
-			return Exit{SpawnErr: err}
-		}
-		cmd.Stdin = inR
-	}
-	mon, err := prepareReadiness(s, cmd, h)
-	if err != nil {
-		closeAll(outR, outW, errR, errW, inR, inW)
-		return Exit{SpawnErr: err}
-	}
-	err = children.start(cmd)
-	if mon != nil && err != nil {
-		mon.abandon()
-	}
-	// The child holds its own copies of the write ends; closing ours makes
-	// EOF arrive when the child's group lets go of them.
-	closeAll(outW, errW, inR)
-	if err != nil {
-		closeAll(outR, errR, inW)
-		return Exit{SpawnErr: spawnCause(s, err)}
-	}
-	pid := cmd.Process.Pid
+// The goroutine calling run is the only one that calls Wait on the
+// child. Stopping is armed with context.AfterFunc and Clock.AfterFunc
+// rather than a goroutine selecting on the context, so that a running
+// process costs no goroutine besides this one (blocked in Wait) and its
+// two readers.
+type process struct {
+	spec     *Spec
+	hooks    procHooks
+	clock    Clock
+	cleanups *sync.WaitGroup
 
-	emit := h.output
-	if emit == nil {
-		emit = func(_ context.Context, batch []Line) {
-			if h.line != nil {
-				for _, l := range batch {
-					h.line(l)
-				}
-			}
-		}
-	}
-	// cut ends the readers' patience with the log once the pipes are cut.
-	readCtx, cut := context.WithCancel(context.Background())
-	defer cut()
-	var readers sync.WaitGroup
-	readers.Go(func() { readLines(readCtx, errR, Stderr, pid, now, emit) })
-	if !proto {
-		readers.Go(func() { readLines(readCtx, outR, Stdout, pid, now, emit) })
-	}
+	cmd   *exec.Cmd
+	pid   int
+	proto bool     // a Syndicate-protocol child: stdout and stdin go to the relay
+	outR  *os.File // our end of its stdout (the relay's, when proto)
+	errR  *os.File // our end of its stderr
+	inW   *os.File // our end of its stdin, when proto
+	mon   *monitor // its readiness protocol, if any
 
+	readers   sync.WaitGroup
+	cut       context.CancelFunc // ends the readers' patience with the log
+	relayDone <-chan struct{}
+
+	// mu orders the signals against the reap: once Wait has returned, the
+	// pid may be recycled and must not be signalled any more.
+	mu       sync.Mutex
+	lc       lifecycle
+	stopKill func() bool // disarms the kill timer, once armed
+}
+
+func (p *process) run(ctx context.Context) Exit {
+	if err := p.spawn(); err != nil {
+		return Exit{SpawnErr: err}
+	}
+	p.startReaders()
+	defer p.cut()
 	// A readiness failure stops this process only: pctx is cancelled
 	// with the reason, and the restart policy sees it in the exit.
 	pctx, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
-	if h.started != nil {
-		h.started(pid)
+	if p.hooks.started != nil {
+		p.hooks.started(p.pid)
 	}
-	if mon != nil {
-		mon.start(pid, fail)
+	if p.mon != nil {
+		p.mon.start(p.pid, fail)
 	}
 	// The relay owns outR and inW from here on, and closes them.
-	var relayDone <-chan struct{}
-	if proto {
-		relayDone = h.stdio(pid, outR, inW)
+	if p.proto {
+		p.relayDone = p.hooks.stdio(p.pid, p.outR, p.inW)
 	}
-
-	// Stopping is armed with context.AfterFunc and time.AfterFunc rather
-	// than a goroutine selecting on ctx, so that a running process costs
-	// no goroutine besides this one (blocked in Wait) and its two readers.
-	// mu orders the signals against the reap: once Wait has returned, the
-	// pid may be recycled and must not be signalled any more.
-	var (
-		mu       sync.Mutex
-		reaped   bool
-		deadline time.Time // when the group gets SIGKILL, once stopping
-		kill     *time.Timer
-		stop     *StopReport
-		termAt   time.Time
-	)
-	stopWatch := context.AfterFunc(pctx, func() {
-		// Dependents first (stop.go): only when stopped from outside,
-		// not when the process failed its readiness.
-		var waited time.Duration
-		if h.beforeStop != nil && ctx.Err() != nil {
-			waited = h.beforeStop()
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if reaped {
-			return
-		}
-		stop = &StopReport{Waited: waited}
-		termAt = time.Now()
-		_ = unix.Kill(-pid, unix.SIGTERM)
-		deadline = termAt.Add(s.StopTimeout)
-		kill = time.AfterFunc(s.StopTimeout, func() {
-			mu.Lock()
-			defer mu.Unlock()
-			if !reaped {
-				stop.Killed = true
-				_ = unix.Kill(-pid, unix.SIGKILL)
-			}
-		})
-	})
-	// The one and only Wait for this child (awaitExit: without holding a
-	// thread while it runs).
-	awaitExit(pid)
-	werr := cmd.Wait()
-	mu.Lock()
-	reaped = true
-	if kill != nil {
-		kill.Stop()
-	}
-	if stop != nil {
-		stop.Took = time.Since(termAt)
-	}
-	report := stop
-	mu.Unlock()
+	stopWatch := context.AfterFunc(pctx, func() { p.stop(ctx.Err() != nil) })
+	exit := p.wait()
 	stopWatch()
-	children.remove(pid)
-	mon.stop()
-	exit := exitOf(pid, cmd.ProcessState, werr)
-	exit.Stop = report
 	if ctx.Err() == nil && pctx.Err() != nil {
 		exit.Failure = context.Cause(pctx)
 	}
+	p.endGroup()
+	p.drain()
+	return exit
+}
 
-	// The leader is gone. If members of its group remain, they are orphans
-	// of this daemon: terminate them too, without delaying the exit report.
-	if groupAlive(pid) {
-		if deadline.IsZero() {
-			deadline = time.Now().Add(s.StopTimeout)
+// spawn starts the child with its pipes and readiness protocol; on
+// failure everything it opened is closed again.
+func (p *process) spawn() error {
+	s, h := p.spec, p.hooks
+	p.cmd = command(s)
+	var opened []*os.File
+	closeAll := func() {
+		for _, f := range opened {
+			f.Close()
 		}
-		_ = unix.Kill(-pid, unix.SIGTERM)
-		wg.Go(func() { killGroupBy(pid, deadline) })
 	}
+	pipe := func() (r, w *os.File, err error) {
+		if r, w, err = os.Pipe(); err == nil {
+			opened = append(opened, r, w)
+		}
+		return r, w, err
+	}
+	outW, errW, inR := (*os.File)(nil), (*os.File)(nil), (*os.File)(nil)
+	var err error
+	if p.outR, outW, err = pipe(); err != nil {
+		return err
+	}
+	if p.errR, errW, err = pipe(); err != nil {
+		closeAll()
+		return err
+	}
+	p.cmd.Stdout, p.cmd.Stderr = outW, errW
+	// A Syndicate-protocol child gets a pipe as stdin (§5.4 step 1) and
+	// its stdout goes to the relay instead of the log.
+	p.proto = s.Protocol != ProtocolNone && h.stdio != nil
+	if p.proto {
+		if inR, p.inW, err = pipe(); err != nil {
+			closeAll()
+			return err
+		}
+		p.cmd.Stdin = inR
+	}
+	if p.mon, err = prepareReadiness(s, p.cmd, h, p.clock); err != nil {
+		closeAll()
+		return err
+	}
+	err = children.start(p.cmd)
+	if err != nil {
+		p.mon.abandon()
+		closeAll()
+		return spawnCause(s, err)
+	}
+	// The child holds its own copies of the write ends; closing ours
+	// makes EOF arrive when the child's group lets go of them.
+	for _, f := range []*os.File{outW, errW, inR} {
+		if f != nil {
+			f.Close()
+		}
+	}
+	p.pid = p.cmd.Process.Pid
+	p.lc.step(evSpawned, p.clock.Now())
+	return nil
+}
 
-	// Drain: give the readers a short while to reach EOF, then cut the
-	// pipes so that a straggler holding them cannot stall us; the readers
-	// still deliver whatever partial line they hold.
+// startReaders starts the goroutines reading the child's output pipes.
+func (p *process) startReaders() {
+	emit := p.hooks.output
+	if emit == nil {
+		line := p.hooks.line
+		emit = func(_ context.Context, batch []Line) {
+			if line != nil {
+				for _, l := range batch {
+					line(l)
+				}
+			}
+		}
+	}
+	var readCtx context.Context
+	readCtx, p.cut = context.WithCancel(context.Background())
+	p.readers.Go(func() { readLines(readCtx, p.errR, Stderr, p.pid, p.clock.Now, emit) })
+	if !p.proto {
+		p.readers.Go(func() { readLines(readCtx, p.outR, Stdout, p.pid, p.clock.Now, emit) })
+	}
+}
+
+// stop is the event "stop the process". Dependents stop first (stop.go),
+// but only when it is stopped from outside (external), not when it
+// failed its readiness.
+func (p *process) stop(external bool) {
+	var waited time.Duration
+	if external && p.hooks.beforeStop != nil {
+		waited = p.hooks.beforeStop()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.signal(p.lc.step(evStop, p.clock.Now())) == sigTerm {
+		p.lc.report.Waited = waited
+	}
+}
+
+// killDue is the event "the stop timeout has passed".
+func (p *process) killDue() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.signal(p.lc.step(evKillDue, p.clock.Now()))
+}
+
+// signal carries out what the lifecycle decided; p.mu is held.
+func (p *process) signal(sig groupSignal) groupSignal {
+	switch sig {
+	case sigTerm:
+		_ = unix.Kill(-p.pid, unix.SIGTERM)
+		p.stopKill = p.clock.AfterFunc(p.lc.timeout, p.killDue)
+	case sigKill:
+		_ = unix.Kill(-p.pid, unix.SIGKILL)
+	}
+	return sig
+}
+
+// wait reaps the child: the one and only Wait for it (awaitExit: without
+// holding a thread while it runs).
+func (p *process) wait() Exit {
+	awaitExit(p.pid)
+	werr := p.cmd.Wait()
+	p.mu.Lock()
+	p.lc.step(evReaped, p.clock.Now())
+	if p.stopKill != nil {
+		p.stopKill()
+	}
+	report := p.lc.report
+	p.mu.Unlock()
+	children.remove(p.pid)
+	p.mon.stop()
+	exit := exitOf(p.pid, p.cmd.ProcessState, werr)
+	exit.Stop = report
+	return exit
+}
+
+// endGroup terminates what is left of the group once its leader is gone:
+// orphans of this daemon, terminated without delaying the exit report.
+func (p *process) endGroup() {
+	if !groupAlive(p.pid) {
+		return
+	}
+	p.mu.Lock()
+	deadline := p.lc.leftoverDeadline(p.clock.Now())
+	p.mu.Unlock()
+	_ = unix.Kill(-p.pid, unix.SIGTERM)
+	pid, clock := p.pid, p.clock
+	p.cleanups.Go(func() { killGroupBy(clock, pid, deadline) })
+}
+
+// pastDeadline is a read deadline that has passed: it cuts a pipe read.
+var pastDeadline = time.Unix(1, 0)
+
+// drain gives the readers a short while to reach EOF, then cuts the
+// pipes so that a straggler holding them cannot stall us; the readers
+// still deliver whatever partial line they hold.
+func (p *process) drain() {
 	drained := make(chan struct{})
-	go func() { readers.Wait(); close(drained) }()
-	grace := time.NewTimer(drainGrace)
-	defer grace.Stop()
+	go func() { p.readers.Wait(); close(drained) }()
+	grace, release := timeout(p.clock, drainGrace)
+	defer release()
 	select {
 	case <-drained:
 		// A relay gets what is left of the grace to handle the child's
 		// last packets; past it, stopping the process facet cuts it.
-		if relayDone != nil {
+		if p.relayDone != nil {
 			select {
-			case <-relayDone:
-			case <-grace.C:
+			case <-p.relayDone:
+			case <-grace:
 			}
 		}
-	case <-grace.C:
-		cut()
-		if !proto {
-			_ = outR.SetReadDeadline(time.Now())
+	case <-grace:
+		p.cut()
+		if !p.proto {
+			_ = p.outR.SetReadDeadline(pastDeadline)
 		}
-		_ = errR.SetReadDeadline(time.Now())
+		_ = p.errR.SetReadDeadline(pastDeadline)
 		<-drained
 	}
-	if !proto {
-		outR.Close()
+	if !p.proto {
+		p.outR.Close()
 	}
-	errR.Close()
-	return exit
+	p.errR.Close()
 }
 
 // groupAlive reports whether process group pgid still has members (zombies
@@ -378,16 +441,14 @@ func groupAlive(pgid int) bool {
 	return unix.Kill(-pgid, 0) == nil
 }
 
-// killGroupBy waits until group pgid is empty or deadline passes, then
-// SIGKILLs whatever is left.
-func killGroupBy(pgid int, deadline time.Time) {
-	tick := time.NewTicker(groupPoll)
-	defer tick.Stop()
+// killGroupBy waits until group pgid is empty or deadline passes on
+// clock, then SIGKILLs whatever is left.
+func killGroupBy(clock Clock, pgid int, deadline time.Time) {
 	for groupAlive(pgid) {
-		if !time.Now().Before(deadline) {
+		if !clock.Now().Before(deadline) {
 			_ = unix.Kill(-pgid, unix.SIGKILL)
 			return
 		}
-		<-tick.C
+		sleep(context.Background(), clock, groupPoll)
 	}
 }

@@ -22,7 +22,7 @@ func run(t *testing.T, ctx context.Context, s *Spec) (Exit, *lineLog, int) {
 	exit := runProcess(ctx, s, procHooks{
 		started: func(p int) { pid.Store(int64(p)) },
 		line:    log.add,
-	}, time.Now, &wg)
+	}, RealClock, &wg)
 	wg.Wait()
 	return exit, &log, int(pid.Load())
 }
@@ -150,7 +150,7 @@ func TestProcessStopTermsWholeGroup(t *testing.T) {
 	go func() {
 		done <- runProcess(ctx, spec, procHooks{
 			started: func(p int) { pid.Store(int64(p)); close(started) },
-		}, time.Now, &wg)
+		}, RealClock, &wg)
 	}()
 	<-started
 	pgid := int(pid.Load())
@@ -183,7 +183,7 @@ func TestProcessStopEscalatesToKill(t *testing.T) {
 			if string(l.Text) == "ready\n" {
 				once.Do(func() { close(ready) })
 			}
-		}}, time.Now, &wg)
+		}}, RealClock, &wg)
 	}()
 	<-ready
 	t0 := time.Now()
@@ -207,7 +207,7 @@ func TestProcessLeftoverGroupTerminatedAfterLeaderExit(t *testing.T) {
 	t0 := time.Now()
 	exit := runProcess(context.Background(), shSpec(`sleep 100 & echo bg`), procHooks{
 		started: func(p int) { pid.Store(int64(p)) },
-	}, time.Now, &wg)
+	}, RealClock, &wg)
 	if !exit.Success() {
 		t.Fatal(exit)
 	}

@@ -52,6 +52,7 @@ type Notification struct {
 // monitor runs the readiness protocol of one process instance.
 type monitor struct {
 	r      Readiness
+	clock  Clock
 	ready  func()               // the process is ready (called once)
 	notify func(Notification)   // sd-notify messages
 	fail   func(error)          // stop the process with this reason
@@ -67,20 +68,20 @@ type monitor struct {
 	warnings int  // warnings logged for this process (maxWarnings)
 	extended bool // EXTEND_TIMEOUT_USEC moved the ready deadline
 	isReady  bool
-	readyT   *time.Timer
+	readyT   func() bool // stops the ready deadline
 	watchdog time.Duration
-	dogT     *time.Timer
+	dogT     func() bool // stops the watchdog
 	done     bool
 }
 
 // prepareReadiness sets up the protocol's side of cmd before it starts: the
 // notification pipe in the child's fd table, or the notify socket in its
 // environment. A nil monitor and nil error mean there is nothing to run.
-func prepareReadiness(s *Spec, cmd *exec.Cmd, h procHooks) (*monitor, error) {
+func prepareReadiness(s *Spec, cmd *exec.Cmd, h procHooks, clock Clock) (*monitor, error) {
 	if s.Readiness.Kind == ReadyAtStart {
 		return nil, nil
 	}
-	m := &monitor{r: s.Readiness, ready: h.ready, notify: h.notify, warn: h.warn, watchdog: s.Readiness.Watchdog}
+	m := &monitor{r: s.Readiness, clock: clock, ready: h.ready, notify: h.notify, warn: h.warn, watchdog: s.Readiness.Watchdog}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	if m.ready == nil {
 		m.ready = func() {}
@@ -170,15 +171,7 @@ func (m *monitor) start(pid int, fail func(error)) {
 	m.fail = fail
 	if m.r.Timeout > 0 {
 		m.mu.Lock()
-		m.readyT = time.AfterFunc(m.r.Timeout, func() {
-			err := fmt.Errorf("%w: no readiness (%s) within %v", ErrNotReady, m.describe(), m.r.Timeout)
-			m.mu.Lock()
-			if m.extended {
-				err = fmt.Errorf("%w, extended by EXTEND_TIMEOUT_USEC", err)
-			}
-			m.mu.Unlock()
-			fail(err)
-		})
+		m.armReadyLocked(m.r.Timeout)
 		m.mu.Unlock()
 	}
 	switch m.r.Kind {
@@ -191,6 +184,23 @@ func (m *monitor) start(pid int, fail func(error)) {
 	case ReadyListen:
 		m.wg.Go(m.poll)
 	}
+}
+
+// armReadyLocked (re)starts the ready deadline: not ready within d, the
+// process fails.
+func (m *monitor) armReadyLocked(d time.Duration) {
+	if m.readyT != nil {
+		m.readyT()
+	}
+	m.readyT = m.clock.AfterFunc(d, func() {
+		err := fmt.Errorf("%w: no readiness (%s) within %v", ErrNotReady, m.describe(), m.r.Timeout)
+		m.mu.Lock()
+		if m.extended {
+			err = fmt.Errorf("%w, extended by EXTEND_TIMEOUT_USEC", err)
+		}
+		m.mu.Unlock()
+		m.fail(err)
+	})
 }
 
 func (m *monitor) describe() string {
@@ -214,10 +224,10 @@ func (m *monitor) stop() {
 	m.mu.Lock()
 	m.done = true
 	if m.readyT != nil {
-		m.readyT.Stop()
+		m.readyT()
 	}
 	if m.dogT != nil {
-		m.dogT.Stop()
+		m.dogT()
 	}
 	m.mu.Unlock()
 	m.cancel()
@@ -239,7 +249,7 @@ func (m *monitor) becomeReady() {
 	}
 	m.isReady = true
 	if m.readyT != nil {
-		m.readyT.Stop()
+		m.readyT()
 	}
 	m.armWatchdogLocked()
 	m.mu.Unlock()
@@ -254,10 +264,10 @@ func (m *monitor) armWatchdogLocked() {
 		return
 	}
 	if m.dogT != nil {
-		m.dogT.Stop()
+		m.dogT()
 	}
 	d := m.watchdog
-	m.dogT = time.AfterFunc(d, func() {
+	m.dogT = m.clock.AfterFunc(d, func() {
 		m.fail(fmt.Errorf("%w: no WATCHDOG=1 within %v", ErrWatchdog, d))
 	})
 }
@@ -299,12 +309,8 @@ func (m *monitor) poll() {
 			m.becomeReady()
 			return
 		}
-		t := time.NewTimer(delay)
-		select {
-		case <-m.ctx.Done():
-			t.Stop()
+		if !sleep(m.ctx, m.clock, delay) {
 			return
-		case <-t.C:
 		}
 		delay = min(2*delay, pollMax)
 	}

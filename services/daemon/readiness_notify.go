@@ -220,7 +220,7 @@ func (m *monitor) handle(msg []byte, pgid int) (*Notification, int) {
 			}
 			m.mu.Lock()
 			if !m.isReady && !m.done && m.readyT != nil {
-				m.readyT.Reset(d)
+				m.armReadyLocked(d)
 				m.extended = true
 			}
 			m.mu.Unlock()

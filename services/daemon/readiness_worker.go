@@ -77,7 +77,7 @@ func (r *specRun) notified(t *dataspace.Turn, pid int, n Notification) {
 		w.d.log.Info().Int("pid", pid).Int("mainpid", n.MainPID).Msg("daemon main process")
 		var ps preserves.Value // nil: the started process is the main one
 		if n.MainPID != pid {
-			ps = ProcessStatus(name, n.MainPID, 0, w.d.s.now())
+			ps = ProcessStatus(name, n.MainPID, 0, w.d.s.clock.Now())
 		}
 		t.Update(&ns.mainPID, cfg, ps)
 	}

@@ -14,25 +14,6 @@ const (
 	DelayAfterError   = 1000 * time.Millisecond
 )
 
-// Clock is the time source of restart delays; tests replace it.
-type Clock interface {
-	Now() time.Time
-	// After returns a channel that receives once d has passed, and a
-	// function that releases the timer early.
-	After(d time.Duration) (<-chan time.Time, func())
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
-func (realClock) After(d time.Duration) (<-chan time.Time, func()) {
-	t := time.NewTimer(d)
-	return t.C, func() { t.Stop() }
-}
-
-// RealClock is the wall clock.
-var RealClock Clock = realClock{}
-
 // Action is what happens after a process exits (§5.5).
 type Action uint8
 
@@ -153,7 +134,7 @@ func NewRunner(clock Clock) *Runner {
 	}
 	r := &Runner{clock: clock}
 	r.run = func(ctx context.Context, s *Spec, h procHooks, cleanups *sync.WaitGroup) Exit {
-		return runProcess(ctx, s, h, r.clock.Now, cleanups)
+		return runProcess(ctx, s, h, r.clock, cleanups)
 	}
 	return r
 }

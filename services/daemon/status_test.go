@@ -60,7 +60,7 @@ func TestSpawnCauses(t *testing.T) {
 	for _, c := range cases {
 		s := &Spec{Argv: c.argv, Dir: c.dir, StopTimeout: DefaultStopTimeout}
 		var wg sync.WaitGroup
-		e := runProcess(context.Background(), s, procHooks{}, time.Now, &wg)
+		e := runProcess(context.Background(), s, procHooks{}, RealClock, &wg)
 		wg.Wait()
 		if !errors.Is(e.SpawnErr, c.cause) || e.String() != c.text {
 			t.Errorf("%v in %q: %v, want %q (%v)", c.argv, c.dir, e.SpawnErr, c.text, c.cause)

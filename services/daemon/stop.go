@@ -43,6 +43,7 @@ type stopOrder struct {
 	live    map[string]*liveDaemon    // daemons with processes
 	changed chan struct{}             // closed (and replaced) when live changes
 	nextID  uint64
+	clock   Clock
 }
 
 // liveDaemon is a daemon with running processes.
@@ -51,8 +52,8 @@ type liveDaemon struct {
 	deps  map[string]bool
 }
 
-func newStopOrder() *stopOrder {
-	return &stopOrder{deps: map[string]map[string]int{}, live: map[string]*liveDaemon{}, changed: make(chan struct{})}
+func newStopOrder(clock Clock) *stopOrder {
+	return &stopOrder{deps: map[string]map[string]int{}, live: map[string]*liveDaemon{}, changed: make(chan struct{}), clock: clock}
 }
 
 // daemonKey is the key of a daemon service name.
@@ -183,22 +184,22 @@ func (o *stopOrder) await(w stopWait) (waited time.Duration, late []string) {
 	if len(w.procs) == 0 {
 		return 0, nil
 	}
-	began := time.Now()
-	timer := time.NewTimer(w.limit)
-	defer timer.Stop()
+	began := o.clock.Now()
+	expired, release := timeout(o.clock, w.limit)
+	defer release()
 	for {
 		o.mu.Lock()
 		left := o.running(w.procs)
 		ch := o.changed
 		o.mu.Unlock()
 		if len(left) == 0 {
-			return time.Since(began), nil
+			return since(o.clock, began), nil
 		}
 		select {
 		case <-ch:
-		case <-timer.C:
+		case <-expired:
 			slices.Sort(left)
-			return time.Since(began), slices.Compact(left)
+			return since(o.clock, began), slices.Compact(left)
 		}
 	}
 }
@@ -209,8 +210,8 @@ const idleLimit = 5 * time.Minute
 // waitIdle blocks until daemon k has no running process, ctx ends, or
 // idleLimit passes (each stop is itself bounded, so this is a safety net).
 func (o *stopOrder) waitIdle(ctx context.Context, k string) {
-	timer := time.NewTimer(idleLimit)
-	defer timer.Stop()
+	expired, release := timeout(o.clock, idleLimit)
+	defer release()
 	for {
 		o.mu.Lock()
 		_, busy := o.live[k]
@@ -223,7 +224,7 @@ func (o *stopOrder) waitIdle(ctx context.Context, k string) {
 		case <-ch:
 		case <-ctx.Done():
 			return
-		case <-timer.C:
+		case <-expired:
 			return
 		}
 	}

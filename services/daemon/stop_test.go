@@ -129,7 +129,7 @@ func TestOutputWhileStoppingIsKept(t *testing.T) {
 }
 
 func TestStopOrderWaitIsBounded(t *testing.T) {
-	o := newStopOrder()
+	o := newStopOrder(RealClock)
 	o.dependency("<daemon app>", "<daemon db>", +1)
 	app := o.up("<daemon app>", 50*time.Millisecond)
 	o.up("<daemon db>", time.Second)
@@ -148,7 +148,7 @@ func TestStopOrderWaitIsBounded(t *testing.T) {
 }
 
 func TestStopOrderIgnoresDependentsStartedLater(t *testing.T) {
-	o := newStopOrder()
+	o := newStopOrder(RealClock)
 	o.dependency("<daemon app>", "<daemon db>", +1)
 	app := o.up("<daemon app>", time.Minute)
 	w := o.snapshot("<daemon db>")

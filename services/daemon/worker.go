@@ -195,7 +195,7 @@ func (w *worker) publishInfo(t *dataspace.Turn) {
 			parts = append(parts, services.Info{Phase: r.phase, Reasons: reasons, Pos: r.at.String()})
 		}
 	}
-	parts[0] = w.d.hist.info(w.d.s.now(), window)
+	parts[0] = w.d.hist.info(w.d.s.clock.Now(), window)
 	if w.undeclared && !w.tally.had {
 		parts = append(parts, services.Info{Reasons: []string{w.undeclaredReason()}})
 	}
@@ -345,7 +345,7 @@ func (r *specRun) started(t *dataspace.Turn, pid int) {
 		logDryRun(w.d.log, r.spec)
 		return
 	}
-	r.proc, r.procRef = processFacet(t, w.d.env.Config, w.d.name, pid, restarts, w.d.s.now())
+	r.proc, r.procRef = processFacet(t, w.d.env.Config, w.d.name, pid, restarts, w.d.s.clock.Now())
 	r.running = true
 	r.notify = notifyState{}
 }
@@ -373,7 +373,7 @@ func (r *specRun) exited(t *dataspace.Turn, e Exit, next Next) {
 		t.StopFacet(r.proc)
 	}
 	w.tally.specDown(&r.st)
-	w.d.hist.exited(e, w.d.s.now(), next.Action == ActRestart)
+	w.d.hist.exited(e, w.d.s.clock.Now(), next.Action == ActRestart)
 	var ev *zerolog.Event
 	if e.Success() {
 		ev = w.d.log.Info()
