@@ -82,12 +82,15 @@ func (s *server) loggerOptions(stderr io.Writer) logger.Options {
 // runCheck compiles every script under the -c paths and the named files
 // without running anything, printing each error as file:line:col: message.
 func runCheck(o *options, stdout, stderr io.Writer) int {
-	paths := append(append([]string(nil), o.configs...), o.checkFiles...)
-	if len(paths) == 0 {
+	if len(o.configs)+len(o.checkFiles) == 0 {
 		fmt.Fprintln(stderr, "syndicate-server: --check needs -c PATH or file arguments")
 		return 2
 	}
-	failed, err := validate.Report(stdout, stderr, "syndicate-server", paths...)
+	// The -c paths are what the server would load with the primordial
+	// environment; the file arguments are lone files, or fragments that
+	// a checked config watcher loads (script/validate, env.go).
+	tree := validate.Tree{Roots: o.configs, Files: o.checkFiles}
+	failed, err := validate.ReportTree(stdout, stderr, "syndicate-server", tree)
 	if err != nil {
 		fmt.Fprintln(stdout, err.Error())
 	}

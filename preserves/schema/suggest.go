@@ -47,3 +47,27 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// NearMiss is Suggest restricted to typos: a candidate at most two edits
+// away, and one edit per three characters of it, that is not the word with
+// more than one character added or removed at an end (`configDir` is a name of its own, not a typo of `config`;
+// `coreEnv.` is). Suggest offers any plausible name in a message; NearMiss
+// decides that a word must be a mistake.
+func NearMiss(word string, candidates []string) string {
+	best, bestD := "", 3
+	for _, c := range candidates {
+		if extends(word, c) || extends(c, word) {
+			continue
+		}
+		if d := editDistance(strings.ToLower(word), strings.ToLower(c)); d < bestD && d > 0 && d <= len(c)/3 {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// extends reports whether long is short with more than one character
+// added at its start or end.
+func extends(long, short string) bool {
+	return len(long)-len(short) > 1 && (strings.HasPrefix(long, short) || strings.HasSuffix(long, short))
+}

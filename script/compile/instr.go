@@ -222,6 +222,29 @@ func EachSubExpr(e Expr, fn func(Expr)) {
 	}
 }
 
+// EachSubInstr calls fn on each instruction nested directly in in (the
+// bodies of handlers and conditionals, the members of a sequence), so that
+// analyses walking the instruction tree need not each know its shape.
+func EachSubInstr(in Instr, fn func(Instr)) {
+	switch x := in.(type) {
+	case *Seq:
+		for _, i := range x.Body {
+			fn(i)
+		}
+	case *During:
+		fn(x.Body)
+	case *OnMessage:
+		fn(x.Body)
+	case *OnStop:
+		fn(x.Body)
+	case *Cond:
+		fn(x.Then)
+		if x.Else != nil {
+			fn(x.Else)
+		}
+	}
+}
+
 // ---------------------------------------------------------------------------
 // Pattern expressions
 

@@ -2,27 +2,33 @@ package validate
 
 // Whole-tree analysis (operator issue): what no single file can tell, as a
 // catalog compiler checks a whole catalog. Every script checked together
-// is one configuration; the analysis reads the literal service vocabulary
-// of all of them and reports:
+// is one configuration; the analysis reads the service vocabulary that all
+// of them assert into the config dataspace (env.go: only assertions through
+// $config, or a let or an attenuation of it, reach it) and reports:
 //
 // Errors (ErrInvalid):
 //   - a static `depends-on` cycle between literal service names, with the
 //     cycle named (at run time it would wait for ever);
 //   - a `$variable` bound neither by the file (let, `?` captures, `=~`) nor
-//     by the environment every script gets ($config, $log, $gatekeeper,
-//     $control, $scriptdir), nor by the ENV of a `<config-watcher PATH ENV>`
-//     declared in the tree; with a "did you mean" suggestion.
+//     by its environment, where the environment is known (env.go), with a
+//     "did you mean" suggestion; and, in any file, a variable that is a
+//     near miss of a name in scope (schema.NearMiss).
 //
 // Warnings (ErrSuspicious):
-//   - a required daemon, or a dependee daemon, declared nowhere: by the
-//     reference's semantics it is `started,ready` at once, so its
-//     dependents start without it;
+//   - a variable that a lone file neither binds nor gets from the server:
+//     it must come from its loader's environment, which is not checked;
+//   - a required daemon, or a dependee daemon, that no declaration can
+//     name: by the reference's semantics it is started and ready at once,
+//     so its dependents start without it;
 //   - one daemon declared in several files: each declaration runs its own
 //     process;
 //   - a required service that no built-in provides and no script serves
 //     (asserts its service-state, or reacts to its run-service).
 //
-// Only literal values count; a part that uses variables is left alone.
+// Declarations, requirements and handlers count wherever they are, and a
+// value built inside a handler is a template (names.go): `<daemon <worker
+// $n> …>` declares every `<daemon <worker N>>`. A depends-on cycle is only
+// reported between literal names, where it is certain.
 
 import (
 	"errors"
@@ -33,7 +39,6 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/externalservices"
-	"github.com/syndicate-go/syndicate/dataspace/schemas/internalservices"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/schema"
@@ -50,6 +55,7 @@ var ErrSuspicious = errors.New("validate: suspicious configuration")
 var PrimordialNames = []string{"config", "log", "gatekeeper", "control", "scriptdir"}
 
 type declared struct {
+	id   preserves.Value // <daemon ID>
 	pos  preserves.Pos
 	spec string
 }
@@ -59,48 +65,49 @@ type edge struct {
 	pos preserves.Pos
 }
 
-// tree accumulates what the files of one configuration declare.
+// tree accumulates what the files of one configuration assert into the
+// config dataspace. Names are templates (names.go): literal, or with
+// wildcards where a handler fills them in.
 type tree struct {
-	daemons  map[string][]declared      // daemon ID text → declarations
-	required map[string][]preserves.Pos // service name text → where required
-	names    map[string]preserves.Value // service name text → name
-	deps     map[string][]edge          // depender → dependees
-	states   map[string]bool            // services whose state a script asserts
-	patterns []pattern.Pattern          // what scripts observe
-	envNames map[string]bool            // keys of config-watcher ENV dictionaries
-	uses     []varUse                   // variables used, not bound in their file
+	daemons   map[string][]declared // literal daemon name text → declarations
+	templates []preserves.Value     // templated daemon names declared
+	refs      []nameRef             // required services and dependees
+	deps      map[string][]edge     // literal depends-on: depender → dependees
+	states    []preserves.Value     // services whose state a script asserts
+	patterns  []pattern.Pattern     // what scripts observe in the config dataspace
+	uses      []varUse              // variables used, not bound in their file
 	// incomplete: a file could not be read, so absence proves nothing.
 	incomplete bool
+}
+
+// nameRef is a service name required (require-service) or waited for
+// (the dependee of a depends-on).
+type nameRef struct {
+	name     preserves.Value
+	pos      preserves.Pos
+	required bool
 }
 
 type varUse struct {
 	name  string
 	pos   preserves.Pos
 	bound []string // the names bound where it is used (suggestions)
+	unit  *unit
 }
 
 // Analyze runs the whole-tree analysis on the scripts named by paths (as
-// Check finds them) and returns its errors and warnings, sorted.
-func Analyze(paths ...string) script.ErrorList {
-	tr := &tree{daemons: map[string][]declared{}, required: map[string][]preserves.Pos{},
-		names: map[string]preserves.Value{}, deps: map[string][]edge{}, states: map[string]bool{},
-		envNames: map[string]bool{}}
-	script.WalkScripts(paths, func(path string, src []byte, err error) {
-		if err != nil {
-			return
-		}
-		f, errs := script.ParseFile(path, src)
-		if len(errs) > 0 {
-			// Reported by the compiler's own check. What this file
-			// declares is unknown, so nothing can be said to be
-			// declared nowhere.
-			tr.incomplete = true
-			return
-		}
-		prog := compile.CompileOptions(f, compile.Options{Positions: true})
-		s := &fileScan{tr: tr, file: path}
-		s.instr(prog.Body, scope{}, compile.DefaultTarget)
-	})
+// Check finds them), each a lone file or watched by another, and returns
+// its errors and warnings, sorted.
+func Analyze(paths ...string) script.ErrorList { return AnalyzeTree(Tree{Files: paths}) }
+
+// AnalyzeTree runs the whole-tree analysis on t.
+func AnalyzeTree(t Tree) script.ErrorList {
+	units, incomplete := loadTree(t)
+	tr := &tree{daemons: map[string][]declared{}, deps: map[string][]edge{}, incomplete: incomplete}
+	for _, u := range units {
+		s := &fileScan{tr: tr, u: u}
+		s.instr(u.prog.Body, scope{})
+	}
 	var out script.ErrorList
 	tr.cycles(&out)
 	tr.variables(&out)
@@ -131,25 +138,31 @@ func (s scope) with(names []string) scope {
 }
 
 type fileScan struct {
-	tr   *tree
-	file string
+	tr *tree
+	u  *unit
 }
 
-func (s *fileScan) pos(p preserves.Pos) preserves.Pos {
-	if p.File == "" {
-		p.File = s.file
+// useTarget records the use of an instruction's target variable, at the
+// `$x` that retargets it.
+func (s *fileScan) useTarget(name string, at preserves.Pos, sc scope) {
+	if r, ok := s.u.targetAt[at]; ok {
+		at = r
 	}
-	return p
+	s.use(name, at, sc)
 }
 
 func (s *fileScan) use(name string, at preserves.Pos, sc scope) {
 	if name == "." || sc[name] {
 		return
 	}
-	s.tr.uses = append(s.tr.uses, varUse{name: name, pos: s.pos(at), bound: slices.Sorted(maps.Keys(sc))})
+	s.tr.uses = append(s.tr.uses, varUse{name: name, pos: s.u.pos(at), bound: slices.Sorted(maps.Keys(sc)), unit: s.u})
 }
 
-func (s *fileScan) instr(in compile.Instr, sc scope, target string) {
+// toConfig reports whether the capability named target is the config
+// dataspace (env.go).
+func (s *fileScan) toConfig(target string) bool { return s.u.config[target] }
+
+func (s *fileScan) instr(in compile.Instr, sc scope) {
 	switch x := in.(type) {
 	case *compile.Seq:
 		// A let binds for the rest of its block; binding it for the
@@ -162,57 +175,53 @@ func (s *fileScan) instr(in compile.Instr, sc scope, target string) {
 		}
 		inner := sc.with(lets)
 		for _, i := range x.Body {
-			s.instr(i, inner, target)
+			s.instr(i, inner)
 		}
 	case *compile.Assert:
-		s.use(x.Target, x.At, sc)
+		s.useTarget(x.Target, x.At, sc)
 		s.expr(x.Value, sc)
-		s.declaration(x.Value)
+		if s.toConfig(x.Target) {
+			s.declaration(x.Value)
+		}
 	case *compile.Send:
-		s.use(x.Target, x.At, sc)
+		s.useTarget(x.Target, x.At, sc)
 		s.expr(x.Value, sc)
 	case *compile.During:
-		s.use(x.Target, x.At, sc)
-		s.observe(x.Pat)
-		s.pat(x.Pat, sc)
-		s.instr(x.Body, sc.with(x.Binders), x.Target)
+		s.handler(x.Target, x.At, x.Pat, x.Binders, x.Body, sc)
 	case *compile.OnMessage:
-		s.use(x.Target, x.At, sc)
-		s.observe(x.Pat)
-		s.pat(x.Pat, sc)
-		s.instr(x.Body, sc.with(x.Binders), x.Target)
+		s.handler(x.Target, x.At, x.Pat, x.Binders, x.Body, sc)
 	case *compile.OnStop:
-		s.instr(x.Body, sc, target)
+		s.instr(x.Body, sc)
 	case *compile.Let:
 		s.expr(x.Expr, sc)
 		s.pat(x.Pat, sc)
 	case *compile.Cond:
 		s.use(x.Var, x.At, sc)
 		s.pat(x.Pat, sc)
-		s.instr(x.Then, sc.with(x.Binders), target)
+		s.instr(x.Then, sc.with(x.Binders))
 		if x.Else != nil {
-			s.instr(x.Else, sc, target)
+			s.instr(x.Else, sc)
 		}
 	}
+}
+
+func (s *fileScan) handler(target string, at preserves.Pos, p compile.Pat, binders []string, body compile.Instr, sc scope) {
+	s.useTarget(target, at, sc)
+	if s.toConfig(target) {
+		s.tr.patterns = append(s.tr.patterns, patternOf(p))
+	}
+	s.pat(p, sc)
+	s.instr(body, sc.with(binders))
 }
 
 func (s *fileScan) expr(e compile.Expr, sc scope) {
 	switch x := e.(type) {
 	case *compile.Ref:
 		s.use(x.Name, x.At, sc)
-	case *compile.MkRecord:
-		s.watcherEnv(x)
 	case *compile.MkAttenuate:
 		s.use(x.Var, x.At, sc)
 	}
 	compile.EachSubExpr(e, func(sub compile.Expr) { s.expr(sub, sc) })
-}
-
-// observe records what a `?` or `??` subscribes to, when it is literal.
-func (s *fileScan) observe(p compile.Pat) {
-	if c, ok := p.(*compile.PConst); ok {
-		s.tr.patterns = append(s.tr.patterns, c.Pattern)
-	}
 }
 
 // pat records the variables a pattern uses.
@@ -238,69 +247,45 @@ func (s *fileScan) pat(p compile.Pat, sc scope) {
 	}
 }
 
-// watcherEnv records the keys of `<config-watcher PATH {KEY: …}>`.
-func (s *fileScan) watcherEnv(r *compile.MkRecord) {
-	c, ok := r.Label.(*compile.Const)
-	if !ok || c.Value != internalservices.LabelConfigWatcher || len(r.Fields) < 2 {
-		return
-	}
-	switch d := r.Fields[1].(type) {
-	case *compile.MkDict:
-		for _, k := range d.Keys {
-			if kc, ok := k.(*compile.Const); ok {
-				if sym, ok := kc.Value.(preserves.Symbol); ok {
-					s.tr.envNames[string(sym)] = true
-				}
-			}
-		}
-	case *compile.Const:
-		if dict, ok := d.Value.(*preserves.Dictionary); ok {
-			for _, e := range dict.Entries() {
-				if sym, ok := e.Key.(preserves.Symbol); ok {
-					s.tr.envNames[string(sym)] = true
-				}
-			}
-		}
-	}
-}
-
-// declaration records a literal asserted value of the service vocabulary.
+// declaration records a value of the service vocabulary asserted into the
+// config dataspace, as a template: inside a handler, the parts filled in
+// from captures stand for any value.
 func (s *fileScan) declaration(e compile.Expr) {
-	c, ok := e.(*compile.Const)
-	if !ok {
-		// A record built from variables: its literal label and fields
-		// may still declare something, e.g. <require-service <daemon x>>
-		// asserted next to a capability. Only fully literal parts count.
-		return
+	v := template(e)
+	at := e.Pos()
+	if c, ok := e.(*compile.Const); ok {
+		if p := preserves.PosOf(c.Value); p.IsValid() {
+			at = p
+		}
 	}
-	v := c.Value
-	at := s.pos(preserves.PosOf(v))
-	if at.Line == 0 {
-		at = s.pos(c.At)
-	}
+	at = s.u.pos(at)
 	l, fields, ok := label(v)
 	if !ok {
 		return
 	}
-	key := func(x preserves.Value) string {
-		k := preserves.FormatText(x)
-		s.tr.names[k] = x
-		return k
-	}
 	switch {
 	case l == "daemon" && len(fields) == 2:
-		id := key(preserves.NewRecord(externalservices.LabelDaemon, fields[0]))
-		s.tr.daemons[id] = append(s.tr.daemons[id], declared{pos: at, spec: preserves.FormatText(fields[1])})
+		id := preserves.NewRecord(externalservices.LabelDaemon, fields[0])
+		if hasWildcard(id) {
+			s.tr.templates = append(s.tr.templates, id)
+			return
+		}
+		k := preserves.FormatText(id)
+		s.tr.daemons[k] = append(s.tr.daemons[k], declared{id: id, pos: at, spec: preserves.FormatText(fields[1])})
 	case l == "require-service" && len(fields) == 1:
-		k := key(fields[0])
-		s.tr.required[k] = append(s.tr.required[k], at)
+		s.tr.refs = append(s.tr.refs, nameRef{name: fields[0], pos: at, required: true})
 	case l == "service-state" && len(fields) == 2:
-		s.tr.states[key(fields[0])] = true
+		s.tr.states = append(s.tr.states, fields[0])
 	case l == "depends-on" && len(fields) == 2:
 		dl, df, ok := label(fields[1])
-		if ok && dl == "service-state" && len(df) == 2 {
-			from, to := key(fields[0]), key(df[0])
-			s.tr.deps[from] = append(s.tr.deps[from], edge{to: to, pos: at})
+		if !ok || dl != "service-state" || len(df) != 2 {
+			return
+		}
+		s.tr.refs = append(s.tr.refs, nameRef{name: df[0], pos: at})
+		if !hasWildcard(fields[0]) && !hasWildcard(df[0]) {
+			// Only literal edges make a certain cycle.
+			from := preserves.FormatText(fields[0])
+			s.tr.deps[from] = append(s.tr.deps[from], edge{to: preserves.FormatText(df[0]), pos: at})
 		}
 	}
 }
@@ -341,14 +326,35 @@ func (tr *tree) cycles(out *script.ErrorList) {
 	}
 }
 
+// variables reports the variables a file uses without binding them and
+// its environment does not give (env.go): an error where the environment
+// is known, or where the name is a near miss of one in scope; elsewhere a
+// warning, once per file and name, since the file's loader may give it.
 func (tr *tree) variables(out *script.ErrorList) {
-	known := slices.AppendSeq(slices.Clone(PrimordialNames), maps.Keys(tr.envNames))
+	warned := map[string]bool{}
 	for _, u := range tr.uses {
-		if slices.Contains(known, u.name) {
+		env := u.unit.env
+		if env.names[u.name] {
 			continue
 		}
-		*out = append(*out, &script.Error{Pos: u.pos, Err: ErrInvalid,
-			Msg: "undefined variable $" + u.name + didYouMeanVar(u.name, append(u.bound, known...))})
+		known := append(slices.Clone(u.bound), slices.Sorted(maps.Keys(env.names))...)
+		switch {
+		case env.known:
+			where := ""
+			if env.from != nil {
+				where = " (the config-watcher at " + env.from.at.String() + " that loads this file does not give it)"
+			}
+			*out = append(*out, &script.Error{Pos: u.pos, Err: ErrInvalid,
+				Msg: "undefined variable $" + u.name + didYouMeanVar(u.name, known) + where})
+		case schema.NearMiss(u.name, known) != "":
+			*out = append(*out, &script.Error{Pos: u.pos, Err: ErrInvalid,
+				Msg: "undefined variable $" + u.name + " (did you mean $" + schema.NearMiss(u.name, known) + "?)"})
+		case !warned[u.unit.path+"\x00"+u.name]:
+			warned[u.unit.path+"\x00"+u.name] = true
+			out.Warnf(u.pos, ErrSuspicious, "$%s is bound neither in this file nor by the server: it must come from the environment "+
+				"of the config-watcher that loads this file; check the file together with the script declaring that "+
+				"watcher to have it checked", u.name)
+		}
 	}
 }
 
@@ -359,39 +365,33 @@ func didYouMeanVar(name string, known []string) string {
 	return ""
 }
 
-// daemonNames lists the `<daemon ID>` services the tree requires or
-// depends on, with where.
-func (tr *tree) daemonRefs() map[string][]preserves.Pos {
-	refs := map[string][]preserves.Pos{}
-	isDaemon := func(k string) bool {
-		l, f, ok := label(tr.names[k])
-		return ok && l == "daemon" && len(f) == 1
+// declares reports whether a daemon declaration of the tree, literal or
+// templated, can have the name ref.
+func (tr *tree) declares(ref preserves.Value) bool {
+	if !hasWildcard(ref) && len(tr.daemons[preserves.FormatText(ref)]) > 0 {
+		return true
 	}
-	for k, ps := range tr.required {
-		if isDaemon(k) {
-			refs[k] = append(refs[k], ps...)
+	for _, ds := range tr.daemons {
+		if unify(ds[0].id, ref) {
+			return true
 		}
 	}
-	for _, es := range tr.deps {
-		for _, e := range es {
-			if isDaemon(e.to) {
-				refs[e.to] = append(refs[e.to], e.pos)
-			}
-		}
-	}
-	return refs
+	return slices.ContainsFunc(tr.templates, func(t preserves.Value) bool { return unify(t, ref) })
 }
 
+// undeclared warns about each required or dependee daemon that no
+// declaration of the tree can name. A daemon whose whole ID is filled in
+// at run time could be any daemon, and is left alone.
 func (tr *tree) undeclared(out *script.ErrorList) {
-	for k, ps := range tr.daemonRefs() {
-		if len(tr.daemons[k]) > 0 {
+	for _, r := range tr.refs {
+		l, f, ok := label(r.name)
+		if !ok || l != "daemon" || len(f) != 1 || isUnknown(f[0]) || tr.declares(r.name) {
 			continue
 		}
+		k := show(r.name)
 		hint := schema.DidYouMean(k, slices.Collect(maps.Keys(tr.daemons)))
-		for _, p := range ps {
-			out.Warnf(p, ErrSuspicious, "no %s declaration in the checked files%s: the daemon would be started,ready at once, "+
-				"so what depends on it would start without it", strings.TrimSuffix(k, ">")+" …>", hint)
-		}
+		out.Warnf(r.pos, ErrSuspicious, "no %s declaration in the checked files%s: the daemon would be %s at once, "+
+			"so what depends on it would start without it", strings.TrimSuffix(k, ">")+" …>", hint, "started and ready")
 	}
 }
 
@@ -415,28 +415,32 @@ func (tr *tree) duplicates(out *script.ErrorList) {
 	}
 }
 
+// unserved warns about each required service that no built-in provides,
+// whose state no script asserts and whose run-service no script observes.
 func (tr *tree) unserved(out *script.ErrorList) {
-	for k, ps := range tr.required {
-		name := tr.names[k]
-		if l, _, ok := label(name); ok && isBuiltin(l) {
+	for _, r := range tr.refs {
+		name := r.name
+		if !r.required || isUnknown(name) {
 			continue
 		}
-		if tr.states[k] {
+		l, _, isRec := label(name)
+		if isRec && isBuiltin(l) {
+			continue
+		}
+		if slices.ContainsFunc(tr.states, func(s preserves.Value) bool { return unify(s, name) }) {
 			continue
 		}
 		run := preserves.NewRecord(service.LabelRunService, name)
-		if slices.ContainsFunc(tr.patterns, func(p pattern.Pattern) bool { _, ok := pattern.Match(p, run); return ok }) {
+		if slices.ContainsFunc(tr.patterns, func(p pattern.Pattern) bool { return mayMatch(p, run) }) {
 			continue
 		}
 		hint := ""
-		if l, _, ok := label(name); ok {
+		if isRec {
 			if s := schema.Suggest(l, slices.Collect(maps.Keys(builtinNames))); s != "" {
 				hint = fmt.Sprintf(" (did you mean <%s …>?)", s)
 			}
 		}
-		for _, p := range ps {
-			out.Warnf(p, ErrSuspicious, "no built-in service and no script provides %s%s: it would stay starting for ever", k, hint)
-		}
+		out.Warnf(r.pos, ErrSuspicious, "no built-in service and no script provides %s%s: it would stay starting for ever", show(name), hint)
 	}
 }
 

@@ -61,13 +61,15 @@ $extra <fine>
 	})
 	got := messages(dir, Analyze(dir))
 	want := []string{
-		"app.pr:3:1: warning: no <daemon postgress …> declaration in the checked files (did you mean <daemon postgres>?): the daemon would be started,ready at once, so what depends on it would start without it",
-		"app.pr:4:8: undefined variable $confg (did you mean $config?)",
-		"app.pr:7:35: undefined variable $whom (did you mean $who?)",
+		"app.pr:3:1: warning: no <daemon postgress …> declaration in the checked files (did you mean <daemon postgres>?): the daemon would be started and ready at once, so what depends on it would start without it",
+		"app.pr:4:1: undefined variable $confg (did you mean $config?)",
+		"app.pr:7:29: undefined variable $whom (did you mean $who?)",
 		"cycle.pr:4:1: dependency cycle: <daemon a> → <daemon b> → <daemon a> (these services would wait for each other for ever)",
 		"db1.pr:2:1: warning: <daemon dup> is declared in 2 files (" + filepath.Join(dir, "db1.pr") + ":2:1, " + filepath.Join(dir, "db2.pr") + ":1:1): each declaration runs a process of its own",
 		"db2.pr:1:1: warning: <daemon dup> is declared in 2 files (" + filepath.Join(dir, "db1.pr") + ":2:1, " + filepath.Join(dir, "db2.pr") + ":1:1): each declaration runs a process of its own",
 		"svc.pr:1:1: warning: no built-in service and no script provides <deamon typo> (did you mean <daemon …>?): it would stay starting for ever",
+		// The watcher's ENV is for the files it loads, not its own.
+		"svc.pr:7:1: warning: $extra is bound neither in this file nor by the server: it must come from the environment of the config-watcher that loads this file; check the file together with the script declaring that watcher to have it checked",
 	}
 	require.Equal(t, want, got)
 	for _, e := range Analyze(dir) {

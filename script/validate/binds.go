@@ -17,8 +17,10 @@ package validate
 // same dataspace in all of them. An attenuation is safe when its caveats,
 // applied as the runtime applies them, reject each of a set of probe
 // `Observe` assertions that would capture a bind or part of it; caveats
-// that are not literal (they use variables) cannot be judged and count as
-// unsafe.
+// whose shape is computed at run time cannot be judged and count as
+// unsafe; a caveat whose values use variables is judged with the values
+// that let the most through (judgeable), and exposes binds only where it
+// has a way in (revealsBinds).
 
 import (
 	"errors"
@@ -182,21 +184,89 @@ func (s *bindScan) expr(e compile.Expr) {
 	if !ok {
 		return
 	}
-	c, ok := x.Caveats.(*compile.Const)
-	var cs []caveat.Caveat
-	var err error
-	if ok {
-		cs, err = caveat.ListFromValue(c.Value)
-	}
+	cs, literal, err := judgeable(x.Caveats)
 	switch {
-	case !ok:
-		s.exposed[s.key(x.Var)] = append(s.exposed[s.key(x.Var)], exposure{at: s.pos(x.At)})
-	case err != nil:
+	case err != nil && literal:
 		// A caveat list the runtime refuses fails the attenuation
 		// itself (reported at run time); nothing is handed out.
+	case err != nil:
+		s.exposed[s.key(x.Var)] = append(s.exposed[s.key(x.Var)], exposure{at: s.pos(x.At)})
 	case revealsBinds(cs):
 		s.exposed[s.key(x.Var)] = append(s.exposed[s.key(x.Var)], exposure{at: s.pos(x.At), literal: true})
 	}
+}
+
+// judgeable reads an attenuation's caveats as the runtime would, when
+// their shape is literal. Variables may fill in values (issue 25), read as
+// the most permissive values they could be: a variable in a rewrite's
+// pattern matches anything; one in a reject's pattern matches nothing (the
+// reject then blocks the least); one in a template is a value the script
+// chose, which the holder cannot turn into an observation. literal
+// reports a caveat list without variables; err, one that cannot be read.
+func judgeable(e compile.Expr) (cs []caveat.Caveat, literal bool, err error) {
+	v := template(e)
+	literal = !hasWildcard(v)
+	if seq, ok := v.(preserves.Sequence); ok && len(seq) > 0 && !literal && isUnknown(seq[0]) {
+		return nil, false, errors.New("caveats computed at run time")
+	}
+	cs, err = caveat.ListFromValue(v)
+	if err != nil {
+		return nil, literal, err
+	}
+	for i, c := range cs {
+		switch x := c.(type) {
+		case caveat.Rewrite:
+			cs[i] = caveat.Rewrite{Pattern: permissive(x.Pattern), Template: x.Template}
+		case caveat.Alts:
+			alts := make([]caveat.Rewrite, len(x.Alternatives))
+			for j, r := range x.Alternatives {
+				alts[j] = caveat.Rewrite{Pattern: permissive(r.Pattern), Template: r.Template}
+			}
+			cs[i] = caveat.Alts{Alternatives: alts}
+		case caveat.Unknown:
+			if hasWildcard(x.Value) {
+				return nil, false, errors.New("caveat computed at run time")
+			}
+		}
+	}
+	return cs, literal, nil
+}
+
+// permissive replaces a variable's value in a pattern by a discard.
+func permissive(p caveat.Pattern) caveat.Pattern {
+	switch x := p.(type) {
+	case caveat.Lit:
+		if isUnknown(x.Value) {
+			return caveat.PDiscard{}
+		}
+	case caveat.PBind:
+		return caveat.PBind{Pattern: permissive(x.Pattern)}
+	case caveat.PAnd:
+		ps := make([]caveat.Pattern, len(x.Patterns))
+		for i, q := range x.Patterns {
+			ps[i] = permissive(q)
+		}
+		return caveat.PAnd{Patterns: ps}
+	case caveat.PRec:
+		fs := make([]caveat.Pattern, len(x.Fields))
+		for i, q := range x.Fields {
+			fs[i] = permissive(q)
+		}
+		return caveat.PRec{Label: x.Label, Fields: fs}
+	case caveat.PArr:
+		items := make([]caveat.Pattern, len(x.Items))
+		for i, q := range x.Items {
+			items[i] = permissive(q)
+		}
+		return caveat.PArr{Items: items}
+	case caveat.PDict:
+		es := make([]caveat.PDictEntry, len(x.Entries))
+		for i, en := range x.Entries {
+			es[i] = caveat.PDictEntry{Key: en.Key, Pattern: permissive(en.Pattern)}
+		}
+		return caveat.PDict{Entries: es}
+	}
+	return p // a PNot stays: a variable under it can only narrow it
 }
 
 // bindProbes are Observe assertions that would capture a bind, or its
@@ -217,15 +287,120 @@ var bindProbes = func() []preserves.Value {
 	}
 }()
 
-// revealsBinds reports whether an attenuation by cs lets any probe
-// through still as an observation (a rewrite into another kind of
-// record, `<rewrite ?v <from-untrusted $v>>`, observes nothing).
+// revealsBinds reports whether an attenuation by cs lets a holder observe
+// a bind. There must be a way in: a probe that passes still as an
+// observation (a rewrite into another kind of record, `<rewrite ?v
+// <from-untrusted $v>>`, observes nothing), or a rewrite whose template
+// can turn a value the holder chooses into an observation (it yields a
+// captured part of its input, `<rewrite <wrap ?o> $o>`, or builds an
+// Observe record from captures), since the holder can then wrap any
+// Observe it likes.
 func revealsBinds(cs []caveat.Caveat) bool {
+	for i, c := range cs {
+		// Caveats apply last first: what c yields then meets cs[:i].
+		if unwraps(c) && probesPass(cs[:i]) {
+			return true
+		}
+	}
+	return probesPass(cs)
+}
+
+// probesPass reports whether a probe passes cs still as an observation.
+func probesPass(cs []caveat.Caveat) bool {
 	return slices.ContainsFunc(bindProbes, func(p preserves.Value) bool {
 		r, ok := caveat.Apply(cs, p)
 		rec, isRec := r.(*preserves.Record)
 		return ok && isRec && preserves.Equal(rec.Label, dsschema.LabelObserve)
 	})
+}
+
+// unwraps reports whether a rewrite of c can yield an observation the
+// holder chose without its input being that observation.
+func unwraps(c caveat.Caveat) bool {
+	var rs []caveat.Rewrite
+	switch x := c.(type) {
+	case caveat.Rewrite:
+		rs = []caveat.Rewrite{x}
+	case caveat.Alts:
+		rs = x.Alternatives
+	}
+	return slices.ContainsFunc(rs, func(r caveat.Rewrite) bool {
+		_, whole := r.Pattern.(caveat.PBind)
+		switch t := r.Template.(type) {
+		case caveat.TRef:
+			if whole && t.Binding == 0 {
+				return false // the input as it is: the probes judge it
+			}
+			// A part of the input, unless that part is an atom.
+			n := t.Binding
+			return !isAtomic(nthBind(r.Pattern, &n))
+		case caveat.TRec:
+			return preserves.Equal(t.Label, dsschema.LabelObserve) && slices.ContainsFunc(t.Fields, hasRef)
+		}
+		return false
+	})
+}
+
+// nthBind returns the pattern under the *n-th capture of p, in the
+// runtime's pre-order numbering, or nil.
+func nthBind(p caveat.Pattern, n *int64) caveat.Pattern {
+	var sub []caveat.Pattern
+	switch x := p.(type) {
+	case caveat.PBind:
+		if *n == 0 {
+			return x.Pattern
+		}
+		*n--
+		sub = []caveat.Pattern{x.Pattern}
+	case caveat.PAnd:
+		sub = x.Patterns
+	case caveat.PRec:
+		sub = x.Fields
+	case caveat.PArr:
+		sub = x.Items
+	case caveat.PDict:
+		for _, e := range x.Entries {
+			sub = append(sub, e.Pattern)
+		}
+	}
+	for _, q := range sub {
+		if r := nthBind(q, n); r != nil {
+			return r
+		}
+	}
+	return nil
+}
+
+// isAtomic reports whether everything p matches is an atom or an
+// embedded value, never an observation.
+func isAtomic(p caveat.Pattern) bool {
+	switch x := p.(type) {
+	case caveat.PAtom, caveat.PEmbedded:
+		return true
+	case caveat.Lit:
+		_, isRec := x.Value.(*preserves.Record)
+		return !isRec && !isUnknown(x.Value)
+	case caveat.PAnd:
+		return slices.ContainsFunc(x.Patterns, isAtomic)
+	}
+	return false
+}
+
+// hasRef reports whether a template uses a capture.
+func hasRef(t caveat.Template) bool {
+	switch x := t.(type) {
+	case caveat.TRef:
+		return true
+	case caveat.TAttenuate:
+		return hasRef(x.Template)
+	case caveat.TRec:
+		return slices.ContainsFunc(x.Fields, hasRef)
+	case caveat.TArr:
+		return slices.ContainsFunc(x.Items, hasRef)
+	case caveat.TDict:
+		return slices.ContainsFunc(x.Entries, func(e caveat.TDictEntry) bool { return hasRef(e.Template) })
+	}
+	return false
 }
 
 // hasKey reports whether v is `<bind DESCRIPTION …>` whose description

@@ -62,9 +62,29 @@ func TestBindsWarnings(t *testing.T) {
 		{"accept-only", map[string]string{
 			"a.pr": "let ?u = <* $config [<or [<accept <require-service _>>]>]>\n" + keyedBind,
 		}, nil},
-		{"caveats that are not literal", map[string]string{
+		{"a variable in a reject blocks the least", map[string]string{
 			"a.pr": "let ?l = run-service\nlet ?u = <* $config [<reject <$l _>>]>\n" + keyedBind,
-		}, []string{"not literal"}},
+		}, []string{"a.pr:3:1: warning: this bind holds a key", "a.pr:2:10 by caveats that let the holder observe it"}},
+		// Issue 25: a literal pattern whose template uses a capture
+		// lets no observation in.
+		{"a template alone is no way in", map[string]string{
+			"a.pr": "let ?u = <* $config [<rewrite <accepted ?b> <ok $b>>]>\n" + keyedBind,
+		}, nil},
+		{"a variable in a template is the script's value", map[string]string{
+			"a.pr": "let ?w = dataspace\nlet ?u = <* $config [<rewrite <accepted ?b> <ok $b $w>>]>\n" + keyedBind,
+		}, nil},
+		{"a captured part passed on", map[string]string{
+			"a.pr": "let ?u = <* $config [<rewrite <say ?s> $s>]>\n" + keyedBind,
+		}, []string{"a.pr:2:1: warning: this bind holds a key"}},
+		{"unwrapping lets a wrapped observation in", map[string]string{
+			"a.pr": "let ?u = <* $config [<rewrite <wrap ?o> $o> <reject <Observe _ _>>]>\n" + keyedBind,
+		}, []string{"a.pr:2:1: warning: this bind holds a key", "a.pr:1:10 by caveats that let the holder observe it"}},
+		{"unwrapped, then refused: caveats apply last first", map[string]string{
+			"a.pr": "let ?u = <* $config [<reject <Observe _ _>> <rewrite <wrap ?o> $o>]>\n" + keyedBind,
+		}, nil},
+		{"building an observation from captures", map[string]string{
+			"a.pr": "let ?u = <* $config [<rewrite <watch ?p ?o> <Observe $p $o>>]>\n" + keyedBind,
+		}, []string{"a.pr:2:1: warning: this bind holds a key"}},
 		{"file-local dataspaces do not meet", map[string]string{
 			"a.pr": "let ?ds = dataspace\nlet ?u = <* $ds [<reject <x>>]>\n",
 			"b.pr": "let ?ds = dataspace\n$ds <bind <ref {oid: \"o\", key: #\"\"}> $ds #f>\n",

@@ -99,12 +99,16 @@ func Declaration(v preserves.Value) script.ErrorList {
 	return val.errs
 }
 
-// CheckAll is script.Check followed by Source, Binds and Analyze (the
-// whole-tree analysis): every compile error,
-// warning and validation error of the scripts under paths, in one sorted
-// script.ErrorList (nil if there are none; script.Failed tells whether
-// any entry is an error rather than a warning). This is what `--check` runs.
-func CheckAll(paths ...string) error {
+// CheckAll is CheckTree of paths as lone files (Tree.Files).
+func CheckAll(paths ...string) error { return CheckTree(Tree{Files: paths}) }
+
+// CheckTree is script.Check followed by Source, Binds and AnalyzeTree (the
+// whole-tree analysis) over the scripts of t: every compile error,
+// warning and validation error, in one sorted script.ErrorList (nil if
+// there are none; script.Failed tells whether any entry is an error rather
+// than a warning). This is what `--check` runs.
+func CheckTree(t Tree) error {
+	paths := t.paths()
 	all, _ := script.Check(paths...).(script.ErrorList) // nil or a list
 	script.WalkScripts(paths, func(path string, src []byte, err error) {
 		if err == nil { // I/O errors were reported by script.Check
@@ -112,17 +116,22 @@ func CheckAll(paths ...string) error {
 		}
 	})
 	all = append(all, Binds(paths...)...)
-	all = append(all, Analyze(paths...)...)
+	all = append(all, AnalyzeTree(t)...)
 	all.Sort()
 	return all.Err()
 }
 
-// Report runs CheckAll on paths and prints its findings as both commands'
+// Report is ReportTree of paths as lone files.
+func Report(out, errOut io.Writer, prog string, paths ...string) (failed bool, err error) {
+	return ReportTree(out, errOut, prog, Tree{Files: paths})
+}
+
+// ReportTree runs CheckTree on t and prints its findings as both commands'
 // `check` do: each problem on out, then the summary, after "PROG: ", on
 // errOut. failed is whether any problem is an error (warnings alone pass);
 // err is a failure that is not a list of problems (printed by the caller).
-func Report(out, errOut io.Writer, prog string, paths ...string) (failed bool, err error) {
-	err = CheckAll(paths...)
+func ReportTree(out, errOut io.Writer, prog string, t Tree) (failed bool, err error) {
+	err = CheckTree(t)
 	var list script.ErrorList
 	if err == nil || !errors.As(err, &list) {
 		return err != nil, err

@@ -57,6 +57,8 @@ func TestNodeSwitchesAreExhaustive(t *testing.T) {
 		{"compile", "disasm.instr", instr, nil},
 		{"compile", "writeExpr", expr, nil},
 		{"compile", "EachSubExpr", expr, nil},
+		// Leaves: they hold no instruction.
+		{"compile", "EachSubInstr", instr, []string{"Assert", "Send", "Let"}},
 		{"compile", "writePat", pat, nil},
 		{"vm", "activation.exec", instr, nil},
 		{"vm", "activation.eval", expr, nil},
