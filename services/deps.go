@@ -4,6 +4,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/syndicatego"
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
@@ -70,6 +71,13 @@ func trackDependencies(t *dataspace.Turn, env Env, name preserves.Value) {
 			t.OnStop(func(t *dataspace.Turn) error { change(t, +1); return nil })
 			return nil
 		})
+		return nil
+	})
+	// An operator's stop (override.go) is one more obstacle.
+	stopPat := pattern.Rec(syndicatego.LabelServiceStopped, Literal(name), pattern.Discard{})
+	t.During(env.Config, stopPat, func(t *dataspace.Turn, _ []preserves.Value) error {
+		change(t, +1)
+		t.OnStop(func(t *dataspace.Turn) error { change(t, -1); return nil })
 		return nil
 	})
 	t.Sync(env.Config, func(t *dataspace.Turn) error {

@@ -95,8 +95,13 @@ func RestartService(name preserves.Value) preserves.Value {
 }
 
 // Boot starts the framework's permanent observers in env.Config: the
-// dependency tracker (§2.2) and built-in milestones (§2.7).
-func Boot(t *dataspace.Turn, env Env) error {
+// dependency tracker (§2.2), built-in milestones (§2.7), the diagnostics
+// and the operator's overrides (override.go).
+func Boot(t *dataspace.Turn, env Env) error { return BootWith(t, env, BootOptions{}) }
+
+// BootWith is Boot with options.
+func BootWith(t *dataspace.Turn, env Env, opts BootOptions) error {
+	bootOverrides(t, env, opts)
 	BootDependencies(t, env)
 	BootMilestones(t, env)
 	BootDiagnostics(t, env)

@@ -33,7 +33,9 @@ type builtin struct {
 func (s *server) builtins(w primordial) []builtin {
 	o := s.opts
 	bs := []builtin{
-		{"dependencies", services.Boot},
+		{"dependencies", func(t *dataspace.Turn, env services.Env) error {
+			return services.BootWith(t, env, services.BootOptions{StateDir: o.stateDir})
+		}},
 		{"daemons", func(t *dataspace.Turn, env services.Env) error {
 			_, err := daemon.BootWith(t, env, daemon.Options{DryRun: o.dryRun || s.daemonDryRun})
 			return err

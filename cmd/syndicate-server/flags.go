@@ -37,8 +37,11 @@ type options struct {
 	// is false; kept per service under logDir when set.
 	serviceOutput bool
 	logDir        string
-	logFileSize   int64
-	logFileCount  int
+	// stateDir keeps the operator's overrides (syndicate stop) across
+	// restarts.
+	stateDir     string
+	logFileSize  int64
+	logFileCount int
 }
 
 type stringList []string
@@ -116,6 +119,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.adminSocket, "admin-socket", os.Getenv("SYNDICATE_ADMIN_SOCKET"), "path of the admin socket (default $SYNDICATE_ADMIN_SOCKET, or under $XDG_RUNTIME_DIR or /run/syndicate; - for none)")
 	fs.StringVar(&o.adminSocket, "admin", o.adminSocket, "alias of --admin-socket")
 	fs.BoolVar(&o.serviceOutput, "service-output", true, "print daemons' output and $log messages on stderr (--service-output=false: only keep them)")
+	fs.StringVar(&o.stateDir, "state-dir", "", "keep the operator's stops (syndicate stop NAME) in `DIR`, so that they survive a restart")
 	fs.StringVar(&o.logDir, "log-dir", "", "keep each service's output in a directory of its own under `DIR`, rotated")
 	fs.Int64Var(&o.logFileSize, "log-file-size", logger.DefaultFileSize, "rotate a service's log file when it reaches `BYTES`")
 	fs.IntVar(&o.logFileCount, "log-file-count", logger.DefaultFileCount, "rotated log files kept per service")

@@ -42,6 +42,16 @@ const (
 	LabelConfigRescan = preserves.Symbol("config-rescan")
 	// LabelConnectionStatus is the label of ConnectionStatus.
 	LabelConnectionStatus = preserves.Symbol("connection-status")
+	// LabelStopService is the label of StopService.
+	LabelStopService = preserves.Symbol("stop-service")
+	// LabelStartService is the label of StartService.
+	LabelStartService = preserves.Symbol("start-service")
+	// LabelServiceStopped is the label of ServiceStopped.
+	LabelServiceStopped = preserves.Symbol("service-stopped")
+	// LabelServiceStarted is the label of ServiceStarted.
+	LabelServiceStarted = preserves.Symbol("service-started")
+	// LabelSignalService is the label of SignalService.
+	LabelSignalService = preserves.Symbol("signal-service")
 )
 
 // One per running daemon process, by the daemon service, withdrawn when
@@ -2747,4 +2757,126 @@ func ParseConnResolved(v preserves.Value) (ConnResolved, error) {
 		_, errs[2] = parseConnResolvedAbsent(v)
 	}
 	return nil, schema.NoMatch(v, "ConnResolved", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// Operator control (`syndicate stop/start NAME`): the messages asking, and
+// what the server holds in answer. While <service-stopped NAME SINCE> is
+// asserted the dependency tracker does not run NAME (an obstacle), so NAME
+// stops, after its dependents; <service-started NAME SINCE> is held while
+// the operator runs a service that nothing requires, until the next stop
+// or server restart. SINCE is RFC 3339.
+type StopService struct {
+	ServiceName preserves.Value
+}
+
+// ParseStopService parses v as a StopService.
+func ParseStopService(v preserves.Value) (StopService, error) {
+	var r, zero StopService
+	rec127, err := schema.AsRecordOf(v, LabelStopService, 1)
+	if err != nil {
+		return zero, err
+	}
+	r.ServiceName = rec127.Fields[0]
+	return r, nil
+}
+
+func (r StopService) ToValue() preserves.Value {
+	return preserves.NewRecord(LabelStopService, r.ServiceName)
+}
+
+// StartService is the record or collection pattern StartService.
+type StartService struct {
+	ServiceName preserves.Value
+}
+
+// ParseStartService parses v as a StartService.
+func ParseStartService(v preserves.Value) (StartService, error) {
+	var r, zero StartService
+	rec128, err := schema.AsRecordOf(v, LabelStartService, 1)
+	if err != nil {
+		return zero, err
+	}
+	r.ServiceName = rec128.Fields[0]
+	return r, nil
+}
+
+func (r StartService) ToValue() preserves.Value {
+	return preserves.NewRecord(LabelStartService, r.ServiceName)
+}
+
+// ServiceStopped is the record or collection pattern ServiceStopped.
+type ServiceStopped struct {
+	ServiceName preserves.Value
+	Since       string
+}
+
+// ParseServiceStopped parses v as a ServiceStopped.
+func ParseServiceStopped(v preserves.Value) (ServiceStopped, error) {
+	var r, zero ServiceStopped
+	var err error
+	rec129, err := schema.AsRecordOf(v, LabelServiceStopped, 2)
+	if err != nil {
+		return zero, err
+	}
+	r.ServiceName = rec129.Fields[0]
+	if r.Since, err = schema.AsString(rec129.Fields[1]); err != nil {
+		return zero, schema.AtIn(err, v, "[1]")
+	}
+	return r, nil
+}
+
+func (r ServiceStopped) ToValue() preserves.Value {
+	return preserves.NewRecord(LabelServiceStopped, r.ServiceName, preserves.String(r.Since))
+}
+
+// ServiceStarted is the record or collection pattern ServiceStarted.
+type ServiceStarted struct {
+	ServiceName preserves.Value
+	Since       string
+}
+
+// ParseServiceStarted parses v as a ServiceStarted.
+func ParseServiceStarted(v preserves.Value) (ServiceStarted, error) {
+	var r, zero ServiceStarted
+	var err error
+	rec130, err := schema.AsRecordOf(v, LabelServiceStarted, 2)
+	if err != nil {
+		return zero, err
+	}
+	r.ServiceName = rec130.Fields[0]
+	if r.Since, err = schema.AsString(rec130.Fields[1]); err != nil {
+		return zero, schema.AtIn(err, v, "[1]")
+	}
+	return r, nil
+}
+
+func (r ServiceStarted) ToValue() preserves.Value {
+	return preserves.NewRecord(LabelServiceStarted, r.ServiceName, preserves.String(r.Since))
+}
+
+// A message (`syndicate kill`): the daemon service sends signal number
+// SIGNAL to every process of daemon NAME (its cgroup, else its process
+// group).
+type SignalService struct {
+	ServiceName preserves.Value
+	Signal      *big.Int
+}
+
+// ParseSignalService parses v as a SignalService.
+func ParseSignalService(v preserves.Value) (SignalService, error) {
+	var r, zero SignalService
+	var err error
+	rec131, err := schema.AsRecordOf(v, LabelSignalService, 2)
+	if err != nil {
+		return zero, err
+	}
+	r.ServiceName = rec131.Fields[0]
+	if r.Signal, err = schema.AsInt(rec131.Fields[1]); err != nil {
+		return zero, schema.AtIn(err, v, "[1]")
+	}
+	return r, nil
+}
+
+func (r SignalService) ToValue() preserves.Value {
+	return preserves.NewRecord(LabelSignalService, r.ServiceName, schema.IntValue(r.Signal))
 }
