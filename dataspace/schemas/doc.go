@@ -10,8 +10,8 @@
 // "Dialects"), and syndicateGo.prs (package syndicatego): our own
 // protocol extensions (docs/protocol.md), `<process-status …>`,
 // `<service-info …>`, `<service-output …>`, `<status-text …>`,
-// `<service-history …>`, the logger's `<log-tail …>` family and
-// `<config-rescan>`. The services that
+// `<service-history …>`, the logger's `<log-tail …>` family,
+// `<config-rescan>` and the shapes of the daemon spec's extension keys. The services that
 // assert them and `syndicate` that reads them use its types and labels, so
 // a key or a field is written down once. Where a reader must tolerate
 // older or newer servers, the schema makes the key optional with the
@@ -26,7 +26,7 @@
 // Embedded values (`#:…`, the runtime's capabilities) are carried as
 // their payloads of type any. What a schema cannot say (value ranges, the
 // exact arity of service names, the elaboration of a daemon spec with its
-// defaults, durations, readiness protocols and our extension keys) is
+// defaults, duration and port ranges, combinations of keys) is
 // written by hand beside the generated file (internalservices/ranges.go,
 // externalservices/spec.go), once for the services and `--check`. Their
 // errors are *schema.ParseError too, sorted by their Class.

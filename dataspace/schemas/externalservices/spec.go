@@ -11,9 +11,12 @@ package externalservices
 // The generated parsers decide the shape: a value that ParseDaemonProcessSpec
 // rejects is not a spec (class ErrNotASpec), and a dictionary field that the
 // schema's @invalid alternatives catch (dir, clearEnv, env, readyOnStart,
-// restart, protocol) is an invalid field (ErrInvalidField), as §5.3 wants.
-// What the schema cannot say (environment names, durations, the readiness
-// protocol and the restart limits) is checked here. Every problem is a
+// restart, protocol, and our extension keys, whose shapes are defined in
+// syndicateGo.prs beside our other records: stopTimeout, the restart
+// limits, readiness, readyTimeout, watchdog) is an invalid field
+// (ErrInvalidField), as §5.3 wants. What a schema cannot say (environment
+// names, ranges, combinations of keys) is checked here, on the parsed
+// values; where a parser fails, a few lines say which part is wrong. Every problem is a
 // *schema.ParseError carrying its class and the position of the part that
 // is wrong.
 //
@@ -24,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"net"
 	"slices"
 	"strconv"
@@ -31,6 +35,8 @@ import (
 
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/schema"
+
+	sg "github.com/syndicate-go/syndicate/dataspace/schemas/syndicatego"
 )
 
 // Defaults of the elaborated spec.
@@ -364,9 +370,11 @@ func (e *elaboration) full(v preserves.Value, d *preserves.Dictionary) {
 	if f, ok := field[ProtocolFieldPresent](e, v, "protocol", ParseProtocolField, enum("protocol", ParseProtocol)); ok {
 		e.s.Protocol = f.Protocol
 	}
-	e.seconds("stopTimeout", &e.s.StopTimeout, nil)
-	e.readiness()
-	e.limits()
+	if f, ok := field[sg.StopTimeoutFieldPresent](e, v, "stopTimeout", sg.ParseStopTimeoutField, mustBe(secondsMsg("stopTimeout"))); ok {
+		e.seconds("stopTimeout", f.StopTimeout, &e.s.StopTimeout, nil)
+	}
+	e.readiness(v)
+	e.limits(v)
 }
 
 func (e *elaboration) get(key string) (preserves.Value, bool) { return e.d.Get(preserves.Symbol(key)) }
@@ -432,15 +440,18 @@ func (e *elaboration) env(f ProcessEnvPresent) {
 	}
 }
 
-// seconds elaborates key, a non-negative duration in seconds (an integer
-// or a double), into dst; has, when not nil, records that it was given.
-func (e *elaboration) seconds(key string, dst *time.Duration, has *bool) {
-	x, ok := e.get(key)
-	if !ok || schema.IsWildcard(x) {
+func secondsMsg(key string) string { return key + " must be a non-negative number of seconds" }
+
+// seconds elaborates n, the Seconds given for key, into dst; has, when
+// not nil, records that it was given. The schema says it is a number;
+// that it is not negative is said here.
+func (e *elaboration) seconds(key string, n sg.Seconds, dst *time.Duration, has *bool) {
+	x, _ := e.get(key)
+	if schema.IsWildcard(x) {
 		return
 	}
-	if !durationOf(x, dst) {
-		e.invalid(e.keyPos(key), "%s must be a non-negative number of seconds, not %s", key, schema.Show(x))
+	if !durationOf(n, dst) {
+		e.invalid(e.keyPos(key), "%s, not %s", secondsMsg(key), schema.Show(x))
 		return
 	}
 	if has != nil {
@@ -449,13 +460,13 @@ func (e *elaboration) seconds(key string, dst *time.Duration, has *bool) {
 }
 
 // durationOf reads a non-negative number of seconds into dst.
-func durationOf(x preserves.Value, dst *time.Duration) bool {
+func durationOf(n sg.Seconds, dst *time.Duration) bool {
 	var f float64
-	switch n := preserves.Unwrap(x).(type) {
-	case preserves.Int:
-		f = float64(n)
-	case preserves.Double:
-		f = n.Float64()
+	switch n := n.(type) {
+	case sg.SecondsInt:
+		f, _ = new(big.Float).SetInt(n.Value).Float64()
+	case sg.SecondsDouble:
+		f = n.Value
 	default:
 		return false
 	}
@@ -468,26 +479,33 @@ func durationOf(x preserves.Value, dst *time.Duration) bool {
 
 // limits elaborates the restart keys. A key of the wrong type is an
 // invalid field (§5.3: the worker crashes), like stopTimeout.
-func (e *elaboration) limits() {
+func (e *elaboration) limits(v preserves.Value) {
 	l := &e.s.Limits
-	e.seconds("restartDelay", &l.Delay, &l.HasDelay)
-	e.seconds("restartMaxDelay", &l.MaxDelay, &l.HasMaxDelay)
-	e.seconds("restartWindow", &l.Window, nil)
-	if x, ok := e.get("restartLimit"); ok && !schema.IsWildcard(x) {
-		n, ok := preserves.Unwrap(x).(preserves.Int)
-		if !ok || n < 0 || int64(n) > math.MaxInt32 {
-			e.invalid(e.keyPos("restartLimit"), "restartLimit must be a non-negative integer, not %s", schema.Show(x))
-			return
-		}
-		l.Limit, l.HasLimit = int(n), true
+	if f, ok := field[sg.RestartDelayFieldPresent](e, v, "restartDelay", sg.ParseRestartDelayField, mustBe(secondsMsg("restartDelay"))); ok {
+		e.seconds("restartDelay", f.RestartDelay, &l.Delay, &l.HasDelay)
 	}
+	if f, ok := field[sg.RestartMaxDelayFieldPresent](e, v, "restartMaxDelay", sg.ParseRestartMaxDelayField, mustBe(secondsMsg("restartMaxDelay"))); ok {
+		e.seconds("restartMaxDelay", f.RestartMaxDelay, &l.MaxDelay, &l.HasMaxDelay)
+	}
+	if f, ok := field[sg.RestartWindowFieldPresent](e, v, "restartWindow", sg.ParseRestartWindowField, mustBe(secondsMsg("restartWindow"))); ok {
+		e.seconds("restartWindow", f.RestartWindow, &l.Window, nil)
+	}
+	const limitMsg = "restartLimit must be a non-negative integer"
+	f, ok := field[sg.RestartLimitFieldPresent](e, v, "restartLimit", sg.ParseRestartLimitField, mustBe(limitMsg))
+	if x, _ := e.get("restartLimit"); !ok || schema.IsWildcard(x) {
+		return
+	}
+	if n := f.RestartLimit; n.Sign() < 0 || !n.IsInt64() || n.Int64() > math.MaxInt32 {
+		x, _ := e.get("restartLimit")
+		e.invalid(e.keyPos("restartLimit"), "%s, not %s", limitMsg, schema.Show(x))
+		return
+	}
+	l.Limit, l.HasLimit = int(f.RestartLimit.Int64()), true
 }
-
-const readinessShapes = `<notification-fd N>, sd-notify, <tcp PORT>, <tcp "HOST" PORT> or <unix "PATH">`
 
 // readiness elaborates readiness, readyTimeout and watchdog, and checks
 // readyOnStart against them.
-func (e *elaboration) readiness() {
+func (e *elaboration) readiness(v preserves.Value) {
 	x, ok := e.get("readiness")
 	if !ok {
 		for _, k := range []string{"readyTimeout", "watchdog"} {
@@ -499,7 +517,12 @@ func (e *elaboration) readiness() {
 	}
 	known := !schema.IsWildcard(x)
 	if known {
-		e.readinessProtocol(x, e.keyPos("readiness"))
+		switch f, _ := sg.ParseReadinessField(v); f := f.(type) {
+		case sg.ReadinessFieldPresent:
+			e.readinessProtocol(f.Readiness, x, e.keyPos("readiness"))
+		default:
+			e.badReadiness(x, e.keyPos("readiness"))
+		}
 	}
 	if y, ok := e.get("readyOnStart"); ok && preserves.Unwrap(y) == preserves.Bool(true) {
 		e.invalid(e.keyPos("readyOnStart"), "readyOnStart: #t contradicts the readiness protocol (the daemon is ready when it says so)")
@@ -507,15 +530,19 @@ func (e *elaboration) readiness() {
 	r := &e.s.Readiness
 	e.s.ReadyOnStart = false
 	r.Timeout = DefaultReadyTimeout
-	e.seconds("readyTimeout", &r.Timeout, nil)
-	y, ok := e.get("watchdog")
-	if !ok || schema.IsWildcard(y) {
+	if f, ok := field[sg.ReadyTimeoutFieldPresent](e, v, "readyTimeout", sg.ParseReadyTimeoutField, mustBe(secondsMsg("readyTimeout"))); ok {
+		e.seconds("readyTimeout", f.ReadyTimeout, &r.Timeout, nil)
+	}
+	const dogMsg = "watchdog must be a positive number of seconds"
+	f, ok := field[sg.WatchdogFieldPresent](e, v, "watchdog", sg.ParseWatchdogField, mustBe(dogMsg))
+	if y, _ := e.get("watchdog"); !ok || schema.IsWildcard(y) {
 		return
 	}
 	var d time.Duration
-	switch ok := durationOf(y, &d); {
+	switch ok := durationOf(f.Watchdog, &d); {
 	case !ok || d <= 0:
-		e.invalid(e.keyPos("watchdog"), "watchdog must be a positive number of seconds, not %s", schema.Show(y))
+		y, _ := e.get("watchdog")
+		e.invalid(e.keyPos("watchdog"), "%s, not %s", dogMsg, schema.Show(y))
 	case known && r.Kind != ReadySDNotify:
 		e.invalid(e.keyPos("watchdog"), "watchdog needs readiness: sd-notify (WATCHDOG=1 is an sd_notify message)")
 	default:
@@ -523,33 +550,73 @@ func (e *elaboration) readiness() {
 	}
 }
 
-// readinessProtocol elaborates the value of `readiness`, written at `at`.
-func (e *elaboration) readinessProtocol(x preserves.Value, at preserves.Pos) {
-	r := &e.s.Readiness
-	if preserves.Equal(x, preserves.Symbol("sd-notify")) {
-		r.Kind = ReadySDNotify
-		return
-	}
+const readinessShapes = `<notification-fd N>, sd-notify, <tcp PORT>, <tcp "HOST" PORT> or <unix "PATH">`
+
+func isTcpHost(p sg.ReadinessProtocol) bool {
+	_, ok := p.(sg.ReadinessProtocolTcpHost)
+	return ok
+}
+
+// badReadiness says why x, written at `at`, is not a ReadinessProtocol:
+// which field of a known protocol has the wrong type, or that it is none.
+func (e *elaboration) badReadiness(x preserves.Value, at preserves.Pos) {
 	rec, _ := preserves.Unwrap(x).(*preserves.Record)
 	var label preserves.Symbol
+	n := 0
 	if rec != nil {
 		label, _ = preserves.Unwrap(rec.Label).(preserves.Symbol)
+		n = len(rec.Fields)
 	}
 	switch {
-	case label == "notification-fd" && len(rec.Fields) == 1:
-		fd := e.intIn(rec.Fields[0], in(rec, 1, at), 3, MaxNotificationFD, "notification-fd (0-2 are stdio)")
-		r.Kind, r.FD = ReadyFD, fd
-	case label == "tcp" && (len(rec.Fields) == 1 || len(rec.Fields) == 2):
-		host := "127.0.0.1"
-		if len(rec.Fields) == 2 {
-			host = e.nonEmpty(rec.Fields[0], in(rec, 1, at), "tcp host")
+	case label == "notification-fd" && n == 1:
+		e.intIn(rec.Fields[0], in(rec, 1, at), 3, MaxNotificationFD, "notification-fd (0-2 are stdio)")
+	case label == "tcp" && (n == 1 || n == 2):
+		if n == 2 {
+			e.str(rec.Fields[0], in(rec, 1, at), "tcp host")
 		}
-		port := e.intIn(rec.Fields[len(rec.Fields)-1], in(rec, len(rec.Fields), at), 1, 65535, "tcp port")
-		r.Kind, r.Network, r.Address = ReadyListen, "tcp", net.JoinHostPort(host, strconv.Itoa(port))
-	case label == "unix" && len(rec.Fields) == 1:
-		r.Kind, r.Network, r.Address = ReadyListen, "unix", e.nonEmpty(rec.Fields[0], in(rec, 1, at), "unix socket path")
+		e.intIn(rec.Fields[n-1], in(rec, n, at), 1, 65535, "tcp port")
+	case label == "unix" && n == 1:
+		e.str(rec.Fields[0], in(rec, 1, at), "unix socket path")
 	default:
 		e.invalid(at, "readiness: %s is not a readiness protocol (readiness must be %s)", schema.Show(x), readinessShapes)
+	}
+}
+
+// str says that x, written at `at`, must be a string, if it is not.
+func (e *elaboration) str(x preserves.Value, at preserves.Pos, what string) {
+	if _, err := schema.AsString(x); err != nil {
+		e.invalid(at, "%s must be a string, not %s", what, schema.Show(x))
+	}
+}
+
+// readinessProtocol elaborates p, the readiness protocol x written at
+// `at`: the schema gave its shape, the ranges are checked here (on x's
+// fields, where a script variable may stand).
+func (e *elaboration) readinessProtocol(p sg.ReadinessProtocol, x preserves.Value, at preserves.Pos) {
+	r := &e.s.Readiness
+	rec, _ := preserves.Unwrap(x).(*preserves.Record)
+	// A record with more fields than its protocol has still parses (the
+	// schema's records take extra fields); a readiness protocol is exact.
+	arity := map[bool]int{true: 2, false: 1}[isTcpHost(p)]
+	if rec != nil && len(rec.Fields) != arity {
+		e.badReadiness(x, at)
+		return
+	}
+	switch p := p.(type) {
+	case sg.ReadinessProtocolSdNotify:
+		r.Kind = ReadySDNotify
+	case sg.ReadinessProtocolFd:
+		fd := e.intIn(rec.Fields[0], in(rec, 1, at), 3, MaxNotificationFD, "notification-fd (0-2 are stdio)")
+		r.Kind, r.FD = ReadyFD, fd
+	case sg.ReadinessProtocolTcp:
+		port := e.intIn(rec.Fields[0], in(rec, 1, at), 1, 65535, "tcp port")
+		r.Kind, r.Network, r.Address = ReadyListen, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	case sg.ReadinessProtocolTcpHost:
+		host := e.nonEmpty(rec.Fields[0], p.Host, in(rec, 1, at), "tcp host")
+		port := e.intIn(rec.Fields[1], in(rec, 2, at), 1, 65535, "tcp port")
+		r.Kind, r.Network, r.Address = ReadyListen, "tcp", net.JoinHostPort(host, strconv.Itoa(port))
+	case sg.ReadinessProtocolUnix:
+		r.Kind, r.Network, r.Address = ReadyListen, "unix", e.nonEmpty(rec.Fields[0], p.Path, in(rec, 1, at), "unix socket path")
 	}
 }
 
@@ -566,13 +633,9 @@ func (e *elaboration) intIn(x preserves.Value, at preserves.Pos, lo, hi int, wha
 	return int(n)
 }
 
-// nonEmpty elaborates x, written at `at`, a non-empty string.
-func (e *elaboration) nonEmpty(x preserves.Value, at preserves.Pos, what string) string {
-	s, err := schema.AsString(x)
-	switch {
-	case err != nil:
-		e.invalid(at, "%s must be a string, not %s", what, schema.Show(x))
-	case s == "" && !schema.IsWildcard(x):
+// nonEmpty checks that s, the string x written at `at`, is not empty.
+func (e *elaboration) nonEmpty(x preserves.Value, s string, at preserves.Pos, what string) string {
+	if s == "" && !schema.IsWildcard(x) {
 		e.invalid(at, "%s must not be empty", what)
 	}
 	return s

@@ -52,6 +52,12 @@ const (
 	LabelServiceStarted = preserves.Symbol("service-started")
 	// LabelSignalService is the label of SignalService.
 	LabelSignalService = preserves.Symbol("signal-service")
+	// LabelNotificationFd is the label of ReadinessProtocolFd.
+	LabelNotificationFd = preserves.Symbol("notification-fd")
+	// LabelTcp is the label of ReadinessProtocolTcp, ReadinessProtocolTcpHost.
+	LabelTcp = preserves.Symbol("tcp")
+	// LabelUnix is the label of ReadinessProtocolUnix.
+	LabelUnix = preserves.Symbol("unix")
 )
 
 // One per running daemon process, by the daemon service, withdrawn when
@@ -2879,4 +2885,1164 @@ func ParseSignalService(v preserves.Value) (SignalService, error) {
 
 func (r SignalService) ToValue() preserves.Value {
 	return preserves.NewRecord(LabelSignalService, r.ServiceName, schema.IntValue(r.Signal))
+}
+
+// Our extension keys of the daemon spec's dictionary form (the
+// reference's FullDaemonProcess, externalServices.prs; docs/protocol.md
+// "Extra daemon-spec keys" and "Readiness"), in the reference's idiom:
+// each key is optional, and a value of the wrong shape is @invalid, an
+// invalid field (§5.3). externalservices.ParseSpec runs these parsers and
+// checks what a schema cannot say (ranges, combinations).
+type Seconds interface {
+	isSeconds()
+	ToValue() preserves.Value
+}
+
+// SecondsInt is the alternative "int" of Seconds.
+type SecondsInt struct{ Value *big.Int }
+
+func (SecondsInt) isSeconds() {}
+
+func parseSecondsInt(v preserves.Value) (SecondsInt, error) {
+	var r, zero SecondsInt
+	var err error
+	if r.Value, err = schema.AsInt(v); err != nil {
+		return zero, err
+	}
+	return r, nil
+}
+
+func (r SecondsInt) ToValue() preserves.Value { return schema.IntValue(r.Value) }
+
+// SecondsDouble is the alternative "double" of Seconds.
+type SecondsDouble struct{ Value float64 }
+
+func (SecondsDouble) isSeconds() {}
+
+func parseSecondsDouble(v preserves.Value) (SecondsDouble, error) {
+	var r, zero SecondsDouble
+	var err error
+	if r.Value, err = schema.AsDouble(v); err != nil {
+		return zero, err
+	}
+	return r, nil
+}
+
+func (r SecondsDouble) ToValue() preserves.Value { return preserves.NewDouble(r.Value) }
+
+// ParseSeconds tries the alternatives of Seconds in order; the first that matches wins.
+func ParseSeconds(v preserves.Value) (Seconds, error) {
+	var errs [2]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindSignedInteger {
+		if r, err := parseSecondsInt(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDouble {
+		if r, err := parseSecondsDouble(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseSecondsInt(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseSecondsDouble(v)
+	}
+	return nil, schema.NoMatch(v, "Seconds", []string{"int", "double"}, errs[:])
+}
+
+// StopTimeoutField is one of the alternatives of StopTimeoutField.
+type StopTimeoutField interface {
+	isStopTimeoutField()
+	ToValue() preserves.Value
+}
+
+// StopTimeoutFieldPresent is the alternative "present" of StopTimeoutField.
+type StopTimeoutFieldPresent struct {
+	StopTimeout Seconds
+}
+
+func (StopTimeoutFieldPresent) isStopTimeoutField() {}
+
+func parseStopTimeoutFieldPresent(v preserves.Value) (StopTimeoutFieldPresent, error) {
+	var r, zero StopTimeoutFieldPresent
+	var err error
+	d132, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x133, err := schema.Entry(v, d132, preserves.Symbol("stopTimeout"))
+	if err != nil {
+		return zero, err
+	}
+	if r.StopTimeout, err = ParseSeconds(x133); err != nil {
+		return zero, schema.AtIn(err, v, "[stopTimeout]")
+	}
+	return r, nil
+}
+
+func (r StopTimeoutFieldPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("stopTimeout"), r.StopTimeout.ToValue())
+}
+
+// StopTimeoutFieldInvalid is the alternative "invalid" of StopTimeoutField.
+type StopTimeoutFieldInvalid struct {
+	StopTimeout preserves.Value
+}
+
+func (StopTimeoutFieldInvalid) isStopTimeoutField() {}
+
+func parseStopTimeoutFieldInvalid(v preserves.Value) (StopTimeoutFieldInvalid, error) {
+	var r, zero StopTimeoutFieldInvalid
+	d134, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x135, err := schema.Entry(v, d134, preserves.Symbol("stopTimeout"))
+	if err != nil {
+		return zero, err
+	}
+	r.StopTimeout = x135
+	return r, nil
+}
+
+func (r StopTimeoutFieldInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("stopTimeout"), r.StopTimeout)
+}
+
+// StopTimeoutFieldAbsent is the alternative "absent" of StopTimeoutField.
+type StopTimeoutFieldAbsent struct {
+}
+
+func (StopTimeoutFieldAbsent) isStopTimeoutField() {}
+
+func parseStopTimeoutFieldAbsent(v preserves.Value) (StopTimeoutFieldAbsent, error) {
+	var r, zero StopTimeoutFieldAbsent
+	d136, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d136
+	return r, nil
+}
+
+func (r StopTimeoutFieldAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseStopTimeoutField tries the alternatives of StopTimeoutField in order; the first that matches wins.
+func ParseStopTimeoutField(v preserves.Value) (StopTimeoutField, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseStopTimeoutFieldPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseStopTimeoutFieldInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseStopTimeoutFieldAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseStopTimeoutFieldPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseStopTimeoutFieldInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseStopTimeoutFieldAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "StopTimeoutField", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// RestartDelayField is one of the alternatives of RestartDelayField.
+type RestartDelayField interface {
+	isRestartDelayField()
+	ToValue() preserves.Value
+}
+
+// RestartDelayFieldPresent is the alternative "present" of RestartDelayField.
+type RestartDelayFieldPresent struct {
+	RestartDelay Seconds
+}
+
+func (RestartDelayFieldPresent) isRestartDelayField() {}
+
+func parseRestartDelayFieldPresent(v preserves.Value) (RestartDelayFieldPresent, error) {
+	var r, zero RestartDelayFieldPresent
+	var err error
+	d137, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x138, err := schema.Entry(v, d137, preserves.Symbol("restartDelay"))
+	if err != nil {
+		return zero, err
+	}
+	if r.RestartDelay, err = ParseSeconds(x138); err != nil {
+		return zero, schema.AtIn(err, v, "[restartDelay]")
+	}
+	return r, nil
+}
+
+func (r RestartDelayFieldPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("restartDelay"), r.RestartDelay.ToValue())
+}
+
+// RestartDelayFieldInvalid is the alternative "invalid" of RestartDelayField.
+type RestartDelayFieldInvalid struct {
+	RestartDelay preserves.Value
+}
+
+func (RestartDelayFieldInvalid) isRestartDelayField() {}
+
+func parseRestartDelayFieldInvalid(v preserves.Value) (RestartDelayFieldInvalid, error) {
+	var r, zero RestartDelayFieldInvalid
+	d139, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x140, err := schema.Entry(v, d139, preserves.Symbol("restartDelay"))
+	if err != nil {
+		return zero, err
+	}
+	r.RestartDelay = x140
+	return r, nil
+}
+
+func (r RestartDelayFieldInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("restartDelay"), r.RestartDelay)
+}
+
+// RestartDelayFieldAbsent is the alternative "absent" of RestartDelayField.
+type RestartDelayFieldAbsent struct {
+}
+
+func (RestartDelayFieldAbsent) isRestartDelayField() {}
+
+func parseRestartDelayFieldAbsent(v preserves.Value) (RestartDelayFieldAbsent, error) {
+	var r, zero RestartDelayFieldAbsent
+	d141, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d141
+	return r, nil
+}
+
+func (r RestartDelayFieldAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseRestartDelayField tries the alternatives of RestartDelayField in order; the first that matches wins.
+func ParseRestartDelayField(v preserves.Value) (RestartDelayField, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseRestartDelayFieldPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseRestartDelayFieldInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseRestartDelayFieldAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseRestartDelayFieldPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseRestartDelayFieldInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseRestartDelayFieldAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "RestartDelayField", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// RestartMaxDelayField is one of the alternatives of RestartMaxDelayField.
+type RestartMaxDelayField interface {
+	isRestartMaxDelayField()
+	ToValue() preserves.Value
+}
+
+// RestartMaxDelayFieldPresent is the alternative "present" of RestartMaxDelayField.
+type RestartMaxDelayFieldPresent struct {
+	RestartMaxDelay Seconds
+}
+
+func (RestartMaxDelayFieldPresent) isRestartMaxDelayField() {}
+
+func parseRestartMaxDelayFieldPresent(v preserves.Value) (RestartMaxDelayFieldPresent, error) {
+	var r, zero RestartMaxDelayFieldPresent
+	var err error
+	d142, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x143, err := schema.Entry(v, d142, preserves.Symbol("restartMaxDelay"))
+	if err != nil {
+		return zero, err
+	}
+	if r.RestartMaxDelay, err = ParseSeconds(x143); err != nil {
+		return zero, schema.AtIn(err, v, "[restartMaxDelay]")
+	}
+	return r, nil
+}
+
+func (r RestartMaxDelayFieldPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("restartMaxDelay"), r.RestartMaxDelay.ToValue())
+}
+
+// RestartMaxDelayFieldInvalid is the alternative "invalid" of RestartMaxDelayField.
+type RestartMaxDelayFieldInvalid struct {
+	RestartMaxDelay preserves.Value
+}
+
+func (RestartMaxDelayFieldInvalid) isRestartMaxDelayField() {}
+
+func parseRestartMaxDelayFieldInvalid(v preserves.Value) (RestartMaxDelayFieldInvalid, error) {
+	var r, zero RestartMaxDelayFieldInvalid
+	d144, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x145, err := schema.Entry(v, d144, preserves.Symbol("restartMaxDelay"))
+	if err != nil {
+		return zero, err
+	}
+	r.RestartMaxDelay = x145
+	return r, nil
+}
+
+func (r RestartMaxDelayFieldInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("restartMaxDelay"), r.RestartMaxDelay)
+}
+
+// RestartMaxDelayFieldAbsent is the alternative "absent" of RestartMaxDelayField.
+type RestartMaxDelayFieldAbsent struct {
+}
+
+func (RestartMaxDelayFieldAbsent) isRestartMaxDelayField() {}
+
+func parseRestartMaxDelayFieldAbsent(v preserves.Value) (RestartMaxDelayFieldAbsent, error) {
+	var r, zero RestartMaxDelayFieldAbsent
+	d146, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d146
+	return r, nil
+}
+
+func (r RestartMaxDelayFieldAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseRestartMaxDelayField tries the alternatives of RestartMaxDelayField in order; the first that matches wins.
+func ParseRestartMaxDelayField(v preserves.Value) (RestartMaxDelayField, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseRestartMaxDelayFieldPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseRestartMaxDelayFieldInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseRestartMaxDelayFieldAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseRestartMaxDelayFieldPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseRestartMaxDelayFieldInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseRestartMaxDelayFieldAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "RestartMaxDelayField", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// RestartWindowField is one of the alternatives of RestartWindowField.
+type RestartWindowField interface {
+	isRestartWindowField()
+	ToValue() preserves.Value
+}
+
+// RestartWindowFieldPresent is the alternative "present" of RestartWindowField.
+type RestartWindowFieldPresent struct {
+	RestartWindow Seconds
+}
+
+func (RestartWindowFieldPresent) isRestartWindowField() {}
+
+func parseRestartWindowFieldPresent(v preserves.Value) (RestartWindowFieldPresent, error) {
+	var r, zero RestartWindowFieldPresent
+	var err error
+	d147, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x148, err := schema.Entry(v, d147, preserves.Symbol("restartWindow"))
+	if err != nil {
+		return zero, err
+	}
+	if r.RestartWindow, err = ParseSeconds(x148); err != nil {
+		return zero, schema.AtIn(err, v, "[restartWindow]")
+	}
+	return r, nil
+}
+
+func (r RestartWindowFieldPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("restartWindow"), r.RestartWindow.ToValue())
+}
+
+// RestartWindowFieldInvalid is the alternative "invalid" of RestartWindowField.
+type RestartWindowFieldInvalid struct {
+	RestartWindow preserves.Value
+}
+
+func (RestartWindowFieldInvalid) isRestartWindowField() {}
+
+func parseRestartWindowFieldInvalid(v preserves.Value) (RestartWindowFieldInvalid, error) {
+	var r, zero RestartWindowFieldInvalid
+	d149, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x150, err := schema.Entry(v, d149, preserves.Symbol("restartWindow"))
+	if err != nil {
+		return zero, err
+	}
+	r.RestartWindow = x150
+	return r, nil
+}
+
+func (r RestartWindowFieldInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("restartWindow"), r.RestartWindow)
+}
+
+// RestartWindowFieldAbsent is the alternative "absent" of RestartWindowField.
+type RestartWindowFieldAbsent struct {
+}
+
+func (RestartWindowFieldAbsent) isRestartWindowField() {}
+
+func parseRestartWindowFieldAbsent(v preserves.Value) (RestartWindowFieldAbsent, error) {
+	var r, zero RestartWindowFieldAbsent
+	d151, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d151
+	return r, nil
+}
+
+func (r RestartWindowFieldAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseRestartWindowField tries the alternatives of RestartWindowField in order; the first that matches wins.
+func ParseRestartWindowField(v preserves.Value) (RestartWindowField, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseRestartWindowFieldPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseRestartWindowFieldInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseRestartWindowFieldAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseRestartWindowFieldPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseRestartWindowFieldInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseRestartWindowFieldAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "RestartWindowField", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// RestartLimitField is one of the alternatives of RestartLimitField.
+type RestartLimitField interface {
+	isRestartLimitField()
+	ToValue() preserves.Value
+}
+
+// RestartLimitFieldPresent is the alternative "present" of RestartLimitField.
+type RestartLimitFieldPresent struct {
+	RestartLimit *big.Int
+}
+
+func (RestartLimitFieldPresent) isRestartLimitField() {}
+
+func parseRestartLimitFieldPresent(v preserves.Value) (RestartLimitFieldPresent, error) {
+	var r, zero RestartLimitFieldPresent
+	var err error
+	d152, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x153, err := schema.Entry(v, d152, preserves.Symbol("restartLimit"))
+	if err != nil {
+		return zero, err
+	}
+	if r.RestartLimit, err = schema.AsInt(x153); err != nil {
+		return zero, schema.AtIn(err, v, "[restartLimit]")
+	}
+	return r, nil
+}
+
+func (r RestartLimitFieldPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("restartLimit"), schema.IntValue(r.RestartLimit))
+}
+
+// RestartLimitFieldInvalid is the alternative "invalid" of RestartLimitField.
+type RestartLimitFieldInvalid struct {
+	RestartLimit preserves.Value
+}
+
+func (RestartLimitFieldInvalid) isRestartLimitField() {}
+
+func parseRestartLimitFieldInvalid(v preserves.Value) (RestartLimitFieldInvalid, error) {
+	var r, zero RestartLimitFieldInvalid
+	d154, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x155, err := schema.Entry(v, d154, preserves.Symbol("restartLimit"))
+	if err != nil {
+		return zero, err
+	}
+	r.RestartLimit = x155
+	return r, nil
+}
+
+func (r RestartLimitFieldInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("restartLimit"), r.RestartLimit)
+}
+
+// RestartLimitFieldAbsent is the alternative "absent" of RestartLimitField.
+type RestartLimitFieldAbsent struct {
+}
+
+func (RestartLimitFieldAbsent) isRestartLimitField() {}
+
+func parseRestartLimitFieldAbsent(v preserves.Value) (RestartLimitFieldAbsent, error) {
+	var r, zero RestartLimitFieldAbsent
+	d156, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d156
+	return r, nil
+}
+
+func (r RestartLimitFieldAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseRestartLimitField tries the alternatives of RestartLimitField in order; the first that matches wins.
+func ParseRestartLimitField(v preserves.Value) (RestartLimitField, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseRestartLimitFieldPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseRestartLimitFieldInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseRestartLimitFieldAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseRestartLimitFieldPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseRestartLimitFieldInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseRestartLimitFieldAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "RestartLimitField", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// ReadinessField is one of the alternatives of ReadinessField.
+type ReadinessField interface {
+	isReadinessField()
+	ToValue() preserves.Value
+}
+
+// ReadinessFieldPresent is the alternative "present" of ReadinessField.
+type ReadinessFieldPresent struct {
+	Readiness ReadinessProtocol
+}
+
+func (ReadinessFieldPresent) isReadinessField() {}
+
+func parseReadinessFieldPresent(v preserves.Value) (ReadinessFieldPresent, error) {
+	var r, zero ReadinessFieldPresent
+	var err error
+	d157, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x158, err := schema.Entry(v, d157, preserves.Symbol("readiness"))
+	if err != nil {
+		return zero, err
+	}
+	if r.Readiness, err = ParseReadinessProtocol(x158); err != nil {
+		return zero, schema.AtIn(err, v, "[readiness]")
+	}
+	return r, nil
+}
+
+func (r ReadinessFieldPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("readiness"), r.Readiness.ToValue())
+}
+
+// ReadinessFieldInvalid is the alternative "invalid" of ReadinessField.
+type ReadinessFieldInvalid struct {
+	Readiness preserves.Value
+}
+
+func (ReadinessFieldInvalid) isReadinessField() {}
+
+func parseReadinessFieldInvalid(v preserves.Value) (ReadinessFieldInvalid, error) {
+	var r, zero ReadinessFieldInvalid
+	d159, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x160, err := schema.Entry(v, d159, preserves.Symbol("readiness"))
+	if err != nil {
+		return zero, err
+	}
+	r.Readiness = x160
+	return r, nil
+}
+
+func (r ReadinessFieldInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("readiness"), r.Readiness)
+}
+
+// ReadinessFieldAbsent is the alternative "absent" of ReadinessField.
+type ReadinessFieldAbsent struct {
+}
+
+func (ReadinessFieldAbsent) isReadinessField() {}
+
+func parseReadinessFieldAbsent(v preserves.Value) (ReadinessFieldAbsent, error) {
+	var r, zero ReadinessFieldAbsent
+	d161, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d161
+	return r, nil
+}
+
+func (r ReadinessFieldAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseReadinessField tries the alternatives of ReadinessField in order; the first that matches wins.
+func ParseReadinessField(v preserves.Value) (ReadinessField, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseReadinessFieldPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseReadinessFieldInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseReadinessFieldAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseReadinessFieldPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseReadinessFieldInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseReadinessFieldAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "ReadinessField", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// ReadinessProtocol is one of the alternatives of ReadinessProtocol.
+type ReadinessProtocol interface {
+	isReadinessProtocol()
+	ToValue() preserves.Value
+}
+
+// ReadinessProtocolSdNotify is the alternative "sdNotify" of ReadinessProtocol.
+type ReadinessProtocolSdNotify struct{}
+
+func (ReadinessProtocolSdNotify) isReadinessProtocol() {}
+
+func parseReadinessProtocolSdNotify(v preserves.Value) (ReadinessProtocolSdNotify, error) {
+	var r, zero ReadinessProtocolSdNotify
+	if err := schema.CheckLit(v, preserves.Symbol("sd-notify")); err != nil {
+		return zero, err
+	}
+	return r, nil
+}
+
+func (r ReadinessProtocolSdNotify) ToValue() preserves.Value { return preserves.Symbol("sd-notify") }
+
+// ReadinessProtocolFd is the alternative "fd" of ReadinessProtocol.
+type ReadinessProtocolFd struct {
+	Fd *big.Int
+}
+
+func (ReadinessProtocolFd) isReadinessProtocol() {}
+
+func parseReadinessProtocolFd(v preserves.Value) (ReadinessProtocolFd, error) {
+	var r, zero ReadinessProtocolFd
+	var err error
+	rec162, err := schema.AsRecordOf(v, LabelNotificationFd, 1)
+	if err != nil {
+		return zero, err
+	}
+	if r.Fd, err = schema.AsInt(rec162.Fields[0]); err != nil {
+		return zero, schema.AtIn(err, v, "[0]")
+	}
+	return r, nil
+}
+
+func (r ReadinessProtocolFd) ToValue() preserves.Value {
+	return preserves.NewRecord(LabelNotificationFd, schema.IntValue(r.Fd))
+}
+
+// ReadinessProtocolTcp is the alternative "tcp" of ReadinessProtocol.
+type ReadinessProtocolTcp struct {
+	Port *big.Int
+}
+
+func (ReadinessProtocolTcp) isReadinessProtocol() {}
+
+func parseReadinessProtocolTcp(v preserves.Value) (ReadinessProtocolTcp, error) {
+	var r, zero ReadinessProtocolTcp
+	var err error
+	rec163, err := schema.AsRecordOf(v, LabelTcp, 1)
+	if err != nil {
+		return zero, err
+	}
+	if r.Port, err = schema.AsInt(rec163.Fields[0]); err != nil {
+		return zero, schema.AtIn(err, v, "[0]")
+	}
+	return r, nil
+}
+
+func (r ReadinessProtocolTcp) ToValue() preserves.Value {
+	return preserves.NewRecord(LabelTcp, schema.IntValue(r.Port))
+}
+
+// ReadinessProtocolTcpHost is the alternative "tcpHost" of ReadinessProtocol.
+type ReadinessProtocolTcpHost struct {
+	Host string
+	Port *big.Int
+}
+
+func (ReadinessProtocolTcpHost) isReadinessProtocol() {}
+
+func parseReadinessProtocolTcpHost(v preserves.Value) (ReadinessProtocolTcpHost, error) {
+	var r, zero ReadinessProtocolTcpHost
+	var err error
+	rec164, err := schema.AsRecordOf(v, LabelTcp, 2)
+	if err != nil {
+		return zero, err
+	}
+	if r.Host, err = schema.AsString(rec164.Fields[0]); err != nil {
+		return zero, schema.AtIn(err, v, "[0]")
+	}
+	if r.Port, err = schema.AsInt(rec164.Fields[1]); err != nil {
+		return zero, schema.AtIn(err, v, "[1]")
+	}
+	return r, nil
+}
+
+func (r ReadinessProtocolTcpHost) ToValue() preserves.Value {
+	return preserves.NewRecord(LabelTcp, preserves.String(r.Host), schema.IntValue(r.Port))
+}
+
+// ReadinessProtocolUnix is the alternative "unix" of ReadinessProtocol.
+type ReadinessProtocolUnix struct {
+	Path string
+}
+
+func (ReadinessProtocolUnix) isReadinessProtocol() {}
+
+func parseReadinessProtocolUnix(v preserves.Value) (ReadinessProtocolUnix, error) {
+	var r, zero ReadinessProtocolUnix
+	var err error
+	rec165, err := schema.AsRecordOf(v, LabelUnix, 1)
+	if err != nil {
+		return zero, err
+	}
+	if r.Path, err = schema.AsString(rec165.Fields[0]); err != nil {
+		return zero, schema.AtIn(err, v, "[0]")
+	}
+	return r, nil
+}
+
+func (r ReadinessProtocolUnix) ToValue() preserves.Value {
+	return preserves.NewRecord(LabelUnix, preserves.String(r.Path))
+}
+
+// ParseReadinessProtocol tries the alternatives of ReadinessProtocol in order; the first that matches wins.
+func ParseReadinessProtocol(v preserves.Value) (ReadinessProtocol, error) {
+	var errs [5]error
+	h, w := schema.SymbolHead(v)
+	if schema.MayEqual(v, preserves.Symbol("sd-notify")) {
+		if r, err := parseReadinessProtocolSdNotify(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || h == LabelNotificationFd {
+		if r, err := parseReadinessProtocolFd(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || h == LabelTcp {
+		if r, err := parseReadinessProtocolTcp(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if w || h == LabelTcp {
+		if r, err := parseReadinessProtocolTcpHost(v); err == nil {
+			return r, nil
+		} else {
+			errs[3] = err
+		}
+	}
+	if w || h == LabelUnix {
+		if r, err := parseReadinessProtocolUnix(v); err == nil {
+			return r, nil
+		} else {
+			errs[4] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseReadinessProtocolSdNotify(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseReadinessProtocolFd(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseReadinessProtocolTcp(v)
+	}
+	if errs[3] == nil {
+		_, errs[3] = parseReadinessProtocolTcpHost(v)
+	}
+	if errs[4] == nil {
+		_, errs[4] = parseReadinessProtocolUnix(v)
+	}
+	return nil, schema.NoMatch(v, "ReadinessProtocol", []string{"sdNotify", "fd", "tcp", "tcpHost", "unix"}, errs[:])
+}
+
+// ReadyTimeoutField is one of the alternatives of ReadyTimeoutField.
+type ReadyTimeoutField interface {
+	isReadyTimeoutField()
+	ToValue() preserves.Value
+}
+
+// ReadyTimeoutFieldPresent is the alternative "present" of ReadyTimeoutField.
+type ReadyTimeoutFieldPresent struct {
+	ReadyTimeout Seconds
+}
+
+func (ReadyTimeoutFieldPresent) isReadyTimeoutField() {}
+
+func parseReadyTimeoutFieldPresent(v preserves.Value) (ReadyTimeoutFieldPresent, error) {
+	var r, zero ReadyTimeoutFieldPresent
+	var err error
+	d166, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x167, err := schema.Entry(v, d166, preserves.Symbol("readyTimeout"))
+	if err != nil {
+		return zero, err
+	}
+	if r.ReadyTimeout, err = ParseSeconds(x167); err != nil {
+		return zero, schema.AtIn(err, v, "[readyTimeout]")
+	}
+	return r, nil
+}
+
+func (r ReadyTimeoutFieldPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("readyTimeout"), r.ReadyTimeout.ToValue())
+}
+
+// ReadyTimeoutFieldInvalid is the alternative "invalid" of ReadyTimeoutField.
+type ReadyTimeoutFieldInvalid struct {
+	ReadyTimeout preserves.Value
+}
+
+func (ReadyTimeoutFieldInvalid) isReadyTimeoutField() {}
+
+func parseReadyTimeoutFieldInvalid(v preserves.Value) (ReadyTimeoutFieldInvalid, error) {
+	var r, zero ReadyTimeoutFieldInvalid
+	d168, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x169, err := schema.Entry(v, d168, preserves.Symbol("readyTimeout"))
+	if err != nil {
+		return zero, err
+	}
+	r.ReadyTimeout = x169
+	return r, nil
+}
+
+func (r ReadyTimeoutFieldInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("readyTimeout"), r.ReadyTimeout)
+}
+
+// ReadyTimeoutFieldAbsent is the alternative "absent" of ReadyTimeoutField.
+type ReadyTimeoutFieldAbsent struct {
+}
+
+func (ReadyTimeoutFieldAbsent) isReadyTimeoutField() {}
+
+func parseReadyTimeoutFieldAbsent(v preserves.Value) (ReadyTimeoutFieldAbsent, error) {
+	var r, zero ReadyTimeoutFieldAbsent
+	d170, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d170
+	return r, nil
+}
+
+func (r ReadyTimeoutFieldAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseReadyTimeoutField tries the alternatives of ReadyTimeoutField in order; the first that matches wins.
+func ParseReadyTimeoutField(v preserves.Value) (ReadyTimeoutField, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseReadyTimeoutFieldPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseReadyTimeoutFieldInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseReadyTimeoutFieldAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseReadyTimeoutFieldPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseReadyTimeoutFieldInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseReadyTimeoutFieldAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "ReadyTimeoutField", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// WatchdogField is one of the alternatives of WatchdogField.
+type WatchdogField interface {
+	isWatchdogField()
+	ToValue() preserves.Value
+}
+
+// WatchdogFieldPresent is the alternative "present" of WatchdogField.
+type WatchdogFieldPresent struct {
+	Watchdog Seconds
+}
+
+func (WatchdogFieldPresent) isWatchdogField() {}
+
+func parseWatchdogFieldPresent(v preserves.Value) (WatchdogFieldPresent, error) {
+	var r, zero WatchdogFieldPresent
+	var err error
+	d171, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x172, err := schema.Entry(v, d171, preserves.Symbol("watchdog"))
+	if err != nil {
+		return zero, err
+	}
+	if r.Watchdog, err = ParseSeconds(x172); err != nil {
+		return zero, schema.AtIn(err, v, "[watchdog]")
+	}
+	return r, nil
+}
+
+func (r WatchdogFieldPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("watchdog"), r.Watchdog.ToValue())
+}
+
+// WatchdogFieldInvalid is the alternative "invalid" of WatchdogField.
+type WatchdogFieldInvalid struct {
+	Watchdog preserves.Value
+}
+
+func (WatchdogFieldInvalid) isWatchdogField() {}
+
+func parseWatchdogFieldInvalid(v preserves.Value) (WatchdogFieldInvalid, error) {
+	var r, zero WatchdogFieldInvalid
+	d173, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x174, err := schema.Entry(v, d173, preserves.Symbol("watchdog"))
+	if err != nil {
+		return zero, err
+	}
+	r.Watchdog = x174
+	return r, nil
+}
+
+func (r WatchdogFieldInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("watchdog"), r.Watchdog)
+}
+
+// WatchdogFieldAbsent is the alternative "absent" of WatchdogField.
+type WatchdogFieldAbsent struct {
+}
+
+func (WatchdogFieldAbsent) isWatchdogField() {}
+
+func parseWatchdogFieldAbsent(v preserves.Value) (WatchdogFieldAbsent, error) {
+	var r, zero WatchdogFieldAbsent
+	d175, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d175
+	return r, nil
+}
+
+func (r WatchdogFieldAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseWatchdogField tries the alternatives of WatchdogField in order; the first that matches wins.
+func ParseWatchdogField(v preserves.Value) (WatchdogField, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseWatchdogFieldPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseWatchdogFieldInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseWatchdogFieldAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseWatchdogFieldPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseWatchdogFieldInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseWatchdogFieldAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "WatchdogField", []string{"present", "invalid", "absent"}, errs[:])
 }
