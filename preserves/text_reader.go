@@ -1352,3 +1352,8 @@ func (r *TextReader) readBase64(start int) []byte {
 	r.scratch = buf
 	return buf[len(enc) : len(enc)+m]
 }
+
+// Offset is the byte offset in the input just after the last value Next
+// returned (or the error it met): with a value read from src[i:], i +
+// Offset() is where that value ends, so a tool can replace it in place.
+func (r *TextReader) Offset() int { return r.base + r.pos }

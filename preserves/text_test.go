@@ -592,3 +592,17 @@ func TestTextWriterIndent(t *testing.T) {
 		t.Errorf("annotations written although not asked for:\n%s", buf.String())
 	}
 }
+
+func TestTextReaderOffset(t *testing.T) {
+	src := []byte(`<a [1 2]> # c
+"x" `)
+	r := preserves.NewTextReader(bytes.NewReader(src), preserves.TextOptions{})
+	for _, want := range []int{9, 17} {
+		if _, err := r.Next(); err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Offset(); got != want {
+			t.Fatalf("Offset() = %d, want %d (%q)", got, want, src[:got])
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package script
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -71,34 +72,175 @@ func isDirective(tok preserves.Value) bool {
 // ---------------------------------------------------------------------------
 // Warnings: structural forms read literally
 
-// warnForeign warns when the caveat pattern v, read in this dialect,
-// contains a record that other dialects read structurally. kind is the
-// caveat (reject, accept or rewrite).
-func (p *parser) warnForeign(v preserves.Value, kind string) {
-	at, ok := findForeign(v)
-	if !ok {
-		return
-	}
-	form := preserves.Strip(at)
-	l, _ := symbolOf(form.(*preserves.Record).Label)
-	verb := "passes"
-	if kind == "reject" {
-		verb = "blocks"
-	}
-	msg := render(at) + " is a literal here: this dialect gives <" + l + " …> no structural meaning " +
-		"(sturdy.prs and other servers' scripts do), so this <" + kind + "> only " + verb +
-		" values equal to it and the attenuation does not restrict what it appears to"
-	if s := suggest(kind, preserves.Strip(v)); s != "" {
-		msg += "; in this dialect write " + s
-		if strings.Contains(s, "…") {
-			msg += " (… stands for one _ per field: one alternative per field count in use)"
+// caveatUse is a caveat pattern of a classic-dialect file, kept until the
+// end of the file: whether the directive is a fix that works depends on
+// every caveat of the file (finishDialect).
+type caveatUse struct {
+	caveat  preserves.Value // the whole <kind …> caveat
+	pattern preserves.Value
+	kind    string          // reject, accept or rewrite
+	foreign preserves.Value // its outermost structural form, if any
+}
+
+// notePattern records the caveat pattern v of caveat cv, read in this
+// dialect.
+func (p *parser) notePattern(cv, v preserves.Value, kind string) {
+	at, _ := findForeign(v)
+	p.caveats = append(p.caveats, caveatUse{caveat: cv, pattern: v, kind: kind, foreign: at})
+}
+
+// finishDialect warns about every caveat pattern of the file that contains
+// a record other dialects read structurally, with a suggestion that works
+// as written, its edits in the warning's Fixes: this dialect's spelling of
+// the caveat when there is one; else the directive, with the file's other
+// caveat patterns spelt structurally when they need to be (under the
+// directive every caveat pattern of the file is structural). first is the
+// file's first instruction, before which the directive goes.
+func (p *parser) finishDialect(first preserves.Value) {
+	var classic []Fix // the other patterns' structural spellings
+	spellable := true
+	for _, c := range p.caveats {
+		if c.foreign != nil {
+			if !readsStructurally(c.pattern) {
+				spellable = false // its intent is unclear: no directive
+				break
+			}
+			continue
 		}
-		msg += ","
-	} else {
-		msg += ";"
+		s, ok := structural(c.pattern)
+		if !ok {
+			spellable = false
+			break
+		}
+		if text := spell(s); text != spell(preserves.Strip(c.pattern)) {
+			classic = append(classic, Fix{Pos: p.valuePos(c.pattern), Text: text})
+		}
 	}
-	msg += " or start the file with `dialect " + DialectSturdyCaveats + "` to read caveat patterns structurally"
-	p.warns.Warnf(p.pos(at), ErrDialect, "%s", msg)
+	directive := []Fix{{Pos: p.valuePos(first), Insert: true, Text: "dialect " + DialectSturdyCaveats + "\n"}}
+	for _, c := range p.caveats {
+		if c.foreign == nil {
+			continue
+		}
+		form := preserves.Strip(c.foreign)
+		l, _ := symbolOf(form.(*preserves.Record).Label)
+		verb := "passes"
+		if c.kind == "reject" {
+			verb = "blocks"
+		}
+		msg := render(c.foreign) + " is a literal here: this dialect gives <" + l + " …> no structural meaning " +
+			"(sturdy.prs and other servers' scripts do), so this <" + c.kind + "> only " + verb +
+			" values equal to it and the attenuation does not restrict what it appears to"
+		var fixes []Fix
+		switch s := suggest(c.kind, preserves.Strip(c.pattern)); {
+		case s != "" && !strings.Contains(s, "…"):
+			msg += "; in this dialect write " + s
+			fixes = []Fix{{Pos: p.valuePos(c.caveat), Text: s}}
+			if spellable && len(classic) == 0 {
+				msg += ", or start the file with `dialect " + DialectSturdyCaveats + "` to read caveat patterns structurally"
+			}
+		case spellable:
+			msg += "; start the file with `dialect " + DialectSturdyCaveats + "` to read caveat patterns structurally"
+			if len(classic) > 0 {
+				msg += ", and spell the file's other caveat patterns structurally too: " + p.listFixes(classic)
+			}
+			fixes = append(directive, classic...)
+		case s != "":
+			msg += "; in this dialect write " + s + " (… stands for one _ per field: one alternative per field count in use)"
+		default:
+			msg += "; neither this dialect nor `dialect " + DialectSturdyCaveats + "` reads it as written: spell it in one of them (docs/language.md, \"Dialects\")"
+		}
+		p.warns = append(p.warns, &Error{Pos: p.pos(c.foreign), Msg: msg, Err: ErrDialect, Warning: true, Fixes: fixes})
+	}
+}
+
+// readsStructurally reports whether the pattern v is a valid structural
+// pattern, as `dialect sturdy-caveats` would read it.
+func readsStructurally(v preserves.Value) bool {
+	q := &parser{dialect: DialectSturdyCaveats}
+	q.sturdyPattern(v)
+	return len(q.errs) == 0
+}
+
+// listFixes names the edits of fs for a message, the first three in full.
+func (p *parser) listFixes(fs []Fix) string {
+	var parts []string
+	for i, f := range fs {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(fs)-3))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%d:%d as %s", f.Pos.Line, f.Pos.Col, f.Text))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// valuePos is where v itself starts, after any comment attached to it.
+func (p *parser) valuePos(v preserves.Value) preserves.Pos {
+	if pos := p.pos(preserves.Unwrap(v)); pos.IsValid() {
+		return pos
+	}
+	return p.pos(v)
+}
+
+// structural spells the caveat pattern v, written in this dialect, in the
+// structural notation of `dialect sturdy-caveats`, with the same meaning:
+// a record <L P…> is <rec L [P…]>, a sequence <arr […]>, a dictionary
+// <dict {…}>, any other literal <lit V>; `_`, `?x`, `<?x P>` and `$x`
+// read the same in both. An attenuation or a set cannot be spelt.
+func structural(v preserves.Value) (preserves.Value, bool) {
+	switch x := preserves.Strip(v).(type) {
+	case preserves.Symbol:
+		s := string(x)
+		switch {
+		case s == "_" || len(s) > 1 && (s[0] == '?' || s[0] == '$'):
+			return x, true
+		case len(s) > 0 && s[0] == '=':
+			return preserves.Rec("lit", preserves.Symbol(s[1:])), true
+		}
+		return preserves.Rec("lit", x), true
+	case *preserves.Record:
+		l, _ := symbolOf(x.Label)
+		if l == "*" || l == "_" {
+			return nil, false
+		}
+		fs, ok := structuralAll(x.Fields)
+		if !ok {
+			return nil, false
+		}
+		if len(l) > 1 && l[0] == '?' && len(fs) == 1 {
+			return preserves.NewRecord(x.Label, fs...), true
+		}
+		return preserves.Rec("rec", x.Label, preserves.Sequence(fs)), true
+	case preserves.Sequence:
+		items, ok := structuralAll(x)
+		return preserves.Rec("arr", preserves.Sequence(items)), ok
+	case *preserves.Dictionary:
+		es := make([]preserves.DictEntry, 0, x.Len())
+		for _, e := range x.Entries() {
+			s, ok := structural(e.Value)
+			if !ok {
+				return nil, false
+			}
+			es = append(es, preserves.DictEntry{Key: e.Key, Value: s})
+		}
+		return preserves.Rec("dict", preserves.NewDictionary(es...)), true
+	case *preserves.Set, *preserves.Embedded:
+		return nil, false
+	default:
+		return preserves.Rec("lit", x), true
+	}
+}
+
+func structuralAll(vs []preserves.Value) ([]preserves.Value, bool) {
+	out := make([]preserves.Value, len(vs))
+	for i, v := range vs {
+		s, ok := structural(v)
+		if !ok {
+			return nil, false
+		}
+		out[i] = s
+	}
+	return out, true
 }
 
 // findForeign returns the outermost record of v labelled with a structural

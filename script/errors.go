@@ -36,6 +36,9 @@ type Error struct {
 	// Warning marks a problem that does not stop the script from running
 	// (it compiles and runs, but probably not as its author meant).
 	Warning bool
+	// Fixes are the edits the message suggests, when it suggests some
+	// (ApplyFixes applies them).
+	Fixes []Fix
 }
 
 func (e *Error) Error() string {

@@ -26,6 +26,9 @@ func (p *parser) file1(vals []preserves.Value) *File {
 		i = p.directive(vals, i)
 	}
 	f := &File{Name: p.file, Body: p.block(vals[i:], true), Dialect: p.dialect}
+	if i < len(vals) {
+		p.finishDialect(vals[i])
+	}
 	p.errs.Sort()
 	p.warns.Sort()
 	f.Warnings = p.warns
@@ -39,6 +42,9 @@ type parser struct {
 	warns ErrorList
 	// dialect is set by a `dialect NAME` directive.
 	dialect string
+	// caveats are the file's caveat patterns read in this dialect, for
+	// the dialect warnings (finishDialect).
+	caveats []caveatUse
 	// grouping is set by Group: blocks are not parsed inside, a
 	// conditional ends after its THEN, and blockToks records the index of
 	// every block in instruction position.
@@ -588,18 +594,18 @@ func (p *parser) caveat(v preserves.Value, outer []string, allowOr bool) Caveat 
 		if !arity(1) {
 			return nil
 		}
-		return &Reject{At: pos, Pat: p.caveatPattern(r.Fields[0], outer, label)}
+		return &Reject{At: pos, Pat: p.caveatPattern(v, r.Fields[0], outer, label)}
 	case "accept":
 		if !arity(1) {
 			return nil
 		}
-		pat := p.caveatPattern(r.Fields[0], outer, label)
+		pat := p.caveatPattern(v, r.Fields[0], outer, label)
 		return &Rewrite{At: pos, Accept: true, Pat: pat, Binders: Binders(pat)}
 	case "rewrite":
 		if !arity(2) {
 			return nil
 		}
-		pat := p.caveatPattern(r.Fields[0], outer, label)
+		pat := p.caveatPattern(v, r.Fields[0], outer, label)
 		b := Binders(pat)
 		t := p.exprIn(r.Fields[1], modeTemplate, &tmplScope{binders: b, outer: outer})
 		return &Rewrite{At: pos, Pat: pat, Template: t, Binders: b}
@@ -612,15 +618,15 @@ func (p *parser) caveat(v preserves.Value, outer []string, allowOr bool) Caveat 
 	return nil
 }
 
-// caveatPattern parses the pattern of caveat kind (reject, accept or
-// rewrite), structurally under `dialect sturdy-caveats`; `$x` there names a
-// script variable, and must not name a capture of an enclosing rewrite.
-func (p *parser) caveatPattern(v preserves.Value, outer []string, kind string) Expr {
+// caveatPattern parses the pattern v of caveat cv, of kind reject, accept
+// or rewrite, structurally under `dialect sturdy-caveats`; `$x` there names
+// a script variable, and must not name a capture of an enclosing rewrite.
+func (p *parser) caveatPattern(cv, v preserves.Value, outer []string, kind string) Expr {
 	var e Expr
 	if p.dialect == DialectSturdyCaveats {
 		e = p.sturdyPattern(v)
 	} else {
-		p.warnForeign(v, kind)
+		p.notePattern(cv, v, kind)
 		e = p.expr(v, modePattern)
 	}
 	if len(outer) > 0 {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -213,5 +214,54 @@ func TestDialectsData(t *testing.T) {
 				t.Error(p)
 			}
 		})
+	}
+}
+
+// TestDialectFixesWork applies the suggestion of every dialect warning of
+// testdata/dialects.pr, as its Fixes write it, and checks the file again
+// (issue 25): the warning is gone and no error is new. Where a message
+// also offers the directive alone, that is applied and checked too.
+func TestDialectFixesWork(t *testing.T) {
+	chunks, err := scripttest.Read("testdata/dialects.pr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied := 0
+	for _, c := range chunks {
+		f, errs := script.ParseFile(c.File, []byte(c.Src))
+		for _, w := range f.Warnings {
+			var alternatives [][]script.Fix
+			if len(w.Fixes) > 0 {
+				alternatives = append(alternatives, w.Fixes)
+			}
+			if strings.Contains(w.Msg, "or start the file with `dialect sturdy-caveats`") {
+				first := f.Body[0].Pos()
+				alternatives = append(alternatives, []script.Fix{{Pos: first, Insert: true, Text: "dialect sturdy-caveats\n"}})
+			}
+			if len(alternatives) == 0 && strings.Contains(w.Msg, "; in this dialect write") && !strings.Contains(w.Msg, "…") {
+				t.Errorf("%v: a suggestion without its edits", w)
+			}
+			for _, fixes := range alternatives {
+				applied++
+				src, err := script.ApplyFixes([]byte(c.Src), fixes)
+				if err != nil {
+					t.Fatalf("%v: %v", w, err)
+				}
+				f2, errs2 := script.ParseFile(c.File, src)
+				for _, e := range errs2 {
+					if !slices.ContainsFunc(errs, func(old *script.Error) bool { return old.Msg == e.Msg }) {
+						t.Errorf("%v\nfixed as\n%s\ngives a new error: %v", w, src, e)
+					}
+				}
+				for _, w2 := range f2.Warnings {
+					if w2.Msg == w.Msg {
+						t.Errorf("%v\nfixed as\n%s\nstill warns", w, src)
+					}
+				}
+			}
+		}
+	}
+	if applied < 8 {
+		t.Fatalf("only %d suggestions applied", applied)
 	}
 }
