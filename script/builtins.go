@@ -59,6 +59,10 @@ type BuiltinContext interface {
 // capability as text (stringify, join).
 var ErrStringify = errors.New("vm: cannot render a capability as text")
 
+// ErrNotNumber is the class of the run-time error of a number operand
+// (deadline) that is not one.
+var ErrNotNumber = errors.New("vm: not a number")
+
 // Builtins is the table of convenience expressions, in documentation order.
 var Builtins = []*Builtin{
 	{
@@ -71,6 +75,24 @@ var Builtins = []*Builtin{
 		Name: "timestamp", Doc: "the current UTC time, RFC 3339",
 		Eval: func(c BuiltinContext, _ []preserves.Value) (preserves.Value, error) {
 			return preserves.String(Timestamp(c.Now())), nil
+		},
+	},
+	{
+		Name: "deadline", Operands: []string{"a number of seconds"},
+		Doc:   "the Unix time N seconds from now, a double: `? <later-than $t>`",
+		Check: numberOperand,
+		Eval: func(c BuiltinContext, args []preserves.Value) (preserves.Value, error) {
+			var secs float64
+			switch n := preserves.Unwrap(args[0]).(type) {
+			case preserves.Double:
+				secs = n.Float64()
+			case preserves.Int:
+				secs = float64(n)
+			default:
+				return nil, fmt.Errorf("deadline: %s is not a number of seconds%w", preserves.Show(args[0]), quiet{ErrNotNumber})
+			}
+			now := c.Now()
+			return preserves.NewDouble(float64(now.Unix()) + float64(now.Nanosecond())/1e9 + secs), nil
 		},
 	},
 	{
@@ -125,6 +147,19 @@ func textOperands(args []Expr, errorf func(at preserves.Pos, format string, a ..
 	for _, a := range args {
 		if c, ok := a.(*CallExpr); ok && c.Builtin.Capability {
 			errorf(c.At, "%s yields a capability, which has no text", c.Builtin.Name)
+		}
+	}
+}
+
+// numberOperand rejects a literal operand that is not a number.
+func numberOperand(args []Expr, errorf func(at preserves.Pos, format string, a ...any)) {
+	for _, a := range args {
+		if x, ok := a.(*Lit); ok {
+			switch x.Value.(type) {
+			case preserves.Double, preserves.Int:
+			default:
+				errorf(x.At, "deadline needs a number of seconds, not %s", preserves.Show(x.Value))
+			}
 		}
 	}
 }

@@ -201,7 +201,7 @@ func TestEveryInstructionFormats(t *testing.T) {
 		"directive dialect": "dialect sturdy-caveats\n<a>\n",
 	}
 	for _, b := range script.Builtins {
-		src := "let ?x = " + b.Name + strings.Repeat(` "a"`, b.Arity()) + "\n"
+		src := "let ?x = " + b.Name + strings.Repeat(` $a`, b.Arity()) + "\n"
 		samples["builtin "+b.Name] = src
 	}
 	for _, n := range sources(t, "..").nodes("script", "instr") {
