@@ -13,6 +13,7 @@ import (
 	"github.com/syndicate-go/syndicate/services/logger"
 	"github.com/syndicate-go/syndicate/services/resolve"
 	"github.com/syndicate-go/syndicate/services/timeline"
+	"github.com/syndicate-go/syndicate/services/timer"
 )
 
 // primordial holds the control capabilities of the top-level actor's
@@ -46,6 +47,8 @@ func (s *server) builtins(w primordial) []builtin {
 		}},
 		{"debt", debt.Boot},
 		{"timeline", timeline.Boot},
+		// The timer protocol in $config, and <timer-driver #:DS>.
+		{"timer", timer.Boot},
 		{"gatekeeper", func(t *dataspace.Turn, env services.Env) error {
 			// The primordial gatekeeper over the config dataspace (§1.2
 			// step 4.3), reached through the forwarder, and the

@@ -6,6 +6,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace/schemas/externalservices"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/internalservices"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/syndicatego"
 	"github.com/syndicate-go/syndicate/dataspace/transport"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/schema"
@@ -51,6 +52,7 @@ var builtinNames = map[string]func(preserves.Value) error{
 	"http-router":       exact(1, internalservices.ParseHttpRouter),
 	"http-static-files": func(v preserves.Value) error { _, _, err := internalservices.StaticFiles(v); return err },
 	"debt-reporter":     wrap(internalservices.DebtPeriod),
+	"timer-driver":      exact(1, syndicatego.ParseTimerDriver),
 }
 
 // declaration checks one asserted or sent value.

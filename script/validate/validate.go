@@ -28,7 +28,7 @@
 //     (`<daemon ID>`, `<config-watcher PATH ENV>`, `<relay-listener ADDR
 //     GK>`, `<gatekeeper BINDSPACE>`, `<milestone NAME>`,
 //     `<http-static-files DIR N>`, `<http-router HTTPD>`, `<debt-reporter
-//     SECONDS>`), including the transport address `<tcp HOST PORT>` or
+//     SECONDS>`, `<timer-driver DATASPACE>`), including the transport address `<tcp HOST PORT>` or
 //     `<unix PATH>`.
 //   - `<depends-on DEPENDER <service-state DEPENDEE STATE>>`: the dependee
 //     must be a service-state record (otherwise the dependency tracker cannot

@@ -58,6 +58,8 @@ const (
 	LabelTcp = preserves.Symbol("tcp")
 	// LabelUnix is the label of ReadinessProtocolUnix.
 	LabelUnix = preserves.Symbol("unix")
+	// LabelTimerDriver is the label of TimerDriver.
+	LabelTimerDriver = preserves.Symbol("timer-driver")
 )
 
 // One per running daemon process, by the daemon service, withdrawn when
@@ -4045,4 +4047,29 @@ func ParseWatchdogField(v preserves.Value) (WatchdogField, error) {
 		_, errs[2] = parseWatchdogFieldAbsent(v)
 	}
 	return nil, schema.NoMatch(v, "WatchdogField", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// The timer driver of a dataspace other than $config (which always has
+// one): while `<require-service <timer-driver #:DS>>` stands, DS is served
+// the timer protocol (timer.prs; docs/services.md "Time").
+type TimerDriver struct {
+	Dataspace any
+}
+
+// ParseTimerDriver parses v as a TimerDriver.
+func ParseTimerDriver(v preserves.Value) (TimerDriver, error) {
+	var r, zero TimerDriver
+	var err error
+	rec176, err := schema.AsRecordOf(v, LabelTimerDriver, 1)
+	if err != nil {
+		return zero, err
+	}
+	if r.Dataspace, err = schema.AsEmbedded(rec176.Fields[0]); err != nil {
+		return zero, schema.AtIn(err, v, "[0]")
+	}
+	return r, nil
+}
+
+func (r TimerDriver) ToValue() preserves.Value {
+	return preserves.NewRecord(LabelTimerDriver, preserves.NewEmbedded(r.Dataspace))
 }
