@@ -12,6 +12,11 @@ import (
 type Env struct {
 	Config, Log, Gatekeeper, Control *dataspace.Ref
 	Logger                           zerolog.Logger
+	// LogLate, when set, writes a `<log …>` record straight to the
+	// service output's console and files, from any goroutine: for what
+	// a service must log while it (or the logger) is already stopping,
+	// such as a daemon's last words at shutdown.
+	LogLate func(record preserves.Value)
 }
 
 // The `$log` vocabulary (services spec §1.9, §5.6): the message
@@ -27,4 +32,12 @@ var (
 	LogKeyPid     = preserves.Symbol("pid")
 	LogKeyService = preserves.Symbol("service")
 	LogKeyStream  = preserves.Symbol("stream")
+	// LogKeySource says who sent the line (issue 22): SourceDaemon for a
+	// daemon's output, SourceServer for the server's lifecycle events of
+	// a service, SourceScript for anything sent to the `$log` that
+	// scripts hold (ScriptLog sets it, whatever the script said).
+	LogKeySource = preserves.Symbol("source")
+	SourceDaemon = preserves.Value(preserves.Symbol("daemon"))
+	SourceServer = preserves.Value(preserves.Symbol("server"))
+	SourceScript = preserves.Value(preserves.Symbol("script"))
 )

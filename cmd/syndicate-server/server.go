@@ -70,7 +70,7 @@ func logFormat(o *options, stderr io.Writer) string {
 // diagnostic log's format unless --service-output=false, and --log-dir.
 func (s *server) loggerOptions(stderr io.Writer) logger.Options {
 	o := s.opts
-	lo := logger.Options{Dir: o.logDir, FileSize: o.logFileSize, FileCount: o.logFileCount}
+	lo := logger.Options{Dir: o.logDir, FileSize: o.logFileSize, FileCount: o.logFileCount, Sink: s.sink}
 	if o.serviceOutput && stderr != nil {
 		lo.Console = stderr
 		lo.JSON = logFormat(o, stderr) == "json"
@@ -103,8 +103,12 @@ func runCheck(o *options, stdout, stderr io.Writer) int {
 // server is one running instance: the actor system, the top-level actor
 // and the way out (a signal or $control).
 type server struct {
-	opts   *options
-	log    zerolog.Logger
+	opts *options
+	log  zerolog.Logger
+	// sink writes service output; runServer makes it before the actor
+	// system and closes it after, so that it outlives every daemon (nil
+	// in tests: the logger makes its own).
+	sink   *logger.Sink
 	stdout io.Writer
 	stderr io.Writer
 	sys    *dataspace.System
@@ -193,6 +197,15 @@ func runServer(o *options, stdout, stderr io.Writer) int {
 
 	s := newServer(o, log, stdout)
 	s.stderr = stderr // service output (logger options)
+	sink, err := logger.NewSink(s.loggerOptions(stderr), log)
+	if err != nil {
+		fmt.Fprintf(stderr, "syndicate-server: %v\n", err)
+		return 2
+	}
+	// Closed after the system's Shutdown (deferred before it runs): the
+	// daemons' last words are written.
+	defer sink.Close()
+	s.sink = sink
 	s.start(sysOpts)
 
 	code := 0
@@ -250,6 +263,9 @@ func (s *server) boot(t *dataspace.Turn) error {
 	logds := t.Create(dataspace.NewDataspace())
 	s.cfg, s.topFacet = cfg, t.FacetRef()
 	env := services.Env{Config: cfg, Log: logds, Logger: s.log}
+	if s.sink != nil {
+		env.LogLate = s.sink.Late
+	}
 	defer func() { s.env = env }()
 	var wiring primordial
 	env.Gatekeeper, wiring.gatekeeper = services.NewForwarder(t)
@@ -270,8 +286,10 @@ func (s *server) boot(t *dataspace.Turn) error {
 	if o.inferior && !o.dryRun {
 		s.spawnParent(t, env)
 	}
+	// Scripts hold a $log that marks their lines as theirs (issue 22).
+	scriptLog := services.NewScriptLog(t, logds)
 	for _, path := range o.configs {
-		name := preserves.Rec("config-watcher", preserves.String(path), primordialEnv(env))
+		name := preserves.Rec("config-watcher", preserves.String(path), primordialEnv(env, scriptLog))
 		t.Assert(cfg, services.RunService(name))
 	}
 	// The server runs until told otherwise, even with nothing to do.
@@ -306,9 +324,10 @@ func (s *server) announceWhenReady(t *dataspace.Turn, cfg *dataspace.Ref, bs []b
 	})
 }
 
-// primordialEnv is the environment dictionary of services spec §1.3.
-func primordialEnv(env services.Env) preserves.Value {
-	kvs := []preserves.Value{preserves.Symbol("config"), dataspace.Embed(env.Config), preserves.Symbol("log"), dataspace.Embed(env.Log)}
+// primordialEnv is the environment dictionary of services spec §1.3, with
+// scriptLog, which marks lines as a script's, as $log.
+func primordialEnv(env services.Env, scriptLog *dataspace.Ref) preserves.Value {
+	kvs := []preserves.Value{preserves.Symbol("config"), dataspace.Embed(env.Config), preserves.Symbol("log"), dataspace.Embed(scriptLog)}
 	if env.Gatekeeper != nil {
 		kvs = append(kvs, preserves.Symbol("gatekeeper"), dataspace.Embed(env.Gatekeeper))
 	}

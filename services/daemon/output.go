@@ -63,9 +63,18 @@ func (d *daemonRun) outputBatch(ctx context.Context, acct *dataspace.Account, ba
 		return nil
 	}) {
 		// The service itself is stopping (server shutdown): the log
-		// actor may be gone, so the lines go to the server's log.
+		// actor may be gone, so the lines go straight to the output's
+		// writers, else to the server's log.
 		for _, l := range batch {
-			d.log.Info().Str("stream", l.Stream.String()).Int("pid", l.Pid).Str("line", string(l.Text)).Msg("daemon output")
+			if d.env.LogLate != nil {
+				at := l.Time
+				if at.IsZero() {
+					at = d.s.now()
+				}
+				d.env.LogLate(logRecord(l, d.name, preserves.String(script.Timestamp(at)), pidValue(l.Pid)))
+				continue
+			}
+			d.log.Warn().Str("stream", l.Stream.String()).Int("pid", l.Pid).Str("line", string(l.Text)).Msg("daemon output")
 		}
 	}
 }
@@ -89,6 +98,7 @@ func logRecord(l Line, service, timestamp, pid preserves.Value) preserves.Value 
 		preserves.DictEntry{Key: services.LogKeyLine, Value: line},
 		preserves.DictEntry{Key: services.LogKeyPid, Value: pid},
 		preserves.DictEntry{Key: services.LogKeyService, Value: service},
+		preserves.DictEntry{Key: services.LogKeySource, Value: services.SourceDaemon},
 		preserves.DictEntry{Key: services.LogKeyStream, Value: streamSymbol[l.Stream]},
 	))
 }

@@ -5,16 +5,23 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services"
 )
 
 // Persistent logs (--log-dir), in the way of s6-log and svlogd: each
@@ -70,6 +77,9 @@ func DirName(service string) string {
 		}
 	}
 	name := strings.Trim(b.String(), ".")
+	if len(name) != b.Len() {
+		lossy = true // `<daemon web.>` must not share `<daemon web>`'s directory
+	}
 	if name == "" && service == "-" {
 		return "-"
 	}
@@ -96,31 +106,44 @@ type fileChunk struct {
 
 // dirWriter owns the files under the log directory.
 type dirWriter struct {
-	root         string
-	size         int64
-	count        int
-	queueBytes   int64
-	log          zerolog.Logger
-	queue        chan fileChunk
-	queued       atomic.Int64  // bytes in queue
-	space        chan struct{} // signalled whenever a write made room
-	done         chan struct{} // closed when run returns
-	open         map[string]*openFile
-	now          func() time.Time
-	failedBefore map[string]bool // directories whose last write failed
+	root       string
+	size       int64
+	count      int
+	queueBytes int64
+	log        zerolog.Logger
+	queue      chan fileChunk
+	queued     atomic.Int64  // bytes in queue
+	space      chan struct{} // signalled whenever a write made room
+	done       chan struct{} // closed when run returns
+	open       map[string]*openFile
+	now        func() time.Time
+	rootFD     *os.File            // the root, opened once it exists
+	failing    map[string]*lostRun // directories whose last write failed
+	// lost, when set, is told of each failing spell of a directory and of
+	// its end (the logger shows the count in `syndicate status`). It is
+	// called on the writer's goroutine.
+	lost func(dir string, lines int64, reason string)
 	// gate, in tests, holds every write until it is closed (a slow disk).
 	gate <-chan struct{}
 }
 
+// lostRun is a failing spell of one directory: the lines lost, and why.
+type lostRun struct {
+	lines    int64
+	reason   string
+	reported time.Time
+}
+
 type openFile struct {
-	f    *os.File
+	dir  *os.File // the service's directory
+	f    *os.File // its `current`
 	size int64
 	used uint64
 }
 
 func newDirWriter(root string, size int64, count int, queueBytes int64, log zerolog.Logger, now func() time.Time) *dirWriter {
 	return &dirWriter{root: root, size: size, count: count, queueBytes: queueBytes, log: log,
-		queue: make(chan fileChunk, 1024), space: make(chan struct{}, 1), done: make(chan struct{}), open: map[string]*openFile{}, now: now, failedBefore: map[string]bool{}}
+		queue: make(chan fileChunk, 1024), space: make(chan struct{}, 1), done: make(chan struct{}), open: map[string]*openFile{}, now: now, failing: map[string]*lostRun{}}
 }
 
 // offer queues c, waiting up to patience for room; false means there was
@@ -192,14 +215,27 @@ func serveQueue[T any](ctx context.Context, queue <-chan T, handle func(T)) {
 
 func (w *dirWriter) closeAll() {
 	for name, of := range w.open {
-		_ = of.f.Sync()
-		_ = of.f.Close()
+		of.close(true)
 		delete(w.open, name)
+	}
+	if w.rootFD != nil {
+		w.rootFD.Close()
+		w.rootFD = nil
 	}
 }
 
+func (of *openFile) close(sync bool) {
+	if sync {
+		_ = of.f.Sync()
+	}
+	_ = of.f.Close()
+	_ = of.dir.Close()
+}
+
 // write appends c to its directory's `current`, rotating between lines
-// whenever the file would pass the size limit.
+// whenever the file would pass the size limit. Lines that cannot be
+// written are counted; once the directory can be written again, the count
+// goes in before the first line that can.
 func (w *dirWriter) write(c fileChunk, tick uint64) {
 	defer func() {
 		w.queued.Add(-int64(len(c.data)))
@@ -211,12 +247,34 @@ func (w *dirWriter) write(c fileChunk, tick uint64) {
 	if w.gate != nil {
 		<-w.gate
 	}
-	data := c.data
-	for len(data) > 0 {
-		of, err := w.file(c.dir, tick)
-		if err != nil {
-			w.fail(c.dir, err)
+	if run := w.failing[c.dir]; run != nil {
+		note := Event{Time: w.now(), Source: services.SourceServer, Line: preserves.String("lines lost, the log directory could not be written"),
+			Extra: []preserves.DictEntry{
+				{Key: preserves.Symbol("dropped"), Value: preserves.Int(run.lines)},
+				{Key: preserves.Symbol("reason"), Value: preserves.String(run.reason)}}}
+		if _, err := w.append(c.dir, AppendFile(nil, note), tick); err != nil {
+			w.failed(c.dir, int64(c.lines), err)
 			return
+		}
+		delete(w.failing, c.dir)
+		w.log.Warn().Str("dir", filepath.Join(w.root, c.dir)).Int64("dropped", run.lines).Str("reason", run.reason).
+			Msg("log directory writable again; lines were lost")
+		if w.lost != nil {
+			w.lost(c.dir, 0, "")
+		}
+	}
+	if rest, err := w.append(c.dir, c.data, tick); err != nil {
+		w.failed(c.dir, max(1, int64(bytes.Count(rest, []byte{'\n'}))), err)
+	}
+}
+
+// append writes data to dir's `current`, rotating between lines; on an
+// error it returns the part not written.
+func (w *dirWriter) append(dir string, data []byte, tick uint64) ([]byte, error) {
+	for len(data) > 0 {
+		of, err := w.file(dir, tick)
+		if err != nil {
+			return data, err
 		}
 		room := w.size - of.size
 		n := len(data)
@@ -225,9 +283,8 @@ func (w *dirWriter) write(c fileChunk, tick uint64) {
 			// goes into an empty file whatever its length.
 			cut := bytes.LastIndexByte(data[:max(room, 0)], '\n') + 1
 			if cut == 0 && of.size > 0 {
-				if err := w.rotate(c.dir, of); err != nil {
-					w.fail(c.dir, err)
-					return
+				if err := w.rotate(dir, of); err != nil {
+					return data, err
 				}
 				continue
 			}
@@ -241,38 +298,83 @@ func (w *dirWriter) write(c fileChunk, tick uint64) {
 		}
 		m, err := of.f.Write(data[:n])
 		of.size += int64(m)
+		data = data[m:]
 		if err != nil {
-			w.fail(c.dir, err)
-			return
+			return data, err
 		}
-		data = data[n:]
 		if len(data) > 0 {
-			if err := w.rotate(c.dir, of); err != nil {
-				w.fail(c.dir, err)
-				return
+			if err := w.rotate(dir, of); err != nil {
+				return data, err
 			}
 		}
 	}
-	if w.failedBefore[c.dir] {
-		delete(w.failedBefore, c.dir)
-		w.log.Info().Str("dir", filepath.Join(w.root, c.dir)).Msg("log directory writable again")
+	return nil, nil
+}
+
+// failed counts lines lost in dir and logs the first failure of a spell;
+// the logger hears of the count at most once a second.
+func (w *dirWriter) failed(dir string, lines int64, err error) {
+	if of, ok := w.open[dir]; ok {
+		of.close(false)
+		delete(w.open, dir)
+	}
+	run := w.failing[dir]
+	if run == nil {
+		run = &lostRun{reason: reasonOf(err)}
+		w.failing[dir] = run
+		w.log.Error().Err(err).Str("dir", filepath.Join(w.root, dir)).Msg("cannot write service log; its lines are lost (counted) until it works again")
+	}
+	run.lines += lines
+	if now := w.now(); w.lost != nil && now.Sub(run.reported) >= time.Second {
+		run.reported = now
+		w.lost(dir, run.lines, run.reason)
 	}
 }
 
-// fail logs a write failure once per failing spell of a directory.
-func (w *dirWriter) fail(dir string, err error) {
-	if of, ok := w.open[dir]; ok {
-		_ = of.f.Close()
-		delete(w.open, dir)
+// errRefused is a log directory entry the writer will not use.
+type errRefused struct{ path, why string }
+
+func (e *errRefused) Error() string { return e.path + ": " + e.why }
+
+// reasonOf is err as a short reason for `syndicate status`.
+func reasonOf(err error) string {
+	var r *errRefused
+	switch {
+	case errors.As(err, &r):
+		return "refused: " + r.Error()
+	case errors.Is(err, syscall.ENOSPC):
+		return "no space left on device"
+	case errors.Is(err, syscall.EDQUOT):
+		return "disk quota exceeded"
+	case errors.Is(err, syscall.EFBIG):
+		return "file too large"
 	}
-	if !w.failedBefore[dir] {
-		w.failedBefore[dir] = true
-		w.log.Error().Err(err).Str("dir", filepath.Join(w.root, dir)).Msg("cannot write service log; its lines are lost until it works again")
+	return err.Error()
+}
+
+// openRoot opens the root (following a symbolic link there: the operator
+// named it), creating it if need be.
+func (w *dirWriter) openRoot() (*os.File, error) {
+	if w.rootFD != nil {
+		return w.rootFD, nil
 	}
+	if err := os.MkdirAll(w.root, 0o755); err != nil {
+		return nil, err
+	}
+	fd, err := unix.Open(w.root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: w.root, Err: err}
+	}
+	w.rootFD = os.NewFile(uintptr(fd), w.root)
+	return w.rootFD, nil
 }
 
 // file returns the open `current` of dir, opening it (append only) and
-// closing the least recently used one beyond maxOpenFiles.
+// closing the least recently used one beyond maxOpenFiles. Every open goes
+// through a directory handle with O_NOFOLLOW (issue 22): a service
+// directory or a `current` that is a symbolic link, a `current` that is
+// not a regular file or has other hard links, is refused, never written
+// through, whatever is swapped in between a check and the open.
 func (w *dirWriter) file(dir string, tick uint64) (*openFile, error) {
 	if of, ok := w.open[dir]; ok {
 		of.used = tick
@@ -286,61 +388,125 @@ func (w *dirWriter) file(dir string, tick uint64) (*openFile, error) {
 				oldest, at = name, of.used
 			}
 		}
-		_ = w.open[oldest].f.Close()
+		w.open[oldest].close(false)
 		delete(w.open, oldest)
 	}
-	path := filepath.Join(w.root, dir)
-	if err := os.MkdirAll(path, 0o755); err != nil {
+	root, err := w.openRoot()
+	if err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(filepath.Join(path, "current"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	path := filepath.Join(w.root, dir)
+	if err := unix.Mkdirat(int(root.Fd()), dir, 0o755); err != nil && err != unix.EEXIST {
+		return nil, &os.PathError{Op: "mkdir", Path: path, Err: err}
+	}
+	dfd, err := unix.Openat(int(root.Fd()), dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err == unix.ELOOP || err == unix.ENOTDIR {
+		return nil, &errRefused{path, "not a directory (a symbolic link is never followed)"}
+	} else if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	d := os.NewFile(uintptr(dfd), path)
+	f, err := openCurrent(d, path)
 	if err != nil {
+		d.Close()
 		return nil, err
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
+		d.Close()
 		return nil, err
 	}
-	of := &openFile{f: f, size: fi.Size(), used: tick}
+	of := &openFile{dir: d, f: f, size: fi.Size(), used: tick}
 	w.open[dir] = of
 	return of, nil
 }
 
+// openCurrent opens d's `current` for appending, refusing anything but a
+// regular file with one link. O_NONBLOCK keeps a FIFO planted there from
+// blocking the open; it changes nothing for a regular file.
+func openCurrent(d *os.File, path string) (*os.File, error) {
+	path = filepath.Join(path, "current")
+	fd, err := unix.Openat(int(d.Fd()), "current", unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o644)
+	if err == unix.ELOOP {
+		return nil, &errRefused{path, "a symbolic link (never followed)"}
+	} else if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
+		unix.Close(fd)
+		return nil, &errRefused{path, "not a regular file with one link"}
+	}
+	if err := unix.SetNonblock(fd, false); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
 // rotate fsyncs and renames `current`, starts a new one and removes the
-// oldest rotated files beyond the count limit.
+// oldest rotated files beyond the count limit, all through the service
+// directory's handle.
 func (w *dirWriter) rotate(dir string, of *openFile) error {
-	path := filepath.Join(w.root, dir)
+	delete(w.open, dir)
+	defer of.dir.Close()
 	if err := of.f.Sync(); err != nil {
+		of.f.Close()
 		return err
 	}
 	if err := of.f.Close(); err != nil {
 		return err
 	}
-	delete(w.open, dir)
+	dfd := int(of.dir.Fd())
 	var name string
 	// Two rotations within the clock's resolution must not collide.
 	for at := w.now().UTC(); ; at = at.Add(time.Nanosecond) {
 		name = "@" + at.Format("20060102T150405.000000000Z") + ".s"
-		if _, err := os.Lstat(filepath.Join(path, name)); err != nil {
+		var st unix.Stat_t
+		if unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
 			break
 		}
 	}
-	if err := os.Rename(filepath.Join(path, "current"), filepath.Join(path, name)); err != nil {
+	if err := unix.Renameat(dfd, "current", dfd, name); err != nil {
+		return &os.PathError{Op: "rename", Path: filepath.Join(of.dir.Name(), "current"), Err: err}
+	}
+	_ = of.dir.Sync() // the rename itself survives a crash
+	old, err := rotatedNames(of.dir)
+	if err != nil {
 		return err
 	}
-	if d, err := os.Open(path); err == nil {
-		_ = d.Sync() // the rename itself survives a crash
-		d.Close()
-	}
-	old, _ := RotatedFiles(path)
 	for len(old) > w.count {
-		if err := os.Remove(old[0]); err != nil {
-			return fmt.Errorf("removing an old log: %w", err)
+		if err := unix.Unlinkat(dfd, old[0], 0); err != nil {
+			return fmt.Errorf("removing an old log: %w", &os.PathError{Op: "unlink", Path: filepath.Join(of.dir.Name(), old[0]), Err: err})
 		}
 		old = old[1:]
 	}
 	return nil
+}
+
+// rotatedNames lists the rotated files of the open directory d, oldest
+// first.
+func rotatedNames(d *os.File) ([]string, error) {
+	if _, err := d.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, n := range names {
+		if strings.HasPrefix(n, "@") && strings.HasSuffix(n, ".s") {
+			files = append(files, n)
+		}
+	}
+	sort.Strings(files)
+	return files, nil
 }
 
 // RotatedFiles lists the rotated files of a service's log directory, oldest

@@ -13,15 +13,17 @@ import (
 	"github.com/syndicate-go/syndicate/services"
 )
 
-// Event is one line of service output: a daemon's output line or a `$log`
-// message, with the server's timestamp. Service, Pid and Stream are nil
-// when the message did not name them.
+// Event is one line of service output: a daemon's output line, a
+// lifecycle event of a service, or a `$log` message, with the server's
+// timestamp. Service, Pid, Stream and Source are nil when the message did
+// not name them.
 type Event struct {
 	Seq     uint64 // order of arrival at the logger, from 1
 	Time    time.Time
 	Service preserves.Value
 	Pid     preserves.Value
 	Stream  preserves.Value
+	Source  preserves.Value // services.SourceDaemon, SourceServer, SourceScript
 	Line    preserves.Value // nil when the message had no line
 	Extra   []preserves.DictEntry
 
@@ -57,6 +59,8 @@ func fromLog(timestamp, detail preserves.Value, now func() time.Time, tp *timePa
 			ev.Stream = v
 		case services.LogKeyLine:
 			ev.Line = v
+		case services.LogKeySource:
+			ev.Source = v
 		default:
 			ev.Extra = append(ev.Extra, preserves.DictEntry{Key: e.Key, Value: v})
 		}
@@ -96,13 +100,14 @@ func (p *timeParser) parse(s string) (time.Time, error) {
 // Record is the event as a `<log "TIMESTAMP" DETAIL>` message again, with
 // the server's timestamp (what `syndicate logs` receives).
 func (ev Event) Record() preserves.Value {
-	entries := make([]preserves.DictEntry, 0, 4+len(ev.Extra))
+	entries := make([]preserves.DictEntry, 0, 5+len(ev.Extra))
 	add := func(k preserves.Symbol, v preserves.Value) {
 		if v != nil {
 			entries = append(entries, preserves.DictEntry{Key: k, Value: v})
 		}
 	}
 	add(services.LogKeyService, ev.Service)
+	add(services.LogKeySource, ev.Source)
 	add(services.LogKeyPid, ev.Pid)
 	add(services.LogKeyStream, ev.Stream)
 	add(services.LogKeyLine, ev.Line)
@@ -244,12 +249,35 @@ func appendConsole(b []byte, ev Event, color bool, tc *timeCache) []byte {
 		b = append(b, colReset...)
 	}
 	b = append(b, ' ')
+	if ev.Source == services.SourceScript {
+		b = append(b, scriptMark...)
+	}
 	if color {
 		b = append(b, colName...)
 	}
 	b = append(b, ev.ServiceText()...)
 	b = appendBody(b, ev, color)
 	return append(b, '\n')
+}
+
+// The marks that tell lines apart whatever their text says (issue 22, 26):
+// a daemon's line names its pid and stream (`[1234] out:`); the server's
+// lifecycle events of the service have `syndicate:` where a daemon line
+// has its stream; a line a script sent to `$log` starts with `(script)`,
+// before any part the script chose, so no script can pass for a daemon or
+// for the server.
+const (
+	scriptMark = "(script) "
+	serverMark = "syndicate"
+)
+
+// streamOf is what a line shows in the stream's place: `syndicate` for
+// the server's lifecycle events, else the stream, if any.
+func streamOf(ev Event) preserves.Value {
+	if ev.Source == services.SourceServer {
+		return preserves.Symbol(serverMark)
+	}
+	return ev.Stream
 }
 
 // appendBody appends `[PID] STREAM: LINE {extra}` (the part of a line after
@@ -263,13 +291,13 @@ func appendBody(b []byte, ev Event, color bool) []byte {
 	if color {
 		b = append(b, colReset...)
 	}
-	if ev.Stream != nil {
+	if stream := streamOf(ev); stream != nil {
 		b = append(b, ' ')
-		errStream := color && ev.Stream == preserves.Symbol("stderr")
+		errStream := color && stream == preserves.Symbol("stderr")
 		if errStream {
 			b = append(b, colErr...)
 		}
-		b = append(b, streamName(ev.Stream)...)
+		b = append(b, streamName(stream)...)
 		if errStream {
 			b = append(b, colReset...)
 		}
@@ -308,13 +336,16 @@ func AppendFile(b []byte, ev Event) []byte { return appendFile(b, ev, nil) }
 func appendFile(b []byte, ev Event, tc *timeCache) []byte {
 	b = tc.append(b, ev.Time.UTC(), FileTimeFormat)
 	b = append(b, ' ')
+	if ev.Source == services.SourceScript {
+		b = append(b, scriptMark...)
+	}
 	if ev.Pid != nil {
 		b = append(b, '[')
 		b = appendText(b, ev.Pid)
 		b = append(b, "] "...)
 	}
-	if ev.Stream != nil {
-		b = append(b, streamName(ev.Stream)...)
+	if stream := streamOf(ev); stream != nil {
+		b = append(b, streamName(stream)...)
 		b = append(b, ": "...)
 	}
 	line, _ := plainLine(ev.Line)
@@ -355,6 +386,10 @@ func appendJSON(b []byte, ev Event, tc *timeCache) []byte {
 		b = append(b, `,"stream":`...)
 		b = appendJSONString(b, text(ev.Stream))
 	}
+	if ev.Source != nil {
+		b = append(b, `,"source":`...)
+		b = appendJSONString(b, text(ev.Source))
+	}
 	if ev.Line != nil {
 		b = append(b, `,"line":`...)
 		if s, ok := ev.Line.(preserves.String); ok && utf8.ValidString(string(s)) {
@@ -366,7 +401,7 @@ func appendJSON(b []byte, ev Event, tc *timeCache) []byte {
 	for _, e := range ev.Extra {
 		k := text(e.Key)
 		switch k {
-		case "time", "service", "pid", "stream", "line", "level", "message":
+		case "time", "service", "pid", "stream", "source", "line", "level", "message":
 			k = "detail." + k
 		}
 		b = append(b, ',')
@@ -457,6 +492,9 @@ func ParseFileLine(service preserves.Value, line string) (Event, bool) {
 		return Event{}, false
 	}
 	ev := Event{Time: t, Service: service}
+	if r, ok := strings.CutPrefix(rest, scriptMark); ok {
+		ev.Source, rest = services.SourceScript, r
+	}
 	if strings.HasPrefix(rest, "[") {
 		if i := strings.Index(rest, "] "); i > 0 {
 			if n, err := strconv.ParseInt(rest[1:i], 10, 64); err == nil {
@@ -467,9 +505,15 @@ func ParseFileLine(service preserves.Value, line string) (Event, bool) {
 			rest = rest[i+2:]
 		}
 	}
-	for short, stream := range map[string]preserves.Symbol{"out: ": "stdout", "err: ": "stderr"} {
+	for short, stream := range map[string]preserves.Symbol{"out: ": "stdout", "err: ": "stderr", serverMark + ": ": ""} {
 		if strings.HasPrefix(rest, short) {
-			ev.Stream = stream
+			if stream == "" && ev.Source == nil {
+				ev.Source = services.SourceServer
+			} else if stream != "" {
+				ev.Stream = stream
+			} else {
+				break // a script's line naming the stream syndicate
+			}
 			rest = rest[len(short):]
 			break
 		}

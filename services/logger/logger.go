@@ -49,11 +49,8 @@ package logger
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"math/big"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/syndicate-go/syndicate/dataspace"
@@ -90,6 +87,10 @@ type Options struct {
 	// when nil).
 	Now func() time.Time
 
+	// Sink, when set, is the writers to use (the server's, which outlive
+	// this logger); else BootWith makes its own, closed with its facet.
+	Sink *Sink
+
 	fileGate <-chan struct{} // tests: holds file writes until closed
 }
 
@@ -122,11 +123,15 @@ func LogDir(path string) preserves.Value {
 	return syndicatego.LogDir{Path: path}.ToValue()
 }
 
-// LogDropped is `<log-dropped SERVICE N>`: N lines of SERVICE could not be
-// written to its log directory since the server started.
-func LogDropped(service preserves.Value, n int64) preserves.Value {
-	return syndicatego.LogDropped{ServiceName: service, Count: big.NewInt(n)}.ToValue()
+// LogDropped is `<log-dropped SERVICE N REASON>`: N lines of SERVICE could
+// not be written to its log directory since the server started, the last
+// ones for REASON.
+func LogDropped(service preserves.Value, n int64, reason string) preserves.Value {
+	return syndicatego.LogDropped{ServiceName: service, Count: big.NewInt(n), Reason: reason}.ToValue()
 }
+
+// reasonTooSlow is why lines are dropped when the queue stays full.
+const reasonTooSlow = "log directory too slow"
 
 // BootWith subscribes, from the active facet, to log messages in env.Log
 // and to `<log-tail …>` requests in env.Config; the console and file
@@ -141,37 +146,34 @@ func BootWith(t *dataspace.Turn, env services.Env, o Options) error {
 	if l.o.History <= 0 {
 		l.o.History = DefaultHistory
 	}
-	if o.Console != nil {
-		l.console = newConsole(o.Console)
-		t.LinkedTask("log console", l.console.run)
+	sink := o.Sink
+	if sink == nil {
+		var err error
+		if sink, err = NewSink(o, env.Logger); err != nil {
+			return err
+		}
+		t.LinkedTask("log sink", func(ctx context.Context) error {
+			<-ctx.Done()
+			sink.Close()
+			return nil
+		})
 	}
-	if o.Dir != "" {
-		root, err := filepath.Abs(o.Dir)
-		if err != nil {
-			return fmt.Errorf("log directory: %w", err)
+	l.console, l.files = sink.console, sink.files
+	if l.files != nil {
+		l.o.FilePatience = sink.o.FilePatience
+		facet := t.FacetRef()
+		lost := func(dir string, lines int64, reason string) {
+			facet.Activate(func(t *dataspace.Turn) error {
+				l.dirLost(t, dir, lines, reason)
+				return nil
+			})
 		}
-		size, count, queue := o.FileSize, o.FileCount, o.FileQueue
-		if size <= 0 {
-			size = DefaultFileSize
-		}
-		if count <= 0 {
-			count = DefaultFileCount
-		}
-		if queue <= 0 {
-			queue = DefaultFileQueue
-		}
-		if l.o.FilePatience == 0 {
-			l.o.FilePatience = DefaultFilePatience
-		}
-		// A log directory that cannot be made is reported, and each write
-		// tries again: losing the logs must not stop the server.
-		if err := os.MkdirAll(root, 0o755); err != nil {
-			env.Logger.Error().Err(err).Str("dir", root).Msg("log directory not available; service lines are not kept until it is")
-		}
-		l.files = newDirWriter(root, size, count, queue, env.Logger, l.o.Now)
-		l.files.gate = o.fileGate
-		t.LinkedTask("log files", l.files.run)
-		t.Assert(env.Config, LogDir(root))
+		sink.lost.Store(&lost)
+		t.OnStop(func(*dataspace.Turn) error {
+			sink.lost.CompareAndSwap(&lost, nil)
+			return nil
+		})
+		t.Assert(env.Config, LogDir(sink.root))
 	}
 	t.OnMessage(env.Log, pattern.Rec(services.LabelLog, pattern.Capture(), pattern.Capture()), l.handle)
 	t.During(env.Config, pattern.Rec(syndicatego.LabelLogTail, pattern.Capture(), pattern.Capture(), pattern.Capture(), pattern.Capture()), l.tail)
@@ -215,7 +217,9 @@ type svcState struct {
 	chunkLines int
 	queued     bool  // listed in pending
 	dropping   int64 // lines dropped in the current spell
-	dropped    int64 // lines dropped since start
+	dropped    int64 // lines dropped since start, but for lost
+	lost       int64 // lines the writer failed to write in its current spell
+	dropReason string
 	dropLogged time.Time
 	dropShown  dataspace.Handle // <log-dropped …> in the config dataspace
 }
@@ -330,9 +334,9 @@ func (l *logger) writeChunk(t *dataspace.Turn, s *svcState) {
 	// rarely grows.
 	s.chunk, s.chunkLines = make([]byte, 0, min(cap(data), consoleChunk+4096)), 0
 	if s.dropping > 0 {
-		note := Event{Time: l.o.Now(), Extra: []preserves.DictEntry{
+		note := Event{Time: l.o.Now(), Source: services.SourceServer, Extra: []preserves.DictEntry{
 			{Key: preserves.Symbol("dropped"), Value: preserves.Int(s.dropping)}}}
-		note.Line = preserves.String("syndicate-server: lines dropped, the log directory was too slow")
+		note.Line = preserves.String("lines dropped, the log directory was too slow")
 		data = append(AppendFile(nil, note), data...)
 	}
 	now := l.o.Now()
@@ -347,6 +351,7 @@ func (l *logger) writeChunk(t *dataspace.Turn, s *svcState) {
 		}
 		s.dropping += int64(lines)
 		s.dropped += int64(lines)
+		s.dropReason = reasonTooSlow
 		// The count in status follows at most once a second.
 		if now.Sub(s.dropLogged) >= time.Second {
 			l.showDropped(t, s, now)
@@ -371,7 +376,25 @@ func (l *logger) showDropped(t *dataspace.Turn, s *svcState, now time.Time) {
 	if name == nil {
 		name = dash
 	}
-	s.dropShown = t.Assert(l.env.Config, LogDropped(name, s.dropped))
+	s.dropShown = t.Assert(l.env.Config, LogDropped(name, s.dropped+s.lost, s.dropReason))
+}
+
+// dirLost is the file writer's news of dir: lines lost so far in a spell
+// of failed writes, and why; lines 0 ends the spell.
+func (l *logger) dirLost(t *dataspace.Turn, dir string, lines int64, reason string) {
+	for _, s := range l.svcs {
+		if s.dir != dir {
+			continue
+		}
+		if lines == 0 {
+			s.dropped += s.lost
+			s.lost = 0
+		} else {
+			s.lost, s.dropReason = lines, reason
+		}
+		l.showDropped(t, s, l.o.Now())
+		return
+	}
 }
 
 // console writes buffers on a goroutine of its own. send waits while

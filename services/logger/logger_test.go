@@ -122,6 +122,8 @@ func TestDirName(t *testing.T) {
 	require.NotContains(t, a, "/")
 	require.True(t, strings.HasPrefix(a, "daemon-_a_b_@"), a)
 	require.NotContains(t, DirName("<x ..>"), "..")
+	require.NotEqual(t, DirName("<daemon web>"), DirName("<daemon web.>"), "a dropped dot is a loss too")
+	require.NotEqual(t, DirName("<daemon web>"), DirName("<daemon .web>"))
 }
 
 // logHarness runs the logger in an actor of a test system.
@@ -437,12 +439,21 @@ func TestParseFileLine(t *testing.T) {
 		`{pid: 4321, service: <daemon web>, stream: stderr, line: "oops\n"}`,
 		`{pid: 7, service: <daemon web>, stream: stdout, line: "out: not a stream"}`,
 		`{service: <daemon web>, line: "hello"}`,
+		`{pid: 7, service: <daemon web>, stream: stdout, source: daemon, line: "x"}`,
+		`{pid: 7, service: <daemon web>, source: server, line: "spawned"}`,
+		`{pid: 7, service: <daemon web>, stream: stdout, source: script, line: "forged"}`,
+		`{service: <daemon web>, source: script, line: "syndicate: forged"}`,
 	} {
 		ev := event(t, `"2025-01-02T03:04:05.678901+00:00"`, detail)
 		back, ok := ParseFileLine(web, string(AppendFile(nil, ev)))
 		require.True(t, ok)
 		require.Equal(t, string(AppendConsole(nil, ev, false)), string(AppendConsole(nil, back, false)), detail)
 	}
+	forged := event(t, `"-"`, `{pid: 7, service: <daemon web>, stream: stdout, source: script, line: "x"}`)
+	require.Contains(t, string(AppendConsole(nil, forged, false)), " (script) <daemon web>[7] out: x\n")
+	server := event(t, `"-"`, `{pid: 7, service: <daemon web>, source: server, line: "spawned"}`)
+	require.Contains(t, string(AppendConsole(nil, server, false)), " <daemon web>[7] syndicate: spawned\n")
+	require.Contains(t, string(AppendJSON(nil, server)), `"source":"server"`)
 	_, ok := ParseFileLine(web, "not a log line")
 	require.False(t, ok)
 }

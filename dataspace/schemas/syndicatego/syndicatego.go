@@ -1854,8 +1854,10 @@ func (r LogSkipped) ToValue() preserves.Value {
 	return preserves.NewRecord(LabelLogDropped, schema.IntValue(r.Count))
 }
 
-// Asserted while --log-dir is in effect, and while lines of a service
-// (`-` for messages naming none) could not be written there.
+// Asserted while --log-dir is in effect, and once lines of a service
+// (`-` for messages naming none) could not be written there: how many
+// since the server started, and why the last ones were lost ("log
+// directory too slow", "no space left on device", "refused: PATH: …").
 type LogDir struct {
 	Path string
 }
@@ -1882,13 +1884,14 @@ func (r LogDir) ToValue() preserves.Value {
 type LogDropped struct {
 	ServiceName preserves.Value
 	Count       *big.Int
+	Reason      string
 }
 
 // ParseLogDropped parses v as a LogDropped.
 func ParseLogDropped(v preserves.Value) (LogDropped, error) {
 	var r, zero LogDropped
 	var err error
-	rec87, err := schema.AsRecordOf(v, LabelLogDropped, 2)
+	rec87, err := schema.AsRecordOf(v, LabelLogDropped, 3)
 	if err != nil {
 		return zero, err
 	}
@@ -1896,11 +1899,14 @@ func ParseLogDropped(v preserves.Value) (LogDropped, error) {
 	if r.Count, err = schema.AsInt(rec87.Fields[1]); err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
+	if r.Reason, err = schema.AsString(rec87.Fields[2]); err != nil {
+		return zero, schema.AtIn(err, v, "[2]")
+	}
 	return r, nil
 }
 
 func (r LogDropped) ToValue() preserves.Value {
-	return preserves.NewRecord(LabelLogDropped, r.ServiceName, schema.IntValue(r.Count))
+	return preserves.NewRecord(LabelLogDropped, r.ServiceName, schema.IntValue(r.Count), preserves.String(r.Reason))
 }
 
 // A message: every config watcher rescans its tree (the server sends it on
