@@ -143,13 +143,14 @@ func TestStatusShowsLogDrops(t *testing.T) {
 	s := newTestServer(t, admin.Options{})
 	s.assert(t, `<require-service <daemon web>>`)
 	s.assert(t, `<run-service <daemon web>>`)
-	s.assert(t, `<log-dropped <daemon web> 12>`)
+	s.assert(t, `<log-dropped <daemon web> 12 "no space left on device">`)
 	code, out, errs := cliRun(t, "--admin", s.path, "status")
 	require.Equal(t, 0, code, errs)
-	require.Contains(t, out, "12 log lines dropped (log directory too slow)")
+	require.Contains(t, out, "12 log lines dropped (no space left on device)")
 	code, out, _ = cliRun(t, "--admin", s.path, "status", "--json")
 	require.Equal(t, 0, code)
 	require.Contains(t, out, `"logDropped":12`)
+	require.Contains(t, out, `"logDropReason":"no space left on device"`)
 }
 
 // A server without the logger: an error, not a hang.

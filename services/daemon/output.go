@@ -69,7 +69,7 @@ func (d *daemonRun) outputBatch(ctx context.Context, acct *dataspace.Account, ba
 			if d.env.LogLate != nil {
 				at := l.Time
 				if at.IsZero() {
-					at = d.s.now()
+					at = d.s.clock.Now()
 				}
 				d.env.LogLate(logRecord(l, d.name, preserves.String(script.Timestamp(at)), pidValue(l.Pid)))
 				continue

@@ -77,6 +77,9 @@ type Service struct {
 	// LogDropped counts lines the logger could not write to the
 	// service's --log-dir directory (<log-dropped NAME N>).
 	LogDropped int64 `json:"logDropped,omitempty"`
+	// LogDropReason is why the last of them were lost ("log directory
+	// too slow", "no space left on device", "refused: …").
+	LogDropReason string `json:"logDropReason,omitempty"`
 	// Only in the NAME view: what it depends on, and its last output.
 	DependsOn []Dependency `json:"dependsOn,omitempty"`
 	Output    []OutputLine `json:"output,omitempty"`
@@ -114,13 +117,14 @@ func (s Service) Failed() bool {
 // the actor's that changes it, hence mu.
 type Model struct {
 	*services.StatusModel
-	mu      sync.Mutex
-	filter  pattern.Pattern           // nil: everything
-	procs   map[string]map[string]int // name → text of info → count
-	infos   map[string]map[string]int // name → text of service-info → count
-	outputs map[string]preserves.Value
-	texts   map[string]map[string]int // name → status text → count
-	dropped map[string]int64          // name → log lines dropped
+	mu          sync.Mutex
+	filter      pattern.Pattern           // nil: everything
+	procs       map[string]map[string]int // name → text of info → count
+	infos       map[string]map[string]int // name → text of service-info → count
+	outputs     map[string]preserves.Value
+	texts       map[string]map[string]int // name → status text → count
+	dropped     map[string]int64          // name → log lines dropped
+	dropReasons map[string]string         // name → why the last were dropped
 	// connections (connections.go): KIND SUBJECT → text of info → count
 	conns        map[string]map[string]int
 	connSubjects map[string][2]preserves.Value
@@ -131,7 +135,7 @@ type Model struct {
 func NewModel(filter pattern.Pattern) *Model {
 	m := &Model{StatusModel: services.NewStatusModel(nil), filter: filter,
 		procs: map[string]map[string]int{}, infos: map[string]map[string]int{},
-		outputs: map[string]preserves.Value{}, texts: map[string]map[string]int{}, dropped: map[string]int64{},
+		outputs: map[string]preserves.Value{}, texts: map[string]map[string]int{}, dropped: map[string]int64{}, dropReasons: map[string]string{},
 		conns: map[string]map[string]int{}, connSubjects: map[string][2]preserves.Value{}}
 	m.Locker = &m.mu
 	return m
@@ -165,9 +169,12 @@ func (m *Model) Subscribe(t *dataspace.Turn, cfg *dataspace.Ref, changed func(t 
 			services.Count2(m.texts, k, string(text), d)
 		}
 	})
-	watch(syndicatego.LabelLogDropped, func(k string, v preserves.Value, d int) {
-		if n, ok := v.(preserves.Int); ok && d > 0 {
-			m.dropped[k] = max(m.dropped[k], int64(n)) // a total: it only grows
+	m.Watch(t, cfg, syndicatego.LabelLogDropped, 3, func(c []preserves.Value, d int) {
+		k := m.Key(c[0])
+		n, ok := preserves.Strip(c[1]).(preserves.Int)
+		reason, _ := preserves.Strip(c[2]).(preserves.String)
+		if ok && d > 0 && int64(n) >= m.dropped[k] { // a total: it only grows
+			m.dropped[k], m.dropReasons[k] = int64(n), string(reason)
 		}
 	})
 	m.watchConnections(t, cfg)
@@ -215,7 +222,7 @@ func (m *Model) Snapshot() []Service {
 		slices.SortFunc(s.Processes, func(a, b Process) int { return int(a.PID - b.PID) })
 		m.addInfo(&s, k)
 		s.StatusText = slices.Sorted(maps.Keys(m.texts[k]))
-		s.LogDropped = m.dropped[k]
+		s.LogDropped, s.LogDropReason = m.dropped[k], m.dropReasons[k]
 		out = append(out, s)
 	}
 	slices.SortFunc(out, func(a, b Service) int { return preserves.Compare(a.name, b.name) })
@@ -476,7 +483,11 @@ func (s Service) reason() string {
 
 // droppedText says how many lines of output the log directory missed.
 func (s Service) droppedText() string {
-	return fmt.Sprintf("%d log lines dropped (log directory too slow)", s.LogDropped)
+	reason := s.LogDropReason
+	if reason == "" {
+		reason = "log directory too slow"
+	}
+	return fmt.Sprintf("%d log lines dropped (%s)", s.LogDropped, reason)
 }
 
 // statusText is the daemon's STATUS= text, quoted, or "-".
