@@ -278,11 +278,11 @@ func (d *binDecoder) value(depth int) (Value, error) {
 	tag := d.buf[d.pos]
 	d.pos++
 	switch tag {
-	case tagFalse:
+	case TagFalse:
 		return Bool(false), nil
-	case tagTrue:
+	case TagTrue:
 		return Bool(true), nil
-	case tagInteger:
+	case TagInteger:
 		body, err := d.body()
 		if err != nil {
 			return nil, err
@@ -291,7 +291,7 @@ func (d *binDecoder) value(depth int) (Value, error) {
 			return d.boxInt(decodeInt64(body)), nil
 		}
 		return decodeInt(body), nil
-	case tagString:
+	case TagString:
 		body, err := d.body()
 		if err != nil {
 			return nil, err
@@ -300,19 +300,19 @@ func (d *binDecoder) value(depth int) (Value, error) {
 			return nil, d.errAt(ErrSyntax, start, "invalid UTF-8 in string or symbol")
 		}
 		return d.boxString(stringBox, body), nil
-	case tagSymbol:
+	case TagSymbol:
 		body, err := d.body()
 		if err != nil {
 			return nil, err
 		}
 		return d.symbol(start, body)
-	case tagByteString:
+	case TagByteString:
 		body, err := d.body()
 		if err != nil {
 			return nil, err
 		}
 		return d.boxString(byteStringBox, body), nil
-	case tagDouble:
+	case TagDouble:
 		n, err := d.length()
 		if err != nil {
 			return nil, err
@@ -327,12 +327,12 @@ func (d *binDecoder) value(depth int) (Value, error) {
 		bits := binary.BigEndian.Uint64(d.buf[d.pos:])
 		d.pos += 8
 		return Double{bits}, nil
-	case tagRecord, tagSequence, tagSet, tagDictionary:
+	case TagRecord, TagSequence, TagSet, TagDictionary:
 		if depth >= d.maxDepth {
 			return nil, d.errAt(ErrLimit, start, "nesting deeper than MaxDepth")
 		}
 		return d.compound(tag, start, depth+1)
-	case tagEmbedded:
+	case TagEmbedded:
 		if depth >= d.maxDepth {
 			return nil, d.errAt(ErrLimit, start, "nesting deeper than MaxDepth")
 		}
@@ -348,9 +348,9 @@ func (d *binDecoder) value(depth int) (Value, error) {
 			return nil, d.errAt(ErrSyntax, start, "embedded value rejected: "+err.Error())
 		}
 		return &Embedded{Payload: p}, nil
-	case tagAnnotation:
+	case TagAnnotation:
 		return d.annotated(start, depth)
-	case tagEnd:
+	case TagEnd:
 		return nil, d.errAt(ErrSyntax, start, "end marker (84) where a value was expected")
 	}
 	return nil, d.errAt(ErrSyntax, start, "invalid tag")
@@ -375,7 +375,7 @@ func (d *binDecoder) annotated(start, depth int) (Value, error) {
 		if d.annotations {
 			anns = append(anns, a)
 		}
-		if d.pos < len(d.buf) && d.buf[d.pos] == tagAnnotation {
+		if d.pos < len(d.buf) && d.buf[d.pos] == TagAnnotation {
 			d.pos++
 			continue
 		}
@@ -399,7 +399,7 @@ func (d *binDecoder) annotated(start, depth int) (Value, error) {
 func (d *binDecoder) compound(tag byte, start, depth int) (Value, error) {
 	k := d.nextCompound
 	d.nextCompound++
-	if k < len(d.sizes) && (tag == tagSequence || tag == tagRecord) {
+	if k < len(d.sizes) && (tag == TagSequence || tag == TagRecord) {
 		return d.compoundInPlace(tag, start, depth, int(d.sizes[k]))
 	}
 	return d.collect(tag, start, depth, len(d.stack))
@@ -413,8 +413,8 @@ func (d *binDecoder) compound(tag byte, start, depth int) (Value, error) {
 // collect carries on.
 func (d *binDecoder) compoundInPlace(tag byte, start, depth, size int) (Value, error) {
 	var label Value
-	if tag == tagRecord {
-		if d.pos < len(d.buf) && d.buf[d.pos] == tagEnd {
+	if tag == TagRecord {
+		if d.pos < len(d.buf) && d.buf[d.pos] == TagEnd {
 			d.pos++
 			return nil, d.errAt(ErrSyntax, start, "record without a label")
 		}
@@ -430,13 +430,13 @@ func (d *binDecoder) compoundInPlace(tag byte, start, depth, size int) (Value, e
 		if d.pos >= len(d.buf) {
 			return nil, d.eof()
 		}
-		if d.buf[d.pos] == tagEnd {
+		if d.buf[d.pos] == TagEnd {
 			d.pos++
 			break
 		}
 		if i == len(slots) {
 			mark := len(d.stack)
-			if tag == tagRecord {
+			if tag == TagRecord {
 				d.stack = append(d.stack, label)
 			}
 			d.stack = append(d.stack, slots[:i]...)
@@ -453,7 +453,7 @@ func (d *binDecoder) compoundInPlace(tag byte, start, depth, size int) (Value, e
 		d.unreserve(at, len(slots), i)
 	}
 	items := slots[:i:i]
-	if tag == tagRecord {
+	if tag == TagRecord {
 		if i == 0 {
 			items = nil
 		}
@@ -474,7 +474,7 @@ func (d *binDecoder) collect(tag byte, start, depth, mark int) (Value, error) {
 		if d.pos >= len(d.buf) {
 			return nil, d.eof()
 		}
-		if d.buf[d.pos] == tagEnd {
+		if d.buf[d.pos] == TagEnd {
 			d.pos++
 			break
 		}
@@ -483,7 +483,7 @@ func (d *binDecoder) collect(tag byte, start, depth, mark int) (Value, error) {
 			return nil, err
 		}
 		d.stack = append(d.stack, v)
-		if tag == tagDictionary {
+		if tag == TagDictionary {
 			// A value must follow each key; an end marker here is a
 			// syntax error, which value reports.
 			v, err := d.value(depth)
@@ -509,19 +509,19 @@ var emptySequence Value = Sequence{}
 // build makes the compound value from its items, which it copies.
 func (d *binDecoder) build(tag byte, start int, items []Value) (Value, error) {
 	switch tag {
-	case tagSequence:
+	case TagSequence:
 		if len(items) == 0 {
 			return emptySequence, nil
 		}
 		h := d.header()
 		*h = d.itemSlice(items)
 		return boxIn(sequenceBox, unsafe.Pointer(h)), nil
-	case tagRecord:
+	case TagRecord:
 		if len(items) == 0 {
 			return nil, d.errAt(ErrSyntax, start, "record without a label")
 		}
 		return d.newRecord(items[0], items[1:]), nil
-	case tagSet:
+	case TagSet:
 		elems := slices.Clone(items)
 		slices.SortFunc(elems, Compare)
 		for i := 1; i < len(elems); i++ {
@@ -530,7 +530,7 @@ func (d *binDecoder) build(tag byte, start int, items []Value) (Value, error) {
 			}
 		}
 		return &Set{elems: elems}, nil
-	default: // tagDictionary
+	default: // TagDictionary
 		entries := make([]DictEntry, len(items)/2)
 		for i := range entries {
 			entries[i] = DictEntry{items[2*i], items[2*i+1]}
@@ -820,7 +820,7 @@ func prescan(b []byte, sizes, open []int32, maxDepth int) (c slotCounts, _, _ []
 		// rather than from the table, which keeps a memory load off the
 		// chain of dependent steps from one token to the next.
 		hasLen := 0
-		if t-tagInteger < 4 || t == tagDouble {
+		if t-TagInteger < 4 || t == TagDouble {
 			hasLen = 1
 		}
 		info := int(countTable[t])
@@ -834,7 +834,7 @@ func prescan(b []byte, sizes, open []int32, maxDepth int) (c slotCounts, _, _ []
 			open = append(open, cur)
 			cur = int32(len(sizes))
 			sizes = append(sizes, 0)
-		} else if t == tagEnd && len(open) > 0 {
+		} else if t == TagEnd && len(open) > 0 {
 			cur = open[len(open)-1]
 			open = open[:len(open)-1]
 		}
@@ -879,19 +879,19 @@ const (
 )
 
 var countTable = func() (t [256]uint8) {
-	t[tagFalse], t[tagTrue] = countValue, countValue
-	for tag := tagInteger; tag <= tagSymbol; tag++ {
+	t[TagFalse], t[TagTrue] = countValue, countValue
+	for tag := TagInteger; tag <= TagSymbol; tag++ {
 		t[tag] = countValue | countLength
 	}
-	t[tagDouble] = countValue | countLength
-	for tag := tagSequence; tag <= tagDictionary; tag++ {
+	t[TagDouble] = countValue | countLength
+	for tag := TagSequence; tag <= TagDictionary; tag++ {
 		t[tag] = countValue | countOpen
 	}
-	t[tagRecord] = countValue | countRecord | countOpen
-	t[tagString] |= countString
-	t[tagByteString] |= countString
-	t[tagSequence] |= countHeader
-	t[tagInteger] |= countInt
+	t[TagRecord] = countValue | countRecord | countOpen
+	t[TagString] |= countString
+	t[TagByteString] |= countString
+	t[TagSequence] |= countHeader
+	t[TagInteger] |= countInt
 	return t
 }()
 

@@ -26,22 +26,24 @@ import (
 	"sync"
 )
 
-// Binary tags (spec §4.1).
+// The binary tags (spec §4.1): the first byte of every binary value.
+// Exported for codecs that write or take apart binary values by hand on a
+// hot path (the relay's packet codec), so that no tag is a bare number.
 const (
-	tagFalse      = 0x80
-	tagTrue       = 0x81
-	tagEnd        = 0x84
-	tagAnnotation = 0x85
-	tagEmbedded   = 0x86
-	tagDouble     = 0x87
-	tagInteger    = 0xB0
-	tagString     = 0xB1
-	tagByteString = 0xB2
-	tagSymbol     = 0xB3
-	tagRecord     = 0xB4
-	tagSequence   = 0xB5
-	tagSet        = 0xB6
-	tagDictionary = 0xB7
+	TagFalse      = 0x80
+	TagTrue       = 0x81
+	TagEnd        = 0x84
+	TagAnnotation = 0x85
+	TagEmbedded   = 0x86
+	TagDouble     = 0x87
+	TagInteger    = 0xB0
+	TagString     = 0xB1
+	TagByteString = 0xB2
+	TagSymbol     = 0xB3
+	TagRecord     = 0xB4
+	TagSequence   = 0xB5
+	TagSet        = 0xB6
+	TagDictionary = 0xB7
 )
 
 // EncodeOptions configures EncodeBinary.
@@ -158,41 +160,41 @@ func (e *encoder) value(dst []byte, v Value) []byte {
 	switch x := v.(type) {
 	case Bool:
 		if x {
-			return append(dst, tagTrue)
+			return append(dst, TagTrue)
 		}
-		return append(dst, tagFalse)
+		return append(dst, TagFalse)
 	case Int:
-		return appendInt(dst, int64(x))
+		return AppendBinaryInt(dst, int64(x))
 	case String:
-		return appendAtom(dst, tagString, string(x))
+		return AppendBinaryAtom(dst, TagString, string(x))
 	case Symbol:
-		return appendAtom(dst, tagSymbol, string(x))
+		return AppendBinaryAtom(dst, TagSymbol, string(x))
 	case ByteString:
-		return appendAtom(dst, tagByteString, string(x))
+		return AppendBinaryAtom(dst, TagByteString, string(x))
 	case Double:
-		dst = append(dst, tagDouble, 8)
+		dst = append(dst, TagDouble, 8)
 		return binary.BigEndian.AppendUint64(dst, x.bits)
 	case *BigInt:
 		return appendBig(dst, x.v)
 	case *Record:
-		dst = append(dst, tagRecord)
+		dst = append(dst, TagRecord)
 		dst = e.value(dst, x.Label)
 		for _, f := range x.Fields {
 			dst = e.value(dst, f)
 		}
-		return append(dst, tagEnd)
+		return append(dst, TagEnd)
 	case Sequence:
-		dst = append(dst, tagSequence)
+		dst = append(dst, TagSequence)
 		for _, f := range x {
 			dst = e.value(dst, f)
 		}
-		return append(dst, tagEnd)
+		return append(dst, TagEnd)
 	case *Set:
 		return e.set(dst, x.elems)
 	case *Dictionary:
 		return e.dict(dst, x.entries)
 	case *Embedded:
-		dst = append(dst, tagEmbedded)
+		dst = append(dst, TagEmbedded)
 		if pv, ok := x.Payload.(Value); ok && pv != nil {
 			return e.value(dst, pv)
 		}
@@ -213,7 +215,7 @@ func (e *encoder) value(dst []byte, v Value) []byte {
 	case *Annotated:
 		if e.annotations {
 			for _, a := range x.Anns {
-				dst = append(dst, tagAnnotation)
+				dst = append(dst, TagAnnotation)
 				dst = e.value(dst, a)
 			}
 		}
@@ -275,9 +277,9 @@ func (e *encoder) putScratch(scratch []byte, spans []span) {
 }
 
 func (e *encoder) set(dst []byte, elems []Value) []byte {
-	dst = append(dst, tagSet)
+	dst = append(dst, TagSet)
 	if len(elems) == 1 {
-		return append(e.value(dst, elems[0]), tagEnd)
+		return append(e.value(dst, elems[0]), TagEnd)
 	}
 	scratch, spans := e.keys(len(elems), func(i int) Value { return elems[i] })
 	for _, s := range spans {
@@ -288,14 +290,14 @@ func (e *encoder) set(dst []byte, elems []Value) []byte {
 		}
 	}
 	e.putScratch(scratch, spans)
-	return append(dst, tagEnd)
+	return append(dst, TagEnd)
 }
 
 func (e *encoder) dict(dst []byte, entries []DictEntry) []byte {
-	dst = append(dst, tagDictionary)
+	dst = append(dst, TagDictionary)
 	if len(entries) == 1 {
 		dst = e.value(dst, entries[0].Key)
-		return append(e.value(dst, entries[0].Value), tagEnd)
+		return append(e.value(dst, entries[0].Value), TagEnd)
 	}
 	scratch, spans := e.keys(len(entries), func(i int) Value { return entries[i].Key })
 	for _, s := range spans {
@@ -307,10 +309,12 @@ func (e *encoder) dict(dst []byte, entries []DictEntry) []byte {
 		dst = e.value(dst, entries[s.index].Value)
 	}
 	e.putScratch(scratch, spans)
-	return append(dst, tagEnd)
+	return append(dst, TagEnd)
 }
 
-func appendAtom(dst []byte, tag byte, body string) []byte {
+// AppendBinaryAtom appends an atom of the length-prefixed kinds (TagString,
+// TagByteString, TagSymbol, TagInteger's body): tag, length, body.
+func AppendBinaryAtom(dst []byte, tag byte, body string) []byte {
 	dst = append(dst, tag)
 	dst = appendVarint(dst, uint64(len(body)))
 	return append(dst, body...)
@@ -325,10 +329,11 @@ func appendVarint(dst []byte, n uint64) []byte {
 	return append(dst, byte(n))
 }
 
-// appendInt writes the minimal big-endian two's-complement form of n.
-func appendInt(dst []byte, n int64) []byte {
+// AppendBinaryInt appends the canonical binary encoding of n: the minimal
+// big-endian two's-complement form, tagged TagInteger.
+func AppendBinaryInt(dst []byte, n int64) []byte {
 	if n == 0 {
-		return append(dst, tagInteger, 0)
+		return append(dst, TagInteger, 0)
 	}
 	// Count the bytes needed: drop leading bytes that merely repeat the
 	// sign bit of the byte after them.
@@ -340,7 +345,7 @@ func appendInt(dst []byte, n int64) []byte {
 		}
 		size--
 	}
-	dst = append(dst, tagInteger, byte(size))
+	dst = append(dst, TagInteger, byte(size))
 	for i := size - 1; i >= 0; i-- {
 		dst = append(dst, byte(n>>(8*i)))
 	}
@@ -365,7 +370,7 @@ func appendBig(dst []byte, n *big.Int) []byte {
 			body = append([]byte{0xFF}, body...)
 		}
 	}
-	dst = append(dst, tagInteger)
+	dst = append(dst, TagInteger)
 	dst = appendVarint(dst, uint64(len(body)))
 	return append(dst, body...)
 }

@@ -215,9 +215,9 @@ func (s *extentScanner) scan(buf []byte, maxDepth, maxLength int) (end int, bad 
 			}
 			q += w + n
 			switch buf[p] {
-			case tagString, tagByteString:
+			case TagString, TagByteString:
 				s.strs++
-			case tagInteger:
+			case TagInteger:
 				s.ints++
 			}
 		case classOpen, classRecord:
@@ -225,9 +225,9 @@ func (s *extentScanner) scan(buf []byte, maxDepth, maxLength int) (end int, bad 
 				s.items++
 			}
 			switch buf[p] {
-			case tagRecord:
+			case TagRecord:
 				s.recs++
-			case tagSequence:
+			case TagSequence:
 				s.hdrs++
 			}
 			s.open++
@@ -294,18 +294,18 @@ const (
 )
 
 var tagClasses = func() (t [256]uint8) {
-	t[tagFalse], t[tagTrue] = classAtom, classAtom
-	t[tagDouble] = classLength
-	for tag := tagInteger; tag <= tagSymbol; tag++ {
+	t[TagFalse], t[TagTrue] = classAtom, classAtom
+	t[TagDouble] = classLength
+	for tag := TagInteger; tag <= TagSymbol; tag++ {
 		t[tag] = classLength
 	}
-	for tag := tagRecord; tag <= tagDictionary; tag++ {
+	for tag := TagRecord; tag <= TagDictionary; tag++ {
 		t[tag] = classOpen
 	}
-	t[tagRecord] = classRecord
-	t[tagEnd] = classEnd
-	t[tagAnnotation] = classAnnotation
-	t[tagEmbedded] = classEmbedded
+	t[TagRecord] = classRecord
+	t[TagEnd] = classEnd
+	t[TagAnnotation] = classAnnotation
+	t[TagEmbedded] = classEmbedded
 	return t
 }()
 

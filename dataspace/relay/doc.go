@@ -54,8 +54,8 @@
 // Each packet's syntax is detected from its first byte (≥ 0x80: binary,
 // else text), and output follows the syntax of the most recent inbound
 // packet, starting from Options.TextOutput. Text packets are followed by a
-// newline. Packet extents are found by resumable scanners before decoding
-// (framing.go), which lets limits bite early: a packet over
+// newline. Packet extents are found by preserves.Scanner, resumable,
+// before decoding (framing.go), which lets limits bite early: a packet over
 // Options.MaxPacketSize bytes, nested deeper than Options.MaxDepth or
 // holding more than Options.MaxPacketValues values is a connection error
 // as soon as the limit is passed, before any decoding. Buffers for packets

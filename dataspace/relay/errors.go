@@ -28,12 +28,14 @@ var (
 	ErrClosed = errors.New("relay: connection closed")
 )
 
-// ProtocolError is a connection error caused by inbound data. Offset is the
+// ProtocolError is a connection error caused by inbound data, at any layer
+// of the connection (the WebSocket listener's framing uses it too, with its
+// own classes). Offset is the
 // stream offset of the packet at fault (-1 when unknown).
 type ProtocolError struct {
 	Offset int64
 	Msg    string
-	Err    error // ErrProtocol or ErrLimit, possibly wrapping a preserves error
+	Err    error // the class: ErrProtocol or ErrLimit here, a transport's own elsewhere
 	cause  error
 }
 

@@ -12,33 +12,17 @@ package relay
 // does not know goes to preserves.AppendBinary.
 
 import (
-	"encoding/binary"
 	"strconv"
 	"sync"
 
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
-// appendBinInt appends the canonical binary encoding of n.
-func appendBinInt(dst []byte, n int64) []byte {
-	if n == 0 {
-		return append(dst, 0xB0, 0x00)
-	}
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], uint64(n))
-	i := 0
-	for i < 7 && ((b[i] == 0x00 && b[i+1]&0x80 == 0) || (b[i] == 0xFF && b[i+1]&0x80 != 0)) {
-		i++
-	}
-	dst = append(dst, 0xB0, byte(8-i))
-	return append(dst, b[i:]...)
-}
-
 var binLabel = [...][]byte{
-	EvAssert:  {0xB4, 0xB3, 0x01, 'A'},
-	EvRetract: {0xB4, 0xB3, 0x01, 'R'},
-	EvMessage: {0xB4, 0xB3, 0x01, 'M'},
-	EvSync:    {0xB4, 0xB3, 0x01, 'S'},
+	EvAssert:  {preserves.TagRecord, preserves.TagSymbol, 0x01, 'A'},
+	EvRetract: {preserves.TagRecord, preserves.TagSymbol, 0x01, 'R'},
+	EvMessage: {preserves.TagRecord, preserves.TagSymbol, 0x01, 'M'},
+	EvSync:    {preserves.TagRecord, preserves.TagSymbol, 0x01, 'S'},
 }
 
 var textLabel = [...]string{EvAssert: "<A ", EvRetract: "<R ", EvMessage: "<M ", EvSync: "<S "}
@@ -63,8 +47,8 @@ func appendEvent(dst []byte, ev *Event, syn Syntax) ([]byte, error) {
 		}
 		return append(dst, '>', ']'), nil
 	}
-	dst = append(dst, 0xB5)
-	dst = appendBinInt(dst, ev.Oid)
+	dst = append(dst, preserves.TagSequence)
+	dst = preserves.AppendBinaryInt(dst, ev.Oid)
 	dst = append(dst, binLabel[ev.Kind]...)
 	var err error
 	switch ev.Kind {
@@ -72,15 +56,15 @@ func appendEvent(dst []byte, ev *Event, syn Syntax) ([]byte, error) {
 		if dst, err = appendValue(dst, ev.Value); err != nil {
 			return dst, err
 		}
-		dst = appendBinInt(dst, ev.Handle)
+		dst = preserves.AppendBinaryInt(dst, ev.Handle)
 	case EvRetract:
-		dst = appendBinInt(dst, ev.Handle)
+		dst = preserves.AppendBinaryInt(dst, ev.Handle)
 	default:
 		if dst, err = appendValue(dst, ev.Value); err != nil {
 			return dst, err
 		}
 	}
-	return append(dst, 0x84, 0x84), nil
+	return append(dst, preserves.TagEnd, preserves.TagEnd), nil
 }
 
 // appendValue appends the canonical binary encoding of v. The shapes
@@ -108,22 +92,22 @@ func appendSimple(dst []byte, v preserves.Value, depth int, plain bool) ([]byte,
 	switch x := v.(type) {
 	case preserves.Bool:
 		if x {
-			return append(dst, 0x81), true
+			return append(dst, preserves.TagTrue), true
 		}
-		return append(dst, 0x80), true
+		return append(dst, preserves.TagFalse), true
 	case preserves.Int:
-		return appendBinInt(dst, int64(x)), true
+		return preserves.AppendBinaryInt(dst, int64(x)), true
 	case preserves.String:
-		return appendBinAtom(dst, 0xB1, string(x)), true
+		return preserves.AppendBinaryAtom(dst, preserves.TagString, string(x)), true
 	case preserves.ByteString:
-		return appendBinAtom(dst, 0xB2, string(x)), true
+		return preserves.AppendBinaryAtom(dst, preserves.TagByteString, string(x)), true
 	case preserves.Symbol:
-		return appendBinAtom(dst, 0xB3, string(x)), true
+		return preserves.AppendBinaryAtom(dst, preserves.TagSymbol, string(x)), true
 	case *preserves.Record:
 		if depth >= appendSimpleDepth {
 			return dst, false
 		}
-		dst = append(dst, 0xB4)
+		dst = append(dst, preserves.TagRecord)
 		var ok bool
 		if dst, ok = appendSimple(dst, x.Label, depth+1, plain); !ok {
 			return dst, false
@@ -133,39 +117,27 @@ func appendSimple(dst []byte, v preserves.Value, depth int, plain bool) ([]byte,
 				return dst, false
 			}
 		}
-		return append(dst, 0x84), true
+		return append(dst, preserves.TagEnd), true
 	case preserves.Sequence:
 		if depth >= appendSimpleDepth {
 			return dst, false
 		}
-		dst = append(dst, 0xB5)
+		dst = append(dst, preserves.TagSequence)
 		var ok bool
 		for _, f := range x {
 			if dst, ok = appendSimple(dst, f, depth+1, plain); !ok {
 				return dst, false
 			}
 		}
-		return append(dst, 0x84), true
+		return append(dst, preserves.TagEnd), true
 	case *preserves.Embedded:
 		p, isValue := x.Payload.(preserves.Value)
 		if plain || !isValue || depth >= appendSimpleDepth {
 			return dst, false
 		}
-		return appendSimple(append(dst, 0x86), p, depth+1, plain)
+		return appendSimple(append(dst, preserves.TagEmbedded), p, depth+1, plain)
 	}
 	return dst, false
-}
-
-// appendBinAtom appends a length-prefixed atom.
-func appendBinAtom(dst []byte, tag byte, s string) []byte {
-	dst = append(dst, tag)
-	n := uint64(len(s))
-	for n >= 0x80 {
-		dst = append(dst, byte(n)|0x80)
-		n >>= 7
-	}
-	dst = append(dst, byte(n))
-	return append(dst, s...)
 }
 
 // batchDecoders recycles the decoders of inbound Turn packets; an idle
@@ -182,7 +154,7 @@ const turnFraming = 3
 // share allocation chunks and boxed labels instead of costing each a
 // decoder round trip and chunks of their own.
 func fastTurn(evs []Event, raw []byte, maxDepth, maxSize int) ([]Event, bool) {
-	if len(raw) < 2 || raw[0] != 0xB5 || raw[len(raw)-1] != 0x84 || maxDepth <= turnFraming {
+	if len(raw) < 2 || raw[0] != preserves.TagSequence || raw[len(raw)-1] != preserves.TagEnd || maxDepth <= turnFraming {
 		return nil, false
 	}
 	bd := batchDecoders.Get().(*preserves.BatchDecoder)
@@ -203,12 +175,12 @@ func fastTurn(evs []Event, raw []byte, maxDepth, maxSize int) ([]Event, bool) {
 func fastEvents(bd *preserves.BatchDecoder, evs []Event, raw []byte) ([]Event, bool) {
 	p := 1
 	for p < len(raw)-1 {
-		if raw[p] != 0xB5 {
+		if raw[p] != preserves.TagSequence {
 			return evs, false
 		}
 		p++
 		oid, q, ok := readBinInt(raw, p)
-		if !ok || q+4 > len(raw) || raw[q] != 0xB4 || raw[q+1] != 0xB3 || raw[q+2] != 0x01 {
+		if !ok || q+4 > len(raw) || raw[q] != preserves.TagRecord || raw[q+1] != preserves.TagSymbol || raw[q+2] != 0x01 {
 			return evs, false
 		}
 		ev := Event{Oid: oid}
@@ -243,7 +215,7 @@ func fastEvents(bd *preserves.BatchDecoder, evs []Event, raw []byte) ([]Event, b
 			}
 			ev.Handle, p = h, q
 		}
-		if p+2 > len(raw) || raw[p] != 0x84 || raw[p+1] != 0x84 {
+		if p+2 > len(raw) || raw[p] != preserves.TagEnd || raw[p+1] != preserves.TagEnd {
 			return evs, false
 		}
 		p += 2
@@ -254,7 +226,7 @@ func fastEvents(bd *preserves.BatchDecoder, evs []Event, raw []byte) ([]Event, b
 
 // readBinInt reads a canonical binary integer that fits in int64.
 func readBinInt(b []byte, p int) (int64, int, bool) {
-	if p+2 > len(b) || b[p] != 0xB0 {
+	if p+2 > len(b) || b[p] != preserves.TagInteger {
 		return 0, 0, false
 	}
 	n := int(b[p+1])

@@ -2,22 +2,21 @@ package relay
 
 // Framing. Packets on a byte stream are concatenated Preserves values, each
 // in binary or text syntax, chosen per packet by its first byte (≥ 0x80:
-// binary). The framer finds where each packet ends with a small resumable
-// scanner per syntax, so that
+// binary). The framer finds where each packet ends with preserves.Scanner,
+// resumable, so that
 //
 //   - bytes arriving in any chunking cost linear time in total (the scanner
 //     resumes where it stopped instead of re-parsing the pending packet);
-//   - a packet beyond the size limit, or nested beyond the depth limit, is
-//     refused as soon as the limit is passed, without buffering the rest;
+//   - a packet beyond the size limit, nested beyond the depth limit or
+//     holding too many values is refused as soon as the limit is passed,
+//     without buffering the rest;
 //   - the authoritative decoders (preserves.DecodeBinary and
 //     preserves.ParseTextOptions) then run exactly once per packet over its
 //     exact bytes, so syntax switches between packets need no decoder state.
-//
-// The scanners only need to find the end of a well-formed value; anything
-// they let through that is malformed is rejected by the decoder.
 
 import (
 	"context"
+	"errors"
 	"io"
 
 	"github.com/syndicate-go/syndicate/dataspace"
@@ -42,20 +41,12 @@ type framer struct {
 	start int   // start of the pending packet (or of skipped whitespace)
 	base  int64 // stream offset of buf[0]
 
-	maxSize, maxDepth, maxValues int
-	values                       int // values begun in the pending packet
+	maxSize int
 
-	active bool   // a packet has begun at start
-	syn    Syntax // its syntax
-	scan   int    // next byte to scan
-	open   int    // open compounds
-	need   int    // complete top-level values still needed
-	// text scanner state
-	mode  textMode
-	quote byte
-	esc   bool
-	// binary scanner: bytes of an atom body still to skip
-	skip int
+	active bool              // a packet has begun at start
+	syn    Syntax            // its syntax
+	scan   int               // next byte to scan
+	sc     preserves.Scanner // where the pending packet ends
 
 	readSize int // current read size (readFrom)
 
@@ -65,16 +56,6 @@ type framer struct {
 
 	err error // sticky
 }
-
-type textMode uint8
-
-const (
-	tmNormal  textMode = iota
-	tmString           // inside "…", |…|, #"…", #x"…" (quote holds the closer)
-	tmBase64           // inside #[…]
-	tmComment          // to end of line
-	tmToken            // bare token (number, symbol, #t, …)
-)
 
 func newFramer(maxSize, maxDepth, maxValues int) *framer {
 	if maxSize <= 0 {
@@ -86,7 +67,9 @@ func newFramer(maxSize, maxDepth, maxValues int) *framer {
 	if maxDepth <= 0 {
 		maxDepth = DefaultMaxDepth
 	}
-	return &framer{maxSize: maxSize, maxDepth: maxDepth, maxValues: maxValues}
+	f := &framer{maxSize: maxSize}
+	f.sc = preserves.Scanner{MaxDepth: maxDepth, MaxLength: maxSize, MaxValues: maxValues}
+	return f
 }
 
 // compact drops consumed bytes once they make up much of the buffer.
@@ -236,28 +219,18 @@ func (f *framer) next() (raw []byte, syn Syntax, off int64, err error) {
 		}
 		f.active = true
 		f.scan = f.start
-		f.open, f.need, f.skip, f.values = 0, 1, 0, 0
-		f.mode, f.esc = tmNormal, false
+		f.sc.Begin(f.buf[f.start])
 		f.syn = Text
-		if f.buf[f.start] >= 0x80 {
+		if f.sc.Binary() {
 			f.syn = Binary
 		}
 	}
 	var done bool
-	if f.syn == Binary {
-		done, err = f.scanBinary()
-	} else {
-		done, err = f.scanText()
-	}
+	f.scan, done, err = f.sc.Scan(f.buf, f.scan)
 	off = f.base + int64(f.start)
-	if err == nil && f.values > f.maxValues {
-		// Checked once per scan: the scanners count in their loops
-		// only, and a scan covers at most one read's worth of input.
-		err = protoErr(off, ErrLimit, nil, "packet holds more than %d values", f.maxValues)
-	}
 	if err != nil {
-		f.err = err
-		return nil, 0, off, err
+		f.err = f.scanErr(off, err)
+		return nil, 0, off, f.err
 	}
 	if !done {
 		if f.scan-f.start > f.maxSize {
@@ -277,313 +250,17 @@ func (f *framer) next() (raw []byte, syn Syntax, off int64, err error) {
 	return raw, syn, off, nil
 }
 
-func (f *framer) depthErr() error {
-	return protoErr(f.base+int64(f.start), ErrLimit, nil, "packet nested deeper than %d", f.maxDepth)
-}
-
-func (f *framer) syntaxErr(msg string) error {
-	return protoErr(f.base+int64(f.scan), ErrProtocol, nil, "%s", msg)
-}
-
-// value ends one value; at top level that may complete the packet.
-func (f *framer) valueEnd() bool {
-	if f.open == 0 {
-		f.need--
-		return f.need == 0
+// scanErr makes a scanner's error a connection error: a limit at the
+// packet's offset, a syntax error at the offending byte's.
+func (f *framer) scanErr(off int64, err error) error {
+	var pe *preserves.Error
+	if !errors.As(err, &pe) {
+		return protoErr(off, ErrProtocol, err, "unscannable packet")
 	}
-	return false
-}
-
-// scanBinary advances over binary syntax; done when the packet's value is
-// complete.
-func (f *framer) scanBinary() (bool, error) {
-	b := f.buf
-	for f.scan < len(b) {
-		if f.skip > 0 {
-			n := min(f.skip, len(b)-f.scan)
-			f.scan += n
-			f.skip -= n
-			if f.skip > 0 {
-				return false, nil
-			}
-			if f.valueEnd() {
-				return true, nil
-			}
-			continue
-		}
-		if f.open > 0 {
-			f.scanInside()
-			if f.scan >= len(b) {
-				break
-			}
-		}
-		tag := b[f.scan]
-		switch {
-		case tag == 0x80 || tag == 0x81:
-			f.scan++
-			f.values++
-			if f.valueEnd() {
-				return true, nil
-			}
-		case tag == 0x84:
-			if f.open == 0 {
-				return false, f.syntaxErr("unexpected end marker")
-			}
-			f.scan++
-			f.open--
-			if f.valueEnd() {
-				return true, nil
-			}
-		case tag == 0x85:
-			f.scan++
-			if f.open == 0 {
-				f.need++
-			}
-		case tag == 0x86:
-			f.scan++
-		case tag == 0x87 || (tag >= 0xB0 && tag <= 0xB3):
-			n, w, ok, short := varint(b[f.scan+1:])
-			if short {
-				if len(b)-f.scan > 11 {
-					return false, f.syntaxErr("bad length")
-				}
-				return false, nil
-			}
-			if !ok || n > uint64(f.maxSize) {
-				return false, protoErr(f.base+int64(f.start), ErrLimit, nil, "atom longer than %d bytes", f.maxSize)
-			}
-			f.scan += 1 + w
-			f.values++
-			if n == 0 {
-				if f.valueEnd() {
-					return true, nil
-				}
-				continue
-			}
-			f.skip = int(n)
-		case tag >= 0xB4 && tag <= 0xB7:
-			f.scan++
-			f.values++
-			f.open++
-			if f.open > f.maxDepth {
-				return false, f.depthErr()
-			}
-		default:
-			return false, f.syntaxErr("invalid binary tag")
-		}
+	if errors.Is(err, preserves.ErrLimit) {
+		return protoErr(off, ErrLimit, nil, "packet %s", pe.Msg)
 	}
-	return false, nil
-}
-
-// scanInside is scanBinary's fast path, in locals, for the bulk of a
-// packet: inside a compound (so no top-level value can end), it steps over
-// atoms with one-byte lengths whose bodies are buffered, simple atoms,
-// opens within the depth limit and closes that leave a compound open. It
-// stops at anything else, which the general loop then handles, limits and
-// errors included.
-func (f *framer) scanInside() {
-	b := f.buf
-	p, open, values := f.scan, f.open, f.values
-	for p+1 < len(b) {
-		tag := b[p]
-		switch {
-		case tag >= 0xB0 && tag <= 0xB3:
-			n := int(b[p+1])
-			if n >= 0x80 || n > f.maxSize || p+2+n > len(b) {
-				f.scan, f.open, f.values = p, open, values
-				return
-			}
-			p += 2 + n
-			values++
-		case tag >= 0xB4 && tag <= 0xB7 && open < f.maxDepth:
-			open++
-			p++
-			values++
-		case tag == 0x84 && open > 1:
-			open--
-			p++
-		case tag == 0x80 || tag == 0x81:
-			p++
-			values++
-		case tag == 0x86:
-			p++
-		default:
-			f.scan, f.open, f.values = p, open, values
-			return
-		}
-	}
-	f.scan, f.open, f.values = p, open, values
-}
-
-// varint reads a base-128 little-endian length. short: more bytes needed.
-func varint(b []byte) (n uint64, width int, ok, short bool) {
-	var shift uint
-	for i, c := range b {
-		if i >= 10 {
-			return 0, 0, false, false
-		}
-		n |= uint64(c&0x7f) << shift
-		if c < 0x80 {
-			return n, i + 1, true, false
-		}
-		shift += 7
-	}
-	return 0, 0, false, true
-}
-
-func isDelim(c byte) bool {
-	switch c {
-	case ' ', '\t', '\n', '\r', ',', '[', ']', '<', '>', '{', '}', '"', ';', '@', '|':
-		return true
-	}
-	return c == '\f' || c == '\v'
-}
-
-// scanText advances over text syntax; done when the packet's value is
-// complete. A bare atom at top level completes only at the next delimiter,
-// which is why text packets are written with a trailing newline.
-func (f *framer) scanText() (bool, error) {
-	b := f.buf
-	for f.scan < len(b) {
-		c := b[f.scan]
-		switch f.mode {
-		case tmString:
-			f.scan++
-			switch {
-			case f.esc:
-				f.esc = false
-			case c == '\\' && f.quote != ']':
-				f.esc = true
-			case c == f.quote:
-				f.mode = tmNormal
-				if f.valueEnd() {
-					return true, nil
-				}
-			}
-			continue
-		case tmBase64:
-			f.scan++
-			if c == ']' {
-				f.mode = tmNormal
-				if f.valueEnd() {
-					return true, nil
-				}
-			}
-			continue
-		case tmComment:
-			f.scan++
-			if c == '\n' || c == '\r' {
-				f.mode = tmNormal
-			}
-			continue
-		case tmToken:
-			if isDelim(c) {
-				f.mode = tmNormal
-				if f.valueEnd() {
-					return true, nil
-				}
-				continue // re-examine c in normal mode
-			}
-			f.scan++
-			continue
-		}
-		// tmNormal
-		switch c {
-		case ' ', '\t', '\n', '\r', ',', '\f', '\v':
-			f.scan++
-		case ';':
-			f.scan++
-			f.mode = tmComment
-		case '"', '|':
-			f.scan++
-			f.values++
-			f.mode, f.quote = tmString, c
-		case '[', '<', '{':
-			f.scan++
-			f.values++
-			f.open++
-			if f.open > f.maxDepth {
-				return false, f.depthErr()
-			}
-		case ']', '>', '}':
-			if f.open == 0 {
-				return false, f.syntaxErr("unbalanced closing bracket")
-			}
-			f.scan++
-			f.open--
-			if f.valueEnd() {
-				return true, nil
-			}
-		case '@':
-			f.scan++
-			if f.open == 0 {
-				f.need++
-			}
-		case '#':
-			if f.scan+1 >= len(b) {
-				return false, nil
-			}
-			switch d := b[f.scan+1]; d {
-			case ':':
-				f.scan += 2
-			case '"':
-				f.scan += 2
-				f.values++
-				f.mode, f.quote = tmString, '"'
-			case '[':
-				f.scan += 2
-				f.values++
-				f.mode = tmBase64
-			case '{':
-				f.scan += 2
-				f.values++
-				f.open++
-				if f.open > f.maxDepth {
-					return false, f.depthErr()
-				}
-			case ' ', '\t', '\n', '\r', '!':
-				f.scan += 2
-				f.mode = tmComment
-				if d == '\n' || d == '\r' {
-					f.mode = tmNormal
-				}
-			case 'x':
-				// #x"hex" and #xd"hex-double" are strings; anything else
-				// a token.
-				if f.scan+2 >= len(b) {
-					return false, nil
-				}
-				f.values++
-				if b[f.scan+2] == '"' {
-					f.scan += 3
-					f.mode, f.quote = tmString, '"'
-					break
-				}
-				if b[f.scan+2] == 'd' {
-					if f.scan+3 >= len(b) {
-						f.values-- // counted again when the input arrives
-						return false, nil
-					}
-					if b[f.scan+3] == '"' {
-						f.scan += 4
-						f.mode, f.quote = tmString, '"'
-						break
-					}
-				}
-				f.scan += 2
-				f.mode = tmToken
-			default:
-				f.scan++
-				f.values++
-				f.mode = tmToken
-			}
-		default:
-			f.scan++
-			f.values++
-			f.mode = tmToken
-		}
-	}
-	return false, nil
+	return protoErr(f.base+int64(pe.Pos.Offset), ErrProtocol, nil, "%s", pe.Msg)
 }
 
 // decodePacket decodes one framed packet's bytes. Embedded payloads stay

@@ -128,7 +128,7 @@ func (c *Conn) queue(t *dataspace.Turn, ev Event) {
 		if c.syntax == Text {
 			c.pending = append(c.pending[:0], '[')
 		} else {
-			c.pending = append(c.pending[:0], 0xB5)
+			c.pending = append(c.pending[:0], preserves.TagSequence)
 		}
 		n = len(c.pending)
 	} else if c.syntax == Text {
@@ -166,16 +166,16 @@ func (c *Conn) queuePlainMessage(t *dataspace.Turn, oid int64, v preserves.Value
 	}
 	buf := c.pending
 	if c.pendingN == 0 {
-		buf = append(buf[:0], 0xB5)
+		buf = append(buf[:0], preserves.TagSequence)
 	}
-	buf = append(buf, 0xB5)
-	buf = appendBinInt(buf, oid)
+	buf = append(buf, preserves.TagSequence)
+	buf = preserves.AppendBinaryInt(buf, oid)
 	buf = append(buf, binLabel[EvMessage]...)
 	buf, ok := appendSimple(buf, v, 0, true)
 	if !ok {
 		return false // nothing queued: c.pending keeps its length and events
 	}
-	c.pending = append(buf, 0x84, 0x84)
+	c.pending = append(buf, preserves.TagEnd, preserves.TagEnd)
 	c.queued(t)
 	return true
 }
@@ -188,7 +188,7 @@ func (c *Conn) flush(t *dataspace.Turn) error {
 	if c.syntax == Text {
 		c.pending = append(c.pending, ']', '\n')
 	} else {
-		c.pending = append(c.pending, 0x84)
+		c.pending = append(c.pending, preserves.TagEnd)
 	}
 	ok := c.enqueueRaw(c.pending, false, t.Account(), outputCost(c.pendingN, len(c.pending)))
 	c.pendingN = 0

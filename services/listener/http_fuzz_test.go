@@ -9,12 +9,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/syndicate-go/syndicate/dataspace/relay"
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
 // FuzzWSFrameReader feeds arbitrary client bytes to the WebSocket reader:
 // no panics, never more payload out than bytes in, every failure is EOF, a
-// truncation or a FrameError, and whatever the server wrote back is a
+// truncation or a relay.ProtocolError, and whatever the server wrote back is a
 // sequence of well-formed unmasked frames.
 func FuzzWSFrameReader(f *testing.F) {
 	f.Add(clientFrame(opBinary, true, []byte("hello")))
@@ -30,7 +31,7 @@ func FuzzWSFrameReader(f *testing.F) {
 		if len(got) > len(in) {
 			t.Fatalf("%d payload bytes from %d input bytes", len(got), len(in))
 		}
-		var fe *FrameError
+		var fe *relay.ProtocolError
 		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.As(err, &fe) {
 			t.Fatalf("unexpected error %v", err)
 		}
@@ -100,7 +101,7 @@ func FuzzPacketExtent(f *testing.F) {
 	f.Add([]byte{0x85, 0xB1, 0x01, 'c', 0x86, 0xB5, 0x84})
 	f.Add([]byte{0x87, 0x08, 0, 0, 0, 0, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, in []byte) {
-		_ = binaryExtent(in) // never panics on garbage
+		_ = packetExtent(in) // never panics on garbage
 		v, err := preserves.DecodeBinary(in, preserves.DecodeOptions{Annotations: true, Embedded: func(v preserves.Value) (any, error) { return v, nil }})
 		if err != nil {
 			return

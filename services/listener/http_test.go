@@ -400,7 +400,7 @@ func TestWebSocketWriteOneFramePerPacket(t *testing.T) {
 }
 
 // Framing errors end the session with the right close code and a
-// FrameError naming the class.
+// relay.ProtocolError naming the class.
 func TestWebSocketFramingErrors(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -421,7 +421,7 @@ func TestWebSocketFramingErrors(t *testing.T) {
 			out := &bytes.Buffer{}
 			ws := newWSConn(&memConn{w: out}, bufio.NewReader(bytes.NewReader(c.in)))
 			_, err := io.ReadAll(ws)
-			var fe *FrameError
+			var fe *relay.ProtocolError
 			if !errors.Is(err, c.class) || !errors.As(err, &fe) || fe.Offset != 0 {
 				t.Fatalf("error %v", err)
 			}

@@ -21,11 +21,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/syndicate-go/syndicate/dataspace/relay"
+	"github.com/syndicate-go/syndicate/preserves"
 )
 
 // wsGUID is the fixed suffix of the accept-key computation (RFC 6455 §1.3).
@@ -63,20 +67,6 @@ var (
 	// ErrWSTooBig: a frame's payload exceeds the bound.
 	ErrWSTooBig = errors.New("listener: websocket frame too big")
 )
-
-// FrameError is a WebSocket framing error: what went wrong and where, as
-// the offset in the inbound stream of the offending frame's first byte.
-type FrameError struct {
-	Offset int64
-	Msg    string
-	Err    error // ErrWSProtocol, ErrWSText or ErrWSTooBig
-}
-
-func (e *FrameError) Error() string {
-	return fmt.Sprintf("websocket frame at offset %d: %s", e.Offset, e.Msg)
-}
-
-func (e *FrameError) Unwrap() error { return e.Err }
 
 // isWebSocketUpgrade reports whether r asks for a WebSocket upgrade (any
 // path): an `Upgrade: websocket` header with `Connection: upgrade`.
@@ -177,7 +167,7 @@ func (w *wsConn) fail(err error) error {
 	if w.err != nil {
 		return w.err
 	}
-	var fe *FrameError
+	var fe *relay.ProtocolError
 	if errors.As(err, &fe) {
 		code := closeProtocol
 		switch {
@@ -265,7 +255,9 @@ func (w *wsConn) nextFrame() error {
 	}
 	w.off += int64(h.size)
 	bad := func(class error, format string, args ...any) error {
-		return &FrameError{Offset: at, Msg: fmt.Sprintf(format, args...), Err: class}
+		// The relay's error type: a framing error is a protocol error of
+		// the connection, at the offending frame's first byte.
+		return &relay.ProtocolError{Offset: at, Msg: "websocket frame: " + fmt.Sprintf(format, args...), Err: class}
 	}
 	switch {
 	case h.rsv != 0:
@@ -401,64 +393,25 @@ func (w *wsConn) Close() error {
 
 // packetExtent returns the length of the first relay packet in b: a text
 // packet ends with its newline (the compact text writer escapes newlines
-// inside strings and symbols); a binary packet is one Preserves value. It
-// returns -1 when b does not start with a complete packet.
+// inside strings and symbols); a binary packet is one Preserves value,
+// delimited by preserves.Scanner. It returns -1 when b does not start with
+// a complete packet. It only delimits the relay's own output; the peer's
+// decoder validates.
 func packetExtent(b []byte) int {
 	if len(b) == 0 {
 		return -1
 	}
-	if b[0] < 0x80 {
+	if !preserves.IsBinaryStart(b[0]) {
 		if i := bytes.IndexByte(b, '\n'); i >= 0 {
 			return i + 1
 		}
 		return -1
 	}
-	return binaryExtent(b)
-}
-
-// binaryExtent returns the length of the first binary Preserves value in b
-// (preserves spec §4), or -1 if it is malformed or incomplete. It only
-// delimits; the peer's decoder validates.
-func binaryExtent(b []byte) int {
-	depth := 0
-	need := 1 // values still needed at top level
-	i := 0
-	for i < len(b) {
-		tag := b[i]
-		i++
-		done := false // a value ended at this depth
-		switch {
-		case tag == 0x80 || tag == 0x81:
-			done = true
-		case tag == 0x84:
-			if depth == 0 {
-				return -1
-			}
-			depth--
-			done = true
-		case tag == 0x85:
-			if depth == 0 {
-				need++ // the annotation and the annotated value
-			}
-		case tag == 0x86:
-			// Prefix: the embedded value ends with its payload.
-		case tag == 0x87 || (tag >= 0xB0 && tag <= 0xB3):
-			n, w := binary.Uvarint(b[i:]) // the length: 7 bits per byte, low group first
-			if w <= 0 || n > uint64(len(b)-i-w) {
-				return -1
-			}
-			i += w + int(n)
-			done = true
-		case tag >= 0xB4 && tag <= 0xB7:
-			depth++
-		default:
-			return -1
-		}
-		if done && depth == 0 {
-			if need--; need == 0 {
-				return i
-			}
-		}
+	s := preserves.Scanner{MaxDepth: math.MaxInt, MaxLength: math.MaxInt}
+	s.Begin(b[0])
+	n, done, err := s.Scan(b, 0)
+	if err != nil || !done {
+		return -1
 	}
-	return -1
+	return n
 }
