@@ -12,7 +12,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -444,8 +443,6 @@ func TestE2ESighupKeepsUnchangedDaemons(t *testing.T) {
 	require.Equal(t, d, readPid(t, pid), "the daemon of an unchanged file was not restarted")
 	require.Equal(t, 0, r.stop(t))
 }
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // TestE2EDryRunShippedConfig: --dry-run on the shipped etc/syndicate prints
 // the services that would run, dependencies first, starts no process, and

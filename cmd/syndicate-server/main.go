@@ -42,26 +42,33 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
+
+	commandline "github.com/syndicate-go/syndicate/services/admin/cmdline"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
+// run parses the command line and runs the server (or --check). A
+// command-line mistake is exit status 2; -h and --version print to
+// stdout and exit 0.
 func run(args []string, stdout, stderr io.Writer) int {
-	opts, err := parseFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) { // the user asked for usage text
-		return 0
-	}
-	if err != nil {
+	code := 0
+	cmd := command(&options{}, func(o *options) {
+		if o.check {
+			code = runCheck(o, stdout, stderr)
+		} else {
+			code = runServer(o, stdout, stderr)
+		}
+	})
+	cmd.SetArgs(commandline.NormaliseArgs(cmd, args))
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	if err := cmd.Execute(); err != nil {
 		fmt.Fprintf(stderr, "syndicate-server: %v\n", err)
 		return 2
 	}
-	if opts.check {
-		return runCheck(opts, stdout, stderr)
-	}
-	return runServer(opts, stdout, stderr)
+	return code
 }

@@ -43,33 +43,14 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-func runAnalyze(ctx context.Context, cl *cli, args []string) error {
-	if len(args) == 0 {
-		return usagef("analyze needs a subcommand: blame, critical-chain [SERVICE], plot or graph [--svg]")
-	}
-	sub, args := args[0], args[1:]
-	fs := cl.flagSet("analyze "+sub, true)
-	svg, jsonF := false, false
-	if sub == "blame" || sub == "critical-chain" {
-		fs.BoolVar(&jsonF, "json", false, "print JSON")
-	}
-	if sub == "graph" {
-		fs.BoolVar(&svg, "svg", false, "draw the graph as SVG instead of writing DOT")
-	}
-	switch sub {
-	case "blame", "critical-chain", "plot", "graph":
-	default:
-		return usagef("analyze: unknown subcommand %q (blame, critical-chain, plot, graph)", sub)
-	}
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 && sub != "critical-chain" || fs.NArg() > 1 {
-		return usagef("analyze %s: unexpected argument %q", sub, fs.Arg(fs.NArg()-1))
-	}
+// analyzeOpts are the flags of analyze's subcommands.
+type analyzeOpts struct{ json, svg bool }
+
+func (cl *cli) analyze(ctx context.Context, sub string, o analyzeOpts, args []string) error {
+	jsonF, svg := o.json, o.svg
 	var target preserves.Value
-	if fs.NArg() == 1 {
-		v, err := preserves.ParseText(fs.Arg(0))
+	if len(args) == 1 {
+		v, err := preserves.ParseText(args[0])
 		if err != nil {
 			return usagef("analyze critical-chain: SERVICE must be a service name in Preserves text, such as '<daemon db>': %v", err)
 		}

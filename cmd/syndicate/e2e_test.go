@@ -436,7 +436,10 @@ func TestErrorsAreOneLine(t *testing.T) {
 
 	code, _, errs = cliRun(t, "frobnicate")
 	require.Equal(t, 2, code)
-	require.True(t, strings.HasPrefix(errs, "syndicate: unknown command \"frobnicate\"\n"), errs)
+	require.Equal(t, "syndicate: unknown command \"frobnicate\" (see syndicate help)\n", errs)
+	code, _, errs = cliRun(t, "stauts")
+	require.Equal(t, 2, code)
+	require.Equal(t, "syndicate: unknown command \"stauts\": did you mean status?\n", errs)
 
 	code, _, errs = cliRun(t, "--connect", `<tcp "127.0.0.1" 1>`, "status")
 	require.Equal(t, 2, code)

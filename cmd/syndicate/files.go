@@ -19,24 +19,7 @@ import (
 	"github.com/syndicate-go/syndicate/script/validate"
 )
 
-// fileArgs parses the arguments of a command that takes files and no
-// flags of its own; missing is the usage error when there are none.
-func (cl *cli) fileArgs(name string, args []string, missing string) ([]string, error) {
-	fs := cl.flagSet(name, false)
-	if err := parseFlags(fs, args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() == 0 {
-		return nil, usagef("%s", missing)
-	}
-	return fs.Args(), nil
-}
-
-func runCheck(ctx context.Context, cl *cli, args []string) error {
-	files, err := cl.fileArgs("check", args, "check needs FILE or DIR arguments")
-	if err != nil {
-		return err
-	}
+func (cl *cli) check(_ context.Context, files []string) error {
 	failed, err := validate.Report(cl.stdout, cl.stderr, "syndicate", files...)
 	if err != nil {
 		return err
@@ -51,11 +34,7 @@ func runCheck(ctx context.Context, cl *cli, args []string) error {
 // compile.Disassemble, so a script author can see how the compiler read a
 // construct (which names are bound where, which literals became patterns).
 // Files that do not compile get their errors instead, as check prints them.
-func runDisasm(ctx context.Context, cl *cli, args []string) error {
-	files, err := cl.fileArgs("disasm", args, "disasm needs FILE arguments")
-	if err != nil {
-		return err
-	}
+func (cl *cli) disasm(_ context.Context, files []string) error {
 	nerr := 0
 	for i, file := range files {
 		src, err := os.ReadFile(file)
@@ -88,15 +67,11 @@ func runDisasm(ctx context.Context, cl *cli, args []string) error {
 	return nil
 }
 
-func runFmt(ctx context.Context, cl *cli, args []string) error {
-	fs := cl.flagSet("fmt", false)
-	write := fs.Bool("w", false, "write the result to the file instead of stdout")
-	list := fs.Bool("l", false, "list the files whose layout differs, print nothing else")
-	upgrade := fs.Bool("upgrade", false, "rewrite legacy ';' comments to '#' in place, changing nothing else")
-	check := fs.Bool("check", false, "change nothing; list the files whose layout differs and exit 1 if there are any")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
+// fmtOpts are the flags of fmt.
+type fmtOpts struct{ write, list, upgrade, check bool }
+
+func (cl *cli) fmt(_ context.Context, o fmtOpts, args []string) error {
+	write, list, upgrade, check := &o.write, &o.list, &o.upgrade, &o.check
 	// transform makes the canonical layout and a note to print when the
 	// file is rewritten.
 	transform := func(path string, src []byte) ([]byte, string, error) {
@@ -109,13 +84,13 @@ func runFmt(ctx context.Context, cl *cli, args []string) error {
 		// `fmt -w` afterwards for that). Without files it filters stdin to
 		// stdout. A file that would still not read is left untouched and
 		// reported with the place.
-		*write, *list, *check = fs.NArg() > 0, false, false
+		*write, *list, *check = len(args) > 0, false, false
 		transform = func(path string, src []byte) ([]byte, string, error) {
 			out, n, err := format.Upgrade(path, src)
 			return out, fmt.Sprintf("%s: %d comment(s) upgraded\n", path, n), err
 		}
 	}
-	if fs.NArg() == 0 {
+	if len(args) == 0 {
 		if *write {
 			return usagef("fmt -w needs FILE arguments")
 		}
@@ -138,7 +113,7 @@ func runFmt(ctx context.Context, cl *cli, args []string) error {
 		return err
 	}
 	failed, differ := false, false
-	for _, path := range fs.Args() {
+	for _, path := range args {
 		src, err := os.ReadFile(path)
 		if err != nil {
 			fmt.Fprintf(cl.stderr, "syndicate: %v\n", err)
@@ -208,14 +183,7 @@ func writeFileAtomic(path string, data []byte) error {
 // runNoiseKey prints a NoiseServiceSpec with a fresh key pair, ready to
 // paste into a bind; SERVICE (Preserves text) is the selector clients
 // name, and is left out when not given.
-func runNoiseKey(ctx context.Context, cl *cli, args []string) error {
-	fs := cl.flagSet("noise-key", false)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 1 {
-		return usagef("noise-key takes at most one SERVICE")
-	}
+func (cl *cli) noiseKey(_ context.Context, args []string) error {
 	secret, public, err := noisesession.GenerateKey()
 	if err != nil {
 		return err
@@ -224,8 +192,8 @@ func runNoiseKey(ctx context.Context, cl *cli, args []string) error {
 		noisesession.SymKey, preserves.ByteStringFrom(public),
 		noisesession.SymSecretKey, preserves.ByteStringFrom(secret),
 	}
-	if fs.NArg() == 1 {
-		service, err := preserves.ParseText(fs.Arg(0))
+	if len(args) == 1 {
+		service, err := preserves.ParseText(args[0])
 		if err != nil {
 			return usagef("SERVICE: %v", err)
 		}

@@ -11,14 +11,12 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math/big"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -31,23 +29,20 @@ import (
 	"github.com/syndicate-go/syndicate/services/logger"
 )
 
-func runLogs(ctx context.Context, cl *cli, args []string) error {
-	fs := cl.flagSet("logs", true)
-	follow := fs.Bool("f", false, "keep printing new lines until interrupted")
-	n := fs.Int("n", 20, "number of recent lines")
-	asJSON := fs.Bool("json", false, "one JSON object per line")
-	if err := parseFlags(fs, flagsFirst(fs, args)); err != nil {
-		return err
-	}
-	if fs.NArg() > 1 {
-		return usagef("logs takes at most one SERVICE")
-	}
+// logsOpts are the flags of logs.
+type logsOpts struct {
+	follow, json bool
+	lines        int
+}
+
+func (cl *cli) logs(ctx context.Context, o logsOpts, args []string) error {
+	follow, n, asJSON := &o.follow, &o.lines, &o.json
 	if *n < 0 {
 		return usagef("logs: -n must not be negative")
 	}
 	var service preserves.Value = preserves.Bool(false)
-	if fs.NArg() == 1 {
-		v, err := serviceArg(fs.Arg(0))
+	if len(args) == 1 {
+		v, err := serviceArg(args[0])
 		if err != nil {
 			return err
 		}
@@ -94,36 +89,6 @@ func runLogs(ctx context.Context, cl *cli, args []string) error {
 		return err
 	}
 	return nil
-}
-
-// flagsFirst moves flags (with their values) ahead of the other
-// arguments, so that `syndicate logs web -f` works as `logs -f web`.
-func flagsFirst(fs *flag.FlagSet, args []string) []string {
-	var flags, rest []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			rest = append(rest, args[i:]...)
-			break
-		}
-		if len(a) < 2 || a[0] != '-' {
-			rest = append(rest, a)
-			continue
-		}
-		flags = append(flags, a)
-		name := strings.TrimLeft(a, "-")
-		if strings.Contains(name, "=") {
-			continue
-		}
-		// A flag that is not boolean takes the next argument as its value.
-		if f := fs.Lookup(name); f != nil && i+1 < len(args) {
-			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !b.IsBoolFlag() {
-				i++
-				flags = append(flags, args[i])
-			}
-		}
-	}
-	return append(flags, rest...)
 }
 
 // serviceArg reads SERVICE: Preserves text; a bare symbol names a daemon

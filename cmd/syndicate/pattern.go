@@ -10,7 +10,6 @@ package main
 // spec §4.7), without its `$var` references, which have no meaning here.
 
 import (
-	"flag"
 	"fmt"
 	"strings"
 
@@ -73,15 +72,12 @@ func findEmbedded(v preserves.Value) (pos preserves.Pos, found bool) {
 }
 
 // patternArg reads the optional PATTERN argument of a command (nil when
-// there is none); more arguments are the usage error tooMany.
-func patternArg(fs *flag.FlagSet, tooMany string) (pattern.Pattern, error) {
-	switch fs.NArg() {
-	case 0:
+// there is none).
+func patternArg(args []string) (pattern.Pattern, error) {
+	if len(args) == 0 {
 		return nil, nil
-	case 1:
-		return parsePattern(fs.Arg(0))
 	}
-	return nil, usagef("%s", tooMany)
+	return parsePattern(args[0])
 }
 
 // parsePattern reads a PATTERN argument.

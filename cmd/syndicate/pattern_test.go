@@ -95,12 +95,13 @@ func FuzzParsePattern(f *testing.F) {
 func TestUsageAndFmtStdin(t *testing.T) {
 	code, out, _ := cliRun(t, "help")
 	require.Equal(t, 0, code)
-	for _, c := range commands {
-		require.Contains(t, out, "  "+c.name+" ")
+	for _, c := range (&cli{}).commands() {
+		name, _, _ := strings.Cut(c.use, " ")
+		require.Contains(t, out, "  "+name+" ")
 	}
 	code, _, errs := cliRun(t)
 	require.Equal(t, 2, code)
-	require.Contains(t, errs, "usage: syndicate")
+	require.Contains(t, errs, "Usage:\n  syndicate [flags]")
 
 	var o, e testutil.Buffer
 	code = runCtx(t.Context(), []string{"fmt"}, strings.NewReader("<a>   <b>"), &o, &e)

@@ -18,17 +18,11 @@ import (
 	"github.com/syndicate-go/syndicate/services/admin/session"
 )
 
-func oneValue(ctx context.Context, cl *cli, name, what string, args []string) (preserves.Value, error) {
-	fs := cl.flagSet(name, true)
-	if err := parseFlags(fs, args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() != 1 {
-		return nil, usagef("%s needs exactly one %s", name, what)
-	}
-	v, err := parseValue(fs.Arg(0))
+// oneValue reads the VALUE argument, keeping it with positions as well.
+func (cl *cli) oneValue(arg string) (preserves.Value, error) {
+	v, err := parseValue(arg)
 	if err == nil {
-		cl.positioned, _ = readArg("value", fs.Arg(0))
+		cl.positioned, _ = readArg("value", arg)
 	}
 	return v, err
 }
@@ -42,8 +36,8 @@ func (cl *cli) warnInvalid(v preserves.Value) {
 	}
 }
 
-func runAssert(ctx context.Context, cl *cli, args []string) error {
-	v, err := oneValue(ctx, cl, "assert", "VALUE", args)
+func (cl *cli) assert(ctx context.Context, args []string) error {
+	v, err := cl.oneValue(args[0])
 	if err != nil {
 		return err
 	}
@@ -83,8 +77,8 @@ func (cl *cli) sendMessage(ctx context.Context, v preserves.Value) error {
 	return err
 }
 
-func runSend(ctx context.Context, cl *cli, args []string) error {
-	v, err := oneValue(ctx, cl, "send", "VALUE", args)
+func (cl *cli) send(ctx context.Context, args []string) error {
+	v, err := cl.oneValue(args[0])
 	if err != nil {
 		return err
 	}
@@ -96,8 +90,8 @@ func runSend(ctx context.Context, cl *cli, args []string) error {
 // neither required nor running.
 var errNoSuchService = errors.New("no such service")
 
-func runRestart(ctx context.Context, cl *cli, args []string) error {
-	name, err := oneValue(ctx, cl, "restart", "service NAME (e.g. '<daemon web>')", args)
+func (cl *cli) restart(ctx context.Context, args []string) error {
+	name, err := cl.oneValue(args[0])
 	if err != nil {
 		return err
 	}

@@ -92,20 +92,15 @@ func render(v preserves.Value) string {
 	return preserves.FormatTextIndent(preserves.Strip(v), "  ")
 }
 
-func runDump(ctx context.Context, cl *cli, args []string) error {
-	fs := cl.flagSet("dump", true)
-	all := fs.Bool("all", false, "include <Observe …> subscriptions")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	p, err := patternArg(fs, "dump takes at most one PATTERN")
+func (cl *cli) dump(ctx context.Context, all bool, args []string) error {
+	p, err := patternArg(args)
 	switch {
 	case err != nil:
 		return err
 	case p == nil:
 		p = pattern.Discard{}
 	default:
-		*all = true // a pattern says exactly what is wanted
+		all = true // a pattern says exactly what is wanted
 	}
 	var vals []preserves.Value
 	o := &observer{}
@@ -115,7 +110,7 @@ func runDump(ctx context.Context, cl *cli, args []string) error {
 		return nil
 	}, func(*dataspace.Turn, *dataspace.Ref) {
 		for _, caps := range o.held {
-			if len(caps) > 0 && (*all || !isObserve(caps[0])) && !observes(caps[0], self) {
+			if len(caps) > 0 && (all || !isObserve(caps[0])) && !observes(caps[0], self) {
 				vals = append(vals, caps[0])
 			}
 		}
@@ -131,15 +126,8 @@ func runDump(ctx context.Context, cl *cli, args []string) error {
 	return nil
 }
 
-func runObserve(ctx context.Context, cl *cli, args []string) error {
-	fs := cl.flagSet("observe", true)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return usagef("observe needs exactly one PATTERN (use _ for everything)")
-	}
-	p, err := parsePattern(fs.Arg(0))
+func (cl *cli) observe(ctx context.Context, args []string) error {
+	p, err := parsePattern(args[0])
 	if err != nil {
 		return err
 	}

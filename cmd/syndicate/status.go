@@ -19,20 +19,17 @@ import (
 // output lines after the snapshot.
 const outputWait = 2 * time.Second
 
-func runStatus(ctx context.Context, cl *cli, args []string) error {
-	fs := cl.flagSet("status", true)
-	watchF := fs.Bool("watch", false, "keep running and print the table again whenever it changes")
-	jsonF := fs.Bool("json", false, "print JSON (with --watch: one JSON array per line and change)")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	filter, err := patternArg(fs, "status takes at most one PATTERN (a service name pattern such as '<daemon _>')")
+// statusOpts are the flags of status.
+type statusOpts struct{ watch, json bool }
+
+func (cl *cli) status(ctx context.Context, o statusOpts, args []string) error {
+	filter, err := patternArg(args)
 	if err != nil {
 		return err
 	}
 	var literal preserves.Value // the argument, when it may be one service's name
 	if filter != nil {
-		literal, _ = preserves.ParseText(fs.Arg(0))
+		literal, _ = preserves.ParseText(args[0])
 	}
 	m := status.NewModel(filter)
 	gotOutput := make(chan struct{}, 1)
@@ -45,14 +42,14 @@ func runStatus(ctx context.Context, cl *cli, args []string) error {
 			m.Detail(&svcs[0])
 		}
 		switch {
-		case *jsonF:
+		case o.json:
 			b, err := json.Marshal(svcs)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cl.stdout, "%s\n", b)
 		default:
-			if *watchF {
+			if o.watch {
 				fmt.Fprintf(cl.stdout, "--- %s\n", now.Format(time.RFC3339))
 			}
 			if detail {
@@ -64,13 +61,13 @@ func runStatus(ctx context.Context, cl *cli, args []string) error {
 				}
 			}
 		}
-		if *watchF {
+		if o.watch {
 			return nil
 		}
-		if len(svcs) == 0 && fs.NArg() == 1 {
+		if len(svcs) == 0 && len(args) == 1 {
 			// Like `systemctl status nosuch`: a misspelt name is not
 			// a healthy service.
-			return fmt.Errorf("no service matches %s", fs.Arg(0))
+			return fmt.Errorf("no service matches %s", args[0])
 		}
 		if slices.ContainsFunc(svcs, status.Service.Failed) {
 			return exitStatus(1) // a required service has failed
@@ -124,7 +121,7 @@ func runStatus(ctx context.Context, cl *cli, args []string) error {
 			}
 		}
 	}
-	if err := print(); err != nil || !*watchF {
+	if err := print(); err != nil || !o.watch {
 		return err
 	}
 	for {

@@ -80,6 +80,10 @@ type Options struct {
 	UID *int
 }
 
+// DefaultRule says in words where DefaultPath puts the socket (for help
+// texts, which must not depend on who reads them).
+const DefaultRule = "$XDG_RUNTIME_DIR/syndicate/admin.sock, /run/syndicate/admin.sock as root, or $TMPDIR/syndicate-UID/admin.sock"
+
 // DefaultPath returns the admin socket path described in the package doc.
 func DefaultPath() string {
 	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {

@@ -1,0 +1,233 @@
+package main
+
+// The command table: every command with its arguments, one-line help,
+// argument rules and flags, in one place. Help, shell completions and the
+// man pages (docs/man, TestManPages) are generated from it. A command's
+// work is a function in the file of its topic; the closures here only
+// hand it the parsed options.
+
+import (
+	"context"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/syndicate-go/syndicate/services/admin/bench"
+)
+
+// command is one row of the table.
+type command struct {
+	use     string // the name, then the arguments
+	aliases []string
+	short   string
+	long    string
+	args    cobra.PositionalArgs
+	flags   func(fs *pflag.FlagSet)
+	run     func(ctx context.Context, args []string) error
+	sub     []command
+}
+
+func (cl *cli) commands() []command {
+	var (
+		st      statusOpts
+		dumpAll bool
+		lg      logsOpts
+		fm      fmtOpts
+		an      analyzeOpts
+	)
+	return []command{
+		{use: "status [SERVICE|PATTERN]", short: "services with their states (and daemons' pids, restarts, uptime)",
+			args: maxArgs(1, "status takes at most one PATTERN (a service name pattern such as '<daemon _>')"),
+			flags: func(fs *pflag.FlagSet) {
+				fs.BoolVarP(&st.watch, "watch", "w", false, "keep running and show the table again whenever it changes")
+				fs.BoolVar(&st.json, "json", false, "print JSON (with --watch: one JSON array per line and change)")
+			},
+			run: func(ctx context.Context, args []string) error { return cl.status(ctx, st, args) }},
+		{use: "dump [PATTERN]", short: "current assertions in the config dataspace, pretty-printed",
+			args:  maxArgs(1, "dump takes at most one PATTERN"),
+			flags: func(fs *pflag.FlagSet) { fs.BoolVar(&dumpAll, "all", false, "include <Observe …> subscriptions") },
+			run:   func(ctx context.Context, args []string) error { return cl.dump(ctx, dumpAll, args) }},
+		{use: "observe PATTERN", short: "live +/-/! lines for assertions and messages matching PATTERN",
+			args: exactArgs(1, "observe needs exactly one PATTERN (use _ for everything)"),
+			run:  cl.observe},
+		{use: "assert VALUE", short: "assert VALUE until interrupted",
+			args: exactArgs(1, "assert needs exactly one VALUE"),
+			run:  cl.assert},
+		{use: "send VALUE", short: "send VALUE as a message",
+			args: exactArgs(1, "send needs exactly one VALUE"),
+			run:  cl.send},
+		{use: "restart SERVICE", short: "send <restart-service SERVICE>",
+			args: exactArgs(1, "restart needs exactly one service NAME (e.g. '<daemon web>')"),
+			run:  cl.restart},
+		{use: "logs [SERVICE]", short: "recent service output (SERVICE: <daemon web>, or just web); -f to follow",
+			args: maxArgs(1, "logs takes at most one SERVICE"),
+			flags: func(fs *pflag.FlagSet) {
+				fs.BoolVarP(&lg.follow, "follow", "f", false, "keep printing new lines until interrupted")
+				fs.IntVarP(&lg.lines, "lines", "n", 20, "number of recent lines")
+				fs.BoolVar(&lg.json, "json", false, "one JSON object per line")
+			},
+			run: func(ctx context.Context, args []string) error { return cl.logs(ctx, lg, args) }},
+		{use: "check FILE|DIR...", short: "compile and validate scripts (as syndicate-server --check)",
+			args: minArgs(1, "check needs FILE or DIR arguments"),
+			run:  cl.check},
+		{use: "fmt [FILE...]", short: "canonical layout of .pr scripts, comments kept (--upgrade: ';' comments to '#')",
+			flags: func(fs *pflag.FlagSet) {
+				fs.BoolVarP(&fm.write, "write", "w", false, "write the result to the file instead of stdout")
+				fs.BoolVarP(&fm.list, "list", "l", false, "list the files whose layout differs, print nothing else")
+				fs.BoolVar(&fm.upgrade, "upgrade", false, "rewrite legacy ';' comments to '#' in place, changing nothing else")
+				fs.BoolVar(&fm.check, "check", false, "change nothing; list the files whose layout differs and exit 1 if there are any")
+			},
+			run: func(ctx context.Context, args []string) error { return cl.fmt(ctx, fm, args) }},
+		{use: "disasm FILE...", short: "the instructions a script compiles to, each with its line:col",
+			args: minArgs(1, "disasm needs FILE arguments"),
+			run:  cl.disasm},
+		{use: "analyze", short: "boot analysis: blame, critical-chain, plot (SVG), graph",
+			args: subcommand("analyze needs a subcommand: blame, critical-chain [SERVICE], plot or graph [--svg]"),
+			sub: []command{
+				{use: "blame", short: "each service's time from request to up, slowest first",
+					args:  maxArgs(0, "analyze blame takes no arguments"),
+					flags: func(fs *pflag.FlagSet) { fs.BoolVar(&an.json, "json", false, "print JSON") },
+					run:   func(ctx context.Context, args []string) error { return cl.analyze(ctx, "blame", an, args) }},
+				{use: "critical-chain [SERVICE]", short: "the chain of dependencies that held SERVICE (default: the last up) back",
+					args:  maxArgs(1, "analyze critical-chain takes at most one SERVICE"),
+					flags: func(fs *pflag.FlagSet) { fs.BoolVar(&an.json, "json", false, "print JSON") },
+					run:   func(ctx context.Context, args []string) error { return cl.analyze(ctx, "critical-chain", an, args) }},
+				{use: "plot", short: "the boot as a timeline, in SVG",
+					args: maxArgs(0, "analyze plot takes no arguments"),
+					run:  func(ctx context.Context, args []string) error { return cl.analyze(ctx, "plot", an, args) }},
+				{use: "graph", short: "the dependency graph, in DOT (or --svg)",
+					args: maxArgs(0, "analyze graph takes no arguments"),
+					flags: func(fs *pflag.FlagSet) {
+						fs.BoolVar(&an.svg, "svg", false, "draw the graph as SVG instead of writing DOT")
+					},
+					run: func(ctx context.Context, args []string) error { return cl.analyze(ctx, "graph", an, args) }},
+			}},
+		{use: "noise-key [SERVICE]", short: "a fresh key pair for <bind <noise {…}> …>, as the spec's dictionary",
+			args: maxArgs(1, "noise-key takes at most one SERVICE"),
+			run:  cl.noiseKey},
+		cl.benchCommand(),
+	}
+}
+
+// benchCommand is `bench` with its three workloads.
+func (cl *cli) benchCommand() command {
+	var o bench.Options
+	var jsonF, quiet bool
+	common := func(fs *pflag.FlagSet) {
+		fs.IntVar(&o.Size, "size", 16, "payload `BYTES` per message")
+		fs.BoolVar(&jsonF, "json", false, "print the result as one JSON object")
+		fs.BoolVar(&quiet, "quiet", false, "no live progress on stderr")
+	}
+	run := func(workload string) func(ctx context.Context, args []string) error {
+		return func(ctx context.Context, _ []string) error { return cl.bench(ctx, workload, o, jsonF, quiet) }
+	}
+	return command{use: "bench", short: "measure the server: msg/s and MB/s, round-trip latency, memory per session",
+		args: subcommand("bench needs a workload: pubsub, reqrep or idle"),
+		sub: []command{
+			{use: "pubsub", short: "publishers and subscribers: messages and bytes per second, delivery latency",
+				args: maxArgs(0, "bench pubsub takes no arguments"),
+				flags: func(fs *pflag.FlagSet) {
+					common(fs)
+					fs.IntVar(&o.Pubs, "pub", 1, "publisher sessions")
+					fs.IntVar(&o.Subs, "sub", 1, "subscriber sessions")
+					fs.IntVar(&o.PerTurn, "per-turn", 1, "messages each publisher sends per turn")
+					fs.DurationVar(&o.Duration, "duration", 5*time.Second, "publishing time")
+					fs.Int64Var(&o.Credit, "credit", 8192, "a publisher's account limit (events plus KiB queued) before it waits")
+				},
+				run: run("pubsub")},
+			{use: "reqrep", short: "request and reply through a responder: round trips per second, latency",
+				args: maxArgs(0, "bench reqrep takes no arguments"),
+				flags: func(fs *pflag.FlagSet) {
+					common(fs)
+					fs.IntVarP(&o.N, "n", "n", 20000, "measured round trips")
+					fs.IntVar(&o.Warmup, "warmup", 2000, "unmeasured round trips first")
+				},
+				run: run("reqrep")},
+			{use: "idle", short: "idle sessions: the server's memory per session",
+				args: maxArgs(0, "bench idle takes no arguments"),
+				flags: func(fs *pflag.FlagSet) {
+					common(fs)
+					fs.IntVar(&o.Sessions, "sessions", 1000, "idle sessions to open")
+					fs.DurationVar(&o.Settle, "settle", 2*time.Second, "wait after opening before reading the server's memory")
+					fs.IntVar(&o.ServerPID, "server-pid", 0, "the server's `PID`, if it cannot be found from the connection")
+				},
+				run: run("idle")},
+		}}
+}
+
+// cobra makes the cobra command of a row (and its subcommands).
+func (c command) cobra(cl *cli) *cobra.Command {
+	cc := &cobra.Command{Use: c.use, Aliases: c.aliases, Short: c.short, Long: c.long, Args: c.args}
+	if c.flags != nil {
+		c.flags(cc.Flags())
+	}
+	if c.run != nil {
+		cc.RunE = func(cmd *cobra.Command, args []string) error {
+			if err := c.run(cmd.Context(), args); err != nil {
+				return &runError{err}
+			}
+			return nil
+		}
+	}
+	for _, s := range c.sub {
+		cc.AddCommand(s.cobra(cl))
+	}
+	if len(c.sub) > 0 && c.run == nil {
+		// An unknown or missing subcommand is a usage error (the
+		// argument rule says which), not a help page with status 0.
+		cc.RunE = func(*cobra.Command, []string) error { return nil }
+	}
+	return cc
+}
+
+// maxArgs, exactArgs and minArgs check the number of arguments, with msg
+// as the usage error.
+func maxArgs(n int, msg string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) > n {
+			return usagef("%s", msg)
+		}
+		return nil
+	}
+}
+
+func exactArgs(n int, msg string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usagef("%s", msg)
+		}
+		return nil
+	}
+}
+
+func minArgs(n int, msg string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) < n {
+			return usagef("%s", msg)
+		}
+		return nil
+	}
+}
+
+// subcommand is the argument rule of a command that only groups others:
+// reaching it at all means the subcommand is missing or unknown.
+func subcommand(msg string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return usagef("%s: unknown subcommand %q (%s)", cmd.Name(), args[0], subNames(cmd))
+		}
+		return usagef("%s", msg)
+	}
+}
+
+func subNames(cmd *cobra.Command) string {
+	var names string
+	for i, s := range cmd.Commands() {
+		if i > 0 {
+			names += ", "
+		}
+		names += s.Name()
+	}
+	return names
+}
