@@ -11,8 +11,9 @@ import (
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
-// readLoop is the reader goroutine: it frames and decodes packets and
-// handles each in one turn of the relay facet.
+// readLoop is the reader goroutine: it reads, frames (framer), decodes
+// (reader.decode) and handles each packet in one turn of the relay facet
+// (reader.deliver), pausing for flow control (reader.wait).
 func (c *Conn) readLoop(ctx context.Context) error {
 	defer c.taskDone()
 	// The writer closes the stream when the facet ends, however it ends;
@@ -24,107 +25,160 @@ func (c *Conn) readLoop(ctx context.Context) error {
 		}
 		<-c.wdone
 	}()
-	f := newFramer(c.opts.MaxPacketSize, c.opts.MaxDepth, c.opts.MaxPacketValues)
-	f.budget = c.opts.BufferBudget
-	defer f.close()
-	var evBuf []Event
-	credit := c.opts.Credit
-	pt := c.packetTimer()
-	defer pt.stop()
-	f.onWait = pt.hold
-	// wait is flow control (§9): no reading while what the peer sent
-	// earlier is still being handled downstream. A packet that arrives
-	// late because we stopped reading is not the peer's fault: its timer
-	// is held meanwhile.
-	wait := func() error {
-		if c.acct.Debt() <= credit {
-			return nil
-		}
-		pt.hold()
-		return c.acct.Wait(ctx, credit)
-	}
-	var first *time.Timer
-	if d := c.opts.FirstEventTimeout; d > 0 {
-		first = time.AfterFunc(d, func() {
-			c.limitClose(protoErr(-1, ErrLimit, nil, "no event within %v of connecting", d))
-		})
-		defer first.Stop()
-	}
+	r := c.newReader(ctx)
+	defer r.close()
 	for {
-		if wait() != nil {
+		if r.wait() != nil {
 			return ctx.Err()
 		}
-		n, rerr := f.readFrom(ctx, c.r)
+		n, rerr := r.f.readFrom(ctx, c.r)
 		if n > 0 {
-			for {
-				raw, syn, off, err := f.next()
-				if err == nil && raw == nil {
-					break
-				}
-				var pkt Packet
-				if evs, ok := fastTurnIf(evBuf[:0], raw, syn, c.opts.MaxDepth, c.opts.MaxPacketSize); ok && err == nil {
-					pkt = Packet{Kind: TurnPacket, Events: evs}
-					evBuf = evs
-				} else if err == nil {
-					var v preserves.Value
-					v, err = decodePacket(raw, syn, off, c.opts.MaxDepth, c.opts.MaxPacketSize)
-					if err == nil {
-						pkt, err = ParsePacket(v)
-						var pe *ProtocolError
-						if errors.As(err, &pe) {
-							pe.Offset = off
-						}
-					}
-				}
-				if err != nil {
-					c.fr.Activate(func(t *dataspace.Turn) error {
-						c.stopIn(t, err, true)
-						return nil
-					})
-					return dataspace.ErrKeepFacet
-				}
-				if wait() != nil {
-					return ctx.Err()
-				}
-				if first != nil && pkt.Kind == TurnPacket && len(pkt.Events) > 0 {
-					first.Stop()
-					first = nil
-				}
-				cost := eventCost(len(raw), pkt)
-				alive := c.fr.ActivateAccount(c.acct, func(t *dataspace.Turn) error {
-					t.SetEventCost(cost)
-					c.handle(t, pkt, syn, off)
-					return nil
-				})
-				// The events are not retained past their turn: reuse the
-				// slice, without pinning the values.
-				clear(evBuf)
-				if cap(evBuf) > 4096 {
-					evBuf = nil
-				}
-				if !alive || ctx.Err() != nil {
-					return ctx.Err()
-				}
+			if err := r.drain(); err != nil {
+				return err
 			}
 		}
-		pt.track(f)
+		r.pt.track(r.f)
 		if rerr != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			var err error
-			if !errors.Is(rerr, io.EOF) {
-				err = rerr
-			} else if f.pending() {
-				c.log.Debug().Msg("relay: input ended inside a packet")
-			}
+			return r.end(rerr)
+		}
+	}
+}
+
+// reader is the reader goroutine's state.
+type reader struct {
+	c     *Conn
+	ctx   context.Context
+	f     *framer
+	pt    *packetTimer
+	first *time.Timer // FirstEventTimeout, until the first event
+	evBuf []Event     // reused for each packet's events
+}
+
+func (c *Conn) newReader(ctx context.Context) *reader {
+	r := &reader{c: c, ctx: ctx, pt: c.packetTimer()}
+	r.f = newFramer(c.opts.MaxPacketSize, c.opts.MaxDepth, c.opts.MaxPacketValues)
+	r.f.budget = c.opts.BufferBudget
+	r.f.onWait = r.pt.hold
+	if d := c.opts.FirstEventTimeout; d > 0 {
+		r.first = time.AfterFunc(d, func() {
+			c.limitClose(protoErr(-1, ErrLimit, nil, "no event within %v of connecting", d))
+		})
+	}
+	return r
+}
+
+func (r *reader) close() {
+	if r.first != nil {
+		r.first.Stop()
+	}
+	r.pt.stop()
+	r.f.close()
+}
+
+// wait is flow control (§9): no reading while what the peer sent earlier
+// is still being handled downstream. A packet that arrives late because
+// we stopped reading is not the peer's fault: its timer is held
+// meanwhile.
+func (r *reader) wait() error {
+	credit := r.c.opts.Credit
+	if r.c.acct.Debt() <= credit {
+		return nil
+	}
+	r.pt.hold()
+	return r.c.acct.Wait(r.ctx, credit)
+}
+
+// drain handles every complete packet buffered. A non-nil error ends the
+// reader (the facet is being stopped or the context ended).
+func (r *reader) drain() error {
+	c := r.c
+	for {
+		raw, syn, off, err := r.f.next()
+		if err == nil && raw == nil {
+			return nil
+		}
+		var pkt Packet
+		if err == nil {
+			pkt, err = r.decode(raw, syn, off)
+		}
+		if err != nil {
 			c.fr.Activate(func(t *dataspace.Turn) error {
-				c.stopIn(t, err, false)
+				c.stopIn(t, err, true)
 				return nil
 			})
 			return dataspace.ErrKeepFacet
 		}
+		if r.wait() != nil {
+			return r.ctx.Err()
+		}
+		if !r.deliver(pkt, len(raw), syn, off) || r.ctx.Err() != nil {
+			return r.ctx.Err()
+		}
 	}
+}
+
+// decode takes one packet apart: binary Turn packets by the fast path
+// (fastpath.go), anything else by the general decoder, which is
+// authoritative for errors.
+func (r *reader) decode(raw []byte, syn Syntax, off int64) (Packet, error) {
+	c := r.c
+	if evs, ok := fastTurnIf(r.evBuf[:0], raw, syn, c.opts.MaxDepth, c.opts.MaxPacketSize); ok {
+		r.evBuf = evs
+		return Packet{Kind: TurnPacket, Events: evs}, nil
+	}
+	v, err := decodePacket(raw, syn, off, c.opts.MaxDepth, c.opts.MaxPacketSize)
+	if err != nil {
+		return Packet{}, err
+	}
+	pkt, err := ParsePacket(v)
+	var pe *ProtocolError
+	if errors.As(err, &pe) {
+		pe.Offset = off
+	}
+	return pkt, err
+}
+
+// deliver handles pkt in one turn of the relay facet on the connection's
+// account; false once the facet is gone.
+func (r *reader) deliver(pkt Packet, size int, syn Syntax, off int64) bool {
+	c := r.c
+	if r.first != nil && pkt.Kind == TurnPacket && len(pkt.Events) > 0 {
+		r.first.Stop()
+		r.first = nil
+	}
+	cost := eventCost(size, pkt)
+	alive := c.fr.ActivateAccount(c.acct, func(t *dataspace.Turn) error {
+		t.SetEventCost(cost)
+		c.handle(t, pkt, syn, off)
+		return nil
+	})
+	// The events are not retained past their turn: reuse the slice,
+	// without pinning the values.
+	clear(r.evBuf)
+	if cap(r.evBuf) > 4096 {
+		r.evBuf = nil
+	}
+	return alive
+}
+
+// end stops the relay facet once reading failed: cleanly at EOF, else
+// with the read error.
+func (r *reader) end(rerr error) error {
+	c := r.c
+	if r.ctx.Err() != nil {
+		return r.ctx.Err()
+	}
+	var err error
+	if !errors.Is(rerr, io.EOF) {
+		err = rerr
+	} else if r.f.pending() {
+		c.log.Debug().Msg("relay: input ended inside a packet")
+	}
+	c.fr.Activate(func(t *dataspace.Turn) error {
+		c.stopIn(t, err, false)
+		return nil
+	})
+	return dataspace.ErrKeepFacet
 }
 
 // eventCost is what each event a packet causes costs the connection's
