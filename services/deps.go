@@ -17,15 +17,47 @@ import (
 // actor behaves identically (everything it asserts vanishes when the
 // requirement does) and costs far less with thousands of services.
 func BootDependencies(t *dataspace.Turn, env Env) {
+	st := &stops{count: map[string]int{}, trackers: map[string]func(*dataspace.Turn, int){}}
+	// An operator's stop (override.go) is one more obstacle of its
+	// service's tracker: one observer for all of them, rather than one
+	// per requirement.
+	stopPat := pattern.Rec(syndicatego.LabelServiceStopped, pattern.Capture(), pattern.Discard{})
+	t.During(env.Config, stopPat, func(t *dataspace.Turn, caps []preserves.Value) error {
+		k := overrideKey(caps[0])
+		st.add(t, k, +1)
+		t.OnStop(func(t *dataspace.Turn) error { st.add(t, k, -1); return nil })
+		return nil
+	})
 	p := pattern.Rec(service.LabelRequireService, pattern.Capture())
 	t.During(env.Config, p, func(t *dataspace.Turn, caps []preserves.Value) error {
-		trackDependencies(t, env, caps[0])
+		trackDependencies(t, env, caps[0], st)
 		return nil
 	})
 }
 
+// stops counts the operator's stops by service, and tells the trackers
+// when one begins or ends. The tracker's actor owns it.
+type stops struct {
+	count    map[string]int
+	trackers map[string]func(t *dataspace.Turn, d int) // key → its tracker's obstacle change
+}
+
+func (s *stops) add(t *dataspace.Turn, k string, d int) {
+	before := s.count[k] > 0
+	Count(s.count, k, d)
+	after := s.count[k] > 0
+	change := s.trackers[k]
+	switch {
+	case change == nil || after == before:
+	case after:
+		change(t, +1)
+	default:
+		change(t, -1)
+	}
+}
+
 // trackDependencies runs in the facet of one requirement.
-func trackDependencies(t *dataspace.Turn, env Env, name preserves.Value) {
+func trackDependencies(t *dataspace.Turn, env Env, name preserves.Value, st *stops) {
 	obstacles := 1 // the initial obstacle, removed after the first sync
 	var run dataspace.Handle
 	rec := NewReconciler(t, func(t *dataspace.Turn) error {
@@ -73,13 +105,12 @@ func trackDependencies(t *dataspace.Turn, env Env, name preserves.Value) {
 		})
 		return nil
 	})
-	// An operator's stop (override.go) is one more obstacle.
-	stopPat := pattern.Rec(syndicatego.LabelServiceStopped, Literal(name), pattern.Discard{})
-	t.During(env.Config, stopPat, func(t *dataspace.Turn, _ []preserves.Value) error {
-		change(t, +1)
-		t.OnStop(func(t *dataspace.Turn) error { change(t, -1); return nil })
-		return nil
-	})
+	k := overrideKey(name)
+	if st.count[k] > 0 {
+		obstacles++
+	}
+	st.trackers[k] = change
+	t.OnStop(func(*dataspace.Turn) error { delete(st.trackers, k); return nil })
 	t.Sync(env.Config, func(t *dataspace.Turn) error {
 		change(t, -1)
 		return nil

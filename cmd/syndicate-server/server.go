@@ -22,6 +22,7 @@ import (
 	"github.com/syndicate-go/syndicate/services/admin"
 	"github.com/syndicate-go/syndicate/services/config"
 	"github.com/syndicate-go/syndicate/services/daemon"
+	"github.com/syndicate-go/syndicate/services/daemon/cgroup"
 	"github.com/syndicate-go/syndicate/services/debt"
 	"github.com/syndicate-go/syndicate/services/logger"
 )
@@ -120,6 +121,8 @@ type server struct {
 	topFacet dataspace.FacetRef
 	env      services.Env // the primordial environment
 
+	// cgroups gives each daemon a cgroup (nil: process groups only).
+	cgroups *cgroup.Manager
 	// daemonDryRun starts no daemon process, whatever the options (the
 	// hostile-vocabulary harness).
 	daemonDryRun bool
@@ -206,6 +209,11 @@ func runServer(o *options, stdout, stderr io.Writer) int {
 	// daemons' last words are written.
 	defer sink.Close()
 	s.sink = sink
+	if !o.dryRun {
+		// Closed after the Shutdown below, once every daemon is gone.
+		s.cgroups = openCgroups(log)
+		defer closeCgroups(log, s.cgroups)
+	}
 	s.start(sysOpts)
 
 	code := 0
@@ -371,4 +379,29 @@ func (s *server) bootAdmin(t *dataspace.Turn, env services.Env) error {
 	}
 	// admin.Listen logs "admin socket listening" itself.
 	return nil
+}
+
+// openCgroups finds the server's cgroups and makes the daemons' parent
+// (package cgroup: the server moves itself into a leaf when v2 has
+// controllers to hand to the daemons). What is missing is said once,
+// here; without any hierarchy daemons are held by process groups.
+func openCgroups(log zerolog.Logger) *cgroup.Manager {
+	m, err := cgroup.Open(cgroup.Options{MoveSelf: true})
+	if err != nil {
+		log.Warn().Err(err).Msg("no cgroups: a daemon's stop reaches its process group only")
+		return nil
+	}
+	for _, n := range m.Notes() {
+		log.Warn().Msg(n)
+	}
+	return m
+}
+
+func closeCgroups(log zerolog.Logger, m *cgroup.Manager) {
+	if m == nil {
+		return
+	}
+	if err := m.Close(); err != nil {
+		log.Warn().Err(err).Msg("cgroups left behind")
+	}
 }

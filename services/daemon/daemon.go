@@ -7,6 +7,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace/schemas/externalservices"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
+	"github.com/syndicate-go/syndicate/services/daemon/cgroup"
 )
 
 // ErrCrash is the error a daemon worker crashes with when a process under
@@ -27,6 +28,9 @@ type Options struct {
 	// started at once, so `started`, `ready` (readyOnStart) and, for a
 	// one-shot, `complete` are reported and dependants proceed.
 	DryRun bool
+	// Cgroups, when set, runs each daemon process in a cgroup of its own
+	// (cgroup.go); the server opens it once (cgroup.Open).
+	Cgroups *cgroup.Manager
 }
 
 // Boot installs the daemon service in the active facet with default
@@ -63,6 +67,8 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) (*Service, erro
 	s := &Service{runner: NewRunner(clock), clock: clock, sup: opts.Supervise, dryRun: opts.DryRun}
 	if opts.DryRun {
 		s.runner = newDryRunner(clock)
+	} else {
+		s.runner.cgroups = opts.Cgroups
 	}
 	s.sup.Now = clock.Now
 	s.out = t.FacetRef()

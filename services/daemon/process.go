@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/syndicate-go/syndicate/services/daemon/cgroup"
 )
 
 // Stream names an output pipe of a child.
@@ -141,6 +143,13 @@ type procHooks struct {
 	// beforeStop runs before a stopped process is signalled, and returns
 	// how long it held the signal back (dependents first, stop.go).
 	beforeStop func() time.Duration
+	// cgroups, when set, gives each run a cgroup of its own (cgroup.go)
+	// named after name.
+	cgroups *cgroup.Manager
+	name    string
+	// spawned receives the handle of the process just started, before
+	// started is called.
+	spawned func(*ProcHandle)
 }
 
 // command builds the exec.Cmd for s: its own process group, stdin from
@@ -210,6 +219,8 @@ type process struct {
 	errR  *os.File // our end of its stderr
 	inW   *os.File // our end of its stdin, when proto
 	mon   *monitor // its readiness protocol, if any
+	group *cgroup.Group
+	notes []string // cgroup trouble and limits not in force (cgroup.go)
 
 	readers   sync.WaitGroup
 	cut       context.CancelFunc // ends the readers' patience with the log
@@ -232,6 +243,13 @@ func (p *process) run(ctx context.Context) Exit {
 	// with the reason, and the restart policy sees it in the exit.
 	pctx, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
+	if p.hooks.spawned != nil {
+		h := &ProcHandle{Pid: p.pid, Notes: p.notes, p: p}
+		if p.group != nil {
+			h.Cgroup = p.group.Path()
+		}
+		p.hooks.spawned(h)
+	}
 	if p.hooks.started != nil {
 		p.hooks.started(p.pid)
 	}
@@ -258,6 +276,7 @@ func (p *process) run(ctx context.Context) Exit {
 func (p *process) spawn() error {
 	s, h := p.spec, p.hooks
 	p.cmd = command(s)
+	p.makeGroup()
 	var opened []*os.File
 	closeAll := func() {
 		for _, f := range opened {
@@ -298,6 +317,7 @@ func (p *process) spawn() error {
 	if err != nil {
 		p.mon.abandon()
 		closeAll()
+		p.removeGroup()
 		return spawnCause(s, err)
 	}
 	// The child holds its own copies of the write ends; closing ours
@@ -308,6 +328,7 @@ func (p *process) spawn() error {
 		}
 	}
 	p.pid = p.cmd.Process.Pid
+	p.attachGroup()
 	p.lc.step(evSpawned, p.clock.Now())
 	return nil
 }
@@ -359,10 +380,10 @@ func (p *process) killDue() {
 func (p *process) signal(sig groupSignal) groupSignal {
 	switch sig {
 	case sigTerm:
-		_ = unix.Kill(-p.pid, unix.SIGTERM)
+		p.signalAll(unix.SIGTERM)
 		p.stopKill = p.clock.AfterFunc(p.lc.timeout, p.killDue)
 	case sigKill:
-		_ = unix.Kill(-p.pid, unix.SIGKILL)
+		p.signalAll(unix.SIGKILL)
 	}
 	return sig
 }
@@ -388,16 +409,27 @@ func (p *process) wait() Exit {
 
 // endGroup terminates what is left of the group once its leader is gone:
 // orphans of this daemon, terminated without delaying the exit report.
+// With a cgroup, that is everything in it, setsid or not; the cgroup is
+// removed once empty.
 func (p *process) endGroup() {
-	if !groupAlive(p.pid) {
+	if !p.leftovers() {
+		p.removeGroup()
 		return
 	}
 	p.mu.Lock()
 	deadline := p.lc.leftoverDeadline(p.clock.Now())
 	p.mu.Unlock()
-	_ = unix.Kill(-p.pid, unix.SIGTERM)
-	pid, clock := p.pid, p.clock
-	p.cleanups.Go(func() { killGroupBy(clock, pid, deadline) })
+	p.signalAll(unix.SIGTERM)
+	p.cleanups.Go(func() {
+		for p.leftovers() {
+			if !p.clock.Now().Before(deadline) {
+				p.signalAll(unix.SIGKILL)
+				break
+			}
+			sleep(context.Background(), p.clock, groupPoll)
+		}
+		p.removeGroup()
+	})
 }
 
 // pastDeadline is a read deadline that has passed: it cuts a pipe read.
@@ -439,16 +471,4 @@ func (p *process) drain() {
 // included).
 func groupAlive(pgid int) bool {
 	return unix.Kill(-pgid, 0) == nil
-}
-
-// killGroupBy waits until group pgid is empty or deadline passes on
-// clock, then SIGKILLs whatever is left.
-func killGroupBy(clock Clock, pgid int, deadline time.Time) {
-	for groupAlive(pgid) {
-		if !clock.Now().Before(deadline) {
-			_ = unix.Kill(-pgid, unix.SIGKILL)
-			return
-		}
-		sleep(context.Background(), clock, groupPoll)
-	}
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/syndicate-go/syndicate/services/daemon/cgroup"
 )
 
 // Restart delays of §5.5. They are fixed: no growth, no jitter.
@@ -102,6 +104,10 @@ type Events struct {
 	// Stopped is called instead of Exited for a process that was
 	// stopped because ctx ended; e.Stop says how the stop went.
 	Stopped func(e Exit)
+	// Name names the daemon's cgroups (cgroup.go).
+	Name string
+	// Spawned receives each process's handle, before Started.
+	Spawned func(*ProcHandle)
 }
 
 // Outcome is how Runner.Run ended.
@@ -124,6 +130,8 @@ type Runner struct {
 	run func(ctx context.Context, s *Spec, h procHooks, cleanups *sync.WaitGroup) Exit
 	// active counts Run calls in progress.
 	active sync.WaitGroup
+	// cgroups, when set, gives every process run a cgroup (cgroup.go).
+	cgroups *cgroup.Manager
 }
 
 // NewRunner returns a Runner that starts real processes, timing restarts
@@ -153,7 +161,9 @@ func (r *Runner) Run(ctx context.Context, s *Spec, ev Events) Outcome {
 	spawnFailures := 0 // consecutive
 	for {
 		began := r.clock.Now()
-		exit := r.run(ctx, s, ev.hooks(), &cleanups)
+		h := ev.hooks()
+		h.cgroups = r.cgroups
+		exit := r.run(ctx, s, h, &cleanups)
 		if ctx.Err() != nil {
 			if ev.Stopped != nil && exit.Pid != 0 {
 				ev.Stopped(exit)
@@ -191,7 +201,8 @@ func (r *Runner) Run(ctx context.Context, s *Spec, ev Events) Outcome {
 // hooks adapts ev to one process instance: the readiness callbacks learn
 // its pid when it starts.
 func (ev Events) hooks() procHooks {
-	h := procHooks{line: ev.Line, output: ev.Output, stdio: ev.Stdio, beforeStop: ev.BeforeStop}
+	h := procHooks{line: ev.Line, output: ev.Output, stdio: ev.Stdio, beforeStop: ev.BeforeStop,
+		name: ev.Name, spawned: ev.Spawned}
 	var pid int
 	h.started = func(p int) {
 		pid = p

@@ -7,14 +7,17 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/externalservices"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/syndicatego"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 )
@@ -134,6 +137,11 @@ func (w *worker) boot(t *dataspace.Turn) error {
 		decl := caps[0].(*preserves.Record)
 		return w.specAsserted(t, decl.Fields[1], preserves.FieldPos(decl, 1))
 	})
+	sigPat := pattern.Rec(syndicatego.LabelSignalService, services.Literal(w.d.name), pattern.Capture())
+	t.OnMessage(w.d.env.Config, sigPat, func(t *dataspace.Turn, caps []preserves.Value) error {
+		w.signal(caps[0])
+		return nil
+	})
 	// After subscribing, one round trip removes the initial un-readiness.
 	t.Sync(w.d.env.Config, func(t *dataspace.Turn) error {
 		w.tally.synced()
@@ -190,8 +198,12 @@ func (w *worker) publishInfo(t *dataspace.Turn) {
 		if r.spec != nil && r.spec.Limits.Window > 0 {
 			window = r.spec.Limits.Window
 		}
-		if r.phase != "" || len(r.reasons)+len(r.warnings) > 0 {
-			reasons := append(slices.Clone(r.reasons), r.warnings...)
+		var notes []string
+		if r.handle != nil {
+			notes = r.handle.Notes
+		}
+		if r.phase != "" || len(r.reasons)+len(r.warnings)+len(notes) > 0 {
+			reasons := append(append(slices.Clone(r.reasons), r.warnings...), notes...)
 			parts = append(parts, services.Info{Phase: r.phase, Reasons: reasons, Pos: r.at.String()})
 		}
 	}
@@ -267,6 +279,7 @@ type specRun struct {
 	proc    dataspace.FacetID
 	procRef dataspace.FacetRef
 	running bool
+	handle  *ProcHandle        // the running process, for signals and figures (cgroup.go)
 	out     *dataspace.Account // charged with its output (output.go)
 	notify  notifyState        // what the running process said (readiness_worker.go)
 	token   uint64             // the running process in the stop order (stop.go); runner goroutine only
@@ -281,12 +294,23 @@ type specRun struct {
 
 // run is the spec's linked task: the restart loop of §5.5.
 func (r *specRun) run(ctx context.Context) error {
+	// The handle of the process being spawned: Spawned and Started are
+	// called one after the other on this goroutine.
+	var handle *ProcHandle
 	out := r.w.d.s.runner.Run(ctx, r.spec, r.readinessEvents(Events{
 		Started: func(pid int) {
 			if pid != 0 {
 				r.token = r.w.d.s.order.up(r.w.d.key, r.spec.StopTimeout)
 			}
-			r.fr.Activate(func(t *dataspace.Turn) error { r.started(t, pid); return nil })
+			h := handle
+			handle = nil
+			r.fr.Activate(func(t *dataspace.Turn) error {
+				r.started(t, pid)
+				if h != nil {
+					r.spawned(t, h)
+				}
+				return nil
+			})
 		},
 		Stdio:  r.stdio,
 		Output: func(ctx context.Context, batch []Line) { r.w.d.outputBatch(ctx, r.out, batch) },
@@ -305,6 +329,8 @@ func (r *specRun) run(ctx context.Context) error {
 			return waited
 		},
 		Stopped: r.stopped,
+		Name:    preserves.FormatText(r.w.d.id),
+		Spawned: func(h *ProcHandle) { handle = h },
 	}))
 	switch out {
 	case Crashed:
@@ -350,6 +376,36 @@ func (r *specRun) started(t *dataspace.Turn, pid int) {
 	r.notify = notifyState{}
 }
 
+// spawned is the event "a process exists": its handle serves signals
+// and figures until it exits, and its cgroup notes are status reasons.
+func (r *specRun) spawned(t *dataspace.Turn, h *ProcHandle) {
+	r.handle = h
+	for _, n := range h.Notes {
+		r.w.d.log.Warn().Int("pid", h.Pid).Msg(n)
+	}
+	if len(h.Notes) > 0 {
+		r.w.rec.Kick(t)
+	}
+}
+
+// signal is the message `<signal-service NAME SIGNAL>` (`syndicate
+// kill`): SIGNAL goes to every running process of the daemon, through its
+// cgroup or process group.
+func (w *worker) signal(v preserves.Value) {
+	n, ok := v.(preserves.Int)
+	if !ok || n <= 0 || n > 64 {
+		w.d.log.Warn().Str("signal", preserves.Show(v)).Msg("signal-service: not a signal number; ignored")
+		return
+	}
+	sig := syscall.Signal(n)
+	for r := range w.specs {
+		if h := r.handle; h != nil {
+			err := h.Signal(sig)
+			w.d.log.Info().Int("pid", h.Pid).Str("signal", unix.SignalName(sig)).AnErr("error", err).Msg("signal sent by the operator")
+		}
+	}
+}
+
 // becameReady is the event "the running process counts as ready".
 func (r *specRun) becameReady(t *dataspace.Turn) {
 	if r.w.tally.specUp(&r.st) {
@@ -372,6 +428,7 @@ func (r *specRun) exited(t *dataspace.Turn, e Exit, next Next) {
 		r.running = false
 		t.StopFacet(r.proc)
 	}
+	r.handle = nil
 	w.tally.specDown(&r.st)
 	w.d.hist.exited(e, w.d.s.clock.Now(), next.Action == ActRestart)
 	var ev *zerolog.Event

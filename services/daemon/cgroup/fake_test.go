@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -65,7 +66,7 @@ func TestV2LimitsOnFakeHierarchy(t *testing.T) {
 	g, err := m.New("web/1", Limits{MemoryMax: 64 << 20, PidsMax: 10, CPUMax: 0.5, CPUWeight: 200})
 	require.NoError(t, err)
 	require.Empty(t, g.Unapplied())
-	d := "unified/svc/inst/daemon-web%2F1/"
+	d := "unified/svc/inst/daemon-web%2F1+1/"
 	require.Equal(t, f.dir+"/"+strings.TrimSuffix(d, "/"), g.Path())
 	require.Equal(t, "67108864", f.read(t, d+"memory.max"))
 	require.Equal(t, "10", f.read(t, d+"pids.max"))
@@ -125,17 +126,17 @@ func TestHybridUsesV1Controllers(t *testing.T) {
 	g, err := m.New("web", Limits{MemoryMax: 1 << 20, PidsMax: 7, CPUMax: 0.25, CPUWeight: 50})
 	require.NoError(t, err)
 	require.Empty(t, g.Unapplied())
-	require.Equal(t, "1048576", f.read(t, "memory/api/x/inst/daemon-web/memory.limit_in_bytes"))
-	require.Equal(t, "7", f.read(t, "pids/inst/daemon-web/pids.max"))
-	require.Equal(t, "25000", f.read(t, "cpu,cpuacct/inst/daemon-web/cpu.cfs_quota_us"))
-	require.Equal(t, "100000", f.read(t, "cpu,cpuacct/inst/daemon-web/cpu.cfs_period_us"))
-	require.Equal(t, "512", f.read(t, "cpu,cpuacct/inst/daemon-web/cpu.shares"))
+	require.Equal(t, "1048576", f.read(t, "memory/api/x/inst/daemon-web+1/memory.limit_in_bytes"))
+	require.Equal(t, "7", f.read(t, "pids/inst/daemon-web+1/pids.max"))
+	require.Equal(t, "25000", f.read(t, "cpu,cpuacct/inst/daemon-web+1/cpu.cfs_quota_us"))
+	require.Equal(t, "100000", f.read(t, "cpu,cpuacct/inst/daemon-web+1/cpu.cfs_period_us"))
+	require.Equal(t, "512", f.read(t, "cpu,cpuacct/inst/daemon-web+1/cpu.shares"))
 	require.Equal(t, []string{
-		f.dir + "/memory/api/x/inst/daemon-web/cgroup.procs",
-		f.dir + "/pids/inst/daemon-web/cgroup.procs",
-		f.dir + "/cpu,cpuacct/inst/daemon-web/cgroup.procs",
+		f.dir + "/memory/api/x/inst/daemon-web+1/cgroup.procs",
+		f.dir + "/pids/inst/daemon-web+1/cgroup.procs",
+		f.dir + "/cpu,cpuacct/inst/daemon-web+1/cgroup.procs",
 	}, g.V1Procs())
-	require.Equal(t, f.dir+"/unified/inst/daemon-web", g.Path())
+	require.Equal(t, f.dir+"/unified/inst/daemon-web+1", g.Path())
 }
 
 // Without any hierarchy nothing is confined, every missing piece is a
@@ -182,4 +183,23 @@ func TestWithin(t *testing.T) {
 	require.Equal(t, "/sys/fs/cgroup", within(m, "/kubepods/pod1"))
 	require.Equal(t, "", within(m, "/kubepods/pod10"))
 	require.Equal(t, "/sys/fs/cgroup/x", within(mount{point: "/sys/fs/cgroup", root: "/"}, "/x"))
+}
+
+// A server that died without closing its Manager left empty
+// directories; the next server removes them, and nothing of a live one.
+func TestOpenSweepsStaleInstances(t *testing.T) {
+	f := newFake(t, "40 30 0:37 / ROOT/unified rw - cgroup2 cgroup2 rw\n", "0::/\n")
+	f.write(t, "unified/cgroup.controllers", "")
+	dead := filepath.Join(f.dir, "unified/syndicate.4194305")
+	live := filepath.Join(f.dir, "unified/syndicate.1/daemon-x+1")
+	busy := filepath.Join(f.dir, "unified/syndicate.4194306/daemon-y+1")
+	require.NoError(t, os.MkdirAll(filepath.Join(dead, "daemon-web+3"), 0o755))
+	require.NoError(t, os.MkdirAll(live, 0o755))
+	f.write(t, "unified/syndicate.4194306/daemon-y+1/cgroup.procs", "77\n") // stands for a process
+	_, err := Open(Options{Mountinfo: f.mountinfo, Self: f.self})
+	require.NoError(t, err)
+	require.NoDirExists(t, dead)
+	require.DirExists(t, live)
+	require.DirExists(t, busy)
+	require.DirExists(t, filepath.Join(f.dir, "unified/syndicate."+strconv.Itoa(os.Getpid())))
 }

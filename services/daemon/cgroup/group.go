@@ -32,12 +32,16 @@ type Group struct {
 	unapplied []error
 }
 
-// New makes the cgroup of daemon name (taking over one left from an
-// earlier run) and puts l in force. A limit that cannot be applied is in
-// Unapplied; the error is for a cgroup that cannot be made at all.
+// New makes a cgroup for one run of daemon name and puts l in force. A
+// limit that cannot be applied is in Unapplied; the error is for a cgroup
+// that cannot be made at all.
+//
+// Each run gets a directory of its own, DirName(name)+"+N" ('+' is
+// escaped in names, so no daemon's run can take another's): what is left
+// of a run that is being killed never shares a cgroup with the next run.
 func (m *Manager) New(name string, l Limits) (*Group, error) {
 	g := &Group{m: m, v1: map[string]string{}}
-	base := DirName(name)
+	base := DirName(name) + "+" + strconv.FormatInt(m.runs.Add(1), 10)
 	if m.v2 != "" {
 		dir := filepath.Join(m.v2, base)
 		if err := mkdirTake(dir); err != nil {

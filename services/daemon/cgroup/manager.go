@@ -4,11 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
 )
 
 // Controllers are the controllers daemons' limits use, in the order they
@@ -33,8 +37,10 @@ type Options struct {
 	Pid int
 }
 
-// Manager makes the daemons' cgroups. It is read-only after Open.
+// Manager makes the daemons' cgroups. It is read-only after Open, but for
+// the run counter.
 type Manager struct {
+	runs    atomic.Int64    // numbers the groups New makes
 	v2      string          // the instance directory in the unified hierarchy, or ""
 	v2ctl   map[string]bool // controllers enabled for the daemons in v2
 	v1      map[string]string
@@ -56,7 +62,8 @@ func Open(o Options) (*Manager, error) {
 	if o.Pid == 0 {
 		o.Pid = os.Getpid()
 	}
-	if o.Instance == "" {
+	sweep := o.Instance == ""
+	if sweep {
 		o.Instance = "syndicate." + strconv.Itoa(os.Getpid())
 	}
 	at, err := discover(o.Mountinfo, o.Self)
@@ -64,6 +71,11 @@ func Open(o Options) (*Manager, error) {
 		return nil, fmt.Errorf("cgroup: %w", err)
 	}
 	m := &Manager{v2ctl: map[string]bool{}, v1: map[string]string{}}
+	if sweep {
+		for _, dir := range append(slices.Collect(maps.Values(at.v1)), at.v2) {
+			sweepStale(dir)
+		}
+	}
 	if at.v2 == "" {
 		m.note("no cgroup v2 hierarchy: a daemon's stop reaches its process group only")
 	} else {
@@ -132,6 +144,34 @@ func (m *Manager) openV2(own string, o Options) {
 			continue
 		}
 		m.v2ctl[c] = true
+	}
+}
+
+// sweepStale removes what servers that died without closing their
+// Manager left in dir: the empty directories of `syndicate.PID` whose
+// process is gone. A directory still holding a process stays (rmdir
+// fails), and so does everything of a live server.
+func sweepStale(dir string) {
+	if dir == "" {
+		return
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		pid, err := strconv.Atoi(strings.TrimPrefix(e.Name(), "syndicate."))
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "syndicate.") || err != nil || pid <= 0 {
+			continue
+		}
+		if err := unix.Kill(pid, 0); !errors.Is(err, unix.ESRCH) {
+			continue
+		}
+		inst := filepath.Join(dir, e.Name())
+		subs, _ := os.ReadDir(inst)
+		for _, sub := range subs {
+			if sub.IsDir() {
+				_ = os.Remove(filepath.Join(inst, sub.Name()))
+			}
+		}
+		_ = os.Remove(inst)
 	}
 }
 

@@ -49,18 +49,6 @@ func start(t *testing.T, g *cgroup.Group, cmd *exec.Cmd) {
 	require.NoError(t, g.Attach(cmd.Process.Pid))
 }
 
-// gone reports whether pid has exited (a zombie waiting for its reaper
-// counts as gone: it runs nothing).
-func gone(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] == 'Z' || s[i+2] == 'X'
-}
-
 // The test: a grandchild that left the daemon's session and
 // process group dies with the daemon all the same.
 func TestKillTakesSetsidGrandchild(t *testing.T) {
@@ -92,7 +80,7 @@ func TestKillTakesSetsidGrandchild(t *testing.T) {
 	require.True(t, errors.As(err, &ee), "%v", err)
 	require.Equal(t, syscall.SIGKILL, ee.Sys().(syscall.WaitStatus).Signal())
 	testutil.WaitFor(t, "the group to empty", func() bool { return !g.Populated() })
-	testutil.WaitFor(t, "the grandchild to die", func() bool { return gone(grandchild) })
+	testutil.WaitFor(t, "the grandchild to die", func() bool { return cgrouptest.Exited(grandchild) })
 	require.NoError(t, g.Remove())
 }
 

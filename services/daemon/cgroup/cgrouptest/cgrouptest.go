@@ -6,6 +6,7 @@ package cgrouptest
 import (
 	"fmt"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -81,4 +82,16 @@ func Remove(t testing.TB, g *cgroup.Group) {
 	if err := g.Remove(); err != nil {
 		t.Errorf("removing %s: %v", g.Path(), err)
 	}
+}
+
+// Exited reports whether pid has exited (a zombie waiting for its reaper
+// counts: it runs nothing).
+func Exited(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] == 'Z' || s[i+2] == 'X'
 }
