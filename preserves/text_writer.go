@@ -1,11 +1,26 @@
 package preserves
 
 // The text writer renders values into a byte slice. Compact output puts
-// everything on one line. Indented output uses a simple "fits or breaks"
-// layout: a compound is written on one line when that line stays within
-// textWidth columns and holds no comment; otherwise its items go on lines of
-// their own, one indentation level deeper. The compact attempt aborts as soon
-// as it passes the width, so the layout costs little more than a linear pass.
+// everything on one line. Indented output is the one layout of Preserves
+// text in the tree (the script formatter uses it for every value of a
+// script, AppendIndented), a "fits or breaks" layout that knows the real
+// column it starts at, counted in code points:
+//
+//   - a value is written on one line when that line stays within textWidth
+//     columns and the value holds no comment;
+//   - otherwise a record whose last field is a compound (record, sequence,
+//     set, dictionary) "hangs": everything before that field stays on the
+//     first line, so `<require-service <config-watcher $d {` opens a
+//     dictionary whose entries follow one per line and `}>>` closes all
+//     three;
+//   - with WriterOptions.AtomLists, a sequence or set of plain atoms (an
+//     argv list) stays on one line whatever its length;
+//   - otherwise the items go one per line, one level deeper: record fields
+//     after the label, sequence and set items, dictionary entries `k: v`.
+//
+// Comments and `#!` lines (LineAnnotation) go on lines of their own before
+// the value they annotate. The compact attempt aborts soon after it passes
+// the width, so the layout costs little more than a linear pass.
 
 import (
 	"bytes"
@@ -33,6 +48,10 @@ type WriterOptions struct {
 	// the String of their fmt %v rendering (which does not read back as the
 	// same payload, but keeps logs and diagnostics readable).
 	Embedded func(any) (Value, error)
+	// AtomLists keeps, in indented output, a sequence or set of plain
+	// atoms on one line whatever its length (an argv list reads better
+	// whole).
+	AtomLists bool
 }
 
 // textWidth is the line width the indented layout aims for.
@@ -103,6 +122,15 @@ func WriteText(out io.Writer, v Value, opts WriterOptions) error {
 	return err
 }
 
+// AppendIndented appends v in the indented layout to dst, starting at
+// indentation depth: dst's last line is the line v starts on, so the layout
+// knows its column. opts.Indent must be set.
+func AppendIndented(dst []byte, v Value, depth int, opts WriterOptions) []byte {
+	w := textWriter{buf: dst, opts: opts, limit: math.MaxInt}
+	w.pretty(v, depth)
+	return w.buf
+}
+
 // AppendText appends the compact text of v (annotations included) to dst.
 func AppendText(dst []byte, v Value) []byte {
 	w := textWriter{buf: dst, opts: WriterOptions{Annotations: true}, limit: math.MaxInt}
@@ -130,29 +158,55 @@ func (w *textWriter) indented() bool { return w.opts.Indent != "" }
 
 // --- indented layout ---
 
+// newline starts a new line indented to depth, trimming the current
+// line's trailing spaces.
 func (w *textWriter) newline(depth int) {
+	w.buf = bytes.TrimRight(w.buf, " ")
 	w.buf = append(w.buf, '\n')
 	for range depth {
 		w.buf = append(w.buf, w.opts.Indent...)
 	}
 }
 
-// column returns the column (in bytes) at which the next byte would go.
+// column returns the column (in code points) at which the next character
+// would go.
 func (w *textWriter) column() int {
-	return len(w.buf) - (bytes.LastIndexByte(w.buf, '\n') + 1)
+	return utf8.RuneCount(w.buf[bytes.LastIndexByte(w.buf, '\n')+1:])
+}
+
+// atLineStart reports whether only indentation is on the current line.
+func (w *textWriter) atLineStart() bool {
+	return len(bytes.TrimLeft(w.buf[bytes.LastIndexByte(w.buf, '\n')+1:], " \t")) == 0
 }
 
 // fits writes v compactly if it fits in what is left of the line, and
 // reports whether it did (writing nothing when it does not).
 func (w *textWriter) fits(v Value) bool {
+	return w.compactWithin(max(textWidth-w.column(), 0), v)
+}
+
+// compactWithin writes vs compactly, separated by spaces, if that takes
+// at most room code points, and reports whether it did (writing nothing
+// when it does not). The byte limit lets the attempt stop early; the
+// count in code points decides.
+func (w *textWriter) compactWithin(room int, vs ...Value) bool {
 	mark := len(w.buf)
-	w.limit = mark + max(textWidth-w.column(), 0)
-	ok := w.compact(v)
-	w.limit = math.MaxInt
-	if !ok {
-		w.buf = w.buf[:mark]
+	w.limit = mark + room*utf8.UTFMax
+	ok := true
+	for i, v := range vs {
+		if i > 0 {
+			w.buf = append(w.buf, ' ')
+		}
+		if ok = w.compact(v); !ok {
+			break
+		}
 	}
-	return ok
+	w.limit = math.MaxInt
+	if !ok || utf8.RuneCount(w.buf[mark:]) > room {
+		w.buf = w.buf[:mark]
+		return false
+	}
+	return true
 }
 
 func (w *textWriter) pretty(v Value, depth int) {
@@ -164,7 +218,10 @@ func (w *textWriter) pretty(v Value, depth int) {
 		item = a.Item
 		if w.opts.Annotations {
 			for i, ann := range a.Anns {
-				if text, ok := textLineAnnotation(a, i); ok {
+				if text, ok := LineAnnotation(a, i); ok {
+					if !w.atLineStart() {
+						w.newline(depth)
+					}
 					w.buf = append(w.buf, text...)
 					w.newline(depth)
 					continue
@@ -180,6 +237,10 @@ func (w *textWriter) pretty(v Value, depth int) {
 		if w.fits(item) {
 			return
 		}
+	}
+	if w.opts.AtomLists && atomsOnly(item) {
+		w.compact(item)
+		return
 	}
 	switch x := item.(type) {
 	case *Record:
@@ -221,9 +282,9 @@ func (w *textWriter) pretty(v Value, depth int) {
 	}
 }
 
-// prettyHanging writes a record whose last field is a sequence, set or
-// dictionary in the "hanging" style usual for configuration, when everything
-// before that field fits on the first line:
+// prettyHanging writes a record whose last field is a compound in the
+// "hanging" style usual for configuration, when everything before that
+// field fits on the first line with room for the field's opening bracket:
 //
 //	<daemon name {
 //	  argv: […]
@@ -239,23 +300,12 @@ func (w *textWriter) prettyHanging(x *Record, depth int) bool {
 		return false
 	}
 	switch Unwrap(last).(type) {
-	case Sequence, *Set, *Dictionary:
+	case *Record, Sequence, *Set, *Dictionary:
 	default:
 		return false
 	}
-	mark := len(w.buf)
-	w.limit = mark + max(textWidth-w.column(), 0)
-	ok := w.compact(x.Label)
-	for _, f := range x.Fields[:len(x.Fields)-1] {
-		if !ok {
-			break
-		}
-		w.buf = append(w.buf, ' ')
-		ok = w.compact(f)
-	}
-	w.limit = math.MaxInt
-	if !ok {
-		w.buf = w.buf[:mark]
+	head := append([]Value{x.Label}, x.Fields[:len(x.Fields)-1]...)
+	if !w.compactWithin(textWidth-w.column()-2, head...) {
 		return false
 	}
 	w.buf = append(w.buf, ' ')
@@ -276,10 +326,38 @@ func (w *textWriter) prettyItems(open string, items []Value, close string, depth
 	w.buf = append(w.buf, close...)
 }
 
-// textLineAnnotation returns the line form ("# text" or "#!text") of
-// annotation i of a when it should be written as a line of its own: a
-// comment, or an interpreter annotation, whose text holds no line break.
-func textLineAnnotation(a *Annotated, i int) (string, bool) {
+// atomsOnly reports whether v is a sequence or set whose items are all
+// atoms without annotations.
+func atomsOnly(v Value) bool {
+	var items []Value
+	switch x := v.(type) {
+	case Sequence:
+		items = x
+	case *Set:
+		items = x.elems
+	default:
+		return false
+	}
+	for _, it := range items {
+		if a, ok := it.(*Annotated); ok {
+			if len(a.Anns) > 0 {
+				return false
+			}
+			it = a.Item
+		}
+		switch it.(type) {
+		case *Record, Sequence, *Set, *Dictionary, *Embedded:
+			return false
+		}
+	}
+	return true
+}
+
+// LineAnnotation returns the line form ("# text" or "#!text") of
+// annotation i of a when it is written as a line of its own: a comment,
+// or an interpreter annotation, whose text holds no line break. It is the
+// one rendering of comments, for the text writer and the script formatter.
+func LineAnnotation(a *Annotated, i int) (string, bool) {
 	ann := a.Anns[i]
 	if i < len(a.Comment) && a.Comment[i] {
 		s, ok := ann.(String)
@@ -314,7 +392,7 @@ func (w *textWriter) compact(v Value) bool {
 		if w.opts.Annotations {
 			for i, ann := range x.Anns {
 				if w.indented() {
-					if _, line := textLineAnnotation(x, i); line {
+					if _, line := LineAnnotation(x, i); line {
 						return false
 					}
 				}

@@ -85,38 +85,35 @@ func Source(file string, src []byte) ([]byte, error) {
 		}
 		a := anchor.(*preserves.Annotated)
 		for i := range a.Anns {
-			line, _ := lineAnnotation(a, i)
+			line, _ := preserves.LineAnnotation(a, i)
 			if i > 0 {
 				f.nl(0)
 			}
-			f.buf.WriteString(line)
+			f.buf = append(f.buf, line...)
 		}
 	}
-	if f.buf.Len() > 0 {
-		f.buf.WriteByte('\n')
+	if len(f.buf) > 0 {
+		f.buf = append(f.buf, '\n')
 	}
-	return f.buf.Bytes(), nil
+	return f.buf, nil
 }
 
 type formatter struct {
 	src []byte
-	buf bytes.Buffer
+	buf []byte
 }
 
 // nl starts a new line indented to depth, trimming the current line's
 // trailing spaces.
 func (f *formatter) nl(depth int) {
-	b := f.buf.Bytes()
-	f.buf.Truncate(len(bytes.TrimRight(b, " ")))
-	f.buf.WriteByte('\n')
-	f.buf.WriteString(strings.Repeat(indentUnit, depth))
+	f.buf = append(bytes.TrimRight(f.buf, " "), '\n')
+	f.buf = append(f.buf, strings.Repeat(indentUnit, depth)...)
 }
 
 // atLineStart reports whether only indentation has been written on the
 // current line.
 func (f *formatter) atLineStart() bool {
-	b := f.buf.Bytes()
-	line := b[bytes.LastIndexByte(b, '\n')+1:]
+	line := f.buf[bytes.LastIndexByte(f.buf, '\n')+1:]
 	return len(bytes.TrimLeft(line, " ")) == 0
 }
 
@@ -130,14 +127,14 @@ func (f *formatter) block(toks []preserves.Value, depth int, from int) {
 		if i > 0 {
 			from = -1
 			if ps := preserves.PosOf(toks[i-1]); ps.IsValid() && ps.Offset < len(f.src) {
-				from = skipValue(f.src, ps.Offset)
+				from = valueEnd(f.src, ps.Offset)
 			}
 			// A comment on the same line as the end of the previous
 			// instruction stays there (in Preserves it annotates the
 			// next value, which is where the reader puts it).
 			if rest, ok := f.trailingComment(first, from); ok {
-				line, _ := lineAnnotation(first.(*preserves.Annotated), 0)
-				f.buf.WriteString("  " + line)
+				line, _ := preserves.LineAnnotation(first.(*preserves.Annotated), 0)
+				f.buf = append(f.buf, "  "+line...)
 				first = rest
 				from += bytes.IndexByte(f.src[from:], '\n') + 1
 			}
@@ -148,7 +145,7 @@ func (f *formatter) block(toks []preserves.Value, depth int, from int) {
 		}
 		for j := i; j < end; j++ {
 			if j > i && !f.atLineStart() {
-				f.buf.WriteByte(' ')
+				f.buf = append(f.buf, ' ')
 			}
 			tok := toks[j]
 			if j == i {
@@ -176,7 +173,7 @@ func (f *formatter) trailingComment(v preserves.Value, from int) (preserves.Valu
 	if !ok || len(a.Anns) == 0 || from < 0 || !a.Pos.IsValid() || a.Pos.Offset > len(f.src) || from > a.Pos.Offset {
 		return v, false
 	}
-	if _, ok := lineAnnotation(a, 0); !ok || len(a.Comment) == 0 || !a.Comment[0] {
+	if _, ok := preserves.LineAnnotation(a, 0); !ok || len(a.Comment) == 0 || !a.Comment[0] {
 		return v, false
 	}
 	gap := f.src[from:a.Pos.Offset]
@@ -205,34 +202,34 @@ func (f *formatter) token(v preserves.Value, depth int, isBlock bool) {
 		f.annotations(a, depth, nil)
 	}
 	if len(seq) == 0 {
-		f.buf.WriteString("[]")
+		f.buf = append(f.buf, "[]"...)
 		return
 	}
-	f.buf.WriteByte('[')
+	f.buf = append(f.buf, '[')
 	f.nl(depth + 1)
 	f.block(seq, depth+1, preserves.PosOf(v).Offset+1)
 	f.nl(depth)
-	f.buf.WriteByte(']')
+	f.buf = append(f.buf, ']')
 }
 
 // annotations writes a's annotations: comments on lines of their own
 // (preceded by a blank line where blanks says so), others as `@ann `.
 func (f *formatter) annotations(a *preserves.Annotated, depth int, blanks []bool) {
 	for i, ann := range a.Anns {
-		if line, ok := lineAnnotation(a, i); ok {
+		if line, ok := preserves.LineAnnotation(a, i); ok {
 			if !f.atLineStart() {
 				f.nl(depth)
 			}
 			if i < len(blanks) && blanks[i] {
 				f.nl(depth)
 			}
-			f.buf.WriteString(line)
+			f.buf = append(f.buf, line...)
 			f.nl(depth)
 			continue
 		}
-		f.buf.WriteByte('@')
+		f.buf = append(f.buf, '@')
 		f.data(ann, depth)
-		f.buf.WriteByte(' ')
+		f.buf = append(f.buf, ' ')
 	}
 }
 
@@ -280,7 +277,7 @@ func (f *formatter) blankBefore(prev, next preserves.Value) bool {
 	if !ps.IsValid() || !ns.IsValid() || ns.Offset > len(f.src) || ps.Offset >= ns.Offset {
 		return false
 	}
-	end := skipValue(f.src, ps.Offset)
+	end := valueEnd(f.src, ps.Offset)
 	if end >= ns.Offset {
 		return false
 	}
@@ -304,29 +301,6 @@ func (f *formatter) blankBefore(prev, next preserves.Value) bool {
 	return false
 }
 
-// lineAnnotation returns the line form of annotation i of a when it is a
-// comment (`# text`) or an interpreter line (`#!text`), as the Preserves
-// writer renders them.
-func lineAnnotation(a *preserves.Annotated, i int) (string, bool) {
-	ann := a.Anns[i]
-	if i < len(a.Comment) && a.Comment[i] {
-		s, ok := ann.(preserves.String)
-		if !ok || strings.ContainsAny(string(s), "\r\n") {
-			return "", false
-		}
-		if s == "" {
-			return "#", true
-		}
-		return "# " + string(s), true
-	}
-	if r, ok := ann.(*preserves.Record); ok && len(r.Fields) == 1 && preserves.Equal(r.Label, preserves.Symbol("interpreter")) {
-		if s, ok := r.Fields[0].(preserves.String); ok && !strings.ContainsAny(string(s), "\r\n") {
-			return "#!" + string(s), true
-		}
-	}
-	return "", false
-}
-
 // onlyLineAnnotations reports whether every annotation of v is a comment or
 // interpreter line. Only then can the anchor of trailing comments be left
 // out: an `@` annotation needs the value after it.
@@ -336,9 +310,28 @@ func onlyLineAnnotations(v preserves.Value) bool {
 		return false
 	}
 	for i := range a.Anns {
-		if _, ok := lineAnnotation(a, i); !ok {
+		if _, ok := preserves.LineAnnotation(a, i); !ok {
 			return false
 		}
 	}
 	return true
+}
+
+// data writes v at the current position in the Preserves writer's indented
+// layout, the one layout of values (preserves.AppendIndented), with argv
+// lists kept whole; depth is the indentation level of the line it starts on.
+func (f *formatter) data(v preserves.Value, depth int) {
+	f.buf = preserves.AppendIndented(f.buf, v, depth, preserves.WriterOptions{Indent: indentUnit, Annotations: true, AtomLists: true})
+}
+
+// valueEnd returns the offset just past the value that starts at src[i],
+// to find the gap between two values for blank-line detection: the reader
+// records where each value starts, not where it ends. On a read error it
+// returns i.
+func valueEnd(src []byte, i int) int {
+	r := preserves.NewTextReader(bytes.NewReader(src[i:]), preserves.TextOptions{Annotations: true})
+	if _, err := r.Next(); err != nil {
+		return i
+	}
+	return i + r.Offset()
 }

@@ -94,3 +94,19 @@ func lineEnd(src []byte, i int) int {
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+// skipQuoted returns the offset after the quoted string whose body starts
+// at src[i], q its closing quote.
+func skipQuoted(src []byte, i int, q byte) int {
+	for i < len(src) {
+		switch src[i] {
+		case '\\':
+			i += 2
+			continue
+		case q:
+			return i + 1
+		}
+		i++
+	}
+	return i
+}
