@@ -113,7 +113,7 @@ func (h *harness) output(id string) []outLine {
 
 func (h *harness) waitOutput(id string, n int) []outLine {
 	h.tb.Helper()
-	eventually(h.tb, 10*time.Second, func() bool { return len(h.output(id)) >= n }, "%d output lines of %s (have %d)", n, id, len(h.output(id)))
+	eventually(h.tb, func() bool { return len(h.output(id)) >= n }, "%d output lines of %s (have %d)", n, id, len(h.output(id)))
 	return h.output(id)
 }
 
@@ -152,6 +152,7 @@ func printedPid(t testing.TB, l outLine) int {
 }
 
 func TestScenario39EchoHelloLogRecordAndRerun(t *testing.T) {
+	parallel(t)
 	h, clock := bootDaemons(t, Options{})
 	require(h, "d", pv(t, `"echo hello"`))
 	lines := h.waitOutput("d", 3)
@@ -185,6 +186,7 @@ func TestScenario39EchoHelloLogRecordAndRerun(t *testing.T) {
 }
 
 func TestScenario40OnErrorExit0Completes(t *testing.T) {
+	parallel(t)
 	h, clock := bootDaemons(t, Options{})
 	require(h, "d", pv(t, `{argv: "echo done", restart: on-error}`))
 	h.waitHas(state("d", services.StateComplete), true)
@@ -198,6 +200,7 @@ func TestScenario40OnErrorExit0Completes(t *testing.T) {
 }
 
 func TestScenario41OnErrorExit1Restarts(t *testing.T) {
+	parallel(t)
 	h, clock := bootDaemons(t, Options{})
 	require(h, "d", pv(t, `{argv: "echo x; exit 1", restart: on-error}`))
 	h.waitOutput("d", 2)
@@ -212,6 +215,7 @@ func TestScenario41OnErrorExit1Restarts(t *testing.T) {
 }
 
 func TestScenario42OneShotCompletesNeverReady(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{})
 	require(h, "d", pv(t, `<one-shot "true">`))
 	h.waitHas(state("d", services.StateComplete), true)
@@ -224,6 +228,7 @@ func TestScenario42OneShotCompletesNeverReady(t *testing.T) {
 }
 
 func TestScenario43RestartNeverExit1Completes(t *testing.T) {
+	parallel(t)
 	h, clock := bootDaemons(t, Options{})
 	require(h, "d", pv(t, `{argv: "exit 1", restart: never}`))
 	h.waitHas(state("d", services.StateComplete), true)
@@ -233,6 +238,7 @@ func TestScenario43RestartNeverExit1Completes(t *testing.T) {
 }
 
 func TestScenario44RestartAllFailsAndKillsSiblings(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{Supervise: services.SuperviseOptions{Backoff: 300 * time.Millisecond}})
 	require(h, "d",
 		pv(t, `"echo $$; exec sleep 100"`),
@@ -243,7 +249,7 @@ func TestScenario44RestartAllFailsAndKillsSiblings(t *testing.T) {
 		t.Fatalf("sibling %d not running", sib)
 	}
 	h.waitHas(state("d", services.StateFailed), true)
-	eventually(t, 10*time.Second, func() bool { return !alive(sib) }, "sibling %d still alive", sib)
+	eventually(t, func() bool { return !alive(sib) }, "sibling %d still alive", sib)
 	// The supervisor restarts the whole daemon: started again, a new
 	// sibling process.
 	h.waitHas(state("d", services.StateStarted), true)
@@ -251,11 +257,12 @@ func TestScenario44RestartAllFailsAndKillsSiblings(t *testing.T) {
 	if printedPid(t, lines[1]) == sib {
 		t.Error("sibling not restarted with a new process")
 	}
-	eventually(t, 10*time.Second, func() bool { return h.countHistory("+"+preserves.FormatText(state("d", services.StateFailed))) >= 2 },
+	eventually(t, func() bool { return h.countHistory("+"+preserves.FormatText(state("d", services.StateFailed))) >= 2 },
 		"second failure")
 }
 
 func TestScenario45ReadyOnStart(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{})
 	require(h, "a", pv(t, `"exec sleep 100"`))
 	require(h, "b", pv(t, `{argv: "exec sleep 100", readyOnStart: #f}`))
@@ -268,6 +275,7 @@ func TestScenario45ReadyOnStart(t *testing.T) {
 }
 
 func TestScenario46TwoSpecsTwoProcesses(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{})
 	_, unspec := require(h, "d", pv(t, `"echo $$; exec sleep 100"`), pv(t, `"echo $$; exec sleep 200"`))
 	lines := h.waitOutput("d", 2)
@@ -281,13 +289,13 @@ func TestScenario46TwoSpecsTwoProcesses(t *testing.T) {
 		b, _ := readFile("/proc/" + itoa(pid) + "/cmdline")
 		return b
 	}
-	eventually(t, 5*time.Second, func() bool { return strings.Contains(cmd(p1)+cmd(p2), "sleep\x00100") }, "exec")
+	eventually(t, func() bool { return strings.Contains(cmd(p1)+cmd(p2), "sleep\x00100") }, "exec")
 	p100, p200 := p1, p2
 	if !strings.Contains(cmd(p1), "100") {
 		p100, p200 = p2, p1
 	}
 	unspec[0]() // retract the sleep 100 spec
-	eventually(t, 10*time.Second, func() bool { return !alive(p100) }, "sleep 100 (%d) still alive", p100)
+	eventually(t, func() bool { return !alive(p100) }, "sleep 100 (%d) still alive", p100)
 	h.settle()
 	if !alive(p200) {
 		t.Error("retracting one spec killed the other process")
@@ -306,13 +314,14 @@ func TestScenario46TwoSpecsTwoProcesses(t *testing.T) {
 }
 
 func TestScenario46ReadyOnlyWhenBothSpawned(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{})
 	// The second spec cannot spawn, so the daemon is never ready: it is
 	// failed, in a state of its own (cannot-start), with the cause.
 	require(h, "d", pv(t, `"exec sleep 100"`), pv(t, `["/nonexistent"]`))
 	h.waitOutput("d", 0)
 	h.waitHas(state("d", services.StateFailed), true)
-	eventually(t, 10*time.Second, func() bool { return h.warns.Has("cannot start process", "/nonexistent") }, "spawn failure logged")
+	eventually(t, func() bool { return h.warns.Has("cannot start process", "/nonexistent") }, "spawn failure logged")
 	h.settle()
 	if h.everHad(state("d", services.StateReady)) {
 		t.Error("ready with one of two processes unable to spawn")
@@ -320,13 +329,14 @@ func TestScenario46ReadyOnlyWhenBothSpawned(t *testing.T) {
 }
 
 func TestScenario47UnrequireKillsAndWithdrawsStates(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{})
 	unrequire, _ := require(h, "d", pv(t, `"echo $$; exec sleep 100"`))
 	pid := printedPid(t, h.waitOutput("d", 1)[0])
 	h.waitHas(state("d", services.StateReady), true)
 	t0 := time.Now()
 	unrequire()
-	eventually(t, 10*time.Second, func() bool { return !alive(pid) }, "process %d alive", pid)
+	eventually(t, func() bool { return !alive(pid) }, "process %d alive", pid)
 	// SIGTERM suffices for sleep; needing the SIGKILL escalation would
 	// take the whole stop timeout.
 	if d := time.Since(t0); d >= DefaultStopTimeout {
@@ -345,9 +355,10 @@ func TestScenario47UnrequireKillsAndWithdrawsStates(t *testing.T) {
 // Go deviation (operator issue): a spawn failure is retried after 1 s,
 // then 2 s, 4 s… up to MaxSpawnDelay, instead of every second.
 func TestSpawnErrorBacksOff(t *testing.T) {
+	parallel(t)
 	h, clock := bootDaemons(t, Options{})
 	require(h, "d", pv(t, `["/nonexistent"]`))
-	eventually(t, 10*time.Second, func() bool { return len(clock.got()) >= 3 }, "three retries")
+	eventually(t, func() bool { return len(clock.got()) >= 3 }, "three retries")
 	want := []time.Duration{DelayAfterError, 2 * DelayAfterError, 4 * DelayAfterError}
 	for i, d := range clock.got()[:3] {
 		if d != want[i] {
@@ -363,6 +374,7 @@ func TestSpawnErrorBacksOff(t *testing.T) {
 }
 
 func TestScenario49ClearEnv(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{})
 	require(h, "d", pv(t, `{argv: ["/usr/bin/env"], clearEnv: #t, env: {FOO: "bar"}, restart: on-error}`))
 	h.waitHas(state("d", services.StateComplete), true)
@@ -373,6 +385,7 @@ func TestScenario49ClearEnv(t *testing.T) {
 }
 
 func TestScenario50Dir(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{})
 	require(h, "d", pv(t, `{argv: "pwd", dir: "/tmp"}`))
 	l := h.waitOutput("d", 1)[0]
@@ -382,11 +395,12 @@ func TestScenario50Dir(t *testing.T) {
 }
 
 func TestScenario51InvalidRestartFailsWithBackoff(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{Supervise: services.SuperviseOptions{Backoff: 200 * time.Millisecond}})
 	require(h, "d", pv(t, `{argv: "x", restart: sometimes}`))
 	failed := "+" + preserves.FormatText(state("d", services.StateFailed))
 	started := "+" + preserves.FormatText(state("d", services.StateStarted))
-	eventually(t, 10*time.Second, func() bool { return h.countHistory(failed) >= 3 && h.countHistory(started) >= 3 },
+	eventually(t, func() bool { return h.countHistory(failed) >= 3 && h.countHistory(started) >= 3 },
 		"failed/started cycles")
 	if !h.warns.Has("invalid process configuration", "sometimes") {
 		t.Errorf("no warning naming the spec: %q", h.warns.Lines())
@@ -394,6 +408,7 @@ func TestScenario51InvalidRestartFailsWithBackoff(t *testing.T) {
 }
 
 func TestScenario52UnparsableSpecFailedNeverReady(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{})
 	_, unspec := require(h, "d", pv(t, `42`))
 	h.waitHas(state("d", services.StateFailed), true)
@@ -416,6 +431,7 @@ func TestScenario52UnparsableSpecFailedNeverReady(t *testing.T) {
 }
 
 func TestScenario54NonUTF8ByteString(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{})
 	require(h, "d", pv(t, `{argv: "printf '\\377ok\\n'", restart: never}`))
 	l := h.waitOutput("d", 1)[0]
@@ -425,6 +441,7 @@ func TestScenario54NonUTF8ByteString(t *testing.T) {
 }
 
 func TestStderrAndPartialLastLine(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{})
 	require(h, "d", pv(t, `{argv: "echo oops >&2; printf tail", restart: never}`))
 	h.waitHas(state("d", services.StateComplete), true)
@@ -442,6 +459,7 @@ func TestStderrAndPartialLastLine(t *testing.T) {
 }
 
 func TestRestartServiceRestartsDaemon(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{})
 	require(h, "d", pv(t, `"echo $$; exec sleep 100"`))
 	pid := printedPid(t, h.waitOutput("d", 1)[0])
@@ -451,11 +469,12 @@ func TestRestartServiceRestartsDaemon(t *testing.T) {
 	if printedPid(t, lines[1]) == pid {
 		t.Error("same process after restart-service")
 	}
-	eventually(t, 10*time.Second, func() bool { return !alive(pid) }, "old process %d alive", pid)
+	eventually(t, func() bool { return !alive(pid) }, "old process %d alive", pid)
 	h.waitHas(state("d", services.StateReady), true)
 }
 
 func TestDependsOnDaemonReady(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{})
 	h.assert(preserves.Rec("daemon", preserves.Symbol("db"), pv(t, `"exec sleep 100"`)))
 	h.assert(services.DependsOn(dname("app"), state("db", services.StateReady)))
@@ -468,6 +487,7 @@ func TestDependsOnDaemonReady(t *testing.T) {
 }
 
 func TestMalformedDaemonNameReportsFailed(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{})
 	h.assert(services.RequireService(preserves.Rec("daemon")))
 	h.waitHas(services.ServiceState(preserves.Rec("daemon"), services.StateFailed), true)
@@ -477,6 +497,7 @@ func TestMalformedDaemonNameReportsFailed(t *testing.T) {
 }
 
 func TestNoDaemonSpecsReadyAfterRoundTrip(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{})
 	require(h, "empty")
 	h.waitHas(state("empty", services.StateReady), true)

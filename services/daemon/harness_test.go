@@ -8,6 +8,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -99,8 +100,15 @@ func startHarness(tb testing.TB, h *harness, boots []func(t *dataspace.Turn, env
 	<-ready
 	fd0 := countFDs()
 	tb.Cleanup(func() {
+		if isParallel(tb) {
+			// Other tests run beside this one: the counts below are
+			// theirs too (see parallel). Shutdown still returns only once
+			// every process of this harness is gone.
+			ctxShutdown(tb, h)
+			return
+		}
 		defer func() {
-			eventually(tb, 10*time.Second, func() bool { return Len() == 0 && countFDs() <= fd0 },
+			eventually(tb, func() bool { return Len() == 0 && countFDs() <= fd0 },
 				"children %d, fds %d (was %d)", Len(), countFDs(), fd0)
 		}()
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -141,13 +149,7 @@ func (h *harness) countHistory(entry string) int { return h.rec.Count(entry) }
 
 func (h *harness) waitHas(v preserves.Value, want bool) {
 	h.tb.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for h.has(v) != want {
-		if time.Now().After(deadline) {
-			h.tb.Fatalf("timed out waiting for %v present=%v", v, want)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testutil.WaitFor(h.tb, fmt.Sprintf("%v present=%v", v, want), func() bool { return h.has(v) == want })
 }
 
 // roundTrip waits until everything the driver sent so far has been

@@ -7,10 +7,13 @@ import (
 	"os/signal"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/syndicate-go/syndicate/preserves/testutil"
 )
 
 // The test binary doubles as the supervised child: when
@@ -21,7 +24,30 @@ func TestMain(m *testing.M) {
 		os.Exit(helperMain(mode))
 	}
 	flag.Parse()
-	os.Exit(m.Run())
+	g0, fd0 := runtime.NumGoroutine(), countFDs()
+	code := m.Run()
+	if code == 0 {
+		code = checkNoLeaks(g0, fd0)
+	}
+	os.Exit(code)
+}
+
+// checkNoLeaks is the leak check of the parallel tests, which cannot
+// count for themselves (see parallel): once every test has ended, the
+// goroutines and descriptors must come back to what they were before the
+// first, and every child must have been reaped.
+func checkNoLeaks(g0, fd0 int) int {
+	deadline := time.Now().Add(testutil.WaitPatience)
+	for runtime.NumGoroutine() > g0 || countFDs() > fd0 || Len() != 0 {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			fmt.Fprintf(os.Stderr, "leak after all tests: goroutines %d (was %d), fds %d (was %d), children %d\n%s",
+				runtime.NumGoroutine(), g0, countFDs(), fd0, Len(), buf[:runtime.Stack(buf, true)])
+			return 1
+		}
+		time.Sleep(5 * time.Millisecond) // polling with a deadline: no tb here
+	}
+	return 0
 }
 
 func helperArgs() []string {
@@ -67,15 +93,37 @@ func shSpec(script string) *Spec {
 	return &Spec{Argv: []string{"sh", "-c", script}, ReadyOnStart: true, StopTimeout: DefaultStopTimeout}
 }
 
-// eventually polls cond until it holds or d passes.
-func eventually(t testing.TB, d time.Duration, cond func() bool, format string, args ...any) {
+// eventually is testutil.WaitFor with a formatted description.
+func eventually(t testing.TB, cond func() bool, format string, args ...any) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out: "+format, args...)
+	testutil.WaitFor(t, fmt.Sprintf(format, args...), cond)
+}
+
+// parallelNames are the tests marked by parallel.
+var parallelNames sync.Map
+
+// parallel runs t beside the package's other parallel tests. The testing
+// package runs them after every sequential test, so the checks that count
+// the whole process's goroutines, descriptors and children (leakCheck,
+// the harness's cleanup, TestSoak) hold only in sequential tests;
+// isParallel tells them to skip, and TestMain checks the parallel tests
+// together once all have ended (checkNoLeaks).
+func parallel(t *testing.T) {
+	t.Parallel()
+	parallelNames.Store(t.Name(), true)
+}
+
+// isParallel reports whether tb is, or is a subtest of, a parallel test.
+func isParallel(tb testing.TB) bool {
+	for name := tb.Name(); ; {
+		if _, ok := parallelNames.Load(name); ok {
+			return true
 		}
-		time.Sleep(5 * time.Millisecond)
+		i := strings.LastIndexByte(name, '/')
+		if i < 0 {
+			return false
+		}
+		name = name[:i]
 	}
 }
 
@@ -107,9 +155,12 @@ func countFDs() int {
 // reaped.
 func leakCheck(t testing.TB) {
 	t.Helper()
+	if isParallel(t) {
+		return // TestMain checks once all tests have ended (checkNoLeaks)
+	}
 	g0, fd0 := runtime.NumGoroutine(), countFDs()
 	t.Cleanup(func() {
-		eventually(t, 10*time.Second, func() bool {
+		eventually(t, func() bool {
 			return runtime.NumGoroutine() <= g0 && countFDs() <= fd0 && Len() == 0
 		}, "leak: goroutines %d (was %d), fds %d (was %d), children %d",
 			runtime.NumGoroutine(), g0, countFDs(), fd0, Len())

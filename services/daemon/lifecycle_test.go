@@ -8,6 +8,7 @@ import (
 // TestLifecycleTransitions runs every event in every phase: the phase it
 // leads to and the signal it sends.
 func TestLifecycleTransitions(t *testing.T) {
+	parallel(t)
 	type row struct {
 		from phase
 		ev   event
@@ -58,6 +59,7 @@ func TestLifecycleTransitions(t *testing.T) {
 // deadline, the reap; the report says how long it took and that SIGKILL
 // was needed. A process that exits on its own has no report.
 func TestLifecycleStopReport(t *testing.T) {
+	parallel(t)
 	t0 := time.Unix(100, 0)
 	l := lifecycle{timeout: 3 * time.Second}
 	l.step(evSpawned, t0)

@@ -44,6 +44,7 @@ func blockedOnPipe(pid int) bool {
 // a log observer stalled, `yes` ends up blocked on its pipe and the server
 // holds at most a few reads of its output; released, it runs on.
 func TestOutputBackPressure(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{})
 	slow := &slowLog{gate: make(chan struct{}), stopped: make(chan struct{})}
 	released := false

@@ -155,7 +155,7 @@ func TestProcessStopTermsWholeGroup(t *testing.T) {
 	<-started
 	pgid := int(pid.Load())
 	// Wait until both grandchildren are in the group.
-	eventually(t, 5*time.Second, func() bool { return len(groupMembers(pgid)) >= 3 }, "group members")
+	eventually(t, func() bool { return len(groupMembers(pgid)) >= 3 }, "group members")
 	t0 := time.Now()
 	cancel()
 	exit := <-done
@@ -166,7 +166,7 @@ func TestProcessStopTermsWholeGroup(t *testing.T) {
 	if d := time.Since(t0); d >= spec.StopTimeout/2 {
 		t.Errorf("stop took %v for processes honouring SIGTERM", d)
 	}
-	eventually(t, 5*time.Second, func() bool { return len(groupMembers(pgid)) == 0 }, "group %d still has %v", pgid, groupMembers(pgid))
+	eventually(t, func() bool { return len(groupMembers(pgid)) == 0 }, "group %d still has %v", pgid, groupMembers(pgid))
 }
 
 func TestProcessStopEscalatesToKill(t *testing.T) {
@@ -217,7 +217,7 @@ func TestProcessLeftoverGroupTerminatedAfterLeaderExit(t *testing.T) {
 	}
 	wg.Wait()
 	pgid := int(pid.Load())
-	eventually(t, 5*time.Second, func() bool { return len(groupMembers(pgid)) == 0 }, "leftover group members %v", groupMembers(pgid))
+	eventually(t, func() bool { return len(groupMembers(pgid)) == 0 }, "leftover group members %v", groupMembers(pgid))
 }
 
 // groupMembers lists live (non-zombie) processes in process group pgid.

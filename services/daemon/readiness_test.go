@@ -134,6 +134,7 @@ func (r *readinessRun) waitFailure(t *testing.T, want error, text string) Exit {
 }
 
 func TestReadinessNotificationFD(t *testing.T) {
+	parallel(t)
 	run := runReadiness(t, Readiness{Kind: ReadyFD, FD: 5, Timeout: time.Minute}, RestartNever,
 		"say:before", "fd:5", "say:after")
 	run.waitReady(t)
@@ -147,8 +148,11 @@ func TestReadinessNotificationFD(t *testing.T) {
 // The s6 convention: a daemon that closes its notification fd without a
 // newline never becomes ready; past readyTimeout it is stopped and failed.
 func TestReadinessNotificationFDNeverReady(t *testing.T) {
-	run := runReadiness(t, Readiness{Kind: ReadyFD, FD: 4, Timeout: 300 * time.Millisecond}, RestartNever, "close:4")
-	e := run.waitFailure(t, ErrNotReady, "no readiness (a newline on fd 4) within 300ms")
+	parallel(t)
+	// The child must close the fd before the deadline, however loaded
+	// the machine: the deadline is generous, and the test runs in parallel.
+	run := runReadiness(t, Readiness{Kind: ReadyFD, FD: 4, Timeout: 2 * time.Second}, RestartNever, "close:4")
+	e := run.waitFailure(t, ErrNotReady, "no readiness (a newline on fd 4) within 2s")
 	if e.Signal == 0 {
 		t.Errorf("the process was not stopped by a signal: %v", e)
 	}
@@ -159,6 +163,7 @@ func TestReadinessNotificationFDNeverReady(t *testing.T) {
 
 // Every sd_notify message the issue names, in order, from a real daemon.
 func TestReadinessSDNotify(t *testing.T) {
+	parallel(t)
 	run := runReadiness(t, Readiness{Kind: ReadySDNotify, Timeout: time.Minute}, RestartNever,
 		"notify:STATUS=starting up", "notify:READY=1", "notify:RELOADING=1\nSTATUS=reloading",
 		`notify:READY=1\nSTATUS=serving`, "notify:STOPPING=1", "notify:X_UNKNOWN=1", "say:done")
@@ -173,6 +178,7 @@ func TestReadinessSDNotify(t *testing.T) {
 
 // STATUS= text is made safe to display and bounded.
 func TestReadinessStatusCleaned(t *testing.T) {
+	parallel(t)
 	long := strings.Repeat("é", statusMax)
 	got := cleanStatus([]byte("a\tb\x1b[31m" + long + "\xff"))
 	if !strings.HasPrefix(got, "a b [31m") || len(got) > statusMax+len("…") || !strings.HasSuffix(got, "…") {
@@ -183,6 +189,7 @@ func TestReadinessStatusCleaned(t *testing.T) {
 // MAINPID= is accepted for a member of the daemon's process group and
 // refused for anything else.
 func TestReadinessSDNotifyMainPID(t *testing.T) {
+	parallel(t)
 	run := runReadiness(t, Readiness{Kind: ReadySDNotify}, RestartNever,
 		"mainpid-child", "notify:MAINPID=1", "notify:READY=1")
 	run.waitReady(t)
@@ -195,6 +202,7 @@ func TestReadinessSDNotifyMainPID(t *testing.T) {
 // A daemon flooding its notify socket with rejected messages gets a
 // bounded number of warnings in the log.
 func TestReadinessWarningsBounded(t *testing.T) {
+	parallel(t)
 	steps := []string{}
 	for range 3 * maxWarnings {
 		steps = append(steps, "notify:MAINPID=1")
@@ -210,6 +218,7 @@ func TestReadinessWarningsBounded(t *testing.T) {
 // A daemon that is never ready is stopped after readyTimeout and, under
 // policy never, the daemon gives up (failed) instead of completing.
 func TestReadinessSDNotifyNeverReady(t *testing.T) {
+	parallel(t)
 	run := runReadiness(t, Readiness{Kind: ReadySDNotify, Timeout: 300 * time.Millisecond}, RestartNever, "notify:STATUS=stuck")
 	run.waitFailure(t, ErrNotReady, "READY=1 on $NOTIFY_SOCKET")
 }
@@ -217,6 +226,7 @@ func TestReadinessSDNotifyNeverReady(t *testing.T) {
 // The watchdog: WATCHDOG_USEC reaches the daemon; pings keep it alive;
 // when they stop, the process is stopped with the reason.
 func TestReadinessWatchdogMissed(t *testing.T) {
+	parallel(t)
 	run := runReadiness(t, Readiness{Kind: ReadySDNotify, Timeout: time.Minute, Watchdog: 1500 * time.Millisecond}, RestartNever,
 		"env:WATCHDOG_USEC", "notify:READY=1", "watchdog:100ms:25", "say:pings stopped")
 	e := run.waitFailure(t, ErrWatchdog, "no WATCHDOG=1 within 1.5s")
@@ -232,8 +242,11 @@ func TestReadinessWatchdogMissed(t *testing.T) {
 // more time survives its readyTimeout, and fails once the extension runs
 // out, saying so.
 func TestReadinessExtendTimeout(t *testing.T) {
-	run := runReadiness(t, Readiness{Kind: ReadySDNotify, Timeout: 300 * time.Millisecond}, RestartNever,
-		"notify:EXTEND_TIMEOUT_USEC=1500000", "sleep:600ms", "say:still alive", "notify:EXTEND_TIMEOUT_USEC=200000")
+	parallel(t)
+	// The first extension must arrive within readyTimeout, however loaded
+	// the machine: the times are generous, and the test runs in parallel.
+	run := runReadiness(t, Readiness{Kind: ReadySDNotify, Timeout: 2 * time.Second}, RestartNever,
+		"notify:EXTEND_TIMEOUT_USEC=4000000", "sleep:2500ms", "say:still alive", "notify:EXTEND_TIMEOUT_USEC=200000")
 	run.waitFailure(t, ErrNotReady, "extended by EXTEND_TIMEOUT_USEC")
 	if _, _, _, lines, _, _ := run.get(); len(lines) != 1 || lines[0] != "still alive" {
 		t.Errorf("lines %q: the process was stopped before its extension ran out", lines)
@@ -242,6 +255,7 @@ func TestReadinessExtendTimeout(t *testing.T) {
 
 // WATCHDOG=trigger fails the daemon at once.
 func TestReadinessWatchdogTrigger(t *testing.T) {
+	parallel(t)
 	run := runReadiness(t, Readiness{Kind: ReadySDNotify, Timeout: time.Minute, Watchdog: time.Hour}, RestartNever,
 		"notify:READY=1", "notify:WATCHDOG=trigger")
 	run.waitFailure(t, ErrWatchdog, "WATCHDOG=trigger")
@@ -259,6 +273,7 @@ func freePort(t *testing.T) int {
 }
 
 func TestReadinessListenTCP(t *testing.T) {
+	parallel(t)
 	port := freePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	run := runReadiness(t, Readiness{Kind: ReadyListen, Network: "tcp", Address: addr, Timeout: time.Minute}, RestartNever,
@@ -273,6 +288,7 @@ func TestReadinessListenTCP(t *testing.T) {
 }
 
 func TestReadinessListenUnix(t *testing.T) {
+	parallel(t)
 	path := filepath.Join(t.TempDir(), "d.sock")
 	run := runReadiness(t, Readiness{Kind: ReadyListen, Network: "unix", Address: path, Timeout: time.Minute}, RestartNever,
 		"sleep:100ms", "listen:unix:"+path)
@@ -281,6 +297,7 @@ func TestReadinessListenUnix(t *testing.T) {
 
 // A socket that is never opened fails the service after readyTimeout.
 func TestReadinessListenNeverOpened(t *testing.T) {
+	parallel(t)
 	path := filepath.Join(t.TempDir(), "never.sock")
 	run := runReadiness(t, Readiness{Kind: ReadyListen, Network: "unix", Address: path, Timeout: 400 * time.Millisecond}, RestartNever)
 	run.waitFailure(t, ErrNotReady, "unix "+path+" accepting connections")
@@ -289,6 +306,7 @@ func TestReadinessListenNeverOpened(t *testing.T) {
 // Under a restarting policy a readiness failure is an error exit: the
 // process is restarted after the error delay.
 func TestReadinessFailureRestarts(t *testing.T) {
+	parallel(t)
 	path := filepath.Join(t.TempDir(), "never.sock")
 	run := runReadiness(t, Readiness{Kind: ReadyListen, Network: "unix", Address: path, Timeout: 200 * time.Millisecond}, RestartOnError)
 	testutil.WaitFor(t, "two failed starts", func() bool { _, _, _, _, e, _ := run.get(); return len(e) >= 2 })
@@ -302,6 +320,7 @@ func TestReadinessFailureRestarts(t *testing.T) {
 
 // The readiness keys parse, default and reject what they must.
 func TestReadinessSpecKeys(t *testing.T) {
+	parallel(t)
 	ok := []struct {
 		src  string
 		want Readiness

@@ -30,6 +30,7 @@ func readinessSpec(t *testing.T, keys string, steps ...string) preserves.Value {
 // STATUS= text is asserted for status, RELOADING=1 and STOPPING=1 are
 // states, and STOPPING=1 withdraws ready.
 func TestDaemonSDNotifyEndToEnd(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{})
 	dir := t.TempDir()
 	goReady, goReload, goStop := filepath.Join(dir, "ready"), filepath.Join(dir, "reload"), filepath.Join(dir, "stop")
@@ -85,6 +86,7 @@ func touch(t *testing.T, path string) {
 
 // A missed watchdog restarts the daemon and the log says why.
 func TestDaemonWatchdogRestarts(t *testing.T) {
+	parallel(t)
 	h, clock := bootDaemons(t, Options{})
 	require(h, "w", readinessSpec(t, "readiness: sd-notify, watchdog: 0.3, restart: on-error", "notify:READY=1"))
 	testutil.WaitFor(t, "a watchdog restart", func() bool {
@@ -107,6 +109,7 @@ func TestDaemonWatchdogRestarts(t *testing.T) {
 // The failure cases under restart never: the daemon reports failed and the
 // log names the cause.
 func TestDaemonReadinessFailures(t *testing.T) {
+	parallel(t)
 	sock := filepath.Join(t.TempDir(), "never.sock")
 	for _, tc := range []struct{ id, keys, cause string }{
 		{"nofd", "readiness: <notification-fd 3>, readyTimeout: 0.3", "no readiness (a newline on fd 3) within 300ms"},
@@ -137,6 +140,7 @@ func TestDaemonReadinessFailures(t *testing.T) {
 // The s6 and listening protocols make the daemon ready through the
 // service, like readyOnStart does.
 func TestDaemonFDAndListenReady(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{})
 	sock := filepath.Join(t.TempDir(), "d.sock")
 	require(h, "fd", readinessSpec(t, "readiness: <notification-fd 7>", "fd:7"))

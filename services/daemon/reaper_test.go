@@ -105,6 +105,7 @@ func childrenOf(ppid int) int {
 }
 
 func TestParseStat(t *testing.T) {
+	parallel(t)
 	pid, st, ppid, ok := parseStat("42 (a) b) c) Z 7 42 42 0")
 	if !ok || pid != 42 || st != 'Z' || ppid != 7 {
 		t.Errorf("parseStat = %d %c %d %v", pid, st, ppid, ok)

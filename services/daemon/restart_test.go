@@ -25,6 +25,7 @@ func scriptedRunner(clock Clock, exits ...Exit) (*Runner, *int) {
 }
 
 func TestRunnerRestartDelaysAreExact(t *testing.T) {
+	parallel(t)
 	clock := newFakeClock()
 	r, runs := scriptedRunner(clock, Exit{}, Exit{Code: 1}, Exit{})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -50,6 +51,7 @@ func TestRunnerRestartDelaysAreExact(t *testing.T) {
 }
 
 func TestRunnerOutcomes(t *testing.T) {
+	parallel(t)
 	tests := []struct {
 		name   string
 		policy RestartPolicy
@@ -91,6 +93,7 @@ func TestRunnerOutcomes(t *testing.T) {
 }
 
 func TestRunnerNoRestartWhenStoppedDuringDelay(t *testing.T) {
+	parallel(t)
 	clock := newFakeClock()
 	r, runs := scriptedRunner(clock, Exit{Code: 1})
 	ctx, cancel := context.WithCancel(context.Background())

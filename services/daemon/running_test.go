@@ -142,12 +142,13 @@ func (h *harness) stderrLines(id string) []string {
 // daemon's service object while it runs; an assertion made at it reaches
 // the child, and a capability passed along lets the child assert back.
 func TestScenario53SyndicateProtocolDaemon(t *testing.T) {
+	parallel(t)
 	for _, protocol := range []string{"application/syndicate", "text/syndicate"} {
 		t.Run(strings.ReplaceAll(protocol, "/", "-"), func(t *testing.T) {
 			h, _ := bootDaemons(t, Options{})
 			unrequire, _ := require(h, "d", syndicateSpec(protocol))
 			var obj *dataspace.Ref
-			eventually(t, 10*time.Second, func() bool {
+			eventually(t, func() bool {
 				objs := h.serviceObjects("d")
 				if len(objs) == 1 {
 					obj = objs[0]
@@ -162,7 +163,7 @@ func TestScenario53SyndicateProtocolDaemon(t *testing.T) {
 			h.assertTo(obj, preserves.Rec("ping", preserves.Int(1)))
 			h.assertTo(obj, preserves.Rec("echo-to", dataspace.Embed(h.env.Config)))
 			h.waitHas(preserves.Rec("child-hello"), true)
-			eventually(t, 10*time.Second, func() bool {
+			eventually(t, func() bool {
 				ls := h.stderrLines("d")
 				return len(ls) >= 1 && ls[0] == "got <ping 1>\n"
 			}, "stderr echo of <ping 1>: %q", h.stderrLines("d"))
@@ -180,8 +181,8 @@ func TestScenario53SyndicateProtocolDaemon(t *testing.T) {
 			// whatever it asserted through the relay vanish.
 			unrequire()
 			h.waitHas(preserves.Rec("child-hello"), false)
-			eventually(t, 10*time.Second, func() bool { return len(h.serviceObjects("d")) == 0 }, "service-object withdrawn")
-			eventually(t, 10*time.Second, func() bool { return !alive(ps[0].pid) }, "child %d alive", ps[0].pid)
+			eventually(t, func() bool { return len(h.serviceObjects("d")) == 0 }, "service-object withdrawn")
+			eventually(t, func() bool { return !alive(ps[0].pid) }, "child %d alive", ps[0].pid)
 		})
 	}
 }
@@ -189,12 +190,13 @@ func TestScenario53SyndicateProtocolDaemon(t *testing.T) {
 // The child exiting on its own withdraws its service object; the restart
 // publishes a new one.
 func TestSyndicateDaemonRestartRepublishes(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{})
 	spec := syndicateSpec("application/syndicate").(*preserves.Dictionary)
 	spec = preserves.NewDictionary(append(spec.Entries(), preserves.DictEntry{Key: preserves.Symbol("restartDelay"), Value: preserves.NewDouble(0.01)})...)
 	require(h, "d", spec)
 	var ps []procStatus
-	eventually(t, 10*time.Second, func() bool {
+	eventually(t, func() bool {
 		ps = h.processStatuses(t, "d")
 		return len(ps) == 1 && len(h.serviceObjects("d")) == 1
 	}, "running")
@@ -202,11 +204,11 @@ func TestSyndicateDaemonRestartRepublishes(t *testing.T) {
 	if err := syscall.Kill(ps[0].pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, func() bool {
+	eventually(t, func() bool {
 		objs := h.serviceObjects("d")
 		return len(objs) == 1 && objs[0] != first
 	}, "a new service object after the restart")
-	eventually(t, 10*time.Second, func() bool {
+	eventually(t, func() bool {
 		ps := h.processStatuses(t, "d")
 		return len(ps) == 1 && ps[0].restarts == 1
 	}, "process-status restarts 1")
@@ -215,12 +217,13 @@ func TestSyndicateDaemonRestartRepublishes(t *testing.T) {
 // process-status: one per running process, replaced on restart with the
 // restart count raised, withdrawn when the process ends.
 func TestProcessStatus(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{})
 	before := time.Now().Add(-time.Second)
 	unrequire, _ := require(h, "d", pv(t, `{argv: "echo $$; exec sleep 100", restartDelay: 0.01}`), pv(t, `"exec sleep 101"`))
 	first := printedPid(t, h.waitOutput("d", 1)[0])
 	var ps []procStatus
-	eventually(t, 10*time.Second, func() bool { ps = h.processStatuses(t, "d"); return len(ps) == 2 }, "two process-status")
+	eventually(t, func() bool { ps = h.processStatuses(t, "d"); return len(ps) == 2 }, "two process-status")
 	found := false
 	for _, p := range ps {
 		if p.restarts != 0 || p.since.Before(before.Truncate(time.Second)) || p.since.After(time.Now()) {
@@ -242,7 +245,7 @@ func TestProcessStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := printedPid(t, h.waitOutput("d", 2)[1])
-	eventually(t, 10*time.Second, func() bool {
+	eventually(t, func() bool {
 		for _, p := range h.processStatuses(t, "d") {
 			if p.pid == second && p.restarts == 1 {
 				return true
@@ -258,11 +261,12 @@ func TestProcessStatus(t *testing.T) {
 	}
 
 	unrequire()
-	eventually(t, 10*time.Second, func() bool { return len(h.processStatuses(t, "d")) == 0 }, "process-status withdrawn")
+	eventually(t, func() bool { return len(h.processStatuses(t, "d")) == 0 }, "process-status withdrawn")
 }
 
 // A completed process leaves no process-status behind.
 func TestProcessStatusWithdrawnOnCompletion(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{})
 	require(h, "d", pv(t, `<one-shot "true">`))
 	h.waitHas(state("d", services.StateComplete), true)
@@ -283,6 +287,7 @@ func TestProcessStatusWithdrawnOnCompletion(t *testing.T) {
 // ---- restart limits ----
 
 func TestParseSpecRestartKeys(t *testing.T) {
+	parallel(t)
 	s, err := ParseSpec(pv(t, `{argv: "x", restartDelay: 0.5, restartMaxDelay: 4, restartLimit: 3, restartWindow: 60}`))
 	if err != nil {
 		t.Fatal(err)
@@ -311,6 +316,7 @@ func TestParseSpecRestartKeys(t *testing.T) {
 }
 
 func TestLimiterBackoffAndReset(t *testing.T) {
+	parallel(t)
 	ms := time.Millisecond
 	t0 := time.Unix(1000, 0)
 	m := limiter{l: Limits{Delay: 10 * ms, MaxDelay: 80 * ms, HasDelay: true, HasMaxDelay: true}}
@@ -341,6 +347,7 @@ func TestLimiterBackoffAndReset(t *testing.T) {
 }
 
 func TestLimiterLimitWithinWindow(t *testing.T) {
+	parallel(t)
 	t0 := time.Unix(1000, 0)
 	restart := Next{Action: ActRestart, Delay: DelayAfterError}
 	m := limiter{l: Limits{Limit: 2, Window: 10 * time.Second, HasLimit: true}}
@@ -373,6 +380,7 @@ func TestLimiterLimitWithinWindow(t *testing.T) {
 }
 
 func TestRunnerGivesUpAtLimit(t *testing.T) {
+	parallel(t)
 	clock := newFakeClock()
 	r, runs := scriptedRunner(clock, Exit{Code: 1})
 	var nexts []Next
@@ -399,6 +407,7 @@ func TestRunnerGivesUpAtLimit(t *testing.T) {
 // With the dataspace: the daemon gives up after restartLimit restarts,
 // reports failed (never ready again), and says so exactly once.
 func TestRestartLimitFailsDaemon(t *testing.T) {
+	parallel(t)
 	h, clock := bootDaemons(t, Options{})
 	unrequire, unspec := require(h, "d", pv(t, `{argv: "echo run; exit 3", restartDelay: 0.01, restartLimit: 2, restartWindow: 60}`))
 	h.waitHas(state("d", services.StateFailed), true)
@@ -426,9 +435,10 @@ func TestRestartLimitFailsDaemon(t *testing.T) {
 
 // Without the extra keys the reference's delays apply exactly.
 func TestNoRestartKeysReferenceDelays(t *testing.T) {
+	parallel(t)
 	h, clock := bootDaemons(t, Options{})
 	require(h, "d", pv(t, `"exit 0"`))
-	eventually(t, 10*time.Second, func() bool { return len(clock.got()) >= 2 }, "two restarts")
+	eventually(t, func() bool { return len(clock.got()) >= 2 }, "two restarts")
 	for _, d := range clock.got()[:2] {
 		if d != DelayAfterSuccess {
 			t.Errorf("delay %v, want %v", d, DelayAfterSuccess)
@@ -476,16 +486,17 @@ func TestDryRunStartsNothing(t *testing.T) {
 
 // restart-service replaces the whole daemon; the restart count carries on.
 func TestProcessStatusCountsRestartService(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{})
 	require(h, "d", pv(t, `"echo $$; exec sleep 100"`))
 	first := printedPid(t, h.waitOutput("d", 1)[0])
-	eventually(t, 10*time.Second, func() bool {
+	eventually(t, func() bool {
 		ps := h.processStatuses(t, "d")
 		return len(ps) == 1 && ps[0].pid == first && ps[0].restarts == 0
 	}, "first process-status")
 	h.send(h.env.Config, services.RestartService(dname("d")))
 	second := printedPid(t, h.waitOutput("d", 2)[1])
-	eventually(t, 10*time.Second, func() bool {
+	eventually(t, func() bool {
 		ps := h.processStatuses(t, "d")
 		return len(ps) == 1 && ps[0].pid == second && ps[0].restarts == 1
 	}, "process-status after restart-service: %+v", h.processStatuses(t, "d"))

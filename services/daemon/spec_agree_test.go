@@ -71,6 +71,7 @@ var agreeSpecs = []string{
 // run-time error is among the check's, with its class, position and
 // message. Unknown keys are warnings at run time and errors for --check.
 func TestRuntimeAndCheckAgree(t *testing.T) {
+	parallel(t)
 	var src strings.Builder
 	for i, s := range agreeSpecs {
 		fmt.Fprintf(&src, "<daemon a%d %s>\n", i, s)

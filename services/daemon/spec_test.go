@@ -16,6 +16,7 @@ func str(s string) p.Value { return p.String(s) }
 func dict(kvs ...p.Value) *p.Dictionary { return p.Dict(kvs...) }
 
 func TestParseSpecForms(t *testing.T) {
+	parallel(t)
 	tests := []struct {
 		name string
 		in   p.Value
@@ -68,6 +69,7 @@ func TestParseSpecForms(t *testing.T) {
 }
 
 func TestParseSpecErrors(t *testing.T) {
+	parallel(t)
 	pos := p.Pos{File: "etc/d.pr", Line: 3, Col: 9}
 	tests := []struct {
 		name  string
@@ -114,6 +116,7 @@ func TestParseSpecErrors(t *testing.T) {
 }
 
 func TestDecideTable(t *testing.T) {
+	parallel(t)
 	ok, fail, sig, spawn := Exit{}, Exit{Code: 1}, Exit{Signal: 9}, Exit{SpawnErr: errors.New("nope")}
 	tests := []struct {
 		p    RestartPolicy

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/syndicate-go/syndicate/dataspace/schemas/syndicatego"
 	"github.com/syndicate-go/syndicate/preserves"
@@ -31,7 +30,7 @@ func (h *harness) info(id string) (services.Info, bool) {
 func (h *harness) waitInfo(t *testing.T, id string, cond func(services.Info) bool, what string) services.Info {
 	t.Helper()
 	var got services.Info
-	eventually(t, 10*time.Second, func() bool {
+	eventually(t, func() bool {
 		var ok bool
 		got, ok = h.info(id)
 		return ok && cond(got)
@@ -40,6 +39,7 @@ func (h *harness) waitInfo(t *testing.T, id string, cond func(services.Info) boo
 }
 
 func TestSpawnCauses(t *testing.T) {
+	parallel(t)
 	dir := t.TempDir()
 	plain := filepath.Join(dir, "plain")
 	if err := os.WriteFile(plain, []byte("#!/bin/sh\n"), 0o644); err != nil {
@@ -69,6 +69,7 @@ func TestSpawnCauses(t *testing.T) {
 }
 
 func TestStatusCannotStart(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{})
 	require(h, "d", pv(t, `{argv: ["/bin/true"], dir: "/nonexistent-dir"}`))
 	h.waitHas(state("d", services.StateFailed), true)
@@ -82,6 +83,7 @@ func TestStatusCannotStart(t *testing.T) {
 }
 
 func TestStatusRestartsAndLastExit(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{})
 	require(h, "d", pv(t, `"echo $$; exit 3"`))
 	i := h.waitInfo(t, "d", func(i services.Info) bool { return i.Restarts >= 2 }, "two restarts")
@@ -91,6 +93,7 @@ func TestStatusRestartsAndLastExit(t *testing.T) {
 }
 
 func TestStatusGaveUp(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{})
 	require(h, "d", pv(t, `{argv: "exit 1", restartLimit: 1, restartWindow: 60}`))
 	h.waitHas(state("d", services.StateFailed), true)
@@ -101,6 +104,7 @@ func TestStatusGaveUp(t *testing.T) {
 }
 
 func TestStatusInvalidSpecReasonHasPosition(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{})
 	spec, err := preserves.ParseTextOptions([]byte(`{argv: []}`), preserves.TextOptions{Positions: true, File: "x.pr"})
 	if err != nil {
@@ -114,6 +118,7 @@ func TestStatusInvalidSpecReasonHasPosition(t *testing.T) {
 }
 
 func TestHistoryTail(t *testing.T) {
+	parallel(t)
 	h := newHistory()
 	for i := 0; i < TailLines+5; i++ {
 		h.line(Line{Text: []byte(fmt.Sprintf("l%d\n", i))})
@@ -125,12 +130,13 @@ func TestHistoryTail(t *testing.T) {
 }
 
 func TestOutputRequest(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{})
 	require(h, "d", pv(t, `"echo one; echo two >&2; exec sleep 100"`))
 	h.waitOutput("d", 2)
 	h.assert(OutputRequest(dname("d")))
 	want := preserves.NewRecord(syndicatego.LabelServiceOutput, dname("d"), nil)
-	eventually(t, 10*time.Second, func() bool {
+	eventually(t, func() bool {
 		for _, v := range h.rec.Present() {
 			if r, ok := v.(*preserves.Record); ok && r.Label == want.Label && len(r.Fields) == 2 {
 				text := preserves.FormatText(r.Fields[1])
@@ -144,6 +150,7 @@ func TestOutputRequest(t *testing.T) {
 // TestUnknownKeysWarnedAtRunTime: misspelt keys are ignored (reference
 // semantics) but logged and shown as status reasons.
 func TestUnknownKeysWarnedAtRunTime(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{})
 	require(h, "d", pv(t, `{argv: "exec sleep 100", restat: always}`))
 	h.waitHas(state("d", services.StateReady), true)
@@ -158,6 +165,7 @@ func TestUnknownKeysWarnedAtRunTime(t *testing.T) {
 
 // TestEnvNameWithEqualsRejected: "BAD=INJECT" never reaches the child.
 func TestEnvNameWithEqualsRejected(t *testing.T) {
+	parallel(t)
 	for _, src := range []string{`{argv: "env", env: {"BAD=INJECT": "x"}}`, `{argv: "env", env: {"": "x"}}`} {
 		if _, err := ParseSpec(pv(t, src)); !errors.Is(err, ErrInvalidField) {
 			t.Errorf("%s: %v", src, err)
@@ -169,6 +177,7 @@ func TestEnvNameWithEqualsRejected(t *testing.T) {
 // ready (reference semantics), but warned about and given a reason after
 // the grace period.
 func TestUndeclaredDaemonReason(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{})
 	h.assert(services.RequireService(dname("postgress")))
 	h.waitHas(state("postgress", services.StateReady), true)
@@ -183,6 +192,7 @@ func TestUndeclaredDaemonReason(t *testing.T) {
 
 // TestDuplicateDeclarationReason: one daemon declared in two files.
 func TestDuplicateDeclarationReason(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{})
 	at := func(file, src string) preserves.Value {
 		v, err := preserves.ParseTextOptions([]byte(src), preserves.TextOptions{Positions: true, File: file})
@@ -199,6 +209,7 @@ func TestDuplicateDeclarationReason(t *testing.T) {
 }
 
 func TestHistoryTailBoundsLines(t *testing.T) {
+	parallel(t)
 	h := newHistory()
 	h.line(Line{Text: make([]byte, 1<<20)})
 	if got := len(h.lastLines()[0].Text); got > tailLineMax+len("…") {

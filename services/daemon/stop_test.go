@@ -33,6 +33,7 @@ func fileWords(t *testing.T, file string) []string {
 // (directly and not) are stopped before it, and every stop is
 // logged with its duration and whether SIGKILL was needed.
 func TestStopDependentsFirst(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{})
 	file := filepath.Join(t.TempDir(), "order")
 	// app → cache → db; the dependee's TERM handler is instant, the
@@ -49,7 +50,7 @@ func TestStopDependentsFirst(t *testing.T) {
 	h.waitOutput("cache", 1)
 	h.waitOutput("app", 1)
 	h.send(h.env.Config, services.RestartService(dname("db")))
-	eventually(t, 20*time.Second, func() bool { return len(fileWords(t, file)) == 3 }, "three stops: %q", fileWords(t, file))
+	eventually(t, func() bool { return len(fileWords(t, file)) == 3 }, "three stops: %q", fileWords(t, file))
 	if got := strings.Join(fileWords(t, file), " "); got != "app cache db" {
 		t.Errorf("stop order %q, want dependents first", got)
 	}
@@ -61,6 +62,7 @@ func TestStopDependentsFirst(t *testing.T) {
 // TestShutdownStopsDependentsFirst: the same order when the whole system
 // shuts down, and a process that ignores SIGTERM is logged as killed.
 func TestShutdownStopsDependentsFirst(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{})
 	file := filepath.Join(t.TempDir(), "order")
 	h.assert(preserves.Rec("daemon", preserves.Symbol("db"), trapSpec(t, "db", file, "0")))
@@ -89,6 +91,7 @@ func TestShutdownStopsDependentsFirst(t *testing.T) {
 // and an unterminated last line, reach the log when the process is
 // stopped by a restart and by its requirement going.
 func TestOutputWhileStoppingIsKept(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{})
 	spec := pv(t, `{argv: "trap 'sleep 0.2; echo goodbye; printf unterminated; exit 0' TERM; echo hello; while :; do sleep 0.02; done", readyOnStart: #t}`)
 	unrequire, _ := require(h, "d", spec)
@@ -102,11 +105,11 @@ func TestOutputWhileStoppingIsKept(t *testing.T) {
 		}
 		return n
 	}
-	eventually(t, 10*time.Second, func() bool { return count("hello") == 1 }, "trap set")
+	eventually(t, func() bool { return count("hello") == 1 }, "trap set")
 	h.send(h.env.Config, services.RestartService(dname("d")))
-	eventually(t, 10*time.Second, func() bool { return count("goodbye") == 1 && count("unterminated") == 1 },
+	eventually(t, func() bool { return count("goodbye") == 1 && count("unterminated") == 1 },
 		"output while stopping on restart: %v", h.output("d"))
-	eventually(t, 10*time.Second, func() bool { return count("hello") == 2 }, "restarted")
+	eventually(t, func() bool { return count("hello") == 2 }, "restarted")
 	// The new process started only once the old one was gone.
 	var order []string
 	for _, l := range h.output("d") {
@@ -124,11 +127,12 @@ func TestOutputWhileStoppingIsKept(t *testing.T) {
 		t.Errorf("the restarted process overlapped the old one: %q", order)
 	}
 	unrequire()
-	eventually(t, 10*time.Second, func() bool { return count("goodbye") == 2 && count("unterminated") == 2 },
+	eventually(t, func() bool { return count("goodbye") == 2 && count("unterminated") == 2 },
 		"output while stopping on retraction: %v", h.output("d"))
 }
 
 func TestStopOrderWaitIsBounded(t *testing.T) {
+	parallel(t)
 	o := newStopOrder(RealClock)
 	o.dependency("<daemon app>", "<daemon db>", +1)
 	app := o.up("<daemon app>", 50*time.Millisecond)
@@ -148,6 +152,7 @@ func TestStopOrderWaitIsBounded(t *testing.T) {
 }
 
 func TestStopOrderIgnoresDependentsStartedLater(t *testing.T) {
+	parallel(t)
 	o := newStopOrder(RealClock)
 	o.dependency("<daemon app>", "<daemon db>", +1)
 	app := o.up("<daemon app>", time.Minute)
@@ -168,6 +173,7 @@ func TestStopOrderIgnoresDependentsStartedLater(t *testing.T) {
 // requirement of a daemon that never became ready (what deleting its file
 // does) does not assert ready on the way out.
 func TestRemovingUnreadyDaemonNeverReady(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{})
 	unrequire, unspec := require(h, "d", pv(t, `{argv: "echo $$; exec sleep 100", readyOnStart: #f}`))
 	h.waitOutput("d", 1)

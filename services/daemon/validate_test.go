@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"testing"
-	"time"
 
 	"github.com/rs/zerolog"
 
@@ -31,6 +30,7 @@ func (h *harness) runScript(file, src string) {
 // asserted by a script is a warning naming the value and its file:line:col,
 // and the daemon reports failed; the states are those of the plain name.
 func TestMalformedFromScriptNamesPosition(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{})
 	h.runScript("/etc/syndicate/bad.pr", `<require-service <daemon d>>
 <daemon d 42>
@@ -64,10 +64,11 @@ func TestMalformedFromScriptNamesPosition(t *testing.T) {
 // processes, and one bad spec among good ones fails the daemon while the
 // good ones run.
 func TestOneBadSpecAmongGood(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{})
 	require(h, "d", pv(t, `"exec sleep 100"`), pv(t, `[]`))
 	h.waitHas(state("d", services.StateFailed), true)
-	eventually(t, 10*time.Second, func() bool { return len(h.processStatuses(t, "d")) == 1 }, "the good spec runs")
+	eventually(t, func() bool { return len(h.processStatuses(t, "d")) == 1 }, "the good spec runs")
 	if !h.warns.Has("invalid process specification", `"spec":"[]"`) {
 		t.Errorf("no warning: %q", h.warns.Lines())
 	}
@@ -77,6 +78,7 @@ func TestOneBadSpecAmongGood(t *testing.T) {
 // (externalservices.ParseDaemonName): `<daemon d extra>` would otherwise
 // start a second supervisor of d's specs.
 func TestDaemonNameIsExact(t *testing.T) {
+	parallel(t)
 	h, _ := bootDaemons(t, Options{})
 	h.runScript("/etc/syndicate/names.pr", `<require-service <daemon d extra>>
 <daemon d "exec sleep 100">

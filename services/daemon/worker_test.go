@@ -10,6 +10,7 @@ import (
 // sequences. Each step is "EVENT[ SPEC] -> ready,completed" where events
 // are sync, add, remove, up, down and complete, and SPEC numbers a spec.
 func TestTallyTransitions(t *testing.T) {
+	parallel(t)
 	cases := []struct {
 		name  string
 		steps []string
