@@ -5,8 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
-	"math"
-	"reflect"
 	"strconv"
 	"sync/atomic"
 
@@ -259,7 +257,7 @@ func appendKey(b []byte, v preserves.Value) []byte {
 		default:
 			// Opaque payloads are identified by pointer, like
 			// preserves.Compare does; stable for the process lifetime.
-			return appendStr(append(b, 'P'), fmt.Sprintf("%T/%x", p, identity(p)))
+			return appendStr(append(b, 'P'), fmt.Sprintf("%T/%x", p, preserves.Identity(p)))
 		}
 	}
 	return b
@@ -275,13 +273,4 @@ func appendKeys(b []byte, vs []preserves.Value) []byte {
 
 func appendStr(b []byte, s string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
-}
-
-func identity(x any) uintptr {
-	v := reflect.ValueOf(x)
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Chan, reflect.Func, reflect.UnsafePointer, reflect.Slice:
-		return v.Pointer()
-	}
-	return uintptr(math.MaxUint64 >> 1)
 }

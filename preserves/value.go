@@ -623,7 +623,7 @@ func compareEmbedded(a, b any) int {
 		return 0
 	}
 	// Identity order for opaque payloads: stable within one process.
-	return cmpUint(uint64(identity(a)), uint64(identity(b)))
+	return cmpUint(uint64(Identity(a)), uint64(Identity(b)))
 }
 
 func typeName(t reflect.Type) string {
@@ -633,7 +633,13 @@ func typeName(t reflect.Type) string {
 	return t.PkgPath() + "." + t.String()
 }
 
-func identity(x any) uintptr {
+// Identity identifies an opaque embedded payload (neither a Value nor an
+// EmbeddedPayload) by its pointer, for reference kinds (pointers, maps,
+// channels, functions, slices): stable for the process lifetime, which is
+// what Compare's order, Hash and the dataspace's assertion keys need. Any
+// other payload has identity 0, and is told apart only by its type and,
+// when comparable, by ==.
+func Identity(x any) uintptr {
 	v := reflect.ValueOf(x)
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Map, reflect.Chan, reflect.Func, reflect.UnsafePointer, reflect.Slice:
@@ -760,7 +766,7 @@ func hashInto(h *maphash.Hash, v Value) {
 		case EmbeddedPayload:
 			writeU64(h, p.HashEmbedded())
 		default:
-			writeU64(h, uint64(identity(p)))
+			writeU64(h, uint64(Identity(p)))
 		}
 	}
 }
