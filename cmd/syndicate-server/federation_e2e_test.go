@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -166,4 +167,73 @@ func TestE2EFederationDocsExample(t *testing.T) {
 	t.Logf("A's log of its connection (first lines):\n%s", strings.Join(conns[:min(len(conns), 8)], "\n"))
 	require.Equal(t, 0, b.stop(t))
 	require.Equal(t, 0, a.stop(t))
+}
+
+// TestE2EFederationFlood (federation issue, item 4): the flood of
+// TestE2EFloodEveryMessageDelivered, produced at server B and consumed at
+// server A. A's script observes `<flood _>` messages in B's config
+// dataspace over a connect-transport and passes each on in its own; the
+// consumer reads A slowly. Flow control must slow the producer through
+// both servers: every message arrives, and neither server's memory runs
+// away.
+func TestE2EFederationFlood(t *testing.T) {
+	port := freePort(t)
+	b := startFlood(t, `<require-service <relay-listener <tcp "127.0.0.1" `+strconv.Itoa(port)+`> $config>>`)
+	eventually(t, 20*time.Second, "B's TCP listener", func() bool {
+		return strings.Count(b.stderr.String(), `"message":"listening"`) == 2
+	})
+	tcp := `<tcp "127.0.0.1" ` + strconv.Itoa(port) + `>`
+	a := startFlood(t, `<q <connect-transport `+tcp+`>>
+? <a <connect-transport `+tcp+`> <ok <connected-transport _ _ ?b>>> [
+  $b ?? <flood ?x> [ $config ! <flood $x> ]
+  $b ?? <probe> [ $config ! <probe> ]
+]`)
+	eventually(t, 20*time.Second, "A linked to B", func() bool {
+		return strings.Contains(a.stderr.String(), `"message":"connected"`)
+	})
+	// A's subscription must have reached B before the flood starts: send
+	// <probe> at B until A's consumer side sees one come through.
+	a.prodSock = b.sock
+	probeThrough(t, b.sock, a.sock)
+	total := envInt("FLOOD_MESSAGES", 20_000) // 200,000 is the issue's flood
+	st := a.run(t, total, 20_000_000, false)
+	for _, s := range []*floodServer{a, b} {
+		if strings.Contains(s.stderr.String(), "not reading") || strings.Contains(s.stderr.String(), "outbound queue") {
+			t.Fatalf("a connection was cut off instead of slowed:\n%s", s.stderr.String())
+		}
+	}
+	t.Logf("%d × 1 KiB from B to A's consumer in %v; peak RSS A %.1f MB, B %.1f MB",
+		total, st.elapsed, procStatus(t, a.cmd.Process.Pid, "VmHWM"), procStatus(t, b.cmd.Process.Pid, "VmHWM"))
+}
+
+// probeThrough sends `<probe>` messages to the server at from until one
+// reaches an observer of `<probe>` at the server at to.
+func probeThrough(t *testing.T, from, to string) {
+	obs, err := net.Dial("unix", to)
+	require.NoError(t, err)
+	defer obs.Close()
+	_, err = obs.Write(rawPacket(t, `[[0 <A <Observe <group <rec probe> {}> #:[0 0]> 0>]]`))
+	require.NoError(t, err)
+	seen := make(chan struct{})
+	go func() {
+		dec := preserves.NewBinaryReader(bufio.NewReader(obs), preserves.DecodeOptions{})
+		if _, err := dec.Next(); err == nil {
+			close(seen)
+		}
+	}()
+	prod, err := net.Dial("unix", from)
+	require.NoError(t, err)
+	defer prod.Close()
+	deadline := time.After(20 * time.Second)
+	for {
+		_, err := prod.Write(rawPacket(t, `[[0 <M <probe>>]]`))
+		require.NoError(t, err)
+		select {
+		case <-seen:
+			return
+		case <-deadline:
+			t.Fatal("no probe crossed from B to A within 20 s")
+		case <-time.After(50 * time.Millisecond): // the next probe
+		}
+	}
 }

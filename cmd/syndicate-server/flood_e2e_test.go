@@ -70,16 +70,20 @@ func envInt(name string, def int) int {
 type floodServer struct {
 	*running
 	sock string
+	// prodSock is where the producer connects: sock, unless the flood
+	// comes from another server (TestE2EFederationFlood).
+	prodSock string
 }
 
-func startFlood(tb testing.TB) *floodServer {
+// startFlood starts the server; extra is more of its script.
+func startFlood(tb testing.TB, extra ...string) *floodServer {
 	dir := tb.TempDir()
 	sock := filepath.Join(dir, "flood.sock")
-	script := `<require-service <relay-listener <unix "` + sock + `"> $config>>` + "\n"
+	script := `<require-service <relay-listener <unix "` + sock + `"> $config>>` + "\n" + strings.Join(extra, "\n")
 	if err := os.WriteFile(filepath.Join(dir, "flood.pr"), []byte(script), 0o644); err != nil {
 		tb.Fatal(err)
 	}
-	f := &floodServer{running: start(tb, "-c", filepath.Join(dir, "flood.pr")), sock: sock}
+	f := &floodServer{running: start(tb, "-c", filepath.Join(dir, "flood.pr")), sock: sock, prodSock: sock}
 	testutil.WaitFor(tb, "the flood listener", func() bool { return strings.Contains(f.stderr.String(), `"message":"listening"`) })
 	return f
 }
@@ -174,7 +178,7 @@ func (f *floodServer) run(tb testing.TB, total, rate int, settle bool) floodStat
 		tb.Fatal(err)
 	}
 
-	prod, err := net.Dial("unix", f.sock)
+	prod, err := net.Dial("unix", f.prodSock)
 	if err != nil {
 		tb.Fatal(err)
 	}
