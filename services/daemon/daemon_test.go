@@ -89,6 +89,11 @@ type outLine struct {
 
 // output returns the log records of daemon id, in arrival order.
 func (h *harness) output(id string) []outLine {
+	return h.logLines(id, services.SourceDaemon)
+}
+
+// logLines is the `<log …>` messages about daemon id from source.
+func (h *harness) logLines(id string, source preserves.Value) []outLine {
 	var out []outLine
 	for _, m := range h.rec.Messages() {
 		r, ok := m.(*preserves.Record)
@@ -100,7 +105,8 @@ func (h *harness) output(id string) []outLine {
 			continue
 		}
 		svc, _ := d.Get(preserves.Symbol("service"))
-		if !preserves.Equal(svc, dname(id)) {
+		src, _ := d.Get(services.LogKeySource)
+		if !preserves.Equal(svc, dname(id)) || src != source {
 			continue
 		}
 		pid, _ := d.Get(preserves.Symbol("pid"))

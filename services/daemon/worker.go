@@ -48,6 +48,9 @@ type daemonRun struct {
 	// restarts counts restart requests; only the latest one starts a
 	// supervisor once the old processes are gone.
 	restarts int
+	// specsSeen counts the specs declared, so that a second one is
+	// logged as a change.
+	specsSeen int
 }
 
 // runDaemon runs in the facet of one well-formed `<run-service <daemon
@@ -63,6 +66,10 @@ func runDaemon(t *dataspace.Turn, s *Service, env services.Env, req services.Req
 		return nil
 	})
 	d.startSupervisor(t)
+	t.OnStop(func(t *dataspace.Turn) error {
+		d.logEvent(t, 0, logEvUnrequired, "no longer required: stopping")
+		return nil
+	})
 	t.OnMessage(env.Config, pattern.Rec(service.LabelRestartService, services.Literal(name)), func(t *dataspace.Turn, _ []preserves.Value) error {
 		d.restartRequested(t)
 		return nil
@@ -91,6 +98,9 @@ func (d *daemonRun) startSupervisor(t *dataspace.Turn) {
 // by side for as long as the dependents take to stop.
 func (d *daemonRun) restartRequested(t *dataspace.Turn) {
 	d.log.Info().Msg("restart requested")
+	// A message names no sender: the operator's `syndicate restart` and
+	// a script's `<restart-service …>` look the same.
+	d.logEvent(t, 0, logEvRestart, "restart requested (a <restart-service> message)")
 	t.StopFacet(d.sup)
 	d.restarts++
 	gen := d.restarts
@@ -250,6 +260,12 @@ func (w *worker) specAsserted(t *dataspace.Turn, raw preserves.Value, at preserv
 		return err
 	}
 	r.spec = spec
+	w.d.specsSeen++
+	if w.d.specsSeen > 1 {
+		w.d.logEvent(t, 0, logEvSpecChanged, "spec changed: "+preserves.Show(raw))
+	} else {
+		w.d.logEvent(t, 0, logEvDeclared, "declared: "+preserves.Show(raw))
+	}
 	// Misspelt keys are ignored, as by the reference, but not silently.
 	for _, msg := range spec.Unknown {
 		w.d.log.Warn().Str("pos", at.String()).Msg(msg)
@@ -345,6 +361,7 @@ func (r *specRun) run(ctx context.Context) error {
 // runner's goroutine, after the spec's facet may be gone, so it only logs.
 func (r *specRun) stopped(e Exit) {
 	r.w.d.s.order.down(r.w.d.key, r.token)
+	r.stopEvent(e)
 	ev := r.w.d.log.Info().Str("command", r.command).Int("pid", e.Pid).Str("status", e.String())
 	if st := e.Stop; st != nil {
 		ev = ev.Dur("took", st.Took).Bool("sigkill", st.Killed)
@@ -362,6 +379,9 @@ func (r *specRun) stopped(e Exit) {
 // started is the event "a process was spawned".
 func (r *specRun) started(t *dataspace.Turn, pid int) {
 	w := r.w
+	if pid != 0 {
+		w.d.logEvent(t, pid, logEvSpawned, fmt.Sprintf("spawned %s, pid %d", r.command, pid))
+	}
 	if r.spec.ReadyOnStart {
 		r.becameReady(t)
 	}
@@ -408,6 +428,7 @@ func (w *worker) signal(v preserves.Value) {
 
 // becameReady is the event "the running process counts as ready".
 func (r *specRun) becameReady(t *dataspace.Turn) {
+	r.w.d.logEvent(t, 0, logEvReady, "ready")
 	if r.w.tally.specUp(&r.st) {
 		r.w.rec.Kick(t)
 	}
@@ -431,6 +452,7 @@ func (r *specRun) exited(t *dataspace.Turn, e Exit, next Next) {
 	r.handle = nil
 	w.tally.specDown(&r.st)
 	w.d.hist.exited(e, w.d.s.clock.Now(), next.Action == ActRestart)
+	r.exitEvent(t, e, next)
 	var ev *zerolog.Event
 	if e.Success() {
 		ev = w.d.log.Info()
@@ -494,6 +516,9 @@ func (r *specRun) setCondition(t *dataspace.Turn, phase preserves.Symbol, reason
 // retracted is the event "the spec's facet stopped" (spec retracted,
 // worker stopping).
 func (r *specRun) retracted(t *dataspace.Turn) {
+	if r.spec != nil {
+		r.w.d.logEvent(t, 0, logEvWithdrawn, "spec withdrawn: "+preserves.Show(r.raw))
+	}
 	delete(r.w.specs, r)
 	r.w.tally.specRemoved(&r.st)
 	r.w.rec.Kick(t)

@@ -308,17 +308,35 @@ func appendBody(b []byte, ev Event, color bool) []byte {
 		b = append(b, ' ')
 		b = append(b, line...)
 	}
-	if len(ev.Extra) > 0 {
+	if extra := shownExtra(ev); len(extra) > 0 {
 		b = append(b, ' ')
 		if color {
 			b = append(b, colDim...)
 		}
-		b = append(b, preserves.FormatText(preserves.NewDictionary(ev.Extra...))...)
+		b = append(b, preserves.FormatText(preserves.NewDictionary(extra...))...)
 		if color {
 			b = append(b, colReset...)
 		}
 	}
 	return b
+}
+
+// keyEvent names a lifecycle event (`event: spawned`): JSON shows it; the
+// console and files leave it out of the server's lines, whose text says
+// it already.
+var keyEvent = preserves.Symbol("event")
+
+// shownExtra is the detail keys a console or file line shows.
+func shownExtra(ev Event) []preserves.DictEntry {
+	if ev.Source != services.SourceServer {
+		return ev.Extra
+	}
+	for i, e := range ev.Extra {
+		if e.Key == keyEvent {
+			return append(ev.Extra[:i:i], ev.Extra[i+1:]...)
+		}
+	}
+	return ev.Extra
 }
 
 // FileTimeFormat is the timestamp of lines in log directories: UTC, fixed
@@ -350,11 +368,11 @@ func appendFile(b []byte, ev Event, tc *timeCache) []byte {
 	}
 	line, _ := plainLine(ev.Line)
 	b = append(b, line...)
-	if len(ev.Extra) > 0 {
+	if extra := shownExtra(ev); len(extra) > 0 {
 		if ev.Line != nil {
 			b = append(b, ' ')
 		}
-		b = append(b, preserves.FormatText(preserves.NewDictionary(ev.Extra...))...)
+		b = append(b, preserves.FormatText(preserves.NewDictionary(extra...))...)
 	}
 	return append(b, '\n')
 }

@@ -1,0 +1,62 @@
+package daemon
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services"
+)
+
+// eventLines is the lifecycle lines of daemon id, as text.
+func (h *harness) eventLines(id string) []string {
+	var out []string
+	for _, l := range h.logLines(id, services.SourceServer) {
+		if s, ok := l.line.(preserves.String); ok {
+			out = append(out, string(s))
+		}
+	}
+	return out
+}
+
+func (h *harness) waitEvent(id, prefix string) {
+	h.tb.Helper()
+	eventually(h.tb, 10*time.Second, func() bool {
+		for _, l := range h.eventLines(id) {
+			if strings.HasPrefix(l, prefix) {
+				return true
+			}
+		}
+		return false
+	}, "a lifecycle line %q of %s (have %q)", prefix, id, h.eventLines(id))
+}
+
+// Issue 26 item 3: the lifecycle of a daemon goes to its log stream as
+// the server's lines (source server), beside its output.
+func TestLifecycleEventsInLogStream(t *testing.T) {
+	h, _ := bootDaemons(t, Options{})
+	_, unspec := require(h, "d", pv(t, `"echo up; sleep 0.2; exit 3"`))
+	h.waitEvent("d", "declared: ")
+	h.waitEvent("d", "spawned ")
+	h.waitEvent("d", "exited: exit status: 3")
+	h.waitEvent("d", "restarting in ")
+	h.waitEvent("d", "ready")
+	for _, l := range h.logLines("d", services.SourceServer) {
+		if strings.HasPrefix(string(l.line.(preserves.String)), "spawned ") && pidOf(t, l) <= 0 {
+			t.Errorf("spawn without pid: %+v", l)
+		}
+	}
+	h.send(h.env.Config, services.RestartService(dname("d")))
+	h.waitEvent("d", "restart requested")
+	h.assert(preserves.Rec("daemon", preserves.Symbol("d"), pv(t, `"exec sleep 100"`)))
+	unspec[0]()
+	h.waitEvent("d", "spec changed: ")
+	h.waitEvent("d", "spec withdrawn: ")
+	h.waitEvent("d", "stopped: ")
+	for _, l := range h.output("d") {
+		if strings.Contains(string(l.line.(preserves.String)), "spawned") {
+			t.Errorf("a lifecycle line marked as the daemon's: %+v", l)
+		}
+	}
+}
