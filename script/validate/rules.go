@@ -147,5 +147,10 @@ func (v *validator) serviceName(name preserves.Value) {
 func (v *validator) daemonSpec(spec preserves.Value, at preserves.Pos) {
 	for _, p := range externalservices.CheckSpecAt(spec, at) {
 		v.add(p.Pos, p, "%s", p.Msg)
+		if errors.Is(p, externalservices.ErrUnknownIdentity) {
+			// A user or group an earlier one-shot may create: at run
+			// time its absence is a cannot-start reason.
+			v.errs[len(v.errs)-1].Warning = true
+		}
 	}
 }

@@ -44,6 +44,9 @@ const (
 var (
 	ErrNotASpec     = externalservices.ErrNotASpec
 	ErrInvalidField = externalservices.ErrInvalidField
+	// ErrRestrictingKey: a misspelt key that restricts the daemon; the
+	// daemon is failed and its process never runs (fail closed).
+	ErrRestrictingKey = externalservices.ErrRestrictingKey
 )
 
 // ParseSpec is externalservices.ParseSpec: the error, when not nil, is a

@@ -248,9 +248,11 @@ func (w *worker) specAsserted(t *dataspace.Turn, raw preserves.Value, at preserv
 	spec, err := ParseSpecAt(raw, at)
 	if err != nil {
 		ev := w.d.log.Warn().Str("spec", preserves.Show(raw)).Str("pos", at.String()).Err(err)
-		if errors.Is(err, ErrNotASpec) {
+		if errors.Is(err, ErrNotASpec) || errors.Is(err, ErrRestrictingKey) {
 			// The tally stays raised; the daemon reports failed while
-			// this spec is asserted (Go deviation, §5.3).
+			// this spec is asserted (Go deviation, §5.3). A misspelt
+			// restricting key fails closed the same way: the process is
+			// never run without the restriction meant.
 			ev.Msg("invalid process specification")
 			r.reasons = []string{"invalid process specification: " + err.Error()}
 			t.Assert(w.degrade, preserves.Bool(true))

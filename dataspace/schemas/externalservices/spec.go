@@ -54,6 +54,8 @@ var specKeys = []string{
 	"argv", "dir", "clearEnv", "env", "readyOnStart", "restart", "protocol",
 	"stopTimeout", "restartDelay", "restartMaxDelay", "restartWindow", "restartLimit",
 	"readiness", "readyTimeout", "watchdog",
+	// (cgroup before groups: "cgroups" means the first.)
+	"user", "group", "cgroup", "groups", "umask", "limits", "noNewPrivileges", "capabilities", "envFile",
 }
 
 // The classes of the problems of a daemon spec (test with errors.Is). The
@@ -87,6 +89,12 @@ type Spec struct {
 	// (extensions, ignored by the reference); the zero value means the
 	// reference's fixed delays.
 	Limits Limits
+	// Exec are the controls the exec helper applies (restrict.go).
+	Exec ExecControls
+	// Cgroup are the limits of the daemon's cgroup.
+	Cgroup CgroupLimits
+	// EnvFiles are read at every start, in order, after Env.
+	EnvFiles []EnvFile
 	// Unknown are the messages about the keys of the dictionary form that
 	// no version of the daemon service reads, each with a "did you mean".
 	Unknown []string
@@ -148,9 +156,11 @@ func (l Limits) IsZero() bool { return !l.HasDelay && !l.HasMaxDelay && !l.HasLi
 
 // ParseSpec parses and elaborates a DaemonProcessSpec, as the daemon
 // service runs it. The error, when not nil, is a *schema.ParseError of
-// class ErrNotASpec (preferred when there are both) or ErrInvalidField:
-// the first found. Unknown keys are not errors; their messages are in
-// Spec.Unknown.
+// class ErrNotASpec (preferred), ErrRestrictingKey (next: a misspelt
+// restriction fails closed, restrict.go) or ErrInvalidField: the first
+// found. Unknown keys that restrict nothing are not errors; their messages
+// are in Spec.Unknown. An unknown user or group is not an error either
+// (ErrUnknownIdentity, for `--check`).
 func ParseSpec(v preserves.Value) (*Spec, error) { return ParseSpecAt(v, preserves.Pos{}) }
 
 // ParseSpecAt is ParseSpec of v written at `at`: the place its parent
@@ -163,6 +173,8 @@ func ParseSpecAt(v preserves.Value, at preserves.Pos) (*Spec, error) {
 		switch {
 		case p.Class == ErrNotASpec:
 			return nil, p
+		case p.Class == ErrRestrictingKey && (first == nil || first.Class != ErrRestrictingKey):
+			first = p
 		case first == nil && p.Class == ErrInvalidField:
 			first = p
 		}
@@ -348,6 +360,12 @@ func (e *elaboration) full(v preserves.Value, d *preserves.Dictionary) {
 		if !ok {
 			e.fail(ErrUnknownKey, in(d, 2*i, e.top), "daemon: spec keys are symbols, not %s", schema.Show(en.Key))
 		} else if !slices.Contains(specKeys, string(k)) {
+			near := schema.Suggest(string(k), specKeys)
+			if slices.Contains(restrictingKeys, near) {
+				// Fail closed: running it would drop a restriction.
+				e.fail(ErrRestrictingKey, in(d, 2*i, e.top), "unknown key %s in a daemon spec (did you mean %s?): not run, since the restriction it may mean would not be in force", preserves.ShowString(string(k)), near)
+				continue
+			}
 			e.fail(ErrUnknownKey, in(d, 2*i, e.top), "unknown key %s in a daemon spec%s", preserves.ShowString(string(k)), schema.DidYouMean(string(k), specKeys))
 			e.s.Unknown = append(e.s.Unknown, e.problems[len(e.problems)-1].Msg)
 		}
@@ -375,6 +393,7 @@ func (e *elaboration) full(v preserves.Value, d *preserves.Dictionary) {
 	}
 	e.readiness(v)
 	e.limits(v)
+	e.restricting(v)
 }
 
 func (e *elaboration) get(key string) (preserves.Value, bool) { return e.d.Get(preserves.Symbol(key)) }

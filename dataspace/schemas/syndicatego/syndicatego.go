@@ -4079,3 +4079,1868 @@ func ParseTimerDriver(v preserves.Value) (TimerDriver, error) {
 func (r TimerDriver) ToValue() preserves.Value {
 	return preserves.NewRecord(LabelTimerDriver, preserves.NewEmbedded(r.Dataspace))
 }
+
+// The daemon spec's keys that restrict what a daemon may do (issue 24;
+// docs/services.md "Identity and limits"). A misspelling of one of them,
+// or of a sub-key, fails closed: the daemon is not run.
+type UserField interface {
+	isUserField()
+	ToValue() preserves.Value
+}
+
+// UserFieldPresent is the alternative "present" of UserField.
+type UserFieldPresent struct {
+	User PosixId
+}
+
+func (UserFieldPresent) isUserField() {}
+
+func parseUserFieldPresent(v preserves.Value) (UserFieldPresent, error) {
+	var r, zero UserFieldPresent
+	var err error
+	d177, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x178, err := schema.Entry(v, d177, preserves.Symbol("user"))
+	if err != nil {
+		return zero, err
+	}
+	if r.User, err = ParsePosixId(x178); err != nil {
+		return zero, schema.AtIn(err, v, "[user]")
+	}
+	return r, nil
+}
+
+func (r UserFieldPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("user"), r.User.ToValue())
+}
+
+// UserFieldInvalid is the alternative "invalid" of UserField.
+type UserFieldInvalid struct {
+	User preserves.Value
+}
+
+func (UserFieldInvalid) isUserField() {}
+
+func parseUserFieldInvalid(v preserves.Value) (UserFieldInvalid, error) {
+	var r, zero UserFieldInvalid
+	d179, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x180, err := schema.Entry(v, d179, preserves.Symbol("user"))
+	if err != nil {
+		return zero, err
+	}
+	r.User = x180
+	return r, nil
+}
+
+func (r UserFieldInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("user"), r.User)
+}
+
+// UserFieldAbsent is the alternative "absent" of UserField.
+type UserFieldAbsent struct {
+}
+
+func (UserFieldAbsent) isUserField() {}
+
+func parseUserFieldAbsent(v preserves.Value) (UserFieldAbsent, error) {
+	var r, zero UserFieldAbsent
+	d181, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d181
+	return r, nil
+}
+
+func (r UserFieldAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseUserField tries the alternatives of UserField in order; the first that matches wins.
+func ParseUserField(v preserves.Value) (UserField, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseUserFieldPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseUserFieldInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseUserFieldAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseUserFieldPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseUserFieldInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseUserFieldAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "UserField", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// GroupField is one of the alternatives of GroupField.
+type GroupField interface {
+	isGroupField()
+	ToValue() preserves.Value
+}
+
+// GroupFieldPresent is the alternative "present" of GroupField.
+type GroupFieldPresent struct {
+	Group PosixId
+}
+
+func (GroupFieldPresent) isGroupField() {}
+
+func parseGroupFieldPresent(v preserves.Value) (GroupFieldPresent, error) {
+	var r, zero GroupFieldPresent
+	var err error
+	d182, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x183, err := schema.Entry(v, d182, preserves.Symbol("group"))
+	if err != nil {
+		return zero, err
+	}
+	if r.Group, err = ParsePosixId(x183); err != nil {
+		return zero, schema.AtIn(err, v, "[group]")
+	}
+	return r, nil
+}
+
+func (r GroupFieldPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("group"), r.Group.ToValue())
+}
+
+// GroupFieldInvalid is the alternative "invalid" of GroupField.
+type GroupFieldInvalid struct {
+	Group preserves.Value
+}
+
+func (GroupFieldInvalid) isGroupField() {}
+
+func parseGroupFieldInvalid(v preserves.Value) (GroupFieldInvalid, error) {
+	var r, zero GroupFieldInvalid
+	d184, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x185, err := schema.Entry(v, d184, preserves.Symbol("group"))
+	if err != nil {
+		return zero, err
+	}
+	r.Group = x185
+	return r, nil
+}
+
+func (r GroupFieldInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("group"), r.Group)
+}
+
+// GroupFieldAbsent is the alternative "absent" of GroupField.
+type GroupFieldAbsent struct {
+}
+
+func (GroupFieldAbsent) isGroupField() {}
+
+func parseGroupFieldAbsent(v preserves.Value) (GroupFieldAbsent, error) {
+	var r, zero GroupFieldAbsent
+	d186, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d186
+	return r, nil
+}
+
+func (r GroupFieldAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseGroupField tries the alternatives of GroupField in order; the first that matches wins.
+func ParseGroupField(v preserves.Value) (GroupField, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseGroupFieldPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseGroupFieldInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseGroupFieldAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseGroupFieldPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseGroupFieldInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseGroupFieldAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "GroupField", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// GroupsField is one of the alternatives of GroupsField.
+type GroupsField interface {
+	isGroupsField()
+	ToValue() preserves.Value
+}
+
+// GroupsFieldPresent is the alternative "present" of GroupsField.
+type GroupsFieldPresent struct {
+	Groups []PosixId
+}
+
+func (GroupsFieldPresent) isGroupsField() {}
+
+func parseGroupsFieldPresent(v preserves.Value) (GroupsFieldPresent, error) {
+	var r, zero GroupsFieldPresent
+	var err error
+	d187, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x188, err := schema.Entry(v, d187, preserves.Symbol("groups"))
+	if err != nil {
+		return zero, err
+	}
+	s189, err := schema.AsSeq(x188, 0)
+	if err != nil {
+		return zero, schema.AtIn(err, v, "[groups]")
+	}
+	r.Groups = make([]PosixId, len(s189))
+	for i190, e191 := range s189 {
+		if r.Groups[i190], err = ParsePosixId(e191); err != nil {
+			return zero, schema.AtIn(err, v, "[groups]", schema.Index(i190))
+		}
+	}
+	return r, nil
+}
+
+func (r GroupsFieldPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("groups"), schema.SeqValue(r.Groups, func(x192 PosixId) preserves.Value { return x192.ToValue() }))
+}
+
+// GroupsFieldInvalid is the alternative "invalid" of GroupsField.
+type GroupsFieldInvalid struct {
+	Groups preserves.Value
+}
+
+func (GroupsFieldInvalid) isGroupsField() {}
+
+func parseGroupsFieldInvalid(v preserves.Value) (GroupsFieldInvalid, error) {
+	var r, zero GroupsFieldInvalid
+	d193, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x194, err := schema.Entry(v, d193, preserves.Symbol("groups"))
+	if err != nil {
+		return zero, err
+	}
+	r.Groups = x194
+	return r, nil
+}
+
+func (r GroupsFieldInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("groups"), r.Groups)
+}
+
+// GroupsFieldAbsent is the alternative "absent" of GroupsField.
+type GroupsFieldAbsent struct {
+}
+
+func (GroupsFieldAbsent) isGroupsField() {}
+
+func parseGroupsFieldAbsent(v preserves.Value) (GroupsFieldAbsent, error) {
+	var r, zero GroupsFieldAbsent
+	d195, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d195
+	return r, nil
+}
+
+func (r GroupsFieldAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseGroupsField tries the alternatives of GroupsField in order; the first that matches wins.
+func ParseGroupsField(v preserves.Value) (GroupsField, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseGroupsFieldPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseGroupsFieldInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseGroupsFieldAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseGroupsFieldPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseGroupsFieldInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseGroupsFieldAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "GroupsField", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// PosixId is one of the alternatives of PosixId.
+type PosixId interface {
+	isPosixId()
+	ToValue() preserves.Value
+}
+
+// PosixIdName is the alternative "name" of PosixId.
+type PosixIdName struct{ Value string }
+
+func (PosixIdName) isPosixId() {}
+
+func parsePosixIdName(v preserves.Value) (PosixIdName, error) {
+	var r, zero PosixIdName
+	var err error
+	if r.Value, err = schema.AsString(v); err != nil {
+		return zero, err
+	}
+	return r, nil
+}
+
+func (r PosixIdName) ToValue() preserves.Value { return preserves.String(r.Value) }
+
+// PosixIdId is the alternative "id" of PosixId.
+type PosixIdId struct{ Value *big.Int }
+
+func (PosixIdId) isPosixId() {}
+
+func parsePosixIdId(v preserves.Value) (PosixIdId, error) {
+	var r, zero PosixIdId
+	var err error
+	if r.Value, err = schema.AsInt(v); err != nil {
+		return zero, err
+	}
+	return r, nil
+}
+
+func (r PosixIdId) ToValue() preserves.Value { return schema.IntValue(r.Value) }
+
+// ParsePosixId tries the alternatives of PosixId in order; the first that matches wins.
+func ParsePosixId(v preserves.Value) (PosixId, error) {
+	var errs [2]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindString {
+		if r, err := parsePosixIdName(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindSignedInteger {
+		if r, err := parsePosixIdId(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parsePosixIdName(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parsePosixIdId(v)
+	}
+	return nil, schema.NoMatch(v, "PosixId", []string{"name", "id"}, errs[:])
+}
+
+// UmaskField is one of the alternatives of UmaskField.
+type UmaskField interface {
+	isUmaskField()
+	ToValue() preserves.Value
+}
+
+// UmaskFieldPresent is the alternative "present" of UmaskField.
+type UmaskFieldPresent struct {
+	Umask string
+}
+
+func (UmaskFieldPresent) isUmaskField() {}
+
+func parseUmaskFieldPresent(v preserves.Value) (UmaskFieldPresent, error) {
+	var r, zero UmaskFieldPresent
+	var err error
+	d196, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x197, err := schema.Entry(v, d196, preserves.Symbol("umask"))
+	if err != nil {
+		return zero, err
+	}
+	if r.Umask, err = schema.AsString(x197); err != nil {
+		return zero, schema.AtIn(err, v, "[umask]")
+	}
+	return r, nil
+}
+
+func (r UmaskFieldPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("umask"), preserves.String(r.Umask))
+}
+
+// UmaskFieldInvalid is the alternative "invalid" of UmaskField.
+type UmaskFieldInvalid struct {
+	Umask preserves.Value
+}
+
+func (UmaskFieldInvalid) isUmaskField() {}
+
+func parseUmaskFieldInvalid(v preserves.Value) (UmaskFieldInvalid, error) {
+	var r, zero UmaskFieldInvalid
+	d198, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x199, err := schema.Entry(v, d198, preserves.Symbol("umask"))
+	if err != nil {
+		return zero, err
+	}
+	r.Umask = x199
+	return r, nil
+}
+
+func (r UmaskFieldInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("umask"), r.Umask)
+}
+
+// UmaskFieldAbsent is the alternative "absent" of UmaskField.
+type UmaskFieldAbsent struct {
+}
+
+func (UmaskFieldAbsent) isUmaskField() {}
+
+func parseUmaskFieldAbsent(v preserves.Value) (UmaskFieldAbsent, error) {
+	var r, zero UmaskFieldAbsent
+	d200, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d200
+	return r, nil
+}
+
+func (r UmaskFieldAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseUmaskField tries the alternatives of UmaskField in order; the first that matches wins.
+func ParseUmaskField(v preserves.Value) (UmaskField, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseUmaskFieldPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseUmaskFieldInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseUmaskFieldAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseUmaskFieldPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseUmaskFieldInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseUmaskFieldAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "UmaskField", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// LimitsField is one of the alternatives of LimitsField.
+type LimitsField interface {
+	isLimitsField()
+	ToValue() preserves.Value
+}
+
+// LimitsFieldPresent is the alternative "present" of LimitsField.
+type LimitsFieldPresent struct {
+	Limits map[preserves.Symbol]RlimitValue
+}
+
+func (LimitsFieldPresent) isLimitsField() {}
+
+func parseLimitsFieldPresent(v preserves.Value) (LimitsFieldPresent, error) {
+	var r, zero LimitsFieldPresent
+	var err error
+	d201, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x202, err := schema.Entry(v, d201, preserves.Symbol("limits"))
+	if err != nil {
+		return zero, err
+	}
+	d203, err := schema.AsDict(x202)
+	if err != nil {
+		return zero, schema.AtIn(err, v, "[limits]")
+	}
+	r.Limits = make(map[preserves.Symbol]RlimitValue, d203.Len())
+	for i204, e205 := range d203.Entries() {
+		_ = i204
+		var k206 preserves.Symbol
+		var v207 RlimitValue
+		if k206, err = schema.AsSymbol(e205.Key); err != nil {
+			return zero, schema.AtIn(err, v, "[limits]", schema.Key(e205.Key))
+		}
+		if v207, err = ParseRlimitValue(e205.Value); err != nil {
+			return zero, schema.AtIn(err, v, "[limits]", schema.Key(e205.Key))
+		}
+		r.Limits[k206] = v207
+	}
+	return r, nil
+}
+
+func (r LimitsFieldPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("limits"), schema.MapValue(r.Limits, func(x208 preserves.Symbol) preserves.Value { return x208 }, func(x209 RlimitValue) preserves.Value { return x209.ToValue() }))
+}
+
+// LimitsFieldInvalid is the alternative "invalid" of LimitsField.
+type LimitsFieldInvalid struct {
+	Limits preserves.Value
+}
+
+func (LimitsFieldInvalid) isLimitsField() {}
+
+func parseLimitsFieldInvalid(v preserves.Value) (LimitsFieldInvalid, error) {
+	var r, zero LimitsFieldInvalid
+	d210, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x211, err := schema.Entry(v, d210, preserves.Symbol("limits"))
+	if err != nil {
+		return zero, err
+	}
+	r.Limits = x211
+	return r, nil
+}
+
+func (r LimitsFieldInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("limits"), r.Limits)
+}
+
+// LimitsFieldAbsent is the alternative "absent" of LimitsField.
+type LimitsFieldAbsent struct {
+}
+
+func (LimitsFieldAbsent) isLimitsField() {}
+
+func parseLimitsFieldAbsent(v preserves.Value) (LimitsFieldAbsent, error) {
+	var r, zero LimitsFieldAbsent
+	d212, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d212
+	return r, nil
+}
+
+func (r LimitsFieldAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseLimitsField tries the alternatives of LimitsField in order; the first that matches wins.
+func ParseLimitsField(v preserves.Value) (LimitsField, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseLimitsFieldPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseLimitsFieldInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseLimitsFieldAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseLimitsFieldPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseLimitsFieldInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseLimitsFieldAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "LimitsField", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// One number for soft = hard, or [SOFT HARD]; #f is unlimited.
+type RlimitValue interface {
+	isRlimitValue()
+	ToValue() preserves.Value
+}
+
+// RlimitValueSame is the alternative "same" of RlimitValue.
+type RlimitValueSame struct{ Value RlimitBound }
+
+func (RlimitValueSame) isRlimitValue() {}
+
+func parseRlimitValueSame(v preserves.Value) (RlimitValueSame, error) {
+	var r, zero RlimitValueSame
+	var err error
+	if r.Value, err = ParseRlimitBound(v); err != nil {
+		return zero, err
+	}
+	return r, nil
+}
+
+func (r RlimitValueSame) ToValue() preserves.Value { return r.Value.ToValue() }
+
+// RlimitValuePair is the alternative "pair" of RlimitValue.
+type RlimitValuePair struct {
+	Soft RlimitBound
+	Hard RlimitBound
+}
+
+func (RlimitValuePair) isRlimitValue() {}
+
+func parseRlimitValuePair(v preserves.Value) (RlimitValuePair, error) {
+	var r, zero RlimitValuePair
+	var err error
+	s213, err := schema.AsSeq(v, 2)
+	if err != nil {
+		return zero, err
+	}
+	if r.Soft, err = ParseRlimitBound(s213[0]); err != nil {
+		return zero, schema.AtIn(err, v, "[0]")
+	}
+	if r.Hard, err = ParseRlimitBound(s213[1]); err != nil {
+		return zero, schema.AtIn(err, v, "[1]")
+	}
+	return r, nil
+}
+
+func (r RlimitValuePair) ToValue() preserves.Value {
+	return preserves.Sequence{r.Soft.ToValue(), r.Hard.ToValue()}
+}
+
+// ParseRlimitValue tries the alternatives of RlimitValue in order; the first that matches wins.
+func ParseRlimitValue(v preserves.Value) (RlimitValue, error) {
+	var errs [2]error
+	k, w := schema.KindOf(v)
+	if r, err := parseRlimitValueSame(v); err == nil {
+		return r, nil
+	} else {
+		errs[0] = err
+	}
+	if w || k == preserves.KindSequence {
+		if r, err := parseRlimitValuePair(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseRlimitValuePair(v)
+	}
+	return nil, schema.NoMatch(v, "RlimitValue", []string{"same", "pair"}, errs[:])
+}
+
+// RlimitBound is one of the alternatives of RlimitBound.
+type RlimitBound interface {
+	isRlimitBound()
+	ToValue() preserves.Value
+}
+
+// RlimitBoundN is the alternative "n" of RlimitBound.
+type RlimitBoundN struct{ Value *big.Int }
+
+func (RlimitBoundN) isRlimitBound() {}
+
+func parseRlimitBoundN(v preserves.Value) (RlimitBoundN, error) {
+	var r, zero RlimitBoundN
+	var err error
+	if r.Value, err = schema.AsInt(v); err != nil {
+		return zero, err
+	}
+	return r, nil
+}
+
+func (r RlimitBoundN) ToValue() preserves.Value { return schema.IntValue(r.Value) }
+
+// RlimitBoundUnlimited is the alternative "unlimited" of RlimitBound.
+type RlimitBoundUnlimited struct{}
+
+func (RlimitBoundUnlimited) isRlimitBound() {}
+
+func parseRlimitBoundUnlimited(v preserves.Value) (RlimitBoundUnlimited, error) {
+	var r, zero RlimitBoundUnlimited
+	if err := schema.CheckLit(v, preserves.Bool(false)); err != nil {
+		return zero, err
+	}
+	return r, nil
+}
+
+func (r RlimitBoundUnlimited) ToValue() preserves.Value { return preserves.Bool(false) }
+
+// ParseRlimitBound tries the alternatives of RlimitBound in order; the first that matches wins.
+func ParseRlimitBound(v preserves.Value) (RlimitBound, error) {
+	var errs [2]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindSignedInteger {
+		if r, err := parseRlimitBoundN(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if schema.MayEqual(v, preserves.Bool(false)) {
+		if r, err := parseRlimitBoundUnlimited(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseRlimitBoundN(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseRlimitBoundUnlimited(v)
+	}
+	return nil, schema.NoMatch(v, "RlimitBound", []string{"n", "unlimited"}, errs[:])
+}
+
+// CgroupField is one of the alternatives of CgroupField.
+type CgroupField interface {
+	isCgroupField()
+	ToValue() preserves.Value
+}
+
+// CgroupFieldPresent is the alternative "present" of CgroupField.
+type CgroupFieldPresent struct {
+	Cgroup map[preserves.Symbol]preserves.Value
+}
+
+func (CgroupFieldPresent) isCgroupField() {}
+
+func parseCgroupFieldPresent(v preserves.Value) (CgroupFieldPresent, error) {
+	var r, zero CgroupFieldPresent
+	var err error
+	d214, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x215, err := schema.Entry(v, d214, preserves.Symbol("cgroup"))
+	if err != nil {
+		return zero, err
+	}
+	d216, err := schema.AsDict(x215)
+	if err != nil {
+		return zero, schema.AtIn(err, v, "[cgroup]")
+	}
+	r.Cgroup = make(map[preserves.Symbol]preserves.Value, d216.Len())
+	for i217, e218 := range d216.Entries() {
+		_ = i217
+		var k219 preserves.Symbol
+		var v220 preserves.Value
+		if k219, err = schema.AsSymbol(e218.Key); err != nil {
+			return zero, schema.AtIn(err, v, "[cgroup]", schema.Key(e218.Key))
+		}
+		v220 = e218.Value
+		r.Cgroup[k219] = v220
+	}
+	return r, nil
+}
+
+func (r CgroupFieldPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("cgroup"), schema.MapValue(r.Cgroup, func(x221 preserves.Symbol) preserves.Value { return x221 }, func(x222 preserves.Value) preserves.Value { return x222 }))
+}
+
+// CgroupFieldInvalid is the alternative "invalid" of CgroupField.
+type CgroupFieldInvalid struct {
+	Cgroup preserves.Value
+}
+
+func (CgroupFieldInvalid) isCgroupField() {}
+
+func parseCgroupFieldInvalid(v preserves.Value) (CgroupFieldInvalid, error) {
+	var r, zero CgroupFieldInvalid
+	d223, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x224, err := schema.Entry(v, d223, preserves.Symbol("cgroup"))
+	if err != nil {
+		return zero, err
+	}
+	r.Cgroup = x224
+	return r, nil
+}
+
+func (r CgroupFieldInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("cgroup"), r.Cgroup)
+}
+
+// CgroupFieldAbsent is the alternative "absent" of CgroupField.
+type CgroupFieldAbsent struct {
+}
+
+func (CgroupFieldAbsent) isCgroupField() {}
+
+func parseCgroupFieldAbsent(v preserves.Value) (CgroupFieldAbsent, error) {
+	var r, zero CgroupFieldAbsent
+	d225, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d225
+	return r, nil
+}
+
+func (r CgroupFieldAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseCgroupField tries the alternatives of CgroupField in order; the first that matches wins.
+func ParseCgroupField(v preserves.Value) (CgroupField, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseCgroupFieldPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseCgroupFieldInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseCgroupFieldAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseCgroupFieldPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseCgroupFieldInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseCgroupFieldAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "CgroupField", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// MemoryMaxField is one of the alternatives of MemoryMaxField.
+type MemoryMaxField interface {
+	isMemoryMaxField()
+	ToValue() preserves.Value
+}
+
+// MemoryMaxFieldPresent is the alternative "present" of MemoryMaxField.
+type MemoryMaxFieldPresent struct {
+	MemoryMax *big.Int
+}
+
+func (MemoryMaxFieldPresent) isMemoryMaxField() {}
+
+func parseMemoryMaxFieldPresent(v preserves.Value) (MemoryMaxFieldPresent, error) {
+	var r, zero MemoryMaxFieldPresent
+	var err error
+	d226, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x227, err := schema.Entry(v, d226, preserves.Symbol("memoryMax"))
+	if err != nil {
+		return zero, err
+	}
+	if r.MemoryMax, err = schema.AsInt(x227); err != nil {
+		return zero, schema.AtIn(err, v, "[memoryMax]")
+	}
+	return r, nil
+}
+
+func (r MemoryMaxFieldPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("memoryMax"), schema.IntValue(r.MemoryMax))
+}
+
+// MemoryMaxFieldInvalid is the alternative "invalid" of MemoryMaxField.
+type MemoryMaxFieldInvalid struct {
+	MemoryMax preserves.Value
+}
+
+func (MemoryMaxFieldInvalid) isMemoryMaxField() {}
+
+func parseMemoryMaxFieldInvalid(v preserves.Value) (MemoryMaxFieldInvalid, error) {
+	var r, zero MemoryMaxFieldInvalid
+	d228, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x229, err := schema.Entry(v, d228, preserves.Symbol("memoryMax"))
+	if err != nil {
+		return zero, err
+	}
+	r.MemoryMax = x229
+	return r, nil
+}
+
+func (r MemoryMaxFieldInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("memoryMax"), r.MemoryMax)
+}
+
+// MemoryMaxFieldAbsent is the alternative "absent" of MemoryMaxField.
+type MemoryMaxFieldAbsent struct {
+}
+
+func (MemoryMaxFieldAbsent) isMemoryMaxField() {}
+
+func parseMemoryMaxFieldAbsent(v preserves.Value) (MemoryMaxFieldAbsent, error) {
+	var r, zero MemoryMaxFieldAbsent
+	d230, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d230
+	return r, nil
+}
+
+func (r MemoryMaxFieldAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseMemoryMaxField tries the alternatives of MemoryMaxField in order; the first that matches wins.
+func ParseMemoryMaxField(v preserves.Value) (MemoryMaxField, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseMemoryMaxFieldPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseMemoryMaxFieldInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseMemoryMaxFieldAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseMemoryMaxFieldPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseMemoryMaxFieldInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseMemoryMaxFieldAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "MemoryMaxField", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// PidsMaxField is one of the alternatives of PidsMaxField.
+type PidsMaxField interface {
+	isPidsMaxField()
+	ToValue() preserves.Value
+}
+
+// PidsMaxFieldPresent is the alternative "present" of PidsMaxField.
+type PidsMaxFieldPresent struct {
+	PidsMax *big.Int
+}
+
+func (PidsMaxFieldPresent) isPidsMaxField() {}
+
+func parsePidsMaxFieldPresent(v preserves.Value) (PidsMaxFieldPresent, error) {
+	var r, zero PidsMaxFieldPresent
+	var err error
+	d231, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x232, err := schema.Entry(v, d231, preserves.Symbol("pidsMax"))
+	if err != nil {
+		return zero, err
+	}
+	if r.PidsMax, err = schema.AsInt(x232); err != nil {
+		return zero, schema.AtIn(err, v, "[pidsMax]")
+	}
+	return r, nil
+}
+
+func (r PidsMaxFieldPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("pidsMax"), schema.IntValue(r.PidsMax))
+}
+
+// PidsMaxFieldInvalid is the alternative "invalid" of PidsMaxField.
+type PidsMaxFieldInvalid struct {
+	PidsMax preserves.Value
+}
+
+func (PidsMaxFieldInvalid) isPidsMaxField() {}
+
+func parsePidsMaxFieldInvalid(v preserves.Value) (PidsMaxFieldInvalid, error) {
+	var r, zero PidsMaxFieldInvalid
+	d233, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x234, err := schema.Entry(v, d233, preserves.Symbol("pidsMax"))
+	if err != nil {
+		return zero, err
+	}
+	r.PidsMax = x234
+	return r, nil
+}
+
+func (r PidsMaxFieldInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("pidsMax"), r.PidsMax)
+}
+
+// PidsMaxFieldAbsent is the alternative "absent" of PidsMaxField.
+type PidsMaxFieldAbsent struct {
+}
+
+func (PidsMaxFieldAbsent) isPidsMaxField() {}
+
+func parsePidsMaxFieldAbsent(v preserves.Value) (PidsMaxFieldAbsent, error) {
+	var r, zero PidsMaxFieldAbsent
+	d235, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d235
+	return r, nil
+}
+
+func (r PidsMaxFieldAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParsePidsMaxField tries the alternatives of PidsMaxField in order; the first that matches wins.
+func ParsePidsMaxField(v preserves.Value) (PidsMaxField, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parsePidsMaxFieldPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parsePidsMaxFieldInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parsePidsMaxFieldAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parsePidsMaxFieldPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parsePidsMaxFieldInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parsePidsMaxFieldAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "PidsMaxField", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// CpuMaxField is one of the alternatives of CpuMaxField.
+type CpuMaxField interface {
+	isCpuMaxField()
+	ToValue() preserves.Value
+}
+
+// CpuMaxFieldPresent is the alternative "present" of CpuMaxField.
+type CpuMaxFieldPresent struct {
+	CpuMax Seconds
+}
+
+func (CpuMaxFieldPresent) isCpuMaxField() {}
+
+func parseCpuMaxFieldPresent(v preserves.Value) (CpuMaxFieldPresent, error) {
+	var r, zero CpuMaxFieldPresent
+	var err error
+	d236, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x237, err := schema.Entry(v, d236, preserves.Symbol("cpuMax"))
+	if err != nil {
+		return zero, err
+	}
+	if r.CpuMax, err = ParseSeconds(x237); err != nil {
+		return zero, schema.AtIn(err, v, "[cpuMax]")
+	}
+	return r, nil
+}
+
+func (r CpuMaxFieldPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("cpuMax"), r.CpuMax.ToValue())
+}
+
+// CpuMaxFieldInvalid is the alternative "invalid" of CpuMaxField.
+type CpuMaxFieldInvalid struct {
+	CpuMax preserves.Value
+}
+
+func (CpuMaxFieldInvalid) isCpuMaxField() {}
+
+func parseCpuMaxFieldInvalid(v preserves.Value) (CpuMaxFieldInvalid, error) {
+	var r, zero CpuMaxFieldInvalid
+	d238, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x239, err := schema.Entry(v, d238, preserves.Symbol("cpuMax"))
+	if err != nil {
+		return zero, err
+	}
+	r.CpuMax = x239
+	return r, nil
+}
+
+func (r CpuMaxFieldInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("cpuMax"), r.CpuMax)
+}
+
+// CpuMaxFieldAbsent is the alternative "absent" of CpuMaxField.
+type CpuMaxFieldAbsent struct {
+}
+
+func (CpuMaxFieldAbsent) isCpuMaxField() {}
+
+func parseCpuMaxFieldAbsent(v preserves.Value) (CpuMaxFieldAbsent, error) {
+	var r, zero CpuMaxFieldAbsent
+	d240, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d240
+	return r, nil
+}
+
+func (r CpuMaxFieldAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseCpuMaxField tries the alternatives of CpuMaxField in order; the first that matches wins.
+func ParseCpuMaxField(v preserves.Value) (CpuMaxField, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseCpuMaxFieldPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseCpuMaxFieldInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseCpuMaxFieldAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseCpuMaxFieldPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseCpuMaxFieldInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseCpuMaxFieldAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "CpuMaxField", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// CpuWeightField is one of the alternatives of CpuWeightField.
+type CpuWeightField interface {
+	isCpuWeightField()
+	ToValue() preserves.Value
+}
+
+// CpuWeightFieldPresent is the alternative "present" of CpuWeightField.
+type CpuWeightFieldPresent struct {
+	CpuWeight *big.Int
+}
+
+func (CpuWeightFieldPresent) isCpuWeightField() {}
+
+func parseCpuWeightFieldPresent(v preserves.Value) (CpuWeightFieldPresent, error) {
+	var r, zero CpuWeightFieldPresent
+	var err error
+	d241, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x242, err := schema.Entry(v, d241, preserves.Symbol("cpuWeight"))
+	if err != nil {
+		return zero, err
+	}
+	if r.CpuWeight, err = schema.AsInt(x242); err != nil {
+		return zero, schema.AtIn(err, v, "[cpuWeight]")
+	}
+	return r, nil
+}
+
+func (r CpuWeightFieldPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("cpuWeight"), schema.IntValue(r.CpuWeight))
+}
+
+// CpuWeightFieldInvalid is the alternative "invalid" of CpuWeightField.
+type CpuWeightFieldInvalid struct {
+	CpuWeight preserves.Value
+}
+
+func (CpuWeightFieldInvalid) isCpuWeightField() {}
+
+func parseCpuWeightFieldInvalid(v preserves.Value) (CpuWeightFieldInvalid, error) {
+	var r, zero CpuWeightFieldInvalid
+	d243, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x244, err := schema.Entry(v, d243, preserves.Symbol("cpuWeight"))
+	if err != nil {
+		return zero, err
+	}
+	r.CpuWeight = x244
+	return r, nil
+}
+
+func (r CpuWeightFieldInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("cpuWeight"), r.CpuWeight)
+}
+
+// CpuWeightFieldAbsent is the alternative "absent" of CpuWeightField.
+type CpuWeightFieldAbsent struct {
+}
+
+func (CpuWeightFieldAbsent) isCpuWeightField() {}
+
+func parseCpuWeightFieldAbsent(v preserves.Value) (CpuWeightFieldAbsent, error) {
+	var r, zero CpuWeightFieldAbsent
+	d245, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d245
+	return r, nil
+}
+
+func (r CpuWeightFieldAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseCpuWeightField tries the alternatives of CpuWeightField in order; the first that matches wins.
+func ParseCpuWeightField(v preserves.Value) (CpuWeightField, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseCpuWeightFieldPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseCpuWeightFieldInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseCpuWeightFieldAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseCpuWeightFieldPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseCpuWeightFieldInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseCpuWeightFieldAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "CpuWeightField", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// NoNewPrivilegesField is one of the alternatives of NoNewPrivilegesField.
+type NoNewPrivilegesField interface {
+	isNoNewPrivilegesField()
+	ToValue() preserves.Value
+}
+
+// NoNewPrivilegesFieldPresent is the alternative "present" of NoNewPrivilegesField.
+type NoNewPrivilegesFieldPresent struct {
+	NoNewPrivileges bool
+}
+
+func (NoNewPrivilegesFieldPresent) isNoNewPrivilegesField() {}
+
+func parseNoNewPrivilegesFieldPresent(v preserves.Value) (NoNewPrivilegesFieldPresent, error) {
+	var r, zero NoNewPrivilegesFieldPresent
+	var err error
+	d246, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x247, err := schema.Entry(v, d246, preserves.Symbol("noNewPrivileges"))
+	if err != nil {
+		return zero, err
+	}
+	if r.NoNewPrivileges, err = schema.AsBool(x247); err != nil {
+		return zero, schema.AtIn(err, v, "[noNewPrivileges]")
+	}
+	return r, nil
+}
+
+func (r NoNewPrivilegesFieldPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("noNewPrivileges"), preserves.Bool(r.NoNewPrivileges))
+}
+
+// NoNewPrivilegesFieldInvalid is the alternative "invalid" of NoNewPrivilegesField.
+type NoNewPrivilegesFieldInvalid struct {
+	NoNewPrivileges preserves.Value
+}
+
+func (NoNewPrivilegesFieldInvalid) isNoNewPrivilegesField() {}
+
+func parseNoNewPrivilegesFieldInvalid(v preserves.Value) (NoNewPrivilegesFieldInvalid, error) {
+	var r, zero NoNewPrivilegesFieldInvalid
+	d248, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x249, err := schema.Entry(v, d248, preserves.Symbol("noNewPrivileges"))
+	if err != nil {
+		return zero, err
+	}
+	r.NoNewPrivileges = x249
+	return r, nil
+}
+
+func (r NoNewPrivilegesFieldInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("noNewPrivileges"), r.NoNewPrivileges)
+}
+
+// NoNewPrivilegesFieldAbsent is the alternative "absent" of NoNewPrivilegesField.
+type NoNewPrivilegesFieldAbsent struct {
+}
+
+func (NoNewPrivilegesFieldAbsent) isNoNewPrivilegesField() {}
+
+func parseNoNewPrivilegesFieldAbsent(v preserves.Value) (NoNewPrivilegesFieldAbsent, error) {
+	var r, zero NoNewPrivilegesFieldAbsent
+	d250, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d250
+	return r, nil
+}
+
+func (r NoNewPrivilegesFieldAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseNoNewPrivilegesField tries the alternatives of NoNewPrivilegesField in order; the first that matches wins.
+func ParseNoNewPrivilegesField(v preserves.Value) (NoNewPrivilegesField, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseNoNewPrivilegesFieldPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseNoNewPrivilegesFieldInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseNoNewPrivilegesFieldAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseNoNewPrivilegesFieldPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseNoNewPrivilegesFieldInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseNoNewPrivilegesFieldAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "NoNewPrivilegesField", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// CapabilitiesField is one of the alternatives of CapabilitiesField.
+type CapabilitiesField interface {
+	isCapabilitiesField()
+	ToValue() preserves.Value
+}
+
+// CapabilitiesFieldPresent is the alternative "present" of CapabilitiesField.
+type CapabilitiesFieldPresent struct {
+	Capabilities []CapabilityName
+}
+
+func (CapabilitiesFieldPresent) isCapabilitiesField() {}
+
+func parseCapabilitiesFieldPresent(v preserves.Value) (CapabilitiesFieldPresent, error) {
+	var r, zero CapabilitiesFieldPresent
+	var err error
+	d251, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x252, err := schema.Entry(v, d251, preserves.Symbol("capabilities"))
+	if err != nil {
+		return zero, err
+	}
+	s253, err := schema.AsSeq(x252, 0)
+	if err != nil {
+		return zero, schema.AtIn(err, v, "[capabilities]")
+	}
+	r.Capabilities = make([]CapabilityName, len(s253))
+	for i254, e255 := range s253 {
+		if r.Capabilities[i254], err = ParseCapabilityName(e255); err != nil {
+			return zero, schema.AtIn(err, v, "[capabilities]", schema.Index(i254))
+		}
+	}
+	return r, nil
+}
+
+func (r CapabilitiesFieldPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("capabilities"), schema.SeqValue(r.Capabilities, func(x256 CapabilityName) preserves.Value { return x256.ToValue() }))
+}
+
+// CapabilitiesFieldInvalid is the alternative "invalid" of CapabilitiesField.
+type CapabilitiesFieldInvalid struct {
+	Capabilities preserves.Value
+}
+
+func (CapabilitiesFieldInvalid) isCapabilitiesField() {}
+
+func parseCapabilitiesFieldInvalid(v preserves.Value) (CapabilitiesFieldInvalid, error) {
+	var r, zero CapabilitiesFieldInvalid
+	d257, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x258, err := schema.Entry(v, d257, preserves.Symbol("capabilities"))
+	if err != nil {
+		return zero, err
+	}
+	r.Capabilities = x258
+	return r, nil
+}
+
+func (r CapabilitiesFieldInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("capabilities"), r.Capabilities)
+}
+
+// CapabilitiesFieldAbsent is the alternative "absent" of CapabilitiesField.
+type CapabilitiesFieldAbsent struct {
+}
+
+func (CapabilitiesFieldAbsent) isCapabilitiesField() {}
+
+func parseCapabilitiesFieldAbsent(v preserves.Value) (CapabilitiesFieldAbsent, error) {
+	var r, zero CapabilitiesFieldAbsent
+	d259, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d259
+	return r, nil
+}
+
+func (r CapabilitiesFieldAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseCapabilitiesField tries the alternatives of CapabilitiesField in order; the first that matches wins.
+func ParseCapabilitiesField(v preserves.Value) (CapabilitiesField, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseCapabilitiesFieldPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseCapabilitiesFieldInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseCapabilitiesFieldAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseCapabilitiesFieldPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseCapabilitiesFieldInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseCapabilitiesFieldAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "CapabilitiesField", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// CapabilityName is one of the alternatives of CapabilityName.
+type CapabilityName interface {
+	isCapabilityName()
+	ToValue() preserves.Value
+}
+
+// CapabilityNameSymbol is the alternative "symbol" of CapabilityName.
+type CapabilityNameSymbol struct{ Value preserves.Symbol }
+
+func (CapabilityNameSymbol) isCapabilityName() {}
+
+func parseCapabilityNameSymbol(v preserves.Value) (CapabilityNameSymbol, error) {
+	var r, zero CapabilityNameSymbol
+	var err error
+	if r.Value, err = schema.AsSymbol(v); err != nil {
+		return zero, err
+	}
+	return r, nil
+}
+
+func (r CapabilityNameSymbol) ToValue() preserves.Value { return r.Value }
+
+// CapabilityNameString is the alternative "string" of CapabilityName.
+type CapabilityNameString struct{ Value string }
+
+func (CapabilityNameString) isCapabilityName() {}
+
+func parseCapabilityNameString(v preserves.Value) (CapabilityNameString, error) {
+	var r, zero CapabilityNameString
+	var err error
+	if r.Value, err = schema.AsString(v); err != nil {
+		return zero, err
+	}
+	return r, nil
+}
+
+func (r CapabilityNameString) ToValue() preserves.Value { return preserves.String(r.Value) }
+
+// ParseCapabilityName tries the alternatives of CapabilityName in order; the first that matches wins.
+func ParseCapabilityName(v preserves.Value) (CapabilityName, error) {
+	var errs [2]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindSymbol {
+		if r, err := parseCapabilityNameSymbol(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindString {
+		if r, err := parseCapabilityNameString(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseCapabilityNameSymbol(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseCapabilityNameString(v)
+	}
+	return nil, schema.NoMatch(v, "CapabilityName", []string{"symbol", "string"}, errs[:])
+}
+
+// KEY=VALUE files read at every start; a path starting with `-` may be
+// missing.
+type EnvFileField interface {
+	isEnvFileField()
+	ToValue() preserves.Value
+}
+
+// EnvFileFieldPresent is the alternative "present" of EnvFileField.
+type EnvFileFieldPresent struct {
+	EnvFile EnvFiles
+}
+
+func (EnvFileFieldPresent) isEnvFileField() {}
+
+func parseEnvFileFieldPresent(v preserves.Value) (EnvFileFieldPresent, error) {
+	var r, zero EnvFileFieldPresent
+	var err error
+	d260, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x261, err := schema.Entry(v, d260, preserves.Symbol("envFile"))
+	if err != nil {
+		return zero, err
+	}
+	if r.EnvFile, err = ParseEnvFiles(x261); err != nil {
+		return zero, schema.AtIn(err, v, "[envFile]")
+	}
+	return r, nil
+}
+
+func (r EnvFileFieldPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("envFile"), r.EnvFile.ToValue())
+}
+
+// EnvFileFieldInvalid is the alternative "invalid" of EnvFileField.
+type EnvFileFieldInvalid struct {
+	EnvFile preserves.Value
+}
+
+func (EnvFileFieldInvalid) isEnvFileField() {}
+
+func parseEnvFileFieldInvalid(v preserves.Value) (EnvFileFieldInvalid, error) {
+	var r, zero EnvFileFieldInvalid
+	d262, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x263, err := schema.Entry(v, d262, preserves.Symbol("envFile"))
+	if err != nil {
+		return zero, err
+	}
+	r.EnvFile = x263
+	return r, nil
+}
+
+func (r EnvFileFieldInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("envFile"), r.EnvFile)
+}
+
+// EnvFileFieldAbsent is the alternative "absent" of EnvFileField.
+type EnvFileFieldAbsent struct {
+}
+
+func (EnvFileFieldAbsent) isEnvFileField() {}
+
+func parseEnvFileFieldAbsent(v preserves.Value) (EnvFileFieldAbsent, error) {
+	var r, zero EnvFileFieldAbsent
+	d264, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d264
+	return r, nil
+}
+
+func (r EnvFileFieldAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseEnvFileField tries the alternatives of EnvFileField in order; the first that matches wins.
+func ParseEnvFileField(v preserves.Value) (EnvFileField, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseEnvFileFieldPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseEnvFileFieldInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseEnvFileFieldAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseEnvFileFieldPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseEnvFileFieldInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseEnvFileFieldAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "EnvFileField", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// EnvFiles is one of the alternatives of EnvFiles.
+type EnvFiles interface {
+	isEnvFiles()
+	ToValue() preserves.Value
+}
+
+// EnvFilesOne is the alternative "one" of EnvFiles.
+type EnvFilesOne struct{ Value string }
+
+func (EnvFilesOne) isEnvFiles() {}
+
+func parseEnvFilesOne(v preserves.Value) (EnvFilesOne, error) {
+	var r, zero EnvFilesOne
+	var err error
+	if r.Value, err = schema.AsString(v); err != nil {
+		return zero, err
+	}
+	return r, nil
+}
+
+func (r EnvFilesOne) ToValue() preserves.Value { return preserves.String(r.Value) }
+
+// EnvFilesMany is the alternative "many" of EnvFiles.
+type EnvFilesMany struct{ Value []string }
+
+func (EnvFilesMany) isEnvFiles() {}
+
+func parseEnvFilesMany(v preserves.Value) (EnvFilesMany, error) {
+	var r, zero EnvFilesMany
+	var err error
+	s265, err := schema.AsSeq(v, 0)
+	if err != nil {
+		return zero, err
+	}
+	r.Value = make([]string, len(s265))
+	for i266, e267 := range s265 {
+		if r.Value[i266], err = schema.AsString(e267); err != nil {
+			return zero, schema.AtIn(err, v, schema.Index(i266))
+		}
+	}
+	return r, nil
+}
+
+func (r EnvFilesMany) ToValue() preserves.Value {
+	return schema.SeqValue(r.Value, func(x268 string) preserves.Value { return preserves.String(x268) })
+}
+
+// ParseEnvFiles tries the alternatives of EnvFiles in order; the first that matches wins.
+func ParseEnvFiles(v preserves.Value) (EnvFiles, error) {
+	var errs [2]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindString {
+		if r, err := parseEnvFilesOne(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindSequence {
+		if r, err := parseEnvFilesMany(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseEnvFilesOne(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseEnvFilesMany(v)
+	}
+	return nil, schema.NoMatch(v, "EnvFiles", []string{"one", "many"}, errs[:])
+}
