@@ -3,7 +3,6 @@ package daemon
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
@@ -22,7 +21,7 @@ func (h *harness) eventLines(id string) []string {
 
 func (h *harness) waitEvent(id, prefix string) {
 	h.tb.Helper()
-	eventually(h.tb, 10*time.Second, func() bool {
+	eventually(h.tb, func() bool {
 		for _, l := range h.eventLines(id) {
 			if strings.HasPrefix(l, prefix) {
 				return true
