@@ -26,7 +26,8 @@
 //
 // # Socket path
 //
-// DefaultPath is `$XDG_RUNTIME_DIR/syndicate/admin.sock` when
+// DefaultPath is admin.sock in the server's run-time directory
+// (services.RuntimeDir): `$XDG_RUNTIME_DIR/syndicate/admin.sock` when
 // XDG_RUNTIME_DIR is set, else `/run/syndicate/admin.sock` for root, else
 // `$TMPDIR/syndicate-UID/admin.sock` (os.TempDir; the directory is created
 // 0700 and must be owned by the user). Client and server compute the same
@@ -47,7 +48,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -82,18 +82,10 @@ type Options struct {
 
 // DefaultRule says in words where DefaultPath puts the socket (for help
 // texts, which must not depend on who reads them).
-const DefaultRule = "$XDG_RUNTIME_DIR/syndicate/admin.sock, /run/syndicate/admin.sock as root, or $TMPDIR/syndicate-UID/admin.sock"
+var DefaultRule = services.RuntimePathRule("admin.sock")
 
 // DefaultPath returns the admin socket path described in the package doc.
-func DefaultPath() string {
-	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
-		return filepath.Join(d, "syndicate", "admin.sock")
-	}
-	if os.Geteuid() == 0 {
-		return "/run/syndicate/admin.sock"
-	}
-	return filepath.Join(os.TempDir(), "syndicate-"+strconv.Itoa(os.Getuid()), "admin.sock")
-}
+func DefaultPath() string { return filepath.Join(services.RuntimeDir(), "admin.sock") }
 
 // Listen binds the admin socket at path and serves it from a new child facet
 // of the active facet: each accepted connection of the server's user runs a

@@ -4,8 +4,9 @@ package daemon
 // process instance, named by $NOTIFY_SOCKET in the child's environment, as
 // systemd does for Type=notify services.
 //
-// The socket lives in a fresh directory of mode 0700 (under
-// $XDG_RUNTIME_DIR, /run as root, or the temporary directory), so only
+// The socket lives in a fresh directory of mode 0700 (in
+// services.RuntimeBase: $XDG_RUNTIME_DIR, /run as root, or the temporary
+// directory), so only
 // the server's user (and root) can reach it. Every datagram carries the
 // sender's credentials (SO_PASSCRED); one from outside the daemon's
 // process group is ignored, like systemd's NotifyAccess=all within the
@@ -37,6 +38,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/syndicate-go/syndicate/services"
 )
 
 // notifyMax is the largest datagram read (systemd's NOTIFY_BUFFER_MAX);
@@ -52,21 +55,8 @@ type notifySocket struct {
 	conn *net.UnixConn
 }
 
-// notifyBase is the directory under which notify sockets are made.
-func notifyBase() string {
-	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
-		return d
-	}
-	if os.Geteuid() == 0 {
-		if st, err := os.Stat("/run"); err == nil && st.IsDir() {
-			return "/run"
-		}
-	}
-	return os.TempDir()
-}
-
 func listenNotify() (*notifySocket, error) {
-	dir, err := os.MkdirTemp(notifyBase(), "syndicate-notify-")
+	dir, err := os.MkdirTemp(services.RuntimeBase(), "syndicate-notify-")
 	if err != nil {
 		return nil, err
 	}
