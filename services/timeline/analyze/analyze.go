@@ -48,7 +48,8 @@ type Unit struct {
 
 // Dep is one `depends-on` edge: the service waits for Key to be in Awaits.
 type Dep struct {
-	Key, Awaits string
+	Key    string `json:"key"`
+	Awaits string `json:"awaits"`
 }
 
 // Boot is everything analyze knows.
