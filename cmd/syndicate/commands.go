@@ -35,6 +35,7 @@ func (cl *cli) commands() []command {
 		lg      logsOpts
 		fm      fmtOpts
 		an      analyzeOpts
+		ui      uiOpts
 	)
 	return []command{
 		{use: "status [SERVICE|PATTERN]", short: "services with their states (and daemons' pids, restarts, uptime)",
@@ -106,6 +107,16 @@ func (cl *cli) commands() []command {
 		{use: "noise-key [SERVICE]", short: "a fresh key pair for <bind <noise {…}> …>, as the spec's dictionary",
 			args: maxArgs(1, "noise-key takes at most one SERVICE"),
 			run:  cl.noiseKey},
+		{use: "ui", short: "the live view in a browser: services, a service's log, the boot, the dataspace",
+			long: "ui serves a page on loopback that follows the server live, bridged to this command's connection\n" +
+				"(the server gains no listener). It prints the page's URL, which carries a random token.",
+			args: maxArgs(0, "ui takes no arguments"),
+			flags: func(fs *pflag.FlagSet) {
+				fs.StringVar(&ui.listen, "listen", "127.0.0.1:0", "serve the page on `HOST:PORT` (loopback only; port 0 picks a free one)")
+				fs.BoolVar(&ui.open, "open", false, "open the page in a browser (xdg-open)")
+				fs.BoolVar(&ui.noOpen, "no-open", false, "do not open a browser (the default)")
+			},
+			run: func(ctx context.Context, args []string) error { return cl.ui(ctx, ui) }},
 		cl.benchCommand(),
 	}
 }
