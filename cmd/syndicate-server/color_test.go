@@ -3,42 +3,19 @@ package main
 import (
 	"bytes"
 	"os"
-	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
-)
 
-// openPTY returns the terminal side of a fresh pseudo-terminal, or skips.
-func openPTY(t *testing.T) *os.File {
-	t.Helper()
-	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminals: %v", err)
-	}
-	t.Cleanup(func() { master.Close() })
-	fd := int(master.Fd())
-	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
-		t.Skipf("unlockpt: %v", err)
-	}
-	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
-	if err != nil {
-		t.Skipf("ptsname: %v", err)
-	}
-	tty, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("opening the terminal: %v", err)
-	}
-	t.Cleanup(func() { tty.Close() })
-	return tty
-}
+	"github.com/syndicate-go/syndicate/services/admin/cmdline/cmdlinetest"
+)
 
 // Colours only on a terminal, and never with NO_COLOR; console format by
 // default on a terminal, JSON elsewhere; service output follows both.
 func TestColoursOnlyOnATerminal(t *testing.T) {
 	t.Setenv("NO_COLOR", "")
-	tty := openPTY(t)
+	_, tty := cmdlinetest.OpenPTY(t)
 	file, err := os.CreateTemp(t.TempDir(), "log")
 	require.NoError(t, err)
 	defer file.Close()
@@ -61,4 +38,27 @@ func TestColoursOnlyOnATerminal(t *testing.T) {
 
 	s.opts.serviceOutput = false
 	require.Nil(t, s.loggerOptions(tty).Console, "--service-output=false")
+}
+
+// The banner only on a terminal with console logs (issue 26: it went to
+// stderr even with --log-format json, breaking `2>&1 | jq`).
+func TestBannerOnlyOnAConsoleTerminal(t *testing.T) {
+	_, tty := cmdlinetest.OpenPTY(t)
+	require.True(t, showBanner(&options{}, tty))
+	require.False(t, showBanner(&options{logFormat: "json"}, tty))
+	require.False(t, showBanner(&options{noBanner: true}, tty))
+	require.False(t, showBanner(&options{inferior: true}, tty))
+	require.False(t, showBanner(&options{}, &bytes.Buffer{}))
+	require.False(t, showBanner(&options{logFormat: "console"}, &bytes.Buffer{}))
+}
+
+// Durations in the server's log carry their unit (issue 26: took=313.179779,
+// delay=8000).
+func TestLogDurationsHaveUnits(t *testing.T) {
+	var out bytes.Buffer
+	log, err := newLogger(&options{logFormat: "json"}, &out)
+	require.NoError(t, err)
+	log.Info().Dur("took", 313*time.Millisecond).Dur("restartWindow", time.Minute).Msg("x")
+	require.Contains(t, out.String(), `"took":"313ms"`)
+	require.Contains(t, out.String(), `"restartWindow":"1m0s"`)
 }

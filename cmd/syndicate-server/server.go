@@ -53,7 +53,18 @@ func newLogger(o *options, stderr io.Writer) (zerolog.Logger, error) {
 		w = zerolog.ConsoleWriter{Out: stderr, TimeFormat: "15:04:05.000", NoColor: !logger.UseColor(stderr)}
 	}
 	zerolog.TimeFieldFormat = time.RFC3339Nano
+	// Durations carry their unit ("took":"313ms"), whatever the field.
+	zerolog.DurationFieldFormat = zerolog.DurationFormatString
 	return zerolog.New(w).Level(level).With().Timestamp().Logger(), nil
+}
+
+// showBanner says whether to print the banner: unless --no-banner or
+// --inferior (as the reference), and only when stderr is a terminal and
+// the log is in the console format. A deviation from the reference, which
+// prints it whenever not suppressed: on a pipe or in a file it would break
+// a JSON log (`2>&1 | jq`) and tells no one anything.
+func showBanner(o *options, stderr io.Writer) bool {
+	return !o.noBanner && !o.inferior && logger.IsTerminal(stderr) && logFormat(o, stderr) == "console"
 }
 
 // logFormat is --log-format, or console on a terminal and json otherwise.
@@ -165,7 +176,7 @@ func runServer(o *options, stdout, stderr io.Writer) int {
 		return 2
 	}
 	defer catchPID1Signals(log, os.Getpid() == 1)()
-	if !o.noBanner && !o.inferior {
+	if showBanner(o, stderr) {
 		printBanner(stderr)
 	}
 	sysOpts := dataspace.Options{Logger: log}

@@ -5,10 +5,12 @@ package cmdlinetest
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/syndicate-go/syndicate/services/admin/cmdline"
 )
@@ -50,4 +52,30 @@ func ManPages(t *testing.T, root *cobra.Command, dir string, update bool) {
 			t.Errorf("%s documents no command any more: run go test -update", f)
 		}
 	}
+}
+
+// OpenPTY returns the two sides of a fresh pseudo-terminal (closed with
+// the test): the master, which reads what is written to the terminal, and
+// the terminal. It skips the test where there are none.
+func OpenPTY(t *testing.T) (master, tty *os.File) {
+	t.Helper()
+	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals: %v", err)
+	}
+	t.Cleanup(func() { master.Close() })
+	fd := int(master.Fd())
+	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
+		t.Skipf("unlockpt: %v", err)
+	}
+	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
+	if err != nil {
+		t.Skipf("ptsname: %v", err)
+	}
+	tty, err = os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("opening the terminal: %v", err)
+	}
+	t.Cleanup(func() { tty.Close() })
+	return master, tty
 }
