@@ -127,7 +127,7 @@ func ParseInfo(v preserves.Value) Info {
 }
 
 // MergeInfo combines the contributions of several sources: restart counts
-// add up, the latest exit wins, the earliest since wins (the supervisor's
+// add up (recent ≤ total), the latest exit wins, the earliest since wins (the supervisor's
 // state change; others leave it zero), reasons are concatenated, and the
 // first phase and position found are kept.
 func MergeInfo(parts ...Info) Info {
@@ -149,6 +149,10 @@ func MergeInfo(parts ...Info) Info {
 		}
 		m.Reasons = append(m.Reasons, p.Reasons...)
 	}
+	// Recent counts restarts within the restart window, so never more
+	// than all restarts: a source that counts exits (the daemon's
+	// history) includes an exit not yet followed by a restart.
+	m.Recent = min(m.Recent, m.Restarts)
 	return m
 }
 

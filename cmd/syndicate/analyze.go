@@ -37,6 +37,26 @@ func fetchBoot(ctx context.Context, cl *cli) (*analyze.Boot, error) {
 	return b, err
 }
 
+// oneUnit resolves critical-chain's SERVICE among the recorded services.
+func oneUnit(b *analyze.Boot, text string) (*analyze.Unit, error) {
+	a, err := readServiceArg(text)
+	if err != nil {
+		return nil, err
+	}
+	var names []preserves.Value
+	for _, u := range b.Units {
+		names = append(names, u.Value)
+	}
+	sel, err := a.selectFrom(names)
+	if err != nil {
+		return nil, err
+	}
+	if len(sel) > 1 {
+		return nil, fmt.Errorf("analyze critical-chain: %s matches %d services; name one", text, len(sel))
+	}
+	return b.Units[preserves.FormatText(sel[0])], nil
+}
+
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -48,14 +68,6 @@ type analyzeOpts struct{ json, svg bool }
 
 func (cl *cli) analyze(ctx context.Context, sub string, o analyzeOpts, args []string) error {
 	jsonF, svg := o.json, o.svg
-	var target preserves.Value
-	if len(args) == 1 {
-		v, err := preserves.ParseText(args[0])
-		if err != nil {
-			return usagef("analyze critical-chain: SERVICE must be a service name in Preserves text, such as '<daemon db>': %v", err)
-		}
-		target = v
-	}
 	b, err := fetchBoot(ctx, cl)
 	if err != nil {
 		return err
@@ -74,9 +86,9 @@ func (cl *cli) analyze(ctx context.Context, sub string, o analyzeOpts, args []st
 		err = writeJSON(cl.stdout, out)
 	case "critical-chain":
 		var u *analyze.Unit
-		if target != nil {
-			if u = b.Units[preserves.FormatText(preserves.Strip(target))]; u == nil {
-				return fmt.Errorf("analyze critical-chain: no history of %s", preserves.Show(target))
+		if len(args) == 1 {
+			if u, err = oneUnit(b, args[0]); err != nil {
+				return err
 			}
 		} else if u = analyze.LastUp(b); u == nil {
 			return fmt.Errorf("analyze critical-chain: no service has become ready yet")

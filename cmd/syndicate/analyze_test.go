@@ -81,7 +81,7 @@ func TestAnalyzeAgainstServer(t *testing.T) {
 
 	code, _, errs = cliRun(t, "--admin", s.path, "analyze", "critical-chain", "<daemon nosuch>")
 	require.Equal(t, 1, code)
-	require.Contains(t, errs, "no history of <daemon nosuch>")
+	require.Contains(t, errs, "no service matches <daemon nosuch>")
 	code, _, errs = cliRun(t, "--admin", s.path, "analyze", "sideways")
 	require.Equal(t, 2, code)
 	require.Contains(t, errs, "unknown subcommand")

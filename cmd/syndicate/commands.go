@@ -39,10 +39,11 @@ func (cl *cli) commands() []command {
 	)
 	return []command{
 		{use: "status [SERVICE|PATTERN]", short: "services with their states (and daemons' pids, restarts, uptime)",
-			args: maxArgs(1, "status takes at most one PATTERN (a service name pattern such as '<daemon _>')"),
+			args: maxArgs(1, "status takes at most one SERVICE or PATTERN (such as web or '<daemon _>')"),
 			flags: func(fs *pflag.FlagSet) {
 				fs.BoolVarP(&st.watch, "watch", "w", false, "keep running and show the table again whenever it changes")
 				fs.BoolVar(&st.json, "json", false, "print JSON (with --watch: one JSON array per line and change)")
+				fs.BoolVarP(&st.all, "all", "a", false, "show everything hidden by default: built-in services, inbound connections")
 			},
 			run: func(ctx context.Context, args []string) error { return cl.status(ctx, st, args) }},
 		{use: "dump [PATTERN]", short: "current assertions in the config dataspace, pretty-printed",

@@ -26,6 +26,7 @@ import (
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 	"github.com/syndicate-go/syndicate/services/admin/session"
+	"github.com/syndicate-go/syndicate/services/admin/status"
 	"github.com/syndicate-go/syndicate/services/logger"
 )
 
@@ -41,12 +42,12 @@ func (cl *cli) logs(ctx context.Context, o logsOpts, args []string) error {
 		return usagef("logs: -n must not be negative")
 	}
 	var service preserves.Value = preserves.Bool(false)
+	var unknown error // the argument names no service the server runs
 	if len(args) == 1 {
-		v, err := serviceArg(args[0])
-		if err != nil {
+		var err error
+		if service, unknown, err = cl.logService(ctx, args[0]); err != nil {
 			return err
 		}
-		service = v
 	}
 	p := &logPrinter{w: cl.stdout, json: *asJSON, color: !*asJSON && logger.UseColor(cl.stdout), errw: cl.stderr}
 	caughtUp := make(chan struct{})
@@ -82,6 +83,9 @@ func (cl *cli) logs(ctx context.Context, o logsOpts, args []string) error {
 		}
 		return err
 	}
+	if unknown != nil && p.count() == 0 {
+		return unknown // nothing running, nothing logged: a typo
+	}
 	if !*follow {
 		return nil
 	}
@@ -91,18 +95,33 @@ func (cl *cli) logs(ctx context.Context, o logsOpts, args []string) error {
 	return nil
 }
 
-// serviceArg reads SERVICE: Preserves text; a bare symbol names a daemon
-// (`web` is `<daemon web>`).
-func serviceArg(arg string) (preserves.Value, error) {
-	v, err := preserves.ParseText(arg)
+// logService resolves logs' SERVICE: among the services the server
+// knows, or, for one that has stopped, as written (`web` being `<daemon
+// web>`), with unknown set to the error to report if it has no lines
+// either.
+func (cl *cli) logService(ctx context.Context, text string) (service preserves.Value, unknown, err error) {
+	a, err := readServiceArg(text)
 	if err != nil {
-		return nil, usagef("logs: SERVICE %q is not Preserves text: %v", arg, err)
+		return nil, nil, err
 	}
-	v = preserves.Strip(v)
-	if sym, ok := v.(preserves.Symbol); ok {
-		v = preserves.Rec("daemon", sym)
+	names, err := cl.serviceNames(ctx)
+	if err != nil {
+		return nil, nil, err
 	}
-	return v, nil
+	sel, err := a.selectFrom(names)
+	var none *status.NoServiceError
+	switch {
+	case err == nil && len(sel) == 1:
+		return sel[0], nil, nil
+	case err == nil:
+		return nil, nil, fmt.Errorf("%s names %d services; logs shows one (or all, without SERVICE)", text, len(sel))
+	case errors.As(err, &none) && !a.wild:
+		if sym, ok := a.v.(preserves.Symbol); ok {
+			return preserves.Rec("daemon", sym), err, nil
+		}
+		return a.v, err, nil
+	}
+	return nil, nil, err
 }
 
 // logSink receives the server's answer, in the client actor.
@@ -223,11 +242,19 @@ type logPrinter struct {
 	w, errw     io.Writer
 	json, color bool
 	buf         []byte
+	printed     int
+}
+
+func (p *logPrinter) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.printed
 }
 
 func (p *logPrinter) print(ev logger.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.printed++
 	if p.json {
 		p.buf = logger.AppendJSON(p.buf[:0], ev)
 	} else {

@@ -129,11 +129,18 @@ func TestLogsHistoryFilesAndFollow(t *testing.T) {
 	require.Equal(t, 2, strings.Count(b.out.String(), "\n"), b.out.String())
 }
 
-func TestLogsUnknownServiceIsEmpty(t *testing.T) {
+// A name that is neither running nor logged is an error, with or without
+// -f (issue 26: `logs nosuch` printed nothing with status 0, and `logs -f
+// nosuch` waited for ever).
+func TestLogsUnknownServiceFails(t *testing.T) {
 	s := newLogServer(t)
 	code, out, errs := cliRun(t, "--admin", s.path, "logs", "nobody")
-	require.Equal(t, 0, code, errs)
+	require.Equal(t, 1, code, errs)
 	require.Empty(t, out)
+	require.Equal(t, "syndicate: no service matches nobody\n", errs)
+	code, _, errs = cliRun(t, "--admin", s.path, "logs", "-f", "nobody")
+	require.Equal(t, 1, code, errs)
+	require.Contains(t, errs, "no service matches nobody")
 	code, _, errs = cliRun(t, "--admin", s.path, "logs", "-n", "-1")
 	require.Equal(t, 2, code, errs)
 }

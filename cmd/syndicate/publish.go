@@ -91,11 +91,20 @@ func (cl *cli) send(ctx context.Context, args []string) error {
 var errNoSuchService = errors.New("no such service")
 
 func (cl *cli) restart(ctx context.Context, args []string) error {
-	name, err := cl.oneValue(args[0])
+	_, names, err := cl.resolve(ctx, args[0])
 	if err != nil {
 		return err
 	}
-	cl.warnInvalid(services.RestartService(cl.positioned))
+	for _, name := range names {
+		if err := cl.restartOne(ctx, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// restartOne sends <restart-service NAME> once NAME is seen running.
+func (cl *cli) restartOne(ctx context.Context, name preserves.Value) error {
 	// Only a running service reacts to <restart-service NAME>: look first,
 	// so that a typo is an error rather than a message nobody hears.
 	found := 0

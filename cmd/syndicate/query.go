@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
@@ -136,10 +137,19 @@ func (cl *cli) observe(ctx context.Context, args []string) error {
 			fmt.Fprintf(cl.stdout, "%s %s\n", sign, preserves.FormatText(preserves.Strip(caps[0])))
 		}
 	}
+	// Closing the session, or losing the connection, retracts everything
+	// the subscription saw; those are not retractions in the server, so
+	// they are not printed (issue 26: `- …` lines at exit).
+	var ending atomic.Bool
+	var sess atomic.Pointer[session.Session]
 	s, _, err := session.Start(ctx, cl.conn, "observe", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
 		subscribe(t, cfg, p, &observer{
-			onAssert:  func(_ *dataspace.Turn, caps []preserves.Value) { line("+", caps) },
-			onRetract: func(_ *dataspace.Turn, caps []preserves.Value) { line("-", caps) },
+			onAssert: func(_ *dataspace.Turn, caps []preserves.Value) { line("+", caps) },
+			onRetract: func(_ *dataspace.Turn, caps []preserves.Value) {
+				if s := sess.Load(); !ending.Load() && (s == nil || s.Err() == nil) {
+					line("-", caps)
+				}
+			},
 			onMessage: func(_ *dataspace.Turn, caps []preserves.Value) { line("!", caps) },
 		})
 		return nil
@@ -147,7 +157,8 @@ func (cl *cli) observe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer s.Close()
+	sess.Store(s)
+	defer func() { ending.Store(true); s.Close() }()
 	// Until interrupted, or until the connection ends.
 	if err := s.Wait(ctx, nil); err != nil && ctx.Err() == nil {
 		return err

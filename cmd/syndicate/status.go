@@ -8,11 +8,14 @@ import (
 	"time"
 
 	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/externalservices"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/syndicatego"
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services/admin/cmdline"
 	"github.com/syndicate-go/syndicate/services/admin/session"
 	"github.com/syndicate-go/syndicate/services/admin/status"
+	"github.com/syndicate-go/syndicate/services/logger"
 )
 
 // outputWait bounds how long `status NAME` waits for a running daemon's
@@ -20,70 +23,75 @@ import (
 const outputWait = 2 * time.Second
 
 // statusOpts are the flags of status.
-type statusOpts struct{ watch, json bool }
+type statusOpts struct{ watch, json, all bool }
+
+// statusView prints the status: once, or (--watch) on every change, in
+// place on a terminal.
+type statusView struct {
+	cl      *cli
+	o       statusOpts
+	m       *status.Model
+	literal preserves.Value // the one service named, for the detail view
+	filter  pattern.Pattern
+	tty     bool
+	width   int
+}
 
 func (cl *cli) status(ctx context.Context, o statusOpts, args []string) error {
-	filter, err := patternArg(args)
+	v := &statusView{cl: cl, o: o, tty: logger.IsTerminal(cl.stdout), width: cmdline.Width(cl.stdout)}
+	if len(args) == 1 {
+		a, sel, err := cl.resolve(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		if v.filter = a.p; !a.wild && len(sel) == 1 {
+			v.literal = sel[0]
+			v.filter = pattern.Lit{Value: v.literal}
+		}
+	}
+	v.m = status.NewModel(v.filter)
+	gotOutput := make(chan struct{}, 1)
+	updates := make(chan struct{}, 1)
+	s, err := v.subscribe(ctx, gotOutput, updates)
 	if err != nil {
 		return err
 	}
-	var literal preserves.Value // the argument, when it may be one service's name
-	if filter != nil {
-		literal, _ = preserves.ParseText(args[0])
+	defer s.Close()
+	v.awaitOutput(ctx, gotOutput)
+	if err := v.print(); err != nil || !o.watch {
+		return err
 	}
-	m := status.NewModel(filter)
-	gotOutput := make(chan struct{}, 1)
-	print := func() error {
-		svcs := m.Snapshot()
-		now := time.Now()
-		// The NAME view: the argument names exactly one service.
-		detail := literal != nil && len(svcs) == 1 && preserves.Equal(svcs[0].Value(), literal)
-		if detail {
-			m.Detail(&svcs[0])
-		}
-		switch {
-		case o.json:
-			b, err := json.Marshal(svcs)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cl.stdout, "%s\n", b)
-		default:
-			if o.watch {
-				fmt.Fprintf(cl.stdout, "--- %s\n", now.Format(time.RFC3339))
-			}
-			if detail {
-				status.WriteDetail(cl.stdout, svcs[0], now)
-			} else {
-				status.WriteTable(cl.stdout, svcs, now)
-				if filter == nil {
-					status.WriteConnections(cl.stdout, m.Connections(false), now)
-				}
-			}
-		}
-		if o.watch {
+	var tick <-chan time.Time
+	if v.tty {
+		// FOR counts on between changes.
+		tk := time.NewTicker(time.Second)
+		defer tk.Stop()
+		tick = tk.C
+	}
+	for {
+		select {
+		case <-updates:
+		case <-tick:
+		case <-s.Done():
+			return s.Err()
+		case <-ctx.Done():
 			return nil
 		}
-		if len(svcs) == 0 && len(args) == 1 {
-			// Like `systemctl status nosuch`: a misspelt name is not
-			// a healthy service.
-			return fmt.Errorf("no service matches %s", args[0])
+		if err := v.print(); err != nil {
+			return err
 		}
-		if slices.ContainsFunc(svcs, status.Service.Failed) {
-			return exitStatus(1) // a required service has failed
-		}
-		return nil
 	}
-	updates := make(chan struct{}, 1)
+}
+
+// subscribe starts the session: the model's subscriptions, and the
+// output request of the one service named.
+func (v *statusView) subscribe(ctx context.Context, gotOutput, updates chan struct{}) (*session.Session, error) {
 	live := false // set in the actor once the snapshot is complete
-	s, _, err := session.StartSynced(ctx, cl.conn, "status", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
+	s, _, err := session.StartSynced(ctx, v.cl.conn, "status", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
 		pending := false
-		m.Subscribe(t, cfg, func(t *dataspace.Turn) {
-			if literal != nil && m.HasOutput(literal) {
-				select {
-				case gotOutput <- struct{}{}:
-				default:
-				}
+		v.m.Subscribe(t, cfg, func(t *dataspace.Turn) {
+			if v.literal != nil && v.m.HasOutput(v.literal) {
+				notify(gotOutput)
 			}
 			if !live || pending {
 				return
@@ -92,48 +100,80 @@ func (cl *cli) status(ctx context.Context, o statusOpts, args []string) error {
 			pending = true
 			t.After(50*time.Millisecond, func(*dataspace.Turn) error {
 				pending = false
-				select {
-				case updates <- struct{}{}:
-				default:
-				}
+				notify(updates)
 				return nil
 			})
 		})
-		if literal != nil {
+		if v.literal != nil {
 			// Only the daemon service answers; for anything else this
 			// assertion is harmless and goes with the connection.
-			t.Assert(cfg, syndicatego.OutputRequest{ServiceName: literal}.ToValue())
+			t.Assert(cfg, syndicatego.OutputRequest{ServiceName: v.literal}.ToValue())
 		}
 		return nil
 	}, func(*dataspace.Turn, *dataspace.Ref) { live = true })
-	if err != nil {
-		return err
+	return s, err
+}
+
+func notify(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
 	}
-	defer s.Close()
-	if r, ok := preserves.Strip(literal).(*preserves.Record); ok && preserves.Equal(r.Label, externalservices.LabelDaemon) {
-		// The daemon service answers the output request in a turn of its
-		// own; give it a moment when the daemon is running.
-		if m.IsRunning(literal) {
-			select {
-			case <-gotOutput:
-			case <-time.After(outputWait):
-			case <-ctx.Done():
+}
+
+// awaitOutput gives the daemon service a moment to answer the output
+// request (in a turn of its own) when the one service named is a running
+// daemon.
+func (v *statusView) awaitOutput(ctx context.Context, gotOutput chan struct{}) {
+	r, ok := v.literal.(*preserves.Record)
+	if !ok || !preserves.Equal(r.Label, externalservices.LabelDaemon) || !v.m.IsRunning(v.literal) {
+		return
+	}
+	select {
+	case <-gotOutput:
+	case <-time.After(outputWait):
+	case <-ctx.Done():
+	}
+}
+
+// print shows the snapshot: as JSON, as the detail view of the one
+// service named, or as the table. Built-in services are left out unless
+// --all or the argument asks for them.
+func (v *statusView) print() error {
+	svcs := v.m.Snapshot()
+	if !v.o.all && v.filter == nil {
+		svcs = slices.DeleteFunc(svcs, status.Service.Builtin)
+	}
+	now := time.Now()
+	detail := v.literal != nil && len(svcs) == 1
+	if detail {
+		v.m.Detail(&svcs[0])
+	}
+	w := v.cl.stdout
+	switch {
+	case v.o.json:
+		b, err := json.Marshal(svcs)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "%s\n", b)
+	case v.o.watch && v.tty:
+		fmt.Fprint(w, "\x1b[H\x1b[2J") // redraw in place
+	case v.o.watch:
+		fmt.Fprintf(w, "--- %s\n", now.Format(time.RFC3339))
+	}
+	if !v.o.json {
+		if detail {
+			status.WriteDetail(w, svcs[0], now)
+		} else {
+			status.WriteTable(w, svcs, now, v.width)
+			if v.filter == nil {
+				status.WriteConnections(w, v.m.Connections(v.o.all), now)
 			}
 		}
 	}
-	if err := print(); err != nil || !o.watch {
-		return err
+	if !v.o.watch && slices.ContainsFunc(svcs, status.Service.Failed) {
+		return exitStatus(1) // a required service has failed
 	}
-	for {
-		select {
-		case <-updates:
-			if err := print(); err != nil {
-				return err
-			}
-		case <-s.Done():
-			return s.Err()
-		case <-ctx.Done():
-			return nil
-		}
-	}
+	return nil
 }

@@ -4,12 +4,16 @@
 package cmdline
 
 import (
+	"io"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
 	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
 )
 
 // NormaliseArgs rewrites `-name` and `-name=VALUE`, where name is a long
@@ -94,4 +98,19 @@ func codeRecords(s string) string {
 		return s // unbalanced: leave it as it was
 	}
 	return b.String()
+}
+
+// Width is the width to fit output to on w: the terminal's columns when
+// w is a terminal, else $COLUMNS if set, else 0 (no limit: output for
+// programs is never cut).
+func Width(w io.Writer) int {
+	if f, ok := w.(*os.File); ok {
+		if ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 0 {
+			return int(ws.Col)
+		}
+	}
+	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
+		return n
+	}
+	return 0
 }

@@ -105,6 +105,10 @@ type OutputLine struct {
 // Value is the service's name as a value.
 func (s Service) Value() preserves.Value { return s.name }
 
+// Builtin reports whether the service is one of the server's own
+// (`<builtin NAME>`), which status hides unless asked for all.
+func (s Service) Builtin() bool { return services.IsBuiltin(s.name) }
+
 // Failed reports whether the service is required and failed (status then
 // exits 1).
 func (s Service) Failed() bool {
@@ -399,33 +403,46 @@ func (s Service) wanted() string {
 	return "-"
 }
 
-// WriteTable prints the services as a table.
-func WriteTable(w io.Writer, svcs []Service, now time.Time) {
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVICE\tWANTED\tSTATE\tFOR\tPID\tRESTARTS\tLAST EXIT\tREASON")
-	for _, s := range svcs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", services.ShortName(s.name), s.wanted(), s.state(),
-			s.held(now), s.pids(), s.restarts(), s.lastExit(now), s.reason())
-	}
-	tw.Flush()
+// displayName is the SERVICE cell: the whole name, capabilities as
+// `#:ref` (the table cuts it to fit).
+func (s Service) displayName() string {
+	return preserves.FormatText(services.HideRefs(s.name))
 }
 
-// ago renders how long ago t was, in whole seconds.
+// ago renders how long ago t was, in its two largest units: 27s, 5m3s,
+// 5h3m, 331d5h.
 func ago(now, t time.Time) string {
-	return max(now.Sub(t).Truncate(time.Second), 0).String()
+	d := max(now.Sub(t).Truncate(time.Second), 0)
+	switch {
+	case d < time.Hour:
+		return d.String()
+	case d < 24*time.Hour:
+		return strings.TrimSuffix(d.Truncate(time.Minute).String(), "0s")
+	}
+	days := d / (24 * time.Hour)
+	return fmt.Sprintf("%dd%dh", days, (d-days*24*time.Hour)/time.Hour)
 }
 
-// held is how long the state has held: since the supervisor's last state
-// change, or since the newest process started.
+// held is the FOR column, how long the service has been in its current
+// state: since the latest of its state change (the supervisor's), its
+// newest process's start and its last exit. A daemon that crashed and
+// came back is `ready` since its new process started, not since the
+// supervisor first saw it ready.
 func (s Service) held(now time.Time) string {
-	if s.Since != nil {
-		return ago(now, *s.Since)
-	}
 	var since time.Time
-	for _, p := range s.Processes {
-		if p.Since.After(since) {
-			since = p.Since
+	later := func(t time.Time) {
+		if t.After(since) {
+			since = t
 		}
+	}
+	if s.Since != nil {
+		later(*s.Since)
+	}
+	for _, p := range s.Processes {
+		later(p.Since)
+	}
+	if s.ExitAt != nil {
+		later(*s.ExitAt)
 	}
 	if since.IsZero() {
 		return "-"
@@ -474,7 +491,21 @@ func (s Service) reason() string {
 		}
 		return s.statusText()
 	}
-	r := strings.Join(s.Reasons, "; ")
+	var parts []string
+	for _, r := range s.Reasons {
+		// The last exit has a column of its own.
+		if s.Exit != "" {
+			r = strings.Replace(r, "; last exit: "+s.Exit, "", 1)
+			r = strings.Replace(r, s.Exit, "", 1)
+		}
+		if r = strings.TrimRight(strings.TrimSpace(r), ":;, "); r != "" {
+			parts = append(parts, r)
+		}
+	}
+	r := strings.Join(parts, "; ")
+	if r == "" {
+		r = "-"
+	}
 	if s.Pos != "" && s.Pos != "-" {
 		r += " (" + s.Pos + ")"
 	}

@@ -33,8 +33,9 @@ import (
 
 // Unit is one service's first start.
 type Unit struct {
-	Key  string // the name as Preserves text (identity)
-	Name string // the name for people (shortName)
+	Value preserves.Value `json:"-"` // the name
+	Key   string          // the name as Preserves text (identity)
+	Name  string          // the name for people (shortName)
 	// Requested, Run, Up and Failed are the first times the service was
 	// required, allowed to run, ready or complete, and failed; zero if
 	// never.
@@ -94,7 +95,7 @@ func (u *Unit) end(now time.Time) time.Time {
 
 // UnitOf derives a unit from a service's recorded changes.
 func UnitOf(name preserves.Value, changes []timeline.Change, dropped int) *Unit {
-	u := &Unit{Key: preserves.FormatText(name), Name: services.ShortName(name), Dropped: dropped}
+	u := &Unit{Value: preserves.Strip(name), Key: preserves.FormatText(name), Name: services.ShortName(name), Dropped: dropped}
 	live := map[string]bool{}
 	upFact := func() (string, bool) {
 		for _, st := range []preserves.Symbol{services.StateReady, services.StateComplete} {
@@ -196,7 +197,7 @@ func (b *Boot) unitFor(name preserves.Value) *Unit {
 	if u := b.Units[key]; u != nil {
 		return u
 	}
-	u := &Unit{Key: key, Name: services.ShortName(name), State: "unknown"}
+	u := &Unit{Value: name, Key: key, Name: services.ShortName(name), State: "unknown"}
 	b.Units[key] = u
 	return u
 }

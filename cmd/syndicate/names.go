@@ -1,0 +1,101 @@
+package main
+
+// Service arguments: every command that takes a SERVICE reads it the same
+// way (status.Select): a bare word, a name, or a pattern, resolved
+// against the services the server knows, with "did you mean" when nothing
+// matches.
+
+import (
+	"context"
+
+	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services/admin/session"
+	"github.com/syndicate-go/syndicate/services/admin/status"
+)
+
+// serviceArg is a SERVICE argument as read.
+type serviceArg struct {
+	text string
+	v    preserves.Value // without annotations
+	p    pattern.Pattern
+	wild bool // a pattern with wildcards, rather than one name
+}
+
+func readServiceArg(text string) (serviceArg, error) {
+	v, err := readArg("service", text)
+	if err != nil {
+		return serviceArg{}, err
+	}
+	p, err := toPattern(v)
+	if err != nil {
+		return serviceArg{}, err
+	}
+	v = preserves.Strip(v)
+	return serviceArg{text: text, v: v, p: p, wild: hasWildcard(v)}, nil
+}
+
+// hasWildcard reports whether v, read as a pattern, has a `_` or a
+// capture anywhere.
+func hasWildcard(v preserves.Value) bool {
+	if isWild(v) {
+		return true
+	}
+	return preserves.AnyPart(v, hasWildcard)
+}
+
+// select resolves the argument against names.
+func (a serviceArg) selectFrom(names []preserves.Value) ([]preserves.Value, error) {
+	return status.Select(a.text, a.v, a.p, names)
+}
+
+// serviceNames fetches the names of the services the server knows (as
+// status lists them).
+func (cl *cli) serviceNames(ctx context.Context) ([]preserves.Value, error) {
+	m := status.NewModel(nil)
+	s, _, err := session.StartSynced(ctx, cl.conn, "names", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
+		m.Subscribe(t, cfg, nil)
+		return nil
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	// Before Close: closing retracts what the session saw.
+	var names []preserves.Value
+	for _, svc := range m.Snapshot() {
+		names = append(names, svc.Value())
+	}
+	s.Close()
+	return names, nil
+}
+
+// resolve reads a SERVICE argument and resolves it at the server.
+func (cl *cli) resolve(ctx context.Context, text string) (serviceArg, []preserves.Value, error) {
+	a, err := readServiceArg(text)
+	if err != nil {
+		return a, nil, err
+	}
+	names, err := cl.serviceNames(ctx)
+	if err != nil {
+		return a, nil, err
+	}
+	sel, err := a.selectFrom(names)
+	return a, sel, err
+}
+
+// resolveOne is resolve for commands that act on one service.
+func (cl *cli) resolveOne(ctx context.Context, text string) (preserves.Value, error) {
+	_, sel, err := cl.resolve(ctx, text)
+	if err != nil {
+		return nil, err
+	}
+	if len(sel) > 1 {
+		var texts []string
+		for _, n := range sel {
+			texts = append(texts, preserves.FormatText(n))
+		}
+		return nil, &status.AmbiguousError{Arg: text, Candidates: texts}
+	}
+	return sel[0], nil
+}
