@@ -32,6 +32,10 @@ var (
 	LogKeyPid     = preserves.Symbol("pid")
 	LogKeyService = preserves.Symbol("service")
 	LogKeyStream  = preserves.Symbol("stream")
+	// StreamStdout and StreamStderr are the values of LogKeyStream: the
+	// output pipe of a daemon a line came from.
+	StreamStdout = preserves.Symbol("stdout")
+	StreamStderr = preserves.Symbol("stderr")
 	// LogKeySource says who sent the line (issue 22): SourceDaemon for a
 	// daemon's output, SourceServer for the server's lifecycle events of
 	// a service, SourceScript for anything sent to the `$log` that

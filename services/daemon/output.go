@@ -103,4 +103,5 @@ func logRecord(l Line, service, timestamp, pid preserves.Value) preserves.Value 
 	))
 }
 
-var streamSymbol = [...]preserves.Value{Stdout: preserves.Symbol("stdout"), Stderr: preserves.Symbol("stderr")}
+// streamSymbol names each stream in the $log vocabulary.
+var streamSymbol = [...]preserves.Symbol{Stdout: services.StreamStdout, Stderr: services.StreamStderr}

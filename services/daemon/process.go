@@ -23,12 +23,7 @@ const (
 	Stderr
 )
 
-func (s Stream) String() string {
-	if s == Stderr {
-		return "stderr"
-	}
-	return "stdout"
-}
+func (s Stream) String() string { return string(streamSymbol[s]) }
 
 // Line is one line of child output. Text keeps its trailing newline; a final
 // unterminated line is delivered as it is (§5.6).

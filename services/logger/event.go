@@ -197,9 +197,9 @@ func plainLine(v preserves.Value) (string, bool) {
 // streamName shortens the daemon's stream symbols for console lines.
 func streamName(v preserves.Value) string {
 	switch v {
-	case preserves.Symbol("stdout"):
+	case services.StreamStdout:
 		return "out"
-	case preserves.Symbol("stderr"):
+	case services.StreamStderr:
 		return "err"
 	}
 	return text(v)
@@ -293,7 +293,7 @@ func appendBody(b []byte, ev Event, color bool) []byte {
 	}
 	if stream := streamOf(ev); stream != nil {
 		b = append(b, ' ')
-		errStream := color && stream == preserves.Symbol("stderr")
+		errStream := color && stream == services.StreamStderr
 		if errStream {
 			b = append(b, colErr...)
 		}
@@ -523,7 +523,7 @@ func ParseFileLine(service preserves.Value, line string) (Event, bool) {
 			rest = rest[i+2:]
 		}
 	}
-	for short, stream := range map[string]preserves.Symbol{"out: ": "stdout", "err: ": "stderr", serverMark + ": ": ""} {
+	for short, stream := range map[string]preserves.Symbol{"out: ": services.StreamStdout, "err: ": services.StreamStderr, serverMark + ": ": ""} {
 		if strings.HasPrefix(rest, short) {
 			if stream == "" && ev.Source == nil {
 				ev.Source = services.SourceServer
