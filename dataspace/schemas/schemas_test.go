@@ -62,7 +62,7 @@ func TestProtocolRoundTrips(t *testing.T) {
 		{p(syndicatego.ParseServiceOutput), `<service-output <daemon web> [{at: "2026-11-21T06:58:01Z" stream: stdout line: "hi"}]>`},
 		{p(syndicatego.ParseServiceHistory), `<service-history <daemon web> [<asserted "T1" require-service> <retracted "T2" <service-state ready>>] 3>`},
 		{p(syndicatego.ParseLogTail), `<log-tail #f 10 #t #:sink>`},
-		{p(syndicatego.ParseLogDropped), `<log-dropped - 12>`},
+		{p(syndicatego.ParseLogDropped), `<log-dropped - 12 "no space left on device">`},
 	}
 	for _, c := range cases {
 		v := text(t, c.src)
