@@ -42,6 +42,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	serverBin = filepath.Join(dir, "syndicate-server")
+	// Every server's locks (services/instance) in a runtime directory of
+	// this run's own, removed with it.
+	os.Setenv("XDG_RUNTIME_DIR", filepath.Join(dir, "run"))
 	build := exec.Command("go", "build", "-o", serverBin, ".")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {

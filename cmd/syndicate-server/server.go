@@ -176,6 +176,11 @@ func runServer(o *options, stdout, stderr io.Writer) int {
 		return 2
 	}
 	defer catchPID1Signals(log, os.Getpid() == 1)()
+	lock, ok := lockInstance(o, log)
+	if !ok {
+		return 1
+	}
+	defer lock.Release()
 	if showBanner(o, stderr) {
 		printBanner(stderr)
 	}
