@@ -174,6 +174,7 @@ func TestUIInBrowser(t *testing.T) {
 	if shots == "" {
 		shots = t.TempDir()
 	}
+	require.NoError(t, os.MkdirAll(shots, 0o755))
 	sock := uiServer(t, dir)
 
 	ui := startCLI("--admin", sock, "ui", "--listen", "127.0.0.1:0")
@@ -252,6 +253,7 @@ func TestUIInBrowser(t *testing.T) {
 	p.run(chromedp.Click(chromedp.CSS("#confirm-yes")))
 	p.waitJS("a new pid", `/^\d+$/.test(document.getElementById("pid").textContent) && document.getElementById("pid").textContent !== `+jsString(oldPID))
 	p.waitJS("the output of the new process", `document.getElementById("output").textContent.split("serving on :8080").length > 2`)
+	p.waitJS("the lifecycle events in the log", `document.getElementById("output").textContent.includes("syndicate: restart")`)
 	p.screenshotPage("ui-service")
 
 	// The hostile daemon's page.

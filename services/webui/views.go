@@ -191,6 +191,9 @@ func logLine(v preserves.Value) outputLine {
 			l.Stream = string(sym)
 		}
 	}
+	if s, ok := dict.Get(services.LogKeySource); ok && preserves.Equal(s, services.SourceServer) {
+		l.Stream = "syndicate" // a lifecycle event, as `syndicate logs` marks it
+	}
 	if s, ok := dict.Get(services.LogKeyLine); ok {
 		switch x := s.(type) {
 		case preserves.String:

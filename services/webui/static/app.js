@@ -303,7 +303,8 @@ function serviceView(name) {
   }
   function addLine(l) {
     const stick = output.scrollTop + output.clientHeight >= output.scrollHeight - 4;
-    output.append(el("span", { class: l.stream === "stderr" ? "stderr" : "" }, clock(l.at) + " " + l.line + "\n"));
+    const label = l.stream === "stdout" || !l.stream ? "" : l.stream + ": ";
+    output.append(el("span", { class: ["stderr", "syndicate"].includes(l.stream) ? l.stream : "" }, clock(l.at) + " " + label + l.line + "\n"));
     while (output.childNodes.length > 200) output.firstChild.remove();
     if (stick) output.scrollTop = output.scrollHeight;
   }
