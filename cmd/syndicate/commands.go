@@ -36,6 +36,7 @@ func (cl *cli) commands() []command {
 		fm      fmtOpts
 		an      analyzeOpts
 		ui      uiOpts
+		rf      refOpts
 	)
 	return []command{
 		{use: "status [SERVICE|PATTERN]", short: "services with their states (and daemons' pids, restarts, uptime)",
@@ -105,9 +106,26 @@ func (cl *cli) commands() []command {
 					},
 					run: func(ctx context.Context, args []string) error { return cl.analyze(ctx, "graph", an, args) }},
 			}},
-		{use: "noise-key [SERVICE]", short: "a fresh key pair for <bind <noise {…}> …>, as the spec's dictionary",
-			args: maxArgs(1, "noise-key takes at most one SERVICE"),
-			run:  cl.noiseKey},
+		{use: "mint", short: "a sturdy ref for --oid signed with a key, as syndicate-macaroon mint makes it",
+			args:  maxArgs(0, "mint takes flags only: --oid VALUE (--phrase TEXT | --hex KEY) [--caveat C…]"),
+			flags: func(fs *pflag.FlagSet) { rf.oidFlags(fs); rf.keyFlags(fs); rf.caveatFlag(fs) },
+			run:   func(ctx context.Context, _ []string) error { return cl.mint(ctx, rf) }},
+		{use: "attenuate REF", short: "REF with more caveats (no key needed)",
+			args:  exactArgs(1, "attenuate needs exactly one REF"),
+			flags: rf.caveatFlag,
+			run:   func(ctx context.Context, args []string) error { return cl.attenuate(ctx, rf, args) }},
+		{use: "noise [SERVICE]", aliases: []string{"noise-key"}, short: "a NoiseServiceSpec with its key pair, for <bind <noise {…}> …>",
+			long: "noise prints a NoiseServiceSpec dictionary, ready for <bind <noise SPEC> …>. With --phrase or --hex the\n" +
+				"secret key is the BLAKE2s-256 hash of the text as typed (as syndicate-macaroon noise); otherwise it is random.",
+			args: maxArgs(1, "noise takes at most one SERVICE"),
+			flags: func(fs *pflag.FlagSet) {
+				fs.StringVar(&rf.service, "service", "", "the service `VALUE` clients name")
+				fs.StringVar(&rf.phrase, "phrase", "", "derive the key from `TEXT`")
+				fs.StringVar(&rf.hexKey, "hex", "", "derive the key from `TEXT` (hashed as typed)")
+				fs.BoolVar(&rf.random, "random", false, "a random key (the default)")
+				fs.StringVar(&rf.protocol, "protocol", "", "the Noise `PROTOCOL` name, if not the default")
+			},
+			run: func(ctx context.Context, args []string) error { return cl.noise(ctx, rf, args) }},
 		{use: "ui", short: "the live view in a browser: services, a service's log, the boot, the dataspace",
 			long: "ui serves a page on loopback that follows the server live, bridged to this command's connection\n" +
 				"(the server gains no listener). It prints the page's URL, which carries a random token.",
@@ -242,4 +260,17 @@ func subNames(cmd *cobra.Command) string {
 		names += s.Name()
 	}
 	return names
+}
+
+func (o *refOpts) oidFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.oid, "oid", "", "the oid `VALUE` the ref names (Preserves text)")
+}
+
+func (o *refOpts) keyFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.phrase, "phrase", "", "the key: the UTF-8 bytes of `TEXT`")
+	fs.StringVar(&o.hexKey, "hex", "", "the key: hex `DIGITS` (whitespace ignored)")
+}
+
+func (o *refOpts) caveatFlag(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&o.caveats, "caveat", nil, "a caveat `C` to add (Preserves text); repeatable")
 }

@@ -1,6 +1,6 @@
 package main
 
-// check, fmt, disasm and noise-key need no server.
+// check, fmt and disasm need no server.
 
 import (
 	"bytes"
@@ -11,8 +11,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/syndicate-go/syndicate/dataspace/relay/noisesession"
-	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/script"
 	"github.com/syndicate-go/syndicate/script/compile"
 	"github.com/syndicate-go/syndicate/script/format"
@@ -178,27 +176,4 @@ func writeFileAtomic(path string, data []byte) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
-}
-
-// runNoiseKey prints a NoiseServiceSpec with a fresh key pair, ready to
-// paste into a bind; SERVICE (Preserves text) is the selector clients
-// name, and is left out when not given.
-func (cl *cli) noiseKey(_ context.Context, args []string) error {
-	secret, public, err := noisesession.GenerateKey()
-	if err != nil {
-		return err
-	}
-	kvs := []preserves.Value{
-		noisesession.SymKey, preserves.ByteStringFrom(public),
-		noisesession.SymSecretKey, preserves.ByteStringFrom(secret),
-	}
-	if len(args) == 1 {
-		service, err := preserves.ParseText(args[0])
-		if err != nil {
-			return usagef("SERVICE: %v", err)
-		}
-		kvs = append(kvs, noisesession.SymService, service)
-	}
-	fmt.Fprintln(cl.stdout, preserves.FormatText(preserves.Dict(kvs...)))
-	return nil
 }

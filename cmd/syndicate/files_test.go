@@ -155,7 +155,7 @@ func TestNoiseKey(t *testing.T) {
 
 	code, _, errs = cliRun(t, "noise-key", "<a")
 	require.Equal(t, 2, code)
-	require.Contains(t, errs, "SERVICE: 1:3:")
+	require.Contains(t, errs, "--service: bad value at 1:3:")
 }
 
 // Warnings are printed with their place but do not fail the check; a legacy

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/flynn/noise"
+	"golang.org/x/crypto/blake2s"
 	"golang.org/x/crypto/curve25519"
 
 	noiseschema "github.com/syndicate-go/syndicate/dataspace/schemas/noise"
@@ -311,6 +312,17 @@ func GenerateKey() (secret, public []byte, err error) {
 	if _, err := rand.Read(secret); err != nil {
 		return nil, nil, err
 	}
+	public, err = PublicKey(secret)
+	return secret, public, err
+}
+
+// KeyFromText derives a key pair as the reference's `syndicate-macaroon
+// noise` does: the secret key is the BLAKE2s-256 hash of text exactly as
+// given (a phrase's bytes, or a hex argument's ASCII characters, not the
+// bytes they would decode to).
+func KeyFromText(text []byte) (secret, public []byte, err error) {
+	sum := blake2s.Sum256(text)
+	secret = sum[:]
 	public, err = PublicKey(secret)
 	return secret, public, err
 }
