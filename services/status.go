@@ -41,6 +41,11 @@ type Info struct {
 	Phase    preserves.Symbol // a refinement of the state, e.g. cannot-start
 	Reasons  []string         // why the service failed or waits
 	Pos      string           // file:line:col of the declaration the reasons are about
+	// A scheduled daemon: when its last run began (Exit and ExitAt are
+	// its end once it is over), when the next is due, and the runs
+	// skipped because the previous one was still running.
+	LastRun, NextRun time.Time
+	Skipped          int
 }
 
 // StatusTime renders a status timestamp (RFC 3339, UTC, nanoseconds).
@@ -50,7 +55,8 @@ func StatusTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 func (i Info) ToValue() preserves.Value {
 	d := syndicatego.ServiceInfoDict{Since: syndicatego.InfoSinceAbsent{}, Restarts: syndicatego.InfoRestartsAbsent{},
 		Recent: syndicatego.InfoRecentAbsent{}, Exit: syndicatego.InfoExitAbsent{}, ExitAt: syndicatego.InfoExitAtAbsent{},
-		Phase: syndicatego.InfoPhaseAbsent{}, Reason: syndicatego.InfoReasonAbsent{}, Pos: syndicatego.InfoPosAbsent{}}
+		Phase: syndicatego.InfoPhaseAbsent{}, Reason: syndicatego.InfoReasonAbsent{}, Pos: syndicatego.InfoPosAbsent{},
+		LastRun: syndicatego.InfoLastRunAbsent{}, NextRun: syndicatego.InfoNextRunAbsent{}, Skipped: syndicatego.InfoSkippedAbsent{}}
 	if !i.Since.IsZero() {
 		d.Since = syndicatego.InfoSincePresent{Since: StatusTime(i.Since)}
 	}
@@ -74,6 +80,15 @@ func (i Info) ToValue() preserves.Value {
 	}
 	if i.Pos != "" {
 		d.Pos = syndicatego.InfoPosPresent{Pos: i.Pos}
+	}
+	if !i.LastRun.IsZero() {
+		d.LastRun = syndicatego.InfoLastRunPresent{LastRun: StatusTime(i.LastRun)}
+	}
+	if !i.NextRun.IsZero() {
+		d.NextRun = syndicatego.InfoNextRunPresent{NextRun: StatusTime(i.NextRun)}
+	}
+	if i.Skipped != 0 {
+		d.Skipped = syndicatego.InfoSkippedPresent{Skipped: big.NewInt(int64(i.Skipped))}
 	}
 	return d.ToValue()
 }
@@ -123,13 +138,23 @@ func ParseInfo(v preserves.Value) Info {
 	if x, ok := d.Pos.(syndicatego.InfoPosPresent); ok {
 		i.Pos = x.Pos
 	}
+	if x, ok := d.LastRun.(syndicatego.InfoLastRunPresent); ok {
+		i.LastRun = tm(x.LastRun)
+	}
+	if x, ok := d.NextRun.(syndicatego.InfoNextRunPresent); ok {
+		i.NextRun = tm(x.NextRun)
+	}
+	if x, ok := d.Skipped.(syndicatego.InfoSkippedPresent); ok && x.Skipped.IsInt64() {
+		i.Skipped = int(x.Skipped.Int64())
+	}
 	return i
 }
 
 // MergeInfo combines the contributions of several sources: restart counts
 // add up (recent ≤ total), the latest exit wins, the earliest since wins (the supervisor's
 // state change; others leave it zero), reasons are concatenated, and the
-// first phase and position found are kept.
+// first phase and position found are kept; of scheduled runs, the latest
+// last run and the earliest next run win, and skipped runs add up.
 func MergeInfo(parts ...Info) Info {
 	var m Info
 	for _, p := range parts {
@@ -148,6 +173,13 @@ func MergeInfo(parts ...Info) Info {
 			m.Pos = p.Pos
 		}
 		m.Reasons = append(m.Reasons, p.Reasons...)
+		if p.LastRun.After(m.LastRun) {
+			m.LastRun = p.LastRun
+		}
+		if !p.NextRun.IsZero() && (m.NextRun.IsZero() || p.NextRun.Before(m.NextRun)) {
+			m.NextRun = p.NextRun
+		}
+		m.Skipped += p.Skipped
 	}
 	// Recent counts restarts within the restart window, so never more
 	// than all restarts: a source that counts exits (the daemon's
@@ -176,7 +208,8 @@ func (p *InfoPublisher) Publish(t *dataspace.Turn, cfg *dataspace.Ref, name pres
 
 func (i Info) equal(j Info) bool {
 	return i.Since.Equal(j.Since) && i.Restarts == j.Restarts && i.Recent == j.Recent && i.Exit == j.Exit &&
-		i.ExitAt.Equal(j.ExitAt) && i.Phase == j.Phase && i.Pos == j.Pos && slices.Equal(i.Reasons, j.Reasons)
+		i.ExitAt.Equal(j.ExitAt) && i.Phase == j.Phase && i.Pos == j.Pos && slices.Equal(i.Reasons, j.Reasons) &&
+		i.LastRun.Equal(j.LastRun) && i.NextRun.Equal(j.NextRun) && i.Skipped == j.Skipped
 }
 
 // Clear withdraws the assertion, if any.

@@ -133,7 +133,7 @@ func command(o *options, run func(o *options)) *cobra.Command {
 	fs.StringVar(&o.logFormat, "log-format", "", "diagnostic log `FORMAT`: console or json (default: console on a terminal, json otherwise)")
 	fs.StringVar(&o.logLevel, "log-level", "", "minimum diagnostic log `LEVEL`: debug, info, warn, error (default info, or $SYNDICATE_LOG)")
 	fs.BoolVar(&o.serviceOutput, "service-output", true, "print daemons' output and $log messages on stderr (--service-output=false: only keep them)")
-	fs.StringVar(&o.stateDir, "state-dir", "", "keep the operator's stops (syndicate stop NAME) in `DIR`, so that they survive a restart")
+	fs.StringVar(&o.stateDir, "state-dir", "", "keep the operator's stops (syndicate stop NAME) and the last run of each scheduled daemon (catchUp) in `DIR`, so that they survive a restart")
 	fs.StringVar(&o.logDir, "log-dir", "", "keep each service's output in a directory of its own under `DIR`, rotated")
 	fs.Int64Var(&o.logFileSize, "log-file-size", logger.DefaultFileSize, "rotate a service's log file when it reaches `BYTES`")
 	fs.IntVar(&o.logFileCount, "log-file-count", logger.DefaultFileCount, "rotated log files kept per service")

@@ -4,6 +4,9 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -75,4 +78,82 @@ let ?t = deadline 1.5
 	}
 	require.Equal(t, []string{"t: expired kept"}, expired, "the cleared timer expired")
 	require.Equal(t, 0, r.stop(t))
+}
+
+// statusOf returns the `status --json` entry of one service.
+func statusOf(t *testing.T, client, sock, name string) map[string]any {
+	out, _ := exec.Command(client, "--admin", sock, "status", "--json").Output()
+	var list []map[string]any
+	if json.Unmarshal(out, &list) != nil {
+		return nil
+	}
+	for _, s := range list {
+		if s["name"] == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// A scheduled one-shot: `@every 1s` whose job takes 1.5 s runs every
+// other second, never twice at once, and the status counts the skipped
+// times and shows the last and next runs; the daemon is ready between runs.
+func TestE2EScheduleSkipsWhileRunning(t *testing.T) {
+	t.Parallel()
+	client := buildClient(t)
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "admin.sock")
+	cfg := filepath.Join(dir, "config")
+	writeFile(t, filepath.Join(cfg, "job.pr"), fmt.Sprintf(`<require-service <daemon job>>
+<daemon job {
+  argv: ["sh" "-c" "cd %s; [ -e running ] && echo >> overlap; touch running; sleep 1.5; rm running; echo >> runs"]
+  schedule: "@every 1s"
+}>
+`, dir))
+	r := start(t, "-c", cfg, "--admin-socket", sock)
+	runs := func() int { b, _ := os.ReadFile(filepath.Join(dir, "runs")); return strings.Count(string(b), "\n") }
+	eventually(t, 20*time.Second, "two runs", func() bool { return runs() >= 2 })
+	var st map[string]any
+	eventually(t, 10*time.Second, "the status of the runs", func() bool {
+		st = statusOf(t, client, sock, "<daemon job>")
+		skipped, _ := st["skippedRuns"].(float64)
+		return skipped >= 1 && st["lastRun"] != nil && st["nextRun"] != nil
+	})
+	require.Contains(t, st["states"], "ready", "ready between runs")
+	require.Equal(t, "exit status: 0", st["lastExit"])
+	require.False(t, fileExists(filepath.Join(dir, "overlap")), "two runs at once")
+	out, err := exec.Command(client, "--admin", sock, "status").Output()
+	require.NoError(t, err)
+	require.Regexp(t, `<daemon job> .*next run in \d+s; last run \d+s ago, (took [0-9.]+m?s|running); \d+ skipped`, string(out))
+	require.Equal(t, 0, r.stop(t))
+}
+
+// catchUp with --state-dir: a run missed while the server was down (the
+// kept last run is two years old; the schedule is yearly) runs once at
+// start-up; without a missed run, nothing runs at start-up.
+func TestE2EScheduleCatchUp(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	cfg := filepath.Join(dir, "config")
+	writeFile(t, filepath.Join(cfg, "job.pr"), fmt.Sprintf(`<require-service <daemon yearly>>
+<daemon yearly {argv: ["sh" "-c" "echo >> %s/runs"], schedule: "0 0 1 1 *", catchUp: #t}>
+`, dir))
+	r := start(t, "-c", cfg, "--state-dir", state)
+	var kept []string
+	eventually(t, 10*time.Second, "the schedule's state file", func() bool {
+		kept, _ = filepath.Glob(filepath.Join(state, "schedules", "*"))
+		return len(kept) == 1
+	})
+	require.Equal(t, 0, r.stop(t))
+	require.False(t, fileExists(filepath.Join(dir, "runs")), "ran at start-up with nothing missed")
+
+	twoYearsAgo := time.Now().AddDate(-2, 0, 0).UTC().Format(time.RFC3339Nano)
+	require.NoError(t, os.WriteFile(kept[0], []byte(twoYearsAgo), 0o644))
+	r = start(t, "-c", cfg, "--state-dir", state)
+	eventually(t, 10*time.Second, "the caught-up run", func() bool { return fileExists(filepath.Join(dir, "runs")) })
+	require.Equal(t, 0, r.stop(t))
+	b, err := os.ReadFile(filepath.Join(dir, "runs"))
+	require.NoError(t, err)
+	require.Equal(t, "\n", string(b), "caught up once")
 }

@@ -31,6 +31,9 @@ type Options struct {
 	// Cgroups, when set, runs each daemon process in a cgroup of its own
 	// (cgroup.go); the server opens it once (cgroup.Open).
 	Cgroups *cgroup.Manager
+	// StateDir, when set, keeps the time of each scheduled daemon's last
+	// run across server restarts, for catchUp (schedule.go).
+	StateDir string
 }
 
 // Boot installs the daemon service in the active facet with default
@@ -47,8 +50,10 @@ type Service struct {
 	clock  Clock
 	sup    services.SuperviseOptions
 	dryRun bool
-	out    dataspace.FacetRef // the service's boot facet: daemon output is logged from here
-	order  *stopOrder         // dependents stop first (stop.go)
+	// stateDir is Options.StateDir.
+	stateDir string
+	out      dataspace.FacetRef // the service's boot facet: daemon output is logged from here
+	order    *stopOrder         // dependents stop first (stop.go)
 	// runs are the wanted daemons by key; touched only in turns of the
 	// service's actor (output requests, status.go).
 	runs map[string]*daemonRun
@@ -64,7 +69,7 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) (*Service, erro
 	if clock == nil {
 		clock = RealClock
 	}
-	s := &Service{runner: NewRunner(clock), clock: clock, sup: opts.Supervise, dryRun: opts.DryRun}
+	s := &Service{runner: NewRunner(clock), clock: clock, sup: opts.Supervise, dryRun: opts.DryRun, stateDir: opts.StateDir}
 	if opts.DryRun {
 		s.runner = newDryRunner(clock)
 	} else {

@@ -71,6 +71,12 @@
 //     (cannot-start) and makes the daemon failed until a spawn succeeds.
 //   - stop.go orders stops: a process is signalled only once the running
 //     daemons that depend on it have stopped (a Go deviation).
+//   - schedule.go runs scheduled one-shots (the spec's `schedule`):
+//     [Runner.RunScheduled] waits for each time of the schedule on the
+//     wall clock, runs the process once, and skips and counts the times
+//     that come while it runs; the plan is a plain value. With a state
+//     directory ([Options.StateDir]) it keeps each spec's last run for
+//     catchUp. A scheduled spec counts as ready once armed.
 //   - limits.go applies the optional restart keys (restartDelay,
 //     restartMaxDelay, restartLimit, restartWindow) to the decisions of
 //     restart.go; without them the reference's delays apply exactly.

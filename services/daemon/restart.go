@@ -20,10 +20,11 @@ const (
 type Action uint8
 
 const (
-	ActRestart  Action = iota // run it again after Next.Delay
-	ActComplete               // counts as completed; not restarted
-	ActCrash                  // crash the worker: the whole daemon restarts
-	ActGiveUp                 // restartLimit reached: no restart, daemon failed
+	ActRestart   Action = iota // run it again after Next.Delay
+	ActComplete                // counts as completed; not restarted
+	ActCrash                   // crash the worker: the whole daemon restarts
+	ActGiveUp                  // restartLimit reached: no restart, daemon failed
+	ActScheduled               // a scheduled run ended: wait for the next time (schedule.go)
 )
 
 func (a Action) String() string {
@@ -36,6 +37,8 @@ func (a Action) String() string {
 		return "crash"
 	case ActGiveUp:
 		return "give up"
+	case ActScheduled:
+		return "wait for the schedule"
 	}
 	return "?"
 }

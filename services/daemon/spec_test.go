@@ -94,6 +94,12 @@ func TestParseSpecErrors(t *testing.T) {
 		{"bad restart", dict(sym("argv"), str("x"), sym("restart"), sym("sometimes")), ErrInvalidField},
 		{"bad protocol", dict(sym("argv"), str("x"), sym("protocol"), sym("http")), ErrInvalidField},
 		{"bad stopTimeout", dict(sym("argv"), str("x"), sym("stopTimeout"), p.Int(-1)), ErrInvalidField},
+		{"schedule not a string", dict(sym("argv"), str("x"), sym("schedule"), p.Int(5)), ErrInvalidField},
+		{"schedule not cron", dict(sym("argv"), str("x"), sym("schedule"), str("every tuesday")), ErrInvalidField},
+		{"schedule six fields", dict(sym("argv"), str("x"), sym("schedule"), str("0 0 3 * * *")), ErrInvalidField},
+		{"schedule bad env TZ", dict(sym("argv"), str("x"), sym("schedule"), str("@daily"), sym("env"), dict(sym("TZ"), str("Nowhere/Atlantis"))), ErrInvalidField},
+		{"catchUp without schedule", dict(sym("argv"), str("x"), sym("catchUp"), p.Bool(true)), ErrInvalidField},
+		{"schedule with readiness", dict(sym("argv"), str("x"), sym("schedule"), str("@daily"), sym("readiness"), sym("sd-notify")), ErrInvalidField},
 		{"annotated bad restart", dict(sym("argv"), str("x"), sym("restart"), &p.Annotated{Pos: pos, Item: sym("sometimes")}), ErrInvalidField},
 	}
 	for _, tc := range tests {
@@ -112,6 +118,24 @@ func TestParseSpecErrors(t *testing.T) {
 	var se *schema.ParseError
 	if !errors.As(err, &se) || se.Pos != pos || err.Error()[:len("etc/d.pr:3:9: ")] != "etc/d.pr:3:9: " {
 		t.Errorf("error %q does not carry the position of the bad value", err)
+	}
+}
+
+// A schedule: five cron fields or a descriptor, in the spec's TZ.
+func TestParseSpecSchedule(t *testing.T) {
+	for _, text := range []string{"0 3 * * *", "@hourly", "@daily", "@every 90s", "TZ=UTC */5 * * * *"} {
+		s, err := ParseSpec(dict(sym("argv"), str("x"), sym("schedule"), str(text), sym("catchUp"), p.Bool(true)))
+		if err != nil || s.Schedule == nil || s.Schedule.Text != text || !s.Schedule.CatchUp {
+			t.Fatalf("%s: ParseSpec = %+v, %v", text, s, err)
+		}
+	}
+	s, err := ParseSpec(dict(sym("argv"), str("x"), sym("schedule"), str("0 3 * * *"), sym("env"), dict(sym("TZ"), str("Asia/Tokyo"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	if got := s.Schedule.Cron.Next(from).UTC(); !got.Equal(time.Date(2026, 6, 1, 18, 0, 0, 0, time.UTC)) {
+		t.Errorf("03:00 in Tokyo is %v", got)
 	}
 }
 

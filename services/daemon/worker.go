@@ -208,6 +208,9 @@ func (w *worker) publishInfo(t *dataspace.Turn) {
 		if r.spec != nil && r.spec.Limits.Window > 0 {
 			window = r.spec.Limits.Window
 		}
+		if r.spec != nil && r.spec.Schedule != nil {
+			parts = append(parts, r.scheduleInfo())
+		}
 		var notes []string
 		if r.handle != nil {
 			notes = r.handle.Notes
@@ -277,6 +280,12 @@ func (w *worker) specAsserted(t *dataspace.Turn, raw preserves.Value, at preserv
 	r.key = preserves.FormatText(raw)
 	r.fr = t.FacetRef()
 	r.out = dataspace.NewAccount()
+	if spec.Schedule != nil {
+		// Ready once scheduled (schedule.go).
+		r.becameReady(t)
+		t.LinkedTask("daemon schedule", r.runScheduled)
+		return nil
+	}
 	t.LinkedTask("daemon process", r.run)
 	return nil
 }
@@ -308,14 +317,27 @@ type specRun struct {
 	reasons  []string
 	warnings []string // about the spec itself (unknown keys)
 	degraded dataspace.Handle
+	sched    runReport // a scheduled spec's runs (schedule.go)
 }
 
 // run is the spec's linked task: the restart loop of §5.5.
 func (r *specRun) run(ctx context.Context) error {
+	switch r.w.d.s.runner.Run(ctx, r.spec, r.events()) {
+	case Crashed:
+		return ErrCrash
+	case Completed, GaveUp:
+		return dataspace.ErrKeepFacet // the spec facet stays: completed or failed
+	}
+	return ctx.Err()
+}
+
+// events are the runner's callbacks for the spec's processes (one run
+// loop at a time: Run or RunScheduled).
+func (r *specRun) events() Events {
 	// The handle of the process being spawned: Spawned and Started are
-	// called one after the other on this goroutine.
+	// called one after the other on the runner's goroutine.
 	var handle *ProcHandle
-	out := r.w.d.s.runner.Run(ctx, r.spec, r.readinessEvents(Events{
+	return r.readinessEvents(Events{
 		Started: func(pid int) {
 			if pid != 0 {
 				r.token = r.w.d.s.order.up(r.w.d.key, r.spec.StopTimeout)
@@ -349,14 +371,7 @@ func (r *specRun) run(ctx context.Context) error {
 		Stopped: r.stopped,
 		Name:    preserves.FormatText(r.w.d.id),
 		Spawned: func(h *ProcHandle) { handle = h },
-	}))
-	switch out {
-	case Crashed:
-		return ErrCrash
-	case Completed, GaveUp:
-		return dataspace.ErrKeepFacet // the spec facet stays: completed or failed
-	}
-	return ctx.Err()
+	})
 }
 
 // stopped is the event "a process we stopped is gone". It runs on the
@@ -452,7 +467,9 @@ func (r *specRun) exited(t *dataspace.Turn, e Exit, next Next) {
 		t.StopFacet(r.proc)
 	}
 	r.handle = nil
-	w.tally.specDown(&r.st)
+	if r.spec.Schedule == nil {
+		w.tally.specDown(&r.st) // a scheduled spec stays ready between runs
+	}
 	w.d.hist.exited(e, w.d.s.clock.Now(), next.Action == ActRestart)
 	r.exitEvent(t, e, next)
 	var ev *zerolog.Event
@@ -491,6 +508,8 @@ func (r *specRun) exited(t *dataspace.Turn, e Exit, next Next) {
 	case next.Action == ActRestart:
 		ev.Msg("process exited")
 		r.setCondition(t, services.PhaseBackoff, nil)
+	case next.Action == ActScheduled:
+		ev.Time("nextRun", r.sched.next).Msg("scheduled run ended")
 	default:
 		ev.Msg("process exited")
 	}

@@ -56,6 +56,7 @@ var specKeys = []string{
 	"readiness", "readyTimeout", "watchdog",
 	// (cgroup before groups: "cgroups" means the first.)
 	"user", "group", "cgroup", "groups", "umask", "limits", "noNewPrivileges", "capabilities", "envFile",
+	"schedule", "catchUp",
 }
 
 // The classes of the problems of a daemon spec (test with errors.Is). The
@@ -95,6 +96,9 @@ type Spec struct {
 	Cgroup CgroupLimits
 	// EnvFiles are read at every start, in order, after Env.
 	EnvFiles []EnvFile
+	// Schedule, when set, makes the spec a scheduled one-shot: run at
+	// each time of the schedule (schedule.go).
+	Schedule *Schedule
 	// Unknown are the messages about the keys of the dictionary form that
 	// no version of the daemon service reads, each with a "did you mean".
 	Unknown []string
@@ -394,6 +398,7 @@ func (e *elaboration) full(v preserves.Value, d *preserves.Dictionary) {
 	e.readiness(v)
 	e.limits(v)
 	e.restricting(v)
+	e.schedule(v)
 }
 
 func (e *elaboration) get(key string) (preserves.Value, bool) { return e.d.Get(preserves.Symbol(key)) }

@@ -499,6 +499,9 @@ type ServiceInfoDict struct {
 	Phase    InfoPhase
 	Reason   InfoReason
 	Pos      InfoPos
+	LastRun  InfoLastRun
+	NextRun  InfoNextRun
+	Skipped  InfoSkipped
 }
 
 // ParseServiceInfoDict parses v as a ServiceInfoDict.
@@ -529,12 +532,21 @@ func ParseServiceInfoDict(v preserves.Value) (ServiceInfoDict, error) {
 	if r.Pos, err = ParseInfoPos(v); err != nil {
 		return zero, err
 	}
+	if r.LastRun, err = ParseInfoLastRun(v); err != nil {
+		return zero, err
+	}
+	if r.NextRun, err = ParseInfoNextRun(v); err != nil {
+		return zero, err
+	}
+	if r.Skipped, err = ParseInfoSkipped(v); err != nil {
+		return zero, err
+	}
 	return r, nil
 }
 
 // ToValue merges the values of the parts; it panics if hand-built parts disagree.
 func (r ServiceInfoDict) ToValue() preserves.Value {
-	return schema.MustMerge("ServiceInfoDict", r.Since.ToValue(), r.Restarts.ToValue(), r.Recent.ToValue(), r.Exit.ToValue(), r.ExitAt.ToValue(), r.Phase.ToValue(), r.Reason.ToValue(), r.Pos.ToValue())
+	return schema.MustMerge("ServiceInfoDict", r.Since.ToValue(), r.Restarts.ToValue(), r.Recent.ToValue(), r.Exit.ToValue(), r.ExitAt.ToValue(), r.Phase.ToValue(), r.Reason.ToValue(), r.Pos.ToValue(), r.LastRun.ToValue(), r.NextRun.ToValue(), r.Skipped.ToValue())
 }
 
 // InfoSince is one of the alternatives of InfoSince.
@@ -1494,6 +1506,350 @@ func ParseInfoPos(v preserves.Value) (InfoPos, error) {
 	return nil, schema.NoMatch(v, "InfoPos", []string{"present", "invalid", "absent"}, errs[:])
 }
 
+// A scheduled daemon: when its last run began (its exit and exit-at are
+// the run's end), when the next one is due, and the runs skipped because
+// the previous one was still running.
+type InfoLastRun interface {
+	isInfoLastRun()
+	ToValue() preserves.Value
+}
+
+// InfoLastRunPresent is the alternative "present" of InfoLastRun.
+type InfoLastRunPresent struct {
+	LastRun string
+}
+
+func (InfoLastRunPresent) isInfoLastRun() {}
+
+func parseInfoLastRunPresent(v preserves.Value) (InfoLastRunPresent, error) {
+	var r, zero InfoLastRunPresent
+	var err error
+	d64, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x65, err := schema.Entry(v, d64, preserves.Symbol("last-run"))
+	if err != nil {
+		return zero, err
+	}
+	if r.LastRun, err = schema.AsString(x65); err != nil {
+		return zero, schema.AtIn(err, v, "[last-run]")
+	}
+	return r, nil
+}
+
+func (r InfoLastRunPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("last-run"), preserves.String(r.LastRun))
+}
+
+// InfoLastRunInvalid is the alternative "invalid" of InfoLastRun.
+type InfoLastRunInvalid struct {
+	LastRun preserves.Value
+}
+
+func (InfoLastRunInvalid) isInfoLastRun() {}
+
+func parseInfoLastRunInvalid(v preserves.Value) (InfoLastRunInvalid, error) {
+	var r, zero InfoLastRunInvalid
+	d66, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x67, err := schema.Entry(v, d66, preserves.Symbol("last-run"))
+	if err != nil {
+		return zero, err
+	}
+	r.LastRun = x67
+	return r, nil
+}
+
+func (r InfoLastRunInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("last-run"), r.LastRun)
+}
+
+// InfoLastRunAbsent is the alternative "absent" of InfoLastRun.
+type InfoLastRunAbsent struct {
+}
+
+func (InfoLastRunAbsent) isInfoLastRun() {}
+
+func parseInfoLastRunAbsent(v preserves.Value) (InfoLastRunAbsent, error) {
+	var r, zero InfoLastRunAbsent
+	d68, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d68
+	return r, nil
+}
+
+func (r InfoLastRunAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseInfoLastRun tries the alternatives of InfoLastRun in order; the first that matches wins.
+func ParseInfoLastRun(v preserves.Value) (InfoLastRun, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseInfoLastRunPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseInfoLastRunInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseInfoLastRunAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseInfoLastRunPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseInfoLastRunInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseInfoLastRunAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "InfoLastRun", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// InfoNextRun is one of the alternatives of InfoNextRun.
+type InfoNextRun interface {
+	isInfoNextRun()
+	ToValue() preserves.Value
+}
+
+// InfoNextRunPresent is the alternative "present" of InfoNextRun.
+type InfoNextRunPresent struct {
+	NextRun string
+}
+
+func (InfoNextRunPresent) isInfoNextRun() {}
+
+func parseInfoNextRunPresent(v preserves.Value) (InfoNextRunPresent, error) {
+	var r, zero InfoNextRunPresent
+	var err error
+	d69, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x70, err := schema.Entry(v, d69, preserves.Symbol("next-run"))
+	if err != nil {
+		return zero, err
+	}
+	if r.NextRun, err = schema.AsString(x70); err != nil {
+		return zero, schema.AtIn(err, v, "[next-run]")
+	}
+	return r, nil
+}
+
+func (r InfoNextRunPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("next-run"), preserves.String(r.NextRun))
+}
+
+// InfoNextRunInvalid is the alternative "invalid" of InfoNextRun.
+type InfoNextRunInvalid struct {
+	NextRun preserves.Value
+}
+
+func (InfoNextRunInvalid) isInfoNextRun() {}
+
+func parseInfoNextRunInvalid(v preserves.Value) (InfoNextRunInvalid, error) {
+	var r, zero InfoNextRunInvalid
+	d71, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x72, err := schema.Entry(v, d71, preserves.Symbol("next-run"))
+	if err != nil {
+		return zero, err
+	}
+	r.NextRun = x72
+	return r, nil
+}
+
+func (r InfoNextRunInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("next-run"), r.NextRun)
+}
+
+// InfoNextRunAbsent is the alternative "absent" of InfoNextRun.
+type InfoNextRunAbsent struct {
+}
+
+func (InfoNextRunAbsent) isInfoNextRun() {}
+
+func parseInfoNextRunAbsent(v preserves.Value) (InfoNextRunAbsent, error) {
+	var r, zero InfoNextRunAbsent
+	d73, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d73
+	return r, nil
+}
+
+func (r InfoNextRunAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseInfoNextRun tries the alternatives of InfoNextRun in order; the first that matches wins.
+func ParseInfoNextRun(v preserves.Value) (InfoNextRun, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseInfoNextRunPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseInfoNextRunInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseInfoNextRunAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseInfoNextRunPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseInfoNextRunInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseInfoNextRunAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "InfoNextRun", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// InfoSkipped is one of the alternatives of InfoSkipped.
+type InfoSkipped interface {
+	isInfoSkipped()
+	ToValue() preserves.Value
+}
+
+// InfoSkippedPresent is the alternative "present" of InfoSkipped.
+type InfoSkippedPresent struct {
+	Skipped *big.Int
+}
+
+func (InfoSkippedPresent) isInfoSkipped() {}
+
+func parseInfoSkippedPresent(v preserves.Value) (InfoSkippedPresent, error) {
+	var r, zero InfoSkippedPresent
+	var err error
+	d74, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x75, err := schema.Entry(v, d74, preserves.Symbol("skipped"))
+	if err != nil {
+		return zero, err
+	}
+	if r.Skipped, err = schema.AsInt(x75); err != nil {
+		return zero, schema.AtIn(err, v, "[skipped]")
+	}
+	return r, nil
+}
+
+func (r InfoSkippedPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("skipped"), schema.IntValue(r.Skipped))
+}
+
+// InfoSkippedInvalid is the alternative "invalid" of InfoSkipped.
+type InfoSkippedInvalid struct {
+	Skipped preserves.Value
+}
+
+func (InfoSkippedInvalid) isInfoSkipped() {}
+
+func parseInfoSkippedInvalid(v preserves.Value) (InfoSkippedInvalid, error) {
+	var r, zero InfoSkippedInvalid
+	d76, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x77, err := schema.Entry(v, d76, preserves.Symbol("skipped"))
+	if err != nil {
+		return zero, err
+	}
+	r.Skipped = x77
+	return r, nil
+}
+
+func (r InfoSkippedInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("skipped"), r.Skipped)
+}
+
+// InfoSkippedAbsent is the alternative "absent" of InfoSkipped.
+type InfoSkippedAbsent struct {
+}
+
+func (InfoSkippedAbsent) isInfoSkipped() {}
+
+func parseInfoSkippedAbsent(v preserves.Value) (InfoSkippedAbsent, error) {
+	var r, zero InfoSkippedAbsent
+	d78, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d78
+	return r, nil
+}
+
+func (r InfoSkippedAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseInfoSkipped tries the alternatives of InfoSkipped in order; the first that matches wins.
+func ParseInfoSkipped(v preserves.Value) (InfoSkipped, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseInfoSkippedPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseInfoSkippedInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseInfoSkippedAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseInfoSkippedPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseInfoSkippedInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseInfoSkippedAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "InfoSkipped", []string{"present", "invalid", "absent"}, errs[:])
+}
+
 // While an output request for a daemon is asserted, the daemon service
 // asserts its last lines of output, as they were when the request came.
 type OutputRequest struct {
@@ -1503,11 +1859,11 @@ type OutputRequest struct {
 // ParseOutputRequest parses v as a OutputRequest.
 func ParseOutputRequest(v preserves.Value) (OutputRequest, error) {
 	var r, zero OutputRequest
-	rec64, err := schema.AsRecordOf(v, LabelOutputRequest, 1)
+	rec79, err := schema.AsRecordOf(v, LabelOutputRequest, 1)
 	if err != nil {
 		return zero, err
 	}
-	r.ServiceName = rec64.Fields[0]
+	r.ServiceName = rec79.Fields[0]
 	return r, nil
 }
 
@@ -1525,26 +1881,26 @@ type ServiceOutput struct {
 func ParseServiceOutput(v preserves.Value) (ServiceOutput, error) {
 	var r, zero ServiceOutput
 	var err error
-	rec65, err := schema.AsRecordOf(v, LabelServiceOutput, 2)
+	rec80, err := schema.AsRecordOf(v, LabelServiceOutput, 2)
 	if err != nil {
 		return zero, err
 	}
-	r.ServiceName = rec65.Fields[0]
-	s66, err := schema.AsSeq(rec65.Fields[1], 0)
+	r.ServiceName = rec80.Fields[0]
+	s81, err := schema.AsSeq(rec80.Fields[1], 0)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
-	r.Lines = make([]OutputLine, len(s66))
-	for i67, e68 := range s66 {
-		if r.Lines[i67], err = ParseOutputLine(e68); err != nil {
-			return zero, schema.AtIn(err, v, "[1]", schema.Index(i67))
+	r.Lines = make([]OutputLine, len(s81))
+	for i82, e83 := range s81 {
+		if r.Lines[i82], err = ParseOutputLine(e83); err != nil {
+			return zero, schema.AtIn(err, v, "[1]", schema.Index(i82))
 		}
 	}
 	return r, nil
 }
 
 func (r ServiceOutput) ToValue() preserves.Value {
-	return preserves.NewRecord(LabelServiceOutput, r.ServiceName, schema.SeqValue(r.Lines, func(x69 OutputLine) preserves.Value { return x69.ToValue() }))
+	return preserves.NewRecord(LabelServiceOutput, r.ServiceName, schema.SeqValue(r.Lines, func(x84 OutputLine) preserves.Value { return x84.ToValue() }))
 }
 
 // OutputLine is the record or collection pattern OutputLine.
@@ -1558,29 +1914,29 @@ type OutputLine struct {
 func ParseOutputLine(v preserves.Value) (OutputLine, error) {
 	var r, zero OutputLine
 	var err error
-	d70, err := schema.AsDict(v)
+	d85, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x71, err := schema.Entry(v, d70, preserves.Symbol("at"))
+	x86, err := schema.Entry(v, d85, preserves.Symbol("at"))
 	if err != nil {
 		return zero, err
 	}
-	if r.At, err = schema.AsString(x71); err != nil {
+	if r.At, err = schema.AsString(x86); err != nil {
 		return zero, schema.AtIn(err, v, "[at]")
 	}
-	x72, err := schema.Entry(v, d70, preserves.Symbol("line"))
+	x87, err := schema.Entry(v, d85, preserves.Symbol("line"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Line, err = schema.AsString(x72); err != nil {
+	if r.Line, err = schema.AsString(x87); err != nil {
 		return zero, schema.AtIn(err, v, "[line]")
 	}
-	x73, err := schema.Entry(v, d70, preserves.Symbol("stream"))
+	x88, err := schema.Entry(v, d85, preserves.Symbol("stream"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Stream, err = schema.AsSymbol(x73); err != nil {
+	if r.Stream, err = schema.AsSymbol(x88); err != nil {
 		return zero, schema.AtIn(err, v, "[stream]")
 	}
 	return r, nil
@@ -1600,12 +1956,12 @@ type StatusText struct {
 func ParseStatusText(v preserves.Value) (StatusText, error) {
 	var r, zero StatusText
 	var err error
-	rec74, err := schema.AsRecordOf(v, LabelStatusText, 2)
+	rec89, err := schema.AsRecordOf(v, LabelStatusText, 2)
 	if err != nil {
 		return zero, err
 	}
-	r.ServiceName = rec74.Fields[0]
-	if r.Text, err = schema.AsString(rec74.Fields[1]); err != nil {
+	r.ServiceName = rec89.Fields[0]
+	if r.Text, err = schema.AsString(rec89.Fields[1]); err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
@@ -1630,29 +1986,29 @@ type ServiceHistory struct {
 func ParseServiceHistory(v preserves.Value) (ServiceHistory, error) {
 	var r, zero ServiceHistory
 	var err error
-	rec75, err := schema.AsRecordOf(v, LabelServiceHistory, 3)
+	rec90, err := schema.AsRecordOf(v, LabelServiceHistory, 3)
 	if err != nil {
 		return zero, err
 	}
-	r.ServiceName = rec75.Fields[0]
-	s76, err := schema.AsSeq(rec75.Fields[1], 0)
+	r.ServiceName = rec90.Fields[0]
+	s91, err := schema.AsSeq(rec90.Fields[1], 0)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
-	r.Changes = make([]HistoryChange, len(s76))
-	for i77, e78 := range s76 {
-		if r.Changes[i77], err = ParseHistoryChange(e78); err != nil {
-			return zero, schema.AtIn(err, v, "[1]", schema.Index(i77))
+	r.Changes = make([]HistoryChange, len(s91))
+	for i92, e93 := range s91 {
+		if r.Changes[i92], err = ParseHistoryChange(e93); err != nil {
+			return zero, schema.AtIn(err, v, "[1]", schema.Index(i92))
 		}
 	}
-	if r.Dropped, err = schema.AsInt(rec75.Fields[2]); err != nil {
+	if r.Dropped, err = schema.AsInt(rec90.Fields[2]); err != nil {
 		return zero, schema.AtIn(err, v, "[2]")
 	}
 	return r, nil
 }
 
 func (r ServiceHistory) ToValue() preserves.Value {
-	return preserves.NewRecord(LabelServiceHistory, r.ServiceName, schema.SeqValue(r.Changes, func(x79 HistoryChange) preserves.Value { return x79.ToValue() }), schema.IntValue(r.Dropped))
+	return preserves.NewRecord(LabelServiceHistory, r.ServiceName, schema.SeqValue(r.Changes, func(x94 HistoryChange) preserves.Value { return x94.ToValue() }), schema.IntValue(r.Dropped))
 }
 
 // HistoryChange is one of the alternatives of HistoryChange.
@@ -1672,14 +2028,14 @@ func (HistoryChangeAsserted) isHistoryChange() {}
 func parseHistoryChangeAsserted(v preserves.Value) (HistoryChangeAsserted, error) {
 	var r, zero HistoryChangeAsserted
 	var err error
-	rec80, err := schema.AsRecordOf(v, LabelAsserted, 2)
+	rec95, err := schema.AsRecordOf(v, LabelAsserted, 2)
 	if err != nil {
 		return zero, err
 	}
-	if r.At, err = schema.AsString(rec80.Fields[0]); err != nil {
+	if r.At, err = schema.AsString(rec95.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
-	r.Fact = rec80.Fields[1]
+	r.Fact = rec95.Fields[1]
 	return r, nil
 }
 
@@ -1698,14 +2054,14 @@ func (HistoryChangeRetracted) isHistoryChange() {}
 func parseHistoryChangeRetracted(v preserves.Value) (HistoryChangeRetracted, error) {
 	var r, zero HistoryChangeRetracted
 	var err error
-	rec81, err := schema.AsRecordOf(v, LabelRetracted, 2)
+	rec96, err := schema.AsRecordOf(v, LabelRetracted, 2)
 	if err != nil {
 		return zero, err
 	}
-	if r.At, err = schema.AsString(rec81.Fields[0]); err != nil {
+	if r.At, err = schema.AsString(rec96.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
-	r.Fact = rec81.Fields[1]
+	r.Fact = rec96.Fields[1]
 	return r, nil
 }
 
@@ -1767,11 +2123,11 @@ type HistoryOrigin struct {
 func ParseHistoryOrigin(v preserves.Value) (HistoryOrigin, error) {
 	var r, zero HistoryOrigin
 	var err error
-	rec82, err := schema.AsRecordOf(v, LabelHistoryOrigin, 1)
+	rec97, err := schema.AsRecordOf(v, LabelHistoryOrigin, 1)
 	if err != nil {
 		return zero, err
 	}
-	if r.At, err = schema.AsString(rec82.Fields[0]); err != nil {
+	if r.At, err = schema.AsString(rec97.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
@@ -1795,18 +2151,18 @@ type LogTail struct {
 func ParseLogTail(v preserves.Value) (LogTail, error) {
 	var r, zero LogTail
 	var err error
-	rec83, err := schema.AsRecordOf(v, LabelLogTail, 4)
+	rec98, err := schema.AsRecordOf(v, LabelLogTail, 4)
 	if err != nil {
 		return zero, err
 	}
-	r.Service = rec83.Fields[0]
-	if r.Lines, err = schema.AsInt(rec83.Fields[1]); err != nil {
+	r.Service = rec98.Fields[0]
+	if r.Lines, err = schema.AsInt(rec98.Fields[1]); err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
-	if r.Follow, err = schema.AsBool(rec83.Fields[2]); err != nil {
+	if r.Follow, err = schema.AsBool(rec98.Fields[2]); err != nil {
 		return zero, schema.AtIn(err, v, "[2]")
 	}
-	if r.Sink, err = schema.AsEmbedded(rec83.Fields[3]); err != nil {
+	if r.Sink, err = schema.AsEmbedded(rec98.Fields[3]); err != nil {
 		return zero, schema.AtIn(err, v, "[3]")
 	}
 	return r, nil
@@ -1840,11 +2196,11 @@ type LogSkipped struct {
 func ParseLogSkipped(v preserves.Value) (LogSkipped, error) {
 	var r, zero LogSkipped
 	var err error
-	rec85, err := schema.AsRecordOf(v, LabelLogDropped, 1)
+	rec100, err := schema.AsRecordOf(v, LabelLogDropped, 1)
 	if err != nil {
 		return zero, err
 	}
-	if r.Count, err = schema.AsInt(rec85.Fields[0]); err != nil {
+	if r.Count, err = schema.AsInt(rec100.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
@@ -1866,11 +2222,11 @@ type LogDir struct {
 func ParseLogDir(v preserves.Value) (LogDir, error) {
 	var r, zero LogDir
 	var err error
-	rec86, err := schema.AsRecordOf(v, LabelLogDir, 1)
+	rec101, err := schema.AsRecordOf(v, LabelLogDir, 1)
 	if err != nil {
 		return zero, err
 	}
-	if r.Path, err = schema.AsString(rec86.Fields[0]); err != nil {
+	if r.Path, err = schema.AsString(rec101.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
@@ -1891,15 +2247,15 @@ type LogDropped struct {
 func ParseLogDropped(v preserves.Value) (LogDropped, error) {
 	var r, zero LogDropped
 	var err error
-	rec87, err := schema.AsRecordOf(v, LabelLogDropped, 3)
+	rec102, err := schema.AsRecordOf(v, LabelLogDropped, 3)
 	if err != nil {
 		return zero, err
 	}
-	r.ServiceName = rec87.Fields[0]
-	if r.Count, err = schema.AsInt(rec87.Fields[1]); err != nil {
+	r.ServiceName = rec102.Fields[0]
+	if r.Count, err = schema.AsInt(rec102.Fields[1]); err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
-	if r.Reason, err = schema.AsString(rec87.Fields[2]); err != nil {
+	if r.Reason, err = schema.AsString(rec102.Fields[2]); err != nil {
 		return zero, schema.AtIn(err, v, "[2]")
 	}
 	return r, nil
@@ -1947,15 +2303,15 @@ type ConnectionStatus struct {
 func ParseConnectionStatus(v preserves.Value) (ConnectionStatus, error) {
 	var r, zero ConnectionStatus
 	var err error
-	rec89, err := schema.AsRecordOf(v, LabelConnectionStatus, 3)
+	rec104, err := schema.AsRecordOf(v, LabelConnectionStatus, 3)
 	if err != nil {
 		return zero, err
 	}
-	if r.Kind, err = schema.AsSymbol(rec89.Fields[0]); err != nil {
+	if r.Kind, err = schema.AsSymbol(rec104.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
-	r.Subject = rec89.Fields[1]
-	if r.Info, err = ParseConnectionInfo(rec89.Fields[2]); err != nil {
+	r.Subject = rec104.Fields[1]
+	if r.Info, err = ParseConnectionInfo(rec104.Fields[2]); err != nil {
 		return zero, schema.AtIn(err, v, "[2]")
 	}
 	return r, nil
@@ -2025,15 +2381,15 @@ func (ConnStatePresent) isConnState() {}
 func parseConnStatePresent(v preserves.Value) (ConnStatePresent, error) {
 	var r, zero ConnStatePresent
 	var err error
-	d90, err := schema.AsDict(v)
+	d105, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x91, err := schema.Entry(v, d90, preserves.Symbol("state"))
+	x106, err := schema.Entry(v, d105, preserves.Symbol("state"))
 	if err != nil {
 		return zero, err
 	}
-	if r.State, err = schema.AsSymbol(x91); err != nil {
+	if r.State, err = schema.AsSymbol(x106); err != nil {
 		return zero, schema.AtIn(err, v, "[state]")
 	}
 	return r, nil
@@ -2052,15 +2408,15 @@ func (ConnStateInvalid) isConnState() {}
 
 func parseConnStateInvalid(v preserves.Value) (ConnStateInvalid, error) {
 	var r, zero ConnStateInvalid
-	d92, err := schema.AsDict(v)
+	d107, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x93, err := schema.Entry(v, d92, preserves.Symbol("state"))
+	x108, err := schema.Entry(v, d107, preserves.Symbol("state"))
 	if err != nil {
 		return zero, err
 	}
-	r.State = x93
+	r.State = x108
 	return r, nil
 }
 
@@ -2076,11 +2432,11 @@ func (ConnStateAbsent) isConnState() {}
 
 func parseConnStateAbsent(v preserves.Value) (ConnStateAbsent, error) {
 	var r, zero ConnStateAbsent
-	d94, err := schema.AsDict(v)
+	d109, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d94
+	_ = d109
 	return r, nil
 }
 
@@ -2139,15 +2495,15 @@ func (ConnSincePresent) isConnSince() {}
 func parseConnSincePresent(v preserves.Value) (ConnSincePresent, error) {
 	var r, zero ConnSincePresent
 	var err error
-	d95, err := schema.AsDict(v)
+	d110, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x96, err := schema.Entry(v, d95, preserves.Symbol("since"))
+	x111, err := schema.Entry(v, d110, preserves.Symbol("since"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Since, err = schema.AsString(x96); err != nil {
+	if r.Since, err = schema.AsString(x111); err != nil {
 		return zero, schema.AtIn(err, v, "[since]")
 	}
 	return r, nil
@@ -2166,15 +2522,15 @@ func (ConnSinceInvalid) isConnSince() {}
 
 func parseConnSinceInvalid(v preserves.Value) (ConnSinceInvalid, error) {
 	var r, zero ConnSinceInvalid
-	d97, err := schema.AsDict(v)
+	d112, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x98, err := schema.Entry(v, d97, preserves.Symbol("since"))
+	x113, err := schema.Entry(v, d112, preserves.Symbol("since"))
 	if err != nil {
 		return zero, err
 	}
-	r.Since = x98
+	r.Since = x113
 	return r, nil
 }
 
@@ -2190,11 +2546,11 @@ func (ConnSinceAbsent) isConnSince() {}
 
 func parseConnSinceAbsent(v preserves.Value) (ConnSinceAbsent, error) {
 	var r, zero ConnSinceAbsent
-	d99, err := schema.AsDict(v)
+	d114, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d99
+	_ = d114
 	return r, nil
 }
 
@@ -2253,15 +2609,15 @@ func (ConnErrorPresent) isConnError() {}
 func parseConnErrorPresent(v preserves.Value) (ConnErrorPresent, error) {
 	var r, zero ConnErrorPresent
 	var err error
-	d100, err := schema.AsDict(v)
+	d115, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x101, err := schema.Entry(v, d100, preserves.Symbol("error"))
+	x116, err := schema.Entry(v, d115, preserves.Symbol("error"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Error, err = schema.AsString(x101); err != nil {
+	if r.Error, err = schema.AsString(x116); err != nil {
 		return zero, schema.AtIn(err, v, "[error]")
 	}
 	return r, nil
@@ -2280,15 +2636,15 @@ func (ConnErrorInvalid) isConnError() {}
 
 func parseConnErrorInvalid(v preserves.Value) (ConnErrorInvalid, error) {
 	var r, zero ConnErrorInvalid
-	d102, err := schema.AsDict(v)
+	d117, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x103, err := schema.Entry(v, d102, preserves.Symbol("error"))
+	x118, err := schema.Entry(v, d117, preserves.Symbol("error"))
 	if err != nil {
 		return zero, err
 	}
-	r.Error = x103
+	r.Error = x118
 	return r, nil
 }
 
@@ -2304,11 +2660,11 @@ func (ConnErrorAbsent) isConnError() {}
 
 func parseConnErrorAbsent(v preserves.Value) (ConnErrorAbsent, error) {
 	var r, zero ConnErrorAbsent
-	d104, err := schema.AsDict(v)
+	d119, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d104
+	_ = d119
 	return r, nil
 }
 
@@ -2367,15 +2723,15 @@ func (ConnNextPresent) isConnNext() {}
 func parseConnNextPresent(v preserves.Value) (ConnNextPresent, error) {
 	var r, zero ConnNextPresent
 	var err error
-	d105, err := schema.AsDict(v)
+	d120, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x106, err := schema.Entry(v, d105, preserves.Symbol("next"))
+	x121, err := schema.Entry(v, d120, preserves.Symbol("next"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Next, err = schema.AsString(x106); err != nil {
+	if r.Next, err = schema.AsString(x121); err != nil {
 		return zero, schema.AtIn(err, v, "[next]")
 	}
 	return r, nil
@@ -2394,15 +2750,15 @@ func (ConnNextInvalid) isConnNext() {}
 
 func parseConnNextInvalid(v preserves.Value) (ConnNextInvalid, error) {
 	var r, zero ConnNextInvalid
-	d107, err := schema.AsDict(v)
+	d122, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x108, err := schema.Entry(v, d107, preserves.Symbol("next"))
+	x123, err := schema.Entry(v, d122, preserves.Symbol("next"))
 	if err != nil {
 		return zero, err
 	}
-	r.Next = x108
+	r.Next = x123
 	return r, nil
 }
 
@@ -2418,11 +2774,11 @@ func (ConnNextAbsent) isConnNext() {}
 
 func parseConnNextAbsent(v preserves.Value) (ConnNextAbsent, error) {
 	var r, zero ConnNextAbsent
-	d109, err := schema.AsDict(v)
+	d124, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d109
+	_ = d124
 	return r, nil
 }
 
@@ -2481,15 +2837,15 @@ func (ConnAttemptsPresent) isConnAttempts() {}
 func parseConnAttemptsPresent(v preserves.Value) (ConnAttemptsPresent, error) {
 	var r, zero ConnAttemptsPresent
 	var err error
-	d110, err := schema.AsDict(v)
+	d125, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x111, err := schema.Entry(v, d110, preserves.Symbol("attempts"))
+	x126, err := schema.Entry(v, d125, preserves.Symbol("attempts"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Attempts, err = schema.AsInt(x111); err != nil {
+	if r.Attempts, err = schema.AsInt(x126); err != nil {
 		return zero, schema.AtIn(err, v, "[attempts]")
 	}
 	return r, nil
@@ -2508,15 +2864,15 @@ func (ConnAttemptsInvalid) isConnAttempts() {}
 
 func parseConnAttemptsInvalid(v preserves.Value) (ConnAttemptsInvalid, error) {
 	var r, zero ConnAttemptsInvalid
-	d112, err := schema.AsDict(v)
+	d127, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x113, err := schema.Entry(v, d112, preserves.Symbol("attempts"))
+	x128, err := schema.Entry(v, d127, preserves.Symbol("attempts"))
 	if err != nil {
 		return zero, err
 	}
-	r.Attempts = x113
+	r.Attempts = x128
 	return r, nil
 }
 
@@ -2532,11 +2888,11 @@ func (ConnAttemptsAbsent) isConnAttempts() {}
 
 func parseConnAttemptsAbsent(v preserves.Value) (ConnAttemptsAbsent, error) {
 	var r, zero ConnAttemptsAbsent
-	d114, err := schema.AsDict(v)
+	d129, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d114
+	_ = d129
 	return r, nil
 }
 
@@ -2594,15 +2950,15 @@ func (ConnViaPresent) isConnVia() {}
 
 func parseConnViaPresent(v preserves.Value) (ConnViaPresent, error) {
 	var r, zero ConnViaPresent
-	d115, err := schema.AsDict(v)
+	d130, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x116, err := schema.Entry(v, d115, preserves.Symbol("via"))
+	x131, err := schema.Entry(v, d130, preserves.Symbol("via"))
 	if err != nil {
 		return zero, err
 	}
-	r.Via = x116
+	r.Via = x131
 	return r, nil
 }
 
@@ -2618,11 +2974,11 @@ func (ConnViaAbsent) isConnVia() {}
 
 func parseConnViaAbsent(v preserves.Value) (ConnViaAbsent, error) {
 	var r, zero ConnViaAbsent
-	d117, err := schema.AsDict(v)
+	d132, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d117
+	_ = d132
 	return r, nil
 }
 
@@ -2670,27 +3026,27 @@ func (ConnResolvedPresent) isConnResolved() {}
 
 func parseConnResolvedPresent(v preserves.Value) (ConnResolvedPresent, error) {
 	var r, zero ConnResolvedPresent
-	d118, err := schema.AsDict(v)
+	d133, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x119, err := schema.Entry(v, d118, preserves.Symbol("resolved"))
+	x134, err := schema.Entry(v, d133, preserves.Symbol("resolved"))
 	if err != nil {
 		return zero, err
 	}
-	s120, err := schema.AsSeq(x119, 0)
+	s135, err := schema.AsSeq(x134, 0)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[resolved]")
 	}
-	r.Resolved = make([]preserves.Value, len(s120))
-	for i121, e122 := range s120 {
-		r.Resolved[i121] = e122
+	r.Resolved = make([]preserves.Value, len(s135))
+	for i136, e137 := range s135 {
+		r.Resolved[i136] = e137
 	}
 	return r, nil
 }
 
 func (r ConnResolvedPresent) ToValue() preserves.Value {
-	return preserves.Dict(preserves.Symbol("resolved"), schema.SeqValue(r.Resolved, func(x123 preserves.Value) preserves.Value { return x123 }))
+	return preserves.Dict(preserves.Symbol("resolved"), schema.SeqValue(r.Resolved, func(x138 preserves.Value) preserves.Value { return x138 }))
 }
 
 // ConnResolvedInvalid is the alternative "invalid" of ConnResolved.
@@ -2702,15 +3058,15 @@ func (ConnResolvedInvalid) isConnResolved() {}
 
 func parseConnResolvedInvalid(v preserves.Value) (ConnResolvedInvalid, error) {
 	var r, zero ConnResolvedInvalid
-	d124, err := schema.AsDict(v)
+	d139, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x125, err := schema.Entry(v, d124, preserves.Symbol("resolved"))
+	x140, err := schema.Entry(v, d139, preserves.Symbol("resolved"))
 	if err != nil {
 		return zero, err
 	}
-	r.Resolved = x125
+	r.Resolved = x140
 	return r, nil
 }
 
@@ -2726,11 +3082,11 @@ func (ConnResolvedAbsent) isConnResolved() {}
 
 func parseConnResolvedAbsent(v preserves.Value) (ConnResolvedAbsent, error) {
 	var r, zero ConnResolvedAbsent
-	d126, err := schema.AsDict(v)
+	d141, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d126
+	_ = d141
 	return r, nil
 }
 
@@ -2786,11 +3142,11 @@ type StopService struct {
 // ParseStopService parses v as a StopService.
 func ParseStopService(v preserves.Value) (StopService, error) {
 	var r, zero StopService
-	rec127, err := schema.AsRecordOf(v, LabelStopService, 1)
+	rec142, err := schema.AsRecordOf(v, LabelStopService, 1)
 	if err != nil {
 		return zero, err
 	}
-	r.ServiceName = rec127.Fields[0]
+	r.ServiceName = rec142.Fields[0]
 	return r, nil
 }
 
@@ -2806,11 +3162,11 @@ type StartService struct {
 // ParseStartService parses v as a StartService.
 func ParseStartService(v preserves.Value) (StartService, error) {
 	var r, zero StartService
-	rec128, err := schema.AsRecordOf(v, LabelStartService, 1)
+	rec143, err := schema.AsRecordOf(v, LabelStartService, 1)
 	if err != nil {
 		return zero, err
 	}
-	r.ServiceName = rec128.Fields[0]
+	r.ServiceName = rec143.Fields[0]
 	return r, nil
 }
 
@@ -2828,12 +3184,12 @@ type ServiceStopped struct {
 func ParseServiceStopped(v preserves.Value) (ServiceStopped, error) {
 	var r, zero ServiceStopped
 	var err error
-	rec129, err := schema.AsRecordOf(v, LabelServiceStopped, 2)
+	rec144, err := schema.AsRecordOf(v, LabelServiceStopped, 2)
 	if err != nil {
 		return zero, err
 	}
-	r.ServiceName = rec129.Fields[0]
-	if r.Since, err = schema.AsString(rec129.Fields[1]); err != nil {
+	r.ServiceName = rec144.Fields[0]
+	if r.Since, err = schema.AsString(rec144.Fields[1]); err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
@@ -2853,12 +3209,12 @@ type ServiceStarted struct {
 func ParseServiceStarted(v preserves.Value) (ServiceStarted, error) {
 	var r, zero ServiceStarted
 	var err error
-	rec130, err := schema.AsRecordOf(v, LabelServiceStarted, 2)
+	rec145, err := schema.AsRecordOf(v, LabelServiceStarted, 2)
 	if err != nil {
 		return zero, err
 	}
-	r.ServiceName = rec130.Fields[0]
-	if r.Since, err = schema.AsString(rec130.Fields[1]); err != nil {
+	r.ServiceName = rec145.Fields[0]
+	if r.Since, err = schema.AsString(rec145.Fields[1]); err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
@@ -2880,12 +3236,12 @@ type SignalService struct {
 func ParseSignalService(v preserves.Value) (SignalService, error) {
 	var r, zero SignalService
 	var err error
-	rec131, err := schema.AsRecordOf(v, LabelSignalService, 2)
+	rec146, err := schema.AsRecordOf(v, LabelSignalService, 2)
 	if err != nil {
 		return zero, err
 	}
-	r.ServiceName = rec131.Fields[0]
-	if r.Signal, err = schema.AsInt(rec131.Fields[1]); err != nil {
+	r.ServiceName = rec146.Fields[0]
+	if r.Signal, err = schema.AsInt(rec146.Fields[1]); err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
@@ -2981,15 +3337,15 @@ func (StopTimeoutFieldPresent) isStopTimeoutField() {}
 func parseStopTimeoutFieldPresent(v preserves.Value) (StopTimeoutFieldPresent, error) {
 	var r, zero StopTimeoutFieldPresent
 	var err error
-	d132, err := schema.AsDict(v)
+	d147, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x133, err := schema.Entry(v, d132, preserves.Symbol("stopTimeout"))
+	x148, err := schema.Entry(v, d147, preserves.Symbol("stopTimeout"))
 	if err != nil {
 		return zero, err
 	}
-	if r.StopTimeout, err = ParseSeconds(x133); err != nil {
+	if r.StopTimeout, err = ParseSeconds(x148); err != nil {
 		return zero, schema.AtIn(err, v, "[stopTimeout]")
 	}
 	return r, nil
@@ -3008,15 +3364,15 @@ func (StopTimeoutFieldInvalid) isStopTimeoutField() {}
 
 func parseStopTimeoutFieldInvalid(v preserves.Value) (StopTimeoutFieldInvalid, error) {
 	var r, zero StopTimeoutFieldInvalid
-	d134, err := schema.AsDict(v)
+	d149, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x135, err := schema.Entry(v, d134, preserves.Symbol("stopTimeout"))
+	x150, err := schema.Entry(v, d149, preserves.Symbol("stopTimeout"))
 	if err != nil {
 		return zero, err
 	}
-	r.StopTimeout = x135
+	r.StopTimeout = x150
 	return r, nil
 }
 
@@ -3032,11 +3388,11 @@ func (StopTimeoutFieldAbsent) isStopTimeoutField() {}
 
 func parseStopTimeoutFieldAbsent(v preserves.Value) (StopTimeoutFieldAbsent, error) {
 	var r, zero StopTimeoutFieldAbsent
-	d136, err := schema.AsDict(v)
+	d151, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d136
+	_ = d151
 	return r, nil
 }
 
@@ -3095,15 +3451,15 @@ func (RestartDelayFieldPresent) isRestartDelayField() {}
 func parseRestartDelayFieldPresent(v preserves.Value) (RestartDelayFieldPresent, error) {
 	var r, zero RestartDelayFieldPresent
 	var err error
-	d137, err := schema.AsDict(v)
+	d152, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x138, err := schema.Entry(v, d137, preserves.Symbol("restartDelay"))
+	x153, err := schema.Entry(v, d152, preserves.Symbol("restartDelay"))
 	if err != nil {
 		return zero, err
 	}
-	if r.RestartDelay, err = ParseSeconds(x138); err != nil {
+	if r.RestartDelay, err = ParseSeconds(x153); err != nil {
 		return zero, schema.AtIn(err, v, "[restartDelay]")
 	}
 	return r, nil
@@ -3122,15 +3478,15 @@ func (RestartDelayFieldInvalid) isRestartDelayField() {}
 
 func parseRestartDelayFieldInvalid(v preserves.Value) (RestartDelayFieldInvalid, error) {
 	var r, zero RestartDelayFieldInvalid
-	d139, err := schema.AsDict(v)
+	d154, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x140, err := schema.Entry(v, d139, preserves.Symbol("restartDelay"))
+	x155, err := schema.Entry(v, d154, preserves.Symbol("restartDelay"))
 	if err != nil {
 		return zero, err
 	}
-	r.RestartDelay = x140
+	r.RestartDelay = x155
 	return r, nil
 }
 
@@ -3146,11 +3502,11 @@ func (RestartDelayFieldAbsent) isRestartDelayField() {}
 
 func parseRestartDelayFieldAbsent(v preserves.Value) (RestartDelayFieldAbsent, error) {
 	var r, zero RestartDelayFieldAbsent
-	d141, err := schema.AsDict(v)
+	d156, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d141
+	_ = d156
 	return r, nil
 }
 
@@ -3209,15 +3565,15 @@ func (RestartMaxDelayFieldPresent) isRestartMaxDelayField() {}
 func parseRestartMaxDelayFieldPresent(v preserves.Value) (RestartMaxDelayFieldPresent, error) {
 	var r, zero RestartMaxDelayFieldPresent
 	var err error
-	d142, err := schema.AsDict(v)
+	d157, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x143, err := schema.Entry(v, d142, preserves.Symbol("restartMaxDelay"))
+	x158, err := schema.Entry(v, d157, preserves.Symbol("restartMaxDelay"))
 	if err != nil {
 		return zero, err
 	}
-	if r.RestartMaxDelay, err = ParseSeconds(x143); err != nil {
+	if r.RestartMaxDelay, err = ParseSeconds(x158); err != nil {
 		return zero, schema.AtIn(err, v, "[restartMaxDelay]")
 	}
 	return r, nil
@@ -3236,15 +3592,15 @@ func (RestartMaxDelayFieldInvalid) isRestartMaxDelayField() {}
 
 func parseRestartMaxDelayFieldInvalid(v preserves.Value) (RestartMaxDelayFieldInvalid, error) {
 	var r, zero RestartMaxDelayFieldInvalid
-	d144, err := schema.AsDict(v)
+	d159, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x145, err := schema.Entry(v, d144, preserves.Symbol("restartMaxDelay"))
+	x160, err := schema.Entry(v, d159, preserves.Symbol("restartMaxDelay"))
 	if err != nil {
 		return zero, err
 	}
-	r.RestartMaxDelay = x145
+	r.RestartMaxDelay = x160
 	return r, nil
 }
 
@@ -3260,11 +3616,11 @@ func (RestartMaxDelayFieldAbsent) isRestartMaxDelayField() {}
 
 func parseRestartMaxDelayFieldAbsent(v preserves.Value) (RestartMaxDelayFieldAbsent, error) {
 	var r, zero RestartMaxDelayFieldAbsent
-	d146, err := schema.AsDict(v)
+	d161, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d146
+	_ = d161
 	return r, nil
 }
 
@@ -3323,15 +3679,15 @@ func (RestartWindowFieldPresent) isRestartWindowField() {}
 func parseRestartWindowFieldPresent(v preserves.Value) (RestartWindowFieldPresent, error) {
 	var r, zero RestartWindowFieldPresent
 	var err error
-	d147, err := schema.AsDict(v)
+	d162, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x148, err := schema.Entry(v, d147, preserves.Symbol("restartWindow"))
+	x163, err := schema.Entry(v, d162, preserves.Symbol("restartWindow"))
 	if err != nil {
 		return zero, err
 	}
-	if r.RestartWindow, err = ParseSeconds(x148); err != nil {
+	if r.RestartWindow, err = ParseSeconds(x163); err != nil {
 		return zero, schema.AtIn(err, v, "[restartWindow]")
 	}
 	return r, nil
@@ -3350,15 +3706,15 @@ func (RestartWindowFieldInvalid) isRestartWindowField() {}
 
 func parseRestartWindowFieldInvalid(v preserves.Value) (RestartWindowFieldInvalid, error) {
 	var r, zero RestartWindowFieldInvalid
-	d149, err := schema.AsDict(v)
+	d164, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x150, err := schema.Entry(v, d149, preserves.Symbol("restartWindow"))
+	x165, err := schema.Entry(v, d164, preserves.Symbol("restartWindow"))
 	if err != nil {
 		return zero, err
 	}
-	r.RestartWindow = x150
+	r.RestartWindow = x165
 	return r, nil
 }
 
@@ -3374,11 +3730,11 @@ func (RestartWindowFieldAbsent) isRestartWindowField() {}
 
 func parseRestartWindowFieldAbsent(v preserves.Value) (RestartWindowFieldAbsent, error) {
 	var r, zero RestartWindowFieldAbsent
-	d151, err := schema.AsDict(v)
+	d166, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d151
+	_ = d166
 	return r, nil
 }
 
@@ -3437,15 +3793,15 @@ func (RestartLimitFieldPresent) isRestartLimitField() {}
 func parseRestartLimitFieldPresent(v preserves.Value) (RestartLimitFieldPresent, error) {
 	var r, zero RestartLimitFieldPresent
 	var err error
-	d152, err := schema.AsDict(v)
+	d167, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x153, err := schema.Entry(v, d152, preserves.Symbol("restartLimit"))
+	x168, err := schema.Entry(v, d167, preserves.Symbol("restartLimit"))
 	if err != nil {
 		return zero, err
 	}
-	if r.RestartLimit, err = schema.AsInt(x153); err != nil {
+	if r.RestartLimit, err = schema.AsInt(x168); err != nil {
 		return zero, schema.AtIn(err, v, "[restartLimit]")
 	}
 	return r, nil
@@ -3464,15 +3820,15 @@ func (RestartLimitFieldInvalid) isRestartLimitField() {}
 
 func parseRestartLimitFieldInvalid(v preserves.Value) (RestartLimitFieldInvalid, error) {
 	var r, zero RestartLimitFieldInvalid
-	d154, err := schema.AsDict(v)
+	d169, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x155, err := schema.Entry(v, d154, preserves.Symbol("restartLimit"))
+	x170, err := schema.Entry(v, d169, preserves.Symbol("restartLimit"))
 	if err != nil {
 		return zero, err
 	}
-	r.RestartLimit = x155
+	r.RestartLimit = x170
 	return r, nil
 }
 
@@ -3488,11 +3844,11 @@ func (RestartLimitFieldAbsent) isRestartLimitField() {}
 
 func parseRestartLimitFieldAbsent(v preserves.Value) (RestartLimitFieldAbsent, error) {
 	var r, zero RestartLimitFieldAbsent
-	d156, err := schema.AsDict(v)
+	d171, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d156
+	_ = d171
 	return r, nil
 }
 
@@ -3551,15 +3907,15 @@ func (ReadinessFieldPresent) isReadinessField() {}
 func parseReadinessFieldPresent(v preserves.Value) (ReadinessFieldPresent, error) {
 	var r, zero ReadinessFieldPresent
 	var err error
-	d157, err := schema.AsDict(v)
+	d172, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x158, err := schema.Entry(v, d157, preserves.Symbol("readiness"))
+	x173, err := schema.Entry(v, d172, preserves.Symbol("readiness"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Readiness, err = ParseReadinessProtocol(x158); err != nil {
+	if r.Readiness, err = ParseReadinessProtocol(x173); err != nil {
 		return zero, schema.AtIn(err, v, "[readiness]")
 	}
 	return r, nil
@@ -3578,15 +3934,15 @@ func (ReadinessFieldInvalid) isReadinessField() {}
 
 func parseReadinessFieldInvalid(v preserves.Value) (ReadinessFieldInvalid, error) {
 	var r, zero ReadinessFieldInvalid
-	d159, err := schema.AsDict(v)
+	d174, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x160, err := schema.Entry(v, d159, preserves.Symbol("readiness"))
+	x175, err := schema.Entry(v, d174, preserves.Symbol("readiness"))
 	if err != nil {
 		return zero, err
 	}
-	r.Readiness = x160
+	r.Readiness = x175
 	return r, nil
 }
 
@@ -3602,11 +3958,11 @@ func (ReadinessFieldAbsent) isReadinessField() {}
 
 func parseReadinessFieldAbsent(v preserves.Value) (ReadinessFieldAbsent, error) {
 	var r, zero ReadinessFieldAbsent
-	d161, err := schema.AsDict(v)
+	d176, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d161
+	_ = d176
 	return r, nil
 }
 
@@ -3680,11 +4036,11 @@ func (ReadinessProtocolFd) isReadinessProtocol() {}
 func parseReadinessProtocolFd(v preserves.Value) (ReadinessProtocolFd, error) {
 	var r, zero ReadinessProtocolFd
 	var err error
-	rec162, err := schema.AsRecordOf(v, LabelNotificationFd, 1)
+	rec177, err := schema.AsRecordOf(v, LabelNotificationFd, 1)
 	if err != nil {
 		return zero, err
 	}
-	if r.Fd, err = schema.AsInt(rec162.Fields[0]); err != nil {
+	if r.Fd, err = schema.AsInt(rec177.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
@@ -3704,11 +4060,11 @@ func (ReadinessProtocolTcp) isReadinessProtocol() {}
 func parseReadinessProtocolTcp(v preserves.Value) (ReadinessProtocolTcp, error) {
 	var r, zero ReadinessProtocolTcp
 	var err error
-	rec163, err := schema.AsRecordOf(v, LabelTcp, 1)
+	rec178, err := schema.AsRecordOf(v, LabelTcp, 1)
 	if err != nil {
 		return zero, err
 	}
-	if r.Port, err = schema.AsInt(rec163.Fields[0]); err != nil {
+	if r.Port, err = schema.AsInt(rec178.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
@@ -3729,14 +4085,14 @@ func (ReadinessProtocolTcpHost) isReadinessProtocol() {}
 func parseReadinessProtocolTcpHost(v preserves.Value) (ReadinessProtocolTcpHost, error) {
 	var r, zero ReadinessProtocolTcpHost
 	var err error
-	rec164, err := schema.AsRecordOf(v, LabelTcp, 2)
+	rec179, err := schema.AsRecordOf(v, LabelTcp, 2)
 	if err != nil {
 		return zero, err
 	}
-	if r.Host, err = schema.AsString(rec164.Fields[0]); err != nil {
+	if r.Host, err = schema.AsString(rec179.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
-	if r.Port, err = schema.AsInt(rec164.Fields[1]); err != nil {
+	if r.Port, err = schema.AsInt(rec179.Fields[1]); err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
@@ -3756,11 +4112,11 @@ func (ReadinessProtocolUnix) isReadinessProtocol() {}
 func parseReadinessProtocolUnix(v preserves.Value) (ReadinessProtocolUnix, error) {
 	var r, zero ReadinessProtocolUnix
 	var err error
-	rec165, err := schema.AsRecordOf(v, LabelUnix, 1)
+	rec180, err := schema.AsRecordOf(v, LabelUnix, 1)
 	if err != nil {
 		return zero, err
 	}
-	if r.Path, err = schema.AsString(rec165.Fields[0]); err != nil {
+	if r.Path, err = schema.AsString(rec180.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
@@ -3843,15 +4199,15 @@ func (ReadyTimeoutFieldPresent) isReadyTimeoutField() {}
 func parseReadyTimeoutFieldPresent(v preserves.Value) (ReadyTimeoutFieldPresent, error) {
 	var r, zero ReadyTimeoutFieldPresent
 	var err error
-	d166, err := schema.AsDict(v)
+	d181, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x167, err := schema.Entry(v, d166, preserves.Symbol("readyTimeout"))
+	x182, err := schema.Entry(v, d181, preserves.Symbol("readyTimeout"))
 	if err != nil {
 		return zero, err
 	}
-	if r.ReadyTimeout, err = ParseSeconds(x167); err != nil {
+	if r.ReadyTimeout, err = ParseSeconds(x182); err != nil {
 		return zero, schema.AtIn(err, v, "[readyTimeout]")
 	}
 	return r, nil
@@ -3870,15 +4226,15 @@ func (ReadyTimeoutFieldInvalid) isReadyTimeoutField() {}
 
 func parseReadyTimeoutFieldInvalid(v preserves.Value) (ReadyTimeoutFieldInvalid, error) {
 	var r, zero ReadyTimeoutFieldInvalid
-	d168, err := schema.AsDict(v)
+	d183, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x169, err := schema.Entry(v, d168, preserves.Symbol("readyTimeout"))
+	x184, err := schema.Entry(v, d183, preserves.Symbol("readyTimeout"))
 	if err != nil {
 		return zero, err
 	}
-	r.ReadyTimeout = x169
+	r.ReadyTimeout = x184
 	return r, nil
 }
 
@@ -3894,11 +4250,11 @@ func (ReadyTimeoutFieldAbsent) isReadyTimeoutField() {}
 
 func parseReadyTimeoutFieldAbsent(v preserves.Value) (ReadyTimeoutFieldAbsent, error) {
 	var r, zero ReadyTimeoutFieldAbsent
-	d170, err := schema.AsDict(v)
+	d185, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d170
+	_ = d185
 	return r, nil
 }
 
@@ -3957,15 +4313,15 @@ func (WatchdogFieldPresent) isWatchdogField() {}
 func parseWatchdogFieldPresent(v preserves.Value) (WatchdogFieldPresent, error) {
 	var r, zero WatchdogFieldPresent
 	var err error
-	d171, err := schema.AsDict(v)
+	d186, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x172, err := schema.Entry(v, d171, preserves.Symbol("watchdog"))
+	x187, err := schema.Entry(v, d186, preserves.Symbol("watchdog"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Watchdog, err = ParseSeconds(x172); err != nil {
+	if r.Watchdog, err = ParseSeconds(x187); err != nil {
 		return zero, schema.AtIn(err, v, "[watchdog]")
 	}
 	return r, nil
@@ -3984,15 +4340,15 @@ func (WatchdogFieldInvalid) isWatchdogField() {}
 
 func parseWatchdogFieldInvalid(v preserves.Value) (WatchdogFieldInvalid, error) {
 	var r, zero WatchdogFieldInvalid
-	d173, err := schema.AsDict(v)
+	d188, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x174, err := schema.Entry(v, d173, preserves.Symbol("watchdog"))
+	x189, err := schema.Entry(v, d188, preserves.Symbol("watchdog"))
 	if err != nil {
 		return zero, err
 	}
-	r.Watchdog = x174
+	r.Watchdog = x189
 	return r, nil
 }
 
@@ -4008,11 +4364,11 @@ func (WatchdogFieldAbsent) isWatchdogField() {}
 
 func parseWatchdogFieldAbsent(v preserves.Value) (WatchdogFieldAbsent, error) {
 	var r, zero WatchdogFieldAbsent
-	d175, err := schema.AsDict(v)
+	d190, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d175
+	_ = d190
 	return r, nil
 }
 
@@ -4066,11 +4422,11 @@ type TimerDriver struct {
 func ParseTimerDriver(v preserves.Value) (TimerDriver, error) {
 	var r, zero TimerDriver
 	var err error
-	rec176, err := schema.AsRecordOf(v, LabelTimerDriver, 1)
+	rec191, err := schema.AsRecordOf(v, LabelTimerDriver, 1)
 	if err != nil {
 		return zero, err
 	}
-	if r.Dataspace, err = schema.AsEmbedded(rec176.Fields[0]); err != nil {
+	if r.Dataspace, err = schema.AsEmbedded(rec191.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
@@ -4098,15 +4454,15 @@ func (UserFieldPresent) isUserField() {}
 func parseUserFieldPresent(v preserves.Value) (UserFieldPresent, error) {
 	var r, zero UserFieldPresent
 	var err error
-	d177, err := schema.AsDict(v)
+	d192, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x178, err := schema.Entry(v, d177, preserves.Symbol("user"))
+	x193, err := schema.Entry(v, d192, preserves.Symbol("user"))
 	if err != nil {
 		return zero, err
 	}
-	if r.User, err = ParsePosixId(x178); err != nil {
+	if r.User, err = ParsePosixId(x193); err != nil {
 		return zero, schema.AtIn(err, v, "[user]")
 	}
 	return r, nil
@@ -4125,15 +4481,15 @@ func (UserFieldInvalid) isUserField() {}
 
 func parseUserFieldInvalid(v preserves.Value) (UserFieldInvalid, error) {
 	var r, zero UserFieldInvalid
-	d179, err := schema.AsDict(v)
+	d194, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x180, err := schema.Entry(v, d179, preserves.Symbol("user"))
+	x195, err := schema.Entry(v, d194, preserves.Symbol("user"))
 	if err != nil {
 		return zero, err
 	}
-	r.User = x180
+	r.User = x195
 	return r, nil
 }
 
@@ -4149,11 +4505,11 @@ func (UserFieldAbsent) isUserField() {}
 
 func parseUserFieldAbsent(v preserves.Value) (UserFieldAbsent, error) {
 	var r, zero UserFieldAbsent
-	d181, err := schema.AsDict(v)
+	d196, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d181
+	_ = d196
 	return r, nil
 }
 
@@ -4212,15 +4568,15 @@ func (GroupFieldPresent) isGroupField() {}
 func parseGroupFieldPresent(v preserves.Value) (GroupFieldPresent, error) {
 	var r, zero GroupFieldPresent
 	var err error
-	d182, err := schema.AsDict(v)
+	d197, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x183, err := schema.Entry(v, d182, preserves.Symbol("group"))
+	x198, err := schema.Entry(v, d197, preserves.Symbol("group"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Group, err = ParsePosixId(x183); err != nil {
+	if r.Group, err = ParsePosixId(x198); err != nil {
 		return zero, schema.AtIn(err, v, "[group]")
 	}
 	return r, nil
@@ -4239,15 +4595,15 @@ func (GroupFieldInvalid) isGroupField() {}
 
 func parseGroupFieldInvalid(v preserves.Value) (GroupFieldInvalid, error) {
 	var r, zero GroupFieldInvalid
-	d184, err := schema.AsDict(v)
+	d199, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x185, err := schema.Entry(v, d184, preserves.Symbol("group"))
+	x200, err := schema.Entry(v, d199, preserves.Symbol("group"))
 	if err != nil {
 		return zero, err
 	}
-	r.Group = x185
+	r.Group = x200
 	return r, nil
 }
 
@@ -4263,11 +4619,11 @@ func (GroupFieldAbsent) isGroupField() {}
 
 func parseGroupFieldAbsent(v preserves.Value) (GroupFieldAbsent, error) {
 	var r, zero GroupFieldAbsent
-	d186, err := schema.AsDict(v)
+	d201, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d186
+	_ = d201
 	return r, nil
 }
 
@@ -4326,29 +4682,29 @@ func (GroupsFieldPresent) isGroupsField() {}
 func parseGroupsFieldPresent(v preserves.Value) (GroupsFieldPresent, error) {
 	var r, zero GroupsFieldPresent
 	var err error
-	d187, err := schema.AsDict(v)
+	d202, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x188, err := schema.Entry(v, d187, preserves.Symbol("groups"))
+	x203, err := schema.Entry(v, d202, preserves.Symbol("groups"))
 	if err != nil {
 		return zero, err
 	}
-	s189, err := schema.AsSeq(x188, 0)
+	s204, err := schema.AsSeq(x203, 0)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[groups]")
 	}
-	r.Groups = make([]PosixId, len(s189))
-	for i190, e191 := range s189 {
-		if r.Groups[i190], err = ParsePosixId(e191); err != nil {
-			return zero, schema.AtIn(err, v, "[groups]", schema.Index(i190))
+	r.Groups = make([]PosixId, len(s204))
+	for i205, e206 := range s204 {
+		if r.Groups[i205], err = ParsePosixId(e206); err != nil {
+			return zero, schema.AtIn(err, v, "[groups]", schema.Index(i205))
 		}
 	}
 	return r, nil
 }
 
 func (r GroupsFieldPresent) ToValue() preserves.Value {
-	return preserves.Dict(preserves.Symbol("groups"), schema.SeqValue(r.Groups, func(x192 PosixId) preserves.Value { return x192.ToValue() }))
+	return preserves.Dict(preserves.Symbol("groups"), schema.SeqValue(r.Groups, func(x207 PosixId) preserves.Value { return x207.ToValue() }))
 }
 
 // GroupsFieldInvalid is the alternative "invalid" of GroupsField.
@@ -4360,15 +4716,15 @@ func (GroupsFieldInvalid) isGroupsField() {}
 
 func parseGroupsFieldInvalid(v preserves.Value) (GroupsFieldInvalid, error) {
 	var r, zero GroupsFieldInvalid
-	d193, err := schema.AsDict(v)
+	d208, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x194, err := schema.Entry(v, d193, preserves.Symbol("groups"))
+	x209, err := schema.Entry(v, d208, preserves.Symbol("groups"))
 	if err != nil {
 		return zero, err
 	}
-	r.Groups = x194
+	r.Groups = x209
 	return r, nil
 }
 
@@ -4384,11 +4740,11 @@ func (GroupsFieldAbsent) isGroupsField() {}
 
 func parseGroupsFieldAbsent(v preserves.Value) (GroupsFieldAbsent, error) {
 	var r, zero GroupsFieldAbsent
-	d195, err := schema.AsDict(v)
+	d210, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d195
+	_ = d210
 	return r, nil
 }
 
@@ -4512,15 +4868,15 @@ func (UmaskFieldPresent) isUmaskField() {}
 func parseUmaskFieldPresent(v preserves.Value) (UmaskFieldPresent, error) {
 	var r, zero UmaskFieldPresent
 	var err error
-	d196, err := schema.AsDict(v)
+	d211, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x197, err := schema.Entry(v, d196, preserves.Symbol("umask"))
+	x212, err := schema.Entry(v, d211, preserves.Symbol("umask"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Umask, err = schema.AsString(x197); err != nil {
+	if r.Umask, err = schema.AsString(x212); err != nil {
 		return zero, schema.AtIn(err, v, "[umask]")
 	}
 	return r, nil
@@ -4539,15 +4895,15 @@ func (UmaskFieldInvalid) isUmaskField() {}
 
 func parseUmaskFieldInvalid(v preserves.Value) (UmaskFieldInvalid, error) {
 	var r, zero UmaskFieldInvalid
-	d198, err := schema.AsDict(v)
+	d213, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x199, err := schema.Entry(v, d198, preserves.Symbol("umask"))
+	x214, err := schema.Entry(v, d213, preserves.Symbol("umask"))
 	if err != nil {
 		return zero, err
 	}
-	r.Umask = x199
+	r.Umask = x214
 	return r, nil
 }
 
@@ -4563,11 +4919,11 @@ func (UmaskFieldAbsent) isUmaskField() {}
 
 func parseUmaskFieldAbsent(v preserves.Value) (UmaskFieldAbsent, error) {
 	var r, zero UmaskFieldAbsent
-	d200, err := schema.AsDict(v)
+	d215, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d200
+	_ = d215
 	return r, nil
 }
 
@@ -4626,36 +4982,36 @@ func (LimitsFieldPresent) isLimitsField() {}
 func parseLimitsFieldPresent(v preserves.Value) (LimitsFieldPresent, error) {
 	var r, zero LimitsFieldPresent
 	var err error
-	d201, err := schema.AsDict(v)
+	d216, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x202, err := schema.Entry(v, d201, preserves.Symbol("limits"))
+	x217, err := schema.Entry(v, d216, preserves.Symbol("limits"))
 	if err != nil {
 		return zero, err
 	}
-	d203, err := schema.AsDict(x202)
+	d218, err := schema.AsDict(x217)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[limits]")
 	}
-	r.Limits = make(map[preserves.Symbol]RlimitValue, d203.Len())
-	for i204, e205 := range d203.Entries() {
-		_ = i204
-		var k206 preserves.Symbol
-		var v207 RlimitValue
-		if k206, err = schema.AsSymbol(e205.Key); err != nil {
-			return zero, schema.AtIn(err, v, "[limits]", schema.Key(e205.Key))
+	r.Limits = make(map[preserves.Symbol]RlimitValue, d218.Len())
+	for i219, e220 := range d218.Entries() {
+		_ = i219
+		var k221 preserves.Symbol
+		var v222 RlimitValue
+		if k221, err = schema.AsSymbol(e220.Key); err != nil {
+			return zero, schema.AtIn(err, v, "[limits]", schema.Key(e220.Key))
 		}
-		if v207, err = ParseRlimitValue(e205.Value); err != nil {
-			return zero, schema.AtIn(err, v, "[limits]", schema.Key(e205.Key))
+		if v222, err = ParseRlimitValue(e220.Value); err != nil {
+			return zero, schema.AtIn(err, v, "[limits]", schema.Key(e220.Key))
 		}
-		r.Limits[k206] = v207
+		r.Limits[k221] = v222
 	}
 	return r, nil
 }
 
 func (r LimitsFieldPresent) ToValue() preserves.Value {
-	return preserves.Dict(preserves.Symbol("limits"), schema.MapValue(r.Limits, func(x208 preserves.Symbol) preserves.Value { return x208 }, func(x209 RlimitValue) preserves.Value { return x209.ToValue() }))
+	return preserves.Dict(preserves.Symbol("limits"), schema.MapValue(r.Limits, func(x223 preserves.Symbol) preserves.Value { return x223 }, func(x224 RlimitValue) preserves.Value { return x224.ToValue() }))
 }
 
 // LimitsFieldInvalid is the alternative "invalid" of LimitsField.
@@ -4667,15 +5023,15 @@ func (LimitsFieldInvalid) isLimitsField() {}
 
 func parseLimitsFieldInvalid(v preserves.Value) (LimitsFieldInvalid, error) {
 	var r, zero LimitsFieldInvalid
-	d210, err := schema.AsDict(v)
+	d225, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x211, err := schema.Entry(v, d210, preserves.Symbol("limits"))
+	x226, err := schema.Entry(v, d225, preserves.Symbol("limits"))
 	if err != nil {
 		return zero, err
 	}
-	r.Limits = x211
+	r.Limits = x226
 	return r, nil
 }
 
@@ -4691,11 +5047,11 @@ func (LimitsFieldAbsent) isLimitsField() {}
 
 func parseLimitsFieldAbsent(v preserves.Value) (LimitsFieldAbsent, error) {
 	var r, zero LimitsFieldAbsent
-	d212, err := schema.AsDict(v)
+	d227, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d212
+	_ = d227
 	return r, nil
 }
 
@@ -4771,14 +5127,14 @@ func (RlimitValuePair) isRlimitValue() {}
 func parseRlimitValuePair(v preserves.Value) (RlimitValuePair, error) {
 	var r, zero RlimitValuePair
 	var err error
-	s213, err := schema.AsSeq(v, 2)
+	s228, err := schema.AsSeq(v, 2)
 	if err != nil {
 		return zero, err
 	}
-	if r.Soft, err = ParseRlimitBound(s213[0]); err != nil {
+	if r.Soft, err = ParseRlimitBound(s228[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
-	if r.Hard, err = ParseRlimitBound(s213[1]); err != nil {
+	if r.Hard, err = ParseRlimitBound(s228[1]); err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
@@ -4890,34 +5246,34 @@ func (CgroupFieldPresent) isCgroupField() {}
 func parseCgroupFieldPresent(v preserves.Value) (CgroupFieldPresent, error) {
 	var r, zero CgroupFieldPresent
 	var err error
-	d214, err := schema.AsDict(v)
+	d229, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x215, err := schema.Entry(v, d214, preserves.Symbol("cgroup"))
+	x230, err := schema.Entry(v, d229, preserves.Symbol("cgroup"))
 	if err != nil {
 		return zero, err
 	}
-	d216, err := schema.AsDict(x215)
+	d231, err := schema.AsDict(x230)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[cgroup]")
 	}
-	r.Cgroup = make(map[preserves.Symbol]preserves.Value, d216.Len())
-	for i217, e218 := range d216.Entries() {
-		_ = i217
-		var k219 preserves.Symbol
-		var v220 preserves.Value
-		if k219, err = schema.AsSymbol(e218.Key); err != nil {
-			return zero, schema.AtIn(err, v, "[cgroup]", schema.Key(e218.Key))
+	r.Cgroup = make(map[preserves.Symbol]preserves.Value, d231.Len())
+	for i232, e233 := range d231.Entries() {
+		_ = i232
+		var k234 preserves.Symbol
+		var v235 preserves.Value
+		if k234, err = schema.AsSymbol(e233.Key); err != nil {
+			return zero, schema.AtIn(err, v, "[cgroup]", schema.Key(e233.Key))
 		}
-		v220 = e218.Value
-		r.Cgroup[k219] = v220
+		v235 = e233.Value
+		r.Cgroup[k234] = v235
 	}
 	return r, nil
 }
 
 func (r CgroupFieldPresent) ToValue() preserves.Value {
-	return preserves.Dict(preserves.Symbol("cgroup"), schema.MapValue(r.Cgroup, func(x221 preserves.Symbol) preserves.Value { return x221 }, func(x222 preserves.Value) preserves.Value { return x222 }))
+	return preserves.Dict(preserves.Symbol("cgroup"), schema.MapValue(r.Cgroup, func(x236 preserves.Symbol) preserves.Value { return x236 }, func(x237 preserves.Value) preserves.Value { return x237 }))
 }
 
 // CgroupFieldInvalid is the alternative "invalid" of CgroupField.
@@ -4929,15 +5285,15 @@ func (CgroupFieldInvalid) isCgroupField() {}
 
 func parseCgroupFieldInvalid(v preserves.Value) (CgroupFieldInvalid, error) {
 	var r, zero CgroupFieldInvalid
-	d223, err := schema.AsDict(v)
+	d238, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x224, err := schema.Entry(v, d223, preserves.Symbol("cgroup"))
+	x239, err := schema.Entry(v, d238, preserves.Symbol("cgroup"))
 	if err != nil {
 		return zero, err
 	}
-	r.Cgroup = x224
+	r.Cgroup = x239
 	return r, nil
 }
 
@@ -4953,11 +5309,11 @@ func (CgroupFieldAbsent) isCgroupField() {}
 
 func parseCgroupFieldAbsent(v preserves.Value) (CgroupFieldAbsent, error) {
 	var r, zero CgroupFieldAbsent
-	d225, err := schema.AsDict(v)
+	d240, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d225
+	_ = d240
 	return r, nil
 }
 
@@ -5016,15 +5372,15 @@ func (MemoryMaxFieldPresent) isMemoryMaxField() {}
 func parseMemoryMaxFieldPresent(v preserves.Value) (MemoryMaxFieldPresent, error) {
 	var r, zero MemoryMaxFieldPresent
 	var err error
-	d226, err := schema.AsDict(v)
+	d241, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x227, err := schema.Entry(v, d226, preserves.Symbol("memoryMax"))
+	x242, err := schema.Entry(v, d241, preserves.Symbol("memoryMax"))
 	if err != nil {
 		return zero, err
 	}
-	if r.MemoryMax, err = schema.AsInt(x227); err != nil {
+	if r.MemoryMax, err = schema.AsInt(x242); err != nil {
 		return zero, schema.AtIn(err, v, "[memoryMax]")
 	}
 	return r, nil
@@ -5043,15 +5399,15 @@ func (MemoryMaxFieldInvalid) isMemoryMaxField() {}
 
 func parseMemoryMaxFieldInvalid(v preserves.Value) (MemoryMaxFieldInvalid, error) {
 	var r, zero MemoryMaxFieldInvalid
-	d228, err := schema.AsDict(v)
+	d243, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x229, err := schema.Entry(v, d228, preserves.Symbol("memoryMax"))
+	x244, err := schema.Entry(v, d243, preserves.Symbol("memoryMax"))
 	if err != nil {
 		return zero, err
 	}
-	r.MemoryMax = x229
+	r.MemoryMax = x244
 	return r, nil
 }
 
@@ -5067,11 +5423,11 @@ func (MemoryMaxFieldAbsent) isMemoryMaxField() {}
 
 func parseMemoryMaxFieldAbsent(v preserves.Value) (MemoryMaxFieldAbsent, error) {
 	var r, zero MemoryMaxFieldAbsent
-	d230, err := schema.AsDict(v)
+	d245, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d230
+	_ = d245
 	return r, nil
 }
 
@@ -5130,15 +5486,15 @@ func (PidsMaxFieldPresent) isPidsMaxField() {}
 func parsePidsMaxFieldPresent(v preserves.Value) (PidsMaxFieldPresent, error) {
 	var r, zero PidsMaxFieldPresent
 	var err error
-	d231, err := schema.AsDict(v)
+	d246, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x232, err := schema.Entry(v, d231, preserves.Symbol("pidsMax"))
+	x247, err := schema.Entry(v, d246, preserves.Symbol("pidsMax"))
 	if err != nil {
 		return zero, err
 	}
-	if r.PidsMax, err = schema.AsInt(x232); err != nil {
+	if r.PidsMax, err = schema.AsInt(x247); err != nil {
 		return zero, schema.AtIn(err, v, "[pidsMax]")
 	}
 	return r, nil
@@ -5157,15 +5513,15 @@ func (PidsMaxFieldInvalid) isPidsMaxField() {}
 
 func parsePidsMaxFieldInvalid(v preserves.Value) (PidsMaxFieldInvalid, error) {
 	var r, zero PidsMaxFieldInvalid
-	d233, err := schema.AsDict(v)
+	d248, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x234, err := schema.Entry(v, d233, preserves.Symbol("pidsMax"))
+	x249, err := schema.Entry(v, d248, preserves.Symbol("pidsMax"))
 	if err != nil {
 		return zero, err
 	}
-	r.PidsMax = x234
+	r.PidsMax = x249
 	return r, nil
 }
 
@@ -5181,11 +5537,11 @@ func (PidsMaxFieldAbsent) isPidsMaxField() {}
 
 func parsePidsMaxFieldAbsent(v preserves.Value) (PidsMaxFieldAbsent, error) {
 	var r, zero PidsMaxFieldAbsent
-	d235, err := schema.AsDict(v)
+	d250, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d235
+	_ = d250
 	return r, nil
 }
 
@@ -5244,15 +5600,15 @@ func (CpuMaxFieldPresent) isCpuMaxField() {}
 func parseCpuMaxFieldPresent(v preserves.Value) (CpuMaxFieldPresent, error) {
 	var r, zero CpuMaxFieldPresent
 	var err error
-	d236, err := schema.AsDict(v)
+	d251, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x237, err := schema.Entry(v, d236, preserves.Symbol("cpuMax"))
+	x252, err := schema.Entry(v, d251, preserves.Symbol("cpuMax"))
 	if err != nil {
 		return zero, err
 	}
-	if r.CpuMax, err = ParseSeconds(x237); err != nil {
+	if r.CpuMax, err = ParseSeconds(x252); err != nil {
 		return zero, schema.AtIn(err, v, "[cpuMax]")
 	}
 	return r, nil
@@ -5271,15 +5627,15 @@ func (CpuMaxFieldInvalid) isCpuMaxField() {}
 
 func parseCpuMaxFieldInvalid(v preserves.Value) (CpuMaxFieldInvalid, error) {
 	var r, zero CpuMaxFieldInvalid
-	d238, err := schema.AsDict(v)
+	d253, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x239, err := schema.Entry(v, d238, preserves.Symbol("cpuMax"))
+	x254, err := schema.Entry(v, d253, preserves.Symbol("cpuMax"))
 	if err != nil {
 		return zero, err
 	}
-	r.CpuMax = x239
+	r.CpuMax = x254
 	return r, nil
 }
 
@@ -5295,11 +5651,11 @@ func (CpuMaxFieldAbsent) isCpuMaxField() {}
 
 func parseCpuMaxFieldAbsent(v preserves.Value) (CpuMaxFieldAbsent, error) {
 	var r, zero CpuMaxFieldAbsent
-	d240, err := schema.AsDict(v)
+	d255, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d240
+	_ = d255
 	return r, nil
 }
 
@@ -5358,15 +5714,15 @@ func (CpuWeightFieldPresent) isCpuWeightField() {}
 func parseCpuWeightFieldPresent(v preserves.Value) (CpuWeightFieldPresent, error) {
 	var r, zero CpuWeightFieldPresent
 	var err error
-	d241, err := schema.AsDict(v)
+	d256, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x242, err := schema.Entry(v, d241, preserves.Symbol("cpuWeight"))
+	x257, err := schema.Entry(v, d256, preserves.Symbol("cpuWeight"))
 	if err != nil {
 		return zero, err
 	}
-	if r.CpuWeight, err = schema.AsInt(x242); err != nil {
+	if r.CpuWeight, err = schema.AsInt(x257); err != nil {
 		return zero, schema.AtIn(err, v, "[cpuWeight]")
 	}
 	return r, nil
@@ -5385,15 +5741,15 @@ func (CpuWeightFieldInvalid) isCpuWeightField() {}
 
 func parseCpuWeightFieldInvalid(v preserves.Value) (CpuWeightFieldInvalid, error) {
 	var r, zero CpuWeightFieldInvalid
-	d243, err := schema.AsDict(v)
+	d258, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x244, err := schema.Entry(v, d243, preserves.Symbol("cpuWeight"))
+	x259, err := schema.Entry(v, d258, preserves.Symbol("cpuWeight"))
 	if err != nil {
 		return zero, err
 	}
-	r.CpuWeight = x244
+	r.CpuWeight = x259
 	return r, nil
 }
 
@@ -5409,11 +5765,11 @@ func (CpuWeightFieldAbsent) isCpuWeightField() {}
 
 func parseCpuWeightFieldAbsent(v preserves.Value) (CpuWeightFieldAbsent, error) {
 	var r, zero CpuWeightFieldAbsent
-	d245, err := schema.AsDict(v)
+	d260, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d245
+	_ = d260
 	return r, nil
 }
 
@@ -5472,15 +5828,15 @@ func (NoNewPrivilegesFieldPresent) isNoNewPrivilegesField() {}
 func parseNoNewPrivilegesFieldPresent(v preserves.Value) (NoNewPrivilegesFieldPresent, error) {
 	var r, zero NoNewPrivilegesFieldPresent
 	var err error
-	d246, err := schema.AsDict(v)
+	d261, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x247, err := schema.Entry(v, d246, preserves.Symbol("noNewPrivileges"))
+	x262, err := schema.Entry(v, d261, preserves.Symbol("noNewPrivileges"))
 	if err != nil {
 		return zero, err
 	}
-	if r.NoNewPrivileges, err = schema.AsBool(x247); err != nil {
+	if r.NoNewPrivileges, err = schema.AsBool(x262); err != nil {
 		return zero, schema.AtIn(err, v, "[noNewPrivileges]")
 	}
 	return r, nil
@@ -5499,15 +5855,15 @@ func (NoNewPrivilegesFieldInvalid) isNoNewPrivilegesField() {}
 
 func parseNoNewPrivilegesFieldInvalid(v preserves.Value) (NoNewPrivilegesFieldInvalid, error) {
 	var r, zero NoNewPrivilegesFieldInvalid
-	d248, err := schema.AsDict(v)
+	d263, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x249, err := schema.Entry(v, d248, preserves.Symbol("noNewPrivileges"))
+	x264, err := schema.Entry(v, d263, preserves.Symbol("noNewPrivileges"))
 	if err != nil {
 		return zero, err
 	}
-	r.NoNewPrivileges = x249
+	r.NoNewPrivileges = x264
 	return r, nil
 }
 
@@ -5523,11 +5879,11 @@ func (NoNewPrivilegesFieldAbsent) isNoNewPrivilegesField() {}
 
 func parseNoNewPrivilegesFieldAbsent(v preserves.Value) (NoNewPrivilegesFieldAbsent, error) {
 	var r, zero NoNewPrivilegesFieldAbsent
-	d250, err := schema.AsDict(v)
+	d265, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d250
+	_ = d265
 	return r, nil
 }
 
@@ -5586,29 +5942,29 @@ func (CapabilitiesFieldPresent) isCapabilitiesField() {}
 func parseCapabilitiesFieldPresent(v preserves.Value) (CapabilitiesFieldPresent, error) {
 	var r, zero CapabilitiesFieldPresent
 	var err error
-	d251, err := schema.AsDict(v)
+	d266, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x252, err := schema.Entry(v, d251, preserves.Symbol("capabilities"))
+	x267, err := schema.Entry(v, d266, preserves.Symbol("capabilities"))
 	if err != nil {
 		return zero, err
 	}
-	s253, err := schema.AsSeq(x252, 0)
+	s268, err := schema.AsSeq(x267, 0)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[capabilities]")
 	}
-	r.Capabilities = make([]CapabilityName, len(s253))
-	for i254, e255 := range s253 {
-		if r.Capabilities[i254], err = ParseCapabilityName(e255); err != nil {
-			return zero, schema.AtIn(err, v, "[capabilities]", schema.Index(i254))
+	r.Capabilities = make([]CapabilityName, len(s268))
+	for i269, e270 := range s268 {
+		if r.Capabilities[i269], err = ParseCapabilityName(e270); err != nil {
+			return zero, schema.AtIn(err, v, "[capabilities]", schema.Index(i269))
 		}
 	}
 	return r, nil
 }
 
 func (r CapabilitiesFieldPresent) ToValue() preserves.Value {
-	return preserves.Dict(preserves.Symbol("capabilities"), schema.SeqValue(r.Capabilities, func(x256 CapabilityName) preserves.Value { return x256.ToValue() }))
+	return preserves.Dict(preserves.Symbol("capabilities"), schema.SeqValue(r.Capabilities, func(x271 CapabilityName) preserves.Value { return x271.ToValue() }))
 }
 
 // CapabilitiesFieldInvalid is the alternative "invalid" of CapabilitiesField.
@@ -5620,15 +5976,15 @@ func (CapabilitiesFieldInvalid) isCapabilitiesField() {}
 
 func parseCapabilitiesFieldInvalid(v preserves.Value) (CapabilitiesFieldInvalid, error) {
 	var r, zero CapabilitiesFieldInvalid
-	d257, err := schema.AsDict(v)
+	d272, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x258, err := schema.Entry(v, d257, preserves.Symbol("capabilities"))
+	x273, err := schema.Entry(v, d272, preserves.Symbol("capabilities"))
 	if err != nil {
 		return zero, err
 	}
-	r.Capabilities = x258
+	r.Capabilities = x273
 	return r, nil
 }
 
@@ -5644,11 +6000,11 @@ func (CapabilitiesFieldAbsent) isCapabilitiesField() {}
 
 func parseCapabilitiesFieldAbsent(v preserves.Value) (CapabilitiesFieldAbsent, error) {
 	var r, zero CapabilitiesFieldAbsent
-	d259, err := schema.AsDict(v)
+	d274, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d259
+	_ = d274
 	return r, nil
 }
 
@@ -5773,15 +6129,15 @@ func (EnvFileFieldPresent) isEnvFileField() {}
 func parseEnvFileFieldPresent(v preserves.Value) (EnvFileFieldPresent, error) {
 	var r, zero EnvFileFieldPresent
 	var err error
-	d260, err := schema.AsDict(v)
+	d275, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x261, err := schema.Entry(v, d260, preserves.Symbol("envFile"))
+	x276, err := schema.Entry(v, d275, preserves.Symbol("envFile"))
 	if err != nil {
 		return zero, err
 	}
-	if r.EnvFile, err = ParseEnvFiles(x261); err != nil {
+	if r.EnvFile, err = ParseEnvFiles(x276); err != nil {
 		return zero, schema.AtIn(err, v, "[envFile]")
 	}
 	return r, nil
@@ -5800,15 +6156,15 @@ func (EnvFileFieldInvalid) isEnvFileField() {}
 
 func parseEnvFileFieldInvalid(v preserves.Value) (EnvFileFieldInvalid, error) {
 	var r, zero EnvFileFieldInvalid
-	d262, err := schema.AsDict(v)
+	d277, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x263, err := schema.Entry(v, d262, preserves.Symbol("envFile"))
+	x278, err := schema.Entry(v, d277, preserves.Symbol("envFile"))
 	if err != nil {
 		return zero, err
 	}
-	r.EnvFile = x263
+	r.EnvFile = x278
 	return r, nil
 }
 
@@ -5824,11 +6180,11 @@ func (EnvFileFieldAbsent) isEnvFileField() {}
 
 func parseEnvFileFieldAbsent(v preserves.Value) (EnvFileFieldAbsent, error) {
 	var r, zero EnvFileFieldAbsent
-	d264, err := schema.AsDict(v)
+	d279, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d264
+	_ = d279
 	return r, nil
 }
 
@@ -5901,21 +6257,21 @@ func (EnvFilesMany) isEnvFiles() {}
 func parseEnvFilesMany(v preserves.Value) (EnvFilesMany, error) {
 	var r, zero EnvFilesMany
 	var err error
-	s265, err := schema.AsSeq(v, 0)
+	s280, err := schema.AsSeq(v, 0)
 	if err != nil {
 		return zero, err
 	}
-	r.Value = make([]string, len(s265))
-	for i266, e267 := range s265 {
-		if r.Value[i266], err = schema.AsString(e267); err != nil {
-			return zero, schema.AtIn(err, v, schema.Index(i266))
+	r.Value = make([]string, len(s280))
+	for i281, e282 := range s280 {
+		if r.Value[i281], err = schema.AsString(e282); err != nil {
+			return zero, schema.AtIn(err, v, schema.Index(i281))
 		}
 	}
 	return r, nil
 }
 
 func (r EnvFilesMany) ToValue() preserves.Value {
-	return schema.SeqValue(r.Value, func(x268 string) preserves.Value { return preserves.String(x268) })
+	return schema.SeqValue(r.Value, func(x283 string) preserves.Value { return preserves.String(x283) })
 }
 
 // ParseEnvFiles tries the alternatives of EnvFiles in order; the first that matches wins.
@@ -5943,4 +6299,234 @@ func ParseEnvFiles(v preserves.Value) (EnvFiles, error) {
 		_, errs[1] = parseEnvFilesMany(v)
 	}
 	return nil, schema.NoMatch(v, "EnvFiles", []string{"one", "many"}, errs[:])
+}
+
+// Scheduled one-shots (docs/services.md "Time"): a cron expression (five
+// fields, or @hourly, @daily, `@every 90s`, …), and whether a run missed
+// while the server was down runs once at start-up (with --state-dir).
+type ScheduleField interface {
+	isScheduleField()
+	ToValue() preserves.Value
+}
+
+// ScheduleFieldPresent is the alternative "present" of ScheduleField.
+type ScheduleFieldPresent struct {
+	Schedule string
+}
+
+func (ScheduleFieldPresent) isScheduleField() {}
+
+func parseScheduleFieldPresent(v preserves.Value) (ScheduleFieldPresent, error) {
+	var r, zero ScheduleFieldPresent
+	var err error
+	d284, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x285, err := schema.Entry(v, d284, preserves.Symbol("schedule"))
+	if err != nil {
+		return zero, err
+	}
+	if r.Schedule, err = schema.AsString(x285); err != nil {
+		return zero, schema.AtIn(err, v, "[schedule]")
+	}
+	return r, nil
+}
+
+func (r ScheduleFieldPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("schedule"), preserves.String(r.Schedule))
+}
+
+// ScheduleFieldInvalid is the alternative "invalid" of ScheduleField.
+type ScheduleFieldInvalid struct {
+	Schedule preserves.Value
+}
+
+func (ScheduleFieldInvalid) isScheduleField() {}
+
+func parseScheduleFieldInvalid(v preserves.Value) (ScheduleFieldInvalid, error) {
+	var r, zero ScheduleFieldInvalid
+	d286, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x287, err := schema.Entry(v, d286, preserves.Symbol("schedule"))
+	if err != nil {
+		return zero, err
+	}
+	r.Schedule = x287
+	return r, nil
+}
+
+func (r ScheduleFieldInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("schedule"), r.Schedule)
+}
+
+// ScheduleFieldAbsent is the alternative "absent" of ScheduleField.
+type ScheduleFieldAbsent struct {
+}
+
+func (ScheduleFieldAbsent) isScheduleField() {}
+
+func parseScheduleFieldAbsent(v preserves.Value) (ScheduleFieldAbsent, error) {
+	var r, zero ScheduleFieldAbsent
+	d288, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d288
+	return r, nil
+}
+
+func (r ScheduleFieldAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseScheduleField tries the alternatives of ScheduleField in order; the first that matches wins.
+func ParseScheduleField(v preserves.Value) (ScheduleField, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseScheduleFieldPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseScheduleFieldInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseScheduleFieldAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseScheduleFieldPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseScheduleFieldInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseScheduleFieldAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "ScheduleField", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// CatchUpField is one of the alternatives of CatchUpField.
+type CatchUpField interface {
+	isCatchUpField()
+	ToValue() preserves.Value
+}
+
+// CatchUpFieldPresent is the alternative "present" of CatchUpField.
+type CatchUpFieldPresent struct {
+	CatchUp bool
+}
+
+func (CatchUpFieldPresent) isCatchUpField() {}
+
+func parseCatchUpFieldPresent(v preserves.Value) (CatchUpFieldPresent, error) {
+	var r, zero CatchUpFieldPresent
+	var err error
+	d289, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x290, err := schema.Entry(v, d289, preserves.Symbol("catchUp"))
+	if err != nil {
+		return zero, err
+	}
+	if r.CatchUp, err = schema.AsBool(x290); err != nil {
+		return zero, schema.AtIn(err, v, "[catchUp]")
+	}
+	return r, nil
+}
+
+func (r CatchUpFieldPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("catchUp"), preserves.Bool(r.CatchUp))
+}
+
+// CatchUpFieldInvalid is the alternative "invalid" of CatchUpField.
+type CatchUpFieldInvalid struct {
+	CatchUp preserves.Value
+}
+
+func (CatchUpFieldInvalid) isCatchUpField() {}
+
+func parseCatchUpFieldInvalid(v preserves.Value) (CatchUpFieldInvalid, error) {
+	var r, zero CatchUpFieldInvalid
+	d291, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x292, err := schema.Entry(v, d291, preserves.Symbol("catchUp"))
+	if err != nil {
+		return zero, err
+	}
+	r.CatchUp = x292
+	return r, nil
+}
+
+func (r CatchUpFieldInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("catchUp"), r.CatchUp)
+}
+
+// CatchUpFieldAbsent is the alternative "absent" of CatchUpField.
+type CatchUpFieldAbsent struct {
+}
+
+func (CatchUpFieldAbsent) isCatchUpField() {}
+
+func parseCatchUpFieldAbsent(v preserves.Value) (CatchUpFieldAbsent, error) {
+	var r, zero CatchUpFieldAbsent
+	d293, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d293
+	return r, nil
+}
+
+func (r CatchUpFieldAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseCatchUpField tries the alternatives of CatchUpField in order; the first that matches wins.
+func ParseCatchUpField(v preserves.Value) (CatchUpField, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseCatchUpFieldPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseCatchUpFieldInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseCatchUpFieldAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseCatchUpFieldPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseCatchUpFieldInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseCatchUpFieldAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "CatchUpField", []string{"present", "invalid", "absent"}, errs[:])
 }

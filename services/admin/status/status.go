@@ -70,6 +70,11 @@ type Service struct {
 	ExitAt   *time.Time `json:"lastExitAt,omitempty"`
 	Phase    string     `json:"phase,omitempty"`
 	Reasons  []string   `json:"reasons,omitempty"`
+	// A scheduled daemon: when its last run began and when the next is
+	// due, and the runs skipped because the previous one still ran.
+	LastRun *time.Time `json:"lastRun,omitempty"`
+	NextRun *time.Time `json:"nextRun,omitempty"`
+	Skipped int        `json:"skippedRuns,omitempty"`
 	// StatusText is what the daemon itself says (sd_notify STATUS=,
 	// <status-text NAME TEXT>), one per process.
 	StatusText []string `json:"statusText,omitempty"`
@@ -251,6 +256,13 @@ func (m *Model) addInfo(s *Service, k string) {
 	if !i.ExitAt.IsZero() {
 		s.ExitAt = &i.ExitAt
 	}
+	if !i.LastRun.IsZero() {
+		s.LastRun = &i.LastRun
+	}
+	if !i.NextRun.IsZero() {
+		s.NextRun = &i.NextRun
+	}
+	s.Skipped = i.Skipped
 	if len(parts) == 0 {
 		// An older server: the restart counts of process-status.
 		for _, p := range s.Processes {
@@ -484,7 +496,10 @@ func (s Service) lastExit(now time.Time) string {
 
 // reason is every reason, then the position they concern; without one,
 // what the daemon says of itself (STATUS=), quoted.
-func (s Service) reason() string {
+func (s Service) reason(now time.Time) string {
+	if len(s.Reasons) == 0 && s.NextRun != nil {
+		return s.schedule(now)
+	}
 	if len(s.Reasons) == 0 {
 		if s.LogDropped > 0 && len(s.StatusText) == 0 {
 			return s.droppedText()
@@ -510,6 +525,28 @@ func (s Service) reason() string {
 		r += " (" + s.Pos + ")"
 	}
 	return r
+}
+
+// schedule says when a scheduled daemon runs next, and how its last run
+// went: "next run in 59s; last run 1s ago, took 1.5s; 1 skipped".
+func (s Service) schedule(now time.Time) string {
+	var parts []string
+	if s.NextRun != nil {
+		parts = append(parts, "next run in "+max(s.NextRun.Sub(now).Round(time.Second), 0).String())
+	}
+	if s.LastRun != nil {
+		last := "last run " + ago(now, *s.LastRun) + " ago"
+		if s.ExitAt != nil && !s.ExitAt.Before(*s.LastRun) {
+			last += ", took " + s.ExitAt.Sub(*s.LastRun).Round(time.Millisecond).String()
+		} else {
+			last += ", running"
+		}
+		parts = append(parts, last)
+	}
+	if s.Skipped > 0 {
+		parts = append(parts, fmt.Sprintf("%d skipped", s.Skipped))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // droppedText says how many lines of output the log directory missed.
@@ -543,7 +580,10 @@ func WriteDetail(w io.Writer, s Service, now time.Time) {
 	fmt.Fprintf(tw, "  pid:\t%s\n", s.pids())
 	fmt.Fprintf(tw, "  restarts:\t%s\n", s.restarts())
 	fmt.Fprintf(tw, "  last exit:\t%s\n", s.lastExit(now))
-	fmt.Fprintf(tw, "  reason:\t%s\n", s.reason())
+	fmt.Fprintf(tw, "  reason:\t%s\n", s.reason(now))
+	if (s.NextRun != nil || s.LastRun != nil) && len(s.Reasons) > 0 {
+		fmt.Fprintf(tw, "  schedule:\t%s\n", s.schedule(now)) // not in the reason
+	}
 	if len(s.StatusText) > 0 && len(s.Reasons) > 0 {
 		fmt.Fprintf(tw, "  status text:\t%s\n", s.statusText())
 	}

@@ -118,7 +118,7 @@ func WriteTable(w io.Writer, svcs []Service, now time.Time, width int) {
 		{head: "PID"}, {head: "RESTARTS"}, {head: "LAST EXIT", min: 14}, {head: "REASON", min: 12},
 	}
 	for _, s := range svcs {
-		cells := []string{s.displayName(), s.wanted(), s.state(), s.held(now), s.pids(), s.restarts(), s.lastExit(now), s.reason()}
+		cells := []string{s.displayName(), s.wanted(), s.state(), s.held(now), s.pids(), s.restarts(), s.lastExit(now), s.reason(now)}
 		for i, c := range cells {
 			cols[i].cells = append(cols[i].cells, c)
 		}
