@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+
+	"github.com/syndicate-go/syndicate/dataspace"
 )
 
 // Accept back-off bounds (as net/http's Server.Serve).
@@ -51,6 +54,55 @@ func Accept(ctx context.Context, ln net.Listener, log zerolog.Logger) (net.Conn,
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// AcceptLoop serves ln from a LinkedTask of the facet fr: it accepts
+// connections (Accept) until ctx ends, and hands each that admit lets in
+// (admit nil: every one; it runs outside any turn, so it may do I/O) to
+// handle, in a turn of fr. It closes ln when ctx ends. It returns nil when
+// stopping (ctx ended, ln closed, the facet gone), otherwise the error that
+// ended accepting. It is the accept loop of every listening service (the
+// relay listener, the admin socket).
+func AcceptLoop(ctx context.Context, ln net.Listener, fr dataspace.FacetRef, log zerolog.Logger,
+	admit func(net.Conn) bool, handle func(*dataspace.Turn, net.Conn)) error {
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	for {
+		c, err := Accept(ctx, ln, log)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		if admit != nil && !admit(c) {
+			continue
+		}
+		if !fr.Activate(func(t *dataspace.Turn) error {
+			handle(t, c)
+			return nil
+		}) {
+			c.Close() // the facet stopped meanwhile
+			return nil
+		}
+	}
+}
+
+// PeerCred reads the credentials (pid, uid, gid) of the process at the
+// other end of a Unix socket connection (SO_PEERCRED).
+func PeerCred(c *net.UnixConn) (*unix.Ucred, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return nil, err
+	}
+	return cred, cerr
 }
 
 // TemporaryAcceptError reports whether an error from Accept is worth

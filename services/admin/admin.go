@@ -121,33 +121,24 @@ func ListenWith(t *dataspace.Turn, env services.Env, path string, opts Options) 
 			return nil
 		})
 		t.LinkedTask("admin-accept", func(ctx context.Context) error {
-			stop := context.AfterFunc(ctx, func() { ln.Close() })
-			defer stop()
-			for {
-				c, err := services.Accept(ctx, ln, log)
-				if err != nil {
-					if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
-						return nil // stopping: the facet closed the listener
-					}
-					// Losing the admin socket must not take the server
-					// down: log it and stop only this facet.
-					log.Error().Err(err).Msg("admin socket accept failed")
-					return nil
-				}
+			admit := func(c net.Conn) bool {
 				uc := c.(*net.UnixConn)
-				cred, err := peerCred(uc)
+				cred, err := services.PeerCred(uc)
 				if err != nil || int(cred.Uid) != uid {
 					refuse(uc, cred, err, log)
-					continue
+					return false
 				}
-				if !fr.Activate(func(t *dataspace.Turn) error {
-					serve(t, uc, cred, env, log)
-					return nil
-				}) {
-					c.Close()
-					return ctx.Err()
-				}
+				return true
 			}
+			err := services.AcceptLoop(ctx, ln, fr, log, admit, func(t *dataspace.Turn, c net.Conn) {
+				serve(t, c.(*net.UnixConn), env, log)
+			})
+			if err != nil {
+				// Losing the admin socket must not take the server
+				// down: log it and stop only this facet.
+				log.Error().Err(err).Msg("admin socket accept failed")
+			}
+			return nil
 		})
 		return nil
 	})
@@ -161,9 +152,13 @@ func ListenWith(t *dataspace.Turn, env services.Env, path string, opts Options) 
 
 // serve runs the relay for one accepted connection in its own actor, so a
 // misbehaving client never disturbs the host facet.
-func serve(t *dataspace.Turn, c *net.UnixConn, cred *unix.Ucred, env services.Env, log zerolog.Logger) {
-	name := fmt.Sprintf("<admin %d>", cred.Pid)
-	clog := log.With().Int32("pid", cred.Pid).Logger()
+func serve(t *dataspace.Turn, c *net.UnixConn, env services.Env, log zerolog.Logger) {
+	pid := int32(-1)
+	if cred, err := services.PeerCred(c); err == nil {
+		pid = cred.Pid
+	}
+	name := fmt.Sprintf("<admin %d>", pid)
+	clog := log.With().Int32("pid", pid).Logger()
 	t.Spawn(name, func(t *dataspace.Turn) error {
 		conn, _ := relay.Run(t, c, relay.Options{InitialRef: env.Config, Logger: clog})
 		clog.Debug().Msg("admin client connected")
@@ -200,21 +195,6 @@ func refuse(c *net.UnixConn, cred *unix.Ucred, err error, log zerolog.Logger) {
 		_, _ = io.Copy(io.Discard, io.LimitReader(c, 64<<10))
 		c.Close()
 	}()
-}
-
-func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	var cred *unix.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return nil, err
-	}
-	return cred, cerr
 }
 
 // bind creates the socket file as described in the package doc.

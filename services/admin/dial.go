@@ -17,6 +17,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/syndicate-go/syndicate/services"
 )
 
 // ErrForeignServer: the process listening on the admin socket runs as
@@ -42,7 +44,7 @@ func dial(ctx context.Context, path string, uid int) (*net.UnixConn, error) {
 		return nil, err
 	}
 	uc := c.(*net.UnixConn)
-	cred, err := peerCred(uc)
+	cred, err := services.PeerCred(uc)
 	if err != nil {
 		uc.Close()
 		return nil, fmt.Errorf("%w: reading the peer credentials of %s: %v", ErrForeignServer, path, err)
@@ -58,7 +60,7 @@ func dial(ctx context.Context, path string, uid int) (*net.UnixConn, error) {
 // socket connection (SO_PEERCRED): a client reads the server's memory
 // through it (syndicate bench).
 func PeerPID(c *net.UnixConn) (int, error) {
-	cred, err := peerCred(c)
+	cred, err := services.PeerCred(c)
 	if err != nil {
 		return 0, err
 	}

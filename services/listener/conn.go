@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"golang.org/x/sys/unix"
+	"github.com/syndicate-go/syndicate/services"
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/relay"
@@ -114,12 +114,8 @@ func (s *spec) connSubject(c net.Conn) preserves.Value {
 	}
 	pid, uid := int64(-1), int64(-1)
 	if uc, ok := c.(*net.UnixConn); ok {
-		if raw, err := uc.SyscallConn(); err == nil {
-			_ = raw.Control(func(fd uintptr) {
-				if cred, err := unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil {
-					pid, uid = int64(cred.Pid), int64(cred.Uid)
-				}
-			})
+		if cred, err := services.PeerCred(uc); err == nil {
+			pid, uid = int64(cred.Pid), int64(cred.Uid)
 		}
 	}
 	return preserves.NewRecord(symUnix, preserves.Int(pid), preserves.Int(uid))

@@ -31,6 +31,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -179,25 +180,10 @@ func (s *spec) boot(t *dataspace.Turn) error {
 	s.log.Info().Str("addr", ln.Addr().String()).Msg("listening")
 	fr := t.FacetRef()
 	t.LinkedTask("accept", func(ctx context.Context) error {
-		stop := context.AfterFunc(ctx, func() { ln.Close() })
-		defer stop()
 		defer ln.Close()
-		for {
-			c, err := services.Accept(ctx, ln, s.log)
-			if err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				return err
-			}
-			if !fr.Activate(func(t *dataspace.Turn) error {
-				s.spawnConn(t, c, s.httpd)
-				return nil
-			}) {
-				c.Close()
-				return ctx.Err()
-			}
-		}
+		return services.AcceptLoop(ctx, ln, fr, s.log, nil, func(t *dataspace.Turn, c net.Conn) {
+			s.spawnConn(t, c, s.httpd)
+		})
 	})
 	return nil
 }
