@@ -256,6 +256,19 @@ func TestUIInBrowser(t *testing.T) {
 	p.waitJS("the lifecycle events in the log", `document.getElementById("output").textContent.includes("syndicate: restart")`)
 	p.screenshotPage("ui-service")
 
+	// Stop and start, each confirmed, on a daemon nothing depends on.
+	p.js(`location.hash = "#/service/" + encodeURIComponent("<daemon crasher>")`)
+	p.waitJS("<daemon crasher> running again", `/^\d+$/.test(document.getElementById("pid")?.textContent ?? "") && !document.getElementById("stop").disabled`)
+	p.run(chromedp.Click(chromedp.CSS("#stop")))
+	p.waitJS("the confirmation", `document.getElementById("confirm-yes") !== null`)
+	p.run(chromedp.Click(chromedp.CSS("#confirm-yes")))
+	p.waitJS("<daemon crasher> stopped", `document.getElementById("state").textContent.includes("stopped") && document.getElementById("pid").textContent === "-"`)
+	p.waitJS("the start button", `!document.getElementById("start").disabled`)
+	p.run(chromedp.Click(chromedp.CSS("#start")))
+	p.waitJS("the confirmation", `document.getElementById("confirm-yes") !== null`)
+	p.run(chromedp.Click(chromedp.CSS("#confirm-yes")))
+	p.waitJS("<daemon crasher> started", `!document.getElementById("state").textContent.includes("stopped") && /^\d+$/.test(document.getElementById("pid").textContent)`)
+
 	// The hostile daemon's page.
 	p.js(`location.hash = "#/service/" + encodeURIComponent(` + jsString(`<daemon `+strconv.Quote(hostileName)+`>`) + `)`)
 	p.waitJS("the hostile output as text", `document.getElementById("output").textContent.includes(`+jsString(hostileOutput)+`)`)

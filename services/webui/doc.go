@@ -15,8 +15,8 @@
 // comes from the server is put in the page as text (textContent, text
 // nodes, SVG text), never as markup. Views: the services table (filter,
 // sort, built-ins hidden by default), one service (dependency chain,
-// readiness, its log following live, its recorded lifecycle, restart with
-// a confirmation), the boot (timeline and dependency graph) and a dataspace
+// readiness, its log following live, its recorded lifecycle, restart,
+// stop and start with a confirmation), the boot (timeline and dependency graph) and a dataspace
 // browser (a pattern's assertions appearing and going, messages flashing).
 //
 // # Who may use it
@@ -26,8 +26,8 @@
 // the token back as an HttpOnly, SameSite=Strict cookie and is redirected
 // to a URL without it (as Jupyter does). Every request without the token or
 // the cookie is refused, and so is one whose Host is not the page's own
-// (DNS rebinding). Requests that change something (POST: restart) must also
-// carry the page's own Origin. GET never changes anything.
+// (DNS rebinding). Requests that change something (POST: restart, stop,
+// start) must also carry the page's own Origin. GET never changes anything.
 //
 // # Live data and what it costs the server
 //
@@ -56,6 +56,6 @@
 //
 // The HTTP server's goroutines write streams and answer actions; each view
 // actor owns its models and hands documents over through its feed (the only
-// state shared, under its mutex). An action (restart) runs in a short-lived
-// actor of its own.
+// state shared, under its mutex). An action (restart, stop, start) runs in
+// a short-lived actor of its own.
 package webui

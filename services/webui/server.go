@@ -27,7 +27,9 @@ var staticFS embed.FS
 var (
 	// ErrNotLoopback: --listen named an address other hosts could reach.
 	ErrNotLoopback = errors.New("webui: the page listens on loopback only")
-	// ErrNoSuchService: a restart named a service that is not running.
+	// ErrNoSuchService: an action named a service it does not concern
+	// (restart: not running; stop: neither required nor running; start:
+	// not stopped, required or declared).
 	ErrNoSuchService = errors.New("webui: no such service")
 )
 
@@ -178,7 +180,7 @@ func (s *Server) Handler() http.Handler {
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
-	mux.HandleFunc("POST /api/restart", s.restart)
+	mux.HandleFunc("POST /api/{action}", s.operate)
 	return s.guard(mux)
 }
 

@@ -17,7 +17,6 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/testutil"
-	"github.com/syndicate-go/syndicate/services"
 )
 
 func TestListenRefusesOtherHosts(t *testing.T) {
@@ -266,12 +265,14 @@ func TestObserveStream(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode, "a pattern that does not parse")
 }
 
-// TestRestart sends <restart-service NAME> for a running service only.
-func TestRestart(t *testing.T) {
+// TestActions sends each operator request only about a service it
+// concerns: restart a running one, stop a wanted one, start a stopped,
+// required or declared one.
+func TestActions(t *testing.T) {
 	t.Parallel()
 	b := newBridge(t)
-	post := func(name string) int {
-		req, _ := http.NewRequest("POST", b.base+"/api/restart", strings.NewReader(url.Values{"name": {name}}.Encode()))
+	post := func(act, name string) int {
+		req, _ := http.NewRequest("POST", b.base+"/api/"+act, strings.NewReader(url.Values{"name": {name}}.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		req.Header.Set("Origin", b.base)
 		resp, err := b.cli.Do(req)
@@ -279,12 +280,21 @@ func TestRestart(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	require.Equal(t, http.StatusNotFound, post("<daemon web>"), "not running")
+	for _, act := range []string{"restart", "stop", "start"} {
+		require.Equal(t, http.StatusNotFound, post(act, "<daemon web>"), "%s of a service nothing knows", act)
+	}
 	b.assert(`<run-service <daemon web>>`)
-	require.Equal(t, http.StatusNoContent, post("<daemon web>"))
+	require.Equal(t, http.StatusNoContent, post("restart", "<daemon web>"))
+	require.Equal(t, http.StatusNoContent, post("stop", "<daemon web>"))
+	require.Equal(t, http.StatusNotFound, post("start", "<daemon web>"), "running, not stopped")
+	b.assert(`<service-stopped <daemon web> "2026-01-01T00:00:00Z">`)
+	require.Equal(t, http.StatusNoContent, post("start", "<daemon web>"))
+	b.assert(`<daemon idle {argv: ["true"]}>`)
+	require.Equal(t, http.StatusNoContent, post("start", "<daemon idle>"), "declared, nothing requires it")
+	require.Equal(t, http.StatusNotFound, post("frobnicate", "<daemon web>"))
+	require.Equal(t, http.StatusBadRequest, post("stop", "<daemon"), "a name that does not parse")
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	require.Equal(t, []string{preserves.FormatText(services.RestartService(preserves.NewRecord(preserves.Symbol("daemon"), preserves.Symbol("web"))))}, b.msgs,
-		"the message reached the server before the answer")
-	require.Equal(t, http.StatusBadRequest, post("<daemon"), "a name that does not parse")
+	require.Equal(t, []string{"<restart-service <daemon web>>", "<stop-service <daemon web>>", "<start-service <daemon web>>", "<start-service <daemon idle>>"}, b.msgs,
+		"each message reached the server before its answer")
 }

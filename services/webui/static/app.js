@@ -280,9 +280,15 @@ function serviceView(name) {
   }
   function renderActions() {
     actions.replaceChildren();
-    for (const act of ["restart"]) {
-      const b = el("button", { id: act, class: "danger", onclick: () => confirmAction(act) }, act[0].toUpperCase() + act.slice(1));
-      b.disabled = !(svc && svc.running);
+    const stopped = svc && svc.phase === "stopped";
+    const can = {
+      restart: svc && svc.running,
+      stop: svc && (svc.running || svc.required) && !stopped,
+      start: svc && (stopped || !svc.running),
+    };
+    for (const act of ["restart", "stop", "start"]) {
+      const b = el("button", { id: act, class: act === "start" ? "" : "danger", onclick: () => confirmAction(act) }, act[0].toUpperCase() + act.slice(1));
+      b.disabled = !can[act];
       actions.append(b);
     }
   }
