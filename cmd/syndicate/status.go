@@ -168,7 +168,7 @@ func (v *statusView) print() error {
 		} else {
 			status.WriteTable(w, svcs, now, v.width)
 			if v.filter == nil {
-				status.WriteConnections(w, v.m.Connections(v.o.all), now)
+				status.WriteConnections(w, v.m.Connections(v.o.all), now, v.width)
 			}
 		}
 	}

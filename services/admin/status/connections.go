@@ -5,7 +5,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/syndicate-go/syndicate/dataspace"
@@ -122,23 +121,26 @@ func connSubject(kind preserves.Symbol, subject preserves.Value) string {
 	return services.ShortName(subject)
 }
 
-// WriteConnections prints the connections as a table after a blank line;
-// nothing when there are none.
-func WriteConnections(w io.Writer, conns []Connection, now time.Time) {
+// WriteConnections prints the connections as a table fitting width (0:
+// no limit, as WriteTable), after a blank line; nothing when there are
+// none. The subject is cut in the middle, DETAIL at its end.
+func WriteConnections(w io.Writer, conns []Connection, now time.Time, width int) {
 	if len(conns) == 0 {
 		return
 	}
 	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "CONNECTION\tKIND\tSTATE\tFOR\tDETAIL")
+	cols := []*column{{head: "CONNECTION", min: 16, middle: true}, {head: "KIND"}, {head: "STATE"}, {head: "FOR"},
+		{head: "DETAIL", min: 12}}
 	for _, c := range conns {
 		held := "-"
 		if c.Since != nil {
 			held = ago(now, *c.Since)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Subject, c.Kind, c.State, held, c.detail(now))
+		for i, cell := range []string{c.Subject, c.Kind, c.State, held, c.detail(now)} {
+			cols[i].cells = append(cols[i].cells, cell)
+		}
 	}
-	tw.Flush()
+	writeColumns(w, cols, width, nil)
 }
 
 // detail is the last error and the next attempt, the transport a route
