@@ -47,9 +47,15 @@ import (
 	"os"
 
 	commandline "github.com/syndicate-go/syndicate/services/admin/cmdline"
+	"github.com/syndicate-go/syndicate/services/daemon/exechelper"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	// Re-executed as the exec helper of a daemon with exec controls
+	// (user, limits, …): apply them and exec the daemon; never returns.
+	exechelper.MaybeRun()
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
 
 // run parses the command line and runs the server (or --check). A
 // command-line mistake is exit status 2; -h and --version print to

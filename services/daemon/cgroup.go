@@ -121,4 +121,4 @@ func (p *process) removeGroup() {
 }
 
 // cgroupLimits are the spec's cgroup limits.
-func cgroupLimits(*Spec) cgroup.Limits { return cgroup.Limits{} }
+func cgroupLimits(s *Spec) cgroup.Limits { return cgroup.Limits(s.Cgroup) }

@@ -14,12 +14,15 @@ import (
 	"time"
 
 	"github.com/syndicate-go/syndicate/preserves/testutil"
+	"github.com/syndicate-go/syndicate/services/daemon/exechelper"
 )
 
 // The test binary doubles as the supervised child: when
 // GO_WANT_HELPER_PROCESS is set, TestMain runs helperMain instead of the
 // tests (the immortal/os/exec pattern).
 func TestMain(m *testing.M) {
+	// Daemons with exec controls start this binary as their helper.
+	exechelper.MaybeRun()
 	if mode := os.Getenv("GO_WANT_HELPER_PROCESS"); mode != "" {
 		os.Exit(helperMain(mode))
 	}

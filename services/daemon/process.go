@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/syndicate-go/syndicate/services/daemon/cgroup"
+	"github.com/syndicate-go/syndicate/services/daemon/exechelper"
 )
 
 // Stream names an output pipe of a child.
@@ -214,8 +216,12 @@ type process struct {
 	errR  *os.File // our end of its stderr
 	inW   *os.File // our end of its stdin, when proto
 	mon   *monitor // its readiness protocol, if any
-	group *cgroup.Group
-	notes []string // cgroup trouble and limits not in force (cgroup.go)
+	// helper, when the spec has exec controls, is what the exec helper
+	// applies; status is our end of its status pipe (exec.go).
+	helper          *exechelper.Config
+	status, statusW *os.File
+	group           *cgroup.Group
+	notes           []string // cgroup trouble and limits not in force (cgroup.go)
 
 	readers   sync.WaitGroup
 	cut       context.CancelFunc // ends the readers' patience with the log
@@ -269,6 +275,9 @@ func (p *process) run(ctx context.Context) Exit {
 // spawn starts the child with its pipes and readiness protocol; on
 // failure everything it opened is closed again.
 func (p *process) spawn() error {
+	if err := p.prepareSpec(); err != nil {
+		return err
+	}
 	s, h := p.spec, p.hooks
 	p.cmd = command(s)
 	p.makeGroup()
@@ -308,11 +317,20 @@ func (p *process) spawn() error {
 		closeAll()
 		return err
 	}
-	err = children.start(p.cmd)
+	if err = p.viaHelper(pipe); err == nil {
+		err = children.start(p.cmd)
+	}
+	if err == nil {
+		err = p.awaitExec()
+	}
 	if err != nil {
 		p.mon.abandon()
 		closeAll()
 		p.removeGroup()
+		var se *SpawnError
+		if errors.As(err, &se) {
+			return err
+		}
 		return spawnCause(s, err)
 	}
 	// The child holds its own copies of the write ends; closing ours

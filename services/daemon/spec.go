@@ -17,6 +17,9 @@ type (
 	EnvChange     = externalservices.EnvChange
 	Readiness     = externalservices.Readiness
 	Limits        = externalservices.Limits // limits.go applies them
+	ExecControls  = externalservices.ExecControls
+	CgroupLimits  = externalservices.CgroupLimits
+	EnvFile       = externalservices.EnvFile
 	RestartPolicy = externalservices.RestartPolicy
 	Protocol      = externalservices.Protocol
 )
