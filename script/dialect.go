@@ -215,15 +215,11 @@ func structural(v preserves.Value) (preserves.Value, bool) {
 		items, ok := structuralAll(x)
 		return preserves.Rec("arr", preserves.Sequence(items)), ok
 	case *preserves.Dictionary:
-		es := make([]preserves.DictEntry, 0, x.Len())
-		for _, e := range x.Entries() {
-			s, ok := structural(e.Value)
-			if !ok {
-				return nil, false
-			}
-			es = append(es, preserves.DictEntry{Key: e.Key, Value: s})
+		d, ok := mapDict(x, structural)
+		if !ok {
+			return nil, false
 		}
-		return preserves.Rec("dict", preserves.NewDictionary(es...)), true
+		return preserves.Rec("dict", d), true
 	case *preserves.Set, *preserves.Embedded:
 		return nil, false
 	default:
@@ -231,14 +227,29 @@ func structural(v preserves.Value) (preserves.Value, bool) {
 	}
 }
 
-func structuralAll(vs []preserves.Value) ([]preserves.Value, bool) {
-	out := make([]preserves.Value, len(vs))
-	for i, v := range vs {
-		s, ok := structural(v)
+// mapDict applies f to the values of d, failing when f fails.
+func mapDict(d *preserves.Dictionary, f func(preserves.Value) (preserves.Value, bool)) (*preserves.Dictionary, bool) {
+	es := make([]preserves.DictEntry, 0, d.Len())
+	for _, e := range d.Entries() {
+		v, ok := f(e.Value)
 		if !ok {
 			return nil, false
 		}
-		out[i] = s
+		es = append(es, preserves.DictEntry{Key: e.Key, Value: v})
+	}
+	return preserves.NewDictionary(es...), true
+}
+
+func structuralAll(vs []preserves.Value) ([]preserves.Value, bool) { return mapAll(vs, structural) }
+
+// mapAll applies f to each of vs, failing when f fails.
+func mapAll(vs []preserves.Value, f func(preserves.Value) (preserves.Value, bool)) (preserves.Sequence, bool) {
+	out := make(preserves.Sequence, len(vs))
+	for i, v := range vs {
+		var ok bool
+		if out[i], ok = f(v); !ok {
+			return nil, false
+		}
 	}
 	return out, true
 }
@@ -408,15 +419,7 @@ func toScript(v preserves.Value) (preserves.Value, bool) {
 			if !ok {
 				return nil, false
 			}
-			es := make([]preserves.DictEntry, 0, d.Len())
-			for _, e := range d.Entries() {
-				s, ok := toScript(e.Value)
-				if !ok {
-					return nil, false
-				}
-				es = append(es, preserves.DictEntry{Key: e.Key, Value: s})
-			}
-			return preserves.NewDictionary(es...), true
+			return mapDict(d, toScript)
 		}
 		return nil, false
 	case preserves.Sequence:
@@ -430,13 +433,7 @@ func toScriptSeq(v preserves.Value) (preserves.Sequence, bool) {
 	if !ok {
 		return nil, false
 	}
-	out := make(preserves.Sequence, len(s))
-	for i, e := range s {
-		if out[i], ok = toScript(e); !ok {
-			return nil, false
-		}
-	}
-	return out, true
+	return mapAll(s, toScript)
 }
 
 func isEmptyDict(v preserves.Value) bool {

@@ -136,16 +136,12 @@ func (c *compiler) instr(in script.Instr, target, outer string) Instr {
 		sd.At, sd.Target, sd.Value = x.At, target, c.value(x.Value)
 		return sd
 	case *script.During:
-		c.n++
 		d := c.durings.New()
-		d.At, d.Target, d.Pat, d.Binders = x.At, target, c.pattern(x.Pat), c.bindersOf(x.Pat)
-		d.Body = c.instr(x.Body, target, outer)
+		d.At, d.Target, d.Pat, d.Binders, d.Body = c.handler(x.At, x.Pat, x.Body, target, outer)
 		return d
 	case *script.OnMessage:
-		c.n++
 		m := c.onMsgs.New()
-		m.At, m.Target, m.Pat, m.Binders = x.At, target, c.pattern(x.Pat), c.bindersOf(x.Pat)
-		m.Body = c.instr(x.Body, target, outer)
+		m.At, m.Target, m.Pat, m.Binders, m.Body = c.handler(x.At, x.Pat, x.Body, target, outer)
 		return m
 	case *script.OnStop:
 		c.n++
@@ -172,6 +168,13 @@ func (c *compiler) instr(in script.Instr, target, outer string) Instr {
 	// tree well-formed for hand-built ones.
 	c.n++
 	return &Seq{At: in.Pos()}
+}
+
+// handler compiles the parts shared by `?` and `??`: the pattern, its
+// binders and the body, on target.
+func (c *compiler) handler(at preserves.Pos, pat script.Expr, body script.Instr, target, outer string) (preserves.Pos, string, Pat, []string, Instr) {
+	c.n++
+	return at, target, c.pattern(pat), c.bindersOf(pat), c.instr(body, target, outer)
 }
 
 // ---------------------------------------------------------------------------

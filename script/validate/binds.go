@@ -242,23 +242,11 @@ func permissive(p caveat.Pattern) caveat.Pattern {
 	case caveat.PBind:
 		return caveat.PBind{Pattern: permissive(x.Pattern)}
 	case caveat.PAnd:
-		ps := make([]caveat.Pattern, len(x.Patterns))
-		for i, q := range x.Patterns {
-			ps[i] = permissive(q)
-		}
-		return caveat.PAnd{Patterns: ps}
+		return caveat.PAnd{Patterns: permissiveAll(x.Patterns)}
 	case caveat.PRec:
-		fs := make([]caveat.Pattern, len(x.Fields))
-		for i, q := range x.Fields {
-			fs[i] = permissive(q)
-		}
-		return caveat.PRec{Label: x.Label, Fields: fs}
+		return caveat.PRec{Label: x.Label, Fields: permissiveAll(x.Fields)}
 	case caveat.PArr:
-		items := make([]caveat.Pattern, len(x.Items))
-		for i, q := range x.Items {
-			items[i] = permissive(q)
-		}
-		return caveat.PArr{Items: items}
+		return caveat.PArr{Items: permissiveAll(x.Items)}
 	case caveat.PDict:
 		es := make([]caveat.PDictEntry, len(x.Entries))
 		for i, en := range x.Entries {
@@ -286,6 +274,14 @@ var bindProbes = func() []preserves.Value {
 		obs(pattern.Rec(bind, keyed)),
 	}
 }()
+
+func permissiveAll(ps []caveat.Pattern) []caveat.Pattern {
+	out := make([]caveat.Pattern, len(ps))
+	for i, q := range ps {
+		out[i] = permissive(q)
+	}
+	return out
+}
 
 // revealsBinds reports whether an attenuation by cs lets a holder observe
 // a bind. There must be a way in: a probe that passes still as an
