@@ -31,7 +31,7 @@ func Open(t testing.TB, need ...string) *cgroup.Manager {
 	t.Helper()
 	m, err := cgroup.Open(cgroup.Options{Instance: Instance()})
 	if err != nil {
-		Missing(t, err.Error())
+		testutil.Missing(t, err.Error())
 	}
 	t.Cleanup(func() {
 		if err := m.Close(); err != nil {
@@ -44,20 +44,10 @@ func Open(t testing.TB, need ...string) *cgroup.Manager {
 			ok = m.Unified()
 		}
 		if !ok {
-			Missing(t, fmt.Sprintf("cgroup %s not available: %v", n, m.Notes()))
+			testutil.Missing(t, fmt.Sprintf("cgroup %s not available: %v", n, m.Notes()))
 		}
 	}
 	return m
-}
-
-// Missing skips the test, or fails it under CI=true, where .ci/run has
-// installed everything tests need.
-func Missing(t testing.TB, why string) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatal(why)
-	}
-	t.Skip(why)
 }
 
 // New makes a group for the test and, when the test ends, kills whatever
