@@ -59,3 +59,20 @@ func TestLifecycleEventsInLogStream(t *testing.T) {
 		}
 	}
 }
+
+// Issue 22: the notification fd is closed once the daemon signalled, so
+// writing to it again fails at once instead of blocking for ever once
+// the pipe is full (200 KB here; a pipe holds 64 KB).
+func TestNotificationFDClosedAfterReady(t *testing.T) {
+	h, _ := bootDaemons(t, Options{})
+	require(h, "d", pv(t, `{argv: "trap '' PIPE; echo >&3; i=0; while [ $i -lt 100000 ]; do echo x >&3 || break; i=$((i+1)); done; echo past-ready; exec sleep 100", readiness: <notification-fd 3>}`))
+	h.waitHas(state("d", services.StateReady), true)
+	eventually(t, func() bool {
+		for _, l := range h.output("d") {
+			if l.line == preserves.String("past-ready\n") {
+				return true
+			}
+		}
+		return false
+	}, "the daemon writing past its notification fd (output %+v)", h.output("d"))
+}

@@ -280,6 +280,10 @@ func (m *monitor) readFD() {
 		n, err := m.fdR.Read(buf)
 		if bytes.IndexByte(buf[:n], '\n') >= 0 {
 			m.becomeReady()
+			// Closed once signalled, as s6 does (issue 22): a daemon
+			// that writes again gets EPIPE (or SIGPIPE) instead of
+			// blocking for ever on a full pipe nobody reads.
+			m.fdR.Close()
 			return
 		}
 		if err != nil {
