@@ -64,13 +64,16 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 // analyzeOpts are the flags of analyze's subcommands.
-type analyzeOpts struct{ json, svg bool }
+type analyzeOpts struct{ json, svg, all bool }
 
 func (cl *cli) analyze(ctx context.Context, sub string, o analyzeOpts, args []string) error {
 	jsonF, svg := o.json, o.svg
 	b, err := fetchBoot(ctx, cl)
 	if err != nil {
 		return err
+	}
+	if !o.all {
+		b.HideBuiltins()
 	}
 	switch sub {
 	case "blame":

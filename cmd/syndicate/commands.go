@@ -90,15 +90,16 @@ func (cl *cli) commands() []command {
 			sub: []command{
 				{use: "blame", short: "each service's time from request to up, slowest first",
 					args:  maxArgs(0, "analyze blame takes no arguments"),
-					flags: func(fs *pflag.FlagSet) { fs.BoolVar(&an.json, "json", false, "print JSON") },
+					flags: func(fs *pflag.FlagSet) { an.allFlag(fs); fs.BoolVar(&an.json, "json", false, "print JSON") },
 					run:   func(ctx context.Context, args []string) error { return cl.analyze(ctx, "blame", an, args) }},
 				{use: "critical-chain [SERVICE]", short: "the chain of dependencies that held SERVICE (default: the last up) back",
 					args:  maxArgs(1, "analyze critical-chain takes at most one SERVICE"),
-					flags: func(fs *pflag.FlagSet) { fs.BoolVar(&an.json, "json", false, "print JSON") },
+					flags: func(fs *pflag.FlagSet) { an.allFlag(fs); fs.BoolVar(&an.json, "json", false, "print JSON") },
 					run:   func(ctx context.Context, args []string) error { return cl.analyze(ctx, "critical-chain", an, args) }},
 				{use: "plot", short: "the boot as a timeline, in SVG",
-					args: maxArgs(0, "analyze plot takes no arguments"),
-					run:  func(ctx context.Context, args []string) error { return cl.analyze(ctx, "plot", an, args) }},
+					args:  maxArgs(0, "analyze plot takes no arguments"),
+					flags: an.allFlag,
+					run:   func(ctx context.Context, args []string) error { return cl.analyze(ctx, "plot", an, args) }},
 				{use: "graph", short: "the dependency graph, in DOT (or --svg)",
 					args: maxArgs(0, "analyze graph takes no arguments"),
 					flags: func(fs *pflag.FlagSet) {
@@ -273,4 +274,8 @@ func (o *refOpts) keyFlags(fs *pflag.FlagSet) {
 
 func (o *refOpts) caveatFlag(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.caveats, "caveat", nil, "a caveat `C` to add (Preserves text); repeatable")
+}
+
+func (o *analyzeOpts) allFlag(fs *pflag.FlagSet) {
+	fs.BoolVarP(&o.all, "all", "a", false, "include the built-in services")
 }

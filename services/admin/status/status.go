@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -416,10 +417,15 @@ func (s Service) wanted() string {
 }
 
 // displayName is the SERVICE cell: the whole name, capabilities as
-// `#:ref` (the table cuts it to fit).
+// `#:ref`, and a dictionary of nothing but capabilities (a config
+// watcher's environment) as `{…}`, so that what tells names apart
+// survives the table's cut.
 func (s Service) displayName() string {
-	return preserves.FormatText(services.HideRefs(s.name))
+	return refsOnly.ReplaceAllString(preserves.FormatText(services.HideRefs(s.name)), "{…}")
 }
+
+// refsOnly matches the text of a dictionary whose values are all `#:ref`.
+var refsOnly = regexp.MustCompile(`\{[^{}:,]+: #:ref(, [^{}:,]+: #:ref)*\}`)
 
 // ago renders how long ago t was, in its two largest units: 27s, 5m3s,
 // 5h3m, 331d5h.

@@ -110,8 +110,9 @@ func cut(s string, n int, middle bool) string {
 }
 
 // WriteTable prints the services as a table fitting width (0: no limit).
-// When REASON does not fit beside the rest, it goes on a line of its own
-// under its row (`  ↳ …`), cut to the width.
+// When the row does not fit, LAST EXIT and REASON go on a line of their
+// own under it (`  ↳ …`), cut to the width, and columns with nothing but
+// `-` are left out.
 func WriteTable(w io.Writer, svcs []Service, now time.Time, width int) {
 	cols := []*column{
 		{head: "SERVICE", min: 16, middle: true}, {head: "WANTED"}, {head: "STATE", min: 18}, {head: "FOR"},
@@ -127,10 +128,22 @@ func WriteTable(w io.Writer, svcs []Service, now time.Time, width int) {
 		writeColumns(w, cols, width, nil)
 		return
 	}
-	reasons := cols[len(cols)-1].cells
-	writeColumns(w, cols[:len(cols)-1], width, func(i int) {
-		if r := reasons[i]; r != "-" {
-			io.WriteString(w, cut("  ↳ "+r, width, false)+"\n")
+	// Narrow: LAST EXIT and REASON go on a line of their own under the
+	// row, and a column with nothing to say leaves its room to the others.
+	exits, reasons := cols[len(cols)-2].cells, cols[len(cols)-1].cells
+	cols = slices.DeleteFunc(cols[:len(cols)-2], func(c *column) bool {
+		return c.head != "SERVICE" && !slices.ContainsFunc(c.cells, func(s string) bool { return s != "-" })
+	})
+	writeColumns(w, cols, width, func(i int) {
+		var parts []string
+		if exits[i] != "-" {
+			parts = append(parts, "last exit: "+exits[i])
+		}
+		if reasons[i] != "-" {
+			parts = append(parts, reasons[i])
+		}
+		if len(parts) > 0 {
+			io.WriteString(w, cut("  ↳ "+strings.Join(parts, "; "), width, false)+"\n")
 		}
 	})
 }

@@ -220,6 +220,20 @@ func (b *Boot) sorted() []*Unit {
 	return us
 }
 
+// HideBuiltins removes the server's own services (`<builtin NAME>`), and
+// the dependencies on them, from the analysis: they are most of the bars
+// and say little about the configuration.
+func (b *Boot) HideBuiltins() {
+	for k, u := range b.Units {
+		if services.IsBuiltin(u.Value) {
+			delete(b.Units, k)
+		}
+	}
+	for _, u := range b.Units {
+		u.Deps = slices.DeleteFunc(u.Deps, func(d Dep) bool { return b.Units[d.Key] == nil })
+	}
+}
+
 // since renders t relative to the origin.
 func (b *Boot) since(t time.Time) time.Duration { return t.Sub(b.Origin) }
 

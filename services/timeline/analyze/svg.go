@@ -54,7 +54,11 @@ func esc(s string) string {
 }
 
 // textWidth estimates the width of s in the 12px sans-serif font used.
-func textWidth(s string) float64 { return 7 * float64(len([]rune(s))) }
+func textWidth(s string) float64 { return charW * float64(len([]rune(s))) }
+
+// charW is a generous average advance of the 12px sans-serif font, so
+// that estimated widths are never short.
+const charW = 7.5
 
 // niceStep is a tick interval of 1, 2 or 5 × 10^k spanning total in at
 // most about ten ticks.
@@ -77,7 +81,23 @@ func svgOpen(s *strings.Builder, width, height float64, title string) {
 	fmt.Fprintf(s, "<title>%s</title>\n", title)
 }
 
-// plotSVG draws the timeline.
+// maxLabelW bounds the label column of the plot; a longer name is cut in
+// the middle to fit (the whole name is the label's tooltip), never
+// clipped at the picture's edge.
+const maxLabelW = 420.0
+
+// label is a service name cut in the middle to fit maxLabelW.
+func label(name string) string {
+	r := []rune(name)
+	w := float64(maxLabelW - 20)
+	n := int(w / charW)
+	if len(r) <= n {
+		return name
+	}
+	head := n / 2
+	return string(r[:head]) + "…" + string(r[len(r)-(n-1-head):])
+}
+
 // PlotSVG draws the boot as a timeline.
 func PlotSVG(b *Boot) string {
 	units := b.sorted()
@@ -95,7 +115,7 @@ func PlotSVG(b *Boot) string {
 			end = e
 		}
 	}
-	labelW = min(labelW, 420)
+	labelW = min(labelW, maxLabelW)
 	const (
 		chartW = 760.0
 		rowH   = 22.0
@@ -126,7 +146,7 @@ func PlotSVG(b *Boot) string {
 	for i, u := range shown {
 		y := top + rowH*float64(i)
 		st := u.barState()
-		fmt.Fprintf(&s, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n", labelW-8, y+barH-3, esc(u.Name))
+		fmt.Fprintf(&s, `<text x="%.1f" y="%.1f" text-anchor="end">%s<title>%s</title></text>`+"\n", labelW-8, y+barH-3, esc(label(u.Name)), esc(u.Name))
 		if req := u.requested(); !req.IsZero() && u.start().After(req) {
 			// Waiting for dependencies: from request to run.
 			fmt.Fprintf(&s, `<rect class="wait" x="%.1f" y="%.1f" width="%.1f" height="%.0f" fill="#eeeeee"><title>%s waited %s for its dependencies</title></rect>`+"\n",
