@@ -178,7 +178,7 @@ func FuzzParseSpec(f *testing.F) {
 		if (s == nil) == (err == nil) {
 			t.Fatalf("ParseSpec(%v) = %v, %v", v, s, err)
 		}
-		if err != nil && !errors.Is(err, ErrNotASpec) && !errors.Is(err, ErrInvalidField) {
+		if err != nil && !errors.Is(err, ErrNotASpec) && !errors.Is(err, ErrInvalidField) && !errors.Is(err, ErrRestrictingKey) {
 			t.Fatalf("unclassified error %v", err)
 		}
 		if s != nil && len(s.Argv) == 0 {
@@ -201,7 +201,9 @@ func buildValue(data []byte) p.Value {
 		return v
 	}
 	known := []string{"argv", "dir", "env", "clearEnv", "readyOnStart", "restart", "protocol",
-		"one-shot", "always", "on-error", "all", "never", "none", "application/syndicate", "stopTimeout"}
+		"one-shot", "always", "on-error", "all", "never", "none", "application/syndicate", "stopTimeout",
+		"user", "group", "groups", "umask", "limits", "cgroup", "noNewPrivileges", "capabilities", "envFile",
+		"nofile", "memoryMax", "cpuMax", "CAP_KILL", "usr"}
 	text := func(i *int) string {
 		start := *i
 		for *i < len(data) && data[*i] >= ' ' {
