@@ -26,6 +26,9 @@ type command struct {
 	flags   func(fs *pflag.FlagSet)
 	run     func(ctx context.Context, args []string) error
 	sub     []command
+	// services: the arguments are service names, completed from the
+	// running server.
+	services bool
 }
 
 func (cl *cli) commands() []command {
@@ -46,7 +49,7 @@ func (cl *cli) commands() []command {
 				fs.BoolVar(&st.json, "json", false, "print JSON (with --watch: one JSON array per line and change)")
 				fs.BoolVarP(&st.all, "all", "a", false, "show everything hidden by default: built-in services, inbound connections")
 			},
-			run: func(ctx context.Context, args []string) error { return cl.status(ctx, st, args) }},
+			run: func(ctx context.Context, args []string) error { return cl.status(ctx, st, args) }, services: true},
 		{use: "dump [PATTERN]", short: "current assertions in the config dataspace, pretty-printed",
 			args:  maxArgs(1, "dump takes at most one PATTERN"),
 			flags: func(fs *pflag.FlagSet) { fs.BoolVar(&dumpAll, "all", false, "include <Observe …> subscriptions") },
@@ -62,7 +65,7 @@ func (cl *cli) commands() []command {
 			run:  cl.send},
 		{use: "restart SERVICE", short: "send <restart-service SERVICE>",
 			args: exactArgs(1, "restart needs exactly one service NAME (e.g. '<daemon web>')"),
-			run:  cl.restart},
+			run:  cl.restart, services: true},
 		{use: "logs [SERVICE]", short: "recent service output (SERVICE: <daemon web>, or just web); -f to follow",
 			args: maxArgs(1, "logs takes at most one SERVICE"),
 			flags: func(fs *pflag.FlagSet) {
@@ -70,7 +73,7 @@ func (cl *cli) commands() []command {
 				fs.IntVarP(&lg.lines, "lines", "n", 20, "number of recent lines")
 				fs.BoolVar(&lg.json, "json", false, "one JSON object per line")
 			},
-			run: func(ctx context.Context, args []string) error { return cl.logs(ctx, lg, args) }},
+			run: func(ctx context.Context, args []string) error { return cl.logs(ctx, lg, args) }, services: true},
 		{use: "check FILE|DIR...", short: "compile and validate scripts (as syndicate-server --check)",
 			args: minArgs(1, "check needs FILE or DIR arguments"),
 			run:  cl.check},
@@ -95,7 +98,7 @@ func (cl *cli) commands() []command {
 				{use: "critical-chain [SERVICE]", short: "the chain of dependencies that held SERVICE (default: the last up) back",
 					args:  maxArgs(1, "analyze critical-chain takes at most one SERVICE"),
 					flags: func(fs *pflag.FlagSet) { an.allFlag(fs); fs.BoolVar(&an.json, "json", false, "print JSON") },
-					run:   func(ctx context.Context, args []string) error { return cl.analyze(ctx, "critical-chain", an, args) }},
+					run:   func(ctx context.Context, args []string) error { return cl.analyze(ctx, "critical-chain", an, args) }, services: true},
 				{use: "plot", short: "the boot as a timeline, in SVG",
 					args:  maxArgs(0, "analyze plot takes no arguments"),
 					flags: an.allFlag,
@@ -190,6 +193,9 @@ func (cl *cli) benchCommand() command {
 // cobra makes the cobra command of a row (and its subcommands).
 func (c command) cobra(cl *cli) *cobra.Command {
 	cc := &cobra.Command{Use: c.use, Aliases: c.aliases, Short: c.short, Long: c.long, Args: c.args}
+	if c.services {
+		cc.ValidArgsFunction = cl.completeServices
+	}
 	if c.flags != nil {
 		c.flags(cc.Flags())
 	}

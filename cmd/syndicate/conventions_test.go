@@ -2,12 +2,15 @@ package main
 
 import (
 	"flag"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 
+	"github.com/syndicate-go/syndicate/services/admin"
 	"github.com/syndicate-go/syndicate/services/admin/cmdline/cmdlinetest"
 )
 
@@ -62,4 +65,40 @@ func TestSingleDashSpellings(t *testing.T) {
 // table.
 func TestManPages(t *testing.T) {
 	cmdlinetest.ManPages(t, (&cli{}).root(), "../../docs/man/syndicate", *update)
+}
+
+// Shell completions offer the running server's services: bare words and
+// whole names, without built-ins.
+func TestCompletionOffersServices(t *testing.T) {
+	s := newTestServer(t, admin.Options{})
+	s.assert(t, "<run-service <daemon web>>")
+	s.assert(t, "<run-service <builtin logger>>")
+	for _, cmd := range [][]string{{"status"}, {"logs"}, {"restart"}, {"analyze", "critical-chain"}} {
+		code, out, errs := cliRun(t, append(append([]string{"--admin", s.path, "__complete"}, cmd...), "")...)
+		require.Equal(t, 0, code, errs)
+		require.Equal(t, "web\n<daemon web>\n:4\n", out, "%v", cmd)
+	}
+	code, out, _ := cliRun(t, "completion", "bash")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "bash completion V2 for syndicate")
+}
+
+// fmt takes directories, as check does (issue 26: `fmt etc` said `read
+// etc: is a directory`).
+func TestFmtTakesDirectories(t *testing.T) {
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "services")
+	require.NoError(t, os.MkdirAll(sub, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(sub, "a.pr"), []byte("<a>   <b>\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(sub, "notes.txt"), []byte("<a>   <b>\n"), 0o644))
+	code, out, errs := cliRun(t, "fmt", "-l", dir)
+	require.Equal(t, 0, code, errs)
+	require.Equal(t, filepath.Join(sub, "a.pr")+"\n", out)
+	code, _, errs = cliRun(t, "fmt", "-w", dir)
+	require.Equal(t, 0, code, errs)
+	b, err := os.ReadFile(filepath.Join(sub, "a.pr"))
+	require.NoError(t, err)
+	require.Equal(t, "<a>\n<b>\n", string(b))
+	code, out, _ = cliRun(t, "fmt", "--check", dir)
+	require.Equal(t, 0, code, out)
 }

@@ -111,18 +111,18 @@ func (cl *cli) fmt(_ context.Context, o fmtOpts, args []string) error {
 		return err
 	}
 	failed, differ := false, false
-	for _, path := range args {
-		src, err := os.ReadFile(path)
+	// A directory means every script under it, as check reads them.
+	script.WalkScripts(args, func(path string, src []byte, err error) {
 		if err != nil {
 			fmt.Fprintf(cl.stderr, "syndicate: %v\n", err)
 			failed = true
-			continue
+			return
 		}
 		out, note, err := transform(path, src)
 		if err != nil {
 			fmt.Fprintf(cl.stderr, "%v\n", err)
 			failed = true
-			continue
+			return
 		}
 		changed := !bytes.Equal(src, out)
 		differ = differ || changed
@@ -143,7 +143,7 @@ func (cl *cli) fmt(_ context.Context, o fmtOpts, args []string) error {
 		default:
 			cl.stdout.Write(out)
 		}
-	}
+	})
 	if failed || (*check && differ) {
 		return exitStatus(1)
 	}

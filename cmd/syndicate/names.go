@@ -7,10 +7,15 @@ package main
 
 import (
 	"context"
+	"slices"
+	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services"
 	"github.com/syndicate-go/syndicate/services/admin/session"
 	"github.com/syndicate-go/syndicate/services/admin/status"
 )
@@ -98,4 +103,47 @@ func (cl *cli) resolveOne(ctx context.Context, text string) (preserves.Value, er
 		return nil, &status.AmbiguousError{Arg: text, Candidates: texts}
 	}
 	return sel[0], nil
+}
+
+// completeServices completes a SERVICE argument from the running server:
+// the bare word of every `<L word>` that is the only one to carry it, and
+// every name in full. With no server (or a slow one) it offers nothing.
+func (cl *cli) completeServices(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	cl.conn.Timeout = min(cl.conn.Timeout, 2*time.Second)
+	names, err := cl.serviceNames(cmd.Context())
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	// Built-ins are hidden, and a name with a capability cannot be
+	// typed.
+	names = slices.DeleteFunc(names, func(n preserves.Value) bool { return services.IsBuiltin(n) || hasEmbedded(n) })
+	bare := map[string]int{}
+	for _, n := range names {
+		if r, ok := n.(*preserves.Record); ok && len(r.Fields) > 0 {
+			if s, ok := r.Fields[0].(preserves.Symbol); ok {
+				bare[string(s)]++
+			}
+		}
+	}
+	var out []string
+	for w, n := range bare {
+		if n == 1 {
+			out = append(out, w)
+		}
+	}
+	slices.Sort(out)
+	for _, n := range names {
+		out = append(out, preserves.FormatText(n))
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+func hasEmbedded(v preserves.Value) bool {
+	if _, ok := v.(*preserves.Embedded); ok {
+		return true
+	}
+	return preserves.AnyPart(v, hasEmbedded)
 }
