@@ -46,6 +46,9 @@ type Info struct {
 	// skipped because the previous one was still running.
 	LastRun, NextRun time.Time
 	Skipped          int
+	// A socket-activated daemon: each socket and whether its process has
+	// been started, "ADDRESS: STATE".
+	Sockets []string
 }
 
 // StatusTime renders a status timestamp (RFC 3339, UTC, nanoseconds).
@@ -56,7 +59,8 @@ func (i Info) ToValue() preserves.Value {
 	d := syndicatego.ServiceInfoDict{Since: syndicatego.InfoSinceAbsent{}, Restarts: syndicatego.InfoRestartsAbsent{},
 		Recent: syndicatego.InfoRecentAbsent{}, Exit: syndicatego.InfoExitAbsent{}, ExitAt: syndicatego.InfoExitAtAbsent{},
 		Phase: syndicatego.InfoPhaseAbsent{}, Reason: syndicatego.InfoReasonAbsent{}, Pos: syndicatego.InfoPosAbsent{},
-		LastRun: syndicatego.InfoLastRunAbsent{}, NextRun: syndicatego.InfoNextRunAbsent{}, Skipped: syndicatego.InfoSkippedAbsent{}}
+		LastRun: syndicatego.InfoLastRunAbsent{}, NextRun: syndicatego.InfoNextRunAbsent{}, Skipped: syndicatego.InfoSkippedAbsent{},
+		Sockets: syndicatego.InfoSocketsAbsent{}}
 	if !i.Since.IsZero() {
 		d.Since = syndicatego.InfoSincePresent{Since: StatusTime(i.Since)}
 	}
@@ -89,6 +93,9 @@ func (i Info) ToValue() preserves.Value {
 	}
 	if i.Skipped != 0 {
 		d.Skipped = syndicatego.InfoSkippedPresent{Skipped: big.NewInt(int64(i.Skipped))}
+	}
+	if len(i.Sockets) > 0 {
+		d.Sockets = syndicatego.InfoSocketsPresent{Sockets: i.Sockets}
 	}
 	return d.ToValue()
 }
@@ -147,6 +154,9 @@ func ParseInfo(v preserves.Value) Info {
 	if x, ok := d.Skipped.(syndicatego.InfoSkippedPresent); ok && x.Skipped.IsInt64() {
 		i.Skipped = int(x.Skipped.Int64())
 	}
+	if x, ok := d.Sockets.(syndicatego.InfoSocketsPresent); ok {
+		i.Sockets = x.Sockets
+	}
 	return i
 }
 
@@ -180,6 +190,7 @@ func MergeInfo(parts ...Info) Info {
 			m.NextRun = p.NextRun
 		}
 		m.Skipped += p.Skipped
+		m.Sockets = append(m.Sockets, p.Sockets...)
 	}
 	// Recent counts restarts within the restart window, so never more
 	// than all restarts: a source that counts exits (the daemon's
@@ -203,13 +214,15 @@ func (p *InfoPublisher) Publish(t *dataspace.Turn, cfg *dataspace.Ref, name pres
 	}
 	p.shown = i
 	p.shown.Reasons = slices.Clone(i.Reasons)
+	p.shown.Sockets = slices.Clone(i.Sockets)
 	t.Update(&p.handle, cfg, ServiceInfo(name, i))
 }
 
 func (i Info) equal(j Info) bool {
 	return i.Since.Equal(j.Since) && i.Restarts == j.Restarts && i.Recent == j.Recent && i.Exit == j.Exit &&
 		i.ExitAt.Equal(j.ExitAt) && i.Phase == j.Phase && i.Pos == j.Pos && slices.Equal(i.Reasons, j.Reasons) &&
-		i.LastRun.Equal(j.LastRun) && i.NextRun.Equal(j.NextRun) && i.Skipped == j.Skipped
+		i.LastRun.Equal(j.LastRun) && i.NextRun.Equal(j.NextRun) && i.Skipped == j.Skipped &&
+		slices.Equal(i.Sockets, j.Sockets)
 }
 
 // Clear withdraws the assertion, if any.

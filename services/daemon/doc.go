@@ -77,6 +77,11 @@
 //     that come while it runs; the plan is a plain value. With a state
 //     directory ([Options.StateDir]) it keeps each spec's last run for
 //     catchUp. A scheduled spec counts as ready once armed.
+//   - sockets.go is socket activation (the spec's `listen` and `start:
+//     on-demand`): it binds the sockets in the spec's linked task, holds
+//     them across process restarts, passes them as fds 3… with the
+//     sd_listen_fds variables, and gates each start on a pending
+//     connection for on-demand specs (Events.Gate).
 //   - limits.go applies the optional restart keys (restartDelay,
 //     restartMaxDelay, restartLimit, restartWindow) to the decisions of
 //     restart.go; without them the reference's delays apply exactly.

@@ -147,6 +147,8 @@ type procHooks struct {
 	// spawned receives the handle of the process just started, before
 	// started is called.
 	spawned func(*ProcHandle)
+	// sockets are passed as fds 3… (socket activation, sockets.go).
+	sockets *sockets
 }
 
 // command builds the exec.Cmd for s: its own process group, stdin from
@@ -317,6 +319,7 @@ func (p *process) spawn() error {
 		closeAll()
 		return err
 	}
+	h.sockets.apply(p.cmd) // fds 3…, before the helper's status fd
 	if err = p.viaHelper(pipe); err == nil {
 		err = children.start(p.cmd)
 	}

@@ -111,6 +111,11 @@ type Events struct {
 	Name string
 	// Spawned receives each process's handle, before Started.
 	Spawned func(*ProcHandle)
+	// Sockets, for a spec with listen, are passed to every process
+	// (sockets.go); Gate, when set, runs before every start and holds it
+	// until it returns (true) or ctx ends (false): `start: on-demand`.
+	Sockets *sockets
+	Gate    func(ctx context.Context) bool
 }
 
 // Outcome is how Runner.Run ended.
@@ -163,6 +168,9 @@ func (r *Runner) Run(ctx context.Context, s *Spec, ev Events) Outcome {
 	lim := limiter{l: s.Limits}
 	spawnFailures := 0 // consecutive
 	for {
+		if ev.Gate != nil && !ev.Gate(ctx) {
+			return Stopped
+		}
 		began := r.clock.Now()
 		h := ev.hooks()
 		h.cgroups = r.cgroups
@@ -205,7 +213,7 @@ func (r *Runner) Run(ctx context.Context, s *Spec, ev Events) Outcome {
 // its pid when it starts.
 func (ev Events) hooks() procHooks {
 	h := procHooks{line: ev.Line, output: ev.Output, stdio: ev.Stdio, beforeStop: ev.BeforeStop,
-		name: ev.Name, spawned: ev.Spawned}
+		name: ev.Name, spawned: ev.Spawned, sockets: ev.Sockets}
 	var pid int
 	h.started = func(p int) {
 		pid = p

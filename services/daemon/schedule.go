@@ -122,7 +122,9 @@ func (r *Runner) RunScheduled(ctx context.Context, s *Spec, p *plan, runNow bool
 		runNow = false
 		began := r.clock.Now()
 		report(runReport{began: began, next: p.next, skipped: p.skipped, running: true})
-		exit := r.run(ctx, s, ev.hooks(), &cleanups)
+		h := ev.hooks()
+		h.cgroups = r.cgroups
+		exit := r.run(ctx, s, h, &cleanups)
 		if ctx.Err() != nil {
 			if ev.Stopped != nil && exit.Pid != 0 {
 				ev.Stopped(exit)

@@ -100,6 +100,13 @@ func TestParseSpecErrors(t *testing.T) {
 		{"schedule bad env TZ", dict(sym("argv"), str("x"), sym("schedule"), str("@daily"), sym("env"), dict(sym("TZ"), str("Nowhere/Atlantis"))), ErrInvalidField},
 		{"catchUp without schedule", dict(sym("argv"), str("x"), sym("catchUp"), p.Bool(true)), ErrInvalidField},
 		{"schedule with readiness", dict(sym("argv"), str("x"), sym("schedule"), str("@daily"), sym("readiness"), sym("sd-notify")), ErrInvalidField},
+		{"listen not a sequence", dict(sym("argv"), str("x"), sym("listen"), str("127.0.0.1:80")), ErrInvalidField},
+		{"listen empty", dict(sym("argv"), str("x"), sym("listen"), p.Sequence{}), ErrInvalidField},
+		{"listen bad address", dict(sym("argv"), str("x"), sym("listen"), p.Sequence{p.Rec("udp", str("x"))}), ErrInvalidField},
+		{"listen bad port", dict(sym("argv"), str("x"), sym("listen"), p.Sequence{p.Rec("tcp", str("h"), p.Int(70000))}), ErrInvalidField},
+		{"on-demand without listen", dict(sym("argv"), str("x"), sym("start"), sym("on-demand")), ErrInvalidField},
+		{"start unknown", dict(sym("argv"), str("x"), sym("start"), sym("later")), ErrInvalidField},
+		{"listen with notification-fd", dict(sym("argv"), str("x"), sym("listen"), p.Sequence{p.Rec("unix", str("/s"))}, sym("readiness"), p.Rec("notification-fd", p.Int(3))), ErrInvalidField},
 		{"annotated bad restart", dict(sym("argv"), str("x"), sym("restart"), &p.Annotated{Pos: pos, Item: sym("sometimes")}), ErrInvalidField},
 	}
 	for _, tc := range tests {
@@ -136,6 +143,15 @@ func TestParseSpecSchedule(t *testing.T) {
 	from := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 	if got := s.Schedule.Cron.Next(from).UTC(); !got.Equal(time.Date(2026, 6, 1, 18, 0, 0, 0, time.UTC)) {
 		t.Errorf("03:00 in Tokyo is %v", got)
+	}
+}
+
+// listen and start: on-demand.
+func TestParseSpecListen(t *testing.T) {
+	s, err := ParseSpec(dict(sym("argv"), str("x"), sym("start"), sym("on-demand"),
+		sym("listen"), p.Sequence{p.Rec("tcp", str("127.0.0.1"), p.Int(8080)), p.Rec("unix", str("/run/x.sock"))}))
+	if err != nil || len(s.Listen) != 2 || !s.OnDemand || s.Listen[0].String() != "127.0.0.1:8080" || s.Listen[1].String() != "unix:/run/x.sock" {
+		t.Fatalf("ParseSpec = %+v, %v", s, err)
 	}
 }
 

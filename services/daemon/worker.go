@@ -211,6 +211,9 @@ func (w *worker) publishInfo(t *dataspace.Turn) {
 		if r.spec != nil && r.spec.Schedule != nil {
 			parts = append(parts, r.scheduleInfo())
 		}
+		if len(r.sockets) > 0 {
+			parts = append(parts, services.Info{Sockets: r.sockets})
+		}
 		var notes []string
 		if r.handle != nil {
 			notes = r.handle.Notes
@@ -286,6 +289,10 @@ func (w *worker) specAsserted(t *dataspace.Turn, raw preserves.Value, at preserv
 		t.LinkedTask("daemon schedule", r.runScheduled)
 		return nil
 	}
+	if len(spec.Listen) > 0 {
+		t.LinkedTask("daemon sockets", r.runWithSockets)
+		return nil
+	}
 	t.LinkedTask("daemon process", r.run)
 	return nil
 }
@@ -318,11 +325,17 @@ type specRun struct {
 	warnings []string // about the spec itself (unknown keys)
 	degraded dataspace.Handle
 	sched    runReport // a scheduled spec's runs (schedule.go)
+	sockets  []string  // its sockets' status (sockets.go)
 }
 
 // run is the spec's linked task: the restart loop of §5.5.
 func (r *specRun) run(ctx context.Context) error {
-	switch r.w.d.s.runner.Run(ctx, r.spec, r.events()) {
+	return r.outcome(ctx, r.w.d.s.runner.Run(ctx, r.spec, r.events()))
+}
+
+// outcome is the linked task's end after the restart loop ended with out.
+func (r *specRun) outcome(ctx context.Context, out Outcome) error {
+	switch out {
 	case Crashed:
 		return ErrCrash
 	case Completed, GaveUp:
@@ -467,8 +480,9 @@ func (r *specRun) exited(t *dataspace.Turn, e Exit, next Next) {
 		t.StopFacet(r.proc)
 	}
 	r.handle = nil
-	if r.spec.Schedule == nil {
-		w.tally.specDown(&r.st) // a scheduled spec stays ready between runs
+	if r.spec.Schedule == nil && !r.spec.OnDemand {
+		// A scheduled or on-demand spec stays ready between runs.
+		w.tally.specDown(&r.st)
 	}
 	w.d.hist.exited(e, w.d.s.clock.Now(), next.Action == ActRestart)
 	r.exitEvent(t, e, next)

@@ -33,6 +33,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/syndicate-go/syndicate/dataspace/transport"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/schema"
 
@@ -57,6 +58,7 @@ var specKeys = []string{
 	// (cgroup before groups: "cgroups" means the first.)
 	"user", "group", "cgroup", "groups", "umask", "limits", "noNewPrivileges", "capabilities", "envFile",
 	"schedule", "catchUp",
+	"listen", "start",
 }
 
 // The classes of the problems of a daemon spec (test with errors.Is). The
@@ -99,6 +101,11 @@ type Spec struct {
 	// Schedule, when set, makes the spec a scheduled one-shot: run at
 	// each time of the schedule (schedule.go).
 	Schedule *Schedule
+	// Listen are the sockets the server binds for the daemon and passes
+	// as fds 3… (socket activation, listen.go); OnDemand (`start:
+	// on-demand`) starts the process only at the first connection.
+	Listen   []transport.Address
+	OnDemand bool
 	// Unknown are the messages about the keys of the dictionary form that
 	// no version of the daemon service reads, each with a "did you mean".
 	Unknown []string
@@ -399,6 +406,7 @@ func (e *elaboration) full(v preserves.Value, d *preserves.Dictionary) {
 	e.limits(v)
 	e.restricting(v)
 	e.schedule(v)
+	e.listen(v)
 }
 
 func (e *elaboration) get(key string) (preserves.Value, bool) { return e.d.Get(preserves.Symbol(key)) }

@@ -8,6 +8,7 @@ import (
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/schema"
 	"math/big"
+	"strconv"
 )
 
 // The labels of this module's records, one constant per label.
@@ -502,6 +503,7 @@ type ServiceInfoDict struct {
 	LastRun  InfoLastRun
 	NextRun  InfoNextRun
 	Skipped  InfoSkipped
+	Sockets  InfoSockets
 }
 
 // ParseServiceInfoDict parses v as a ServiceInfoDict.
@@ -541,12 +543,15 @@ func ParseServiceInfoDict(v preserves.Value) (ServiceInfoDict, error) {
 	if r.Skipped, err = ParseInfoSkipped(v); err != nil {
 		return zero, err
 	}
+	if r.Sockets, err = ParseInfoSockets(v); err != nil {
+		return zero, err
+	}
 	return r, nil
 }
 
 // ToValue merges the values of the parts; it panics if hand-built parts disagree.
 func (r ServiceInfoDict) ToValue() preserves.Value {
-	return schema.MustMerge("ServiceInfoDict", r.Since.ToValue(), r.Restarts.ToValue(), r.Recent.ToValue(), r.Exit.ToValue(), r.ExitAt.ToValue(), r.Phase.ToValue(), r.Reason.ToValue(), r.Pos.ToValue(), r.LastRun.ToValue(), r.NextRun.ToValue(), r.Skipped.ToValue())
+	return schema.MustMerge("ServiceInfoDict", r.Since.ToValue(), r.Restarts.ToValue(), r.Recent.ToValue(), r.Exit.ToValue(), r.ExitAt.ToValue(), r.Phase.ToValue(), r.Reason.ToValue(), r.Pos.ToValue(), r.LastRun.ToValue(), r.NextRun.ToValue(), r.Skipped.ToValue(), r.Sockets.ToValue())
 }
 
 // InfoSince is one of the alternatives of InfoSince.
@@ -1850,6 +1855,128 @@ func ParseInfoSkipped(v preserves.Value) (InfoSkipped, error) {
 	return nil, schema.NoMatch(v, "InfoSkipped", []string{"present", "invalid", "absent"}, errs[:])
 }
 
+// A socket-activated daemon: each socket the server holds for it, and
+// whether its process has been started ("ADDRESS: …").
+type InfoSockets interface {
+	isInfoSockets()
+	ToValue() preserves.Value
+}
+
+// InfoSocketsPresent is the alternative "present" of InfoSockets.
+type InfoSocketsPresent struct {
+	Sockets []string
+}
+
+func (InfoSocketsPresent) isInfoSockets() {}
+
+func parseInfoSocketsPresent(v preserves.Value) (InfoSocketsPresent, error) {
+	var r, zero InfoSocketsPresent
+	var err error
+	d79, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x80, err := schema.Entry(v, d79, preserves.Symbol("sockets"))
+	if err != nil {
+		return zero, err
+	}
+	s81, err := schema.AsSeq(x80, 0)
+	if err != nil {
+		return zero, schema.AtIn(err, v, "[sockets]")
+	}
+	r.Sockets = make([]string, len(s81))
+	for i82, e83 := range s81 {
+		if r.Sockets[i82], err = schema.AsString(e83); err != nil {
+			return zero, schema.AtIn(err, v, "[sockets]", schema.Index(i82))
+		}
+	}
+	return r, nil
+}
+
+func (r InfoSocketsPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("sockets"), schema.SeqValue(r.Sockets, func(x84 string) preserves.Value { return preserves.String(x84) }))
+}
+
+// InfoSocketsInvalid is the alternative "invalid" of InfoSockets.
+type InfoSocketsInvalid struct {
+	Sockets preserves.Value
+}
+
+func (InfoSocketsInvalid) isInfoSockets() {}
+
+func parseInfoSocketsInvalid(v preserves.Value) (InfoSocketsInvalid, error) {
+	var r, zero InfoSocketsInvalid
+	d85, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x86, err := schema.Entry(v, d85, preserves.Symbol("sockets"))
+	if err != nil {
+		return zero, err
+	}
+	r.Sockets = x86
+	return r, nil
+}
+
+func (r InfoSocketsInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("sockets"), r.Sockets)
+}
+
+// InfoSocketsAbsent is the alternative "absent" of InfoSockets.
+type InfoSocketsAbsent struct {
+}
+
+func (InfoSocketsAbsent) isInfoSockets() {}
+
+func parseInfoSocketsAbsent(v preserves.Value) (InfoSocketsAbsent, error) {
+	var r, zero InfoSocketsAbsent
+	d87, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d87
+	return r, nil
+}
+
+func (r InfoSocketsAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseInfoSockets tries the alternatives of InfoSockets in order; the first that matches wins.
+func ParseInfoSockets(v preserves.Value) (InfoSockets, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseInfoSocketsPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseInfoSocketsInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseInfoSocketsAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseInfoSocketsPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseInfoSocketsInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseInfoSocketsAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "InfoSockets", []string{"present", "invalid", "absent"}, errs[:])
+}
+
 // While an output request for a daemon is asserted, the daemon service
 // asserts its last lines of output, as they were when the request came.
 type OutputRequest struct {
@@ -1859,11 +1986,11 @@ type OutputRequest struct {
 // ParseOutputRequest parses v as a OutputRequest.
 func ParseOutputRequest(v preserves.Value) (OutputRequest, error) {
 	var r, zero OutputRequest
-	rec79, err := schema.AsRecordOf(v, LabelOutputRequest, 1)
+	rec88, err := schema.AsRecordOf(v, LabelOutputRequest, 1)
 	if err != nil {
 		return zero, err
 	}
-	r.ServiceName = rec79.Fields[0]
+	r.ServiceName = rec88.Fields[0]
 	return r, nil
 }
 
@@ -1881,26 +2008,26 @@ type ServiceOutput struct {
 func ParseServiceOutput(v preserves.Value) (ServiceOutput, error) {
 	var r, zero ServiceOutput
 	var err error
-	rec80, err := schema.AsRecordOf(v, LabelServiceOutput, 2)
+	rec89, err := schema.AsRecordOf(v, LabelServiceOutput, 2)
 	if err != nil {
 		return zero, err
 	}
-	r.ServiceName = rec80.Fields[0]
-	s81, err := schema.AsSeq(rec80.Fields[1], 0)
+	r.ServiceName = rec89.Fields[0]
+	s90, err := schema.AsSeq(rec89.Fields[1], 0)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
-	r.Lines = make([]OutputLine, len(s81))
-	for i82, e83 := range s81 {
-		if r.Lines[i82], err = ParseOutputLine(e83); err != nil {
-			return zero, schema.AtIn(err, v, "[1]", schema.Index(i82))
+	r.Lines = make([]OutputLine, len(s90))
+	for i91, e92 := range s90 {
+		if r.Lines[i91], err = ParseOutputLine(e92); err != nil {
+			return zero, schema.AtIn(err, v, "[1]", schema.Index(i91))
 		}
 	}
 	return r, nil
 }
 
 func (r ServiceOutput) ToValue() preserves.Value {
-	return preserves.NewRecord(LabelServiceOutput, r.ServiceName, schema.SeqValue(r.Lines, func(x84 OutputLine) preserves.Value { return x84.ToValue() }))
+	return preserves.NewRecord(LabelServiceOutput, r.ServiceName, schema.SeqValue(r.Lines, func(x93 OutputLine) preserves.Value { return x93.ToValue() }))
 }
 
 // OutputLine is the record or collection pattern OutputLine.
@@ -1914,29 +2041,29 @@ type OutputLine struct {
 func ParseOutputLine(v preserves.Value) (OutputLine, error) {
 	var r, zero OutputLine
 	var err error
-	d85, err := schema.AsDict(v)
+	d94, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x86, err := schema.Entry(v, d85, preserves.Symbol("at"))
+	x95, err := schema.Entry(v, d94, preserves.Symbol("at"))
 	if err != nil {
 		return zero, err
 	}
-	if r.At, err = schema.AsString(x86); err != nil {
+	if r.At, err = schema.AsString(x95); err != nil {
 		return zero, schema.AtIn(err, v, "[at]")
 	}
-	x87, err := schema.Entry(v, d85, preserves.Symbol("line"))
+	x96, err := schema.Entry(v, d94, preserves.Symbol("line"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Line, err = schema.AsString(x87); err != nil {
+	if r.Line, err = schema.AsString(x96); err != nil {
 		return zero, schema.AtIn(err, v, "[line]")
 	}
-	x88, err := schema.Entry(v, d85, preserves.Symbol("stream"))
+	x97, err := schema.Entry(v, d94, preserves.Symbol("stream"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Stream, err = schema.AsSymbol(x88); err != nil {
+	if r.Stream, err = schema.AsSymbol(x97); err != nil {
 		return zero, schema.AtIn(err, v, "[stream]")
 	}
 	return r, nil
@@ -1956,12 +2083,12 @@ type StatusText struct {
 func ParseStatusText(v preserves.Value) (StatusText, error) {
 	var r, zero StatusText
 	var err error
-	rec89, err := schema.AsRecordOf(v, LabelStatusText, 2)
+	rec98, err := schema.AsRecordOf(v, LabelStatusText, 2)
 	if err != nil {
 		return zero, err
 	}
-	r.ServiceName = rec89.Fields[0]
-	if r.Text, err = schema.AsString(rec89.Fields[1]); err != nil {
+	r.ServiceName = rec98.Fields[0]
+	if r.Text, err = schema.AsString(rec98.Fields[1]); err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
@@ -1986,29 +2113,29 @@ type ServiceHistory struct {
 func ParseServiceHistory(v preserves.Value) (ServiceHistory, error) {
 	var r, zero ServiceHistory
 	var err error
-	rec90, err := schema.AsRecordOf(v, LabelServiceHistory, 3)
+	rec99, err := schema.AsRecordOf(v, LabelServiceHistory, 3)
 	if err != nil {
 		return zero, err
 	}
-	r.ServiceName = rec90.Fields[0]
-	s91, err := schema.AsSeq(rec90.Fields[1], 0)
+	r.ServiceName = rec99.Fields[0]
+	s100, err := schema.AsSeq(rec99.Fields[1], 0)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
-	r.Changes = make([]HistoryChange, len(s91))
-	for i92, e93 := range s91 {
-		if r.Changes[i92], err = ParseHistoryChange(e93); err != nil {
-			return zero, schema.AtIn(err, v, "[1]", schema.Index(i92))
+	r.Changes = make([]HistoryChange, len(s100))
+	for i101, e102 := range s100 {
+		if r.Changes[i101], err = ParseHistoryChange(e102); err != nil {
+			return zero, schema.AtIn(err, v, "[1]", schema.Index(i101))
 		}
 	}
-	if r.Dropped, err = schema.AsInt(rec90.Fields[2]); err != nil {
+	if r.Dropped, err = schema.AsInt(rec99.Fields[2]); err != nil {
 		return zero, schema.AtIn(err, v, "[2]")
 	}
 	return r, nil
 }
 
 func (r ServiceHistory) ToValue() preserves.Value {
-	return preserves.NewRecord(LabelServiceHistory, r.ServiceName, schema.SeqValue(r.Changes, func(x94 HistoryChange) preserves.Value { return x94.ToValue() }), schema.IntValue(r.Dropped))
+	return preserves.NewRecord(LabelServiceHistory, r.ServiceName, schema.SeqValue(r.Changes, func(x103 HistoryChange) preserves.Value { return x103.ToValue() }), schema.IntValue(r.Dropped))
 }
 
 // HistoryChange is one of the alternatives of HistoryChange.
@@ -2028,14 +2155,14 @@ func (HistoryChangeAsserted) isHistoryChange() {}
 func parseHistoryChangeAsserted(v preserves.Value) (HistoryChangeAsserted, error) {
 	var r, zero HistoryChangeAsserted
 	var err error
-	rec95, err := schema.AsRecordOf(v, LabelAsserted, 2)
+	rec104, err := schema.AsRecordOf(v, LabelAsserted, 2)
 	if err != nil {
 		return zero, err
 	}
-	if r.At, err = schema.AsString(rec95.Fields[0]); err != nil {
+	if r.At, err = schema.AsString(rec104.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
-	r.Fact = rec95.Fields[1]
+	r.Fact = rec104.Fields[1]
 	return r, nil
 }
 
@@ -2054,14 +2181,14 @@ func (HistoryChangeRetracted) isHistoryChange() {}
 func parseHistoryChangeRetracted(v preserves.Value) (HistoryChangeRetracted, error) {
 	var r, zero HistoryChangeRetracted
 	var err error
-	rec96, err := schema.AsRecordOf(v, LabelRetracted, 2)
+	rec105, err := schema.AsRecordOf(v, LabelRetracted, 2)
 	if err != nil {
 		return zero, err
 	}
-	if r.At, err = schema.AsString(rec96.Fields[0]); err != nil {
+	if r.At, err = schema.AsString(rec105.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
-	r.Fact = rec96.Fields[1]
+	r.Fact = rec105.Fields[1]
 	return r, nil
 }
 
@@ -2123,11 +2250,11 @@ type HistoryOrigin struct {
 func ParseHistoryOrigin(v preserves.Value) (HistoryOrigin, error) {
 	var r, zero HistoryOrigin
 	var err error
-	rec97, err := schema.AsRecordOf(v, LabelHistoryOrigin, 1)
+	rec106, err := schema.AsRecordOf(v, LabelHistoryOrigin, 1)
 	if err != nil {
 		return zero, err
 	}
-	if r.At, err = schema.AsString(rec97.Fields[0]); err != nil {
+	if r.At, err = schema.AsString(rec106.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
@@ -2151,18 +2278,18 @@ type LogTail struct {
 func ParseLogTail(v preserves.Value) (LogTail, error) {
 	var r, zero LogTail
 	var err error
-	rec98, err := schema.AsRecordOf(v, LabelLogTail, 4)
+	rec107, err := schema.AsRecordOf(v, LabelLogTail, 4)
 	if err != nil {
 		return zero, err
 	}
-	r.Service = rec98.Fields[0]
-	if r.Lines, err = schema.AsInt(rec98.Fields[1]); err != nil {
+	r.Service = rec107.Fields[0]
+	if r.Lines, err = schema.AsInt(rec107.Fields[1]); err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
-	if r.Follow, err = schema.AsBool(rec98.Fields[2]); err != nil {
+	if r.Follow, err = schema.AsBool(rec107.Fields[2]); err != nil {
 		return zero, schema.AtIn(err, v, "[2]")
 	}
-	if r.Sink, err = schema.AsEmbedded(rec98.Fields[3]); err != nil {
+	if r.Sink, err = schema.AsEmbedded(rec107.Fields[3]); err != nil {
 		return zero, schema.AtIn(err, v, "[3]")
 	}
 	return r, nil
@@ -2196,11 +2323,11 @@ type LogSkipped struct {
 func ParseLogSkipped(v preserves.Value) (LogSkipped, error) {
 	var r, zero LogSkipped
 	var err error
-	rec100, err := schema.AsRecordOf(v, LabelLogDropped, 1)
+	rec109, err := schema.AsRecordOf(v, LabelLogDropped, 1)
 	if err != nil {
 		return zero, err
 	}
-	if r.Count, err = schema.AsInt(rec100.Fields[0]); err != nil {
+	if r.Count, err = schema.AsInt(rec109.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
@@ -2222,11 +2349,11 @@ type LogDir struct {
 func ParseLogDir(v preserves.Value) (LogDir, error) {
 	var r, zero LogDir
 	var err error
-	rec101, err := schema.AsRecordOf(v, LabelLogDir, 1)
+	rec110, err := schema.AsRecordOf(v, LabelLogDir, 1)
 	if err != nil {
 		return zero, err
 	}
-	if r.Path, err = schema.AsString(rec101.Fields[0]); err != nil {
+	if r.Path, err = schema.AsString(rec110.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
@@ -2247,15 +2374,15 @@ type LogDropped struct {
 func ParseLogDropped(v preserves.Value) (LogDropped, error) {
 	var r, zero LogDropped
 	var err error
-	rec102, err := schema.AsRecordOf(v, LabelLogDropped, 3)
+	rec111, err := schema.AsRecordOf(v, LabelLogDropped, 3)
 	if err != nil {
 		return zero, err
 	}
-	r.ServiceName = rec102.Fields[0]
-	if r.Count, err = schema.AsInt(rec102.Fields[1]); err != nil {
+	r.ServiceName = rec111.Fields[0]
+	if r.Count, err = schema.AsInt(rec111.Fields[1]); err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
-	if r.Reason, err = schema.AsString(rec102.Fields[2]); err != nil {
+	if r.Reason, err = schema.AsString(rec111.Fields[2]); err != nil {
 		return zero, schema.AtIn(err, v, "[2]")
 	}
 	return r, nil
@@ -2303,15 +2430,15 @@ type ConnectionStatus struct {
 func ParseConnectionStatus(v preserves.Value) (ConnectionStatus, error) {
 	var r, zero ConnectionStatus
 	var err error
-	rec104, err := schema.AsRecordOf(v, LabelConnectionStatus, 3)
+	rec113, err := schema.AsRecordOf(v, LabelConnectionStatus, 3)
 	if err != nil {
 		return zero, err
 	}
-	if r.Kind, err = schema.AsSymbol(rec104.Fields[0]); err != nil {
+	if r.Kind, err = schema.AsSymbol(rec113.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
-	r.Subject = rec104.Fields[1]
-	if r.Info, err = ParseConnectionInfo(rec104.Fields[2]); err != nil {
+	r.Subject = rec113.Fields[1]
+	if r.Info, err = ParseConnectionInfo(rec113.Fields[2]); err != nil {
 		return zero, schema.AtIn(err, v, "[2]")
 	}
 	return r, nil
@@ -2381,15 +2508,15 @@ func (ConnStatePresent) isConnState() {}
 func parseConnStatePresent(v preserves.Value) (ConnStatePresent, error) {
 	var r, zero ConnStatePresent
 	var err error
-	d105, err := schema.AsDict(v)
+	d114, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x106, err := schema.Entry(v, d105, preserves.Symbol("state"))
+	x115, err := schema.Entry(v, d114, preserves.Symbol("state"))
 	if err != nil {
 		return zero, err
 	}
-	if r.State, err = schema.AsSymbol(x106); err != nil {
+	if r.State, err = schema.AsSymbol(x115); err != nil {
 		return zero, schema.AtIn(err, v, "[state]")
 	}
 	return r, nil
@@ -2408,15 +2535,15 @@ func (ConnStateInvalid) isConnState() {}
 
 func parseConnStateInvalid(v preserves.Value) (ConnStateInvalid, error) {
 	var r, zero ConnStateInvalid
-	d107, err := schema.AsDict(v)
+	d116, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x108, err := schema.Entry(v, d107, preserves.Symbol("state"))
+	x117, err := schema.Entry(v, d116, preserves.Symbol("state"))
 	if err != nil {
 		return zero, err
 	}
-	r.State = x108
+	r.State = x117
 	return r, nil
 }
 
@@ -2432,11 +2559,11 @@ func (ConnStateAbsent) isConnState() {}
 
 func parseConnStateAbsent(v preserves.Value) (ConnStateAbsent, error) {
 	var r, zero ConnStateAbsent
-	d109, err := schema.AsDict(v)
+	d118, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d109
+	_ = d118
 	return r, nil
 }
 
@@ -2495,15 +2622,15 @@ func (ConnSincePresent) isConnSince() {}
 func parseConnSincePresent(v preserves.Value) (ConnSincePresent, error) {
 	var r, zero ConnSincePresent
 	var err error
-	d110, err := schema.AsDict(v)
+	d119, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x111, err := schema.Entry(v, d110, preserves.Symbol("since"))
+	x120, err := schema.Entry(v, d119, preserves.Symbol("since"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Since, err = schema.AsString(x111); err != nil {
+	if r.Since, err = schema.AsString(x120); err != nil {
 		return zero, schema.AtIn(err, v, "[since]")
 	}
 	return r, nil
@@ -2522,15 +2649,15 @@ func (ConnSinceInvalid) isConnSince() {}
 
 func parseConnSinceInvalid(v preserves.Value) (ConnSinceInvalid, error) {
 	var r, zero ConnSinceInvalid
-	d112, err := schema.AsDict(v)
+	d121, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x113, err := schema.Entry(v, d112, preserves.Symbol("since"))
+	x122, err := schema.Entry(v, d121, preserves.Symbol("since"))
 	if err != nil {
 		return zero, err
 	}
-	r.Since = x113
+	r.Since = x122
 	return r, nil
 }
 
@@ -2546,11 +2673,11 @@ func (ConnSinceAbsent) isConnSince() {}
 
 func parseConnSinceAbsent(v preserves.Value) (ConnSinceAbsent, error) {
 	var r, zero ConnSinceAbsent
-	d114, err := schema.AsDict(v)
+	d123, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d114
+	_ = d123
 	return r, nil
 }
 
@@ -2609,15 +2736,15 @@ func (ConnErrorPresent) isConnError() {}
 func parseConnErrorPresent(v preserves.Value) (ConnErrorPresent, error) {
 	var r, zero ConnErrorPresent
 	var err error
-	d115, err := schema.AsDict(v)
+	d124, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x116, err := schema.Entry(v, d115, preserves.Symbol("error"))
+	x125, err := schema.Entry(v, d124, preserves.Symbol("error"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Error, err = schema.AsString(x116); err != nil {
+	if r.Error, err = schema.AsString(x125); err != nil {
 		return zero, schema.AtIn(err, v, "[error]")
 	}
 	return r, nil
@@ -2636,15 +2763,15 @@ func (ConnErrorInvalid) isConnError() {}
 
 func parseConnErrorInvalid(v preserves.Value) (ConnErrorInvalid, error) {
 	var r, zero ConnErrorInvalid
-	d117, err := schema.AsDict(v)
+	d126, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x118, err := schema.Entry(v, d117, preserves.Symbol("error"))
+	x127, err := schema.Entry(v, d126, preserves.Symbol("error"))
 	if err != nil {
 		return zero, err
 	}
-	r.Error = x118
+	r.Error = x127
 	return r, nil
 }
 
@@ -2660,11 +2787,11 @@ func (ConnErrorAbsent) isConnError() {}
 
 func parseConnErrorAbsent(v preserves.Value) (ConnErrorAbsent, error) {
 	var r, zero ConnErrorAbsent
-	d119, err := schema.AsDict(v)
+	d128, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d119
+	_ = d128
 	return r, nil
 }
 
@@ -2723,15 +2850,15 @@ func (ConnNextPresent) isConnNext() {}
 func parseConnNextPresent(v preserves.Value) (ConnNextPresent, error) {
 	var r, zero ConnNextPresent
 	var err error
-	d120, err := schema.AsDict(v)
+	d129, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x121, err := schema.Entry(v, d120, preserves.Symbol("next"))
+	x130, err := schema.Entry(v, d129, preserves.Symbol("next"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Next, err = schema.AsString(x121); err != nil {
+	if r.Next, err = schema.AsString(x130); err != nil {
 		return zero, schema.AtIn(err, v, "[next]")
 	}
 	return r, nil
@@ -2750,15 +2877,15 @@ func (ConnNextInvalid) isConnNext() {}
 
 func parseConnNextInvalid(v preserves.Value) (ConnNextInvalid, error) {
 	var r, zero ConnNextInvalid
-	d122, err := schema.AsDict(v)
+	d131, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x123, err := schema.Entry(v, d122, preserves.Symbol("next"))
+	x132, err := schema.Entry(v, d131, preserves.Symbol("next"))
 	if err != nil {
 		return zero, err
 	}
-	r.Next = x123
+	r.Next = x132
 	return r, nil
 }
 
@@ -2774,11 +2901,11 @@ func (ConnNextAbsent) isConnNext() {}
 
 func parseConnNextAbsent(v preserves.Value) (ConnNextAbsent, error) {
 	var r, zero ConnNextAbsent
-	d124, err := schema.AsDict(v)
+	d133, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d124
+	_ = d133
 	return r, nil
 }
 
@@ -2837,15 +2964,15 @@ func (ConnAttemptsPresent) isConnAttempts() {}
 func parseConnAttemptsPresent(v preserves.Value) (ConnAttemptsPresent, error) {
 	var r, zero ConnAttemptsPresent
 	var err error
-	d125, err := schema.AsDict(v)
+	d134, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x126, err := schema.Entry(v, d125, preserves.Symbol("attempts"))
+	x135, err := schema.Entry(v, d134, preserves.Symbol("attempts"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Attempts, err = schema.AsInt(x126); err != nil {
+	if r.Attempts, err = schema.AsInt(x135); err != nil {
 		return zero, schema.AtIn(err, v, "[attempts]")
 	}
 	return r, nil
@@ -2864,15 +2991,15 @@ func (ConnAttemptsInvalid) isConnAttempts() {}
 
 func parseConnAttemptsInvalid(v preserves.Value) (ConnAttemptsInvalid, error) {
 	var r, zero ConnAttemptsInvalid
-	d127, err := schema.AsDict(v)
+	d136, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x128, err := schema.Entry(v, d127, preserves.Symbol("attempts"))
+	x137, err := schema.Entry(v, d136, preserves.Symbol("attempts"))
 	if err != nil {
 		return zero, err
 	}
-	r.Attempts = x128
+	r.Attempts = x137
 	return r, nil
 }
 
@@ -2888,11 +3015,11 @@ func (ConnAttemptsAbsent) isConnAttempts() {}
 
 func parseConnAttemptsAbsent(v preserves.Value) (ConnAttemptsAbsent, error) {
 	var r, zero ConnAttemptsAbsent
-	d129, err := schema.AsDict(v)
+	d138, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d129
+	_ = d138
 	return r, nil
 }
 
@@ -2950,15 +3077,15 @@ func (ConnViaPresent) isConnVia() {}
 
 func parseConnViaPresent(v preserves.Value) (ConnViaPresent, error) {
 	var r, zero ConnViaPresent
-	d130, err := schema.AsDict(v)
+	d139, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x131, err := schema.Entry(v, d130, preserves.Symbol("via"))
+	x140, err := schema.Entry(v, d139, preserves.Symbol("via"))
 	if err != nil {
 		return zero, err
 	}
-	r.Via = x131
+	r.Via = x140
 	return r, nil
 }
 
@@ -2974,11 +3101,11 @@ func (ConnViaAbsent) isConnVia() {}
 
 func parseConnViaAbsent(v preserves.Value) (ConnViaAbsent, error) {
 	var r, zero ConnViaAbsent
-	d132, err := schema.AsDict(v)
+	d141, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d132
+	_ = d141
 	return r, nil
 }
 
@@ -3026,27 +3153,27 @@ func (ConnResolvedPresent) isConnResolved() {}
 
 func parseConnResolvedPresent(v preserves.Value) (ConnResolvedPresent, error) {
 	var r, zero ConnResolvedPresent
-	d133, err := schema.AsDict(v)
+	d142, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x134, err := schema.Entry(v, d133, preserves.Symbol("resolved"))
+	x143, err := schema.Entry(v, d142, preserves.Symbol("resolved"))
 	if err != nil {
 		return zero, err
 	}
-	s135, err := schema.AsSeq(x134, 0)
+	s144, err := schema.AsSeq(x143, 0)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[resolved]")
 	}
-	r.Resolved = make([]preserves.Value, len(s135))
-	for i136, e137 := range s135 {
-		r.Resolved[i136] = e137
+	r.Resolved = make([]preserves.Value, len(s144))
+	for i145, e146 := range s144 {
+		r.Resolved[i145] = e146
 	}
 	return r, nil
 }
 
 func (r ConnResolvedPresent) ToValue() preserves.Value {
-	return preserves.Dict(preserves.Symbol("resolved"), schema.SeqValue(r.Resolved, func(x138 preserves.Value) preserves.Value { return x138 }))
+	return preserves.Dict(preserves.Symbol("resolved"), schema.SeqValue(r.Resolved, func(x147 preserves.Value) preserves.Value { return x147 }))
 }
 
 // ConnResolvedInvalid is the alternative "invalid" of ConnResolved.
@@ -3058,15 +3185,15 @@ func (ConnResolvedInvalid) isConnResolved() {}
 
 func parseConnResolvedInvalid(v preserves.Value) (ConnResolvedInvalid, error) {
 	var r, zero ConnResolvedInvalid
-	d139, err := schema.AsDict(v)
+	d148, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x140, err := schema.Entry(v, d139, preserves.Symbol("resolved"))
+	x149, err := schema.Entry(v, d148, preserves.Symbol("resolved"))
 	if err != nil {
 		return zero, err
 	}
-	r.Resolved = x140
+	r.Resolved = x149
 	return r, nil
 }
 
@@ -3082,11 +3209,11 @@ func (ConnResolvedAbsent) isConnResolved() {}
 
 func parseConnResolvedAbsent(v preserves.Value) (ConnResolvedAbsent, error) {
 	var r, zero ConnResolvedAbsent
-	d141, err := schema.AsDict(v)
+	d150, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d141
+	_ = d150
 	return r, nil
 }
 
@@ -3142,11 +3269,11 @@ type StopService struct {
 // ParseStopService parses v as a StopService.
 func ParseStopService(v preserves.Value) (StopService, error) {
 	var r, zero StopService
-	rec142, err := schema.AsRecordOf(v, LabelStopService, 1)
+	rec151, err := schema.AsRecordOf(v, LabelStopService, 1)
 	if err != nil {
 		return zero, err
 	}
-	r.ServiceName = rec142.Fields[0]
+	r.ServiceName = rec151.Fields[0]
 	return r, nil
 }
 
@@ -3162,11 +3289,11 @@ type StartService struct {
 // ParseStartService parses v as a StartService.
 func ParseStartService(v preserves.Value) (StartService, error) {
 	var r, zero StartService
-	rec143, err := schema.AsRecordOf(v, LabelStartService, 1)
+	rec152, err := schema.AsRecordOf(v, LabelStartService, 1)
 	if err != nil {
 		return zero, err
 	}
-	r.ServiceName = rec143.Fields[0]
+	r.ServiceName = rec152.Fields[0]
 	return r, nil
 }
 
@@ -3184,12 +3311,12 @@ type ServiceStopped struct {
 func ParseServiceStopped(v preserves.Value) (ServiceStopped, error) {
 	var r, zero ServiceStopped
 	var err error
-	rec144, err := schema.AsRecordOf(v, LabelServiceStopped, 2)
+	rec153, err := schema.AsRecordOf(v, LabelServiceStopped, 2)
 	if err != nil {
 		return zero, err
 	}
-	r.ServiceName = rec144.Fields[0]
-	if r.Since, err = schema.AsString(rec144.Fields[1]); err != nil {
+	r.ServiceName = rec153.Fields[0]
+	if r.Since, err = schema.AsString(rec153.Fields[1]); err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
@@ -3209,12 +3336,12 @@ type ServiceStarted struct {
 func ParseServiceStarted(v preserves.Value) (ServiceStarted, error) {
 	var r, zero ServiceStarted
 	var err error
-	rec145, err := schema.AsRecordOf(v, LabelServiceStarted, 2)
+	rec154, err := schema.AsRecordOf(v, LabelServiceStarted, 2)
 	if err != nil {
 		return zero, err
 	}
-	r.ServiceName = rec145.Fields[0]
-	if r.Since, err = schema.AsString(rec145.Fields[1]); err != nil {
+	r.ServiceName = rec154.Fields[0]
+	if r.Since, err = schema.AsString(rec154.Fields[1]); err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
@@ -3236,12 +3363,12 @@ type SignalService struct {
 func ParseSignalService(v preserves.Value) (SignalService, error) {
 	var r, zero SignalService
 	var err error
-	rec146, err := schema.AsRecordOf(v, LabelSignalService, 2)
+	rec155, err := schema.AsRecordOf(v, LabelSignalService, 2)
 	if err != nil {
 		return zero, err
 	}
-	r.ServiceName = rec146.Fields[0]
-	if r.Signal, err = schema.AsInt(rec146.Fields[1]); err != nil {
+	r.ServiceName = rec155.Fields[0]
+	if r.Signal, err = schema.AsInt(rec155.Fields[1]); err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
@@ -3337,15 +3464,15 @@ func (StopTimeoutFieldPresent) isStopTimeoutField() {}
 func parseStopTimeoutFieldPresent(v preserves.Value) (StopTimeoutFieldPresent, error) {
 	var r, zero StopTimeoutFieldPresent
 	var err error
-	d147, err := schema.AsDict(v)
+	d156, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x148, err := schema.Entry(v, d147, preserves.Symbol("stopTimeout"))
+	x157, err := schema.Entry(v, d156, preserves.Symbol("stopTimeout"))
 	if err != nil {
 		return zero, err
 	}
-	if r.StopTimeout, err = ParseSeconds(x148); err != nil {
+	if r.StopTimeout, err = ParseSeconds(x157); err != nil {
 		return zero, schema.AtIn(err, v, "[stopTimeout]")
 	}
 	return r, nil
@@ -3364,15 +3491,15 @@ func (StopTimeoutFieldInvalid) isStopTimeoutField() {}
 
 func parseStopTimeoutFieldInvalid(v preserves.Value) (StopTimeoutFieldInvalid, error) {
 	var r, zero StopTimeoutFieldInvalid
-	d149, err := schema.AsDict(v)
+	d158, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x150, err := schema.Entry(v, d149, preserves.Symbol("stopTimeout"))
+	x159, err := schema.Entry(v, d158, preserves.Symbol("stopTimeout"))
 	if err != nil {
 		return zero, err
 	}
-	r.StopTimeout = x150
+	r.StopTimeout = x159
 	return r, nil
 }
 
@@ -3388,11 +3515,11 @@ func (StopTimeoutFieldAbsent) isStopTimeoutField() {}
 
 func parseStopTimeoutFieldAbsent(v preserves.Value) (StopTimeoutFieldAbsent, error) {
 	var r, zero StopTimeoutFieldAbsent
-	d151, err := schema.AsDict(v)
+	d160, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d151
+	_ = d160
 	return r, nil
 }
 
@@ -3451,15 +3578,15 @@ func (RestartDelayFieldPresent) isRestartDelayField() {}
 func parseRestartDelayFieldPresent(v preserves.Value) (RestartDelayFieldPresent, error) {
 	var r, zero RestartDelayFieldPresent
 	var err error
-	d152, err := schema.AsDict(v)
+	d161, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x153, err := schema.Entry(v, d152, preserves.Symbol("restartDelay"))
+	x162, err := schema.Entry(v, d161, preserves.Symbol("restartDelay"))
 	if err != nil {
 		return zero, err
 	}
-	if r.RestartDelay, err = ParseSeconds(x153); err != nil {
+	if r.RestartDelay, err = ParseSeconds(x162); err != nil {
 		return zero, schema.AtIn(err, v, "[restartDelay]")
 	}
 	return r, nil
@@ -3478,15 +3605,15 @@ func (RestartDelayFieldInvalid) isRestartDelayField() {}
 
 func parseRestartDelayFieldInvalid(v preserves.Value) (RestartDelayFieldInvalid, error) {
 	var r, zero RestartDelayFieldInvalid
-	d154, err := schema.AsDict(v)
+	d163, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x155, err := schema.Entry(v, d154, preserves.Symbol("restartDelay"))
+	x164, err := schema.Entry(v, d163, preserves.Symbol("restartDelay"))
 	if err != nil {
 		return zero, err
 	}
-	r.RestartDelay = x155
+	r.RestartDelay = x164
 	return r, nil
 }
 
@@ -3502,11 +3629,11 @@ func (RestartDelayFieldAbsent) isRestartDelayField() {}
 
 func parseRestartDelayFieldAbsent(v preserves.Value) (RestartDelayFieldAbsent, error) {
 	var r, zero RestartDelayFieldAbsent
-	d156, err := schema.AsDict(v)
+	d165, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d156
+	_ = d165
 	return r, nil
 }
 
@@ -3565,15 +3692,15 @@ func (RestartMaxDelayFieldPresent) isRestartMaxDelayField() {}
 func parseRestartMaxDelayFieldPresent(v preserves.Value) (RestartMaxDelayFieldPresent, error) {
 	var r, zero RestartMaxDelayFieldPresent
 	var err error
-	d157, err := schema.AsDict(v)
+	d166, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x158, err := schema.Entry(v, d157, preserves.Symbol("restartMaxDelay"))
+	x167, err := schema.Entry(v, d166, preserves.Symbol("restartMaxDelay"))
 	if err != nil {
 		return zero, err
 	}
-	if r.RestartMaxDelay, err = ParseSeconds(x158); err != nil {
+	if r.RestartMaxDelay, err = ParseSeconds(x167); err != nil {
 		return zero, schema.AtIn(err, v, "[restartMaxDelay]")
 	}
 	return r, nil
@@ -3592,15 +3719,15 @@ func (RestartMaxDelayFieldInvalid) isRestartMaxDelayField() {}
 
 func parseRestartMaxDelayFieldInvalid(v preserves.Value) (RestartMaxDelayFieldInvalid, error) {
 	var r, zero RestartMaxDelayFieldInvalid
-	d159, err := schema.AsDict(v)
+	d168, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x160, err := schema.Entry(v, d159, preserves.Symbol("restartMaxDelay"))
+	x169, err := schema.Entry(v, d168, preserves.Symbol("restartMaxDelay"))
 	if err != nil {
 		return zero, err
 	}
-	r.RestartMaxDelay = x160
+	r.RestartMaxDelay = x169
 	return r, nil
 }
 
@@ -3616,11 +3743,11 @@ func (RestartMaxDelayFieldAbsent) isRestartMaxDelayField() {}
 
 func parseRestartMaxDelayFieldAbsent(v preserves.Value) (RestartMaxDelayFieldAbsent, error) {
 	var r, zero RestartMaxDelayFieldAbsent
-	d161, err := schema.AsDict(v)
+	d170, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d161
+	_ = d170
 	return r, nil
 }
 
@@ -3679,15 +3806,15 @@ func (RestartWindowFieldPresent) isRestartWindowField() {}
 func parseRestartWindowFieldPresent(v preserves.Value) (RestartWindowFieldPresent, error) {
 	var r, zero RestartWindowFieldPresent
 	var err error
-	d162, err := schema.AsDict(v)
+	d171, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x163, err := schema.Entry(v, d162, preserves.Symbol("restartWindow"))
+	x172, err := schema.Entry(v, d171, preserves.Symbol("restartWindow"))
 	if err != nil {
 		return zero, err
 	}
-	if r.RestartWindow, err = ParseSeconds(x163); err != nil {
+	if r.RestartWindow, err = ParseSeconds(x172); err != nil {
 		return zero, schema.AtIn(err, v, "[restartWindow]")
 	}
 	return r, nil
@@ -3706,15 +3833,15 @@ func (RestartWindowFieldInvalid) isRestartWindowField() {}
 
 func parseRestartWindowFieldInvalid(v preserves.Value) (RestartWindowFieldInvalid, error) {
 	var r, zero RestartWindowFieldInvalid
-	d164, err := schema.AsDict(v)
+	d173, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x165, err := schema.Entry(v, d164, preserves.Symbol("restartWindow"))
+	x174, err := schema.Entry(v, d173, preserves.Symbol("restartWindow"))
 	if err != nil {
 		return zero, err
 	}
-	r.RestartWindow = x165
+	r.RestartWindow = x174
 	return r, nil
 }
 
@@ -3730,11 +3857,11 @@ func (RestartWindowFieldAbsent) isRestartWindowField() {}
 
 func parseRestartWindowFieldAbsent(v preserves.Value) (RestartWindowFieldAbsent, error) {
 	var r, zero RestartWindowFieldAbsent
-	d166, err := schema.AsDict(v)
+	d175, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d166
+	_ = d175
 	return r, nil
 }
 
@@ -3793,15 +3920,15 @@ func (RestartLimitFieldPresent) isRestartLimitField() {}
 func parseRestartLimitFieldPresent(v preserves.Value) (RestartLimitFieldPresent, error) {
 	var r, zero RestartLimitFieldPresent
 	var err error
-	d167, err := schema.AsDict(v)
+	d176, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x168, err := schema.Entry(v, d167, preserves.Symbol("restartLimit"))
+	x177, err := schema.Entry(v, d176, preserves.Symbol("restartLimit"))
 	if err != nil {
 		return zero, err
 	}
-	if r.RestartLimit, err = schema.AsInt(x168); err != nil {
+	if r.RestartLimit, err = schema.AsInt(x177); err != nil {
 		return zero, schema.AtIn(err, v, "[restartLimit]")
 	}
 	return r, nil
@@ -3820,15 +3947,15 @@ func (RestartLimitFieldInvalid) isRestartLimitField() {}
 
 func parseRestartLimitFieldInvalid(v preserves.Value) (RestartLimitFieldInvalid, error) {
 	var r, zero RestartLimitFieldInvalid
-	d169, err := schema.AsDict(v)
+	d178, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x170, err := schema.Entry(v, d169, preserves.Symbol("restartLimit"))
+	x179, err := schema.Entry(v, d178, preserves.Symbol("restartLimit"))
 	if err != nil {
 		return zero, err
 	}
-	r.RestartLimit = x170
+	r.RestartLimit = x179
 	return r, nil
 }
 
@@ -3844,11 +3971,11 @@ func (RestartLimitFieldAbsent) isRestartLimitField() {}
 
 func parseRestartLimitFieldAbsent(v preserves.Value) (RestartLimitFieldAbsent, error) {
 	var r, zero RestartLimitFieldAbsent
-	d171, err := schema.AsDict(v)
+	d180, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d171
+	_ = d180
 	return r, nil
 }
 
@@ -3907,15 +4034,15 @@ func (ReadinessFieldPresent) isReadinessField() {}
 func parseReadinessFieldPresent(v preserves.Value) (ReadinessFieldPresent, error) {
 	var r, zero ReadinessFieldPresent
 	var err error
-	d172, err := schema.AsDict(v)
+	d181, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x173, err := schema.Entry(v, d172, preserves.Symbol("readiness"))
+	x182, err := schema.Entry(v, d181, preserves.Symbol("readiness"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Readiness, err = ParseReadinessProtocol(x173); err != nil {
+	if r.Readiness, err = ParseReadinessProtocol(x182); err != nil {
 		return zero, schema.AtIn(err, v, "[readiness]")
 	}
 	return r, nil
@@ -3934,15 +4061,15 @@ func (ReadinessFieldInvalid) isReadinessField() {}
 
 func parseReadinessFieldInvalid(v preserves.Value) (ReadinessFieldInvalid, error) {
 	var r, zero ReadinessFieldInvalid
-	d174, err := schema.AsDict(v)
+	d183, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x175, err := schema.Entry(v, d174, preserves.Symbol("readiness"))
+	x184, err := schema.Entry(v, d183, preserves.Symbol("readiness"))
 	if err != nil {
 		return zero, err
 	}
-	r.Readiness = x175
+	r.Readiness = x184
 	return r, nil
 }
 
@@ -3958,11 +4085,11 @@ func (ReadinessFieldAbsent) isReadinessField() {}
 
 func parseReadinessFieldAbsent(v preserves.Value) (ReadinessFieldAbsent, error) {
 	var r, zero ReadinessFieldAbsent
-	d176, err := schema.AsDict(v)
+	d185, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d176
+	_ = d185
 	return r, nil
 }
 
@@ -4036,11 +4163,11 @@ func (ReadinessProtocolFd) isReadinessProtocol() {}
 func parseReadinessProtocolFd(v preserves.Value) (ReadinessProtocolFd, error) {
 	var r, zero ReadinessProtocolFd
 	var err error
-	rec177, err := schema.AsRecordOf(v, LabelNotificationFd, 1)
+	rec186, err := schema.AsRecordOf(v, LabelNotificationFd, 1)
 	if err != nil {
 		return zero, err
 	}
-	if r.Fd, err = schema.AsInt(rec177.Fields[0]); err != nil {
+	if r.Fd, err = schema.AsInt(rec186.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
@@ -4060,11 +4187,11 @@ func (ReadinessProtocolTcp) isReadinessProtocol() {}
 func parseReadinessProtocolTcp(v preserves.Value) (ReadinessProtocolTcp, error) {
 	var r, zero ReadinessProtocolTcp
 	var err error
-	rec178, err := schema.AsRecordOf(v, LabelTcp, 1)
+	rec187, err := schema.AsRecordOf(v, LabelTcp, 1)
 	if err != nil {
 		return zero, err
 	}
-	if r.Port, err = schema.AsInt(rec178.Fields[0]); err != nil {
+	if r.Port, err = schema.AsInt(rec187.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
@@ -4085,14 +4212,14 @@ func (ReadinessProtocolTcpHost) isReadinessProtocol() {}
 func parseReadinessProtocolTcpHost(v preserves.Value) (ReadinessProtocolTcpHost, error) {
 	var r, zero ReadinessProtocolTcpHost
 	var err error
-	rec179, err := schema.AsRecordOf(v, LabelTcp, 2)
+	rec188, err := schema.AsRecordOf(v, LabelTcp, 2)
 	if err != nil {
 		return zero, err
 	}
-	if r.Host, err = schema.AsString(rec179.Fields[0]); err != nil {
+	if r.Host, err = schema.AsString(rec188.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
-	if r.Port, err = schema.AsInt(rec179.Fields[1]); err != nil {
+	if r.Port, err = schema.AsInt(rec188.Fields[1]); err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
@@ -4112,11 +4239,11 @@ func (ReadinessProtocolUnix) isReadinessProtocol() {}
 func parseReadinessProtocolUnix(v preserves.Value) (ReadinessProtocolUnix, error) {
 	var r, zero ReadinessProtocolUnix
 	var err error
-	rec180, err := schema.AsRecordOf(v, LabelUnix, 1)
+	rec189, err := schema.AsRecordOf(v, LabelUnix, 1)
 	if err != nil {
 		return zero, err
 	}
-	if r.Path, err = schema.AsString(rec180.Fields[0]); err != nil {
+	if r.Path, err = schema.AsString(rec189.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
@@ -4199,15 +4326,15 @@ func (ReadyTimeoutFieldPresent) isReadyTimeoutField() {}
 func parseReadyTimeoutFieldPresent(v preserves.Value) (ReadyTimeoutFieldPresent, error) {
 	var r, zero ReadyTimeoutFieldPresent
 	var err error
-	d181, err := schema.AsDict(v)
+	d190, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x182, err := schema.Entry(v, d181, preserves.Symbol("readyTimeout"))
+	x191, err := schema.Entry(v, d190, preserves.Symbol("readyTimeout"))
 	if err != nil {
 		return zero, err
 	}
-	if r.ReadyTimeout, err = ParseSeconds(x182); err != nil {
+	if r.ReadyTimeout, err = ParseSeconds(x191); err != nil {
 		return zero, schema.AtIn(err, v, "[readyTimeout]")
 	}
 	return r, nil
@@ -4226,15 +4353,15 @@ func (ReadyTimeoutFieldInvalid) isReadyTimeoutField() {}
 
 func parseReadyTimeoutFieldInvalid(v preserves.Value) (ReadyTimeoutFieldInvalid, error) {
 	var r, zero ReadyTimeoutFieldInvalid
-	d183, err := schema.AsDict(v)
+	d192, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x184, err := schema.Entry(v, d183, preserves.Symbol("readyTimeout"))
+	x193, err := schema.Entry(v, d192, preserves.Symbol("readyTimeout"))
 	if err != nil {
 		return zero, err
 	}
-	r.ReadyTimeout = x184
+	r.ReadyTimeout = x193
 	return r, nil
 }
 
@@ -4250,11 +4377,11 @@ func (ReadyTimeoutFieldAbsent) isReadyTimeoutField() {}
 
 func parseReadyTimeoutFieldAbsent(v preserves.Value) (ReadyTimeoutFieldAbsent, error) {
 	var r, zero ReadyTimeoutFieldAbsent
-	d185, err := schema.AsDict(v)
+	d194, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d185
+	_ = d194
 	return r, nil
 }
 
@@ -4313,15 +4440,15 @@ func (WatchdogFieldPresent) isWatchdogField() {}
 func parseWatchdogFieldPresent(v preserves.Value) (WatchdogFieldPresent, error) {
 	var r, zero WatchdogFieldPresent
 	var err error
-	d186, err := schema.AsDict(v)
+	d195, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x187, err := schema.Entry(v, d186, preserves.Symbol("watchdog"))
+	x196, err := schema.Entry(v, d195, preserves.Symbol("watchdog"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Watchdog, err = ParseSeconds(x187); err != nil {
+	if r.Watchdog, err = ParseSeconds(x196); err != nil {
 		return zero, schema.AtIn(err, v, "[watchdog]")
 	}
 	return r, nil
@@ -4340,15 +4467,15 @@ func (WatchdogFieldInvalid) isWatchdogField() {}
 
 func parseWatchdogFieldInvalid(v preserves.Value) (WatchdogFieldInvalid, error) {
 	var r, zero WatchdogFieldInvalid
-	d188, err := schema.AsDict(v)
+	d197, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x189, err := schema.Entry(v, d188, preserves.Symbol("watchdog"))
+	x198, err := schema.Entry(v, d197, preserves.Symbol("watchdog"))
 	if err != nil {
 		return zero, err
 	}
-	r.Watchdog = x189
+	r.Watchdog = x198
 	return r, nil
 }
 
@@ -4364,11 +4491,11 @@ func (WatchdogFieldAbsent) isWatchdogField() {}
 
 func parseWatchdogFieldAbsent(v preserves.Value) (WatchdogFieldAbsent, error) {
 	var r, zero WatchdogFieldAbsent
-	d190, err := schema.AsDict(v)
+	d199, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d190
+	_ = d199
 	return r, nil
 }
 
@@ -4422,11 +4549,11 @@ type TimerDriver struct {
 func ParseTimerDriver(v preserves.Value) (TimerDriver, error) {
 	var r, zero TimerDriver
 	var err error
-	rec191, err := schema.AsRecordOf(v, LabelTimerDriver, 1)
+	rec200, err := schema.AsRecordOf(v, LabelTimerDriver, 1)
 	if err != nil {
 		return zero, err
 	}
-	if r.Dataspace, err = schema.AsEmbedded(rec191.Fields[0]); err != nil {
+	if r.Dataspace, err = schema.AsEmbedded(rec200.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
@@ -4454,15 +4581,15 @@ func (UserFieldPresent) isUserField() {}
 func parseUserFieldPresent(v preserves.Value) (UserFieldPresent, error) {
 	var r, zero UserFieldPresent
 	var err error
-	d192, err := schema.AsDict(v)
+	d201, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x193, err := schema.Entry(v, d192, preserves.Symbol("user"))
+	x202, err := schema.Entry(v, d201, preserves.Symbol("user"))
 	if err != nil {
 		return zero, err
 	}
-	if r.User, err = ParsePosixId(x193); err != nil {
+	if r.User, err = ParsePosixId(x202); err != nil {
 		return zero, schema.AtIn(err, v, "[user]")
 	}
 	return r, nil
@@ -4481,15 +4608,15 @@ func (UserFieldInvalid) isUserField() {}
 
 func parseUserFieldInvalid(v preserves.Value) (UserFieldInvalid, error) {
 	var r, zero UserFieldInvalid
-	d194, err := schema.AsDict(v)
+	d203, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x195, err := schema.Entry(v, d194, preserves.Symbol("user"))
+	x204, err := schema.Entry(v, d203, preserves.Symbol("user"))
 	if err != nil {
 		return zero, err
 	}
-	r.User = x195
+	r.User = x204
 	return r, nil
 }
 
@@ -4505,11 +4632,11 @@ func (UserFieldAbsent) isUserField() {}
 
 func parseUserFieldAbsent(v preserves.Value) (UserFieldAbsent, error) {
 	var r, zero UserFieldAbsent
-	d196, err := schema.AsDict(v)
+	d205, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d196
+	_ = d205
 	return r, nil
 }
 
@@ -4568,15 +4695,15 @@ func (GroupFieldPresent) isGroupField() {}
 func parseGroupFieldPresent(v preserves.Value) (GroupFieldPresent, error) {
 	var r, zero GroupFieldPresent
 	var err error
-	d197, err := schema.AsDict(v)
+	d206, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x198, err := schema.Entry(v, d197, preserves.Symbol("group"))
+	x207, err := schema.Entry(v, d206, preserves.Symbol("group"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Group, err = ParsePosixId(x198); err != nil {
+	if r.Group, err = ParsePosixId(x207); err != nil {
 		return zero, schema.AtIn(err, v, "[group]")
 	}
 	return r, nil
@@ -4595,15 +4722,15 @@ func (GroupFieldInvalid) isGroupField() {}
 
 func parseGroupFieldInvalid(v preserves.Value) (GroupFieldInvalid, error) {
 	var r, zero GroupFieldInvalid
-	d199, err := schema.AsDict(v)
+	d208, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x200, err := schema.Entry(v, d199, preserves.Symbol("group"))
+	x209, err := schema.Entry(v, d208, preserves.Symbol("group"))
 	if err != nil {
 		return zero, err
 	}
-	r.Group = x200
+	r.Group = x209
 	return r, nil
 }
 
@@ -4619,11 +4746,11 @@ func (GroupFieldAbsent) isGroupField() {}
 
 func parseGroupFieldAbsent(v preserves.Value) (GroupFieldAbsent, error) {
 	var r, zero GroupFieldAbsent
-	d201, err := schema.AsDict(v)
+	d210, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d201
+	_ = d210
 	return r, nil
 }
 
@@ -4682,29 +4809,29 @@ func (GroupsFieldPresent) isGroupsField() {}
 func parseGroupsFieldPresent(v preserves.Value) (GroupsFieldPresent, error) {
 	var r, zero GroupsFieldPresent
 	var err error
-	d202, err := schema.AsDict(v)
+	d211, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x203, err := schema.Entry(v, d202, preserves.Symbol("groups"))
+	x212, err := schema.Entry(v, d211, preserves.Symbol("groups"))
 	if err != nil {
 		return zero, err
 	}
-	s204, err := schema.AsSeq(x203, 0)
+	s213, err := schema.AsSeq(x212, 0)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[groups]")
 	}
-	r.Groups = make([]PosixId, len(s204))
-	for i205, e206 := range s204 {
-		if r.Groups[i205], err = ParsePosixId(e206); err != nil {
-			return zero, schema.AtIn(err, v, "[groups]", schema.Index(i205))
+	r.Groups = make([]PosixId, len(s213))
+	for i214, e215 := range s213 {
+		if r.Groups[i214], err = ParsePosixId(e215); err != nil {
+			return zero, schema.AtIn(err, v, "[groups]", schema.Index(i214))
 		}
 	}
 	return r, nil
 }
 
 func (r GroupsFieldPresent) ToValue() preserves.Value {
-	return preserves.Dict(preserves.Symbol("groups"), schema.SeqValue(r.Groups, func(x207 PosixId) preserves.Value { return x207.ToValue() }))
+	return preserves.Dict(preserves.Symbol("groups"), schema.SeqValue(r.Groups, func(x216 PosixId) preserves.Value { return x216.ToValue() }))
 }
 
 // GroupsFieldInvalid is the alternative "invalid" of GroupsField.
@@ -4716,15 +4843,15 @@ func (GroupsFieldInvalid) isGroupsField() {}
 
 func parseGroupsFieldInvalid(v preserves.Value) (GroupsFieldInvalid, error) {
 	var r, zero GroupsFieldInvalid
-	d208, err := schema.AsDict(v)
+	d217, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x209, err := schema.Entry(v, d208, preserves.Symbol("groups"))
+	x218, err := schema.Entry(v, d217, preserves.Symbol("groups"))
 	if err != nil {
 		return zero, err
 	}
-	r.Groups = x209
+	r.Groups = x218
 	return r, nil
 }
 
@@ -4740,11 +4867,11 @@ func (GroupsFieldAbsent) isGroupsField() {}
 
 func parseGroupsFieldAbsent(v preserves.Value) (GroupsFieldAbsent, error) {
 	var r, zero GroupsFieldAbsent
-	d210, err := schema.AsDict(v)
+	d219, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d210
+	_ = d219
 	return r, nil
 }
 
@@ -4868,15 +4995,15 @@ func (UmaskFieldPresent) isUmaskField() {}
 func parseUmaskFieldPresent(v preserves.Value) (UmaskFieldPresent, error) {
 	var r, zero UmaskFieldPresent
 	var err error
-	d211, err := schema.AsDict(v)
+	d220, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x212, err := schema.Entry(v, d211, preserves.Symbol("umask"))
+	x221, err := schema.Entry(v, d220, preserves.Symbol("umask"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Umask, err = schema.AsString(x212); err != nil {
+	if r.Umask, err = schema.AsString(x221); err != nil {
 		return zero, schema.AtIn(err, v, "[umask]")
 	}
 	return r, nil
@@ -4895,15 +5022,15 @@ func (UmaskFieldInvalid) isUmaskField() {}
 
 func parseUmaskFieldInvalid(v preserves.Value) (UmaskFieldInvalid, error) {
 	var r, zero UmaskFieldInvalid
-	d213, err := schema.AsDict(v)
+	d222, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x214, err := schema.Entry(v, d213, preserves.Symbol("umask"))
+	x223, err := schema.Entry(v, d222, preserves.Symbol("umask"))
 	if err != nil {
 		return zero, err
 	}
-	r.Umask = x214
+	r.Umask = x223
 	return r, nil
 }
 
@@ -4919,11 +5046,11 @@ func (UmaskFieldAbsent) isUmaskField() {}
 
 func parseUmaskFieldAbsent(v preserves.Value) (UmaskFieldAbsent, error) {
 	var r, zero UmaskFieldAbsent
-	d215, err := schema.AsDict(v)
+	d224, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d215
+	_ = d224
 	return r, nil
 }
 
@@ -4982,36 +5109,36 @@ func (LimitsFieldPresent) isLimitsField() {}
 func parseLimitsFieldPresent(v preserves.Value) (LimitsFieldPresent, error) {
 	var r, zero LimitsFieldPresent
 	var err error
-	d216, err := schema.AsDict(v)
+	d225, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x217, err := schema.Entry(v, d216, preserves.Symbol("limits"))
+	x226, err := schema.Entry(v, d225, preserves.Symbol("limits"))
 	if err != nil {
 		return zero, err
 	}
-	d218, err := schema.AsDict(x217)
+	d227, err := schema.AsDict(x226)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[limits]")
 	}
-	r.Limits = make(map[preserves.Symbol]RlimitValue, d218.Len())
-	for i219, e220 := range d218.Entries() {
-		_ = i219
-		var k221 preserves.Symbol
-		var v222 RlimitValue
-		if k221, err = schema.AsSymbol(e220.Key); err != nil {
-			return zero, schema.AtIn(err, v, "[limits]", schema.Key(e220.Key))
+	r.Limits = make(map[preserves.Symbol]RlimitValue, d227.Len())
+	for i228, e229 := range d227.Entries() {
+		_ = i228
+		var k230 preserves.Symbol
+		var v231 RlimitValue
+		if k230, err = schema.AsSymbol(e229.Key); err != nil {
+			return zero, schema.AtIn(err, v, "[limits]", schema.Key(e229.Key))
 		}
-		if v222, err = ParseRlimitValue(e220.Value); err != nil {
-			return zero, schema.AtIn(err, v, "[limits]", schema.Key(e220.Key))
+		if v231, err = ParseRlimitValue(e229.Value); err != nil {
+			return zero, schema.AtIn(err, v, "[limits]", schema.Key(e229.Key))
 		}
-		r.Limits[k221] = v222
+		r.Limits[k230] = v231
 	}
 	return r, nil
 }
 
 func (r LimitsFieldPresent) ToValue() preserves.Value {
-	return preserves.Dict(preserves.Symbol("limits"), schema.MapValue(r.Limits, func(x223 preserves.Symbol) preserves.Value { return x223 }, func(x224 RlimitValue) preserves.Value { return x224.ToValue() }))
+	return preserves.Dict(preserves.Symbol("limits"), schema.MapValue(r.Limits, func(x232 preserves.Symbol) preserves.Value { return x232 }, func(x233 RlimitValue) preserves.Value { return x233.ToValue() }))
 }
 
 // LimitsFieldInvalid is the alternative "invalid" of LimitsField.
@@ -5023,15 +5150,15 @@ func (LimitsFieldInvalid) isLimitsField() {}
 
 func parseLimitsFieldInvalid(v preserves.Value) (LimitsFieldInvalid, error) {
 	var r, zero LimitsFieldInvalid
-	d225, err := schema.AsDict(v)
+	d234, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x226, err := schema.Entry(v, d225, preserves.Symbol("limits"))
+	x235, err := schema.Entry(v, d234, preserves.Symbol("limits"))
 	if err != nil {
 		return zero, err
 	}
-	r.Limits = x226
+	r.Limits = x235
 	return r, nil
 }
 
@@ -5047,11 +5174,11 @@ func (LimitsFieldAbsent) isLimitsField() {}
 
 func parseLimitsFieldAbsent(v preserves.Value) (LimitsFieldAbsent, error) {
 	var r, zero LimitsFieldAbsent
-	d227, err := schema.AsDict(v)
+	d236, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d227
+	_ = d236
 	return r, nil
 }
 
@@ -5127,14 +5254,14 @@ func (RlimitValuePair) isRlimitValue() {}
 func parseRlimitValuePair(v preserves.Value) (RlimitValuePair, error) {
 	var r, zero RlimitValuePair
 	var err error
-	s228, err := schema.AsSeq(v, 2)
+	s237, err := schema.AsSeq(v, 2)
 	if err != nil {
 		return zero, err
 	}
-	if r.Soft, err = ParseRlimitBound(s228[0]); err != nil {
+	if r.Soft, err = ParseRlimitBound(s237[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
-	if r.Hard, err = ParseRlimitBound(s228[1]); err != nil {
+	if r.Hard, err = ParseRlimitBound(s237[1]); err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
@@ -5246,34 +5373,34 @@ func (CgroupFieldPresent) isCgroupField() {}
 func parseCgroupFieldPresent(v preserves.Value) (CgroupFieldPresent, error) {
 	var r, zero CgroupFieldPresent
 	var err error
-	d229, err := schema.AsDict(v)
+	d238, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x230, err := schema.Entry(v, d229, preserves.Symbol("cgroup"))
+	x239, err := schema.Entry(v, d238, preserves.Symbol("cgroup"))
 	if err != nil {
 		return zero, err
 	}
-	d231, err := schema.AsDict(x230)
+	d240, err := schema.AsDict(x239)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[cgroup]")
 	}
-	r.Cgroup = make(map[preserves.Symbol]preserves.Value, d231.Len())
-	for i232, e233 := range d231.Entries() {
-		_ = i232
-		var k234 preserves.Symbol
-		var v235 preserves.Value
-		if k234, err = schema.AsSymbol(e233.Key); err != nil {
-			return zero, schema.AtIn(err, v, "[cgroup]", schema.Key(e233.Key))
+	r.Cgroup = make(map[preserves.Symbol]preserves.Value, d240.Len())
+	for i241, e242 := range d240.Entries() {
+		_ = i241
+		var k243 preserves.Symbol
+		var v244 preserves.Value
+		if k243, err = schema.AsSymbol(e242.Key); err != nil {
+			return zero, schema.AtIn(err, v, "[cgroup]", schema.Key(e242.Key))
 		}
-		v235 = e233.Value
-		r.Cgroup[k234] = v235
+		v244 = e242.Value
+		r.Cgroup[k243] = v244
 	}
 	return r, nil
 }
 
 func (r CgroupFieldPresent) ToValue() preserves.Value {
-	return preserves.Dict(preserves.Symbol("cgroup"), schema.MapValue(r.Cgroup, func(x236 preserves.Symbol) preserves.Value { return x236 }, func(x237 preserves.Value) preserves.Value { return x237 }))
+	return preserves.Dict(preserves.Symbol("cgroup"), schema.MapValue(r.Cgroup, func(x245 preserves.Symbol) preserves.Value { return x245 }, func(x246 preserves.Value) preserves.Value { return x246 }))
 }
 
 // CgroupFieldInvalid is the alternative "invalid" of CgroupField.
@@ -5285,15 +5412,15 @@ func (CgroupFieldInvalid) isCgroupField() {}
 
 func parseCgroupFieldInvalid(v preserves.Value) (CgroupFieldInvalid, error) {
 	var r, zero CgroupFieldInvalid
-	d238, err := schema.AsDict(v)
+	d247, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x239, err := schema.Entry(v, d238, preserves.Symbol("cgroup"))
+	x248, err := schema.Entry(v, d247, preserves.Symbol("cgroup"))
 	if err != nil {
 		return zero, err
 	}
-	r.Cgroup = x239
+	r.Cgroup = x248
 	return r, nil
 }
 
@@ -5309,11 +5436,11 @@ func (CgroupFieldAbsent) isCgroupField() {}
 
 func parseCgroupFieldAbsent(v preserves.Value) (CgroupFieldAbsent, error) {
 	var r, zero CgroupFieldAbsent
-	d240, err := schema.AsDict(v)
+	d249, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d240
+	_ = d249
 	return r, nil
 }
 
@@ -5372,15 +5499,15 @@ func (MemoryMaxFieldPresent) isMemoryMaxField() {}
 func parseMemoryMaxFieldPresent(v preserves.Value) (MemoryMaxFieldPresent, error) {
 	var r, zero MemoryMaxFieldPresent
 	var err error
-	d241, err := schema.AsDict(v)
+	d250, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x242, err := schema.Entry(v, d241, preserves.Symbol("memoryMax"))
+	x251, err := schema.Entry(v, d250, preserves.Symbol("memoryMax"))
 	if err != nil {
 		return zero, err
 	}
-	if r.MemoryMax, err = schema.AsInt(x242); err != nil {
+	if r.MemoryMax, err = schema.AsInt(x251); err != nil {
 		return zero, schema.AtIn(err, v, "[memoryMax]")
 	}
 	return r, nil
@@ -5399,15 +5526,15 @@ func (MemoryMaxFieldInvalid) isMemoryMaxField() {}
 
 func parseMemoryMaxFieldInvalid(v preserves.Value) (MemoryMaxFieldInvalid, error) {
 	var r, zero MemoryMaxFieldInvalid
-	d243, err := schema.AsDict(v)
+	d252, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x244, err := schema.Entry(v, d243, preserves.Symbol("memoryMax"))
+	x253, err := schema.Entry(v, d252, preserves.Symbol("memoryMax"))
 	if err != nil {
 		return zero, err
 	}
-	r.MemoryMax = x244
+	r.MemoryMax = x253
 	return r, nil
 }
 
@@ -5423,11 +5550,11 @@ func (MemoryMaxFieldAbsent) isMemoryMaxField() {}
 
 func parseMemoryMaxFieldAbsent(v preserves.Value) (MemoryMaxFieldAbsent, error) {
 	var r, zero MemoryMaxFieldAbsent
-	d245, err := schema.AsDict(v)
+	d254, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d245
+	_ = d254
 	return r, nil
 }
 
@@ -5486,15 +5613,15 @@ func (PidsMaxFieldPresent) isPidsMaxField() {}
 func parsePidsMaxFieldPresent(v preserves.Value) (PidsMaxFieldPresent, error) {
 	var r, zero PidsMaxFieldPresent
 	var err error
-	d246, err := schema.AsDict(v)
+	d255, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x247, err := schema.Entry(v, d246, preserves.Symbol("pidsMax"))
+	x256, err := schema.Entry(v, d255, preserves.Symbol("pidsMax"))
 	if err != nil {
 		return zero, err
 	}
-	if r.PidsMax, err = schema.AsInt(x247); err != nil {
+	if r.PidsMax, err = schema.AsInt(x256); err != nil {
 		return zero, schema.AtIn(err, v, "[pidsMax]")
 	}
 	return r, nil
@@ -5513,15 +5640,15 @@ func (PidsMaxFieldInvalid) isPidsMaxField() {}
 
 func parsePidsMaxFieldInvalid(v preserves.Value) (PidsMaxFieldInvalid, error) {
 	var r, zero PidsMaxFieldInvalid
-	d248, err := schema.AsDict(v)
+	d257, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x249, err := schema.Entry(v, d248, preserves.Symbol("pidsMax"))
+	x258, err := schema.Entry(v, d257, preserves.Symbol("pidsMax"))
 	if err != nil {
 		return zero, err
 	}
-	r.PidsMax = x249
+	r.PidsMax = x258
 	return r, nil
 }
 
@@ -5537,11 +5664,11 @@ func (PidsMaxFieldAbsent) isPidsMaxField() {}
 
 func parsePidsMaxFieldAbsent(v preserves.Value) (PidsMaxFieldAbsent, error) {
 	var r, zero PidsMaxFieldAbsent
-	d250, err := schema.AsDict(v)
+	d259, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d250
+	_ = d259
 	return r, nil
 }
 
@@ -5600,15 +5727,15 @@ func (CpuMaxFieldPresent) isCpuMaxField() {}
 func parseCpuMaxFieldPresent(v preserves.Value) (CpuMaxFieldPresent, error) {
 	var r, zero CpuMaxFieldPresent
 	var err error
-	d251, err := schema.AsDict(v)
+	d260, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x252, err := schema.Entry(v, d251, preserves.Symbol("cpuMax"))
+	x261, err := schema.Entry(v, d260, preserves.Symbol("cpuMax"))
 	if err != nil {
 		return zero, err
 	}
-	if r.CpuMax, err = ParseSeconds(x252); err != nil {
+	if r.CpuMax, err = ParseSeconds(x261); err != nil {
 		return zero, schema.AtIn(err, v, "[cpuMax]")
 	}
 	return r, nil
@@ -5627,15 +5754,15 @@ func (CpuMaxFieldInvalid) isCpuMaxField() {}
 
 func parseCpuMaxFieldInvalid(v preserves.Value) (CpuMaxFieldInvalid, error) {
 	var r, zero CpuMaxFieldInvalid
-	d253, err := schema.AsDict(v)
+	d262, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x254, err := schema.Entry(v, d253, preserves.Symbol("cpuMax"))
+	x263, err := schema.Entry(v, d262, preserves.Symbol("cpuMax"))
 	if err != nil {
 		return zero, err
 	}
-	r.CpuMax = x254
+	r.CpuMax = x263
 	return r, nil
 }
 
@@ -5651,11 +5778,11 @@ func (CpuMaxFieldAbsent) isCpuMaxField() {}
 
 func parseCpuMaxFieldAbsent(v preserves.Value) (CpuMaxFieldAbsent, error) {
 	var r, zero CpuMaxFieldAbsent
-	d255, err := schema.AsDict(v)
+	d264, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d255
+	_ = d264
 	return r, nil
 }
 
@@ -5714,15 +5841,15 @@ func (CpuWeightFieldPresent) isCpuWeightField() {}
 func parseCpuWeightFieldPresent(v preserves.Value) (CpuWeightFieldPresent, error) {
 	var r, zero CpuWeightFieldPresent
 	var err error
-	d256, err := schema.AsDict(v)
+	d265, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x257, err := schema.Entry(v, d256, preserves.Symbol("cpuWeight"))
+	x266, err := schema.Entry(v, d265, preserves.Symbol("cpuWeight"))
 	if err != nil {
 		return zero, err
 	}
-	if r.CpuWeight, err = schema.AsInt(x257); err != nil {
+	if r.CpuWeight, err = schema.AsInt(x266); err != nil {
 		return zero, schema.AtIn(err, v, "[cpuWeight]")
 	}
 	return r, nil
@@ -5741,15 +5868,15 @@ func (CpuWeightFieldInvalid) isCpuWeightField() {}
 
 func parseCpuWeightFieldInvalid(v preserves.Value) (CpuWeightFieldInvalid, error) {
 	var r, zero CpuWeightFieldInvalid
-	d258, err := schema.AsDict(v)
+	d267, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x259, err := schema.Entry(v, d258, preserves.Symbol("cpuWeight"))
+	x268, err := schema.Entry(v, d267, preserves.Symbol("cpuWeight"))
 	if err != nil {
 		return zero, err
 	}
-	r.CpuWeight = x259
+	r.CpuWeight = x268
 	return r, nil
 }
 
@@ -5765,11 +5892,11 @@ func (CpuWeightFieldAbsent) isCpuWeightField() {}
 
 func parseCpuWeightFieldAbsent(v preserves.Value) (CpuWeightFieldAbsent, error) {
 	var r, zero CpuWeightFieldAbsent
-	d260, err := schema.AsDict(v)
+	d269, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d260
+	_ = d269
 	return r, nil
 }
 
@@ -5828,15 +5955,15 @@ func (NoNewPrivilegesFieldPresent) isNoNewPrivilegesField() {}
 func parseNoNewPrivilegesFieldPresent(v preserves.Value) (NoNewPrivilegesFieldPresent, error) {
 	var r, zero NoNewPrivilegesFieldPresent
 	var err error
-	d261, err := schema.AsDict(v)
+	d270, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x262, err := schema.Entry(v, d261, preserves.Symbol("noNewPrivileges"))
+	x271, err := schema.Entry(v, d270, preserves.Symbol("noNewPrivileges"))
 	if err != nil {
 		return zero, err
 	}
-	if r.NoNewPrivileges, err = schema.AsBool(x262); err != nil {
+	if r.NoNewPrivileges, err = schema.AsBool(x271); err != nil {
 		return zero, schema.AtIn(err, v, "[noNewPrivileges]")
 	}
 	return r, nil
@@ -5855,15 +5982,15 @@ func (NoNewPrivilegesFieldInvalid) isNoNewPrivilegesField() {}
 
 func parseNoNewPrivilegesFieldInvalid(v preserves.Value) (NoNewPrivilegesFieldInvalid, error) {
 	var r, zero NoNewPrivilegesFieldInvalid
-	d263, err := schema.AsDict(v)
+	d272, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x264, err := schema.Entry(v, d263, preserves.Symbol("noNewPrivileges"))
+	x273, err := schema.Entry(v, d272, preserves.Symbol("noNewPrivileges"))
 	if err != nil {
 		return zero, err
 	}
-	r.NoNewPrivileges = x264
+	r.NoNewPrivileges = x273
 	return r, nil
 }
 
@@ -5879,11 +6006,11 @@ func (NoNewPrivilegesFieldAbsent) isNoNewPrivilegesField() {}
 
 func parseNoNewPrivilegesFieldAbsent(v preserves.Value) (NoNewPrivilegesFieldAbsent, error) {
 	var r, zero NoNewPrivilegesFieldAbsent
-	d265, err := schema.AsDict(v)
+	d274, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d265
+	_ = d274
 	return r, nil
 }
 
@@ -5942,29 +6069,29 @@ func (CapabilitiesFieldPresent) isCapabilitiesField() {}
 func parseCapabilitiesFieldPresent(v preserves.Value) (CapabilitiesFieldPresent, error) {
 	var r, zero CapabilitiesFieldPresent
 	var err error
-	d266, err := schema.AsDict(v)
+	d275, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x267, err := schema.Entry(v, d266, preserves.Symbol("capabilities"))
+	x276, err := schema.Entry(v, d275, preserves.Symbol("capabilities"))
 	if err != nil {
 		return zero, err
 	}
-	s268, err := schema.AsSeq(x267, 0)
+	s277, err := schema.AsSeq(x276, 0)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[capabilities]")
 	}
-	r.Capabilities = make([]CapabilityName, len(s268))
-	for i269, e270 := range s268 {
-		if r.Capabilities[i269], err = ParseCapabilityName(e270); err != nil {
-			return zero, schema.AtIn(err, v, "[capabilities]", schema.Index(i269))
+	r.Capabilities = make([]CapabilityName, len(s277))
+	for i278, e279 := range s277 {
+		if r.Capabilities[i278], err = ParseCapabilityName(e279); err != nil {
+			return zero, schema.AtIn(err, v, "[capabilities]", schema.Index(i278))
 		}
 	}
 	return r, nil
 }
 
 func (r CapabilitiesFieldPresent) ToValue() preserves.Value {
-	return preserves.Dict(preserves.Symbol("capabilities"), schema.SeqValue(r.Capabilities, func(x271 CapabilityName) preserves.Value { return x271.ToValue() }))
+	return preserves.Dict(preserves.Symbol("capabilities"), schema.SeqValue(r.Capabilities, func(x280 CapabilityName) preserves.Value { return x280.ToValue() }))
 }
 
 // CapabilitiesFieldInvalid is the alternative "invalid" of CapabilitiesField.
@@ -5976,15 +6103,15 @@ func (CapabilitiesFieldInvalid) isCapabilitiesField() {}
 
 func parseCapabilitiesFieldInvalid(v preserves.Value) (CapabilitiesFieldInvalid, error) {
 	var r, zero CapabilitiesFieldInvalid
-	d272, err := schema.AsDict(v)
+	d281, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x273, err := schema.Entry(v, d272, preserves.Symbol("capabilities"))
+	x282, err := schema.Entry(v, d281, preserves.Symbol("capabilities"))
 	if err != nil {
 		return zero, err
 	}
-	r.Capabilities = x273
+	r.Capabilities = x282
 	return r, nil
 }
 
@@ -6000,11 +6127,11 @@ func (CapabilitiesFieldAbsent) isCapabilitiesField() {}
 
 func parseCapabilitiesFieldAbsent(v preserves.Value) (CapabilitiesFieldAbsent, error) {
 	var r, zero CapabilitiesFieldAbsent
-	d274, err := schema.AsDict(v)
+	d283, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d274
+	_ = d283
 	return r, nil
 }
 
@@ -6129,15 +6256,15 @@ func (EnvFileFieldPresent) isEnvFileField() {}
 func parseEnvFileFieldPresent(v preserves.Value) (EnvFileFieldPresent, error) {
 	var r, zero EnvFileFieldPresent
 	var err error
-	d275, err := schema.AsDict(v)
+	d284, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x276, err := schema.Entry(v, d275, preserves.Symbol("envFile"))
+	x285, err := schema.Entry(v, d284, preserves.Symbol("envFile"))
 	if err != nil {
 		return zero, err
 	}
-	if r.EnvFile, err = ParseEnvFiles(x276); err != nil {
+	if r.EnvFile, err = ParseEnvFiles(x285); err != nil {
 		return zero, schema.AtIn(err, v, "[envFile]")
 	}
 	return r, nil
@@ -6156,15 +6283,15 @@ func (EnvFileFieldInvalid) isEnvFileField() {}
 
 func parseEnvFileFieldInvalid(v preserves.Value) (EnvFileFieldInvalid, error) {
 	var r, zero EnvFileFieldInvalid
-	d277, err := schema.AsDict(v)
+	d286, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x278, err := schema.Entry(v, d277, preserves.Symbol("envFile"))
+	x287, err := schema.Entry(v, d286, preserves.Symbol("envFile"))
 	if err != nil {
 		return zero, err
 	}
-	r.EnvFile = x278
+	r.EnvFile = x287
 	return r, nil
 }
 
@@ -6180,11 +6307,11 @@ func (EnvFileFieldAbsent) isEnvFileField() {}
 
 func parseEnvFileFieldAbsent(v preserves.Value) (EnvFileFieldAbsent, error) {
 	var r, zero EnvFileFieldAbsent
-	d279, err := schema.AsDict(v)
+	d288, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d279
+	_ = d288
 	return r, nil
 }
 
@@ -6257,21 +6384,21 @@ func (EnvFilesMany) isEnvFiles() {}
 func parseEnvFilesMany(v preserves.Value) (EnvFilesMany, error) {
 	var r, zero EnvFilesMany
 	var err error
-	s280, err := schema.AsSeq(v, 0)
+	s289, err := schema.AsSeq(v, 0)
 	if err != nil {
 		return zero, err
 	}
-	r.Value = make([]string, len(s280))
-	for i281, e282 := range s280 {
-		if r.Value[i281], err = schema.AsString(e282); err != nil {
-			return zero, schema.AtIn(err, v, schema.Index(i281))
+	r.Value = make([]string, len(s289))
+	for i290, e291 := range s289 {
+		if r.Value[i290], err = schema.AsString(e291); err != nil {
+			return zero, schema.AtIn(err, v, schema.Index(i290))
 		}
 	}
 	return r, nil
 }
 
 func (r EnvFilesMany) ToValue() preserves.Value {
-	return schema.SeqValue(r.Value, func(x283 string) preserves.Value { return preserves.String(x283) })
+	return schema.SeqValue(r.Value, func(x292 string) preserves.Value { return preserves.String(x292) })
 }
 
 // ParseEnvFiles tries the alternatives of EnvFiles in order; the first that matches wins.
@@ -6319,15 +6446,15 @@ func (ScheduleFieldPresent) isScheduleField() {}
 func parseScheduleFieldPresent(v preserves.Value) (ScheduleFieldPresent, error) {
 	var r, zero ScheduleFieldPresent
 	var err error
-	d284, err := schema.AsDict(v)
+	d293, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x285, err := schema.Entry(v, d284, preserves.Symbol("schedule"))
+	x294, err := schema.Entry(v, d293, preserves.Symbol("schedule"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Schedule, err = schema.AsString(x285); err != nil {
+	if r.Schedule, err = schema.AsString(x294); err != nil {
 		return zero, schema.AtIn(err, v, "[schedule]")
 	}
 	return r, nil
@@ -6346,15 +6473,15 @@ func (ScheduleFieldInvalid) isScheduleField() {}
 
 func parseScheduleFieldInvalid(v preserves.Value) (ScheduleFieldInvalid, error) {
 	var r, zero ScheduleFieldInvalid
-	d286, err := schema.AsDict(v)
+	d295, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x287, err := schema.Entry(v, d286, preserves.Symbol("schedule"))
+	x296, err := schema.Entry(v, d295, preserves.Symbol("schedule"))
 	if err != nil {
 		return zero, err
 	}
-	r.Schedule = x287
+	r.Schedule = x296
 	return r, nil
 }
 
@@ -6370,11 +6497,11 @@ func (ScheduleFieldAbsent) isScheduleField() {}
 
 func parseScheduleFieldAbsent(v preserves.Value) (ScheduleFieldAbsent, error) {
 	var r, zero ScheduleFieldAbsent
-	d288, err := schema.AsDict(v)
+	d297, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d288
+	_ = d297
 	return r, nil
 }
 
@@ -6433,15 +6560,15 @@ func (CatchUpFieldPresent) isCatchUpField() {}
 func parseCatchUpFieldPresent(v preserves.Value) (CatchUpFieldPresent, error) {
 	var r, zero CatchUpFieldPresent
 	var err error
-	d289, err := schema.AsDict(v)
+	d298, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x290, err := schema.Entry(v, d289, preserves.Symbol("catchUp"))
+	x299, err := schema.Entry(v, d298, preserves.Symbol("catchUp"))
 	if err != nil {
 		return zero, err
 	}
-	if r.CatchUp, err = schema.AsBool(x290); err != nil {
+	if r.CatchUp, err = schema.AsBool(x299); err != nil {
 		return zero, schema.AtIn(err, v, "[catchUp]")
 	}
 	return r, nil
@@ -6460,15 +6587,15 @@ func (CatchUpFieldInvalid) isCatchUpField() {}
 
 func parseCatchUpFieldInvalid(v preserves.Value) (CatchUpFieldInvalid, error) {
 	var r, zero CatchUpFieldInvalid
-	d291, err := schema.AsDict(v)
+	d300, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x292, err := schema.Entry(v, d291, preserves.Symbol("catchUp"))
+	x301, err := schema.Entry(v, d300, preserves.Symbol("catchUp"))
 	if err != nil {
 		return zero, err
 	}
-	r.CatchUp = x292
+	r.CatchUp = x301
 	return r, nil
 }
 
@@ -6484,11 +6611,11 @@ func (CatchUpFieldAbsent) isCatchUpField() {}
 
 func parseCatchUpFieldAbsent(v preserves.Value) (CatchUpFieldAbsent, error) {
 	var r, zero CatchUpFieldAbsent
-	d293, err := schema.AsDict(v)
+	d302, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d293
+	_ = d302
 	return r, nil
 }
 
@@ -6529,4 +6656,264 @@ func ParseCatchUpField(v preserves.Value) (CatchUpField, error) {
 		_, errs[2] = parseCatchUpFieldAbsent(v)
 	}
 	return nil, schema.NoMatch(v, "CatchUpField", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// Socket activation (docs/services.md "Sockets"): the addresses the server
+// binds for the daemon and passes as fds 3… (LISTEN_FDS, as systemd does),
+// and whether the process starts only at the first connection.
+type ListenField interface {
+	isListenField()
+	ToValue() preserves.Value
+}
+
+// ListenFieldPresent is the alternative "present" of ListenField.
+type ListenFieldPresent struct {
+	Listen []preserves.Value
+}
+
+func (ListenFieldPresent) isListenField() {}
+
+func parseListenFieldPresent(v preserves.Value) (ListenFieldPresent, error) {
+	var r, zero ListenFieldPresent
+	d303, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x304, err := schema.Entry(v, d303, preserves.Symbol("listen"))
+	if err != nil {
+		return zero, err
+	}
+	s305, err := schema.AsSeq(x304, 0)
+	if err != nil {
+		return zero, schema.AtIn(err, v, "[listen]")
+	}
+	r.Listen = make([]preserves.Value, len(s305))
+	for i306, e307 := range s305 {
+		r.Listen[i306] = e307
+	}
+	return r, nil
+}
+
+func (r ListenFieldPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("listen"), schema.SeqValue(r.Listen, func(x308 preserves.Value) preserves.Value { return x308 }))
+}
+
+// ListenFieldInvalid is the alternative "invalid" of ListenField.
+type ListenFieldInvalid struct {
+	Listen preserves.Value
+}
+
+func (ListenFieldInvalid) isListenField() {}
+
+func parseListenFieldInvalid(v preserves.Value) (ListenFieldInvalid, error) {
+	var r, zero ListenFieldInvalid
+	d309, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x310, err := schema.Entry(v, d309, preserves.Symbol("listen"))
+	if err != nil {
+		return zero, err
+	}
+	r.Listen = x310
+	return r, nil
+}
+
+func (r ListenFieldInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("listen"), r.Listen)
+}
+
+// ListenFieldAbsent is the alternative "absent" of ListenField.
+type ListenFieldAbsent struct {
+}
+
+func (ListenFieldAbsent) isListenField() {}
+
+func parseListenFieldAbsent(v preserves.Value) (ListenFieldAbsent, error) {
+	var r, zero ListenFieldAbsent
+	d311, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d311
+	return r, nil
+}
+
+func (r ListenFieldAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseListenField tries the alternatives of ListenField in order; the first that matches wins.
+func ParseListenField(v preserves.Value) (ListenField, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseListenFieldPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseListenFieldInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseListenFieldAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseListenFieldPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseListenFieldInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseListenFieldAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "ListenField", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// StartField is one of the alternatives of StartField.
+type StartField interface {
+	isStartField()
+	ToValue() preserves.Value
+}
+
+// StartFieldPresent is the alternative "present" of StartField.
+type StartFieldPresent struct {
+	Start StartMode
+}
+
+func (StartFieldPresent) isStartField() {}
+
+func parseStartFieldPresent(v preserves.Value) (StartFieldPresent, error) {
+	var r, zero StartFieldPresent
+	var err error
+	d312, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x313, err := schema.Entry(v, d312, preserves.Symbol("start"))
+	if err != nil {
+		return zero, err
+	}
+	if r.Start, err = ParseStartMode(x313); err != nil {
+		return zero, schema.AtIn(err, v, "[start]")
+	}
+	return r, nil
+}
+
+func (r StartFieldPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("start"), r.Start.ToValue())
+}
+
+// StartFieldInvalid is the alternative "invalid" of StartField.
+type StartFieldInvalid struct {
+	Start preserves.Value
+}
+
+func (StartFieldInvalid) isStartField() {}
+
+func parseStartFieldInvalid(v preserves.Value) (StartFieldInvalid, error) {
+	var r, zero StartFieldInvalid
+	d314, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x315, err := schema.Entry(v, d314, preserves.Symbol("start"))
+	if err != nil {
+		return zero, err
+	}
+	r.Start = x315
+	return r, nil
+}
+
+func (r StartFieldInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("start"), r.Start)
+}
+
+// StartFieldAbsent is the alternative "absent" of StartField.
+type StartFieldAbsent struct {
+}
+
+func (StartFieldAbsent) isStartField() {}
+
+func parseStartFieldAbsent(v preserves.Value) (StartFieldAbsent, error) {
+	var r, zero StartFieldAbsent
+	d316, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d316
+	return r, nil
+}
+
+func (r StartFieldAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseStartField tries the alternatives of StartField in order; the first that matches wins.
+func ParseStartField(v preserves.Value) (StartField, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseStartFieldPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseStartFieldInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseStartFieldAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseStartFieldPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseStartFieldInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseStartFieldAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "StartField", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// StartMode is one of the literals of StartMode.
+type StartMode uint8
+
+const (
+	StartModeOnDemand StartMode = iota
+	StartModeAtOnce
+)
+
+var startModeValues = [...]preserves.Value{preserves.Symbol("on-demand"), preserves.Symbol("at-once")}
+
+// ParseStartMode parses v as one of the literals of StartMode.
+func ParseStartMode(v preserves.Value) (StartMode, error) {
+	i, err := schema.LitIndex(v, startModeValues[:])
+	return StartMode(i), err
+}
+
+// ToValue returns the literal; an out-of-range StartMode panics.
+func (r StartMode) ToValue() preserves.Value { return startModeValues[r] }
+
+func (r StartMode) String() string {
+	if int(r) < len(startModeValues) {
+		return preserves.FormatText(startModeValues[r])
+	}
+	return "StartMode(" + strconv.Itoa(int(r)) + ")"
 }

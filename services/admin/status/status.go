@@ -76,6 +76,8 @@ type Service struct {
 	LastRun *time.Time `json:"lastRun,omitempty"`
 	NextRun *time.Time `json:"nextRun,omitempty"`
 	Skipped int        `json:"skippedRuns,omitempty"`
+	// A socket-activated daemon: each socket, "ADDRESS: STATE".
+	Sockets []string `json:"sockets,omitempty"`
 	// StatusText is what the daemon itself says (sd_notify STATUS=,
 	// <status-text NAME TEXT>), one per process.
 	StatusText []string `json:"statusText,omitempty"`
@@ -264,6 +266,7 @@ func (m *Model) addInfo(s *Service, k string) {
 		s.NextRun = &i.NextRun
 	}
 	s.Skipped = i.Skipped
+	s.Sockets = i.Sockets
 	if len(parts) == 0 {
 		// An older server: the restart counts of process-status.
 		for _, p := range s.Processes {
@@ -506,6 +509,9 @@ func (s Service) reason(now time.Time) string {
 	if len(s.Reasons) == 0 && s.NextRun != nil {
 		return s.schedule(now)
 	}
+	if len(s.Reasons) == 0 && len(s.Sockets) > 0 && len(s.StatusText) == 0 {
+		return strings.Join(s.Sockets, "; ")
+	}
 	if len(s.Reasons) == 0 {
 		if s.LogDropped > 0 && len(s.StatusText) == 0 {
 			return s.droppedText()
@@ -587,6 +593,9 @@ func WriteDetail(w io.Writer, s Service, now time.Time) {
 	fmt.Fprintf(tw, "  restarts:\t%s\n", s.restarts())
 	fmt.Fprintf(tw, "  last exit:\t%s\n", s.lastExit(now))
 	fmt.Fprintf(tw, "  reason:\t%s\n", s.reason(now))
+	for _, sock := range s.Sockets {
+		fmt.Fprintf(tw, "  socket:\t%s\n", sock)
+	}
 	if (s.NextRun != nil || s.LastRun != nil) && len(s.Reasons) > 0 {
 		fmt.Fprintf(tw, "  schedule:\t%s\n", s.schedule(now)) // not in the reason
 	}

@@ -1,0 +1,124 @@
+//go:build e2e
+
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// buildListenFDs builds the socket-activation test daemon.
+func buildListenFDs(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "listenfds")
+	out, err := exec.Command("go", "build", "-o", bin, "./testdata/listenfds").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return bin
+}
+
+// greet connects to addr and reads the daemon's greeting.
+func greet(network, addr string) (string, error) {
+	c, err := net.DialTimeout(network, addr, 10*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	return bufio.NewReader(c).ReadString('\n')
+}
+
+// start: on-demand. The daemon is ready while no process runs; a client
+// that connects before the process exists is served by it (the daemon
+// checks LISTEN_PID as sd_listen_fds does); the status shows the socket
+// and whether the process was started.
+func TestE2ESocketOnDemand(t *testing.T) {
+	t.Parallel()
+	helper, client := buildListenFDs(t), buildClient(t)
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "admin.sock")
+	port := freePort(t)
+	pidFile := filepath.Join(dir, "pid")
+	cfg := filepath.Join(dir, "config")
+	writeFile(t, filepath.Join(cfg, "echo.pr"), fmt.Sprintf(`<require-service <daemon echo>>
+<daemon echo {argv: [%q %q], listen: [<tcp "127.0.0.1" %d>], start: on-demand}>
+`, helper, pidFile, port))
+	r := start(t, "-c", cfg, "--admin-socket", sock)
+	eventually(t, 20*time.Second, "echo ready, not started", func() bool {
+		st := statusOf(t, client, sock, "<daemon echo>")
+		return st != nil && fmt.Sprint(st["states"]) == "[started ready]" &&
+			strings.Contains(fmt.Sprint(st["sockets"]), "not started")
+	})
+	require.False(t, fileExists(pidFile), "started before the first connection")
+
+	line, err := greet("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	require.NoError(t, err)
+	pid := readPid(t, pidFile)
+	require.Equal(t, fmt.Sprintf("hello from %d echo\n", pid), line)
+	eventually(t, 10*time.Second, "the status to say started", func() bool {
+		return strings.Contains(fmt.Sprint(statusOf(t, client, sock, "<daemon echo>")["sockets"]), "listening, started")
+	})
+	out, err := exec.Command(client, "--admin", sock, "status").Output()
+	require.NoError(t, err)
+	require.Contains(t, string(out), fmt.Sprintf("127.0.0.1:%d: listening, started", port))
+	require.Equal(t, 0, r.stop(t))
+}
+
+// Across restarts: a daemon that exits after each connection is restarted
+// by the server, which holds its socket meanwhile, so every one of a
+// series of connections is served; none is refused.
+func TestE2ESocketHeldAcrossRestarts(t *testing.T) {
+	t.Parallel()
+	helper := buildListenFDs(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "echo.sock")
+	cfg := filepath.Join(dir, "config")
+	writeFile(t, filepath.Join(cfg, "echo.pr"), fmt.Sprintf(`<require-service <daemon echo>>
+<daemon echo {argv: [%q %q "once"], listen: [<unix %q>]}>
+`, helper, filepath.Join(dir, "pid"), path))
+	r := start(t, "-c", cfg)
+	eventually(t, 20*time.Second, "the socket", func() bool { return fileExists(path) })
+	pids := map[string]bool{}
+	for i := 0; i < 8; i++ {
+		line, err := greet("unix", path)
+		require.NoError(t, err, "connection %d", i)
+		require.True(t, strings.HasPrefix(line, "hello from "), line)
+		pids[line] = true
+	}
+	require.Greater(t, len(pids), 4, "the daemon was restarted between connections")
+	require.Equal(t, 0, r.stop(t))
+	require.False(t, fileExists(path), "the socket file is removed on stop")
+}
+
+// A Unix socket path held by a live listener is an error (the daemon
+// fails, saying why), never unlinked.
+func TestE2ESocketPathInUse(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "busy.sock")
+	ln, err := net.Listen("unix", path)
+	require.NoError(t, err)
+	defer ln.Close()
+	cfg := filepath.Join(dir, "config")
+	writeFile(t, filepath.Join(cfg, "busy.pr"), fmt.Sprintf(`<require-service <daemon busy>>
+<daemon busy {argv: "sleep 100", listen: [<unix %q>]}>
+`, path))
+	r := start(t, "-c", cfg)
+	eventually(t, 20*time.Second, "the bind error", func() bool {
+		return strings.Contains(r.stderr.String(), "has a live listener")
+	})
+	_, err = os.Stat(path)
+	require.NoError(t, err, "the live listener's socket was unlinked")
+	c, err := net.Dial("unix", path)
+	require.NoError(t, err, "the live listener was disturbed")
+	c.Close()
+	require.Equal(t, 0, r.stop(t))
+}

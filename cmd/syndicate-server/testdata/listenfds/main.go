@@ -1,0 +1,60 @@
+// Command listenfds is the socket-activation test daemon: it takes its
+// listening sockets the way sd_listen_fds(3) does (LISTEN_PID must be its
+// own pid, LISTEN_FDS counts fds from 3), writes its pid to the file
+// named by its first argument, and answers each connection with
+// "hello from PID NAMES\n". With a second argument "once" it exits after
+// the first connection (so the server restarts it).
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+)
+
+func main() {
+	if os.Getenv("LISTEN_PID") != strconv.Itoa(os.Getpid()) {
+		fmt.Fprintf(os.Stderr, "LISTEN_PID=%q is not my pid %d\n", os.Getenv("LISTEN_PID"), os.Getpid())
+		os.Exit(2)
+	}
+	n, err := strconv.Atoi(os.Getenv("LISTEN_FDS"))
+	if err != nil || n < 1 {
+		fmt.Fprintf(os.Stderr, "LISTEN_FDS=%q\n", os.Getenv("LISTEN_FDS"))
+		os.Exit(2)
+	}
+	os.WriteFile(os.Args[1], []byte(strconv.Itoa(os.Getpid())), 0o644)
+	once := len(os.Args) > 2 && os.Args[2] == "once"
+	names := os.Getenv("LISTEN_FDNAMES")
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	for i := 0; i < n; i++ {
+		ln, err := net.FileListener(os.NewFile(uintptr(3+i), "listen"))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				fmt.Fprintf(c, "hello from %d %s\n", os.Getpid(), names)
+				c.Close()
+				if once {
+					close(done)
+					return
+				}
+			}
+		}()
+	}
+	if once {
+		<-done
+		return
+	}
+	wg.Wait()
+}
