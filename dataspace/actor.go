@@ -121,6 +121,9 @@ type Actor struct {
 	// dead is set (under mu) when the actor terminates, after status and
 	// err; read without mu by the run loop, Activate, Err and Status.
 	dead atomic.Bool
+	// ext is the account of activations from outside the actor world
+	// (FacetRef.Activate, ActivateNow): Activate waits while it is in debt.
+	ext Account
 
 	// tr records the causal trace; nil unless the system traces. Its
 	// state is guarded by mu.
@@ -162,6 +165,10 @@ func (s *System) newActor(name string) *Actor {
 	s.traceActor(a)
 	return a
 }
+
+// OutsideAccount returns the account that turns activated from outside the
+// actor world (FacetRef.Activate and ActivateNow) are charged to.
+func (a *Actor) OutsideAccount() *Account { return &a.ext }
 
 // Name returns the name given at spawn.
 func (a *Actor) Name() string { return a.name }

@@ -101,6 +101,31 @@
 // producers of external input wait with [Account.Wait] before reading
 // more ([FacetRef.ActivateAccount]).
 //
+// Turns activated from outside the actor world are never free: plain
+// [FacetRef.Activate] charges each to its actor's outside account
+// ([Actor.OutsideAccount]), which relays also charge for the bytes such a
+// turn makes them queue until written, and waits first while that account
+// is past [ActivateHighWater] ([FacetRef.ActivateContext] gives up when its
+// context ends). So a Go program flooding a relay with plain Activate is
+// slowed to its consumers' pace, where the reference (and this runtime
+// before) let it queue until the connection overflowed. A consumer that
+// reads nothing is cut off by its relay after its WriteTimeout, which
+// repays what its queue owed, so one stuck subscriber cannot hold every
+// producer for longer. Some activations must never wait, or they could
+// deadlock or lose a report; they use [FacetRef.ActivateNow], which charges
+// the same account without waiting, and each is tested:
+//
+//   - stopping or closing a connection (relay.Conn.Close, the relay
+//     reader's and writer's stops, noise sessions, listeners, resolve,
+//     client releases) and the transports the relay's writer calls;
+//   - exit and crash reports (daemon exits, supervised workers, the
+//     logger's loss reports; linked-task outcomes take the turn lock
+//     directly);
+//   - timers ([Turn.After], [Turn.Every], the timer driver, retries);
+//   - anything already inside a turn: a turn must not call Activate at all
+//     (use the Turn's methods, or ActivateNow for another actor), since a
+//     turn waiting for debt may be the one that would repay it.
+//
 // # Tracing and statistics
 //
 // [Options.Trace] receives a [TraceRecord] for every actor start, turn

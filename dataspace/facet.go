@@ -191,11 +191,65 @@ func (r FacetRef) Actor() *Actor { return r.a }
 // stopped but the actor lives, fn is skipped and Activate returns true
 // (runtime spec §5.5 / §19 quirk 9: Go skips dead facets).
 //
+// Activate is paced (runtime spec §9): the turn is charged to the actor's
+// account for activations from outside (Actor.OutsideAccount), which is
+// repaid as the batches it sends are handled and the bytes relays queue
+// because of it are written. While that account's debt is past
+// ActivateHighWater, Activate first waits, so a goroutine feeding a flood
+// into the actor world is slowed to the pace of its slowest consumer
+// instead of queueing without bound. ActivateContext is the variant that
+// gives up when its context ends. Activations that must never wait use
+// ActivateNow (see the package doc's list).
+//
 // Activate blocks while the actor runs another turn. It must not be called
-// from inside a turn of the same actor (the turn lock is not reentrant):
-// use t.Later there.
+// from inside a turn of any actor (the turn lock is not reentrant, and a
+// turn that waits for debt may be the one that would repay it): use
+// t.Later, t.Message, or ActivateNow for another actor.
 func (r FacetRef) Activate(fn func(t *Turn) error) bool {
-	return r.ActivateAccount(nil, fn)
+	alive, _ := r.ActivateContext(context.Background(), fn)
+	return alive
+}
+
+// ActivateHighWater is the debt (one unit per event, plus one per KiB a
+// relay queues) of an actor's outside account past which Activate waits:
+// a few MiB in flight per producing actor.
+const ActivateHighWater = 4096
+
+// ActivateContext is Activate that returns ctx's error, without running fn,
+// if ctx ends while it waits for the actor's outside account; it also
+// stops waiting, returning false, if the actor terminates meanwhile.
+func (r FacetRef) ActivateContext(ctx context.Context, fn func(t *Turn) error) (bool, error) {
+	a := r.a
+	if a == nil || a.dead.Load() {
+		return false, nil
+	}
+	if a.ext.Debt() > ActivateHighWater {
+		// The slow path: also stop waiting when the actor ends.
+		wctx, cancel := context.WithCancel(ctx)
+		stop := context.AfterFunc(a.ctx, cancel)
+		err := a.ext.Wait(wctx, ActivateHighWater)
+		stop()
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return !a.dead.Load(), ctx.Err()
+			}
+			return false, nil // the actor ended
+		}
+	}
+	return r.ActivateAccount(&a.ext, fn), nil
+}
+
+// ActivateNow is Activate without the wait: the turn is still charged to
+// the actor's outside account, but runs at once. It is for activations
+// that must never wait because waiting could deadlock or lose a report:
+// stopping and closing, exit and crash reports, timers, calls from inside
+// a turn of another actor. See the package doc for the list.
+func (r FacetRef) ActivateNow(fn func(t *Turn) error) bool {
+	if r.a == nil {
+		return false
+	}
+	return r.ActivateAccount(&r.a.ext, fn)
 }
 
 // ActivateAccount is Activate with the turn's output charged to acct

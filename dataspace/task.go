@@ -87,7 +87,7 @@ func (t *Turn) After(d time.Duration, fn func(t *Turn) error) {
 			return ctx.Err()
 		case <-tm.C:
 		}
-		fr.Activate(fn)
+		fr.ActivateNow(fn)
 		return ErrKeepFacet
 	})
 }
@@ -101,7 +101,7 @@ func (t *Turn) Every(d time.Duration, fn func(t *Turn) error) {
 		fn = t.a.tr.timer(CausePeriodic, d, fn)
 	}
 	t.LinkedTask("every", func(ctx context.Context) error {
-		if !fr.Activate(fn) {
+		if !fr.ActivateNow(fn) {
 			return ctx.Err()
 		}
 		tk := time.NewTicker(d)
@@ -111,7 +111,7 @@ func (t *Turn) Every(d time.Duration, fn func(t *Turn) error) {
 			case <-ctx.Done():
 				return ctx.Err()
 			case <-tk.C:
-				if !fr.Activate(fn) {
+				if !fr.ActivateNow(fn) {
 					return ctx.Err()
 				}
 			}

@@ -78,7 +78,7 @@ func AcceptLoop(ctx context.Context, ln net.Listener, fr dataspace.FacetRef, log
 		if admit != nil && !admit(c) {
 			continue
 		}
-		if !fr.Activate(func(t *dataspace.Turn) error {
+		if !fr.ActivateNow(func(t *dataspace.Turn) error {
 			handle(t, c)
 			return nil
 		}) {

@@ -119,7 +119,7 @@ func (s *Supervisor) startWorker(t *dataspace.Turn) {
 		case <-ctx.Done():
 			return ctx.Err()
 		case err := <-exited:
-			fr.Activate(func(t *dataspace.Turn) error {
+			fr.ActivateNow(func(t *dataspace.Turn) error {
 				s.workerExited(t, err)
 				return nil
 			})

@@ -64,7 +64,7 @@ func (s *server) startDryRun(t *dataspace.Turn, cfg *dataspace.Ref, out io.Write
 			case <-tick.C:
 			}
 			done, code := false, 0
-			fr.Activate(func(*dataspace.Turn) error {
+			fr.ActivateNow(func(*dataspace.Turn) error {
 				if time.Since(m.last) < dryRunQuiet && time.Since(begin) < dryRunTimeout {
 					return nil
 				}

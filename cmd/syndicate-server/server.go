@@ -243,7 +243,7 @@ func runServer(o *options, stdout, stderr io.Writer) int {
 					continue // still starting: the initial scan is about to happen anyway
 				}
 				log.Info().Msg("SIGHUP: rescanning config directories")
-				s.topFacet.Activate(func(t *dataspace.Turn) error {
+				s.topFacet.ActivateNow(func(t *dataspace.Turn) error {
 					t.Message(s.cfg, config.RescanMessage())
 					return nil
 				})

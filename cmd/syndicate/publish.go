@@ -56,7 +56,7 @@ func (cl *cli) assert(ctx context.Context, args []string) error {
 	}
 	// Interrupted: retract explicitly and wait for the server to see it,
 	// rather than relying on the disconnect.
-	fr.Activate(func(t *dataspace.Turn) error { t.StopRoot(); return nil })
+	fr.ActivateNow(func(t *dataspace.Turn) error { t.StopRoot(); return nil })
 	// The stopped facet cannot sync, so a fresh one does: the relay keeps
 	// order, so its round trip ends after the retraction has arrived.
 	after, err := s.Spawn("assert-retracted", func(*dataspace.Turn) error { return nil })

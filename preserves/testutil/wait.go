@@ -15,10 +15,17 @@ const WaitPatience = 20 * time.Second
 // effects of asynchronous work are awaited, never assumed.
 func WaitFor(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(WaitPatience)
+	WaitForWithin(tb, WaitPatience, what, cond)
+}
+
+// WaitForWithin is WaitFor with a patience of d, for conditions that take
+// long by design (a flood of messages draining through a slow consumer).
+func WaitForWithin(tb testing.TB, d time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
-			tb.Fatalf("timed out after %v waiting for %s", WaitPatience, what)
+			tb.Fatalf("timed out after %v waiting for %s", d, what)
 		}
 		time.Sleep(time.Millisecond)
 	}

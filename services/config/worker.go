@@ -72,11 +72,11 @@ func (w *worker) boot(t *dataspace.Turn) error {
 	fr := t.FacetRef()
 	t.LinkedTask("config-watcher", func(ctx context.Context) error {
 		defer wt.Close()
-		if !fr.Activate(func(*dataspace.Turn) error { return nil }) {
+		if !fr.ActivateNow(func(*dataspace.Turn) error { return nil }) {
 			return nil
 		}
 		return wt.Run(ctx, func(cs []Change) bool {
-			return fr.Activate(func(t *dataspace.Turn) error {
+			return fr.ActivateNow(func(t *dataspace.Turn) error {
 				w.apply(t, cs)
 				return nil
 			})

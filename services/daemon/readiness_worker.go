@@ -39,10 +39,10 @@ type notifyState struct {
 // readinessEvents adds the readiness callbacks to ev.
 func (r *specRun) readinessEvents(ev Events) Events {
 	ev.Ready = func(int) {
-		r.fr.Activate(func(t *dataspace.Turn) error { r.becameReady(t); return nil })
+		r.fr.ActivateNow(func(t *dataspace.Turn) error { r.becameReady(t); return nil })
 	}
 	ev.Notify = func(pid int, n Notification) {
-		r.procRef.Activate(func(t *dataspace.Turn) error { r.notified(t, pid, n); return nil })
+		r.procRef.ActivateNow(func(t *dataspace.Turn) error { r.notified(t, pid, n); return nil })
 	}
 	ev.Warn = func(pid int, msg string) {
 		r.w.d.log.Warn().Int("pid", pid).Msg(msg)

@@ -53,7 +53,7 @@ func processFacet(t *dataspace.Turn, cfg *dataspace.Ref, name preserves.Value, p
 // returned channel is closed once the relay has ended.
 func attachRelay(pf dataspace.FacetRef, cfg *dataspace.Ref, name preserves.Value, spec *Spec, log zerolog.Logger, in, out *os.File) <-chan struct{} {
 	var done <-chan struct{}
-	pf.Activate(func(t *dataspace.Turn) error {
+	pf.ActivateNow(func(t *dataspace.Turn) error {
 		conn, peer := relay.RunOverPipes(t, in, out, relay.Options{
 			ImportInitial: true,
 			TextOutput:    spec.Protocol == ProtocolText,

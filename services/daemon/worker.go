@@ -107,7 +107,7 @@ func (d *daemonRun) restartRequested(t *dataspace.Turn) {
 	fr := t.FacetRef()
 	t.LinkedTask("daemon restart", func(ctx context.Context) error {
 		d.s.order.waitIdle(ctx, d.key)
-		fr.Activate(func(t *dataspace.Turn) error {
+		fr.ActivateNow(func(t *dataspace.Turn) error {
 			if gen == d.restarts { // a later restart request starts its own
 				d.startSupervisor(t)
 			}
@@ -357,7 +357,7 @@ func (r *specRun) events() Events {
 			}
 			h := handle
 			handle = nil
-			r.fr.Activate(func(t *dataspace.Turn) error {
+			r.fr.ActivateNow(func(t *dataspace.Turn) error {
 				r.started(t, pid)
 				if h != nil {
 					r.spawned(t, h)
@@ -371,7 +371,7 @@ func (r *specRun) events() Events {
 			if e.Pid != 0 {
 				r.w.d.s.order.down(r.w.d.key, r.token)
 			}
-			r.fr.Activate(func(t *dataspace.Turn) error { r.exited(t, e, next); return nil })
+			r.fr.ActivateNow(func(t *dataspace.Turn) error { r.exited(t, e, next); return nil })
 		},
 		BeforeStop: func() time.Duration {
 			waited, late := r.w.d.s.order.waitDependents(r.w.d.key)

@@ -76,7 +76,7 @@ func (s *spec) spawnConn(t *dataspace.Turn, c net.Conn, httpd *dataspace.Ref) {
 				return nil
 			}
 			if b[0] == '[' || b[0] == '<' || b[0] >= 0x80 {
-				fr.Activate(func(t *dataspace.Turn) error {
+				fr.ActivateNow(func(t *dataspace.Turn) error {
 					startRelay(t, &prefixed{Conn: c, first: b[:]}, opts, log)
 					return nil
 				})

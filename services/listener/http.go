@@ -178,7 +178,7 @@ func (h *httpHandler) upgrade(w http.ResponseWriter, r *http.Request) {
 	}
 	ws := newWSConn(c, brw.Reader)
 	started := false
-	h.fr.Activate(func(t *dataspace.Turn) error {
+	h.fr.ActivateNow(func(t *dataspace.Turn) error {
 		started = true
 		startRelay(t, ws, h.relayOpts, h.log)
 		return nil
@@ -520,7 +520,7 @@ func (h *httpHandler) exchange(w http.ResponseWriter, r *http.Request, req prese
 		return // the connection actor is stopping; so is the connection
 	}
 	// However the exchange ends, the request assertion goes.
-	defer h.fr.Activate(func(t *dataspace.Turn) error {
+	defer h.fr.ActivateNow(func(t *dataspace.Turn) error {
 		t.StopFacet(facet)
 		return nil
 	})

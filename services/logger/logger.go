@@ -163,7 +163,7 @@ func BootWith(t *dataspace.Turn, env services.Env, o Options) error {
 		l.o.FilePatience = sink.o.FilePatience
 		facet := t.FacetRef()
 		lost := func(dir string, lines int64, reason string) {
-			facet.Activate(func(t *dataspace.Turn) error {
+			facet.ActivateNow(func(t *dataspace.Turn) error {
 				l.dirLost(t, dir, lines, reason)
 				return nil
 			})

@@ -241,7 +241,7 @@ func (l *link) attempt(t *dataspace.Turn) {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
-				fr.Activate(func(t *dataspace.Turn) error { l.retry(t, id, err); return nil })
+				fr.ActivateNow(func(t *dataspace.Turn) error { l.retry(t, id, err); return nil })
 				return dataspace.ErrKeepFacet
 			}
 			conn, at := l.connected(fr, nc)
@@ -254,7 +254,7 @@ func (l *link) attempt(t *dataspace.Turn) {
 			case <-ctx.Done():
 				return ctx.Err()
 			}
-			fr.Activate(func(t *dataspace.Turn) error {
+			fr.ActivateNow(func(t *dataspace.Turn) error {
 				ev := l.log.Info()
 				if err := conn.Err(); err != nil {
 					ev = ev.Err(err)
@@ -275,7 +275,7 @@ func (l *link) attempt(t *dataspace.Turn) {
 // connected runs the relay over nc in the attempt's facet and answers the
 // question; a nil Conn if the facet is gone.
 func (l *link) connected(fr dataspace.FacetRef, nc net.Conn) (conn *relay.Conn, at time.Time) {
-	fr.Activate(func(t *dataspace.Turn) error {
+	fr.ActivateNow(func(t *dataspace.Turn) error {
 		c, peer := relay.Run(t, nc, relay.Options{ImportInitial: true, Logger: l.log})
 		conn, at = c, l.s.opts.Now()
 		ctl := t.Create(&control{conn: c})

@@ -125,7 +125,7 @@ func (d *driver) wait(ctx context.Context, fr dataspace.FacetRef) error {
 		case <-due:
 			release()
 			due, release = nil, func() {}
-			if !fr.Activate(d.fire) {
+			if !fr.ActivateNow(d.fire) {
 				return ctx.Err()
 			}
 		}

@@ -7,11 +7,21 @@
 // The relay package itself never opens sockets; this package is the thin
 // layer that does.
 //
-// A program that sends faster than the server's consumers read should send
-// with [dataspace.FacetRef.ActivatePaced] on an account of its own: the
-// relay charges the bytes it queues to that account until written, and the
-// server stops reading from a connection whose consumers lag, so the
-// producer waits instead of queueing without bound.
+// A program may send as fast as it likes with plain
+// [dataspace.FacetRef.Activate]: the turn is charged to its actor's outside
+// account, the relay charges the bytes it queues to that account until
+// written, the server stops reading from a connection whose consumers lag,
+// and Activate waits while the account is past its high-water mark, so the
+// producer is slowed to its consumers' pace instead of queueing without
+// bound ([dataspace.FacetRef.ActivateContext] gives up on cancellation;
+// [dataspace.FacetRef.ActivatePaced] takes an account of the program's
+// own).
+//
+// Failures after Dial has returned arrive through the connection: Done is
+// closed when it ends, and Err says why (nil for a clean end), so a program
+// should watch them (see the failure example). Logs go to the
+// relay.Options.Logger given to DialWith; with none, nothing is logged, but
+// every failure that ends the connection still reaches Err.
 package client
 
 import (
@@ -59,7 +69,11 @@ func address(addr any) (transport.Address, error) {
 }
 
 // Dial connects to addr and runs a relay in a new actor of sys importing
-// the peer's oid 0, which it returns (output in binary syntax).
+// the peer's oid 0, which it returns (output in binary syntax). The
+// returned error covers connecting only: watch the connection's Done and
+// Err for what happens afterwards (the server going away, a protocol
+// error, a peer not reading). Once it has ended, activating its Facet
+// returns false. Use DialWith to give the relay a logger.
 func Dial(ctx context.Context, sys *dataspace.System, addr any) (*relay.Conn, *dataspace.Ref, error) {
 	return DialWith(ctx, sys, addr, relay.Options{})
 }

@@ -79,7 +79,7 @@ func Resolve(ctx context.Context, sys *dataspace.System, gk *dataspace.Ref, step
 	case <-a.Done():
 		return nil, nil, context.Canceled
 	}
-	release = func() { fr.Activate(func(t *dataspace.Turn) error { t.StopRoot(); return nil }) }
+	release = func() { fr.ActivateNow(func(t *dataspace.Turn) error { t.StopRoot(); return nil }) }
 	select {
 	case r := <-ch:
 		if r.err != nil {

@@ -136,7 +136,7 @@ func (s *Session) startRelay(t *dataspace.Turn) *dataspace.Ref {
 	t.LinkedTask("noise-relay-watch", func(ctx context.Context) error {
 		select {
 		case <-conn.Done():
-			fr.Activate(func(t *dataspace.Turn) error {
+			fr.ActivateNow(func(t *dataspace.Turn) error {
 				s.End(t, conn.Err())
 				return nil
 			})
@@ -271,7 +271,7 @@ func (tr *transport) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	sent := false
-	tr.fr.Activate(func(t *dataspace.Turn) error {
+	tr.fr.ActivateNow(func(t *dataspace.Turn) error {
 		t.Message(tr.peer, pkt)
 		sent = true
 		return nil
