@@ -30,11 +30,18 @@ type Options struct {
 	// depth) in one inbound packet, and so the memory it decodes into;
 	// 0 means DefaultMaxPacketValues.
 	MaxPacketValues int
+	// PeerMaxPacketSize and PeerMaxPacketValues are the peer's inbound
+	// limits (its MaxPacketSize and MaxPacketValues): a turn whose events
+	// would exceed them is sent as several packets, and an event that
+	// exceeds them alone is refused (Conn.Refused). 0 means this side's
+	// defaults, DefaultMaxPacketSize and DefaultMaxPacketValues, which are
+	// what every peer of ours applies.
+	PeerMaxPacketSize, PeerMaxPacketValues int
 	// MaxOutbound bounds the bytes queued for the peer; past it the
 	// connection is closed with ErrOutboundFull. Flow control keeps the
 	// queue far below it whenever its producers are accounted (other
-	// relays, ActivatePaced); it is the backstop against local producers
-	// that are not. 0 means 4× MaxPacketSize.
+	// relays, Activate, ActivatePaced); it is the backstop against local
+	// producers that are not (ActivateNow). 0 means 4× MaxPacketSize.
 	MaxOutbound int
 	// Credit is the debt (runtime spec §9) the peer's input may run up
 	// before the relay stops reading from it: every inbound packet is
@@ -47,6 +54,10 @@ type Options struct {
 	// waits for it is disconnected with ErrSlowPeer. 0 means
 	// DefaultWriteTimeout.
 	WriteTimeout time.Duration
+	// CloseTimeout bounds how long the relay, once closing, starts writing
+	// what is still queued; past it the rest is dropped between packets and
+	// counted (Conn.Unsent). 0 means DefaultCloseTimeout.
+	CloseTimeout time.Duration
 	// PacketTimeout bounds the time from an inbound packet's first byte
 	// to its last, so a peer cannot pin a partial packet's buffer (up to
 	// MaxPacketSize) forever; past it the connection is closed with
@@ -86,6 +97,9 @@ const (
 	// DefaultWriteTimeout is how long a peer may read nothing while
 	// output waits before it is disconnected.
 	DefaultWriteTimeout = 30 * time.Second
+	// DefaultCloseTimeout is how long a closing relay keeps writing what
+	// it had accepted.
+	DefaultCloseTimeout = 5 * time.Second
 	// DefaultPacketTimeout lets a 16 MiB packet arrive at 300 KB/s.
 	DefaultPacketTimeout = time.Minute
 )
@@ -169,6 +183,9 @@ type Conn struct {
 
 	quotaHeld atomic.Int64 // of Options.InitialQuota, returned when the tasks end
 
+	unsentPackets, unsentBytes atomic.Int64 // dropped at close (Unsent)
+	refused                    atomic.Int64 // events too large for the peer (Refused)
+
 	errv   atomic.Pointer[error]
 	done   chan struct{}
 	nTasks atomic.Int32
@@ -219,6 +236,15 @@ func RunSplit(t *dataspace.Turn, r io.Reader, w io.Writer, closer io.Closer, opt
 	}
 	if opts.BufferBudget == nil {
 		opts.BufferBudget = DefaultBufferBudget
+	}
+	if opts.PeerMaxPacketSize <= 0 {
+		opts.PeerMaxPacketSize = DefaultMaxPacketSize
+	}
+	if opts.PeerMaxPacketValues <= 0 {
+		opts.PeerMaxPacketValues = DefaultMaxPacketValues
+	}
+	if opts.CloseTimeout <= 0 {
+		opts.CloseTimeout = DefaultCloseTimeout
 	}
 	if opts.PacketTimeout == 0 {
 		opts.PacketTimeout = DefaultPacketTimeout
@@ -322,7 +348,7 @@ func (c *Conn) Err() error {
 // the host actor: use StopIn there): the relay facet stops, every assertion
 // made on the peer's behalf is retracted.
 func (c *Conn) Close() {
-	c.fr.Activate(func(t *dataspace.Turn) error {
+	c.fr.ActivateNow(func(t *dataspace.Turn) error {
 		c.stopIn(t, nil, false)
 		return nil
 	})

@@ -46,8 +46,13 @@
 // debt exceeds Options.Credit. A fast producer is thereby slowed to the
 // pace of the slowest consumer it feeds, and a flood costs the server a
 // few MiB per producer instead of everything the consumers have not read.
-// Go producers outside the relay get the same with
-// [dataspace.FacetRef.ActivatePaced].
+// Go producers outside the relay get the same from plain
+// [dataspace.FacetRef.Activate], which charges the actor's outside account
+// and waits while it is past dataspace.ActivateHighWater (the relay's own
+// stops use ActivateNow, which never waits), or with an account of their
+// own from [dataspace.FacetRef.ActivatePaced]. A peer cut off for not
+// reading repays what its queue owed, so it holds producers for at most
+// WriteTimeout.
 //
 // # Framing
 //
@@ -97,9 +102,11 @@
 // peer that reads nothing for Options.WriteTimeout while output waits is
 // disconnected with ErrSlowPeer; a slow but steady reader never is. The
 // outbound queue is bounded by Options.MaxOutbound (ErrOutboundFull), a
-// backstop for producers outside flow control. The final flush on close is
-// bounded in time, so a stuck peer cannot pin the actor. For untrusted
-// peers, Options.FirstEventTimeout and MaxInitialAssertions bound the time
+// backstop for producers outside flow control. The final flush on close
+// writes whole packets for Options.CloseTimeout, then stops between
+// packets, counting what it drops (Conn.Unsent), so a stuck peer cannot
+// pin the actor and no peer sees a packet cut short by the clock. For
+// untrusted peers, Options.FirstEventTimeout and MaxInitialAssertions bound the time
 // to the first event and the assertions held at oid 0 (a gatekeeper's
 // resolves). Error messages render peer values with preserves.Show (at
 // most preserves.ShowLimit bytes), so a huge value never costs more than a

@@ -21,6 +21,9 @@ var (
 	// ErrOutboundFull: more than Options.MaxOutbound bytes were queued for
 	// the peer (only producers outside flow control can get there).
 	ErrOutboundFull = errors.New("relay: output queue for the peer is full")
+	// ErrTooLarge: an event was too large for any packet the peer takes
+	// (Options.PeerMaxPacketSize, PeerMaxPacketValues); it was not sent.
+	ErrTooLarge = errors.New("relay: event too large for the peer")
 	// ErrTransient: a message tried to send a reference nothing else pins
 	// (runtime spec §15.5, sender side).
 	ErrTransient = errors.New("relay: sent transient reference")

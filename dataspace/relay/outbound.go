@@ -1,7 +1,10 @@
 package relay
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"math"
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/preserves"
@@ -41,8 +44,11 @@ func (p *proxy) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle)
 	// stay small.
 	wh := c.nextWireHandle
 	c.nextWireHandle++
+	if !c.queue(t, Event{Oid: p.oid, Kind: EvAssert, Value: wv, Handle: wh}) {
+		c.release(pins) // refused: never sent, so never retracted
+		return nil
+	}
 	c.outbound[h] = outRec{wire: wh, pins: pins}
-	c.queue(t, Event{Oid: p.oid, Kind: EvAssert, Value: wv, Handle: wh})
 	return nil
 }
 
@@ -121,28 +127,99 @@ func (k *syncOut) Message(t *dataspace.Turn, _ preserves.Value) error {
 }
 
 // queue adds a TurnEvent to the packet this turn will send, scheduling the
-// flush once per turn (§15.6: one Turn packet per relay turn).
-func (c *Conn) queue(t *dataspace.Turn, ev Event) {
-	n := len(c.pending)
+// flush once per turn (§15.6: one Turn packet per relay turn, unless the
+// turn is too large for one: see fit). It reports false when the event
+// was not queued.
+func (c *Conn) queue(t *dataspace.Turn, ev Event) bool {
 	if c.pendingN == 0 {
-		if c.syntax == Text {
-			c.pending = append(c.pending[:0], '[')
-		} else {
-			c.pending = append(c.pending[:0], preserves.TagSequence)
-		}
-		n = len(c.pending)
+		c.pending = c.packetHead(c.pending[:0])
 	} else if c.syntax == Text {
 		c.pending = append(c.pending, ' ')
 	}
+	n := len(c.pending)
 	out, err := appendEvent(c.pending, &ev, c.syntax)
 	if err != nil {
-		c.pending = c.pending[:n]
+		c.pending = c.trimSep(c.pending[:n])
 		c.log.Error().Err(err).Msg("relay: cannot encode event")
-		return
+		return false
 	}
 	c.pending = out
-	c.queued(t)
+	return c.fit(t, n)
 }
+
+// packetHead starts a Turn packet (a sequence) in the output syntax.
+func (c *Conn) packetHead(b []byte) []byte {
+	if c.syntax == Text {
+		return append(b, '[')
+	}
+	return append(b, preserves.TagSequence)
+}
+
+// trimSep drops the separator a text packet's next event would have
+// followed.
+func (c *Conn) trimSep(b []byte) []byte {
+	if c.syntax == Text && len(b) > 1 && b[len(b)-1] == ' ' {
+		return b[:len(b)-1]
+	}
+	return b
+}
+
+// packetTail is the most bytes a Turn packet's end adds (text: "]\n").
+const packetTail = 2
+
+// fit admits the event just appended to the pending packet at start. An
+// event the peer could take in no packet (Options.PeerMaxPacketSize,
+// PeerMaxPacketValues) is refused: dropped, counted (Refused) and logged,
+// never sent, since the peer would end the connection over it. An event
+// that would take the packet past those limits ends the packet, which is
+// sent at once, and starts the next: the events of one turn keep their
+// order, but a peer may see the first part of a large turn before the
+// rest.
+func (c *Conn) fit(t *dataspace.Turn, start int) bool {
+	if err := c.tooLarge(c.pending[start:]); err != nil {
+		c.pending = c.trimSep(c.pending[:start])
+		c.refused.Add(1)
+		c.log.Warn().Err(err).Msg("relay: event refused")
+		return false
+	}
+	if c.pendingN > 0 && len(c.pending)+packetTail > c.splitAt() {
+		ev := bytes.Clone(c.pending[start:])
+		c.pending = c.trimSep(c.pending[:start])
+		c.sendPending(t)
+		c.pending = append(c.packetHead(c.pending[:0]), ev...)
+	}
+	c.queued(t)
+	return true
+}
+
+// splitAt is the most bytes a Turn packet may hold: the peer's size limit,
+// and its value limit, since no value takes less than a byte.
+func (c *Conn) splitAt() int {
+	return min(c.opts.PeerMaxPacketSize, c.opts.PeerMaxPacketValues)
+}
+
+// tooLarge reports an event (its encoded bytes) that no packet within the
+// peer's limits can hold.
+func (c *Conn) tooLarge(ev []byte) error {
+	head := 1 + packetTail
+	if len(ev)+head > c.opts.PeerMaxPacketSize {
+		return fmt.Errorf("%w: an event of %d bytes; the peer takes packets of at most %d", ErrTooLarge, len(ev), c.opts.PeerMaxPacketSize)
+	}
+	limit := c.opts.PeerMaxPacketValues - 1 // the packet's sequence is one
+	if len(ev) <= limit {
+		return nil // no value takes less than a byte
+	}
+	s := preserves.Scanner{MaxDepth: math.MaxInt, MaxLength: math.MaxInt, MaxValues: limit}
+	s.Begin(ev[0])
+	if _, _, err := s.Scan(ev, 0); errors.Is(err, preserves.ErrLimit) {
+		return fmt.Errorf("%w: an event of more than %d values; the peer takes packets of at most %d", ErrTooLarge, limit, c.opts.PeerMaxPacketValues)
+	}
+	return nil
+}
+
+// Refused returns how many events the connection refused to send because
+// the peer's packet limits could not hold them (see Options.PeerMaxPacketSize).
+func (c *Conn) Refused() int64 { return c.refused.Load() }
 
 // queued counts an event appended to the pending packet and schedules the
 // flush once per turn.
@@ -168,6 +245,7 @@ func (c *Conn) queuePlainMessage(t *dataspace.Turn, oid int64, v preserves.Value
 	if c.pendingN == 0 {
 		buf = append(buf[:0], preserves.TagSequence)
 	}
+	n := len(buf)
 	buf = append(buf, preserves.TagSequence)
 	buf = preserves.AppendBinaryInt(buf, oid)
 	buf = append(buf, binLabel[EvMessage]...)
@@ -176,15 +254,20 @@ func (c *Conn) queuePlainMessage(t *dataspace.Turn, oid int64, v preserves.Value
 		return false // nothing queued: c.pending keeps its length and events
 	}
 	c.pending = append(buf, preserves.TagEnd, preserves.TagEnd)
-	c.queued(t)
+	c.fit(t, n)
 	return true
 }
 
 func (c *Conn) flush(t *dataspace.Turn) error {
 	c.flushQueued = false
-	if c.pendingN == 0 {
-		return nil
+	if c.pendingN > 0 {
+		c.sendPending(t)
 	}
+	return nil
+}
+
+// sendPending ends the pending packet and hands it to the writer.
+func (c *Conn) sendPending(t *dataspace.Turn) {
 	if c.syntax == Text {
 		c.pending = append(c.pending, ']', '\n')
 	} else {
@@ -199,5 +282,4 @@ func (c *Conn) flush(t *dataspace.Turn) error {
 	if !ok && !c.stopped {
 		c.stopIn(t, fmt.Errorf("%w (%d bytes)", ErrOutboundFull, c.opts.MaxOutbound), false)
 	}
-	return nil
 }

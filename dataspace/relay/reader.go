@@ -102,7 +102,7 @@ func (r *reader) drain() error {
 			pkt, err = r.decode(raw, syn, off)
 		}
 		if err != nil {
-			c.fr.Activate(func(t *dataspace.Turn) error {
+			c.fr.ActivateNow(func(t *dataspace.Turn) error {
 				c.stopIn(t, err, true)
 				return nil
 			})
@@ -174,7 +174,7 @@ func (r *reader) end(rerr error) error {
 	} else if r.f.pending() {
 		c.log.Debug().Msg("relay: input ended inside a packet")
 	}
-	c.fr.Activate(func(t *dataspace.Turn) error {
+	c.fr.ActivateNow(func(t *dataspace.Turn) error {
 		c.stopIn(t, err, false)
 		return nil
 	})

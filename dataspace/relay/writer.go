@@ -3,6 +3,7 @@ package relay
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sync/atomic"
 	"time"
@@ -163,11 +164,7 @@ func (c *Conn) writeRun() {
 			// Final flush, bounded: a peer that does not read cannot
 			// hold the goroutine (and so the actor) forever.
 			repay(loans)
-			if len(buf) > 0 {
-				tm := time.AfterFunc(time.Second, c.closeStream)
-				_, _ = c.w.Write(buf)
-				tm.Stop()
-			}
+			c.finalFlush(buf)
 			c.closeStream()
 			close(c.wdone)
 			c.taskDone()
@@ -178,7 +175,7 @@ func (c *Conn) writeRun() {
 		if err != nil {
 			c.setErr(err) // before closing: the reader then fails too
 			c.closeStream()
-			c.fr.Activate(func(t *dataspace.Turn) error {
+			c.fr.ActivateNow(func(t *dataspace.Turn) error {
 				c.stopIn(t, err, false)
 				return nil
 			})
@@ -189,6 +186,66 @@ func (c *Conn) writeRun() {
 			spare = buf
 		}
 	}
+}
+
+// finalBatch is how many bytes of whole packets the final flush writes at
+// a time.
+const finalBatch = 64 << 10
+
+// finalFlush writes what is left once the connection is closing, in whole
+// packets only: for Options.CloseTimeout it writes batches of whole packets,
+// each under the WriteTimeout rule (a batch begun is finished if the peer
+// reads at all, so no packet is cut short by the clock); after that, or
+// after a write fails, it stops between packets. What it could not send is
+// counted (Unsent) and logged: a peer never sees a truncated packet
+// because the relay gave up on it.
+func (c *Conn) finalFlush(buf []byte) {
+	deadline := time.Now().Add(c.opts.CloseTimeout)
+	for len(buf) > 0 {
+		n := 0
+		for n < len(buf) && n < finalBatch {
+			n += packetLen(buf[n:])
+		}
+		if time.Now().After(deadline) || c.write(buf[:n]) != nil {
+			c.noteUnsent(buf)
+			return
+		}
+		buf = buf[n:]
+	}
+}
+
+// packetLen returns the length of the first packet queued in b, with the
+// newline after a text packet; all of b if it cannot tell.
+func packetLen(b []byte) int {
+	s := preserves.Scanner{MaxDepth: math.MaxInt, MaxLength: math.MaxInt}
+	s.Begin(b[0])
+	n, done, err := s.Scan(b, 0)
+	if err != nil || !done {
+		return len(b)
+	}
+	for n < len(b) && (b[n] == '\n' || b[n] == ' ') {
+		n++
+	}
+	return n
+}
+
+// noteUnsent counts and reports the packets in b, which the connection
+// closed without sending.
+func (c *Conn) noteUnsent(b []byte) {
+	var packets int64
+	for rest := b; len(rest) > 0; packets++ {
+		rest = rest[packetLen(rest):]
+	}
+	c.unsentPackets.Add(packets)
+	c.unsentBytes.Add(int64(len(b)))
+	c.log.Warn().Err(c.Err()).Int64("packets", packets).Int("bytes", len(b)).Msg("relay: connection closed with output unsent")
+}
+
+// Unsent returns what the connection had accepted for its peer but
+// closed without sending, in whole packets: none, unless the peer stopped
+// reading or the final flush ran out of time (see finalFlush).
+func (c *Conn) Unsent() (packets, bytes int64) {
+	return c.unsentPackets.Load(), c.unsentBytes.Load()
 }
 
 // lingerCheck runs every writerLinger while writer gen runs: if it wrote
