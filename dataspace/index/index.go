@@ -74,6 +74,7 @@ const noHandle = ^uint64(0)
 // Index is the skeleton index. The zero value is not usable; call New.
 type Index struct {
 	all  table[*entry] // bag of asserted values, by preserves.Hash
+	top  topClasses    // the same values by top-level class (top.go)
 	root *node
 
 	// Scratch space reused by every traversal, so the hot paths do not
@@ -129,6 +130,7 @@ func (ix *Index) Insert(v preserves.Value, e Emitter) (added bool) {
 	}
 	ent := &entry{v: v, hash: h, count: 1}
 	ix.all.add(h, ent, entryHash)
+	ix.top.add(ent)
 	ix.traverse(opInsert, ent.v, ent, h, e)
 	return true
 }
@@ -146,6 +148,7 @@ func (ix *Index) Remove(v preserves.Value, e Emitter) (removed bool) {
 		return false
 	}
 	ix.all.del(h, func(x *entry) bool { return x == ent }, entryHash)
+	ix.top.remove(ent)
 	ix.traverse(opRemove, ent.v, ent, h, e)
 	return true
 }

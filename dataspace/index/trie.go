@@ -592,11 +592,7 @@ func (ix *Index) walk(n *node, at path, pop int, st step, p pattern.Pattern, cre
 				n.edges = append(n.edges, ed)
 			}
 			child = &node{parent: n, in: ed, cls: cls}
-			ix.eachCached(n, func(ent *entry) {
-				if w, ok := project(ent.v, at); ok && cls.matches(w) {
-					child.cached.add(ent, entryHash(ent))
-				}
-			})
+			ix.fill(child, n, at)
 			ed.addChild(child)
 		}
 		pc := 0
@@ -610,6 +606,22 @@ func (ix *Index) walk(n *node, at path, pop int, st step, p pattern.Pattern, cre
 		return pc + 1, child
 	}
 	return pop, n
+}
+
+// fill caches in a new node child of n (at path at) the entries passing
+// its guard: below the root, those of n's cache; at the root, those of its
+// class only (topClasses), not every value asserted.
+func (ix *Index) fill(child, n *node, at path) {
+	add := func(ent *entry) { child.cached.add(ent, entryHash(ent)) }
+	if n == ix.root && len(at) == 0 {
+		ix.top.each(child.cls, add)
+		return
+	}
+	ix.eachCached(n, func(ent *entry) {
+		if w, ok := project(ent.v, at); ok && child.cls.matches(w) {
+			add(ent)
+		}
+	})
 }
 
 // prune unlinks n and then its ancestors while they hold no leaf maps and no
