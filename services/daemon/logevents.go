@@ -67,7 +67,7 @@ func (d *daemonRun) logEvent(t *dataspace.Turn, pid int, event, line string, ext
 // facet, or straight to the writers once the service is stopping.
 func (d *daemonRun) logEventAsync(pid int, event, line string, extra ...preserves.DictEntry) {
 	rec := d.logEventRecord(pid, event, line, extra...)
-	if !d.s.out.Activate(func(t *dataspace.Turn) error {
+	if !d.s.out.ActivateNow(func(t *dataspace.Turn) error {
 		t.Message(d.env.Log, rec)
 		return nil
 	}) && d.env.LogLate != nil {

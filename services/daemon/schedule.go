@@ -150,7 +150,7 @@ func (r *specRun) runScheduled(ctx context.Context) error {
 		d.log.Info().Str("schedule", sched.Text).Msg("catching up a run missed while the server was down")
 	}
 	writeScheduleState(state, now, d.log)
-	r.fr.Activate(func(t *dataspace.Turn) error {
+	r.fr.ActivateNow(func(t *dataspace.Turn) error {
 		r.sched = runReport{next: p.next}
 		r.w.rec.Kick(t)
 		return nil
@@ -160,7 +160,7 @@ func (r *specRun) runScheduled(ctx context.Context) error {
 		if rep.running {
 			writeScheduleState(state, rep.began, d.log)
 		}
-		r.fr.Activate(func(t *dataspace.Turn) error {
+		r.fr.ActivateNow(func(t *dataspace.Turn) error {
 			r.sched = rep
 			r.w.rec.Kick(t)
 			return nil

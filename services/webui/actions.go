@@ -130,7 +130,7 @@ func (s *Server) act(ctx context.Context, name preserves.Value, act action) erro
 		}
 	case <-ctx.Done():
 		fr := <-frc
-		fr.Activate(func(t *dataspace.Turn) error { t.StopRoot(); return nil })
+		fr.ActivateNow(func(t *dataspace.Turn) error { t.StopRoot(); return nil })
 		return fmt.Errorf("no answer from the server: %w", ctx.Err())
 	}
 }

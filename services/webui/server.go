@@ -264,7 +264,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, name string, boo
 		http.Error(w, fmt.Sprintf("view failed: %v", a.Err()), http.StatusInternalServerError)
 		return
 	}
-	defer fr.Activate(func(t *dataspace.Turn) error { t.StopRoot(); return nil })
+	defer fr.ActivateNow(func(t *dataspace.Turn) error { t.StopRoot(); return nil })
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	if s.opts.Lost != nil {
