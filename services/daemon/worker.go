@@ -289,7 +289,7 @@ func (w *worker) specAsserted(t *dataspace.Turn, raw preserves.Value, at preserv
 		t.LinkedTask("daemon schedule", r.runScheduled)
 		return nil
 	}
-	if len(spec.Listen) > 0 {
+	if len(spec.Listen) > 0 && !w.d.s.dryRun { // a dry run binds no socket
 		t.LinkedTask("daemon sockets", r.runWithSockets)
 		return nil
 	}
