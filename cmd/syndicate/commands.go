@@ -40,6 +40,8 @@ func (cl *cli) commands() []command {
 		an      analyzeOpts
 		ui      uiOpts
 		rf      refOpts
+		// killSignal is kill's -s.
+		killSignal string
 	)
 	return []command{
 		{use: "status [SERVICE|PATTERN]", short: "services with their states (and daemons' pids, restarts, uptime)",
@@ -47,7 +49,7 @@ func (cl *cli) commands() []command {
 			flags: func(fs *pflag.FlagSet) {
 				fs.BoolVarP(&st.watch, "watch", "w", false, "keep running and show the table again whenever it changes")
 				fs.BoolVar(&st.json, "json", false, "print JSON (with --watch: one JSON array per line and change)")
-				fs.BoolVarP(&st.all, "all", "a", false, "show everything hidden by default: built-in services, inbound connections")
+				fs.BoolVarP(&st.all, "all", "a", false, "show everything hidden by default: built-in services, declared daemons nothing requires (inactive), inbound connections")
 			},
 			run: func(ctx context.Context, args []string) error { return cl.status(ctx, st, args) }, services: true},
 		{use: "dump [PATTERN]", short: "current assertions in the config dataspace, pretty-printed",
@@ -66,6 +68,18 @@ func (cl *cli) commands() []command {
 		{use: "restart SERVICE", short: "send <restart-service SERVICE>",
 			args: exactArgs(1, "restart needs exactly one service NAME (e.g. '<daemon web>')"),
 			run:  cl.restart, services: true},
+		{use: "stop SERVICE", short: "stop SERVICE (<daemon web>, or just web) after its dependents, until start; held by the server",
+			args: exactArgs(1, "stop needs exactly one SERVICE"),
+			run:  cl.stop, services: true},
+		{use: "start SERVICE", short: "lift a stop of SERVICE; also runs a declared service nothing requires",
+			args: exactArgs(1, "start needs exactly one SERVICE"),
+			run:  cl.start, services: true},
+		{use: "kill [-s SIGNAL] SERVICE", short: "send SIGNAL (default TERM) to every process of SERVICE: its cgroup, else its process group",
+			args: exactArgs(1, "kill needs exactly one SERVICE"),
+			flags: func(fs *pflag.FlagSet) {
+				fs.StringVarP(&killSignal, "signal", "s", "TERM", "the signal, by name (HUP, SIGHUP) or number")
+			},
+			run: func(ctx context.Context, args []string) error { return cl.kill(ctx, killSignal, args) }, services: true},
 		{use: "logs [SERVICE]", short: "recent service output (SERVICE: <daemon web>, or just web); -f to follow",
 			args: maxArgs(1, "logs takes at most one SERVICE"),
 			flags: func(fs *pflag.FlagSet) {

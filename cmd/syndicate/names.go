@@ -59,6 +59,7 @@ func (a serviceArg) selectFrom(names []preserves.Value) ([]preserves.Value, erro
 // status lists them).
 func (cl *cli) serviceNames(ctx context.Context) ([]preserves.Value, error) {
 	m := status.NewModel(nil)
+	m.ShowAll() // a declared daemon nothing requires has a name too
 	s, _, err := session.StartSynced(ctx, cl.conn, "names", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
 		m.Subscribe(t, cfg, nil)
 		return nil

@@ -50,6 +50,9 @@ func (cl *cli) status(ctx context.Context, o statusOpts, args []string) error {
 		}
 	}
 	v.m = status.NewModel(v.filter)
+	if o.all || v.filter != nil {
+		v.m.ShowAll() // declared daemons nothing requires, as inactive
+	}
 	gotOutput := make(chan struct{}, 1)
 	updates := make(chan struct{}, 1)
 	s, err := v.subscribe(ctx, gotOutput, updates)

@@ -54,6 +54,8 @@ type Service struct {
 	stateDir string
 	out      dataspace.FacetRef // the service's boot facet: daemon output is logged from here
 	order    *stopOrder         // dependents stop first (stop.go)
+	// stopping holds <service-stopping NAME> (stopping.go).
+	stopping *stoppingBoard
 	// runs are the wanted daemons by key; touched only in turns of the
 	// service's actor (output requests, status.go).
 	runs map[string]*daemonRun
@@ -78,6 +80,7 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) (*Service, erro
 	s.sup.Now = clock.Now
 	s.out = t.FacetRef()
 	s.order = newStopOrder(clock)
+	s.stopping = bootStoppingBoard(t, env.Config)
 	s.order.track(t, env.Config)
 	s.runs = map[string]*daemonRun{}
 	s.serveOutput(t, env.Config)

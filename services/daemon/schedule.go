@@ -141,6 +141,7 @@ func (r *Runner) RunScheduled(ctx context.Context, s *Spec, p *plan, runNow bool
 
 // runScheduled is a scheduled spec's linked task.
 func (r *specRun) runScheduled(ctx context.Context) error {
+	defer r.runEnded()
 	d := r.w.d
 	sched := r.spec.Schedule
 	state := d.s.scheduleFile(d.key, r.key)

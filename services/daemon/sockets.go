@@ -201,6 +201,7 @@ func fdName(id string) string {
 // to bind crashes the worker, so the daemon is failed and tried again
 // after the supervisor's delay.
 func (r *specRun) runWithSockets(ctx context.Context) error {
+	defer r.runEnded()
 	d := r.w.d
 	b, err := bindSockets(r.spec, fdName(preserves.FormatText(d.id)))
 	if err != nil {

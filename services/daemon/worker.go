@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -314,6 +315,7 @@ type specRun struct {
 	procRef dataspace.FacetRef
 	running bool
 	handle  *ProcHandle        // the running process, for signals and figures (cgroup.go)
+	runDone atomic.Bool        // run has returned: no process is left (stopping.go)
 	out     *dataspace.Account // charged with its output (output.go)
 	notify  notifyState        // what the running process said (readiness_worker.go)
 	token   uint64             // the running process in the stop order (stop.go); runner goroutine only
@@ -330,6 +332,7 @@ type specRun struct {
 
 // run is the spec's linked task: the restart loop of §5.5.
 func (r *specRun) run(ctx context.Context) error {
+	defer r.runEnded()
 	return r.outcome(ctx, r.w.d.s.runner.Run(ctx, r.spec, r.events()))
 }
 
@@ -342,6 +345,13 @@ func (r *specRun) outcome(ctx context.Context, out Outcome) error {
 		return dataspace.ErrKeepFacet // the spec facet stays: completed or failed
 	}
 	return ctx.Err()
+}
+
+// runEnded is the event "the run loop has returned": every process of the
+// spec is gone, so it is no longer stopping (stopping.go).
+func (r *specRun) runEnded() {
+	r.runDone.Store(true)
+	r.w.d.s.stopping.end(r)
 }
 
 // events are the runner's callbacks for the spec's processes (one run
@@ -551,6 +561,9 @@ func (r *specRun) setCondition(t *dataspace.Turn, phase preserves.Symbol, reason
 // retracted is the event "the spec's facet stopped" (spec retracted,
 // worker stopping).
 func (r *specRun) retracted(t *dataspace.Turn) {
+	if r.running {
+		r.w.d.s.stopping.begin(r, r.w.d.name, &r.runDone)
+	}
 	if r.spec != nil {
 		r.w.d.logEvent(t, 0, logEvWithdrawn, "spec withdrawn: "+preserves.Show(r.raw))
 	}

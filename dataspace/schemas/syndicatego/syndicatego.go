@@ -51,6 +51,8 @@ const (
 	LabelServiceStopped = preserves.Symbol("service-stopped")
 	// LabelServiceStarted is the label of ServiceStarted.
 	LabelServiceStarted = preserves.Symbol("service-started")
+	// LabelServiceStopping is the label of ServiceStopping.
+	LabelServiceStopping = preserves.Symbol("service-stopping")
 	// LabelSignalService is the label of SignalService.
 	LabelSignalService = preserves.Symbol("signal-service")
 	// LabelNotificationFd is the label of ReadinessProtocolFd.
@@ -3351,6 +3353,28 @@ func (r ServiceStarted) ToValue() preserves.Value {
 	return preserves.NewRecord(LabelServiceStarted, r.ServiceName, preserves.String(r.Since))
 }
 
+// Asserted by the daemon service while processes of daemon NAME that were
+// told to stop have not yet exited (their process-status is gone already):
+// `syndicate stop` waits for it to go.
+type ServiceStopping struct {
+	ServiceName preserves.Value
+}
+
+// ParseServiceStopping parses v as a ServiceStopping.
+func ParseServiceStopping(v preserves.Value) (ServiceStopping, error) {
+	var r, zero ServiceStopping
+	rec155, err := schema.AsRecordOf(v, LabelServiceStopping, 1)
+	if err != nil {
+		return zero, err
+	}
+	r.ServiceName = rec155.Fields[0]
+	return r, nil
+}
+
+func (r ServiceStopping) ToValue() preserves.Value {
+	return preserves.NewRecord(LabelServiceStopping, r.ServiceName)
+}
+
 // A message (`syndicate kill`): the daemon service sends signal number
 // SIGNAL to every process of daemon NAME (its cgroup, else its process
 // group).
@@ -3363,12 +3387,12 @@ type SignalService struct {
 func ParseSignalService(v preserves.Value) (SignalService, error) {
 	var r, zero SignalService
 	var err error
-	rec155, err := schema.AsRecordOf(v, LabelSignalService, 2)
+	rec156, err := schema.AsRecordOf(v, LabelSignalService, 2)
 	if err != nil {
 		return zero, err
 	}
-	r.ServiceName = rec155.Fields[0]
-	if r.Signal, err = schema.AsInt(rec155.Fields[1]); err != nil {
+	r.ServiceName = rec156.Fields[0]
+	if r.Signal, err = schema.AsInt(rec156.Fields[1]); err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
@@ -3464,15 +3488,15 @@ func (StopTimeoutFieldPresent) isStopTimeoutField() {}
 func parseStopTimeoutFieldPresent(v preserves.Value) (StopTimeoutFieldPresent, error) {
 	var r, zero StopTimeoutFieldPresent
 	var err error
-	d156, err := schema.AsDict(v)
+	d157, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x157, err := schema.Entry(v, d156, preserves.Symbol("stopTimeout"))
+	x158, err := schema.Entry(v, d157, preserves.Symbol("stopTimeout"))
 	if err != nil {
 		return zero, err
 	}
-	if r.StopTimeout, err = ParseSeconds(x157); err != nil {
+	if r.StopTimeout, err = ParseSeconds(x158); err != nil {
 		return zero, schema.AtIn(err, v, "[stopTimeout]")
 	}
 	return r, nil
@@ -3491,15 +3515,15 @@ func (StopTimeoutFieldInvalid) isStopTimeoutField() {}
 
 func parseStopTimeoutFieldInvalid(v preserves.Value) (StopTimeoutFieldInvalid, error) {
 	var r, zero StopTimeoutFieldInvalid
-	d158, err := schema.AsDict(v)
+	d159, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x159, err := schema.Entry(v, d158, preserves.Symbol("stopTimeout"))
+	x160, err := schema.Entry(v, d159, preserves.Symbol("stopTimeout"))
 	if err != nil {
 		return zero, err
 	}
-	r.StopTimeout = x159
+	r.StopTimeout = x160
 	return r, nil
 }
 
@@ -3515,11 +3539,11 @@ func (StopTimeoutFieldAbsent) isStopTimeoutField() {}
 
 func parseStopTimeoutFieldAbsent(v preserves.Value) (StopTimeoutFieldAbsent, error) {
 	var r, zero StopTimeoutFieldAbsent
-	d160, err := schema.AsDict(v)
+	d161, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d160
+	_ = d161
 	return r, nil
 }
 
@@ -3578,15 +3602,15 @@ func (RestartDelayFieldPresent) isRestartDelayField() {}
 func parseRestartDelayFieldPresent(v preserves.Value) (RestartDelayFieldPresent, error) {
 	var r, zero RestartDelayFieldPresent
 	var err error
-	d161, err := schema.AsDict(v)
+	d162, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x162, err := schema.Entry(v, d161, preserves.Symbol("restartDelay"))
+	x163, err := schema.Entry(v, d162, preserves.Symbol("restartDelay"))
 	if err != nil {
 		return zero, err
 	}
-	if r.RestartDelay, err = ParseSeconds(x162); err != nil {
+	if r.RestartDelay, err = ParseSeconds(x163); err != nil {
 		return zero, schema.AtIn(err, v, "[restartDelay]")
 	}
 	return r, nil
@@ -3605,15 +3629,15 @@ func (RestartDelayFieldInvalid) isRestartDelayField() {}
 
 func parseRestartDelayFieldInvalid(v preserves.Value) (RestartDelayFieldInvalid, error) {
 	var r, zero RestartDelayFieldInvalid
-	d163, err := schema.AsDict(v)
+	d164, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x164, err := schema.Entry(v, d163, preserves.Symbol("restartDelay"))
+	x165, err := schema.Entry(v, d164, preserves.Symbol("restartDelay"))
 	if err != nil {
 		return zero, err
 	}
-	r.RestartDelay = x164
+	r.RestartDelay = x165
 	return r, nil
 }
 
@@ -3629,11 +3653,11 @@ func (RestartDelayFieldAbsent) isRestartDelayField() {}
 
 func parseRestartDelayFieldAbsent(v preserves.Value) (RestartDelayFieldAbsent, error) {
 	var r, zero RestartDelayFieldAbsent
-	d165, err := schema.AsDict(v)
+	d166, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d165
+	_ = d166
 	return r, nil
 }
 
@@ -3692,15 +3716,15 @@ func (RestartMaxDelayFieldPresent) isRestartMaxDelayField() {}
 func parseRestartMaxDelayFieldPresent(v preserves.Value) (RestartMaxDelayFieldPresent, error) {
 	var r, zero RestartMaxDelayFieldPresent
 	var err error
-	d166, err := schema.AsDict(v)
+	d167, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x167, err := schema.Entry(v, d166, preserves.Symbol("restartMaxDelay"))
+	x168, err := schema.Entry(v, d167, preserves.Symbol("restartMaxDelay"))
 	if err != nil {
 		return zero, err
 	}
-	if r.RestartMaxDelay, err = ParseSeconds(x167); err != nil {
+	if r.RestartMaxDelay, err = ParseSeconds(x168); err != nil {
 		return zero, schema.AtIn(err, v, "[restartMaxDelay]")
 	}
 	return r, nil
@@ -3719,15 +3743,15 @@ func (RestartMaxDelayFieldInvalid) isRestartMaxDelayField() {}
 
 func parseRestartMaxDelayFieldInvalid(v preserves.Value) (RestartMaxDelayFieldInvalid, error) {
 	var r, zero RestartMaxDelayFieldInvalid
-	d168, err := schema.AsDict(v)
+	d169, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x169, err := schema.Entry(v, d168, preserves.Symbol("restartMaxDelay"))
+	x170, err := schema.Entry(v, d169, preserves.Symbol("restartMaxDelay"))
 	if err != nil {
 		return zero, err
 	}
-	r.RestartMaxDelay = x169
+	r.RestartMaxDelay = x170
 	return r, nil
 }
 
@@ -3743,11 +3767,11 @@ func (RestartMaxDelayFieldAbsent) isRestartMaxDelayField() {}
 
 func parseRestartMaxDelayFieldAbsent(v preserves.Value) (RestartMaxDelayFieldAbsent, error) {
 	var r, zero RestartMaxDelayFieldAbsent
-	d170, err := schema.AsDict(v)
+	d171, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d170
+	_ = d171
 	return r, nil
 }
 
@@ -3806,15 +3830,15 @@ func (RestartWindowFieldPresent) isRestartWindowField() {}
 func parseRestartWindowFieldPresent(v preserves.Value) (RestartWindowFieldPresent, error) {
 	var r, zero RestartWindowFieldPresent
 	var err error
-	d171, err := schema.AsDict(v)
+	d172, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x172, err := schema.Entry(v, d171, preserves.Symbol("restartWindow"))
+	x173, err := schema.Entry(v, d172, preserves.Symbol("restartWindow"))
 	if err != nil {
 		return zero, err
 	}
-	if r.RestartWindow, err = ParseSeconds(x172); err != nil {
+	if r.RestartWindow, err = ParseSeconds(x173); err != nil {
 		return zero, schema.AtIn(err, v, "[restartWindow]")
 	}
 	return r, nil
@@ -3833,15 +3857,15 @@ func (RestartWindowFieldInvalid) isRestartWindowField() {}
 
 func parseRestartWindowFieldInvalid(v preserves.Value) (RestartWindowFieldInvalid, error) {
 	var r, zero RestartWindowFieldInvalid
-	d173, err := schema.AsDict(v)
+	d174, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x174, err := schema.Entry(v, d173, preserves.Symbol("restartWindow"))
+	x175, err := schema.Entry(v, d174, preserves.Symbol("restartWindow"))
 	if err != nil {
 		return zero, err
 	}
-	r.RestartWindow = x174
+	r.RestartWindow = x175
 	return r, nil
 }
 
@@ -3857,11 +3881,11 @@ func (RestartWindowFieldAbsent) isRestartWindowField() {}
 
 func parseRestartWindowFieldAbsent(v preserves.Value) (RestartWindowFieldAbsent, error) {
 	var r, zero RestartWindowFieldAbsent
-	d175, err := schema.AsDict(v)
+	d176, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d175
+	_ = d176
 	return r, nil
 }
 
@@ -3920,15 +3944,15 @@ func (RestartLimitFieldPresent) isRestartLimitField() {}
 func parseRestartLimitFieldPresent(v preserves.Value) (RestartLimitFieldPresent, error) {
 	var r, zero RestartLimitFieldPresent
 	var err error
-	d176, err := schema.AsDict(v)
+	d177, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x177, err := schema.Entry(v, d176, preserves.Symbol("restartLimit"))
+	x178, err := schema.Entry(v, d177, preserves.Symbol("restartLimit"))
 	if err != nil {
 		return zero, err
 	}
-	if r.RestartLimit, err = schema.AsInt(x177); err != nil {
+	if r.RestartLimit, err = schema.AsInt(x178); err != nil {
 		return zero, schema.AtIn(err, v, "[restartLimit]")
 	}
 	return r, nil
@@ -3947,15 +3971,15 @@ func (RestartLimitFieldInvalid) isRestartLimitField() {}
 
 func parseRestartLimitFieldInvalid(v preserves.Value) (RestartLimitFieldInvalid, error) {
 	var r, zero RestartLimitFieldInvalid
-	d178, err := schema.AsDict(v)
+	d179, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x179, err := schema.Entry(v, d178, preserves.Symbol("restartLimit"))
+	x180, err := schema.Entry(v, d179, preserves.Symbol("restartLimit"))
 	if err != nil {
 		return zero, err
 	}
-	r.RestartLimit = x179
+	r.RestartLimit = x180
 	return r, nil
 }
 
@@ -3971,11 +3995,11 @@ func (RestartLimitFieldAbsent) isRestartLimitField() {}
 
 func parseRestartLimitFieldAbsent(v preserves.Value) (RestartLimitFieldAbsent, error) {
 	var r, zero RestartLimitFieldAbsent
-	d180, err := schema.AsDict(v)
+	d181, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d180
+	_ = d181
 	return r, nil
 }
 
@@ -4034,15 +4058,15 @@ func (ReadinessFieldPresent) isReadinessField() {}
 func parseReadinessFieldPresent(v preserves.Value) (ReadinessFieldPresent, error) {
 	var r, zero ReadinessFieldPresent
 	var err error
-	d181, err := schema.AsDict(v)
+	d182, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x182, err := schema.Entry(v, d181, preserves.Symbol("readiness"))
+	x183, err := schema.Entry(v, d182, preserves.Symbol("readiness"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Readiness, err = ParseReadinessProtocol(x182); err != nil {
+	if r.Readiness, err = ParseReadinessProtocol(x183); err != nil {
 		return zero, schema.AtIn(err, v, "[readiness]")
 	}
 	return r, nil
@@ -4061,15 +4085,15 @@ func (ReadinessFieldInvalid) isReadinessField() {}
 
 func parseReadinessFieldInvalid(v preserves.Value) (ReadinessFieldInvalid, error) {
 	var r, zero ReadinessFieldInvalid
-	d183, err := schema.AsDict(v)
+	d184, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x184, err := schema.Entry(v, d183, preserves.Symbol("readiness"))
+	x185, err := schema.Entry(v, d184, preserves.Symbol("readiness"))
 	if err != nil {
 		return zero, err
 	}
-	r.Readiness = x184
+	r.Readiness = x185
 	return r, nil
 }
 
@@ -4085,11 +4109,11 @@ func (ReadinessFieldAbsent) isReadinessField() {}
 
 func parseReadinessFieldAbsent(v preserves.Value) (ReadinessFieldAbsent, error) {
 	var r, zero ReadinessFieldAbsent
-	d185, err := schema.AsDict(v)
+	d186, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d185
+	_ = d186
 	return r, nil
 }
 
@@ -4163,11 +4187,11 @@ func (ReadinessProtocolFd) isReadinessProtocol() {}
 func parseReadinessProtocolFd(v preserves.Value) (ReadinessProtocolFd, error) {
 	var r, zero ReadinessProtocolFd
 	var err error
-	rec186, err := schema.AsRecordOf(v, LabelNotificationFd, 1)
+	rec187, err := schema.AsRecordOf(v, LabelNotificationFd, 1)
 	if err != nil {
 		return zero, err
 	}
-	if r.Fd, err = schema.AsInt(rec186.Fields[0]); err != nil {
+	if r.Fd, err = schema.AsInt(rec187.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
@@ -4187,11 +4211,11 @@ func (ReadinessProtocolTcp) isReadinessProtocol() {}
 func parseReadinessProtocolTcp(v preserves.Value) (ReadinessProtocolTcp, error) {
 	var r, zero ReadinessProtocolTcp
 	var err error
-	rec187, err := schema.AsRecordOf(v, LabelTcp, 1)
+	rec188, err := schema.AsRecordOf(v, LabelTcp, 1)
 	if err != nil {
 		return zero, err
 	}
-	if r.Port, err = schema.AsInt(rec187.Fields[0]); err != nil {
+	if r.Port, err = schema.AsInt(rec188.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
@@ -4212,14 +4236,14 @@ func (ReadinessProtocolTcpHost) isReadinessProtocol() {}
 func parseReadinessProtocolTcpHost(v preserves.Value) (ReadinessProtocolTcpHost, error) {
 	var r, zero ReadinessProtocolTcpHost
 	var err error
-	rec188, err := schema.AsRecordOf(v, LabelTcp, 2)
+	rec189, err := schema.AsRecordOf(v, LabelTcp, 2)
 	if err != nil {
 		return zero, err
 	}
-	if r.Host, err = schema.AsString(rec188.Fields[0]); err != nil {
+	if r.Host, err = schema.AsString(rec189.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
-	if r.Port, err = schema.AsInt(rec188.Fields[1]); err != nil {
+	if r.Port, err = schema.AsInt(rec189.Fields[1]); err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
@@ -4239,11 +4263,11 @@ func (ReadinessProtocolUnix) isReadinessProtocol() {}
 func parseReadinessProtocolUnix(v preserves.Value) (ReadinessProtocolUnix, error) {
 	var r, zero ReadinessProtocolUnix
 	var err error
-	rec189, err := schema.AsRecordOf(v, LabelUnix, 1)
+	rec190, err := schema.AsRecordOf(v, LabelUnix, 1)
 	if err != nil {
 		return zero, err
 	}
-	if r.Path, err = schema.AsString(rec189.Fields[0]); err != nil {
+	if r.Path, err = schema.AsString(rec190.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
@@ -4326,15 +4350,15 @@ func (ReadyTimeoutFieldPresent) isReadyTimeoutField() {}
 func parseReadyTimeoutFieldPresent(v preserves.Value) (ReadyTimeoutFieldPresent, error) {
 	var r, zero ReadyTimeoutFieldPresent
 	var err error
-	d190, err := schema.AsDict(v)
+	d191, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x191, err := schema.Entry(v, d190, preserves.Symbol("readyTimeout"))
+	x192, err := schema.Entry(v, d191, preserves.Symbol("readyTimeout"))
 	if err != nil {
 		return zero, err
 	}
-	if r.ReadyTimeout, err = ParseSeconds(x191); err != nil {
+	if r.ReadyTimeout, err = ParseSeconds(x192); err != nil {
 		return zero, schema.AtIn(err, v, "[readyTimeout]")
 	}
 	return r, nil
@@ -4353,15 +4377,15 @@ func (ReadyTimeoutFieldInvalid) isReadyTimeoutField() {}
 
 func parseReadyTimeoutFieldInvalid(v preserves.Value) (ReadyTimeoutFieldInvalid, error) {
 	var r, zero ReadyTimeoutFieldInvalid
-	d192, err := schema.AsDict(v)
+	d193, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x193, err := schema.Entry(v, d192, preserves.Symbol("readyTimeout"))
+	x194, err := schema.Entry(v, d193, preserves.Symbol("readyTimeout"))
 	if err != nil {
 		return zero, err
 	}
-	r.ReadyTimeout = x193
+	r.ReadyTimeout = x194
 	return r, nil
 }
 
@@ -4377,11 +4401,11 @@ func (ReadyTimeoutFieldAbsent) isReadyTimeoutField() {}
 
 func parseReadyTimeoutFieldAbsent(v preserves.Value) (ReadyTimeoutFieldAbsent, error) {
 	var r, zero ReadyTimeoutFieldAbsent
-	d194, err := schema.AsDict(v)
+	d195, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d194
+	_ = d195
 	return r, nil
 }
 
@@ -4440,15 +4464,15 @@ func (WatchdogFieldPresent) isWatchdogField() {}
 func parseWatchdogFieldPresent(v preserves.Value) (WatchdogFieldPresent, error) {
 	var r, zero WatchdogFieldPresent
 	var err error
-	d195, err := schema.AsDict(v)
+	d196, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x196, err := schema.Entry(v, d195, preserves.Symbol("watchdog"))
+	x197, err := schema.Entry(v, d196, preserves.Symbol("watchdog"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Watchdog, err = ParseSeconds(x196); err != nil {
+	if r.Watchdog, err = ParseSeconds(x197); err != nil {
 		return zero, schema.AtIn(err, v, "[watchdog]")
 	}
 	return r, nil
@@ -4467,15 +4491,15 @@ func (WatchdogFieldInvalid) isWatchdogField() {}
 
 func parseWatchdogFieldInvalid(v preserves.Value) (WatchdogFieldInvalid, error) {
 	var r, zero WatchdogFieldInvalid
-	d197, err := schema.AsDict(v)
+	d198, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x198, err := schema.Entry(v, d197, preserves.Symbol("watchdog"))
+	x199, err := schema.Entry(v, d198, preserves.Symbol("watchdog"))
 	if err != nil {
 		return zero, err
 	}
-	r.Watchdog = x198
+	r.Watchdog = x199
 	return r, nil
 }
 
@@ -4491,11 +4515,11 @@ func (WatchdogFieldAbsent) isWatchdogField() {}
 
 func parseWatchdogFieldAbsent(v preserves.Value) (WatchdogFieldAbsent, error) {
 	var r, zero WatchdogFieldAbsent
-	d199, err := schema.AsDict(v)
+	d200, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d199
+	_ = d200
 	return r, nil
 }
 
@@ -4549,11 +4573,11 @@ type TimerDriver struct {
 func ParseTimerDriver(v preserves.Value) (TimerDriver, error) {
 	var r, zero TimerDriver
 	var err error
-	rec200, err := schema.AsRecordOf(v, LabelTimerDriver, 1)
+	rec201, err := schema.AsRecordOf(v, LabelTimerDriver, 1)
 	if err != nil {
 		return zero, err
 	}
-	if r.Dataspace, err = schema.AsEmbedded(rec200.Fields[0]); err != nil {
+	if r.Dataspace, err = schema.AsEmbedded(rec201.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
@@ -4581,15 +4605,15 @@ func (UserFieldPresent) isUserField() {}
 func parseUserFieldPresent(v preserves.Value) (UserFieldPresent, error) {
 	var r, zero UserFieldPresent
 	var err error
-	d201, err := schema.AsDict(v)
+	d202, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x202, err := schema.Entry(v, d201, preserves.Symbol("user"))
+	x203, err := schema.Entry(v, d202, preserves.Symbol("user"))
 	if err != nil {
 		return zero, err
 	}
-	if r.User, err = ParsePosixId(x202); err != nil {
+	if r.User, err = ParsePosixId(x203); err != nil {
 		return zero, schema.AtIn(err, v, "[user]")
 	}
 	return r, nil
@@ -4608,15 +4632,15 @@ func (UserFieldInvalid) isUserField() {}
 
 func parseUserFieldInvalid(v preserves.Value) (UserFieldInvalid, error) {
 	var r, zero UserFieldInvalid
-	d203, err := schema.AsDict(v)
+	d204, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x204, err := schema.Entry(v, d203, preserves.Symbol("user"))
+	x205, err := schema.Entry(v, d204, preserves.Symbol("user"))
 	if err != nil {
 		return zero, err
 	}
-	r.User = x204
+	r.User = x205
 	return r, nil
 }
 
@@ -4632,11 +4656,11 @@ func (UserFieldAbsent) isUserField() {}
 
 func parseUserFieldAbsent(v preserves.Value) (UserFieldAbsent, error) {
 	var r, zero UserFieldAbsent
-	d205, err := schema.AsDict(v)
+	d206, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d205
+	_ = d206
 	return r, nil
 }
 
@@ -4695,15 +4719,15 @@ func (GroupFieldPresent) isGroupField() {}
 func parseGroupFieldPresent(v preserves.Value) (GroupFieldPresent, error) {
 	var r, zero GroupFieldPresent
 	var err error
-	d206, err := schema.AsDict(v)
+	d207, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x207, err := schema.Entry(v, d206, preserves.Symbol("group"))
+	x208, err := schema.Entry(v, d207, preserves.Symbol("group"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Group, err = ParsePosixId(x207); err != nil {
+	if r.Group, err = ParsePosixId(x208); err != nil {
 		return zero, schema.AtIn(err, v, "[group]")
 	}
 	return r, nil
@@ -4722,15 +4746,15 @@ func (GroupFieldInvalid) isGroupField() {}
 
 func parseGroupFieldInvalid(v preserves.Value) (GroupFieldInvalid, error) {
 	var r, zero GroupFieldInvalid
-	d208, err := schema.AsDict(v)
+	d209, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x209, err := schema.Entry(v, d208, preserves.Symbol("group"))
+	x210, err := schema.Entry(v, d209, preserves.Symbol("group"))
 	if err != nil {
 		return zero, err
 	}
-	r.Group = x209
+	r.Group = x210
 	return r, nil
 }
 
@@ -4746,11 +4770,11 @@ func (GroupFieldAbsent) isGroupField() {}
 
 func parseGroupFieldAbsent(v preserves.Value) (GroupFieldAbsent, error) {
 	var r, zero GroupFieldAbsent
-	d210, err := schema.AsDict(v)
+	d211, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d210
+	_ = d211
 	return r, nil
 }
 
@@ -4809,29 +4833,29 @@ func (GroupsFieldPresent) isGroupsField() {}
 func parseGroupsFieldPresent(v preserves.Value) (GroupsFieldPresent, error) {
 	var r, zero GroupsFieldPresent
 	var err error
-	d211, err := schema.AsDict(v)
+	d212, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x212, err := schema.Entry(v, d211, preserves.Symbol("groups"))
+	x213, err := schema.Entry(v, d212, preserves.Symbol("groups"))
 	if err != nil {
 		return zero, err
 	}
-	s213, err := schema.AsSeq(x212, 0)
+	s214, err := schema.AsSeq(x213, 0)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[groups]")
 	}
-	r.Groups = make([]PosixId, len(s213))
-	for i214, e215 := range s213 {
-		if r.Groups[i214], err = ParsePosixId(e215); err != nil {
-			return zero, schema.AtIn(err, v, "[groups]", schema.Index(i214))
+	r.Groups = make([]PosixId, len(s214))
+	for i215, e216 := range s214 {
+		if r.Groups[i215], err = ParsePosixId(e216); err != nil {
+			return zero, schema.AtIn(err, v, "[groups]", schema.Index(i215))
 		}
 	}
 	return r, nil
 }
 
 func (r GroupsFieldPresent) ToValue() preserves.Value {
-	return preserves.Dict(preserves.Symbol("groups"), schema.SeqValue(r.Groups, func(x216 PosixId) preserves.Value { return x216.ToValue() }))
+	return preserves.Dict(preserves.Symbol("groups"), schema.SeqValue(r.Groups, func(x217 PosixId) preserves.Value { return x217.ToValue() }))
 }
 
 // GroupsFieldInvalid is the alternative "invalid" of GroupsField.
@@ -4843,15 +4867,15 @@ func (GroupsFieldInvalid) isGroupsField() {}
 
 func parseGroupsFieldInvalid(v preserves.Value) (GroupsFieldInvalid, error) {
 	var r, zero GroupsFieldInvalid
-	d217, err := schema.AsDict(v)
+	d218, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x218, err := schema.Entry(v, d217, preserves.Symbol("groups"))
+	x219, err := schema.Entry(v, d218, preserves.Symbol("groups"))
 	if err != nil {
 		return zero, err
 	}
-	r.Groups = x218
+	r.Groups = x219
 	return r, nil
 }
 
@@ -4867,11 +4891,11 @@ func (GroupsFieldAbsent) isGroupsField() {}
 
 func parseGroupsFieldAbsent(v preserves.Value) (GroupsFieldAbsent, error) {
 	var r, zero GroupsFieldAbsent
-	d219, err := schema.AsDict(v)
+	d220, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d219
+	_ = d220
 	return r, nil
 }
 
@@ -4995,15 +5019,15 @@ func (UmaskFieldPresent) isUmaskField() {}
 func parseUmaskFieldPresent(v preserves.Value) (UmaskFieldPresent, error) {
 	var r, zero UmaskFieldPresent
 	var err error
-	d220, err := schema.AsDict(v)
+	d221, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x221, err := schema.Entry(v, d220, preserves.Symbol("umask"))
+	x222, err := schema.Entry(v, d221, preserves.Symbol("umask"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Umask, err = schema.AsString(x221); err != nil {
+	if r.Umask, err = schema.AsString(x222); err != nil {
 		return zero, schema.AtIn(err, v, "[umask]")
 	}
 	return r, nil
@@ -5022,15 +5046,15 @@ func (UmaskFieldInvalid) isUmaskField() {}
 
 func parseUmaskFieldInvalid(v preserves.Value) (UmaskFieldInvalid, error) {
 	var r, zero UmaskFieldInvalid
-	d222, err := schema.AsDict(v)
+	d223, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x223, err := schema.Entry(v, d222, preserves.Symbol("umask"))
+	x224, err := schema.Entry(v, d223, preserves.Symbol("umask"))
 	if err != nil {
 		return zero, err
 	}
-	r.Umask = x223
+	r.Umask = x224
 	return r, nil
 }
 
@@ -5046,11 +5070,11 @@ func (UmaskFieldAbsent) isUmaskField() {}
 
 func parseUmaskFieldAbsent(v preserves.Value) (UmaskFieldAbsent, error) {
 	var r, zero UmaskFieldAbsent
-	d224, err := schema.AsDict(v)
+	d225, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d224
+	_ = d225
 	return r, nil
 }
 
@@ -5109,36 +5133,36 @@ func (LimitsFieldPresent) isLimitsField() {}
 func parseLimitsFieldPresent(v preserves.Value) (LimitsFieldPresent, error) {
 	var r, zero LimitsFieldPresent
 	var err error
-	d225, err := schema.AsDict(v)
+	d226, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x226, err := schema.Entry(v, d225, preserves.Symbol("limits"))
+	x227, err := schema.Entry(v, d226, preserves.Symbol("limits"))
 	if err != nil {
 		return zero, err
 	}
-	d227, err := schema.AsDict(x226)
+	d228, err := schema.AsDict(x227)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[limits]")
 	}
-	r.Limits = make(map[preserves.Symbol]RlimitValue, d227.Len())
-	for i228, e229 := range d227.Entries() {
-		_ = i228
-		var k230 preserves.Symbol
-		var v231 RlimitValue
-		if k230, err = schema.AsSymbol(e229.Key); err != nil {
-			return zero, schema.AtIn(err, v, "[limits]", schema.Key(e229.Key))
+	r.Limits = make(map[preserves.Symbol]RlimitValue, d228.Len())
+	for i229, e230 := range d228.Entries() {
+		_ = i229
+		var k231 preserves.Symbol
+		var v232 RlimitValue
+		if k231, err = schema.AsSymbol(e230.Key); err != nil {
+			return zero, schema.AtIn(err, v, "[limits]", schema.Key(e230.Key))
 		}
-		if v231, err = ParseRlimitValue(e229.Value); err != nil {
-			return zero, schema.AtIn(err, v, "[limits]", schema.Key(e229.Key))
+		if v232, err = ParseRlimitValue(e230.Value); err != nil {
+			return zero, schema.AtIn(err, v, "[limits]", schema.Key(e230.Key))
 		}
-		r.Limits[k230] = v231
+		r.Limits[k231] = v232
 	}
 	return r, nil
 }
 
 func (r LimitsFieldPresent) ToValue() preserves.Value {
-	return preserves.Dict(preserves.Symbol("limits"), schema.MapValue(r.Limits, func(x232 preserves.Symbol) preserves.Value { return x232 }, func(x233 RlimitValue) preserves.Value { return x233.ToValue() }))
+	return preserves.Dict(preserves.Symbol("limits"), schema.MapValue(r.Limits, func(x233 preserves.Symbol) preserves.Value { return x233 }, func(x234 RlimitValue) preserves.Value { return x234.ToValue() }))
 }
 
 // LimitsFieldInvalid is the alternative "invalid" of LimitsField.
@@ -5150,15 +5174,15 @@ func (LimitsFieldInvalid) isLimitsField() {}
 
 func parseLimitsFieldInvalid(v preserves.Value) (LimitsFieldInvalid, error) {
 	var r, zero LimitsFieldInvalid
-	d234, err := schema.AsDict(v)
+	d235, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x235, err := schema.Entry(v, d234, preserves.Symbol("limits"))
+	x236, err := schema.Entry(v, d235, preserves.Symbol("limits"))
 	if err != nil {
 		return zero, err
 	}
-	r.Limits = x235
+	r.Limits = x236
 	return r, nil
 }
 
@@ -5174,11 +5198,11 @@ func (LimitsFieldAbsent) isLimitsField() {}
 
 func parseLimitsFieldAbsent(v preserves.Value) (LimitsFieldAbsent, error) {
 	var r, zero LimitsFieldAbsent
-	d236, err := schema.AsDict(v)
+	d237, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d236
+	_ = d237
 	return r, nil
 }
 
@@ -5254,14 +5278,14 @@ func (RlimitValuePair) isRlimitValue() {}
 func parseRlimitValuePair(v preserves.Value) (RlimitValuePair, error) {
 	var r, zero RlimitValuePair
 	var err error
-	s237, err := schema.AsSeq(v, 2)
+	s238, err := schema.AsSeq(v, 2)
 	if err != nil {
 		return zero, err
 	}
-	if r.Soft, err = ParseRlimitBound(s237[0]); err != nil {
+	if r.Soft, err = ParseRlimitBound(s238[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
-	if r.Hard, err = ParseRlimitBound(s237[1]); err != nil {
+	if r.Hard, err = ParseRlimitBound(s238[1]); err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
@@ -5373,34 +5397,34 @@ func (CgroupFieldPresent) isCgroupField() {}
 func parseCgroupFieldPresent(v preserves.Value) (CgroupFieldPresent, error) {
 	var r, zero CgroupFieldPresent
 	var err error
-	d238, err := schema.AsDict(v)
+	d239, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x239, err := schema.Entry(v, d238, preserves.Symbol("cgroup"))
+	x240, err := schema.Entry(v, d239, preserves.Symbol("cgroup"))
 	if err != nil {
 		return zero, err
 	}
-	d240, err := schema.AsDict(x239)
+	d241, err := schema.AsDict(x240)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[cgroup]")
 	}
-	r.Cgroup = make(map[preserves.Symbol]preserves.Value, d240.Len())
-	for i241, e242 := range d240.Entries() {
-		_ = i241
-		var k243 preserves.Symbol
-		var v244 preserves.Value
-		if k243, err = schema.AsSymbol(e242.Key); err != nil {
-			return zero, schema.AtIn(err, v, "[cgroup]", schema.Key(e242.Key))
+	r.Cgroup = make(map[preserves.Symbol]preserves.Value, d241.Len())
+	for i242, e243 := range d241.Entries() {
+		_ = i242
+		var k244 preserves.Symbol
+		var v245 preserves.Value
+		if k244, err = schema.AsSymbol(e243.Key); err != nil {
+			return zero, schema.AtIn(err, v, "[cgroup]", schema.Key(e243.Key))
 		}
-		v244 = e242.Value
-		r.Cgroup[k243] = v244
+		v245 = e243.Value
+		r.Cgroup[k244] = v245
 	}
 	return r, nil
 }
 
 func (r CgroupFieldPresent) ToValue() preserves.Value {
-	return preserves.Dict(preserves.Symbol("cgroup"), schema.MapValue(r.Cgroup, func(x245 preserves.Symbol) preserves.Value { return x245 }, func(x246 preserves.Value) preserves.Value { return x246 }))
+	return preserves.Dict(preserves.Symbol("cgroup"), schema.MapValue(r.Cgroup, func(x246 preserves.Symbol) preserves.Value { return x246 }, func(x247 preserves.Value) preserves.Value { return x247 }))
 }
 
 // CgroupFieldInvalid is the alternative "invalid" of CgroupField.
@@ -5412,15 +5436,15 @@ func (CgroupFieldInvalid) isCgroupField() {}
 
 func parseCgroupFieldInvalid(v preserves.Value) (CgroupFieldInvalid, error) {
 	var r, zero CgroupFieldInvalid
-	d247, err := schema.AsDict(v)
+	d248, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x248, err := schema.Entry(v, d247, preserves.Symbol("cgroup"))
+	x249, err := schema.Entry(v, d248, preserves.Symbol("cgroup"))
 	if err != nil {
 		return zero, err
 	}
-	r.Cgroup = x248
+	r.Cgroup = x249
 	return r, nil
 }
 
@@ -5436,11 +5460,11 @@ func (CgroupFieldAbsent) isCgroupField() {}
 
 func parseCgroupFieldAbsent(v preserves.Value) (CgroupFieldAbsent, error) {
 	var r, zero CgroupFieldAbsent
-	d249, err := schema.AsDict(v)
+	d250, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d249
+	_ = d250
 	return r, nil
 }
 
@@ -5499,15 +5523,15 @@ func (MemoryMaxFieldPresent) isMemoryMaxField() {}
 func parseMemoryMaxFieldPresent(v preserves.Value) (MemoryMaxFieldPresent, error) {
 	var r, zero MemoryMaxFieldPresent
 	var err error
-	d250, err := schema.AsDict(v)
+	d251, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x251, err := schema.Entry(v, d250, preserves.Symbol("memoryMax"))
+	x252, err := schema.Entry(v, d251, preserves.Symbol("memoryMax"))
 	if err != nil {
 		return zero, err
 	}
-	if r.MemoryMax, err = schema.AsInt(x251); err != nil {
+	if r.MemoryMax, err = schema.AsInt(x252); err != nil {
 		return zero, schema.AtIn(err, v, "[memoryMax]")
 	}
 	return r, nil
@@ -5526,15 +5550,15 @@ func (MemoryMaxFieldInvalid) isMemoryMaxField() {}
 
 func parseMemoryMaxFieldInvalid(v preserves.Value) (MemoryMaxFieldInvalid, error) {
 	var r, zero MemoryMaxFieldInvalid
-	d252, err := schema.AsDict(v)
+	d253, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x253, err := schema.Entry(v, d252, preserves.Symbol("memoryMax"))
+	x254, err := schema.Entry(v, d253, preserves.Symbol("memoryMax"))
 	if err != nil {
 		return zero, err
 	}
-	r.MemoryMax = x253
+	r.MemoryMax = x254
 	return r, nil
 }
 
@@ -5550,11 +5574,11 @@ func (MemoryMaxFieldAbsent) isMemoryMaxField() {}
 
 func parseMemoryMaxFieldAbsent(v preserves.Value) (MemoryMaxFieldAbsent, error) {
 	var r, zero MemoryMaxFieldAbsent
-	d254, err := schema.AsDict(v)
+	d255, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d254
+	_ = d255
 	return r, nil
 }
 
@@ -5613,15 +5637,15 @@ func (PidsMaxFieldPresent) isPidsMaxField() {}
 func parsePidsMaxFieldPresent(v preserves.Value) (PidsMaxFieldPresent, error) {
 	var r, zero PidsMaxFieldPresent
 	var err error
-	d255, err := schema.AsDict(v)
+	d256, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x256, err := schema.Entry(v, d255, preserves.Symbol("pidsMax"))
+	x257, err := schema.Entry(v, d256, preserves.Symbol("pidsMax"))
 	if err != nil {
 		return zero, err
 	}
-	if r.PidsMax, err = schema.AsInt(x256); err != nil {
+	if r.PidsMax, err = schema.AsInt(x257); err != nil {
 		return zero, schema.AtIn(err, v, "[pidsMax]")
 	}
 	return r, nil
@@ -5640,15 +5664,15 @@ func (PidsMaxFieldInvalid) isPidsMaxField() {}
 
 func parsePidsMaxFieldInvalid(v preserves.Value) (PidsMaxFieldInvalid, error) {
 	var r, zero PidsMaxFieldInvalid
-	d257, err := schema.AsDict(v)
+	d258, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x258, err := schema.Entry(v, d257, preserves.Symbol("pidsMax"))
+	x259, err := schema.Entry(v, d258, preserves.Symbol("pidsMax"))
 	if err != nil {
 		return zero, err
 	}
-	r.PidsMax = x258
+	r.PidsMax = x259
 	return r, nil
 }
 
@@ -5664,11 +5688,11 @@ func (PidsMaxFieldAbsent) isPidsMaxField() {}
 
 func parsePidsMaxFieldAbsent(v preserves.Value) (PidsMaxFieldAbsent, error) {
 	var r, zero PidsMaxFieldAbsent
-	d259, err := schema.AsDict(v)
+	d260, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d259
+	_ = d260
 	return r, nil
 }
 
@@ -5727,15 +5751,15 @@ func (CpuMaxFieldPresent) isCpuMaxField() {}
 func parseCpuMaxFieldPresent(v preserves.Value) (CpuMaxFieldPresent, error) {
 	var r, zero CpuMaxFieldPresent
 	var err error
-	d260, err := schema.AsDict(v)
+	d261, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x261, err := schema.Entry(v, d260, preserves.Symbol("cpuMax"))
+	x262, err := schema.Entry(v, d261, preserves.Symbol("cpuMax"))
 	if err != nil {
 		return zero, err
 	}
-	if r.CpuMax, err = ParseSeconds(x261); err != nil {
+	if r.CpuMax, err = ParseSeconds(x262); err != nil {
 		return zero, schema.AtIn(err, v, "[cpuMax]")
 	}
 	return r, nil
@@ -5754,15 +5778,15 @@ func (CpuMaxFieldInvalid) isCpuMaxField() {}
 
 func parseCpuMaxFieldInvalid(v preserves.Value) (CpuMaxFieldInvalid, error) {
 	var r, zero CpuMaxFieldInvalid
-	d262, err := schema.AsDict(v)
+	d263, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x263, err := schema.Entry(v, d262, preserves.Symbol("cpuMax"))
+	x264, err := schema.Entry(v, d263, preserves.Symbol("cpuMax"))
 	if err != nil {
 		return zero, err
 	}
-	r.CpuMax = x263
+	r.CpuMax = x264
 	return r, nil
 }
 
@@ -5778,11 +5802,11 @@ func (CpuMaxFieldAbsent) isCpuMaxField() {}
 
 func parseCpuMaxFieldAbsent(v preserves.Value) (CpuMaxFieldAbsent, error) {
 	var r, zero CpuMaxFieldAbsent
-	d264, err := schema.AsDict(v)
+	d265, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d264
+	_ = d265
 	return r, nil
 }
 
@@ -5841,15 +5865,15 @@ func (CpuWeightFieldPresent) isCpuWeightField() {}
 func parseCpuWeightFieldPresent(v preserves.Value) (CpuWeightFieldPresent, error) {
 	var r, zero CpuWeightFieldPresent
 	var err error
-	d265, err := schema.AsDict(v)
+	d266, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x266, err := schema.Entry(v, d265, preserves.Symbol("cpuWeight"))
+	x267, err := schema.Entry(v, d266, preserves.Symbol("cpuWeight"))
 	if err != nil {
 		return zero, err
 	}
-	if r.CpuWeight, err = schema.AsInt(x266); err != nil {
+	if r.CpuWeight, err = schema.AsInt(x267); err != nil {
 		return zero, schema.AtIn(err, v, "[cpuWeight]")
 	}
 	return r, nil
@@ -5868,15 +5892,15 @@ func (CpuWeightFieldInvalid) isCpuWeightField() {}
 
 func parseCpuWeightFieldInvalid(v preserves.Value) (CpuWeightFieldInvalid, error) {
 	var r, zero CpuWeightFieldInvalid
-	d267, err := schema.AsDict(v)
+	d268, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x268, err := schema.Entry(v, d267, preserves.Symbol("cpuWeight"))
+	x269, err := schema.Entry(v, d268, preserves.Symbol("cpuWeight"))
 	if err != nil {
 		return zero, err
 	}
-	r.CpuWeight = x268
+	r.CpuWeight = x269
 	return r, nil
 }
 
@@ -5892,11 +5916,11 @@ func (CpuWeightFieldAbsent) isCpuWeightField() {}
 
 func parseCpuWeightFieldAbsent(v preserves.Value) (CpuWeightFieldAbsent, error) {
 	var r, zero CpuWeightFieldAbsent
-	d269, err := schema.AsDict(v)
+	d270, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d269
+	_ = d270
 	return r, nil
 }
 
@@ -5955,15 +5979,15 @@ func (NoNewPrivilegesFieldPresent) isNoNewPrivilegesField() {}
 func parseNoNewPrivilegesFieldPresent(v preserves.Value) (NoNewPrivilegesFieldPresent, error) {
 	var r, zero NoNewPrivilegesFieldPresent
 	var err error
-	d270, err := schema.AsDict(v)
+	d271, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x271, err := schema.Entry(v, d270, preserves.Symbol("noNewPrivileges"))
+	x272, err := schema.Entry(v, d271, preserves.Symbol("noNewPrivileges"))
 	if err != nil {
 		return zero, err
 	}
-	if r.NoNewPrivileges, err = schema.AsBool(x271); err != nil {
+	if r.NoNewPrivileges, err = schema.AsBool(x272); err != nil {
 		return zero, schema.AtIn(err, v, "[noNewPrivileges]")
 	}
 	return r, nil
@@ -5982,15 +6006,15 @@ func (NoNewPrivilegesFieldInvalid) isNoNewPrivilegesField() {}
 
 func parseNoNewPrivilegesFieldInvalid(v preserves.Value) (NoNewPrivilegesFieldInvalid, error) {
 	var r, zero NoNewPrivilegesFieldInvalid
-	d272, err := schema.AsDict(v)
+	d273, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x273, err := schema.Entry(v, d272, preserves.Symbol("noNewPrivileges"))
+	x274, err := schema.Entry(v, d273, preserves.Symbol("noNewPrivileges"))
 	if err != nil {
 		return zero, err
 	}
-	r.NoNewPrivileges = x273
+	r.NoNewPrivileges = x274
 	return r, nil
 }
 
@@ -6006,11 +6030,11 @@ func (NoNewPrivilegesFieldAbsent) isNoNewPrivilegesField() {}
 
 func parseNoNewPrivilegesFieldAbsent(v preserves.Value) (NoNewPrivilegesFieldAbsent, error) {
 	var r, zero NoNewPrivilegesFieldAbsent
-	d274, err := schema.AsDict(v)
+	d275, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d274
+	_ = d275
 	return r, nil
 }
 
@@ -6069,29 +6093,29 @@ func (CapabilitiesFieldPresent) isCapabilitiesField() {}
 func parseCapabilitiesFieldPresent(v preserves.Value) (CapabilitiesFieldPresent, error) {
 	var r, zero CapabilitiesFieldPresent
 	var err error
-	d275, err := schema.AsDict(v)
+	d276, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x276, err := schema.Entry(v, d275, preserves.Symbol("capabilities"))
+	x277, err := schema.Entry(v, d276, preserves.Symbol("capabilities"))
 	if err != nil {
 		return zero, err
 	}
-	s277, err := schema.AsSeq(x276, 0)
+	s278, err := schema.AsSeq(x277, 0)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[capabilities]")
 	}
-	r.Capabilities = make([]CapabilityName, len(s277))
-	for i278, e279 := range s277 {
-		if r.Capabilities[i278], err = ParseCapabilityName(e279); err != nil {
-			return zero, schema.AtIn(err, v, "[capabilities]", schema.Index(i278))
+	r.Capabilities = make([]CapabilityName, len(s278))
+	for i279, e280 := range s278 {
+		if r.Capabilities[i279], err = ParseCapabilityName(e280); err != nil {
+			return zero, schema.AtIn(err, v, "[capabilities]", schema.Index(i279))
 		}
 	}
 	return r, nil
 }
 
 func (r CapabilitiesFieldPresent) ToValue() preserves.Value {
-	return preserves.Dict(preserves.Symbol("capabilities"), schema.SeqValue(r.Capabilities, func(x280 CapabilityName) preserves.Value { return x280.ToValue() }))
+	return preserves.Dict(preserves.Symbol("capabilities"), schema.SeqValue(r.Capabilities, func(x281 CapabilityName) preserves.Value { return x281.ToValue() }))
 }
 
 // CapabilitiesFieldInvalid is the alternative "invalid" of CapabilitiesField.
@@ -6103,15 +6127,15 @@ func (CapabilitiesFieldInvalid) isCapabilitiesField() {}
 
 func parseCapabilitiesFieldInvalid(v preserves.Value) (CapabilitiesFieldInvalid, error) {
 	var r, zero CapabilitiesFieldInvalid
-	d281, err := schema.AsDict(v)
+	d282, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x282, err := schema.Entry(v, d281, preserves.Symbol("capabilities"))
+	x283, err := schema.Entry(v, d282, preserves.Symbol("capabilities"))
 	if err != nil {
 		return zero, err
 	}
-	r.Capabilities = x282
+	r.Capabilities = x283
 	return r, nil
 }
 
@@ -6127,11 +6151,11 @@ func (CapabilitiesFieldAbsent) isCapabilitiesField() {}
 
 func parseCapabilitiesFieldAbsent(v preserves.Value) (CapabilitiesFieldAbsent, error) {
 	var r, zero CapabilitiesFieldAbsent
-	d283, err := schema.AsDict(v)
+	d284, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d283
+	_ = d284
 	return r, nil
 }
 
@@ -6256,15 +6280,15 @@ func (EnvFileFieldPresent) isEnvFileField() {}
 func parseEnvFileFieldPresent(v preserves.Value) (EnvFileFieldPresent, error) {
 	var r, zero EnvFileFieldPresent
 	var err error
-	d284, err := schema.AsDict(v)
+	d285, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x285, err := schema.Entry(v, d284, preserves.Symbol("envFile"))
+	x286, err := schema.Entry(v, d285, preserves.Symbol("envFile"))
 	if err != nil {
 		return zero, err
 	}
-	if r.EnvFile, err = ParseEnvFiles(x285); err != nil {
+	if r.EnvFile, err = ParseEnvFiles(x286); err != nil {
 		return zero, schema.AtIn(err, v, "[envFile]")
 	}
 	return r, nil
@@ -6283,15 +6307,15 @@ func (EnvFileFieldInvalid) isEnvFileField() {}
 
 func parseEnvFileFieldInvalid(v preserves.Value) (EnvFileFieldInvalid, error) {
 	var r, zero EnvFileFieldInvalid
-	d286, err := schema.AsDict(v)
+	d287, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x287, err := schema.Entry(v, d286, preserves.Symbol("envFile"))
+	x288, err := schema.Entry(v, d287, preserves.Symbol("envFile"))
 	if err != nil {
 		return zero, err
 	}
-	r.EnvFile = x287
+	r.EnvFile = x288
 	return r, nil
 }
 
@@ -6307,11 +6331,11 @@ func (EnvFileFieldAbsent) isEnvFileField() {}
 
 func parseEnvFileFieldAbsent(v preserves.Value) (EnvFileFieldAbsent, error) {
 	var r, zero EnvFileFieldAbsent
-	d288, err := schema.AsDict(v)
+	d289, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d288
+	_ = d289
 	return r, nil
 }
 
@@ -6384,21 +6408,21 @@ func (EnvFilesMany) isEnvFiles() {}
 func parseEnvFilesMany(v preserves.Value) (EnvFilesMany, error) {
 	var r, zero EnvFilesMany
 	var err error
-	s289, err := schema.AsSeq(v, 0)
+	s290, err := schema.AsSeq(v, 0)
 	if err != nil {
 		return zero, err
 	}
-	r.Value = make([]string, len(s289))
-	for i290, e291 := range s289 {
-		if r.Value[i290], err = schema.AsString(e291); err != nil {
-			return zero, schema.AtIn(err, v, schema.Index(i290))
+	r.Value = make([]string, len(s290))
+	for i291, e292 := range s290 {
+		if r.Value[i291], err = schema.AsString(e292); err != nil {
+			return zero, schema.AtIn(err, v, schema.Index(i291))
 		}
 	}
 	return r, nil
 }
 
 func (r EnvFilesMany) ToValue() preserves.Value {
-	return schema.SeqValue(r.Value, func(x292 string) preserves.Value { return preserves.String(x292) })
+	return schema.SeqValue(r.Value, func(x293 string) preserves.Value { return preserves.String(x293) })
 }
 
 // ParseEnvFiles tries the alternatives of EnvFiles in order; the first that matches wins.
@@ -6446,15 +6470,15 @@ func (ScheduleFieldPresent) isScheduleField() {}
 func parseScheduleFieldPresent(v preserves.Value) (ScheduleFieldPresent, error) {
 	var r, zero ScheduleFieldPresent
 	var err error
-	d293, err := schema.AsDict(v)
+	d294, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x294, err := schema.Entry(v, d293, preserves.Symbol("schedule"))
+	x295, err := schema.Entry(v, d294, preserves.Symbol("schedule"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Schedule, err = schema.AsString(x294); err != nil {
+	if r.Schedule, err = schema.AsString(x295); err != nil {
 		return zero, schema.AtIn(err, v, "[schedule]")
 	}
 	return r, nil
@@ -6473,15 +6497,15 @@ func (ScheduleFieldInvalid) isScheduleField() {}
 
 func parseScheduleFieldInvalid(v preserves.Value) (ScheduleFieldInvalid, error) {
 	var r, zero ScheduleFieldInvalid
-	d295, err := schema.AsDict(v)
+	d296, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x296, err := schema.Entry(v, d295, preserves.Symbol("schedule"))
+	x297, err := schema.Entry(v, d296, preserves.Symbol("schedule"))
 	if err != nil {
 		return zero, err
 	}
-	r.Schedule = x296
+	r.Schedule = x297
 	return r, nil
 }
 
@@ -6497,11 +6521,11 @@ func (ScheduleFieldAbsent) isScheduleField() {}
 
 func parseScheduleFieldAbsent(v preserves.Value) (ScheduleFieldAbsent, error) {
 	var r, zero ScheduleFieldAbsent
-	d297, err := schema.AsDict(v)
+	d298, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d297
+	_ = d298
 	return r, nil
 }
 
@@ -6560,15 +6584,15 @@ func (CatchUpFieldPresent) isCatchUpField() {}
 func parseCatchUpFieldPresent(v preserves.Value) (CatchUpFieldPresent, error) {
 	var r, zero CatchUpFieldPresent
 	var err error
-	d298, err := schema.AsDict(v)
+	d299, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x299, err := schema.Entry(v, d298, preserves.Symbol("catchUp"))
+	x300, err := schema.Entry(v, d299, preserves.Symbol("catchUp"))
 	if err != nil {
 		return zero, err
 	}
-	if r.CatchUp, err = schema.AsBool(x299); err != nil {
+	if r.CatchUp, err = schema.AsBool(x300); err != nil {
 		return zero, schema.AtIn(err, v, "[catchUp]")
 	}
 	return r, nil
@@ -6587,15 +6611,15 @@ func (CatchUpFieldInvalid) isCatchUpField() {}
 
 func parseCatchUpFieldInvalid(v preserves.Value) (CatchUpFieldInvalid, error) {
 	var r, zero CatchUpFieldInvalid
-	d300, err := schema.AsDict(v)
+	d301, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x301, err := schema.Entry(v, d300, preserves.Symbol("catchUp"))
+	x302, err := schema.Entry(v, d301, preserves.Symbol("catchUp"))
 	if err != nil {
 		return zero, err
 	}
-	r.CatchUp = x301
+	r.CatchUp = x302
 	return r, nil
 }
 
@@ -6611,11 +6635,11 @@ func (CatchUpFieldAbsent) isCatchUpField() {}
 
 func parseCatchUpFieldAbsent(v preserves.Value) (CatchUpFieldAbsent, error) {
 	var r, zero CatchUpFieldAbsent
-	d302, err := schema.AsDict(v)
+	d303, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d302
+	_ = d303
 	return r, nil
 }
 
@@ -6675,27 +6699,27 @@ func (ListenFieldPresent) isListenField() {}
 
 func parseListenFieldPresent(v preserves.Value) (ListenFieldPresent, error) {
 	var r, zero ListenFieldPresent
-	d303, err := schema.AsDict(v)
+	d304, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x304, err := schema.Entry(v, d303, preserves.Symbol("listen"))
+	x305, err := schema.Entry(v, d304, preserves.Symbol("listen"))
 	if err != nil {
 		return zero, err
 	}
-	s305, err := schema.AsSeq(x304, 0)
+	s306, err := schema.AsSeq(x305, 0)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[listen]")
 	}
-	r.Listen = make([]preserves.Value, len(s305))
-	for i306, e307 := range s305 {
-		r.Listen[i306] = e307
+	r.Listen = make([]preserves.Value, len(s306))
+	for i307, e308 := range s306 {
+		r.Listen[i307] = e308
 	}
 	return r, nil
 }
 
 func (r ListenFieldPresent) ToValue() preserves.Value {
-	return preserves.Dict(preserves.Symbol("listen"), schema.SeqValue(r.Listen, func(x308 preserves.Value) preserves.Value { return x308 }))
+	return preserves.Dict(preserves.Symbol("listen"), schema.SeqValue(r.Listen, func(x309 preserves.Value) preserves.Value { return x309 }))
 }
 
 // ListenFieldInvalid is the alternative "invalid" of ListenField.
@@ -6707,15 +6731,15 @@ func (ListenFieldInvalid) isListenField() {}
 
 func parseListenFieldInvalid(v preserves.Value) (ListenFieldInvalid, error) {
 	var r, zero ListenFieldInvalid
-	d309, err := schema.AsDict(v)
+	d310, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x310, err := schema.Entry(v, d309, preserves.Symbol("listen"))
+	x311, err := schema.Entry(v, d310, preserves.Symbol("listen"))
 	if err != nil {
 		return zero, err
 	}
-	r.Listen = x310
+	r.Listen = x311
 	return r, nil
 }
 
@@ -6731,11 +6755,11 @@ func (ListenFieldAbsent) isListenField() {}
 
 func parseListenFieldAbsent(v preserves.Value) (ListenFieldAbsent, error) {
 	var r, zero ListenFieldAbsent
-	d311, err := schema.AsDict(v)
+	d312, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d311
+	_ = d312
 	return r, nil
 }
 
@@ -6794,15 +6818,15 @@ func (StartFieldPresent) isStartField() {}
 func parseStartFieldPresent(v preserves.Value) (StartFieldPresent, error) {
 	var r, zero StartFieldPresent
 	var err error
-	d312, err := schema.AsDict(v)
+	d313, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x313, err := schema.Entry(v, d312, preserves.Symbol("start"))
+	x314, err := schema.Entry(v, d313, preserves.Symbol("start"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Start, err = ParseStartMode(x313); err != nil {
+	if r.Start, err = ParseStartMode(x314); err != nil {
 		return zero, schema.AtIn(err, v, "[start]")
 	}
 	return r, nil
@@ -6821,15 +6845,15 @@ func (StartFieldInvalid) isStartField() {}
 
 func parseStartFieldInvalid(v preserves.Value) (StartFieldInvalid, error) {
 	var r, zero StartFieldInvalid
-	d314, err := schema.AsDict(v)
+	d315, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x315, err := schema.Entry(v, d314, preserves.Symbol("start"))
+	x316, err := schema.Entry(v, d315, preserves.Symbol("start"))
 	if err != nil {
 		return zero, err
 	}
-	r.Start = x315
+	r.Start = x316
 	return r, nil
 }
 
@@ -6845,11 +6869,11 @@ func (StartFieldAbsent) isStartField() {}
 
 func parseStartFieldAbsent(v preserves.Value) (StartFieldAbsent, error) {
 	var r, zero StartFieldAbsent
-	d316, err := schema.AsDict(v)
+	d317, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d316
+	_ = d317
 	return r, nil
 }
 

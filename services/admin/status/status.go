@@ -41,6 +41,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/externalservices"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/syndicatego"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
@@ -140,6 +141,10 @@ type Model struct {
 	// connections (connections.go): KIND SUBJECT → text of info → count
 	conns        map[string]map[string]int
 	connSubjects map[string][2]preserves.Value
+	// all shows declared daemons that nothing requires (--all), from
+	// declared: <daemon ID> → count of <daemon ID SPEC>.
+	all      bool
+	declared map[string]int
 }
 
 // NewModel returns an empty model showing the services filter matches
@@ -150,8 +155,13 @@ func NewModel(filter pattern.Pattern) *Model {
 		outputs: map[string]preserves.Value{}, texts: map[string]map[string]int{}, dropped: map[string]int64{}, dropReasons: map[string]string{},
 		conns: map[string]map[string]int{}, connSubjects: map[string][2]preserves.Value{}}
 	m.Locker = &m.mu
+	m.declared = map[string]int{}
 	return m
 }
+
+// ShowAll makes Snapshot list also the daemons declared but not required
+// (`status --all`), as inactive. Call it before Subscribe.
+func (m *Model) ShowAll() { m.all = true }
 
 // HasOutput reports whether the output of service name has arrived.
 func (m *Model) HasOutput(name preserves.Value) bool {
@@ -176,6 +186,11 @@ func (m *Model) Subscribe(t *dataspace.Turn, cfg *dataspace.Ref, changed func(t 
 	}
 	watch(syndicatego.LabelProcessStatus, func(k string, v preserves.Value, d int) { services.Count2(m.procs, k, m.Text(v), d) })
 	watch(services.LabelServiceInfo, func(k string, v preserves.Value, d int) { services.Count2(m.infos, k, m.Text(v), d) })
+	if m.all {
+		m.Watch(t, cfg, externalservices.LabelDaemon, 2, func(c []preserves.Value, d int) {
+			services.Count(m.declared, m.Key(preserves.Rec("daemon", preserves.Strip(c[0]))), d)
+		})
+	}
 	watch(syndicatego.LabelStatusText, func(k string, v preserves.Value, d int) {
 		if text, ok := v.(preserves.String); ok {
 			services.Count2(m.texts, k, string(text), d)
@@ -199,6 +214,10 @@ func (m *Model) Subscribe(t *dataspace.Turn, cfg *dataspace.Ref, changed func(t 
 	})
 }
 
+// PhaseInactive is the phase `status --all` gives a declared daemon that
+// nothing requires.
+const PhaseInactive = "inactive"
+
 // stateOrder puts the framework's states first, in lifecycle order.
 var stateOrder = map[string]int{"started": 0, "ready": 1, "failed": 2, "complete": 3}
 
@@ -207,7 +226,7 @@ func (m *Model) Snapshot() []Service {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	keys := map[string]bool{}
-	for _, mp := range []map[string]int{m.Required, m.Running} {
+	for _, mp := range []map[string]int{m.Required, m.Running, m.declared} {
 		for k := range mp {
 			keys[k] = true
 		}
@@ -233,6 +252,9 @@ func (m *Model) Snapshot() []Service {
 		}
 		slices.SortFunc(s.Processes, func(a, b Process) int { return int(a.PID - b.PID) })
 		m.addInfo(&s, k)
+		if !s.Required && !s.Running && len(s.States) == 0 && s.Phase == "" && m.declared[k] > 0 {
+			s.Phase = PhaseInactive
+		}
 		s.StatusText = slices.Sorted(maps.Keys(m.texts[k]))
 		s.LogDropped, s.LogDropReason = m.dropped[k], m.dropReasons[k]
 		out = append(out, s)
