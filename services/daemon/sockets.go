@@ -213,7 +213,7 @@ func (r *specRun) runWithSockets(ctx context.Context) error {
 	if !r.spec.OnDemand {
 		waiting = "listening"
 	}
-	r.fr.Activate(func(t *dataspace.Turn) error {
+	r.fr.ActivateNow(func(t *dataspace.Turn) error {
 		r.sockets = b.describe(waiting)
 		if r.spec.OnDemand {
 			r.becameReady(t) // connections wait in the backlog
@@ -227,7 +227,7 @@ func (r *specRun) runWithSockets(ctx context.Context) error {
 		ev.Gate = b.waitConnection
 		started := ev.Started
 		ev.Started = func(pid int) {
-			r.fr.Activate(func(t *dataspace.Turn) error {
+			r.fr.ActivateNow(func(t *dataspace.Turn) error {
 				r.sockets = b.describe("listening, started")
 				return nil
 			})
