@@ -8,10 +8,11 @@
 // [Open] finds the server's own cgroup in every hierarchy it needs
 // (/proc/self/mountinfo and /proc/self/cgroup) and makes one instance
 // directory under it, `syndicate.PID`, so that several servers sharing a
-// cgroup (the end-to-end tests run many) never meet. Each daemon gets
-// `daemon-NAME` below it ([Manager.New]); NAME is the daemon's name with
+// cgroup (the end-to-end tests run many) never meet. Each run of a daemon
+// gets `daemon-NAME+N` below it ([Manager.New]); NAME is the daemon's name with
 // every byte outside [A-Za-z0-9_.@-] written %XX, so that no daemon name
-// can be a cgroup interface file or climb out of the directory.
+// can be a cgroup interface file or climb out of the directory. Open
+// removes the empty directories of servers that died without closing.
 //
 // # cgroup v2 and v1
 //
