@@ -47,7 +47,7 @@ func TestE2EOrderedShutdown(t *testing.T) {
 	require.Equal(t, "web\napp\ndb\n", string(order), "dependents stop first")
 	logs := r.stderr.String()
 	for _, name := range []string{"web", "app", "db"} {
-		require.Regexp(t, `"service":"<daemon `+name+`>".*"took":[0-9.]+,"sigkill":false.*"message":"process stopped"`, logs)
+		require.Regexp(t, `"service":"<daemon `+name+`>".*"took":"[0-9.]+(ms|s|µs)","sigkill":false.*"message":"process stopped"`, logs)
 	}
 	require.Contains(t, logs, `"waitedForDependents"`)
 }
