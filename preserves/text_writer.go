@@ -583,9 +583,13 @@ func textAppendQuoted(buf []byte, s string, quote byte) []byte {
 		c := s[i]
 		if c >= utf8.RuneSelf {
 			r, n := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && n == 1 {
+			switch {
+			case r == utf8.RuneError && n == 1:
 				buf = append(buf, `\uFFFD`...)
-			} else {
+			case terminalEscaped(r): // terminal.go
+				const hex = "0123456789abcdef"
+				buf = append(buf, '\\', 'u', hex[r>>12&15], hex[r>>8&15], hex[r>>4&15], hex[r&15])
+			default:
 				buf = append(buf, s[i:i+n]...)
 			}
 			i += n

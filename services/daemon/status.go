@@ -120,7 +120,9 @@ func ServiceOutput(name preserves.Value, lines []Line) preserves.Value {
 	out := syndicatego.ServiceOutput{ServiceName: name, Lines: make([]syndicatego.OutputLine, len(lines))}
 	for i, l := range lines {
 		out.Lines[i] = syndicatego.OutputLine{At: services.StatusTime(l.Time), Stream: preserves.Symbol(l.Stream.String()),
-			Line: strings.TrimSuffix(string(l.Text), "\n")}
+			// Invalid UTF-8 becomes U+FFFD: a String holds only UTF-8, and
+			// a bad one broke the admin connection (issue 22).
+			Line: strings.ToValidUTF8(strings.TrimSuffix(string(l.Text), "\n"), "\uFFFD")}
 	}
 	return out.ToValue()
 }

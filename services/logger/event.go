@@ -183,13 +183,8 @@ func plainLine(v preserves.Value) (string, bool) {
 		return preserves.FormatText(v), false
 	}
 	line := strings.TrimSuffix(string(s), "\n")
-	if !utf8.ValidString(line) {
-		return preserves.FormatText(s), false
-	}
-	for i := 0; i < len(line); i++ {
-		if c := line[i]; (c < 0x20 && c != '\t') || c == 0x7f {
-			return preserves.FormatText(preserves.String(line)), false
-		}
+	if !preserves.TerminalSafe(line) { // the one rule: preserves/terminal.go
+		return preserves.FormatText(preserves.String(line)), false
 	}
 	return line, true
 }

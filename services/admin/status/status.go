@@ -635,7 +635,7 @@ func WriteDetail(w io.Writer, s Service, now time.Time) {
 	if len(s.Output) > 0 {
 		fmt.Fprintf(w, "  last %d output lines:\n", len(s.Output))
 		for _, l := range s.Output {
-			fmt.Fprintf(w, "    %s %s %s\n", l.At.Local().Format("15:04:05.000"), l.Stream, l.Line)
+			fmt.Fprintf(w, "    %s %s %s\n", l.At.Local().Format("15:04:05.000"), preserves.TerminalText(l.Stream), preserves.TerminalText(l.Line))
 		}
 	}
 }
