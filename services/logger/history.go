@@ -128,10 +128,9 @@ func (l *logger) recent(service preserves.Value, n int) []Event {
 	for _, s := range l.svcs {
 		all = s.ring.last(all, n)
 	}
+	// The last n of every service (issue 26), interleaved in the order
+	// they arrived: one chatty service no longer hides the others.
 	sort.Slice(all, func(i, j int) bool { return all[i].Seq < all[j].Seq })
-	if len(all) > n {
-		all = all[len(all)-n:]
-	}
 	return all
 }
 

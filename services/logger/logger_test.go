@@ -249,10 +249,11 @@ func TestTailHistoryAndFollow(t *testing.T) {
 	require.Equal(t, []string{"w2", "w3", "w4", "caught-up"}, s.texts())
 	stop()
 
-	// All services, last 3 in order of arrival.
-	s, stop = h.tail(preserves.Bool(false), 3, false)
-	testutil.WaitFor(t, "all", func() bool { return len(s.texts()) == 4 })
-	require.Equal(t, []string{"w3", "w4", "d2", "caught-up"}, s.texts())
+	// All services: the last 2 of every service, in order of arrival
+	// (issue 26: the chatty web does not hide db).
+	s, stop = h.tail(preserves.Bool(false), 2, false)
+	testutil.WaitFor(t, "all", func() bool { return len(s.texts()) == 5 })
+	require.Equal(t, []string{"d1", "w3", "w4", "d2", "caught-up"}, s.texts())
 	stop()
 
 	// Follow: history, then new lines of that service only.
