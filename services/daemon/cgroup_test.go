@@ -31,7 +31,7 @@ func readPid(t *testing.T, file string) int {
 // The test: a grandchild that called setsid dies with its daemon
 // (here stopped by the operator), since it stays in the daemon's cgroup.
 func TestStopKillsSetsidGrandchild(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	m := cgrouptest.Open(t, "v2")
 	h, _ := bootDaemons(t, Options{Cgroups: m})
 	file := filepath.Join(t.TempDir(), "grandchild")
@@ -52,7 +52,7 @@ func TestStopKillsSetsidGrandchild(t *testing.T) {
 // <signal-service NAME SIGNAL> reaches every process of the daemon, the
 // one that left its process group included.
 func TestSignalServiceReachesTheCgroup(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	m := cgrouptest.Open(t, "v2")
 	h, _ := bootDaemons(t, Options{Cgroups: m})
 	dir := t.TempDir()
