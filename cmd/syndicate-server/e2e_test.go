@@ -67,8 +67,9 @@ type running struct {
 	err    error
 }
 
-// start runs the server; the test's cleanup kills it (and its process group)
-// if the test did not stop it.
+// start runs the server; if the test did not stop it, the test's cleanup
+// stops it with SIGTERM (so that it stops its daemons), then kills its
+// process group.
 func start(t testing.TB, args ...string) *running { return startWrapped(t, nil, args...) }
 
 // startWrapped is start with the server run by a wrapper command (wrapper
@@ -98,6 +99,16 @@ func startWrapped(t testing.TB, wrapper []string, args ...string) *running {
 		select {
 		case <-r.done:
 		default:
+			if wrapper == nil {
+				// A clean stop first: the server's daemons run in
+				// cgroups and process groups of their own, which a kill
+				// of the server's group does not reach.
+				syscall.Kill(r.cmd.Process.Pid, syscall.SIGTERM)
+				select {
+				case <-r.done:
+				case <-time.After(15 * time.Second):
+				}
+			}
 			syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
 			<-r.done
 		}
