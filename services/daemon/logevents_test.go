@@ -48,10 +48,15 @@ func TestLifecycleEventsInLogStream(t *testing.T) {
 	}
 	h.send(h.env.Config, services.RestartService(dname("d")))
 	h.waitEvent("d", "restart requested")
-	h.assert(preserves.Rec("daemon", preserves.Symbol("d"), pv(t, `"exec sleep 100"`)))
+	respec := h.assert(preserves.Rec("daemon", preserves.Symbol("d"), pv(t, `"exec sleep 100"`)))
 	unspec[0]()
 	h.waitEvent("d", "spec changed: ")
 	h.waitEvent("d", "spec withdrawn: ")
+	// Whether the old spec's process still ran when its spec went depends
+	// on timing; the new one runs until stopped, so withdrawing it is sure
+	// to stop a process.
+	h.waitEvent("d", `spawned ["sh" "-c" "exec sleep 100"]`)
+	respec()
 	h.waitEvent("d", "stopped: ")
 	for _, l := range h.output("d") {
 		if strings.Contains(string(l.line.(preserves.String)), "spawned") {
