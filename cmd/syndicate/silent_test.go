@@ -3,10 +3,11 @@ package main
 import (
 	"net"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/syndicate-go/syndicate/preserves/testutil"
 )
 
 // silentServer listens on a Unix socket, accepts connections and never
@@ -15,30 +16,7 @@ func silentServer(t *testing.T) string {
 	path := filepath.Join(t.TempDir(), "admin.sock")
 	ln, err := net.Listen("unix", path)
 	require.NoError(t, err)
-	var mu sync.Mutex
-	var conns []net.Conn
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
+	t.Cleanup(testutil.Accept(ln, nil))
 	return path
 }
 

@@ -146,31 +146,9 @@ func startServerOn(tb testing.TB, port int) stoppable {
 		return nil
 	})
 	gk := <-gkc
-	var mu sync.Mutex
-	var conns []net.Conn
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			relay.Spawn(sys, "conn", c, relay.Options{InitialRef: gk})
-		}
-	}()
-	stop := func() {
-		ln.Close()
-		<-done
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-	}
+	stop := testutil.Accept(ln, func(c net.Conn) {
+		relay.Spawn(sys, "conn", c, relay.Options{InitialRef: gk})
+	})
 	tb.Cleanup(stop)
 	return stoppable{stop: stop}
 }
