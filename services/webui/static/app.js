@@ -278,7 +278,21 @@ function serviceView(name) {
     field("reason", reason(svc));
     if (svc.pos) field("declared at", svc.pos);
   }
+  // pending is the action awaiting confirmation. It outlives the
+  // re-renders a status update causes, so a busy service cannot snatch
+  // the dialog from under the operator's pointer.
+  let pending = null;
   function renderActions() {
+    if (pending) {
+      if (actions.querySelector(".confirm")?.dataset.act === pending) return;
+      const act = pending;
+      const yes = el("button", { id: "confirm-yes", class: "danger", onclick: () => doAction(act) }, "Yes, " + act);
+      const no = el("button", { id: "confirm-no", onclick: () => { pending = null; renderActions(); } }, "Cancel");
+      const box = el("div", { class: "confirm" }, act[0].toUpperCase() + act.slice(1) + " ", el("span", { class: "name" }, name), "?", yes, no);
+      box.dataset.act = act;
+      actions.replaceChildren(box);
+      return;
+    }
     actions.replaceChildren();
     const stopped = svc && svc.phase === "stopped";
     const can = {
@@ -293,11 +307,11 @@ function serviceView(name) {
     }
   }
   function confirmAction(act) {
-    const yes = el("button", { id: "confirm-yes", class: "danger", onclick: () => doAction(act) }, "Yes, " + act);
-    const no = el("button", { id: "confirm-no", onclick: renderActions }, "Cancel");
-    actions.replaceChildren(el("div", { class: "confirm" }, act[0].toUpperCase() + act.slice(1) + " ", el("span", { class: "name" }, name), "?", yes, no));
+    pending = act;
+    renderActions();
   }
   async function doAction(act) {
+    pending = null;
     renderActions();
     note.textContent = act + "…";
     try {
