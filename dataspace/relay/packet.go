@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"github.com/syndicate-go/syndicate/dataspace/schemas/protocol"
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
@@ -62,14 +63,6 @@ type Packet struct {
 	Detail preserves.Value // ErrorPacket: detail; ExtensionPacket: the whole record
 }
 
-var (
-	symA     = preserves.Symbol("A")
-	symR     = preserves.Symbol("R")
-	symM     = preserves.Symbol("M")
-	symS     = preserves.Symbol("S")
-	symError = preserves.Symbol("error")
-)
-
 // ParsePacket interprets a decoded value as a Packet (protocol.prs). The
 // error, if any, wraps ErrProtocol.
 func ParsePacket(v preserves.Value) (Packet, error) {
@@ -86,7 +79,7 @@ func ParsePacket(v preserves.Value) (Packet, error) {
 		}
 		return Packet{Kind: TurnPacket, Events: evs}, nil
 	case *preserves.Record:
-		if preserves.Equal(x.Label, symError) && len(x.Fields) == 2 {
+		if preserves.Equal(x.Label, protocol.LabelError) && len(x.Fields) == 2 {
 			if msg, ok := preserves.Unwrap(x.Fields[0]).(preserves.String); ok {
 				return Packet{Kind: ErrorPacket, Msg: string(msg), Detail: x.Fields[1]}, nil
 			}
@@ -119,21 +112,21 @@ func parseTurnEvent(v preserves.Value) (Event, bool) {
 	}
 	ev := Event{Oid: int64(oid)}
 	switch {
-	case label == symA && len(r.Fields) == 2:
+	case label == protocol.LabelA && len(r.Fields) == 2:
 		h, ok := preserves.Unwrap(r.Fields[1]).(preserves.Int)
 		if !ok {
 			return Event{}, false
 		}
 		ev.Kind, ev.Value, ev.Handle = EvAssert, r.Fields[0], int64(h)
-	case label == symR && len(r.Fields) == 1:
+	case label == protocol.LabelR && len(r.Fields) == 1:
 		h, ok := preserves.Unwrap(r.Fields[0]).(preserves.Int)
 		if !ok {
 			return Event{}, false
 		}
 		ev.Kind, ev.Handle = EvRetract, int64(h)
-	case label == symM && len(r.Fields) == 1:
+	case label == protocol.LabelM && len(r.Fields) == 1:
 		ev.Kind, ev.Value = EvMessage, r.Fields[0]
-	case label == symS && len(r.Fields) == 1:
+	case label == protocol.LabelS && len(r.Fields) == 1:
 		if _, ok := preserves.Unwrap(r.Fields[0]).(*preserves.Embedded); !ok {
 			return Event{}, false
 		}
@@ -158,7 +151,7 @@ func (p Packet) ToValue() preserves.Value {
 		if d == nil {
 			d = preserves.Bool(false)
 		}
-		return preserves.NewRecord(symError, preserves.String(p.Msg), d)
+		return preserves.NewRecord(protocol.LabelError, preserves.String(p.Msg), d)
 	case ExtensionPacket:
 		return p.Detail
 	}
@@ -170,13 +163,13 @@ func (ev Event) ToValue() preserves.Value {
 	var e preserves.Value
 	switch ev.Kind {
 	case EvAssert:
-		e = preserves.NewRecord(symA, ev.Value, preserves.Int(ev.Handle))
+		e = preserves.NewRecord(protocol.LabelA, ev.Value, preserves.Int(ev.Handle))
 	case EvRetract:
-		e = preserves.NewRecord(symR, preserves.Int(ev.Handle))
+		e = preserves.NewRecord(protocol.LabelR, preserves.Int(ev.Handle))
 	case EvMessage:
-		e = preserves.NewRecord(symM, ev.Value)
+		e = preserves.NewRecord(protocol.LabelM, ev.Value)
 	case EvSync:
-		e = preserves.NewRecord(symS, ev.Value)
+		e = preserves.NewRecord(protocol.LabelS, ev.Value)
 	}
 	return preserves.Sequence{preserves.Int(ev.Oid), e}
 }

@@ -11,17 +11,6 @@ import (
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
-// The literal symbols of trace.prs; its record labels are traceschema.Label…
-// (and protocol.LabelError).
-var (
-	symOK             = preserves.Symbol("ok")
-	symNormal         = preserves.Symbol("normal")
-	symExplicit       = preserves.Symbol("explicit-action")
-	symInert          = preserves.Symbol("inert")
-	symParentStopping = preserves.Symbol("parent-stopping")
-	symActorStopping  = preserves.Symbol("actor-stopping")
-)
-
 // Entry renders r as a trace.prs TraceEntry:
 // `<trace TIMESTAMP ACTOR-ID ACTIVATION>`. Embedded values inside
 // assertions and messages become descriptive strings (services spec §1.6),
@@ -56,6 +45,9 @@ func actorName(name string) preserves.Value {
 
 // exitStatus is `ok` or protocol.prs `<error MESSAGE DETAIL>`; the detail
 // of a panic is the panic value's text, otherwise #f.
+// symOK is trace.prs ExitStatus `ok`.
+var symOK = traceschema.ExitStatusOk{}.ToValue()
+
 func exitStatus(status dataspace.ExitStatus, err error) preserves.Value {
 	if status != dataspace.Failed || err == nil {
 		return symOK
@@ -86,7 +78,7 @@ func cause(c dataspace.TraceCause) preserves.Value {
 	case dataspace.CauseCleanup:
 		return preserves.NewRecord(traceschema.LabelCleanup)
 	case dataspace.CauseTaskRelease:
-		return preserves.NewRecord(traceschema.LabelLinkedTaskRelease, id(c.Task), symNormal)
+		return preserves.NewRecord(traceschema.LabelLinkedTaskRelease, id(c.Task), traceschema.LinkedTaskReleaseReasonNormal.ToValue())
 	case dataspace.CauseDelay:
 		return preserves.NewRecord(traceschema.LabelDelay, id(c.Turn), preserves.NewDouble(c.Period.Seconds()))
 	case dataspace.CausePeriodic:
@@ -163,13 +155,13 @@ func action(a *dataspace.TraceAction, actor uint64) preserves.Value {
 func stopReason(r dataspace.FacetStopReason) preserves.Value {
 	switch r {
 	case dataspace.StopInert:
-		return symInert
+		return traceschema.FacetStopReasonInert.ToValue()
 	case dataspace.StopParent:
-		return symParentStopping
+		return traceschema.FacetStopReasonParentStopping.ToValue()
 	case dataspace.StopActor:
-		return symActorStopping
+		return traceschema.FacetStopReasonActorStopping.ToValue()
 	}
-	return symExplicit
+	return traceschema.FacetStopReasonExplicitAction.ToValue()
 }
 
 // Describe returns v with annotations dropped and every embedded value
