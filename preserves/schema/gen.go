@@ -541,50 +541,57 @@ func (g *gen) simple(p Pattern, src, dst, dstType string, steps []string) error 
 		g.p("if err != nil { %s }", g.fail(steps))
 		return g.elems(elem, s, 0, dst, dstType, steps)
 	case DictOf:
-		d := g.fresh("d")
-		g.p("%s, err := %s.AsDict(%s)", d, sc, src)
-		g.p("if err != nil { %s }", g.fail(steps))
-		kt, err := g.typeOf(x.Key)
-		if err != nil {
-			return err
-		}
-		vt, err := g.typeOf(x.Val)
-		if err != nil {
-			return err
-		}
-		if dst == "" {
-			dst, dstType = g.fresh("m"), "[]"+sc+".Pair["+kt+", "+vt+"]"
-			g.p("var %s %s", dst, dstType)
-			defer g.p("_ = %s", dst)
-		}
-		i, e := g.fresh("i"), g.fresh("e")
-		g.p("%s = make(%s, %s.Len())", dst, dstType, d)
-		g.p("for %s, %s := range %s.Entries() {", i, e, d)
-		ks := with(steps, sc+".Key("+e+".Key)")
-		if g.mapKey(x.Key) {
-			k, v := g.fresh("k"), g.fresh("v")
-			g.p("_ = %s", i)
-			g.p("var %s %s", k, kt)
-			g.p("var %s %s", v, vt)
-			if err := g.simple(x.Key, e+".Key", k, kt, ks); err != nil {
-				return err
-			}
-			if err := g.simple(x.Val, e+".Value", v, vt, ks); err != nil {
-				return err
-			}
-			g.p("%s[%s] = %s", dst, k, v)
-		} else {
-			if err := g.simple(x.Key, e+".Key", dst+"["+i+"].Key", kt, ks); err != nil {
-				return err
-			}
-			if err := g.simple(x.Val, e+".Value", dst+"["+i+"].Value", vt, ks); err != nil {
-				return err
-			}
-		}
-		g.p("}")
+		return g.simpleDict(x, src, dst, dstType, steps)
 	default:
 		return fmt.Errorf("%w: %T is not a simple pattern", ErrSchema, p)
 	}
+	return nil
+}
+
+// simpleDict is simple for a dictOf pattern.
+func (g *gen) simpleDict(x DictOf, src, dst, dstType string, steps []string) error {
+	sc := g.use(runtimeImport)
+	d := g.fresh("d")
+	g.p("%s, err := %s.AsDict(%s)", d, sc, src)
+	g.p("if err != nil { %s }", g.fail(steps))
+	kt, err := g.typeOf(x.Key)
+	if err != nil {
+		return err
+	}
+	vt, err := g.typeOf(x.Val)
+	if err != nil {
+		return err
+	}
+	if dst == "" {
+		dst, dstType = g.fresh("m"), "[]"+sc+".Pair["+kt+", "+vt+"]"
+		g.p("var %s %s", dst, dstType)
+		defer g.p("_ = %s", dst)
+	}
+	i, e := g.fresh("i"), g.fresh("e")
+	g.p("%s = make(%s, %s.Len())", dst, dstType, d)
+	g.p("for %s, %s := range %s.Entries() {", i, e, d)
+	ks := with(steps, sc+".Key("+e+".Key)")
+	if g.mapKey(x.Key) {
+		k, v := g.fresh("k"), g.fresh("v")
+		g.p("_ = %s", i)
+		g.p("var %s %s", k, kt)
+		g.p("var %s %s", v, vt)
+		if err := g.simple(x.Key, e+".Key", k, kt, ks); err != nil {
+			return err
+		}
+		if err := g.simple(x.Val, e+".Value", v, vt, ks); err != nil {
+			return err
+		}
+		g.p("%s[%s] = %s", dst, k, v)
+	} else {
+		if err := g.simple(x.Key, e+".Key", dst+"["+i+"].Key", kt, ks); err != nil {
+			return err
+		}
+		if err := g.simple(x.Val, e+".Value", dst+"["+i+"].Value", vt, ks); err != nil {
+			return err
+		}
+	}
+	g.p("}")
 	return nil
 }
 
@@ -1132,8 +1139,7 @@ func isEnum(d *Definition) bool {
 }
 
 func (g *gen) union(d *Definition, name string) error {
-	pv, sc := g.use(preservesImport), g.use(runtimeImport)
-	enum := isEnum(d)
+	pv := g.use(preservesImport)
 	labels := make([]string, len(d.Or))
 	for i, a := range d.Or {
 		labels[i] = strconv.Quote(a.Label)
@@ -1141,50 +1147,8 @@ func (g *gen) union(d *Definition, name string) error {
 			return err
 		}
 	}
-	if enum {
-		if len(d.Or) > math.MaxUint8 {
-			return &Error{Pos: d.Pos, Msg: "too many alternatives"}
-		}
-		g.doc(d.Doc, name+" is one of the literals of "+d.Name+".")
-		g.p("type %s uint8", name)
-		g.p("")
-		g.p("const (")
-		for i, a := range d.Or {
-			for _, l := range a.Doc {
-				for _, s := range strings.Split(l, "\n") {
-					g.p("// %s", strings.TrimRight(s, " "))
-				}
-			}
-			if i == 0 {
-				g.p("%s%s %s = iota", name, Mangle(a.Label), name)
-			} else {
-				g.p("%s%s", name, Mangle(a.Label))
-			}
-		}
-		g.p(")")
-		g.p("")
-		vals := make([]string, len(d.Or))
-		for i, a := range d.Or {
-			vals[i] = g.lit(a.Pattern.(Lit).Literal)
-		}
-		lv := lowerFirst(name) + "Values"
-		g.p("var %s = [...]%s.Value{%s}", lv, pv, strings.Join(vals, ", "))
-		g.p("")
-		g.p("// Parse%s parses v as one of the literals of %s.", name, name)
-		g.p("func Parse%s(v %s.Value) (%s, error) {", name, pv, name)
-		g.p("i, err := %s.LitIndex(v, %s[:])", sc, lv)
-		g.p("return %s(i), err", name)
-		g.p("}")
-		g.p("")
-		g.p("// ToValue returns the literal; an out-of-range %s panics.", name)
-		g.p("func (r %s) ToValue() %s.Value { return %s[r] }", name, pv, lv)
-		g.p("")
-		g.p("func (r %s) String() string {", name)
-		g.p("if int(r) < len(%s) { return %s.FormatText(%s[r]) }", lv, pv, lv)
-		g.p("return %q + %s(int(r)) + \")\"", name+"(", g.use("strconv")+".Itoa")
-		g.p("}")
-		g.p("")
-		return nil
+	if isEnum(d) {
+		return g.enum(d, name)
 	}
 	g.doc(d.Doc, name+" is one of the alternatives of "+d.Name+".")
 	g.p("type %s interface {", name)
@@ -1193,47 +1157,113 @@ func (g *gen) union(d *Definition, name string) error {
 	g.p("}")
 	g.p("")
 	for _, a := range d.Or {
-		vn := name + Mangle(a.Label)
-		g.doc(a.Doc, fmt.Sprintf("%s is the alternative %q of %s.", vn, a.Label, name))
-		var fs []field
-		var parse func() error
-		var expr func() (string, error)
-		switch {
-		case !isSimple(a.Pattern):
-			if err := g.gather(NamedPattern{Pattern: a.Pattern, Pos: a.Pos}, &fs); err != nil {
-				return err
-			}
-			g.p("type %s struct {", vn)
-			g.fieldsDecl(fs)
-			g.p("}")
-			parse = func() error { return g.compound(a.Pattern, "v", fs, nil) }
-			expr = func() (string, error) { return g.compoundExpr(a.Pattern, fs) }
-		case g.unit(a.Pattern):
-			g.p("type %s struct{}", vn)
-			parse = func() error { return g.simple(a.Pattern, "v", "", "", nil) }
-			expr = func() (string, error) { return g.expr(a.Pattern, "", "") }
-		default:
-			t, err := g.typeOf(a.Pattern)
-			if err != nil {
-				return err
-			}
-			g.p("type %s struct{ Value %s }", vn, t)
-			parse = func() error { return g.simple(a.Pattern, "v", "r.Value", t, nil) }
-			expr = func() (string, error) { return g.expr(a.Pattern, "r.Value", t) }
-		}
-		g.p("")
-		g.p("func (%s) is%s() {}", vn, name)
-		g.p("")
-		if err := g.parser("parse"+vn, vn, parse); err != nil {
+		if err := g.alternative(name, a); err != nil {
 			return err
 		}
-		e, err := expr()
+	}
+	return g.unionParse(d, name, labels)
+}
+
+// enum emits the union d whose alternatives are all literals as a
+// small integer type.
+func (g *gen) enum(d *Definition, name string) error {
+	pv, sc := g.use(preservesImport), g.use(runtimeImport)
+	if len(d.Or) > math.MaxUint8 {
+		return &Error{Pos: d.Pos, Msg: "too many alternatives"}
+	}
+	g.doc(d.Doc, name+" is one of the literals of "+d.Name+".")
+	g.p("type %s uint8", name)
+	g.p("")
+	g.p("const (")
+	for i, a := range d.Or {
+		for _, l := range a.Doc {
+			for _, s := range strings.Split(l, "\n") {
+				g.p("// %s", strings.TrimRight(s, " "))
+			}
+		}
+		if i == 0 {
+			g.p("%s%s %s = iota", name, Mangle(a.Label), name)
+		} else {
+			g.p("%s%s", name, Mangle(a.Label))
+		}
+	}
+	g.p(")")
+	g.p("")
+	vals := make([]string, len(d.Or))
+	for i, a := range d.Or {
+		vals[i] = g.lit(a.Pattern.(Lit).Literal)
+	}
+	lv := lowerFirst(name) + "Values"
+	g.p("var %s = [...]%s.Value{%s}", lv, pv, strings.Join(vals, ", "))
+	g.p("")
+	g.p("// Parse%s parses v as one of the literals of %s.", name, name)
+	g.p("func Parse%s(v %s.Value) (%s, error) {", name, pv, name)
+	g.p("i, err := %s.LitIndex(v, %s[:])", sc, lv)
+	g.p("return %s(i), err", name)
+	g.p("}")
+	g.p("")
+	g.p("// ToValue returns the literal; an out-of-range %s panics.", name)
+	g.p("func (r %s) ToValue() %s.Value { return %s[r] }", name, pv, lv)
+	g.p("")
+	g.p("func (r %s) String() string {", name)
+	g.p("if int(r) < len(%s) { return %s.FormatText(%s[r]) }", lv, pv, lv)
+	g.p("return %q + %s(int(r)) + \")\"", name+"(", g.use("strconv")+".Itoa")
+	g.p("}")
+	g.p("")
+	return nil
+}
+
+// alternative emits the type of the alternative a of the union name,
+// its parser and its ToValue.
+func (g *gen) alternative(name string, a Alternative) error {
+	pv := g.use(preservesImport)
+	vn := name + Mangle(a.Label)
+	g.doc(a.Doc, fmt.Sprintf("%s is the alternative %q of %s.", vn, a.Label, name))
+	var fs []field
+	var parse func() error
+	var expr func() (string, error)
+	switch {
+	case !isSimple(a.Pattern):
+		if err := g.gather(NamedPattern{Pattern: a.Pattern, Pos: a.Pos}, &fs); err != nil {
+			return err
+		}
+		g.p("type %s struct {", vn)
+		g.fieldsDecl(fs)
+		g.p("}")
+		parse = func() error { return g.compound(a.Pattern, "v", fs, nil) }
+		expr = func() (string, error) { return g.compoundExpr(a.Pattern, fs) }
+	case g.unit(a.Pattern):
+		g.p("type %s struct{}", vn)
+		parse = func() error { return g.simple(a.Pattern, "v", "", "", nil) }
+		expr = func() (string, error) { return g.expr(a.Pattern, "", "") }
+	default:
+		t, err := g.typeOf(a.Pattern)
 		if err != nil {
 			return err
 		}
-		g.p("func (r %s) ToValue() %s.Value { return %s }", vn, pv, e)
-		g.p("")
+		g.p("type %s struct{ Value %s }", vn, t)
+		parse = func() error { return g.simple(a.Pattern, "v", "r.Value", t, nil) }
+		expr = func() (string, error) { return g.expr(a.Pattern, "r.Value", t) }
 	}
+	g.p("")
+	g.p("func (%s) is%s() {}", vn, name)
+	g.p("")
+	if err := g.parser("parse"+vn, vn, parse); err != nil {
+		return err
+	}
+	e, err := expr()
+	if err != nil {
+		return err
+	}
+	g.p("func (r %s) ToValue() %s.Value { return %s }", vn, pv, e)
+	g.p("")
+	return nil
+}
+
+// unionParse emits the parser of the union d, which tries its
+// alternatives in order.
+func (g *gen) unionParse(d *Definition, name string, labels []string) error {
+	pv, sc := g.use(preservesImport), g.use(runtimeImport)
 	g.p("// Parse%s tries the alternatives of %s in order; the first that matches wins.", name, name)
 	g.p("func Parse%s(v %s.Value) (%s, error) {", name, pv, name)
 	g.p("var errs [%d]error", len(d.Or))
