@@ -496,13 +496,10 @@ func validHeaderValue(s string) bool {
 	return true
 }
 
-// exchange asserts `<request REQ #:RES>` to HTTPD and streams the response
-// driven by RES's messages (§7.2).
-func (h *httpHandler) exchange(w http.ResponseWriter, r *http.Request, req preserves.Value) {
-	x := &respQueue{wake: make(chan struct{}, 1)}
-	defer x.close()
-	var facet dataspace.FacetID
-	started := false
+// request asserts `<request REQ #:RES>` to HTTPD in a facet of its own,
+// whose RES posts the responder's messages to x (and respGone when the
+// facet stops). started is false when the connection actor is stopping.
+func (h *httpHandler) request(x *respQueue, req preserves.Value) (facet dataspace.FacetID, started bool) {
 	h.fr.Activate(func(t *dataspace.Turn) error {
 		facet, _ = t.Facet(func(t *dataspace.Turn) error {
 			res := t.Create(&responder{x: x, facet: t.ActiveFacet()})
@@ -516,6 +513,15 @@ func (h *httpHandler) exchange(w http.ResponseWriter, r *http.Request, req prese
 		started = true
 		return nil
 	})
+	return facet, started
+}
+
+// exchange asserts `<request REQ #:RES>` to HTTPD and streams the response
+// driven by RES's messages (§7.2).
+func (h *httpHandler) exchange(w http.ResponseWriter, r *http.Request, req preserves.Value) {
+	x := &respQueue{wake: make(chan struct{}, 1)}
+	defer x.close()
+	facet, started := h.request(x, req)
 	if !started {
 		return // the connection actor is stopping; so is the connection
 	}

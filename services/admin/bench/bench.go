@@ -209,11 +209,11 @@ type pubsubResult struct {
 
 func us(d time.Duration) float64 { return float64(d) / 1e3 }
 
-func (b *bench) pubsub(ctx context.Context) (*pubsubResult, error) {
+// subscribers starts o.Subs actors that count the run's messages into
+// received, note when the last came (lastNs, since base) and add each
+// message's latency to hist.
+func (b *bench) subscribers(ctx context.Context, base time.Time, hist *histogram, received, lastNs *atomic.Int64) error {
 	o := b.o
-	base := time.Now()
-	hist := &histogram{}
-	var received, lastNs atomic.Int64
 	for i := 0; i < o.Subs; i++ {
 		_, _, err := b.actor(ctx, fmt.Sprintf("bench-sub-%d", i), func(t *dataspace.Turn, cfg *dataspace.Ref) error {
 			p := pattern.Rec(symBench, pattern.Lit{Value: b.run}, pattern.Capture(), pattern.Discard{})
@@ -229,8 +229,34 @@ func (b *bench) pubsub(ctx context.Context) (*pubsubResult, error) {
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
+	}
+	return nil
+}
+
+// drain waits until received reaches expected; it gives up (true) when
+// the count has not moved for 5 s.
+func drain(ctx context.Context, received *atomic.Int64, expected int64) (timedOut bool) {
+	last, lastChange := received.Load(), time.Now()
+	for received.Load() < expected && ctx.Err() == nil {
+		if r := received.Load(); r != last {
+			last, lastChange = r, time.Now()
+		} else if time.Since(lastChange) > 5*time.Second {
+			return true
+		}
+		time.Sleep(5 * time.Millisecond) // polling a counter, not synchronising
+	}
+	return false
+}
+
+func (b *bench) pubsub(ctx context.Context) (*pubsubResult, error) {
+	o := b.o
+	base := time.Now()
+	hist := &histogram{}
+	var received, lastNs atomic.Int64
+	if err := b.subscribers(ctx, base, hist, &received, &lastNs); err != nil {
+		return nil, err
 	}
 	type pub struct {
 		s  *session.Session
@@ -289,17 +315,7 @@ func (b *bench) pubsub(ctx context.Context) (*pubsubResult, error) {
 		}
 	}
 	expected := sent.Load() * int64(o.Subs)
-	timedOut := false
-	last, lastChange := received.Load(), time.Now()
-	for received.Load() < expected && ctx.Err() == nil {
-		if r := received.Load(); r != last {
-			last, lastChange = r, time.Now()
-		} else if time.Since(lastChange) > 5*time.Second {
-			timedOut = true
-			break
-		}
-		time.Sleep(5 * time.Millisecond) // polling a counter, not synchronising
-	}
+	timedOut := drain(ctx, &received, expected)
 	stop()
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
