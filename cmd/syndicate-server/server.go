@@ -232,6 +232,22 @@ func runServer(o *options, stdout, stderr io.Writer) int {
 	}
 	s.start(sysOpts)
 
+	code := s.wait(sigs)
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := s.sys.Shutdown(ctx); err != nil {
+		log.Error().Err(err).Msg("shutdown did not finish in time")
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+// wait runs the server until a signal other than SIGHUP (which rescans
+// the configuration), an exit request or the end of the top-level actor,
+// and returns the exit code so far.
+func (s *server) wait(sigs <-chan os.Signal) int {
 	code := 0
 	for running := true; running; {
 		select {
@@ -242,31 +258,23 @@ func runServer(o *options, stdout, stderr io.Writer) int {
 				default:
 					continue // still starting: the initial scan is about to happen anyway
 				}
-				log.Info().Msg("SIGHUP: rescanning config directories")
+				s.log.Info().Msg("SIGHUP: rescanning config directories")
 				s.topFacet.ActivateNow(func(t *dataspace.Turn) error {
 					t.Message(s.cfg, config.RescanMessage())
 					return nil
 				})
 				continue
 			}
-			log.Info().Str("signal", sig.String()).Msg("shutting down")
+			s.log.Info().Str("signal", sig.String()).Msg("shutting down")
 			running = false
 		case code = <-s.exitCode:
 			running = false
 		case <-s.top.Done():
 			if err := s.top.Err(); err != nil {
-				log.Error().Err(err).Msg("top-level actor failed")
+				s.log.Error().Err(err).Msg("top-level actor failed")
 				code = 1
 			}
 			running = false
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	if err := s.sys.Shutdown(ctx); err != nil {
-		log.Error().Err(err).Msg("shutdown did not finish in time")
-		if code == 0 {
-			code = 1
 		}
 	}
 	return code

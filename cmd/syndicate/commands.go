@@ -37,13 +37,10 @@ func (cl *cli) commands() []command {
 		dumpAll bool
 		lg      logsOpts
 		fm      fmtOpts
-		an      analyzeOpts
-		ui      uiOpts
-		rf      refOpts
 		// killSignal is kill's -s.
 		killSignal string
 	)
-	return []command{
+	cmds := []command{
 		{use: "status [SERVICE|PATTERN]", short: "services with their states (and daemons' pids, restarts, uptime)",
 			args: maxArgs(1, "status takes at most one SERVICE or PATTERN (such as web or '<daemon _>')"),
 			flags: func(fs *pflag.FlagSet) {
@@ -102,28 +99,43 @@ func (cl *cli) commands() []command {
 		{use: "disasm FILE...", short: "the instructions a script compiles to, each with its line:col",
 			args: minArgs(1, "disasm needs FILE arguments"),
 			run:  cl.disasm},
-		{use: "analyze", short: "boot analysis: blame, critical-chain, plot (SVG), graph",
-			args: subcommand("analyze needs a subcommand: blame, critical-chain [SERVICE], plot or graph [--svg]"),
-			sub: []command{
-				{use: "blame", short: "each service's time from request to up, slowest first",
-					args:  maxArgs(0, "analyze blame takes no arguments"),
-					flags: func(fs *pflag.FlagSet) { an.allFlag(fs); fs.BoolVar(&an.json, "json", false, "print JSON") },
-					run:   func(ctx context.Context, args []string) error { return cl.analyze(ctx, "blame", an, args) }},
-				{use: "critical-chain [SERVICE]", short: "the chain of dependencies that held SERVICE (default: the last up) back",
-					args:  maxArgs(1, "analyze critical-chain takes at most one SERVICE"),
-					flags: func(fs *pflag.FlagSet) { an.allFlag(fs); fs.BoolVar(&an.json, "json", false, "print JSON") },
-					run:   func(ctx context.Context, args []string) error { return cl.analyze(ctx, "critical-chain", an, args) }, services: true},
-				{use: "plot", short: "the boot as a timeline, in SVG",
-					args:  maxArgs(0, "analyze plot takes no arguments"),
-					flags: an.allFlag,
-					run:   func(ctx context.Context, args []string) error { return cl.analyze(ctx, "plot", an, args) }},
-				{use: "graph", short: "the dependency graph, in DOT (or --svg)",
-					args: maxArgs(0, "analyze graph takes no arguments"),
-					flags: func(fs *pflag.FlagSet) {
-						fs.BoolVar(&an.svg, "svg", false, "draw the graph as SVG instead of writing DOT")
-					},
-					run: func(ctx context.Context, args []string) error { return cl.analyze(ctx, "graph", an, args) }},
-			}},
+		cl.analyzeCommand(),
+	}
+	cmds = append(cmds, cl.refCommands()...)
+	return append(cmds, cl.uiCommand(), cl.benchCommand())
+}
+
+// analyzeCommand is `analyze` with its four views.
+func (cl *cli) analyzeCommand() command {
+	var an analyzeOpts
+	return command{use: "analyze", short: "boot analysis: blame, critical-chain, plot (SVG), graph",
+		args: subcommand("analyze needs a subcommand: blame, critical-chain [SERVICE], plot or graph [--svg]"),
+		sub: []command{
+			{use: "blame", short: "each service's time from request to up, slowest first",
+				args:  maxArgs(0, "analyze blame takes no arguments"),
+				flags: func(fs *pflag.FlagSet) { an.allFlag(fs); fs.BoolVar(&an.json, "json", false, "print JSON") },
+				run:   func(ctx context.Context, args []string) error { return cl.analyze(ctx, "blame", an, args) }},
+			{use: "critical-chain [SERVICE]", short: "the chain of dependencies that held SERVICE (default: the last up) back",
+				args:  maxArgs(1, "analyze critical-chain takes at most one SERVICE"),
+				flags: func(fs *pflag.FlagSet) { an.allFlag(fs); fs.BoolVar(&an.json, "json", false, "print JSON") },
+				run:   func(ctx context.Context, args []string) error { return cl.analyze(ctx, "critical-chain", an, args) }, services: true},
+			{use: "plot", short: "the boot as a timeline, in SVG",
+				args:  maxArgs(0, "analyze plot takes no arguments"),
+				flags: an.allFlag,
+				run:   func(ctx context.Context, args []string) error { return cl.analyze(ctx, "plot", an, args) }},
+			{use: "graph", short: "the dependency graph, in DOT (or --svg)",
+				args: maxArgs(0, "analyze graph takes no arguments"),
+				flags: func(fs *pflag.FlagSet) {
+					fs.BoolVar(&an.svg, "svg", false, "draw the graph as SVG instead of writing DOT")
+				},
+				run: func(ctx context.Context, args []string) error { return cl.analyze(ctx, "graph", an, args) }},
+		}}
+}
+
+// refCommands are the commands that make sturdy refs and Noise keys.
+func (cl *cli) refCommands() []command {
+	var rf refOpts
+	return []command{
 		{use: "mint", short: "a sturdy ref for --oid signed with a key, as syndicate-macaroon mint makes it",
 			args:  maxArgs(0, "mint takes flags only: --oid VALUE (--phrase TEXT | --hex KEY) [--caveat C…]"),
 			flags: func(fs *pflag.FlagSet) { rf.oidFlags(fs); rf.keyFlags(fs); rf.caveatFlag(fs) },
@@ -144,18 +156,22 @@ func (cl *cli) commands() []command {
 				fs.StringVar(&rf.protocol, "protocol", "", "the Noise `PROTOCOL` name, if not the default")
 			},
 			run: func(ctx context.Context, args []string) error { return cl.noise(ctx, rf, args) }},
-		{use: "ui", short: "the live view in a browser: services, a service's log, the boot, the dataspace",
-			long: "ui serves a page on loopback that follows the server live, bridged to this command's connection\n" +
-				"(the server gains no listener). It prints the page's URL, which carries a random token.",
-			args: maxArgs(0, "ui takes no arguments"),
-			flags: func(fs *pflag.FlagSet) {
-				fs.StringVar(&ui.listen, "listen", "127.0.0.1:0", "serve the page on `HOST:PORT` (loopback only; port 0 picks a free one)")
-				fs.BoolVar(&ui.open, "open", false, "open the page in a browser (xdg-open)")
-				fs.BoolVar(&ui.noOpen, "no-open", false, "do not open a browser (the default)")
-			},
-			run: func(ctx context.Context, args []string) error { return cl.ui(ctx, ui) }},
-		cl.benchCommand(),
 	}
+}
+
+// uiCommand is `ui`.
+func (cl *cli) uiCommand() command {
+	var ui uiOpts
+	return command{use: "ui", short: "the live view in a browser: services, a service's log, the boot, the dataspace",
+		long: "ui serves a page on loopback that follows the server live, bridged to this command's connection\n" +
+			"(the server gains no listener). It prints the page's URL, which carries a random token.",
+		args: maxArgs(0, "ui takes no arguments"),
+		flags: func(fs *pflag.FlagSet) {
+			fs.StringVar(&ui.listen, "listen", "127.0.0.1:0", "serve the page on `HOST:PORT` (loopback only; port 0 picks a free one)")
+			fs.BoolVar(&ui.open, "open", false, "open the page in a browser (xdg-open)")
+			fs.BoolVar(&ui.noOpen, "no-open", false, "do not open a browser (the default)")
+		},
+		run: func(ctx context.Context, args []string) error { return cl.ui(ctx, ui) }}
 }
 
 // benchCommand is `bench` with its three workloads.
