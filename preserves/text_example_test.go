@@ -61,5 +61,5 @@ func ExampleError() {
 	_, err := preserves.ParseTextOptions([]byte("[1 2\n 3 }"), preserves.TextOptions{File: "bad.pr"})
 	fmt.Println(err)
 	// Output:
-	// bad.pr:2:4: unexpected '}'
+	// bad.pr:2:4: unexpected '}', in the sequence opened at bad.pr:1:1
 }

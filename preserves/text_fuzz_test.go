@@ -101,6 +101,9 @@ func checkErrClass(t *testing.T, err error) {
 	if !errors.As(err, &pe) || !pe.Pos.IsValid() {
 		t.Fatalf("error %v (%T) is not a positioned *preserves.Error", err, err)
 	}
+	if pe.Open.IsValid() && (pe.Open.Offset >= pe.Pos.Offset || pe.OpenWhat == "") {
+		t.Fatalf("error %v: the compound named opens at %v, not before %v", err, pe.Open, pe.Pos)
+	}
 	n := 0
 	for _, c := range []error{preserves.ErrSyntax, preserves.ErrUnexpectedEOF, preserves.ErrEmpty, preserves.ErrLimit} {
 		if errors.Is(err, c) {

@@ -85,10 +85,11 @@ type TextReader struct {
 	maxDepth int
 	depth    int
 
-	stack   []Value   // children of the compounds being read
-	offs    []int     // source offsets of set elements / dictionary keys
-	scratch []byte    // decoded bodies of escaped strings and byte strings
-	syms    []textSym // direct-mapped symbol cache; see symbol
+	stack   []Value    // children of the compounds being read
+	opens   []textOpen // the compounds being read, outermost first
+	offs    []int      // source offsets of set elements / dictionary keys
+	scratch []byte     // decoded bodies of escaped strings and byte strings
+	syms    []textSym  // direct-mapped symbol cache; see symbol
 
 	// Positions mode carves its objects from chunks (see textSlab).
 	annSlab  textSlab[Annotated]
@@ -99,6 +100,16 @@ type TextReader struct {
 
 	trk textPosTrack // last computed position
 	chk textPosTrack // position of buf[0]: restart point for earlier offsets
+}
+
+// textOpen is a compound being read: the buffer index of its opening
+// delimiter, and what it is. A premature end of input, or an item that
+// cannot start a value, is reported with the innermost one, so that an
+// unclosed `<` is found where it was written, not only where the reader
+// noticed.
+type textOpen struct {
+	at   int
+	what string
 }
 
 // textPosTrack is a computed (offset → line, column) correspondence.
@@ -214,6 +225,7 @@ func (r *TextReader) Next() (v Value, err error) {
 		return nil, io.EOF
 	}
 	r.depth = 0
+	r.opens = r.opens[:0]
 	return r.readValue(), nil
 }
 
@@ -306,6 +318,16 @@ func (r *TextReader) need(i int, what string) byte {
 	return c
 }
 
+// needIn is need between the items of a compound: premature EOF also
+// names where the innermost compound was opened.
+func (r *TextReader) needIn(i int, what string) byte {
+	c, ok := r.byteAt(i)
+	if !ok {
+		r.failEOFInside(i, "unexpected end of input in %s", what)
+	}
+	return c
+}
+
 // --- positions and errors ---
 
 // advance moves t forward to absolute offset off.
@@ -365,10 +387,37 @@ func (r *TextReader) fail(i int, format string, args ...any) {
 	panic(r.newError(i, ErrSyntax, format, args...))
 }
 
-// failEOF reports premature end of input at buffer index i.
+// failEOF reports premature end of input at buffer index i, inside an
+// atom (whose start the message names).
 func (r *TextReader) failEOF(i int, format string, args ...any) {
 	panic(r.newError(i, ErrUnexpectedEOF, format, args...))
 }
+
+// failEOFInside reports premature end of input at buffer index i between
+// values, and where the innermost compound still open was opened.
+func (r *TextReader) failEOFInside(i int, format string, args ...any) {
+	panic(r.withOpen(r.newError(i, ErrUnexpectedEOF, format, args...)))
+}
+
+// failInside reports a syntax error at buffer index i, and where the
+// innermost compound still open was opened: an item that cannot start a
+// value is most often the sign of a compound left unclosed above it.
+func (r *TextReader) failInside(i int, format string, args ...any) {
+	panic(r.withOpen(r.newError(i, ErrSyntax, format, args...)))
+}
+
+func (r *TextReader) withOpen(e *Error) *Error {
+	if n := len(r.opens); n > 0 {
+		o := r.opens[n-1]
+		e.Open, e.OpenWhat = r.posAt(o.at), o.what
+	}
+	return e
+}
+
+// open notes that the compound `what` opens at buffer index i; close
+// drops the innermost.
+func (r *TextReader) open(i int, what string) { r.opens = append(r.opens, textOpen{i, what}) }
+func (r *TextReader) close()                  { r.opens = r.opens[:len(r.opens)-1] }
 
 func textQuoteByte(c byte) string {
 	if c < utf8.RuneSelf {
@@ -469,7 +518,7 @@ func (r *TextReader) readValue() Value {
 	for {
 		r.skipWS()
 		if !r.more() {
-			r.failEOF(r.pos, "unexpected end of input: expected a value")
+			r.failEOFInside(r.pos, "unexpected end of input: expected a value")
 		}
 		c := r.buf[r.pos]
 		if c == '@' {
@@ -575,7 +624,7 @@ func (r *TextReader) readComment() Value {
 	i := textStart
 	for {
 		if i >= len(r.buf) && !r.fill() {
-			r.failEOF(i, "unexpected end of input in comment: a comment must be followed by a value")
+			r.failEOFInside(i, "unexpected end of input in comment: a comment must be followed by a value")
 		}
 		j := bytes.IndexAny(r.buf[i:], "\r\n")
 		if j >= 0 {
@@ -605,7 +654,7 @@ func (r *TextReader) readItem(c byte) Value {
 		return r.readRecord()
 	case '[':
 		r.pos++
-		return Sequence(r.readItems(']', "sequence"))
+		return Sequence(r.readItems(r.pos-1, ']', "sequence"))
 	case '{':
 		return r.readDict()
 	case '"':
@@ -622,7 +671,7 @@ func (r *TextReader) readItem(c byte) Value {
 	if textBareASCII[c] || c >= utf8.RuneSelf {
 		return r.readBare()
 	}
-	r.fail(r.pos, "unexpected %s", textQuoteByte(c))
+	r.failInside(r.pos, "unexpected %s", textQuoteByte(c))
 	return nil
 }
 
@@ -637,7 +686,7 @@ func (r *TextReader) readHash() Value {
 		return Bool(c == 't')
 	case '{':
 		r.pos += 2
-		return r.readSet()
+		return r.readSet(start)
 	case '"':
 		r.pos += 2
 		return ByteString(r.readByteString(start))
@@ -689,14 +738,16 @@ func (r *TextReader) checkDelimiter() {
 	}
 }
 
-// readItems reads the items of a sequence or set up to closer; the opener is
-// already consumed. The result is a fresh slice (nil when empty).
-func (r *TextReader) readItems(closer byte, what string) []Value {
+// readItems reads the items of a sequence or set up to closer; the opener,
+// at buffer index start, is already consumed. The result is a fresh slice
+// (nil when empty).
+func (r *TextReader) readItems(start int, closer byte, what string) []Value {
 	r.enter()
+	r.open(start, what)
 	mark := len(r.stack)
 	for {
 		r.skipWSCommas()
-		c := r.need(r.pos, what)
+		c := r.needIn(r.pos, what)
 		if c == closer {
 			r.pos++
 			break
@@ -708,6 +759,7 @@ func (r *TextReader) readItems(closer byte, what string) []Value {
 		r.stack = append(r.stack, v)
 	}
 	r.depth--
+	r.close()
 	return r.popItems(mark)
 }
 
@@ -733,15 +785,16 @@ func (r *TextReader) readRecord() Value {
 	start := r.pos
 	r.pos++
 	r.enter()
+	r.open(start, "record")
 	r.skipWS()
-	if r.need(r.pos, "record") == '>' {
+	if r.needIn(r.pos, "record") == '>' {
 		r.fail(start, "record has no label")
 	}
 	label := r.readValue()
 	mark := len(r.stack)
 	for {
 		r.skipWS()
-		if r.need(r.pos, "record") == '>' {
+		if r.needIn(r.pos, "record") == '>' {
 			r.pos++
 			break
 		}
@@ -749,6 +802,7 @@ func (r *TextReader) readRecord() Value {
 		r.stack = append(r.stack, v)
 	}
 	r.depth--
+	r.close()
 	var rec *Record
 	if r.opts.Positions {
 		rec = &r.recSlab.take(1, r.slabHint(32), 256)[0]
@@ -800,9 +854,9 @@ func textNewRecord(label Value, fields []Value) *Record {
 	return &Record{Label: label, Fields: slices.Clone(fields)}
 }
 
-func (r *TextReader) readSet() Value {
+func (r *TextReader) readSet(start int) Value {
 	omark := len(r.offs)
-	elems := r.readItems('}', "set")
+	elems := r.readItems(start, '}', "set")
 	offs := r.offs[omark:]
 	r.offs = r.offs[:omark]
 	if !textSortedStrictly(len(elems), func(i int) Value { return elems[i] }) {
@@ -834,12 +888,13 @@ func textSecondOccurrence(offs []int, n int, at func(int) Value, dup Value) int 
 }
 
 func (r *TextReader) readDict() Value {
+	r.open(r.pos, "dictionary")
 	r.pos++
 	r.enter()
 	mark, omark := len(r.stack), len(r.offs)
 	for {
 		r.skipWSCommas()
-		if r.need(r.pos, "dictionary") == '}' {
+		if r.needIn(r.pos, "dictionary") == '}' {
 			r.pos++
 			break
 		}
@@ -847,7 +902,7 @@ func (r *TextReader) readDict() Value {
 		k := r.readValue()
 		r.stack = append(r.stack, k)
 		r.skipWS()
-		if c := r.need(r.pos, "dictionary"); c != ':' {
+		if c := r.needIn(r.pos, "dictionary"); c != ':' {
 			r.fail(r.pos, "expected ':' after dictionary key, found %s", textQuoteByte(c))
 		}
 		r.pos++
@@ -855,6 +910,7 @@ func (r *TextReader) readDict() Value {
 		r.stack = append(r.stack, v)
 	}
 	r.depth--
+	r.close()
 	kv := r.stack[mark:]
 	n := len(kv) / 2
 	var entries []DictEntry

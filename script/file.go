@@ -59,7 +59,7 @@ func SyntaxError(file string, src []byte, err error) *Error {
 	e := &Error{Msg: err.Error(), Err: err}
 	var pe *preserves.Error
 	if errors.As(err, &pe) {
-		e.Pos, e.Msg = pe.Pos, pe.Msg
+		e.Pos, e.Msg = pe.Pos, pe.Detail()
 		if e.Pos.File == "" {
 			e.Pos.File = file
 		}

@@ -38,7 +38,7 @@ func readArg(what, text string) (preserves.Value, error) {
 	v, err := preserves.ParseTextOptions([]byte(text), preserves.TextOptions{Positions: true})
 	if err != nil {
 		if pe, ok := err.(*preserves.Error); ok {
-			return nil, &argError{what: what, pos: pe.Pos, msg: pe.Msg}
+			return nil, &argError{what: what, pos: pe.Pos, msg: pe.Detail()}
 		}
 		return nil, &argError{what: what, msg: err.Error()}
 	}
