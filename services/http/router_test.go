@@ -67,39 +67,7 @@ func TestRouterRouting(t *testing.T) {
 		t.Assert(h.cfg, services.RunService(RouterName(h.web)))
 		listenerHandle = t.Assert(h.web, preserves.Rec("http-listener", preserves.Int(80)))
 	})
-	binds := []string{
-		`<http-bind #f 80 get ["a" "b"] #:ab>`,
-		`<http-bind #f 80 get ["q" _] #:qany>`,
-		`<http-bind #f 80 get ["a" ...] #:arest>`,
-		`<http-bind "example.com" 80 #f ["x"] #:exx>`,
-		`<http-bind #f 80 post ["x"] #:postx>`,
-		`<http-bind #f 80 get ["x"] #:getx>`,
-		`<http-bind #f 81 get ["p"] #:p81>`,
-		`<http-bind #f 80 get ["dup"] #:dup1>`,
-		`<http-bind #f 80 get ["slow"] #:slow>`,
-		`<http-bind 3 80 get ["m"] #:bad>`,
-		`<http-bind #f 80 get ["m" 1] #:bad>`,
-		`<http-bind #f 80 "get" ["m"] #:bad>`,
-	}
-	vals := make([]preserves.Value, len(binds))
-	for i, b := range binds {
-		vals[i] = parse(t, b, refs)
-	}
-	handles := make([]dataspace.Handle, len(binds))
-	h.do(func(t *dataspace.Turn) {
-		for i, v := range vals {
-			handles[i] = t.Assert(h.web, v)
-		}
-	})
-	for _, svc := range []string{`<http-service #f 80 get ["a" "b"]>`, `<http-service "example.com" 80 #f ["x"]>`, `<http-service #f 80 get ["slow"]>`, `<http-service #f 80 get ["dup"]>`} {
-		waitFor(t, svc, func() bool { return h.has("web", parse(t, svc, nil)) })
-	}
-	if h.has("web", parse(t, `<http-service #f 81 get ["p"]>`, nil)) || h.has("web", parse(t, `<http-service 3 80 get ["m"]>`, nil)) {
-		t.Fatal("uncounted or malformed binding is active")
-	}
-	if !h.logs.Has("ignoring malformed http-bind") {
-		t.Errorf("malformed bindings not logged: %q", h.logs.Lines())
-	}
+	handles := assertRouterBinds(t, h, refs)
 	// A second handler for an existing route; the dataspace delivers it to
 	// the router before any later request of ours.
 	dup2 := parse(t, `<http-bind #f 80 get ["dup"] #:dup2>`, refs)
@@ -177,6 +145,46 @@ func TestRouterRouting(t *testing.T) {
 	h.do(func(t *dataspace.Turn) { t.Retract(listenerHandle) })
 	waitFor(t, "routes withdrawn", func() bool { return !h.has("web", parse(t, `<http-service #f 80 get ["a" "b"]>`, nil)) })
 	answered(ask(httpRequest("#f", 80, "get", "a", "b")), notFound)
+}
+
+// assertRouterBinds asserts TestRouterRouting's bindings (refs holds the
+// handlers), waits for the valid ones to become routes and checks that the
+// others did not; it returns the bindings' handles.
+func assertRouterBinds(t *testing.T, h *harness, refs map[string]*dataspace.Ref) []dataspace.Handle {
+	binds := []string{
+		`<http-bind #f 80 get ["a" "b"] #:ab>`,
+		`<http-bind #f 80 get ["q" _] #:qany>`,
+		`<http-bind #f 80 get ["a" ...] #:arest>`,
+		`<http-bind "example.com" 80 #f ["x"] #:exx>`,
+		`<http-bind #f 80 post ["x"] #:postx>`,
+		`<http-bind #f 80 get ["x"] #:getx>`,
+		`<http-bind #f 81 get ["p"] #:p81>`,
+		`<http-bind #f 80 get ["dup"] #:dup1>`,
+		`<http-bind #f 80 get ["slow"] #:slow>`,
+		`<http-bind 3 80 get ["m"] #:bad>`,
+		`<http-bind #f 80 get ["m" 1] #:bad>`,
+		`<http-bind #f 80 "get" ["m"] #:bad>`,
+	}
+	vals := make([]preserves.Value, len(binds))
+	for i, b := range binds {
+		vals[i] = parse(t, b, refs)
+	}
+	handles := make([]dataspace.Handle, len(binds))
+	h.do(func(t *dataspace.Turn) {
+		for i, v := range vals {
+			handles[i] = t.Assert(h.web, v)
+		}
+	})
+	for _, svc := range []string{`<http-service #f 80 get ["a" "b"]>`, `<http-service "example.com" 80 #f ["x"]>`, `<http-service #f 80 get ["slow"]>`, `<http-service #f 80 get ["dup"]>`} {
+		waitFor(t, svc, func() bool { return h.has("web", parse(t, svc, nil)) })
+	}
+	if h.has("web", parse(t, `<http-service #f 81 get ["p"]>`, nil)) || h.has("web", parse(t, `<http-service 3 80 get ["m"]>`, nil)) {
+		t.Fatal("uncounted or malformed binding is active")
+	}
+	if !h.logs.Has("ignoring malformed http-bind") {
+		t.Errorf("malformed bindings not logged: %q", h.logs.Lines())
+	}
+	return handles
 }
 
 // RouterName returns the service name `<http-router #:httpd>`.

@@ -213,24 +213,7 @@ func TestScenario62AndStaticFilesOverHTTP(t *testing.T) {
 	if resp.StatusCode != 200 || body != "hi" {
 		t.Fatalf("GET /d: %d %q", resp.StatusCode, body)
 	}
-	reqs := h.requests()
-	if len(reqs) != 1 {
-		t.Fatalf("handler saw %v", reqs)
-	}
-	r := reqs[0].(*preserves.Record)
-	if _, ok := r.Fields[0].(preserves.Int); !ok || preserves.FormatText(r.Label) != "http-request" || len(r.Fields) != 8 {
-		t.Fatalf("request %v", r)
-	}
-	rest := preserves.FormatText(preserves.Sequence(r.Fields[1:5]))
-	if want := fmt.Sprintf(`["127.0.0.1" %d get ["d"]]`, port); rest != want {
-		t.Fatalf("request fields %s, want %s", rest, want)
-	}
-	if q, b := preserves.FormatText(r.Fields[6]), preserves.FormatText(r.Fields[7]); q != "{}" || b != `#""` {
-		t.Fatalf("query %s body %s", q, b)
-	}
-	if hd, ok := r.Fields[5].(*preserves.Dictionary); !ok || !hasKey(hd, "host") {
-		t.Fatalf("headers %v", r.Fields[5])
-	}
+	checkScenario62Request(t, h, port)
 
 	if resp, _ := get(t, cl, "GET", base+"/zz"); resp.StatusCode != 404 {
 		t.Fatalf("GET /zz: %d", resp.StatusCode)
@@ -262,6 +245,37 @@ func TestScenario62AndStaticFilesOverHTTP(t *testing.T) {
 	if resp, _ := get(t, cl, "GET", base+"/static"); resp.StatusCode != 301 || resp.Header.Get("Location") != "/static/" {
 		t.Fatalf("GET /static: %d %v", resp.StatusCode, resp.Header)
 	}
+	checkNoEscape(t, base)
+}
+
+// checkScenario62Request checks the one request the handler h saw: the
+// http-request record the server made of `GET /d`.
+func checkScenario62Request(t *testing.T, h *handler, port int) {
+	t.Helper()
+	reqs := h.requests()
+	if len(reqs) != 1 {
+		t.Fatalf("handler saw %v", reqs)
+	}
+	r := reqs[0].(*preserves.Record)
+	if _, ok := r.Fields[0].(preserves.Int); !ok || preserves.FormatText(r.Label) != "http-request" || len(r.Fields) != 8 {
+		t.Fatalf("request %v", r)
+	}
+	rest := preserves.FormatText(preserves.Sequence(r.Fields[1:5]))
+	if want := fmt.Sprintf(`["127.0.0.1" %d get ["d"]]`, port); rest != want {
+		t.Fatalf("request fields %s, want %s", rest, want)
+	}
+	if q, b := preserves.FormatText(r.Fields[6]), preserves.FormatText(r.Fields[7]); q != "{}" || b != `#""` {
+		t.Fatalf("query %s body %s", q, b)
+	}
+	if hd, ok := r.Fields[5].(*preserves.Dictionary); !ok || !hasKey(hd, "host") {
+		t.Fatalf("headers %v", r.Fields[5])
+	}
+}
+
+// checkNoEscape checks that a static file server under base never
+// leaves its directory.
+func checkNoEscape(t *testing.T, base string) {
+	t.Helper()
 	// `..` in the raw request target never leaves DIR: refused (500), and
 	// percent-encoded dots are just an unknown name (404).
 	for target, code := range map[string]int{"/static/../secret.txt": 500, "/static/%2e%2e/secret.txt": 404} {
