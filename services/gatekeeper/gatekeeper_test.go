@@ -190,28 +190,7 @@ func TestScenario63Gatekeeper(t *testing.T) {
 			t.Fatalf("got %v", v)
 		}
 	})
-	t.Run("scenario 58: direct answer before any bind", func(t *testing.T) {
-		// A party answers forwarded Resolves for oid "y" in the bind
-		// space; no bind for "y" exists.
-		w.do(func(t *dataspace.Turn) {
-			p := pattern.Rec(gkschema.LabelResolve, pattern.Rec(sturdy.LabelRef, pattern.Dict(pattern.Entry{Key: symOid, Pattern: pattern.MustLift(preserves.String("y"))})), pattern.Capture())
-			t.During(w.bs, p, func(t *dataspace.Turn, caps []preserves.Value) error {
-				k, _ := dataspace.RefOf(caps[0])
-				t.Assert(k, preserves.NewRecord(rpc.LabelOk, preserves.String("direct")))
-				return nil
-			})
-		})
-		obs := newBox()
-		var h dataspace.Handle
-		y := caveat.Mint(preserves.String("y"), key)
-		w.do(func(t *dataspace.Turn) { h = t.Assert(w.gk, resolve(y.ToValue(), t.Create(obs))) })
-		if v := obs.only(t); !preserves.Equal(v, preserves.NewRecord(rpc.LabelOk, preserves.String("direct"))) {
-			t.Fatalf("got %v", v)
-		}
-		// Retracting the Resolve retracts the answer.
-		w.do(func(t *dataspace.Turn) { t.Retract(h) })
-		waitFor(t, "answer retracted", func() bool { return len(obs.all()) == 0 })
-	})
+	t.Run("scenario 58: direct answer before any bind", func(t *testing.T) { directAnswer(t, w, key) })
 	t.Run("resolve before bind", func(t *testing.T) {
 		obs := newBox()
 		z := caveat.Mint(preserves.String("z"), key)
@@ -241,6 +220,31 @@ func TestScenario63Gatekeeper(t *testing.T) {
 		w.do(func(t *dataspace.Turn) { t.Assert(w.gk, resolve(good.ToValue(), t.Create(obs2))) })
 		obs2.only(t)
 	})
+}
+
+// directAnswer is services scenario 58: a Resolve answered directly by
+// a party in the bind space, before any bind.
+func directAnswer(t *testing.T, w *world, key []byte) {
+	// A party answers forwarded Resolves for oid "y" in the bind
+	// space; no bind for "y" exists.
+	w.do(func(t *dataspace.Turn) {
+		p := pattern.Rec(gkschema.LabelResolve, pattern.Rec(sturdy.LabelRef, pattern.Dict(pattern.Entry{Key: symOid, Pattern: pattern.MustLift(preserves.String("y"))})), pattern.Capture())
+		t.During(w.bs, p, func(t *dataspace.Turn, caps []preserves.Value) error {
+			k, _ := dataspace.RefOf(caps[0])
+			t.Assert(k, preserves.NewRecord(rpc.LabelOk, preserves.String("direct")))
+			return nil
+		})
+	})
+	obs := newBox()
+	var h dataspace.Handle
+	y := caveat.Mint(preserves.String("y"), key)
+	w.do(func(t *dataspace.Turn) { h = t.Assert(w.gk, resolve(y.ToValue(), t.Create(obs))) })
+	if v := obs.only(t); !preserves.Equal(v, preserves.NewRecord(rpc.LabelOk, preserves.String("direct"))) {
+		t.Fatalf("got %v", v)
+	}
+	// Retracting the Resolve retracts the answer.
+	w.do(func(t *dataspace.Turn) { t.Retract(h) })
+	waitFor(t, "answer retracted", func() bool { return len(obs.all()) == 0 })
 }
 
 // Services scenario 56: a bind with an observer is answered with the
