@@ -156,31 +156,7 @@ func TestFileTraceShapes(t *testing.T) {
 		if len(items) < 3 {
 			t.Fatalf("%s: %d entries, want start, turns, stop", c.a.Name(), len(items))
 		}
-		first, last := items[0], items[len(items)-1]
-		if label(first) != traceschema.LabelStart || !preserves.Equal(field(first, 0), preserves.Rec("named", preserves.String(c.a.Name()))) {
-			t.Fatalf("%s: first entry %v", c.a.Name(), first)
-		}
-		if label(last) != traceschema.LabelStop || label(field(last, 0)) != c.stop {
-			t.Fatalf("%s: last entry %v, want a stop with %v", c.a.Name(), last, c.stop)
-		}
-		for _, it := range items[1 : len(items)-1] {
-			if label(it) != traceschema.LabelTurn {
-				t.Fatalf("%s: middle entry %v is not a turn", c.a.Name(), it)
-			}
-			cause := field(it, 1)
-			switch label(cause) {
-			case traceschema.LabelCausedBy:
-				if !turnIDs[field(cause, 0)] {
-					t.Fatalf("%s: turn %v caused by an unknown turn", c.a.Name(), it)
-				}
-			case traceschema.LabelExternal, traceschema.LabelCleanup, traceschema.LabelLinkedTaskRelease:
-			default:
-				t.Fatalf("%s: turn %v has cause %v", c.a.Name(), it, cause)
-			}
-			if _, ok := field(it, 2).(preserves.Sequence); !ok {
-				t.Fatalf("%s: turn actions are not a sequence: %v", c.a.Name(), it)
-			}
-		}
+		checkActorEntries(t, c.a.Name(), items, c.stop, turnIDs)
 	}
 	// The crash is an <error "message" detail>.
 	bi := acts[preserves.Int(bad.ID())]
@@ -216,6 +192,38 @@ func TestFileTraceShapes(t *testing.T) {
 	}
 	if !found {
 		t.Fatal("no dequeued request message in the good actor's turns")
+	}
+}
+
+// checkActorEntries checks the trace entries of one actor: its start,
+// turns caused by known turns or from outside, its stop with the given
+// status label.
+func checkActorEntries(t *testing.T, name string, items []preserves.Value, stop preserves.Value, turnIDs map[preserves.Value]bool) {
+	t.Helper()
+	first, last := items[0], items[len(items)-1]
+	if label(first) != traceschema.LabelStart || !preserves.Equal(field(first, 0), preserves.Rec("named", preserves.String(name))) {
+		t.Fatalf("%s: first entry %v", name, first)
+	}
+	if label(last) != traceschema.LabelStop || label(field(last, 0)) != stop {
+		t.Fatalf("%s: last entry %v, want a stop with %v", name, last, stop)
+	}
+	for _, it := range items[1 : len(items)-1] {
+		if label(it) != traceschema.LabelTurn {
+			t.Fatalf("%s: middle entry %v is not a turn", name, it)
+		}
+		cause := field(it, 1)
+		switch label(cause) {
+		case traceschema.LabelCausedBy:
+			if !turnIDs[field(cause, 0)] {
+				t.Fatalf("%s: turn %v caused by an unknown turn", name, it)
+			}
+		case traceschema.LabelExternal, traceschema.LabelCleanup, traceschema.LabelLinkedTaskRelease:
+		default:
+			t.Fatalf("%s: turn %v has cause %v", name, it, cause)
+		}
+		if _, ok := field(it, 2).(preserves.Sequence); !ok {
+			t.Fatalf("%s: turn actions are not a sequence: %v", name, it)
+		}
 	}
 }
 
