@@ -325,25 +325,7 @@ func (m *modelRun) step() bool {
 		m.spawn()
 		m.steps = append(m.steps, "spawn")
 	case 1, 2: // a child facet, held or not, with a bulk of facts
-		held := m.next()%2 == 0
-		n := m.size()
-		c := &mFacet{actor: a, parent: f, held: held, alive: true, facts: map[int64]Handle{}}
-		do(m.tb, f.fr, func(t *Turn) error {
-			_, err := t.Facet(func(t *Turn) error {
-				c.fr = t.FacetRef()
-				if held {
-					t.PreventInertCheck()
-				}
-				m.assertIn(t, c, n)
-				return nil
-			})
-			return err
-		})
-		f.children = append(f.children, c)
-		if c.inert() { // the inert check at commit
-			m.stop(c, true)
-		}
-		m.steps = append(m.steps, fmt.Sprintf("facet(held=%v, %d facts)", held, n))
+		m.childFacet(f)
 	case 3: // a bulk of facts in an existing facet
 		n := m.size()
 		do(m.tb, f.fr, func(t *Turn) error { m.assertIn(t, f, n); return nil })
@@ -380,22 +362,7 @@ func (m *modelRun) step() bool {
 	case 10: // a crash, a linked spawn, or a crash of a linked child
 		switch m.next() % 3 {
 		case 0:
-			// The crashing turn first churns assertions; rollback
-			// must not resurrect or lose any of them.
-			n := m.size()
-			do(m.tb, f.fr, func(t *Turn) error {
-				for range n {
-					_, v := m.factValue(a, 1)
-					t.Retract(t.Assert(m.ds, v))
-				}
-				for _, h := range f.facts {
-					t.Retract(h)
-					break
-				}
-				return errCrash
-			})
-			m.terminate(a)
-			m.steps = append(m.steps, fmt.Sprintf("crash after %d churned", n))
+			m.crash(f)
 		default:
 			m.spawnLinked(f)
 		}
@@ -411,6 +378,51 @@ func (m *modelRun) step() bool {
 		}
 	}
 	return true
+}
+
+// childFacet starts a child facet of f, held or not, with a bulk of
+// facts.
+func (m *modelRun) childFacet(f *mFacet) {
+	a := f.actor
+	held := m.next()%2 == 0
+	n := m.size()
+	c := &mFacet{actor: a, parent: f, held: held, alive: true, facts: map[int64]Handle{}}
+	do(m.tb, f.fr, func(t *Turn) error {
+		_, err := t.Facet(func(t *Turn) error {
+			c.fr = t.FacetRef()
+			if held {
+				t.PreventInertCheck()
+			}
+			m.assertIn(t, c, n)
+			return nil
+		})
+		return err
+	})
+	f.children = append(f.children, c)
+	if c.inert() { // the inert check at commit
+		m.stop(c, true)
+	}
+	m.steps = append(m.steps, fmt.Sprintf("facet(held=%v, %d facts)", held, n))
+}
+
+// crash fails a turn of f's actor after churning assertions; rollback
+// must not resurrect or lose any of them.
+func (m *modelRun) crash(f *mFacet) {
+	a := f.actor
+	n := m.size()
+	do(m.tb, f.fr, func(t *Turn) error {
+		for range n {
+			_, v := m.factValue(a, 1)
+			t.Retract(t.Assert(m.ds, v))
+		}
+		for _, h := range f.facts {
+			t.Retract(h)
+			break
+		}
+		return errCrash
+	})
+	m.terminate(a)
+	m.steps = append(m.steps, fmt.Sprintf("crash after %d churned", n))
 }
 
 func (m *modelRun) factsBelow(f *mFacet) int {
