@@ -305,26 +305,8 @@ func oracleRun(t *testing.T, seed uint64, nops int) int {
 	rec.reject = reject
 	m := &model{vals: map[string]*mval{}, reject: reject}
 
-	vals := make([]preserves.Value, 10+g.r.IntN(30))
-	for i := range vals {
-		vals[i] = g.value(0)
-	}
-	npats := 4 + g.r.IntN(12)
-	switch seed % 4 {
-	case 2:
-		npats = 16 + g.r.IntN(10)
-	case 3:
-		npats = 2 + g.r.IntN(3)
-	}
-	pats := make([]pattern.Pattern, npats)
-	for i := range pats {
-		pats[i] = g.pattern(0)
-	}
-	type reg struct {
-		p   int
-		obs int
-	}
-	var regs []reg // live registrations (with repeats for refcounts)
+	vals, pats := g.workload(seed)
+	var regs []oracleReg // live registrations (with repeats for refcounts)
 	var live []preserves.Value
 	check := func(what string) {
 		got, want := rec.take(), m.take()
@@ -366,7 +348,7 @@ func oracleRun(t *testing.T, seed uint64, nops int) int {
 			m.send(v)
 			check("send " + text(v))
 		case k < 17:
-			r := reg{g.r.IntN(len(pats)), g.r.IntN(nobs)}
+			r := oracleReg{g.r.IntN(len(pats)), g.r.IntN(nobs)}
 			regs = append(regs, r)
 			ix.AddObserver(pats[r.p], r.obs, rec)
 			m.observe(pats[r.p], r.obs)
@@ -395,6 +377,41 @@ func oracleRun(t *testing.T, seed uint64, nops int) int {
 	if a, b := rec.holdings(), m.holdings(); !slices.Equal(a, b) {
 		t.Errorf("seed %d: final holdings differ:\n index: %v\n model: %v", seed, a, b)
 	}
+	oracleTeardown(t, seed, ix, rec, m, pats, regs, live, check)
+	return nops
+}
+
+// oracleReg is a live observer registration of oracleRun: pattern p
+// for observer obs.
+type oracleReg struct {
+	p   int
+	obs int
+}
+
+// workload draws oracleRun's values and patterns (how many patterns
+// depends on the seed's class).
+func (g *gen) workload(seed uint64) ([]preserves.Value, []pattern.Pattern) {
+	vals := make([]preserves.Value, 10+g.r.IntN(30))
+	for i := range vals {
+		vals[i] = g.value(0)
+	}
+	npats := 4 + g.r.IntN(12)
+	switch seed % 4 {
+	case 2:
+		npats = 16 + g.r.IntN(10)
+	case 3:
+		npats = 2 + g.r.IntN(3)
+	}
+	pats := make([]pattern.Pattern, npats)
+	for i := range pats {
+		pats[i] = g.pattern(0)
+	}
+	return vals, pats
+}
+
+// oracleTeardown removes the observers (checking each step with check),
+// then the values, and checks that nothing is left.
+func oracleTeardown(t *testing.T, seed uint64, ix *Index, rec *recorder, m *model, pats []pattern.Pattern, regs []oracleReg, live []preserves.Value, check func(string)) {
 	// Tear down: observers first, then values.
 	for len(regs) > 0 {
 		r := regs[len(regs)-1]
@@ -415,7 +432,6 @@ func oracleRun(t *testing.T, seed uint64, nops int) int {
 	if ix.Len() != 0 {
 		t.Errorf("seed %d: Len = %d after removing everything", seed, ix.Len())
 	}
-	return nops
 }
 
 // checkInvariants recomputes the caches of §12.3 from the bag of assertions
