@@ -164,10 +164,18 @@ func TestFileTraceShapes(t *testing.T) {
 	if msg, ok := field(status, 0).(preserves.String); !ok || !strings.Contains(string(msg), "crash on purpose") {
 		t.Fatalf("bad's exit status %v", status)
 	}
+	checkDequeuedRequest(t, acts[preserves.Int(good.ID())], bref)
+}
+
+// checkDequeuedRequest checks that one of a server actor's turns
+// (items) dequeues the request message, whose embedded capability bref
+// is written as a descriptive string.
+func checkDequeuedRequest(t *testing.T, items []preserves.Value, bref *dataspace.Ref) {
+	t.Helper()
 	// The good actor's request turn dequeues the message; the embedded
 	// capability in it is written as a descriptive string.
 	found := false
-	for _, it := range acts[preserves.Int(good.ID())] {
+	for _, it := range items {
 		if label(it) != traceschema.LabelTurn {
 			continue
 		}

@@ -81,43 +81,46 @@ func TestTallyTransitions(t *testing.T) {
 		}},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			tl := newTally()
-			specs := map[string]*specState{}
-			for i, step := range c.steps {
-				lhs, rhs, ok := strings.Cut(step, " -> ")
-				if !ok {
-					t.Fatalf("bad step %q", step)
-				}
-				ev, id, _ := strings.Cut(lhs, " ")
-				s := specs[id]
-				if s == nil {
-					s = &specState{}
-					specs[id] = s
-				}
-				switch ev {
-				case "sync":
-					tl.synced()
-				case "add":
-					tl.specAdded()
-				case "remove":
-					tl.specRemoved(s)
-					delete(specs, id)
-				case "up":
-					tl.specUp(s)
-				case "down":
-					tl.specDown(s)
-				case "complete":
-					tl.specCompleted(s)
-				default:
-					t.Fatalf("unknown event %q", ev)
-				}
-				want := strings.Split(rhs, ",")
-				got := []string{strconv.FormatBool(tl.ready()), strconv.FormatBool(tl.allCompleted())}
-				if got[0] != want[0] || got[1] != want[1] {
-					t.Fatalf("step %d %q: ready,completed = %s, want %s (tally %+v)", i, step, strings.Join(got, ","), rhs, tl)
-				}
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { runTallySteps(t, c.steps) })
+	}
+}
+
+// runTallySteps runs one case of TestTallyTransitions on a new tally.
+func runTallySteps(t *testing.T, steps []string) {
+	tl := newTally()
+	specs := map[string]*specState{}
+	for i, step := range steps {
+		lhs, rhs, ok := strings.Cut(step, " -> ")
+		if !ok {
+			t.Fatalf("bad step %q", step)
+		}
+		ev, id, _ := strings.Cut(lhs, " ")
+		s := specs[id]
+		if s == nil {
+			s = &specState{}
+			specs[id] = s
+		}
+		switch ev {
+		case "sync":
+			tl.synced()
+		case "add":
+			tl.specAdded()
+		case "remove":
+			tl.specRemoved(s)
+			delete(specs, id)
+		case "up":
+			tl.specUp(s)
+		case "down":
+			tl.specDown(s)
+		case "complete":
+			tl.specCompleted(s)
+		default:
+			t.Fatalf("unknown event %q", ev)
+		}
+		want := strings.Split(rhs, ",")
+		got := []string{strconv.FormatBool(tl.ready()), strconv.FormatBool(tl.allCompleted())}
+		if got[0] != want[0] || got[1] != want[1] {
+			t.Fatalf("step %d %q: ready,completed = %s, want %s (tally %+v)", i, step, strings.Join(got, ","), rhs, tl)
+		}
 	}
 }

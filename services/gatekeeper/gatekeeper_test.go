@@ -201,25 +201,29 @@ func TestScenario63Gatekeeper(t *testing.T) {
 			t.Fatalf("got %v", r)
 		}
 	})
-	t.Run("Q11 non-bytes key answers invalid", func(t *testing.T) {
-		w.do(func(t *dataspace.Turn) {
-			t.Assert(w.bs, preserves.NewRecord(gkschema.LabelBind,
-				preserves.NewRecord(sturdy.LabelRef, preserves.NewDictionary(
-					preserves.DictEntry{Key: symOid, Value: preserves.String("q")},
-					preserves.DictEntry{Key: symKey, Value: preserves.String("not bytes")},
-				)), dataspace.Embed(targetRef), preserves.Bool(false)))
-		})
-		obs := newBox()
-		q := caveat.Mint(preserves.String("q"), key)
-		w.do(func(t *dataspace.Turn) { t.Assert(w.gk, resolve(q.ToValue(), t.Create(obs))) })
-		if v := obs.only(t); !preserves.Equal(v, errInvalid) {
-			t.Fatalf("got %v", v)
-		}
-		// The gatekeeper's actor survived.
-		obs2 := newBox()
-		w.do(func(t *dataspace.Turn) { t.Assert(w.gk, resolve(good.ToValue(), t.Create(obs2))) })
-		obs2.only(t)
+	t.Run("Q11 non-bytes key answers invalid", func(t *testing.T) { nonBytesKey(t, w, key, targetRef, good) })
+}
+
+// nonBytesKey is Q11: a bind whose key is not bytes answers invalid,
+// and the gatekeeper goes on answering.
+func nonBytesKey(t *testing.T, w *world, key []byte, targetRef *dataspace.Ref, good *caveat.SturdyRef) {
+	w.do(func(t *dataspace.Turn) {
+		t.Assert(w.bs, preserves.NewRecord(gkschema.LabelBind,
+			preserves.NewRecord(sturdy.LabelRef, preserves.NewDictionary(
+				preserves.DictEntry{Key: symOid, Value: preserves.String("q")},
+				preserves.DictEntry{Key: symKey, Value: preserves.String("not bytes")},
+			)), dataspace.Embed(targetRef), preserves.Bool(false)))
 	})
+	obs := newBox()
+	q := caveat.Mint(preserves.String("q"), key)
+	w.do(func(t *dataspace.Turn) { t.Assert(w.gk, resolve(q.ToValue(), t.Create(obs))) })
+	if v := obs.only(t); !preserves.Equal(v, errInvalid) {
+		t.Fatalf("got %v", v)
+	}
+	// The gatekeeper's actor survived.
+	obs2 := newBox()
+	w.do(func(t *dataspace.Turn) { t.Assert(w.gk, resolve(good.ToValue(), t.Create(obs2))) })
+	obs2.only(t)
 }
 
 // directAnswer is services scenario 58: a Resolve answered directly by
