@@ -340,15 +340,29 @@ func noInt(v preserves.Value, p int64) preserves.Value {
 // 127.0.0.1 port 0, transports dial only 127.0.0.1 port 1 (closed),
 // config watchers watch only an empty directory, daemons run dry.
 func (h *inproc) templates() []func(g *testutil.Hostile) act {
+	return append(h.localTemplates(), h.peerTemplates()...)
+}
+
+// hostileValue, hostileAssert, hostileSend and hostileLoopback are the
+// templates' shorthands: a generated value, an assertion or message to
+// a dataspace, a TCP address on 127.0.0.1.
+func hostileValue(g *testutil.Hostile) preserves.Value { return g.Value() }
+
+func hostileAssert(to *dataspace.Ref, v preserves.Value) act { return act{to: to, v: v} }
+
+func hostileSend(to *dataspace.Ref, v preserves.Value) act { return act{to: to, msg: true, v: v} }
+
+func hostileLoopback(port preserves.Value) preserves.Value {
+	return rec("tcp", preserves.String("127.0.0.1"), port)
+}
+
+// localTemplates are the templates for anything anywhere, observers,
+// the service framework, daemons, config watchers and relay listeners.
+func (h *inproc) localTemplates() []func(g *testutil.Hostile) act {
 	env := h.s.env
 	cfg, gk, logds, ctl := env.Config, env.Gatekeeper, env.Log, env.Control
-	x := func(g *testutil.Hostile) preserves.Value { return g.Value() }
+	x, in, send, loopback := hostileValue, hostileAssert, hostileSend, hostileLoopback
 	sink := func() preserves.Value { return dataspace.Embed(h.sink) }
-	in := func(to *dataspace.Ref, v preserves.Value) act { return act{to: to, v: v} }
-	send := func(to *dataspace.Ref, v preserves.Value) act { return act{to: to, msg: true, v: v} }
-	loopback := func(port preserves.Value) preserves.Value {
-		return rec("tcp", preserves.String("127.0.0.1"), port)
-	}
 	return []func(g *testutil.Hostile) act{
 		// Anything at all, anywhere.
 		func(g *testutil.Hostile) act { return in(cfg, x(g)) },
@@ -396,6 +410,17 @@ func (h *inproc) templates() []func(g *testutil.Hostile) act {
 		func(g *testutil.Hostile) act {
 			return in(cfg, services.RunService(rec("relay-listener", loopback(noInt(x(g), 0)), dataspace.Embed(gk), x(g))))
 		},
+	}
+}
+
+// peerTemplates are the templates for the gatekeeper, client-side
+// resolution, HTTP, the debt reporter, the log and control.
+func (h *inproc) peerTemplates() []func(g *testutil.Hostile) act {
+	env := h.s.env
+	cfg, gk, logds, ctl := env.Config, env.Gatekeeper, env.Log, env.Control
+	x, in, send, loopback := hostileValue, hostileAssert, hostileSend, hostileLoopback
+	sink := func() preserves.Value { return dataspace.Embed(h.sink) }
+	return []func(g *testutil.Hostile) act{
 		// The gatekeeper: resolve and bind steps.
 		func(g *testutil.Hostile) act { return in(gk, rec("resolve", x(g), sink())) },
 		func(g *testutil.Hostile) act { return in(gk, rec("resolve", x(g), x(g))) },
