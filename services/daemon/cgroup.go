@@ -8,13 +8,16 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/syndicate-go/syndicate/dataspace/schemas/externalservices"
 	"github.com/syndicate-go/syndicate/services/daemon/cgroup"
+	"github.com/syndicate-go/syndicate/services/daemon/exechelper"
 )
 
 // A cgroup per daemon run (issue 24 item 3; package cgroup has the
 // design). With a cgroup.Manager (Options.Cgroups), each process is born
 // in a cgroup of its own (CLONE_INTO_CGROUP) and joins the v1
-// controllers' right after; its stop signals the whole cgroup, so a
+// controllers' before it execs (the exec helper, for a daemon with limits
+// or exec controls) or right after the fork; its stop signals the whole cgroup, so a
 // grandchild that left the process group with setsid is stopped too, and
 // what is left once the leader is gone is killed with cgroup.kill. The
 // cgroup is removed when it is empty. Without a Manager, or when the
@@ -74,12 +77,27 @@ func (p *process) makeGroup() {
 	}
 	p.group = g
 	g.SysProcAttr(p.cmd.SysProcAttr)
+	join := g.V1Procs()
+	if len(join) == 0 {
+		return
+	}
+	// The v1 directories are joined before the daemon's first
+	// instruction by the exec helper, when it runs anyway or when a limit
+	// rides on them; else right after the fork (attachGroup).
+	if p.helper == nil && p.spec.Cgroup != (externalservices.CgroupLimits{}) {
+		p.helper, _ = exechelper.Resolve(&externalservices.ExecControls{}, p.spec.Argv)
+	}
+	if p.helper != nil {
+		p.helper.Join = join
+	}
 }
 
 // attachGroup moves the child into the v1 directories of its cgroup (a
-// hybrid system's memory and pids controllers).
+// hybrid system's memory and pids controllers) when the exec helper has
+// not: the daemon runs its first instructions outside them, which only a
+// daemon without v1 limits does.
 func (p *process) attachGroup() {
-	if p.group == nil {
+	if p.group == nil || (p.helper != nil && len(p.helper.Join) > 0) {
 		return
 	}
 	if err := p.group.Attach(p.pid); err != nil {

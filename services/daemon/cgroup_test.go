@@ -71,3 +71,31 @@ func TestSignalServiceReachesTheCgroup(t *testing.T) {
 		t.Errorf("the signal is not logged: %q", h.warns.Lines())
 	}
 }
+
+// Issue 24: on a hybrid system the v1 controllers cannot be joined at
+// fork; a daemon with a limit on them goes through the exec helper, which
+// joins them before it execs, so the daemon's very first instruction runs
+// inside them (the shell reads its own cgroup file before anything else).
+func TestHelperJoinsV1BeforeExec(t *testing.T) {
+	parallel(t)
+	m := cgrouptest.Open(t, "pids")
+	if m.Where("pids") != "v1" {
+		t.Skip("pids is a v2 controller here: joined at fork")
+	}
+	h, _ := bootDaemons(t, Options{Cgroups: m})
+	out := filepath.Join(t.TempDir(), "cgroup")
+	require(h, "v1", pv(t, `{argv: ["sh" "-c" "cat /proc/$$/cgroup > `+out+`"], restart: on-error, readyOnStart: #f, cgroup: {pidsMax: 50}}`))
+	h.waitHas(state("v1", services.StateComplete), true)
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, ":pids:") && !strings.Contains(l, "/daemon-v1+") {
+			t.Fatalf("the daemon began outside its pids cgroup: %q", l)
+		}
+	}
+	if !strings.Contains(string(b), ":pids:") {
+		t.Fatalf("no pids line: %q", b)
+	}
+}

@@ -32,9 +32,12 @@
 // controllers beside v1 hierarchies that have them. There, a limit whose
 // controller v2 lacks is applied through the v1 hierarchy of that
 // controller: the daemon's directory is made there too and the process
-// joins it right after the fork ([Group.Attach]; a v1 cgroup cannot be
-// joined at fork). The exec helper may join it instead before it execs
-// ([Group.V1Procs]), which closes that window.
+// joins it before its first instruction through the exec helper
+// ([Group.V1Procs]: a v1 cgroup cannot be joined at fork), or, started
+// directly, right after the fork ([Group.Attach]). The daemon service
+// uses the helper whenever the daemon has a cgroup limit, so only a
+// daemon whose v1 directories merely count its figures runs its first
+// instructions outside them.
 //
 // # What cannot be had is said, never dropped
 //

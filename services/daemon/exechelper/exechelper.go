@@ -16,7 +16,8 @@
 // happened and a failure are told apart exactly, and a failure is a
 // cannot-start reason of the daemon.
 //
-// Order: rlimits and the bounding set while still privileged, then
+// Order: the cgroup v1 directories and the rlimits and the bounding set
+// while still privileged, then
 // KEEPCAPS, groups, gid, uid, the kept capabilities (permitted,
 // effective, inheritable, then ambient), umask, no_new_privs, and
 // LISTEN_PID when LISTEN_FDS is given (socket activation: the daemon's pid
@@ -60,7 +61,12 @@ type Config struct {
 	KeepCaps        bool  // Caps are the capabilities kept
 	Caps            []int // capability numbers
 	StatusFD        int   // where a failure is written; closed by the exec
-	Argv            []string
+	// Join are cgroup.procs files the helper writes "0" into first, while
+	// still privileged: the daemon's cgroup v1 directories (a hybrid
+	// system's memory and pids controllers), which clone3 cannot join at
+	// fork as it joins the v2 one.
+	Join []string `json:",omitempty"`
+	Argv []string
 }
 
 // Limit is one rlimit.
@@ -203,6 +209,13 @@ func fail(code int, format string, args ...any) {
 
 // apply puts the controls in force, in the order of the package doc.
 func (c *Config) apply() error {
+	for _, f := range c.Join {
+		// A cgroup that cannot be joined is a limit not in force: the
+		// daemon does not run without it (fail closed).
+		if err := os.WriteFile(f, []byte("0"), 0); err != nil {
+			return fmt.Errorf("cgroup: joining %s: %w", strings.TrimSuffix(f, "/cgroup.procs"), err)
+		}
+	}
 	for _, l := range c.Limits {
 		if err := unix.Setrlimit(l.Resource, &unix.Rlimit{Cur: l.Soft, Max: l.Hard}); err != nil {
 			return fmt.Errorf("rlimit %d: %w", l.Resource, err)
