@@ -38,7 +38,8 @@ func (s *server) builtins(w primordial) []builtin {
 			return services.BootWith(t, env, services.BootOptions{StateDir: o.stateDir})
 		}},
 		{"daemons", func(t *dataspace.Turn, env services.Env) error {
-			_, err := daemon.BootWith(t, env, daemon.Options{DryRun: o.dryRun || s.daemonDryRun, Cgroups: s.cgroups, StateDir: o.stateDir})
+			_, err := daemon.BootWith(t, env, daemon.Options{DryRun: o.dryRun || s.daemonDryRun, Cgroups: s.cgroups, StateDir: o.stateDir,
+				Ledger: s.record, Leftovers: s.leftovers})
 			return err
 		}},
 		{"config", config.Boot},

@@ -23,6 +23,7 @@ import (
 	"github.com/syndicate-go/syndicate/services/config"
 	"github.com/syndicate-go/syndicate/services/daemon"
 	"github.com/syndicate-go/syndicate/services/daemon/cgroup"
+	"github.com/syndicate-go/syndicate/services/daemon/ledger"
 	"github.com/syndicate-go/syndicate/services/debt"
 	"github.com/syndicate-go/syndicate/services/logger"
 )
@@ -134,6 +135,10 @@ type server struct {
 
 	// cgroups gives each daemon a cgroup (nil: process groups only).
 	cgroups *cgroup.Manager
+	// record lists the daemons' processes for a next server (nil: none);
+	// leftovers are what this one stopped of a dead server's (leftovers.go).
+	record    *ledger.Ledger
+	leftovers []ledger.Found
 	// daemonDryRun starts no daemon process, whatever the options (the
 	// hostile-vocabulary harness).
 	daemonDryRun bool
@@ -181,6 +186,7 @@ func runServer(o *options, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer lock.Release()
+	record, leftovers := recoverLeftovers(lock, log)
 	if showBanner(o, stderr) {
 		printBanner(stderr)
 	}
@@ -216,6 +222,7 @@ func runServer(o *options, stdout, stderr io.Writer) int {
 
 	s := newServer(o, log, stdout)
 	s.stderr = stderr // service output (logger options)
+	s.record, s.leftovers = record, leftovers
 	sink, err := logger.NewSink(s.loggerOptions(stderr), log)
 	if err != nil {
 		fmt.Fprintf(stderr, "syndicate-server: %v\n", err)
@@ -240,6 +247,9 @@ func runServer(o *options, stdout, stderr io.Writer) int {
 		if code == 0 {
 			code = 1
 		}
+		// The record stays: the next server stops what is left.
+	} else if err := record.Close(); err != nil {
+		log.Warn().Err(err).Msg("removing the record of the daemons")
 	}
 	return code
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services"
 	"github.com/syndicate-go/syndicate/services/daemon/cgroup"
+	"github.com/syndicate-go/syndicate/services/daemon/ledger"
 )
 
 // ErrCrash is the error a daemon worker crashes with when a process under
@@ -31,6 +32,13 @@ type Options struct {
 	// Cgroups, when set, runs each daemon process in a cgroup of its own
 	// (cgroup.go); the server opens it once (cgroup.Open).
 	Cgroups *cgroup.Manager
+	// Ledger, when set, records every process started, so that the next
+	// server can stop what this one leaves if it is killed (leftover.go).
+	Ledger *ledger.Ledger
+	// Leftovers are what the server stopped at start-up of the processes
+	// a dead server left running; each is logged in its daemon's log
+	// stream when the daemon is first wanted.
+	Leftovers []ledger.Found
 	// StateDir, when set, keeps the time of each scheduled daemon's last
 	// run across server restarts, for catchUp (schedule.go).
 	StateDir string
@@ -59,6 +67,10 @@ type Service struct {
 	// runs are the wanted daemons by key; touched only in turns of the
 	// service's actor (output requests, status.go).
 	runs map[string]*daemonRun
+	// leftovers are Options.Leftovers by daemon ID (as text) not yet
+	// logged in their daemon's stream; touched only in turns of the
+	// service's actor.
+	leftovers map[string][]ledger.Found
 }
 
 // BootWith is Boot with options. Every process runs in a linked task of
@@ -75,7 +87,7 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) (*Service, erro
 	if opts.DryRun {
 		s.runner = newDryRunner(clock)
 	} else {
-		s.runner.cgroups = opts.Cgroups
+		s.runner.cgroups, s.runner.ledger = opts.Cgroups, opts.Ledger
 	}
 	s.sup.Now = clock.Now
 	s.out = t.FacetRef()
@@ -83,6 +95,10 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) (*Service, erro
 	s.stopping = bootStoppingBoard(t, env.Config)
 	s.order.track(t, env.Config)
 	s.runs = map[string]*daemonRun{}
+	s.leftovers = map[string][]ledger.Found{}
+	for _, f := range opts.Leftovers {
+		s.leftovers[f.Name] = append(s.leftovers[f.Name], f)
+	}
 	s.serveOutput(t, env.Config)
 	// Each daemon runs its own supervisors (one per restart), so the
 	// requests are served with Run.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/syndicate-go/syndicate/services/daemon/cgroup"
 	"github.com/syndicate-go/syndicate/services/daemon/exechelper"
+	"github.com/syndicate-go/syndicate/services/daemon/ledger"
 )
 
 // Stream names an output pipe of a child.
@@ -144,6 +145,8 @@ type procHooks struct {
 	// named after name.
 	cgroups *cgroup.Manager
 	name    string
+	// ledger, when set, records the process while it runs (leftover.go).
+	ledger *ledger.Ledger
 	// spawned receives the handle of the process just started, before
 	// started is called.
 	spawned func(*ProcHandle)
@@ -224,6 +227,7 @@ type process struct {
 	status, statusW *os.File
 	group           *cgroup.Group
 	notes           []string // cgroup trouble and limits not in force (cgroup.go)
+	recorded        uint64   // its entry in the ledger (leftover.go)
 
 	readers   sync.WaitGroup
 	cut       context.CancelFunc // ends the readers' patience with the log
@@ -345,6 +349,7 @@ func (p *process) spawn() error {
 	}
 	p.pid = p.cmd.Process.Pid
 	p.attachGroup()
+	p.record()
 	p.lc.step(evSpawned, p.clock.Now())
 	return nil
 }
@@ -430,6 +435,7 @@ func (p *process) wait() Exit {
 func (p *process) endGroup() {
 	if !p.leftovers() {
 		p.removeGroup()
+		p.forget()
 		return
 	}
 	p.mu.Lock()
@@ -445,6 +451,7 @@ func (p *process) endGroup() {
 			sleep(context.Background(), p.clock, groupPoll)
 		}
 		p.removeGroup()
+		p.forget()
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/syndicate-go/syndicate/services/daemon/cgroup"
+	"github.com/syndicate-go/syndicate/services/daemon/ledger"
 )
 
 // Restart delays of §5.5. They are fixed: no growth, no jitter.
@@ -140,6 +141,8 @@ type Runner struct {
 	active sync.WaitGroup
 	// cgroups, when set, gives every process run a cgroup (cgroup.go).
 	cgroups *cgroup.Manager
+	// ledger, when set, records every process run (leftover.go).
+	ledger *ledger.Ledger
 }
 
 // NewRunner returns a Runner that starts real processes, timing restarts
@@ -173,7 +176,7 @@ func (r *Runner) Run(ctx context.Context, s *Spec, ev Events) Outcome {
 		}
 		began := r.clock.Now()
 		h := ev.hooks()
-		h.cgroups = r.cgroups
+		h.cgroups, h.ledger = r.cgroups, r.ledger
 		exit := r.run(ctx, s, h, &cleanups)
 		if ctx.Err() != nil {
 			if ev.Stopped != nil && exit.Pid != 0 {

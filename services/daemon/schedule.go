@@ -123,7 +123,7 @@ func (r *Runner) RunScheduled(ctx context.Context, s *Spec, p *plan, runNow bool
 		began := r.clock.Now()
 		report(runReport{began: began, next: p.next, skipped: p.skipped, running: true})
 		h := ev.hooks()
-		h.cgroups = r.cgroups
+		h.cgroups, h.ledger = r.cgroups, r.ledger
 		exit := r.run(ctx, s, h, &cleanups)
 		if ctx.Err() != nil {
 			if ev.Stopped != nil && exit.Pid != 0 {

@@ -66,6 +66,7 @@ func runDaemon(t *dataspace.Turn, s *Service, env services.Env, req services.Req
 		}
 		return nil
 	})
+	d.logLeftovers(t)
 	d.startSupervisor(t)
 	t.OnStop(func(t *dataspace.Turn) error {
 		d.logEvent(t, 0, logEvUnrequired, "no longer required: stopping")

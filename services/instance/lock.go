@@ -54,6 +54,7 @@ func (e *HeldError) Error() string {
 
 // Lock is a set of held locks.
 type Lock struct {
+	dir   string
 	files []*os.File
 	// TakenOver lists the pids of dead servers whose locks were taken.
 	TakenOver []int
@@ -97,7 +98,7 @@ func Acquire(dir string, keys ...Key) (*Lock, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("lock directory: %w", err)
 	}
-	l := &Lock{}
+	l := &Lock{dir: dir}
 	for _, k := range keys {
 		f, prev, err := acquireOne(FileName(dir, k), k)
 		if err != nil {
@@ -150,6 +151,10 @@ func readPID(f *os.File) int {
 	pid, _ := strconv.Atoi(strings.TrimSpace(field))
 	return pid
 }
+
+// Dir is the directory of the lock files (the server's record of its
+// daemons goes beside them: services/daemon/ledger).
+func (l *Lock) Dir() string { return l.dir }
 
 // Release removes the lock files and lets the locks go.
 func (l *Lock) Release() {

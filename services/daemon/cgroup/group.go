@@ -126,6 +126,40 @@ func DirName(name string) string {
 	return s
 }
 
+// Dirs are the group's directories by hierarchy: "v2", and each v1
+// controller's name (the record a later server reopens them from).
+func (g *Group) Dirs() map[string]string {
+	out := map[string]string{}
+	if g.v2 != "" {
+		out["v2"] = g.v2
+	}
+	for c, d := range g.v1 {
+		out[c] = d
+	}
+	return out
+}
+
+// Reopen is the group of dirs (as Dirs gave them), made by a server that
+// is gone: to stop what is left in it and remove it. Only Signal, Kill,
+// Procs, Populated and Remove apply. A directory that is not a daemon
+// run's (`syndicate.…/daemon-…`) is left out.
+func Reopen(dirs map[string]string) *Group {
+	g := &Group{v1: map[string]string{}}
+	for k, d := range dirs {
+		d = filepath.Clean(d)
+		if !filepath.IsAbs(d) || !strings.HasPrefix(filepath.Base(d), "daemon-") ||
+			!strings.HasPrefix(filepath.Base(filepath.Dir(d)), "syndicate.") {
+			continue
+		}
+		if k == "v2" {
+			g.v2 = d
+		} else if slices.Contains(Controllers, k) {
+			g.v1[k] = d
+		}
+	}
+	return g
+}
+
 // Unapplied are the limits not in force, each a *LimitError.
 func (g *Group) Unapplied() []error { return g.unapplied }
 

@@ -175,6 +175,21 @@ func sweepStale(dir string) {
 	}
 }
 
+// Sweep removes, under this process's own cgroups, what servers that
+// died without closing their Manager left: as Open does, without making
+// anything. A harness that killed a server calls it once the server's
+// daemons are gone (package ledger stops them).
+func Sweep() error {
+	at, err := discover("/proc/self/mountinfo", "/proc/self/cgroup")
+	if err != nil {
+		return fmt.Errorf("cgroup: %w", err)
+	}
+	for _, dir := range append(slices.Collect(maps.Values(at.v1)), at.v2) {
+		sweepStale(dir)
+	}
+	return nil
+}
+
 // isRoot reports whether dir is the root of its hierarchy (which may hold
 // processes and enable controllers at once).
 func isRoot(dir string) bool {
