@@ -31,6 +31,9 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace/relay/client"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/preserves/testutil"
+	"github.com/syndicate-go/syndicate/services"
+	"github.com/syndicate-go/syndicate/services/daemon/cgroup"
+	"github.com/syndicate-go/syndicate/services/daemon/ledger"
 )
 
 var serverBin string
@@ -112,11 +115,48 @@ func startWrapped(t testing.TB, wrapper []string, args ...string) *running {
 			syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
 			<-r.done
 		}
+		reapKilled(t, r.cmd.Process.Pid)
 		if t.Failed() {
 			t.Logf("server stderr:\n%s", r.stderr.String())
 		}
 	})
 	return r
+}
+
+// reapKilled removes what server pid left if it did not stop in order (a
+// test killed it): its daemons and their cgroups, through the record the
+// next server would use (services/daemon/ledger), the empty cgroup
+// directories of dead servers, and its lock files. After a clean stop
+// there is nothing to remove.
+func reapKilled(t testing.TB, pid int) {
+	t.Helper()
+	dir := services.RuntimeDir()
+	found, err := ledger.Recover(dir, []int{pid})
+	for _, f := range found {
+		t.Logf("stopped a daemon process server %d left: %+v", pid, f)
+	}
+	if err != nil {
+		t.Errorf("the record of server %d: %v", pid, err)
+	}
+	if err := cgroup.Sweep(); err != nil {
+		t.Logf("sweeping cgroups: %v", err)
+	}
+	locks, _ := filepath.Glob(filepath.Join(dir, "*.lock"))
+	for _, l := range locks {
+		f, err := os.OpenFile(l, os.O_RDWR|syscall.O_NOFOLLOW, 0)
+		if err != nil {
+			continue
+		}
+		b := make([]byte, 32)
+		n, _ := f.Read(b)
+		first, _, _ := strings.Cut(string(b[:n]), " ")
+		// Removed only while locked, as the server itself does: a new
+		// holder never loses its file.
+		if first == strconv.Itoa(pid) && syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			os.Remove(l)
+		}
+		f.Close()
+	}
 }
 
 // stop sends SIGTERM and waits for the exit status.
