@@ -114,19 +114,7 @@ $log ! <log "-" {line: #{1} #{2}: [+inf.0 -inf.0]}>
 	})
 
 	// A peer without credentials sends the issue's packet and is answered.
-	c, err := net.Dial("unix", sock)
-	require.NoError(t, err)
-	c.SetDeadline(time.Now().Add(20 * time.Second))
-	_, err = io.WriteString(c, `[[0 <A <resolve <noise #{1}> #:[0 1]> 0>]]`)
-	require.NoError(t, err)
-	var got []byte
-	buf := make([]byte, 4096)
-	for !bytes.Contains(got, []byte("<error invalid>")) {
-		n, err := c.Read(buf)
-		got = append(got, buf[:n]...)
-		require.NoError(t, err, "reading the gatekeeper's answer (got %q)", got)
-	}
-	c.Close()
+	sendIssuePacket(t, sock)
 
 	// The orphan is adopted by the server, then reaped when it exits.
 	var orphan int
@@ -182,4 +170,22 @@ $log ! <log "-" {line: #{1} #{2}: [+inf.0 -inf.0]}>
 	require.Less(t, time.Since(begin), 15*time.Second)
 	require.Contains(t, r.stderr.String(), `"message":"shutting down"`)
 	require.Empty(t, children(server), "nothing of the namespace is left")
+}
+
+// sendIssuePacket sends issue 12's packet to the relay socket sock as a
+// peer without credentials and waits for the gatekeeper's answer.
+func sendIssuePacket(t *testing.T, sock string) {
+	c, err := net.Dial("unix", sock)
+	require.NoError(t, err)
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	_, err = io.WriteString(c, `[[0 <A <resolve <noise #{1}> #:[0 1]> 0>]]`)
+	require.NoError(t, err)
+	var got []byte
+	buf := make([]byte, 4096)
+	for !bytes.Contains(got, []byte("<error invalid>")) {
+		n, err := c.Read(buf)
+		got = append(got, buf[:n]...)
+		require.NoError(t, err, "reading the gatekeeper's answer (got %q)", got)
+	}
+	c.Close()
 }
