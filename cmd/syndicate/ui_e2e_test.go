@@ -193,30 +193,7 @@ func TestUIInBrowser(t *testing.T) {
 
 	refusesWithoutToken(t, base)
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome), chromedp.NoSandbox,
-		chromedp.Headless, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.WindowSize(900, 560))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancelT := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancelT()
-	p := &page{t: t, ctx: ctx, dir: shots}
-	console := chromedp.Console(ctx)
-	go func() {
-		for m, err := range console {
-			if err != nil {
-				return
-			}
-			if m.IsException() || m.Type == chromedp.ConsoleError {
-				p.mu.Lock()
-				p.errors = append(p.errors, m.String())
-				p.mu.Unlock()
-			}
-		}
-	}()
+	p := headlessPage(t, chrome, shots)
 	p.run(chromedp.Navigate(pageURL))
 
 	// The table: a daemon's row appears, with a pid; built-ins are
@@ -256,18 +233,7 @@ func TestUIInBrowser(t *testing.T) {
 	p.waitJS("the lifecycle events in the log", `document.getElementById("output").textContent.includes("syndicate: restart")`)
 	p.screenshotPage("ui-service")
 
-	// Stop and start, each confirmed, on a daemon nothing depends on.
-	p.js(`location.hash = "#/service/" + encodeURIComponent("<daemon crasher>")`)
-	p.waitJS("<daemon crasher> running again", `/^\d+$/.test(document.getElementById("pid")?.textContent ?? "") && !document.getElementById("stop").disabled`)
-	p.run(chromedp.Click(chromedp.CSS("#stop")))
-	p.waitJS("the confirmation", `document.getElementById("confirm-yes") !== null`)
-	p.run(chromedp.Click(chromedp.CSS("#confirm-yes")))
-	p.waitJS("<daemon crasher> stopped", `document.getElementById("state").textContent.includes("stopped") && document.getElementById("pid").textContent === "-"`)
-	p.waitJS("the start button", `!document.getElementById("start").disabled`)
-	p.run(chromedp.Click(chromedp.CSS("#start")))
-	p.waitJS("the confirmation", `document.getElementById("confirm-yes") !== null`)
-	p.run(chromedp.Click(chromedp.CSS("#confirm-yes")))
-	p.waitJS("<daemon crasher> started", `!document.getElementById("state").textContent.includes("stopped") && /^\d+$/.test(document.getElementById("pid").textContent)`)
+	stopAndStart(p)
 
 	// The hostile daemon's page.
 	p.js(`location.hash = "#/service/" + encodeURIComponent(` + jsString(`<daemon `+strconv.Quote(hostileName)+`>`) + `)`)
@@ -280,18 +246,7 @@ func TestUIInBrowser(t *testing.T) {
 	p.waitJS("the graph's edge", `document.querySelectorAll("#graph line").length >= 1`)
 	p.screenshot("ui-boot")
 
-	// The dataspace browser: an assertion appears, then vanishes.
-	p.js(`location.hash = "#/dataspace"`)
-	p.run(chromedp.SendKeys(chromedp.CSS("#pattern"), `<ui-probe _>`), chromedp.Click(chromedp.CSS("#observe")))
-	p.waitJS("the subscription", `document.getElementById("observe-status").textContent.startsWith("0 matching")`)
-	probe := startCLI("--admin", sock, "assert", `<ui-probe "hello">`)
-	p.waitJS("the assertion", `[...document.querySelectorAll("#matches li")].some(li => li.textContent === '<ui-probe "hello">')`)
-	p.screenshot("ui-dataspace")
-	probe.stop(t)
-	p.waitJS("the retraction", `document.querySelectorAll("#matches li").length === 0`)
-	code, _, errs := cliRun(t, "--admin", sock, "send", `<ui-probe "flash">`)
-	require.Zero(t, code, errs)
-	p.waitJS("the message", `document.getElementById("messages").textContent.includes('<ui-probe "flash">')`)
+	dataspaceBrowser(t, p, sock)
 
 	// Phone-sized: nothing wider than the screen.
 	p.run(chromedp.EmulateViewport(375, 740))
@@ -308,6 +263,71 @@ func TestUIInBrowser(t *testing.T) {
 	p.mu.Lock()
 	require.Empty(t, p.errors, "JavaScript errors")
 	p.mu.Unlock()
+}
+
+// headlessPage starts headless Chromium (chrome) for the test, its
+// screenshots going to shots, and collects the page's JavaScript errors.
+// The browser goes when the test ends.
+func headlessPage(t *testing.T, chrome, shots string) *page {
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome), chromedp.NoSandbox,
+		chromedp.Headless, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.WindowSize(900, 560))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(cancel)
+	ctx, cancelT := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(cancelT)
+	p := &page{t: t, ctx: ctx, dir: shots}
+	console := chromedp.Console(ctx)
+	go func() {
+		for m, err := range console {
+			if err != nil {
+				return
+			}
+			if m.IsException() || m.Type == chromedp.ConsoleError {
+				p.mu.Lock()
+				p.errors = append(p.errors, m.String())
+				p.mu.Unlock()
+			}
+		}
+	}()
+	return p
+}
+
+// stopAndStart stops and starts <daemon crasher> from its page, each
+// confirmed.
+func stopAndStart(p *page) {
+	// Stop and start, each confirmed, on a daemon nothing depends on.
+	p.js(`location.hash = "#/service/" + encodeURIComponent("<daemon crasher>")`)
+	p.waitJS("<daemon crasher> running again", `/^\d+$/.test(document.getElementById("pid")?.textContent ?? "") && !document.getElementById("stop").disabled`)
+	p.run(chromedp.Click(chromedp.CSS("#stop")))
+	p.waitJS("the confirmation", `document.getElementById("confirm-yes") !== null`)
+	p.run(chromedp.Click(chromedp.CSS("#confirm-yes")))
+	p.waitJS("<daemon crasher> stopped", `document.getElementById("state").textContent.includes("stopped") && document.getElementById("pid").textContent === "-"`)
+	p.waitJS("the start button", `!document.getElementById("start").disabled`)
+	p.run(chromedp.Click(chromedp.CSS("#start")))
+	p.waitJS("the confirmation", `document.getElementById("confirm-yes") !== null`)
+	p.run(chromedp.Click(chromedp.CSS("#confirm-yes")))
+	p.waitJS("<daemon crasher> started", `!document.getElementById("state").textContent.includes("stopped") && /^\d+$/.test(document.getElementById("pid").textContent)`)
+}
+
+// dataspaceBrowser observes a pattern in the dataspace browser: an
+// assertion appears, then vanishes, and a message shows.
+func dataspaceBrowser(t *testing.T, p *page, sock string) {
+	// The dataspace browser: an assertion appears, then vanishes.
+	p.js(`location.hash = "#/dataspace"`)
+	p.run(chromedp.SendKeys(chromedp.CSS("#pattern"), `<ui-probe _>`), chromedp.Click(chromedp.CSS("#observe")))
+	p.waitJS("the subscription", `document.getElementById("observe-status").textContent.startsWith("0 matching")`)
+	probe := startCLI("--admin", sock, "assert", `<ui-probe "hello">`)
+	p.waitJS("the assertion", `[...document.querySelectorAll("#matches li")].some(li => li.textContent === '<ui-probe "hello">')`)
+	p.screenshot("ui-dataspace")
+	probe.stop(t)
+	p.waitJS("the retraction", `document.querySelectorAll("#matches li").length === 0`)
+	code, _, errs := cliRun(t, "--admin", sock, "send", `<ui-probe "flash">`)
+	require.Zero(t, code, errs)
+	p.waitJS("the message", `document.getElementById("messages").textContent.includes('<ui-probe "flash">')`)
 }
 
 // hostile checks that the hostile name and output were rendered as text:
