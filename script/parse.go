@@ -18,6 +18,19 @@ func ParseValues(file string, vals []preserves.Value) (*File, ErrorList) {
 	return p.file1(vals), p.errs
 }
 
+// ParsePattern reads v as one pattern of the script language (services
+// spec §4.7: `_` discards, `?name` and `<?name P>` bind, `=sym` is the
+// literal symbol sym, record labels and dictionary keys are literal, sets
+// are refused) outside any script, as the command line's PATTERN
+// arguments are. A `$var` is read as in a script; compile.Pattern, which
+// has no environment, refuses it.
+func ParsePattern(file string, v preserves.Value) (Expr, ErrorList) {
+	p := &parser{file: file}
+	e := p.expr(v, modePattern)
+	p.errs.Sort()
+	return e, p.errs
+}
+
 // file1 parses a file's top-level values: its leading `dialect`
 // directives, then its instructions.
 func (p *parser) file1(vals []preserves.Value) *File {

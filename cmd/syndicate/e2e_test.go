@@ -428,7 +428,7 @@ func TestErrorsAreOneLine(t *testing.T) {
 
 	code, _, errs = cliRun(t, "--admin", s.path, "observe", "<a\n  #{1}>")
 	require.Equal(t, 1, code)
-	require.Equal(t, "syndicate: bad pattern at 2:3: sets are not allowed in patterns\n", errs)
+	require.Equal(t, "syndicate: bad pattern at 2:3: sets are not allowed in a pattern\n", errs)
 
 	code, _, errs = cliRun(t, "observe", "<a <b>")
 	require.Equal(t, 1, code)

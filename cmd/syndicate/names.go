@@ -38,16 +38,9 @@ func readServiceArg(text string) (serviceArg, error) {
 		return serviceArg{}, err
 	}
 	v = preserves.Strip(v)
-	return serviceArg{text: text, v: v, p: p, wild: hasWildcard(v)}, nil
-}
-
-// hasWildcard reports whether v, read as a pattern, has a `_` or a
-// capture anywhere.
-func hasWildcard(v preserves.Value) bool {
-	if isWild(v) {
-		return true
-	}
-	return preserves.AnyPart(v, hasWildcard)
+	// A pattern with no `_` or capture matches one value: one name.
+	_, literal := pattern.Drop(p)
+	return serviceArg{text: text, v: v, p: p, wild: !literal}, nil
 }
 
 // select resolves the argument against names.

@@ -1,20 +1,21 @@
 package main
 
-// PATTERN and VALUE arguments are Preserves text. In a pattern, `_` matches
-// anything, `?name` (or a bare `?`) captures, and `=sym` is the literal
-// symbol sym (for matching a symbol that starts with `_`, `?` or `=`);
-// records, sequences and dictionaries become dataspace pattern groups, which
-// match extensibly (extra fields, items or keys are allowed). A record label
-// and dictionary keys must be literal; sets and embedded values are not
-// patterns. This mirrors the pattern syntax of the script language (services
-// spec §4.7), without its `$var` references, which have no meaning here.
+// PATTERN and VALUE arguments are Preserves text. A PATTERN is a pattern of
+// the script language, read by the script front end and compiled by its
+// compiler (script.ParsePattern, compile.Pattern): `_` matches anything,
+// `?name` (or a bare `?`) and `<?name P>` capture, `=sym` is the literal
+// symbol sym, and records, sequences and dictionaries match extensibly
+// (extra fields, items or keys are allowed). A record label and dictionary
+// keys are literal; sets, embedded values and `$var` references (there is
+// no environment here) are refused.
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/script"
+	"github.com/syndicate-go/syndicate/script/compile"
 )
 
 // argError is an error in a PATTERN or VALUE argument, with the position
@@ -89,71 +90,18 @@ func parsePattern(text string) (pattern.Pattern, error) {
 	return toPattern(v)
 }
 
+// toPattern compiles the parsed PATTERN argument v.
 func toPattern(v preserves.Value) (pattern.Pattern, error) {
-	bad := func(format string, args ...any) error {
-		return &argError{what: "pattern", pos: preserves.PosOf(v), msg: fmt.Sprintf(format, args...)}
+	if p, ok := findEmbedded(v); ok {
+		return nil, &argError{what: "pattern", pos: p, msg: "embedded values are not allowed in patterns"}
 	}
-	switch x := preserves.Unwrap(v).(type) {
-	case preserves.Symbol:
-		s := string(x)
-		switch {
-		case s == "_":
-			return pattern.Discard{}, nil
-		case strings.HasPrefix(s, "?"):
-			return pattern.Bind{Pattern: pattern.Discard{}}, nil
-		case strings.HasPrefix(s, "="):
-			return pattern.Lit{Value: preserves.Symbol(s[1:])}, nil
-		}
-		return pattern.Lit{Value: x}, nil
-	case *preserves.Record:
-		if isWild(x.Label) {
-			return nil, &argError{what: "pattern", pos: preserves.PosOf(x.Label), msg: "a record label must be literal"}
-		}
-		fields, err := toPatterns(x.Fields)
-		if err != nil {
-			return nil, err
-		}
-		return pattern.Rec(preserves.Strip(x.Label), fields...), nil
-	case preserves.Sequence:
-		items, err := toPatterns(x)
-		if err != nil {
-			return nil, err
-		}
-		return pattern.Arr(items...), nil
-	case *preserves.Dictionary:
-		entries := make([]pattern.Entry, 0, x.Len())
-		for _, e := range x.Entries() {
-			if isWild(e.Key) {
-				return nil, &argError{what: "pattern", pos: preserves.PosOf(e.Key), msg: "dictionary keys must be literal"}
-			}
-			p, err := toPattern(e.Value)
-			if err != nil {
-				return nil, err
-			}
-			entries = append(entries, pattern.Entry{Key: preserves.Strip(e.Key), Pattern: p})
-		}
-		return pattern.Dict(entries...), nil
-	case *preserves.Set:
-		return nil, bad("sets are not allowed in patterns")
-	case *preserves.Embedded:
-		return nil, bad("embedded values are not allowed in patterns")
+	e, errs := script.ParsePattern("", v)
+	if len(errs) > 0 {
+		return nil, &argError{what: "pattern", pos: errs[0].Pos, msg: errs[0].Msg}
 	}
-	return pattern.Lit{Value: preserves.Strip(v)}, nil
-}
-
-func toPatterns(vs []preserves.Value) ([]pattern.Pattern, error) {
-	ps := make([]pattern.Pattern, len(vs))
-	for i, v := range vs {
-		p, err := toPattern(v)
-		if err != nil {
-			return nil, err
-		}
-		ps[i] = p
+	p, err := compile.Pattern(e)
+	if se, ok := err.(*script.Error); ok {
+		return nil, &argError{what: "pattern", pos: se.Pos, msg: se.Msg}
 	}
-	return ps, nil
-}
-
-func isWild(v preserves.Value) bool {
-	s, ok := preserves.Unwrap(v).(preserves.Symbol)
-	return ok && (s == "_" || strings.HasPrefix(string(s), "?"))
+	return p, err
 }

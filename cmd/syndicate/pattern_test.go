@@ -27,6 +27,9 @@ func TestParsePattern(t *testing.T) {
 		{"<x =_ =?y ==>", "<x _ ?y =>", true, nil},
 		{"<x =_>", "<x 1>", false, nil},
 		{`<s "str" 1.5 #t #"b">`, `<s "str" 1.5 #t #"b">`, true, nil},
+		// The script language's binder record, and its literal keys.
+		{"<daemon <?id [_ _]>>", "<daemon [a b]>", true, []string{"[a b]"}},
+		{"{?k: 1}", "{?k: 1}", true, nil},
 	}
 	for _, c := range cases {
 		p, err := parsePattern(c.pat)
@@ -47,9 +50,10 @@ func TestParsePattern(t *testing.T) {
 
 func TestBadPatternsAndValues(t *testing.T) {
 	for pat, want := range map[string]string{
-		"<?x 1>":       "bad pattern at 1:2: a record label must be literal",
-		"{?k: 1}":      "bad pattern at 1:2: dictionary keys must be literal",
-		"[1\n #{2}]":   "bad pattern at 2:2: sets are not allowed in patterns",
+		"<$x 1>":       "bad pattern at 1:2: a variable has no value in a pattern outside a script",
+		"{k: [$v]}":    "bad pattern at 1:6: a variable has no value in a pattern outside a script",
+		"<_ 1>":        "bad pattern at 1:2: discard _ is not allowed in a record pattern label",
+		"[1\n #{2}]":   "bad pattern at 2:2: sets are not allowed in a pattern",
 		"<unclosed":    "bad pattern at 1:10:",
 		"":             "bad pattern",
 		"<a> <b>":      "bad pattern at 1:5:",

@@ -481,6 +481,59 @@ func (c *compiler) pattern(e script.Expr) Pat {
 	return c.pconst(e.Pos(), pattern.Discard{})
 }
 
+// Pattern compiles a pattern read on its own (script.ParsePattern) to a
+// dataspace pattern, as the script's handlers compile theirs: the one
+// pattern syntax of scripts and of the command line. Outside a script
+// there is no environment, so a variable reference (or an attenuation of
+// one) is an error: a *script.Error of class script.ErrScript at its
+// position.
+func Pattern(e script.Expr) (pattern.Pattern, error) {
+	if v := firstVariable(e); v != nil {
+		return nil, &script.Error{Pos: v.Pos(), Msg: "a variable has no value in a pattern outside a script", Err: script.ErrScript}
+	}
+	var c compiler
+	p, ok := c.constPattern(e)
+	if !ok {
+		return nil, &script.Error{Pos: e.Pos(), Msg: "sets are not allowed in a pattern", Err: script.ErrScript}
+	}
+	return p, nil
+}
+
+// firstVariable is the first node of the pattern e, in pre-order, that
+// needs an environment (isConstPat fails on it), or nil.
+func firstVariable(e script.Expr) script.Expr {
+	switch x := e.(type) {
+	case *script.Discard, *script.Lit:
+		return nil
+	case *script.Bind:
+		return firstVariable(x.Pat)
+	case *script.RecordExpr:
+		if !isConst(x.Label) {
+			return x.Label
+		}
+		return firstIn(x.Fields)
+	case *script.SeqExpr:
+		return firstIn(x.Elems)
+	case *script.DictExpr:
+		for _, en := range x.Entries {
+			if v := firstVariable(en.Value); v != nil {
+				return v
+			}
+		}
+		return nil
+	}
+	return e
+}
+
+func firstIn(es []script.Expr) script.Expr {
+	for _, e := range es {
+		if v := firstVariable(e); v != nil {
+			return v
+		}
+	}
+	return nil
+}
+
 // captureAny is `<bind <_>>` (a bare `?x`), the most common pattern of all,
 // boxed once: patterns are immutable values, so every use can share it.
 var captureAny pattern.Pattern = pattern.Bind{Pattern: pattern.Discard{}}
