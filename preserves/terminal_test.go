@@ -22,3 +22,29 @@ func TestTerminalText(t *testing.T) {
 		t.Errorf("round trip of %q: %v %v", s, v, err)
 	}
 }
+
+// TerminalSafe's eight-bytes-at-a-time scan agrees with a rune-by-rune
+// one for every byte at every position of a word and across words.
+func TestTerminalSafeWordScan(t *testing.T) {
+	slow := func(s string) bool {
+		for _, r := range []byte(s) {
+			if (r < 0x20 && r != '\t') || r >= 0x7f {
+				return false
+			}
+		}
+		return true
+	}
+	for b := 0; b < 256; b++ {
+		for pos := 0; pos < 17; pos++ {
+			line := []byte("plain ascii text!")
+			line[pos] = byte(b)
+			s := string(line)
+			if b < 0x80 && TerminalSafe(s) != slow(s) {
+				t.Fatalf("byte %#x at %d: TerminalSafe %v", b, pos, TerminalSafe(s))
+			}
+			if b >= 0x80 && TerminalSafe(s) {
+				t.Fatalf("byte %#x at %d (not UTF-8) taken as safe", b, pos)
+			}
+		}
+	}
+}
