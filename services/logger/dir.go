@@ -114,11 +114,16 @@ type dirWriter struct {
 	queue      chan fileChunk
 	queued     atomic.Int64  // bytes in queue
 	space      chan struct{} // signalled whenever a write made room
-	done       chan struct{} // closed when run returns
-	open       map[string]*openFile
-	now        func() time.Time
-	rootFD     *os.File            // the root, opened once it exists
-	failing    map[string]*lostRun // directories whose last write failed
+	// free holds written chunks' buffers for the logger to fill again:
+	// without it every chunk is a large allocation, and the garbage
+	// collector and the scavenger returning those pages cost more than
+	// the writes.
+	free    chan []byte
+	done    chan struct{} // closed when run returns
+	open    map[string]*openFile
+	now     func() time.Time
+	rootFD  *os.File            // the root, opened once it exists
+	failing map[string]*lostRun // directories whose last write failed
 	// lost, when set, is told of each failing spell of a directory and of
 	// its end (the logger shows the count in `syndicate status`). It is
 	// called on the writer's goroutine.
@@ -143,7 +148,23 @@ type openFile struct {
 
 func newDirWriter(root string, size int64, count int, queueBytes int64, log zerolog.Logger, now func() time.Time) *dirWriter {
 	return &dirWriter{root: root, size: size, count: count, queueBytes: queueBytes, log: log,
-		queue: make(chan fileChunk, 1024), space: make(chan struct{}, 1), done: make(chan struct{}), open: map[string]*openFile{}, now: now, failing: map[string]*lostRun{}}
+		queue: make(chan fileChunk, 1024), space: make(chan struct{}, 1), free: make(chan []byte, 8), done: make(chan struct{}), open: map[string]*openFile{}, now: now, failing: map[string]*lostRun{}}
+}
+
+// buffer returns an empty buffer of at least size bytes for a chunk,
+// one already written if there is one.
+func (w *dirWriter) buffer(size int) []byte {
+	for {
+		select {
+		case b := <-w.free:
+			if cap(b) >= size {
+				return b[:0]
+			}
+			continue // too small: a late line's, say
+		default:
+		}
+		return make([]byte, 0, size)
+	}
 }
 
 // offer queues c, waiting up to patience for room; false means there was
@@ -241,6 +262,10 @@ func (w *dirWriter) write(c fileChunk, tick uint64) {
 		w.queued.Add(-int64(len(c.data)))
 		select {
 		case w.space <- struct{}{}:
+		default:
+		}
+		select {
+		case w.free <- c.data[:0]:
 		default:
 		}
 	}()
