@@ -17,6 +17,9 @@ type Env struct {
 	// a service must log while it (or the logger) is already stopping,
 	// such as a daemon's last words at shutdown.
 	LogLate func(record preserves.Value)
+	// LogDirect, when set, takes daemon output to the logger without a
+	// message while nobody else observes the log dataspace.
+	LogDirect LogDirect
 }
 
 // The `$log` vocabulary (services spec §1.9, §5.6): the message

@@ -133,3 +133,24 @@ func TestE2EServerOutlivesClosedStderr(t *testing.T) {
 		t.Fatal("no exit after SIGTERM")
 	}
 }
+
+// While a script observes `$log`, daemon lines reach it as `<log …>`
+// messages (issue 28: they take the short way to the log writers only
+// while nobody but the logger looks), and they are still logged once.
+func TestE2EScriptObservesDaemonLines(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "watch.pr"), `$log ?? <log _ {service: <daemon d>, line: ?l}> [
+  $log ! <log "-" {line: <seen $l>}>
+]
+<require-service <daemon d>>
+<daemon d "while :; do echo tick; sleep 0.1; done">
+`)
+	r := start(t, "--log-format", "console", "-c", dir)
+	eventually(t, 10*time.Second, "the script saw a daemon line", func() bool {
+		return r.stderr.Has(`(script) -: <seen "tick\n">`)
+	})
+	for _, l := range r.stderr.Lines() {
+		require.LessOrEqual(t, strings.Count(l, "tick"), 1, "one line per event: %s", l)
+	}
+	require.Equal(t, 0, r.stop(t))
+}

@@ -307,6 +307,7 @@ func (s *server) boot(t *dataspace.Turn) error {
 	env := services.Env{Config: cfg, Log: logds, Logger: s.log}
 	if s.sink != nil {
 		env.LogLate = s.sink.Late
+		env.LogDirect = s.sink
 	}
 	defer func() { s.env = env }()
 	var wiring primordial

@@ -2,9 +2,9 @@ package daemon
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/preserves"
@@ -21,6 +21,11 @@ import (
 // behind, the reader stops reading and the daemon blocks on its pipe, as
 // under s6-log, and the server holds at most two reads' worth of any
 // process's output whatever it prints.
+//
+// While nothing but the logger observes the log dataspace, a batch takes
+// the short way instead (services.LogDirect, issue 28): one activation of
+// the logger, charged to the same account, with no `<log …>` message per
+// line; the logger makes the same events of it.
 
 // outputWaiting counts the readers waiting for the log right now (tests
 // see back-pressure happen through it).
@@ -33,13 +38,38 @@ var outputWaiting atomic.Int64
 // retraction, file removal) still reaches the log. Once ctx is done (the
 // pipes are being cut after the exit) it publishes without waiting.
 func (d *daemonRun) outputBatch(ctx context.Context, acct *dataspace.Account, batch []Line) {
+	// One copy of the batch's texts, as one string whose parts the lines
+	// are: the read buffer they point into is reused once we return.
+	n := 0
 	for _, l := range batch {
-		d.hist.line(l)
+		n += len(l.Text)
+	}
+	var sb strings.Builder
+	sb.Grow(n)
+	for _, l := range batch {
+		sb.Write(l.Text)
+	}
+	all := sb.String()
+	for _, l := range batch[max(0, len(batch)-TailLines):] {
+		d.hist.line(l) // copies the few it keeps
 	}
 	if acct.Debt() > 0 {
 		outputWaiting.Add(1)
 		_ = acct.Wait(ctx, 0)
 		outputWaiting.Add(-1)
+	}
+	lines := make([]services.OutputLine, len(batch))
+	for i, l := range batch {
+		at := l.Time
+		if at.IsZero() {
+			at = d.s.clock.Now()
+		}
+		lines[i] = services.OutputLine{Time: at, Pid: l.Pid, Stream: streamSymbol[l.Stream], Text: all[:len(l.Text)]}
+		all = all[len(l.Text):]
+	}
+	// The short way while nobody but the logger looks (issue 28).
+	if d.env.LogDirect != nil && d.env.LogDirect.DaemonOutput(acct, d.name, lines) {
+		return
 	}
 	if !d.s.out.ActivateAccount(acct, func(t *dataspace.Turn) error {
 		// The lines of one read share their timestamp and pid: make
@@ -47,16 +77,13 @@ func (d *daemonRun) outputBatch(ctx context.Context, acct *dataspace.Account, ba
 		var ts, pid preserves.Value
 		var at time.Time
 		lastPid := -1
-		for _, l := range batch {
+		for _, l := range lines {
 			if ts == nil || !l.Time.Equal(at) {
 				at = l.Time
-				if at.IsZero() {
-					at = d.s.clock.Now()
-				}
 				ts = preserves.String(script.Timestamp(at))
 			}
 			if l.Pid != lastPid {
-				lastPid, pid = l.Pid, pidValue(l.Pid)
+				lastPid, pid = l.Pid, l.PidValue()
 			}
 			t.Message(d.env.Log, logRecord(l, d.name, ts, pid))
 		}
@@ -65,41 +92,24 @@ func (d *daemonRun) outputBatch(ctx context.Context, acct *dataspace.Account, ba
 		// The service itself is stopping (server shutdown): the log
 		// actor may be gone, so the lines go straight to the output's
 		// writers, else to the server's log.
-		for _, l := range batch {
+		for _, l := range lines {
 			if d.env.LogLate != nil {
-				at := l.Time
-				if at.IsZero() {
-					at = d.s.clock.Now()
-				}
-				d.env.LogLate(logRecord(l, d.name, preserves.String(script.Timestamp(at)), pidValue(l.Pid)))
+				d.env.LogLate(logRecord(l, d.name, preserves.String(script.Timestamp(l.Time)), l.PidValue()))
 				continue
 			}
-			d.log.Warn().Str("stream", l.Stream.String()).Int("pid", l.Pid).Str("line", string(l.Text)).Msg("daemon output")
+			d.log.Warn().Str("stream", string(l.Stream)).Int("pid", l.Pid).Str("line", l.Text).Msg("daemon output")
 		}
 	}
 }
 
-func pidValue(pid int) preserves.Value {
-	if pid > 0 {
-		return preserves.Int(pid)
-	}
-	return preserves.Symbol("unknown")
-}
-
-func logRecord(l Line, service, timestamp, pid preserves.Value) preserves.Value {
-	var line preserves.Value
-	if utf8.Valid(l.Text) {
-		line = preserves.String(l.Text)
-	} else {
-		line = preserves.ByteString(l.Text)
-	}
+func logRecord(l services.OutputLine, service, timestamp, pid preserves.Value) preserves.Value {
 	// In key order already, so that NewDictionary has nothing to sort.
 	return preserves.NewRecord(services.LabelLog, timestamp, preserves.NewDictionary(
-		preserves.DictEntry{Key: services.LogKeyLine, Value: line},
+		preserves.DictEntry{Key: services.LogKeyLine, Value: l.LineValue()},
 		preserves.DictEntry{Key: services.LogKeyPid, Value: pid},
 		preserves.DictEntry{Key: services.LogKeyService, Value: service},
 		preserves.DictEntry{Key: services.LogKeySource, Value: services.SourceDaemon},
-		preserves.DictEntry{Key: services.LogKeyStream, Value: streamSymbol[l.Stream]},
+		preserves.DictEntry{Key: services.LogKeyStream, Value: l.Stream},
 	))
 }
 

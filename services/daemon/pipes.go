@@ -14,9 +14,11 @@ import (
 
 // readLines delivers r's content line by line until EOF, error or a read
 // deadline, always flushing a final partial line. The lines of one read go
-// to emit as one batch, sharing one copy of the bytes and one timestamp;
-// the next read happens only after emit has returned, so a blocking emit
-// stops the reading. emit must not keep the batch slice (its lines it may).
+// to emit as one batch, sharing one timestamp; the next read happens only
+// after emit has returned, so a blocking emit stops the reading. The lines
+// are slices of the read buffer, which is reused once emit returns: emit
+// keeps neither the batch slice nor the lines' texts (it copies what it
+// keeps, once per batch rather than once per read and again per line).
 func readLines(ctx context.Context, r io.Reader, stream Stream, pid int, now func() time.Time, emit func(context.Context, []Line)) {
 	var acc []byte // an unfinished line, assembled across reads
 	var batch []Line
@@ -24,11 +26,9 @@ func readLines(ctx context.Context, r io.Reader, stream Stream, pid int, now fun
 		bp, n, err := readPooled(r)
 		if n > 0 {
 			ts := now()
-			// One copy per read: the batch's lines are slices of it,
+			// The batch's lines are slices of the buffer,
 			// capacity-limited so that nobody appends into a neighbour.
-			data := append([]byte(nil), (*bp)[:n]...)
-			readBufPool.Put(bp)
-			bp = nil
+			data := (*bp)[:n]
 			batch = batch[:0]
 			for len(data) > 0 {
 				// The next piece: up to a newline, cut at maxLine.

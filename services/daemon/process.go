@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -362,6 +363,7 @@ func (p *process) startReaders() {
 		emit = func(_ context.Context, batch []Line) {
 			if line != nil {
 				for _, l := range batch {
+					l.Text = bytes.Clone(l.Text) // the read buffer is reused
 					line(l)
 				}
 			}

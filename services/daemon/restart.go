@@ -87,7 +87,8 @@ type Events struct {
 	// Output, when set, replaces Line: the lines of one read of a pipe as
 	// one batch, on that pipe's reader goroutine. It may block until the
 	// log can take them (the child then blocks on its pipe); once ctx is
-	// done it must deliver without waiting. It must not keep the slice.
+	// done it must deliver without waiting. It must keep neither the
+	// slice nor the lines' texts, which are reused after it returns.
 	Output func(ctx context.Context, batch []Line)
 	Exited func(e Exit, next Next) // a process is down; next is what follows
 	// Stdio, for Syndicate-protocol specs, is called after Started with

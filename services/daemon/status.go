@@ -81,6 +81,8 @@ const tailLineMax = 1024
 func (h *history) line(l Line) {
 	if len(l.Text) > tailLineMax {
 		l.Text = append(l.Text[:tailLineMax:tailLineMax], "…"...)
+	} else {
+		l.Text = slices.Clone(l.Text) // the caller's is reused
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()

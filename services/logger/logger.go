@@ -17,6 +17,10 @@
 //     logs` reads and follows through the admin socket (`<log-tail …>`);
 //   - with --log-dir, the service's own directory (dir.go).
 //
+// Daemon output reaches the logger without a `<log …>` message per line
+// while nothing else observes the log dataspace (direct.go): the same
+// events, one activation per read of a pipe.
+//
 // The `<log …>` message is the reference's (its label and detail keys:
 // services.LabelLog, services.LogKey…); the logger's own records,
 // `<log-tail …>` and its answers, `<log-dir …>` and `<log-dropped …>`, are
@@ -176,6 +180,7 @@ func BootWith(t *dataspace.Turn, env services.Env, o Options) error {
 		t.Assert(env.Config, LogDir(sink.root))
 	}
 	t.OnMessage(env.Log, pattern.Rec(services.LabelLog, pattern.Capture(), pattern.Capture()), l.handle)
+	l.offerDirect(t, env, sink)
 	t.During(env.Config, pattern.Rec(syndicatego.LabelLogTail, pattern.Capture(), pattern.Capture(), pattern.Capture(), pattern.Capture()), l.tail)
 	return nil
 }
@@ -227,9 +232,14 @@ type svcState struct {
 // handle is the turn of one `<log …>` message.
 func (l *logger) handle(t *dataspace.Turn, caps []preserves.Value) error {
 	ev, ok := fromLog(caps[0], caps[1], l.o.Now, &l.times)
-	if !ok {
-		return nil
+	if ok {
+		l.log(t, ev)
 	}
+	return nil
+}
+
+// log takes one event to the ring, followers, console and files.
+func (l *logger) log(t *dataspace.Turn, ev Event) {
 	l.seq++
 	ev.Seq = l.seq
 	s := l.state(ev.Service)
@@ -263,7 +273,6 @@ func (l *logger) handle(t *dataspace.Turn, caps []preserves.Value) error {
 		l.scheduled = true
 		t.PreCommit(l.flush)
 	}
-	return nil
 }
 
 // state returns the service's state, creating it (and forgetting the
@@ -330,9 +339,10 @@ func (l *logger) flush(t *dataspace.Turn) error {
 // service's log, the server's log and `<log-dropped …>` once there is.
 func (l *logger) writeChunk(t *dataspace.Turn, s *svcState) {
 	data, lines := s.chunk, s.chunkLines
-	// The writer owns data now; the next chunk starts at its size, so it
-	// rarely grows.
-	s.chunk, s.chunkLines = make([]byte, 0, min(cap(data), consoleChunk+4096)), 0
+	// The writer owns data now; the next chunk starts at its size (in a
+	// buffer the writer is done with, when there is one), so it rarely
+	// grows.
+	s.chunk, s.chunkLines = l.files.buffer(min(cap(data), consoleChunk+4096)), 0
 	if s.dropping > 0 {
 		note := Event{Time: l.o.Now(), Source: services.SourceServer, Extra: []preserves.DictEntry{
 			{Key: preserves.Symbol("dropped"), Value: preserves.Int(s.dropping)}}}

@@ -11,7 +11,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services"
 )
 
 // Sink is where service output goes: the console writer and the log
@@ -31,6 +33,9 @@ type Sink struct {
 	// lost is the current logger's dirLost (the file writer's news of
 	// failing writes), nil while no logger runs.
 	lost atomic.Pointer[func(dir string, lines int64, reason string)]
+	// direct is the current logger's short way for daemon output, nil
+	// while no logger runs (DaemonOutput).
+	direct atomic.Pointer[direct]
 
 	lateMu sync.Mutex // Late's formatting state
 	late   timeParser
@@ -127,4 +132,30 @@ func (k *Sink) Late(record preserves.Value) {
 	if k.files != nil {
 		k.files.offer(fileChunk{dir: DirName(ev.ServiceText()), data: AppendFile(nil, ev), lines: 1}, k.o.FilePatience)
 	}
+}
+
+// direct is a running logger as DaemonOutput reaches it.
+type direct struct {
+	facet dataspace.FacetRef
+	l     *logger
+	// watched: something besides the logger observes `<log …>` in the
+	// log dataspace (set by the logger's turns).
+	watched atomic.Bool
+}
+
+// DaemonOutput is the short way of daemon output to the logger
+// (services.LogDirect): one activation of the logger's facet per batch,
+// charged to acct, while nothing but the logger observes `<log …>`
+// messages. The logger learns of an observer one turn after the log
+// dataspace does, so an observer sees the lines read after that, as it
+// sees the messages sent after its Observe arrived.
+func (k *Sink) DaemonOutput(acct *dataspace.Account, service preserves.Value, lines []services.OutputLine) bool {
+	d := k.direct.Load()
+	if d == nil || d.watched.Load() {
+		return false
+	}
+	return d.facet.ActivateAccount(acct, func(t *dataspace.Turn) error {
+		d.l.daemonLines(t, service, lines)
+		return nil
+	})
 }
