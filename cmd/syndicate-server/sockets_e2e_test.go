@@ -122,3 +122,72 @@ func TestE2ESocketPathInUse(t *testing.T) {
 	c.Close()
 	require.Equal(t, 0, r.stop(t))
 }
+
+// Issue 27: the sockets are held by the server for the life of the
+// declaration, not of the worker, so every connection made while
+// `syndicate restart` restarts the daemon is accepted and served: none
+// is refused or reset.
+func TestE2ESocketConnectionsDuringRestartService(t *testing.T) {
+	t.Parallel()
+	helper, client := buildListenFDs(t), buildClient(t)
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "admin.sock")
+	port := freePort(t)
+	pidFile := filepath.Join(dir, "pid")
+	cfg := filepath.Join(dir, "config")
+	writeFile(t, filepath.Join(cfg, "echo.pr"), fmt.Sprintf(`<require-service <daemon echo>>
+<daemon echo {argv: [%q %q], listen: [<tcp "127.0.0.1" %d>]}>
+`, helper, pidFile, port))
+	r := start(t, "-c", cfg, "--admin-socket", sock)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	eventually(t, 20*time.Second, "the first process", func() bool { return fileExists(pidFile) })
+
+	stop := make(chan struct{})
+	type result struct {
+		served int
+		errs   []error
+		pids   map[string]bool
+	}
+	done := make(chan result)
+	go func() {
+		res := result{pids: map[string]bool{}}
+		for {
+			select {
+			case <-stop:
+				done <- res
+				return
+			default:
+			}
+			line, err := greet("tcp", addr)
+			if err != nil {
+				res.errs = append(res.errs, err)
+				continue
+			}
+			res.served++
+			res.pids[strings.Fields(line)[2]] = true
+		}
+	}()
+	for i := 0; i < 3; i++ {
+		var before int
+		eventually(t, 20*time.Second, "the process's pid", func() bool {
+			pid, ok := tryReadPid(pidFile)
+			before = pid
+			return ok
+		})
+		out, err := exec.Command(client, "--admin", sock, "restart", "echo").CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		eventually(t, 20*time.Second, "a new process", func() bool {
+			pid, ok := tryReadPid(pidFile)
+			return ok && pid != before
+		})
+	}
+	close(stop)
+	res := <-done
+	if len(res.errs) > 0 {
+		t.Fatalf("%d of %d connections refused or reset during restart-service; the first: %v",
+			len(res.errs), len(res.errs)+res.served, res.errs[0])
+	}
+	require.Greater(t, len(res.pids), 1, "served by several processes")
+	t.Logf("%d connections served by %d processes across 3 restarts", res.served, len(res.pids))
+	require.Equal(t, 0, r.stop(t))
+}

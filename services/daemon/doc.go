@@ -78,8 +78,10 @@
 //     directory ([Options.StateDir]) it keeps each spec's last run for
 //     catchUp. A scheduled spec counts as ready once armed.
 //   - sockets.go is socket activation (the spec's `listen` and `start:
-//     on-demand`): it binds the sockets in the spec's linked task, holds
-//     them across process restarts, passes them as fds 3… with the
+//     on-demand`): it binds the sockets in the spec's linked task;
+//     sockets_hold.go keeps them in the daemon's facet for the life of
+//     the declaration, across process restarts, restart-service and
+//     worker crashes; passes them as fds 3… with the
 //     sd_listen_fds variables, and gates each start on a pending
 //     connection for on-demand specs (Events.Gate).
 //   - limits.go applies the optional restart keys (restartDelay,

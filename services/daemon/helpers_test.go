@@ -3,6 +3,7 @@ package daemon
 import (
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"runtime"
@@ -84,8 +85,28 @@ func helperMain(mode string) int {
 	case "exit":
 		n, _ := strconv.Atoi(args[0])
 		return n
+	case "greet":
+		return greetChild()
 	}
 	return 2
+}
+
+// greetChild is a socket-activated daemon: it answers every connection on
+// its listener (fd 3) with "hello PID\n".
+func greetChild() int {
+	ln, err := net.FileListener(os.NewFile(3, "listen"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return 2
+		}
+		fmt.Fprintf(c, "hello %d\n", os.Getpid())
+		c.Close()
+	}
 }
 
 // helperSpec runs the test binary in the given helper mode.

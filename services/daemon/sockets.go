@@ -20,9 +20,10 @@ import (
 
 // Socket activation (docs/services.md, "Sockets"), the systemd protocol of
 // sd_listen_fds(3): the server binds the spec's `listen` addresses when
-// the daemon is required and holds them for as long as the spec stands,
-// across restarts of its process, so no connection is refused while the
-// process is down: connections wait in the backlog. Each process gets
+// the daemon is required and holds them for as long as the declaration
+// stands (sockets_hold.go), across restarts of its process and of the
+// daemon, so no connection is refused while the process is down:
+// connections wait in the backlog. Each process gets
 // them as fds 3… with LISTEN_FDS, LISTEN_FDNAMES and LISTEN_PID. With
 // `start: on-demand` the process starts only when a connection is
 // pending (and again after an exit, at the next one), and the spec counts
@@ -195,20 +196,29 @@ func fdName(id string) string {
 	return sb.String()
 }
 
-// runWithSockets is the linked task of a spec with listen: bind, then the
-// restart loop with the sockets; they are closed (and Unix socket files
-// removed) once the loop has ended and its processes are gone. A failure
-// to bind crashes the worker, so the daemon is failed and tried again
-// after the supervisor's delay.
+// runWithSockets is the linked task of a spec with listen: take the
+// daemon's held sockets (binding them the first time), then the restart
+// loop with them; they are given back once the loop has ended and its
+// processes are gone, and stay bound while the declaration stands
+// (sockets_hold.go). A failure to bind crashes the worker, so the daemon
+// is failed and tried again after the supervisor's delay.
 func (r *specRun) runWithSockets(ctx context.Context) error {
 	defer r.runEnded()
 	d := r.w.d
-	b, err := bindSockets(r.spec, fdName(preserves.FormatText(d.id)))
+	key := heldKey(r.spec)
+	b, err := d.held.acquire(ctx, key, func() (*sockets, error) {
+		return bindSockets(r.spec, fdName(preserves.FormatText(d.id)))
+	}, func() {
+		d.log.Info().Msg("sockets in use by the previous run of the daemon; waiting for it to end")
+	})
 	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		d.log.Error().Err(err).Msg("cannot bind the daemon's sockets")
 		return err
 	}
-	defer b.close()
+	defer d.held.release(key)
 	waiting := "listening, not started (starts at the first connection)"
 	if !r.spec.OnDemand {
 		waiting = "listening"

@@ -52,21 +52,29 @@ type daemonRun struct {
 	// specsSeen counts the specs declared, so that a second one is
 	// logged as a change.
 	specsSeen int
+	// held are the sockets of its declarations, kept across workers
+	// (sockets_hold.go); watching: their declarations are counted.
+	held     *socketHold
+	fr       dataspace.FacetRef
+	watching bool
 }
 
 // runDaemon runs in the facet of one well-formed `<run-service <daemon
 // ID>>` (services.Serve reports malformed ones).
 func runDaemon(t *dataspace.Turn, s *Service, env services.Env, req services.Request[preserves.Value]) {
 	name := req.Name
-	d := &daemonRun{s: s, env: env, name: name, id: req.Spec, log: req.Log, hist: newHistory(), key: daemonKey(name)}
+	d := &daemonRun{s: s, env: env, name: name, id: req.Spec, log: req.Log, hist: newHistory(), key: daemonKey(name),
+		held: newSocketHold()}
 	s.runs[d.key] = d
 	t.OnStop(func(*dataspace.Turn) error {
 		if s.runs[d.key] == d {
 			delete(s.runs, d.key)
 		}
+		d.held.close()
 		return nil
 	})
 	d.logLeftovers(t)
+	d.fr = t.FacetRef()
 	d.startSupervisor(t)
 	t.OnStop(func(t *dataspace.Turn) error {
 		d.logEvent(t, 0, logEvUnrequired, "no longer required: stopping")
@@ -292,6 +300,8 @@ func (w *worker) specAsserted(t *dataspace.Turn, raw preserves.Value, at preserv
 		return nil
 	}
 	if len(spec.Listen) > 0 && !w.d.s.dryRun { // a dry run binds no socket
+		d := w.d
+		d.fr.ActivateNow(func(t *dataspace.Turn) error { d.watchDeclarations(t); return nil })
 		t.LinkedTask("daemon sockets", r.runWithSockets)
 		return nil
 	}

@@ -3,15 +3,20 @@
 // own pid, LISTEN_FDS counts fds from 3), writes its pid to the file
 // named by its first argument, and answers each connection with
 // "hello from PID NAMES\n". With a second argument "once" it exits after
-// the first connection (so the server restarts it).
+// the first connection (so the server restarts it). On SIGTERM it stops
+// accepting and answers the connections it has accepted before it exits,
+// as a well-behaved socket-activated daemon does: those it has not
+// accepted stay in the backlog of the socket the server holds.
 package main
 
 import (
 	"fmt"
 	"net"
 	"os"
+	"os/signal"
 	"strconv"
 	"sync"
+	"syscall"
 )
 
 func main() {
@@ -29,12 +34,14 @@ func main() {
 	names := os.Getenv("LISTEN_FDNAMES")
 	var wg sync.WaitGroup
 	done := make(chan struct{})
+	var lns []net.Listener
 	for i := 0; i < n; i++ {
 		ln, err := net.FileListener(os.NewFile(uintptr(3+i), "listen"))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}
+		lns = append(lns, ln)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -52,8 +59,21 @@ func main() {
 			}
 		}()
 	}
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	stopped := make(chan struct{})
+	go func() {
+		<-term
+		for _, ln := range lns {
+			ln.Close()
+		}
+		close(stopped)
+	}()
 	if once {
-		<-done
+		select {
+		case <-done:
+		case <-stopped:
+		}
 		return
 	}
 	wg.Wait()
