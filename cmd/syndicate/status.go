@@ -93,7 +93,7 @@ func (v *statusView) subscribe(ctx context.Context, gotOutput, updates chan stru
 	s, _, err := session.StartSynced(ctx, v.cl.conn, "status", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
 		pending := false
 		v.m.Subscribe(t, cfg, func(t *dataspace.Turn) {
-			if v.literal != nil && v.m.HasOutput(v.literal) {
+			if v.answered() {
 				notify(gotOutput)
 			}
 			if !live || pending {
@@ -111,10 +111,23 @@ func (v *statusView) subscribe(ctx context.Context, gotOutput, updates chan stru
 			// Only the daemon service answers; for anything else this
 			// assertion is harmless and goes with the connection.
 			t.Assert(cfg, syndicatego.OutputRequest{ServiceName: v.literal}.ToValue())
+			t.Assert(cfg, syndicatego.StatsRequest{ServiceName: v.literal}.ToValue())
+		} else if v.o.json {
+			requestFigures(t, cfg)
 		}
 		return nil
 	}, func(*dataspace.Turn, *dataspace.Ref) { live = true })
 	return s, err
+}
+
+// requestFigures asks for the figures of every running daemon, for as
+// long as it runs (`status --json`; the table has no room for them).
+func requestFigures(t *dataspace.Turn, cfg *dataspace.Ref) {
+	p := pattern.Rec(syndicatego.LabelProcessStatus, pattern.Bind{Pattern: pattern.Rec(externalservices.LabelDaemon, pattern.Discard{})}, pattern.Discard{})
+	t.During(cfg, p, func(t *dataspace.Turn, caps []preserves.Value) error {
+		t.Assert(cfg, syndicatego.StatsRequest{ServiceName: preserves.Strip(caps[0])}.ToValue())
+		return nil
+	})
 }
 
 func notify(ch chan struct{}) {
@@ -124,18 +137,39 @@ func notify(ch chan struct{}) {
 	}
 }
 
-// awaitOutput gives the daemon service a moment to answer the output
-// request (in a turn of its own) when the one service named is a running
-// daemon.
+// answered reports whether the daemon service has answered what the view
+// asked for: the output and figures of the one daemon named, the
+// figures of every running daemon for --json.
+func (v *statusView) answered() bool {
+	switch {
+	case v.literal != nil:
+		return v.m.HasOutput(v.literal) && !v.m.FiguresPending(v.literal)
+	case v.o.json:
+		return !v.m.FiguresPending(nil)
+	}
+	return true
+}
+
+// awaitOutput gives the daemon service a moment to answer the output and
+// figures requests (in turns of its own) when the one service named is
+// a running daemon, or (--json) any daemon runs.
 func (v *statusView) awaitOutput(ctx context.Context, gotOutput chan struct{}) {
 	r, ok := v.literal.(*preserves.Record)
-	if !ok || !preserves.Equal(r.Label, externalservices.LabelDaemon) || !v.m.IsRunning(v.literal) {
+	daemon := ok && preserves.Equal(r.Label, externalservices.LabelDaemon) && v.m.IsRunning(v.literal)
+	if !daemon && !(v.literal == nil && v.o.json) {
 		return
 	}
-	select {
-	case <-gotOutput:
-	case <-time.After(outputWait):
-	case <-ctx.Done():
+	// A notice may be stale (answered before a process appeared): each
+	// one is checked.
+	deadline := time.After(outputWait)
+	for !v.answered() {
+		select {
+		case <-gotOutput:
+		case <-deadline:
+			return
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 

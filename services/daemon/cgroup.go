@@ -52,12 +52,24 @@ func (h *ProcHandle) Signal(sig syscall.Signal) error {
 	return nil
 }
 
-// Stats are the figures of the process's cgroup (ok false without one).
+// Stats are the figures of the process's cgroup (ok false without one,
+// or once the process has exited).
 func (h *ProcHandle) Stats() (cgroup.Stats, bool) {
-	if h.p.group == nil {
+	h.p.mu.Lock()
+	exited := h.p.lc.phase == phaseExited
+	h.p.mu.Unlock()
+	if h.p.group == nil || exited {
 		return cgroup.Stats{}, false
 	}
 	return h.p.group.Stats(), true
+}
+
+// Exited reports whether the process has exited (its handle serves
+// nothing any more).
+func (h *ProcHandle) Exited() bool {
+	h.p.mu.Lock()
+	defer h.p.mu.Unlock()
+	return h.p.lc.phase == phaseExited
 }
 
 // makeGroup makes the cgroup of this run and arranges for the child to

@@ -100,6 +100,7 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) (*Service, erro
 		s.leftovers[f.Name] = append(s.leftovers[f.Name], f)
 	}
 	s.serveOutput(t, env.Config)
+	s.serveStats(t, env.Config)
 	// Each daemon runs its own supervisors (one per restart), so the
 	// requests are served with Run.
 	services.Serve(t, env, services.Requests[preserves.Value]{

@@ -49,6 +49,9 @@ type history struct {
 	tail   [TailLines]Line
 	next   int // tail slot of the next line
 	lines  int // lines kept (at most TailLines)
+	// procs are the handles of the processes spawned, for their
+	// figures (stats.go); exited ones are dropped when next listed.
+	procs []*ProcHandle
 }
 
 func newHistory() *history { return &history{starts: map[string]int{}} }

@@ -404,7 +404,7 @@ func (r *specRun) events() Events {
 		},
 		Stopped: r.stopped,
 		Name:    preserves.FormatText(r.w.d.id),
-		Spawned: func(h *ProcHandle) { handle = h },
+		Spawned: func(h *ProcHandle) { handle = h; r.w.d.hist.spawned(h) },
 	})
 }
 

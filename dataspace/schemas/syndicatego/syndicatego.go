@@ -21,6 +21,10 @@ const (
 	LabelOutputRequest = preserves.Symbol("output-request")
 	// LabelServiceOutput is the label of ServiceOutput.
 	LabelServiceOutput = preserves.Symbol("service-output")
+	// LabelStatsRequest is the label of StatsRequest.
+	LabelStatsRequest = preserves.Symbol("stats-request")
+	// LabelProcessStats is the label of ProcessStats.
+	LabelProcessStats = preserves.Symbol("process-stats")
 	// LabelStatusText is the label of StatusText.
 	LabelStatusText = preserves.Symbol("status-text")
 	// LabelServiceHistory is the label of ServiceHistory.
@@ -2075,6 +2079,429 @@ func (r OutputLine) ToValue() preserves.Value {
 	return preserves.Dict(preserves.Symbol("at"), preserves.String(r.At), preserves.Symbol("line"), preserves.String(r.Line), preserves.Symbol("stream"), r.Stream)
 }
 
+// A daemon's figures, for `syndicate status NAME` and `status --json`:
+// while <stats-request NAME> is asserted, the daemon service asserts one
+// <process-stats NAME FIGURES> per running process, read from its cgroup
+// when the request appears and every few seconds after. A figure no
+// controller counts is absent.
+type StatsRequest struct {
+	ServiceName preserves.Value
+}
+
+// ParseStatsRequest parses v as a StatsRequest.
+func ParseStatsRequest(v preserves.Value) (StatsRequest, error) {
+	var r, zero StatsRequest
+	rec98, err := schema.AsRecordOf(v, LabelStatsRequest, 1)
+	if err != nil {
+		return zero, err
+	}
+	r.ServiceName = rec98.Fields[0]
+	return r, nil
+}
+
+func (r StatsRequest) ToValue() preserves.Value {
+	return preserves.NewRecord(LabelStatsRequest, r.ServiceName)
+}
+
+// ProcessStats is the record or collection pattern ProcessStats.
+type ProcessStats struct {
+	ServiceName preserves.Value
+	Figures     ProcessFigures
+}
+
+// ParseProcessStats parses v as a ProcessStats.
+func ParseProcessStats(v preserves.Value) (ProcessStats, error) {
+	var r, zero ProcessStats
+	var err error
+	rec99, err := schema.AsRecordOf(v, LabelProcessStats, 2)
+	if err != nil {
+		return zero, err
+	}
+	r.ServiceName = rec99.Fields[0]
+	if r.Figures, err = ParseProcessFigures(rec99.Fields[1]); err != nil {
+		return zero, schema.AtIn(err, v, "[1]")
+	}
+	return r, nil
+}
+
+func (r ProcessStats) ToValue() preserves.Value {
+	return preserves.NewRecord(LabelProcessStats, r.ServiceName, r.Figures.ToValue())
+}
+
+// ProcessFigures is the intersection ProcessFigures.
+type ProcessFigures struct {
+	Pid      ProcessPid
+	Memory   ProcessMemory
+	Tasks    ProcessTasks
+	OomKills ProcessOomKills
+}
+
+// ParseProcessFigures parses v as a ProcessFigures.
+func ParseProcessFigures(v preserves.Value) (ProcessFigures, error) {
+	var r, zero ProcessFigures
+	var err error
+	if r.Pid, err = ParseProcessPid(v); err != nil {
+		return zero, err
+	}
+	if r.Memory, err = ParseProcessMemory(v); err != nil {
+		return zero, err
+	}
+	if r.Tasks, err = ParseProcessTasks(v); err != nil {
+		return zero, err
+	}
+	if r.OomKills, err = ParseProcessOomKills(v); err != nil {
+		return zero, err
+	}
+	return r, nil
+}
+
+// ToValue merges the values of the parts; it panics if hand-built parts disagree.
+func (r ProcessFigures) ToValue() preserves.Value {
+	return schema.MustMerge("ProcessFigures", r.Pid.ToValue(), r.Memory.ToValue(), r.Tasks.ToValue(), r.OomKills.ToValue())
+}
+
+// ProcessMemory is one of the alternatives of ProcessMemory.
+type ProcessMemory interface {
+	isProcessMemory()
+	ToValue() preserves.Value
+}
+
+// ProcessMemoryPresent is the alternative "present" of ProcessMemory.
+type ProcessMemoryPresent struct {
+	Memory *big.Int
+}
+
+func (ProcessMemoryPresent) isProcessMemory() {}
+
+func parseProcessMemoryPresent(v preserves.Value) (ProcessMemoryPresent, error) {
+	var r, zero ProcessMemoryPresent
+	var err error
+	d100, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x101, err := schema.Entry(v, d100, preserves.Symbol("memory"))
+	if err != nil {
+		return zero, err
+	}
+	if r.Memory, err = schema.AsInt(x101); err != nil {
+		return zero, schema.AtIn(err, v, "[memory]")
+	}
+	return r, nil
+}
+
+func (r ProcessMemoryPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("memory"), schema.IntValue(r.Memory))
+}
+
+// ProcessMemoryInvalid is the alternative "invalid" of ProcessMemory.
+type ProcessMemoryInvalid struct {
+	Memory preserves.Value
+}
+
+func (ProcessMemoryInvalid) isProcessMemory() {}
+
+func parseProcessMemoryInvalid(v preserves.Value) (ProcessMemoryInvalid, error) {
+	var r, zero ProcessMemoryInvalid
+	d102, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x103, err := schema.Entry(v, d102, preserves.Symbol("memory"))
+	if err != nil {
+		return zero, err
+	}
+	r.Memory = x103
+	return r, nil
+}
+
+func (r ProcessMemoryInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("memory"), r.Memory)
+}
+
+// ProcessMemoryAbsent is the alternative "absent" of ProcessMemory.
+type ProcessMemoryAbsent struct {
+}
+
+func (ProcessMemoryAbsent) isProcessMemory() {}
+
+func parseProcessMemoryAbsent(v preserves.Value) (ProcessMemoryAbsent, error) {
+	var r, zero ProcessMemoryAbsent
+	d104, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d104
+	return r, nil
+}
+
+func (r ProcessMemoryAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseProcessMemory tries the alternatives of ProcessMemory in order; the first that matches wins.
+func ParseProcessMemory(v preserves.Value) (ProcessMemory, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseProcessMemoryPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseProcessMemoryInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseProcessMemoryAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseProcessMemoryPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseProcessMemoryInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseProcessMemoryAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "ProcessMemory", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// ProcessTasks is one of the alternatives of ProcessTasks.
+type ProcessTasks interface {
+	isProcessTasks()
+	ToValue() preserves.Value
+}
+
+// ProcessTasksPresent is the alternative "present" of ProcessTasks.
+type ProcessTasksPresent struct {
+	Tasks *big.Int
+}
+
+func (ProcessTasksPresent) isProcessTasks() {}
+
+func parseProcessTasksPresent(v preserves.Value) (ProcessTasksPresent, error) {
+	var r, zero ProcessTasksPresent
+	var err error
+	d105, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x106, err := schema.Entry(v, d105, preserves.Symbol("tasks"))
+	if err != nil {
+		return zero, err
+	}
+	if r.Tasks, err = schema.AsInt(x106); err != nil {
+		return zero, schema.AtIn(err, v, "[tasks]")
+	}
+	return r, nil
+}
+
+func (r ProcessTasksPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("tasks"), schema.IntValue(r.Tasks))
+}
+
+// ProcessTasksInvalid is the alternative "invalid" of ProcessTasks.
+type ProcessTasksInvalid struct {
+	Tasks preserves.Value
+}
+
+func (ProcessTasksInvalid) isProcessTasks() {}
+
+func parseProcessTasksInvalid(v preserves.Value) (ProcessTasksInvalid, error) {
+	var r, zero ProcessTasksInvalid
+	d107, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x108, err := schema.Entry(v, d107, preserves.Symbol("tasks"))
+	if err != nil {
+		return zero, err
+	}
+	r.Tasks = x108
+	return r, nil
+}
+
+func (r ProcessTasksInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("tasks"), r.Tasks)
+}
+
+// ProcessTasksAbsent is the alternative "absent" of ProcessTasks.
+type ProcessTasksAbsent struct {
+}
+
+func (ProcessTasksAbsent) isProcessTasks() {}
+
+func parseProcessTasksAbsent(v preserves.Value) (ProcessTasksAbsent, error) {
+	var r, zero ProcessTasksAbsent
+	d109, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d109
+	return r, nil
+}
+
+func (r ProcessTasksAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseProcessTasks tries the alternatives of ProcessTasks in order; the first that matches wins.
+func ParseProcessTasks(v preserves.Value) (ProcessTasks, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseProcessTasksPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseProcessTasksInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseProcessTasksAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseProcessTasksPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseProcessTasksInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseProcessTasksAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "ProcessTasks", []string{"present", "invalid", "absent"}, errs[:])
+}
+
+// ProcessOomKills is one of the alternatives of ProcessOomKills.
+type ProcessOomKills interface {
+	isProcessOomKills()
+	ToValue() preserves.Value
+}
+
+// ProcessOomKillsPresent is the alternative "present" of ProcessOomKills.
+type ProcessOomKillsPresent struct {
+	OomKills *big.Int
+}
+
+func (ProcessOomKillsPresent) isProcessOomKills() {}
+
+func parseProcessOomKillsPresent(v preserves.Value) (ProcessOomKillsPresent, error) {
+	var r, zero ProcessOomKillsPresent
+	var err error
+	d110, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x111, err := schema.Entry(v, d110, preserves.Symbol("oomKills"))
+	if err != nil {
+		return zero, err
+	}
+	if r.OomKills, err = schema.AsInt(x111); err != nil {
+		return zero, schema.AtIn(err, v, "[oomKills]")
+	}
+	return r, nil
+}
+
+func (r ProcessOomKillsPresent) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("oomKills"), schema.IntValue(r.OomKills))
+}
+
+// ProcessOomKillsInvalid is the alternative "invalid" of ProcessOomKills.
+type ProcessOomKillsInvalid struct {
+	OomKills preserves.Value
+}
+
+func (ProcessOomKillsInvalid) isProcessOomKills() {}
+
+func parseProcessOomKillsInvalid(v preserves.Value) (ProcessOomKillsInvalid, error) {
+	var r, zero ProcessOomKillsInvalid
+	d112, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	x113, err := schema.Entry(v, d112, preserves.Symbol("oomKills"))
+	if err != nil {
+		return zero, err
+	}
+	r.OomKills = x113
+	return r, nil
+}
+
+func (r ProcessOomKillsInvalid) ToValue() preserves.Value {
+	return preserves.Dict(preserves.Symbol("oomKills"), r.OomKills)
+}
+
+// ProcessOomKillsAbsent is the alternative "absent" of ProcessOomKills.
+type ProcessOomKillsAbsent struct {
+}
+
+func (ProcessOomKillsAbsent) isProcessOomKills() {}
+
+func parseProcessOomKillsAbsent(v preserves.Value) (ProcessOomKillsAbsent, error) {
+	var r, zero ProcessOomKillsAbsent
+	d114, err := schema.AsDict(v)
+	if err != nil {
+		return zero, err
+	}
+	_ = d114
+	return r, nil
+}
+
+func (r ProcessOomKillsAbsent) ToValue() preserves.Value { return preserves.Dict() }
+
+// ParseProcessOomKills tries the alternatives of ProcessOomKills in order; the first that matches wins.
+func ParseProcessOomKills(v preserves.Value) (ProcessOomKills, error) {
+	var errs [3]error
+	k, w := schema.KindOf(v)
+	if w || k == preserves.KindDictionary {
+		if r, err := parseProcessOomKillsPresent(v); err == nil {
+			return r, nil
+		} else {
+			errs[0] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseProcessOomKillsInvalid(v); err == nil {
+			return r, nil
+		} else {
+			errs[1] = err
+		}
+	}
+	if w || k == preserves.KindDictionary {
+		if r, err := parseProcessOomKillsAbsent(v); err == nil {
+			return r, nil
+		} else {
+			errs[2] = err
+		}
+	}
+	if errs[0] == nil {
+		_, errs[0] = parseProcessOomKillsPresent(v)
+	}
+	if errs[1] == nil {
+		_, errs[1] = parseProcessOomKillsInvalid(v)
+	}
+	if errs[2] == nil {
+		_, errs[2] = parseProcessOomKillsAbsent(v)
+	}
+	return nil, schema.NoMatch(v, "ProcessOomKills", []string{"present", "invalid", "absent"}, errs[:])
+}
+
 // sd_notify STATUS=TEXT of a daemon process, while it runs.
 type StatusText struct {
 	ServiceName preserves.Value
@@ -2085,12 +2512,12 @@ type StatusText struct {
 func ParseStatusText(v preserves.Value) (StatusText, error) {
 	var r, zero StatusText
 	var err error
-	rec98, err := schema.AsRecordOf(v, LabelStatusText, 2)
+	rec115, err := schema.AsRecordOf(v, LabelStatusText, 2)
 	if err != nil {
 		return zero, err
 	}
-	r.ServiceName = rec98.Fields[0]
-	if r.Text, err = schema.AsString(rec98.Fields[1]); err != nil {
+	r.ServiceName = rec115.Fields[0]
+	if r.Text, err = schema.AsString(rec115.Fields[1]); err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
@@ -2115,29 +2542,29 @@ type ServiceHistory struct {
 func ParseServiceHistory(v preserves.Value) (ServiceHistory, error) {
 	var r, zero ServiceHistory
 	var err error
-	rec99, err := schema.AsRecordOf(v, LabelServiceHistory, 3)
+	rec116, err := schema.AsRecordOf(v, LabelServiceHistory, 3)
 	if err != nil {
 		return zero, err
 	}
-	r.ServiceName = rec99.Fields[0]
-	s100, err := schema.AsSeq(rec99.Fields[1], 0)
+	r.ServiceName = rec116.Fields[0]
+	s117, err := schema.AsSeq(rec116.Fields[1], 0)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
-	r.Changes = make([]HistoryChange, len(s100))
-	for i101, e102 := range s100 {
-		if r.Changes[i101], err = ParseHistoryChange(e102); err != nil {
-			return zero, schema.AtIn(err, v, "[1]", schema.Index(i101))
+	r.Changes = make([]HistoryChange, len(s117))
+	for i118, e119 := range s117 {
+		if r.Changes[i118], err = ParseHistoryChange(e119); err != nil {
+			return zero, schema.AtIn(err, v, "[1]", schema.Index(i118))
 		}
 	}
-	if r.Dropped, err = schema.AsInt(rec99.Fields[2]); err != nil {
+	if r.Dropped, err = schema.AsInt(rec116.Fields[2]); err != nil {
 		return zero, schema.AtIn(err, v, "[2]")
 	}
 	return r, nil
 }
 
 func (r ServiceHistory) ToValue() preserves.Value {
-	return preserves.NewRecord(LabelServiceHistory, r.ServiceName, schema.SeqValue(r.Changes, func(x103 HistoryChange) preserves.Value { return x103.ToValue() }), schema.IntValue(r.Dropped))
+	return preserves.NewRecord(LabelServiceHistory, r.ServiceName, schema.SeqValue(r.Changes, func(x120 HistoryChange) preserves.Value { return x120.ToValue() }), schema.IntValue(r.Dropped))
 }
 
 // HistoryChange is one of the alternatives of HistoryChange.
@@ -2157,14 +2584,14 @@ func (HistoryChangeAsserted) isHistoryChange() {}
 func parseHistoryChangeAsserted(v preserves.Value) (HistoryChangeAsserted, error) {
 	var r, zero HistoryChangeAsserted
 	var err error
-	rec104, err := schema.AsRecordOf(v, LabelAsserted, 2)
+	rec121, err := schema.AsRecordOf(v, LabelAsserted, 2)
 	if err != nil {
 		return zero, err
 	}
-	if r.At, err = schema.AsString(rec104.Fields[0]); err != nil {
+	if r.At, err = schema.AsString(rec121.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
-	r.Fact = rec104.Fields[1]
+	r.Fact = rec121.Fields[1]
 	return r, nil
 }
 
@@ -2183,14 +2610,14 @@ func (HistoryChangeRetracted) isHistoryChange() {}
 func parseHistoryChangeRetracted(v preserves.Value) (HistoryChangeRetracted, error) {
 	var r, zero HistoryChangeRetracted
 	var err error
-	rec105, err := schema.AsRecordOf(v, LabelRetracted, 2)
+	rec122, err := schema.AsRecordOf(v, LabelRetracted, 2)
 	if err != nil {
 		return zero, err
 	}
-	if r.At, err = schema.AsString(rec105.Fields[0]); err != nil {
+	if r.At, err = schema.AsString(rec122.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
-	r.Fact = rec105.Fields[1]
+	r.Fact = rec122.Fields[1]
 	return r, nil
 }
 
@@ -2252,11 +2679,11 @@ type HistoryOrigin struct {
 func ParseHistoryOrigin(v preserves.Value) (HistoryOrigin, error) {
 	var r, zero HistoryOrigin
 	var err error
-	rec106, err := schema.AsRecordOf(v, LabelHistoryOrigin, 1)
+	rec123, err := schema.AsRecordOf(v, LabelHistoryOrigin, 1)
 	if err != nil {
 		return zero, err
 	}
-	if r.At, err = schema.AsString(rec106.Fields[0]); err != nil {
+	if r.At, err = schema.AsString(rec123.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
@@ -2280,18 +2707,18 @@ type LogTail struct {
 func ParseLogTail(v preserves.Value) (LogTail, error) {
 	var r, zero LogTail
 	var err error
-	rec107, err := schema.AsRecordOf(v, LabelLogTail, 4)
+	rec124, err := schema.AsRecordOf(v, LabelLogTail, 4)
 	if err != nil {
 		return zero, err
 	}
-	r.Service = rec107.Fields[0]
-	if r.Lines, err = schema.AsInt(rec107.Fields[1]); err != nil {
+	r.Service = rec124.Fields[0]
+	if r.Lines, err = schema.AsInt(rec124.Fields[1]); err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
-	if r.Follow, err = schema.AsBool(rec107.Fields[2]); err != nil {
+	if r.Follow, err = schema.AsBool(rec124.Fields[2]); err != nil {
 		return zero, schema.AtIn(err, v, "[2]")
 	}
-	if r.Sink, err = schema.AsEmbedded(rec107.Fields[3]); err != nil {
+	if r.Sink, err = schema.AsEmbedded(rec124.Fields[3]); err != nil {
 		return zero, schema.AtIn(err, v, "[3]")
 	}
 	return r, nil
@@ -2325,11 +2752,11 @@ type LogSkipped struct {
 func ParseLogSkipped(v preserves.Value) (LogSkipped, error) {
 	var r, zero LogSkipped
 	var err error
-	rec109, err := schema.AsRecordOf(v, LabelLogDropped, 1)
+	rec126, err := schema.AsRecordOf(v, LabelLogDropped, 1)
 	if err != nil {
 		return zero, err
 	}
-	if r.Count, err = schema.AsInt(rec109.Fields[0]); err != nil {
+	if r.Count, err = schema.AsInt(rec126.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
@@ -2351,11 +2778,11 @@ type LogDir struct {
 func ParseLogDir(v preserves.Value) (LogDir, error) {
 	var r, zero LogDir
 	var err error
-	rec110, err := schema.AsRecordOf(v, LabelLogDir, 1)
+	rec127, err := schema.AsRecordOf(v, LabelLogDir, 1)
 	if err != nil {
 		return zero, err
 	}
-	if r.Path, err = schema.AsString(rec110.Fields[0]); err != nil {
+	if r.Path, err = schema.AsString(rec127.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
@@ -2376,15 +2803,15 @@ type LogDropped struct {
 func ParseLogDropped(v preserves.Value) (LogDropped, error) {
 	var r, zero LogDropped
 	var err error
-	rec111, err := schema.AsRecordOf(v, LabelLogDropped, 3)
+	rec128, err := schema.AsRecordOf(v, LabelLogDropped, 3)
 	if err != nil {
 		return zero, err
 	}
-	r.ServiceName = rec111.Fields[0]
-	if r.Count, err = schema.AsInt(rec111.Fields[1]); err != nil {
+	r.ServiceName = rec128.Fields[0]
+	if r.Count, err = schema.AsInt(rec128.Fields[1]); err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
-	if r.Reason, err = schema.AsString(rec111.Fields[2]); err != nil {
+	if r.Reason, err = schema.AsString(rec128.Fields[2]); err != nil {
 		return zero, schema.AtIn(err, v, "[2]")
 	}
 	return r, nil
@@ -2432,15 +2859,15 @@ type ConnectionStatus struct {
 func ParseConnectionStatus(v preserves.Value) (ConnectionStatus, error) {
 	var r, zero ConnectionStatus
 	var err error
-	rec113, err := schema.AsRecordOf(v, LabelConnectionStatus, 3)
+	rec130, err := schema.AsRecordOf(v, LabelConnectionStatus, 3)
 	if err != nil {
 		return zero, err
 	}
-	if r.Kind, err = schema.AsSymbol(rec113.Fields[0]); err != nil {
+	if r.Kind, err = schema.AsSymbol(rec130.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
-	r.Subject = rec113.Fields[1]
-	if r.Info, err = ParseConnectionInfo(rec113.Fields[2]); err != nil {
+	r.Subject = rec130.Fields[1]
+	if r.Info, err = ParseConnectionInfo(rec130.Fields[2]); err != nil {
 		return zero, schema.AtIn(err, v, "[2]")
 	}
 	return r, nil
@@ -2510,15 +2937,15 @@ func (ConnStatePresent) isConnState() {}
 func parseConnStatePresent(v preserves.Value) (ConnStatePresent, error) {
 	var r, zero ConnStatePresent
 	var err error
-	d114, err := schema.AsDict(v)
+	d131, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x115, err := schema.Entry(v, d114, preserves.Symbol("state"))
+	x132, err := schema.Entry(v, d131, preserves.Symbol("state"))
 	if err != nil {
 		return zero, err
 	}
-	if r.State, err = schema.AsSymbol(x115); err != nil {
+	if r.State, err = schema.AsSymbol(x132); err != nil {
 		return zero, schema.AtIn(err, v, "[state]")
 	}
 	return r, nil
@@ -2537,15 +2964,15 @@ func (ConnStateInvalid) isConnState() {}
 
 func parseConnStateInvalid(v preserves.Value) (ConnStateInvalid, error) {
 	var r, zero ConnStateInvalid
-	d116, err := schema.AsDict(v)
+	d133, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x117, err := schema.Entry(v, d116, preserves.Symbol("state"))
+	x134, err := schema.Entry(v, d133, preserves.Symbol("state"))
 	if err != nil {
 		return zero, err
 	}
-	r.State = x117
+	r.State = x134
 	return r, nil
 }
 
@@ -2561,11 +2988,11 @@ func (ConnStateAbsent) isConnState() {}
 
 func parseConnStateAbsent(v preserves.Value) (ConnStateAbsent, error) {
 	var r, zero ConnStateAbsent
-	d118, err := schema.AsDict(v)
+	d135, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d118
+	_ = d135
 	return r, nil
 }
 
@@ -2624,15 +3051,15 @@ func (ConnSincePresent) isConnSince() {}
 func parseConnSincePresent(v preserves.Value) (ConnSincePresent, error) {
 	var r, zero ConnSincePresent
 	var err error
-	d119, err := schema.AsDict(v)
+	d136, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x120, err := schema.Entry(v, d119, preserves.Symbol("since"))
+	x137, err := schema.Entry(v, d136, preserves.Symbol("since"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Since, err = schema.AsString(x120); err != nil {
+	if r.Since, err = schema.AsString(x137); err != nil {
 		return zero, schema.AtIn(err, v, "[since]")
 	}
 	return r, nil
@@ -2651,15 +3078,15 @@ func (ConnSinceInvalid) isConnSince() {}
 
 func parseConnSinceInvalid(v preserves.Value) (ConnSinceInvalid, error) {
 	var r, zero ConnSinceInvalid
-	d121, err := schema.AsDict(v)
+	d138, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x122, err := schema.Entry(v, d121, preserves.Symbol("since"))
+	x139, err := schema.Entry(v, d138, preserves.Symbol("since"))
 	if err != nil {
 		return zero, err
 	}
-	r.Since = x122
+	r.Since = x139
 	return r, nil
 }
 
@@ -2675,11 +3102,11 @@ func (ConnSinceAbsent) isConnSince() {}
 
 func parseConnSinceAbsent(v preserves.Value) (ConnSinceAbsent, error) {
 	var r, zero ConnSinceAbsent
-	d123, err := schema.AsDict(v)
+	d140, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d123
+	_ = d140
 	return r, nil
 }
 
@@ -2738,15 +3165,15 @@ func (ConnErrorPresent) isConnError() {}
 func parseConnErrorPresent(v preserves.Value) (ConnErrorPresent, error) {
 	var r, zero ConnErrorPresent
 	var err error
-	d124, err := schema.AsDict(v)
+	d141, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x125, err := schema.Entry(v, d124, preserves.Symbol("error"))
+	x142, err := schema.Entry(v, d141, preserves.Symbol("error"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Error, err = schema.AsString(x125); err != nil {
+	if r.Error, err = schema.AsString(x142); err != nil {
 		return zero, schema.AtIn(err, v, "[error]")
 	}
 	return r, nil
@@ -2765,15 +3192,15 @@ func (ConnErrorInvalid) isConnError() {}
 
 func parseConnErrorInvalid(v preserves.Value) (ConnErrorInvalid, error) {
 	var r, zero ConnErrorInvalid
-	d126, err := schema.AsDict(v)
+	d143, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x127, err := schema.Entry(v, d126, preserves.Symbol("error"))
+	x144, err := schema.Entry(v, d143, preserves.Symbol("error"))
 	if err != nil {
 		return zero, err
 	}
-	r.Error = x127
+	r.Error = x144
 	return r, nil
 }
 
@@ -2789,11 +3216,11 @@ func (ConnErrorAbsent) isConnError() {}
 
 func parseConnErrorAbsent(v preserves.Value) (ConnErrorAbsent, error) {
 	var r, zero ConnErrorAbsent
-	d128, err := schema.AsDict(v)
+	d145, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d128
+	_ = d145
 	return r, nil
 }
 
@@ -2852,15 +3279,15 @@ func (ConnNextPresent) isConnNext() {}
 func parseConnNextPresent(v preserves.Value) (ConnNextPresent, error) {
 	var r, zero ConnNextPresent
 	var err error
-	d129, err := schema.AsDict(v)
+	d146, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x130, err := schema.Entry(v, d129, preserves.Symbol("next"))
+	x147, err := schema.Entry(v, d146, preserves.Symbol("next"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Next, err = schema.AsString(x130); err != nil {
+	if r.Next, err = schema.AsString(x147); err != nil {
 		return zero, schema.AtIn(err, v, "[next]")
 	}
 	return r, nil
@@ -2879,15 +3306,15 @@ func (ConnNextInvalid) isConnNext() {}
 
 func parseConnNextInvalid(v preserves.Value) (ConnNextInvalid, error) {
 	var r, zero ConnNextInvalid
-	d131, err := schema.AsDict(v)
+	d148, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x132, err := schema.Entry(v, d131, preserves.Symbol("next"))
+	x149, err := schema.Entry(v, d148, preserves.Symbol("next"))
 	if err != nil {
 		return zero, err
 	}
-	r.Next = x132
+	r.Next = x149
 	return r, nil
 }
 
@@ -2903,11 +3330,11 @@ func (ConnNextAbsent) isConnNext() {}
 
 func parseConnNextAbsent(v preserves.Value) (ConnNextAbsent, error) {
 	var r, zero ConnNextAbsent
-	d133, err := schema.AsDict(v)
+	d150, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d133
+	_ = d150
 	return r, nil
 }
 
@@ -2966,15 +3393,15 @@ func (ConnAttemptsPresent) isConnAttempts() {}
 func parseConnAttemptsPresent(v preserves.Value) (ConnAttemptsPresent, error) {
 	var r, zero ConnAttemptsPresent
 	var err error
-	d134, err := schema.AsDict(v)
+	d151, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x135, err := schema.Entry(v, d134, preserves.Symbol("attempts"))
+	x152, err := schema.Entry(v, d151, preserves.Symbol("attempts"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Attempts, err = schema.AsInt(x135); err != nil {
+	if r.Attempts, err = schema.AsInt(x152); err != nil {
 		return zero, schema.AtIn(err, v, "[attempts]")
 	}
 	return r, nil
@@ -2993,15 +3420,15 @@ func (ConnAttemptsInvalid) isConnAttempts() {}
 
 func parseConnAttemptsInvalid(v preserves.Value) (ConnAttemptsInvalid, error) {
 	var r, zero ConnAttemptsInvalid
-	d136, err := schema.AsDict(v)
+	d153, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x137, err := schema.Entry(v, d136, preserves.Symbol("attempts"))
+	x154, err := schema.Entry(v, d153, preserves.Symbol("attempts"))
 	if err != nil {
 		return zero, err
 	}
-	r.Attempts = x137
+	r.Attempts = x154
 	return r, nil
 }
 
@@ -3017,11 +3444,11 @@ func (ConnAttemptsAbsent) isConnAttempts() {}
 
 func parseConnAttemptsAbsent(v preserves.Value) (ConnAttemptsAbsent, error) {
 	var r, zero ConnAttemptsAbsent
-	d138, err := schema.AsDict(v)
+	d155, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d138
+	_ = d155
 	return r, nil
 }
 
@@ -3079,15 +3506,15 @@ func (ConnViaPresent) isConnVia() {}
 
 func parseConnViaPresent(v preserves.Value) (ConnViaPresent, error) {
 	var r, zero ConnViaPresent
-	d139, err := schema.AsDict(v)
+	d156, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x140, err := schema.Entry(v, d139, preserves.Symbol("via"))
+	x157, err := schema.Entry(v, d156, preserves.Symbol("via"))
 	if err != nil {
 		return zero, err
 	}
-	r.Via = x140
+	r.Via = x157
 	return r, nil
 }
 
@@ -3103,11 +3530,11 @@ func (ConnViaAbsent) isConnVia() {}
 
 func parseConnViaAbsent(v preserves.Value) (ConnViaAbsent, error) {
 	var r, zero ConnViaAbsent
-	d141, err := schema.AsDict(v)
+	d158, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d141
+	_ = d158
 	return r, nil
 }
 
@@ -3155,27 +3582,27 @@ func (ConnResolvedPresent) isConnResolved() {}
 
 func parseConnResolvedPresent(v preserves.Value) (ConnResolvedPresent, error) {
 	var r, zero ConnResolvedPresent
-	d142, err := schema.AsDict(v)
+	d159, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x143, err := schema.Entry(v, d142, preserves.Symbol("resolved"))
+	x160, err := schema.Entry(v, d159, preserves.Symbol("resolved"))
 	if err != nil {
 		return zero, err
 	}
-	s144, err := schema.AsSeq(x143, 0)
+	s161, err := schema.AsSeq(x160, 0)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[resolved]")
 	}
-	r.Resolved = make([]preserves.Value, len(s144))
-	for i145, e146 := range s144 {
-		r.Resolved[i145] = e146
+	r.Resolved = make([]preserves.Value, len(s161))
+	for i162, e163 := range s161 {
+		r.Resolved[i162] = e163
 	}
 	return r, nil
 }
 
 func (r ConnResolvedPresent) ToValue() preserves.Value {
-	return preserves.Dict(preserves.Symbol("resolved"), schema.SeqValue(r.Resolved, func(x147 preserves.Value) preserves.Value { return x147 }))
+	return preserves.Dict(preserves.Symbol("resolved"), schema.SeqValue(r.Resolved, func(x164 preserves.Value) preserves.Value { return x164 }))
 }
 
 // ConnResolvedInvalid is the alternative "invalid" of ConnResolved.
@@ -3187,15 +3614,15 @@ func (ConnResolvedInvalid) isConnResolved() {}
 
 func parseConnResolvedInvalid(v preserves.Value) (ConnResolvedInvalid, error) {
 	var r, zero ConnResolvedInvalid
-	d148, err := schema.AsDict(v)
+	d165, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x149, err := schema.Entry(v, d148, preserves.Symbol("resolved"))
+	x166, err := schema.Entry(v, d165, preserves.Symbol("resolved"))
 	if err != nil {
 		return zero, err
 	}
-	r.Resolved = x149
+	r.Resolved = x166
 	return r, nil
 }
 
@@ -3211,11 +3638,11 @@ func (ConnResolvedAbsent) isConnResolved() {}
 
 func parseConnResolvedAbsent(v preserves.Value) (ConnResolvedAbsent, error) {
 	var r, zero ConnResolvedAbsent
-	d150, err := schema.AsDict(v)
+	d167, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d150
+	_ = d167
 	return r, nil
 }
 
@@ -3271,11 +3698,11 @@ type StopService struct {
 // ParseStopService parses v as a StopService.
 func ParseStopService(v preserves.Value) (StopService, error) {
 	var r, zero StopService
-	rec151, err := schema.AsRecordOf(v, LabelStopService, 1)
+	rec168, err := schema.AsRecordOf(v, LabelStopService, 1)
 	if err != nil {
 		return zero, err
 	}
-	r.ServiceName = rec151.Fields[0]
+	r.ServiceName = rec168.Fields[0]
 	return r, nil
 }
 
@@ -3291,11 +3718,11 @@ type StartService struct {
 // ParseStartService parses v as a StartService.
 func ParseStartService(v preserves.Value) (StartService, error) {
 	var r, zero StartService
-	rec152, err := schema.AsRecordOf(v, LabelStartService, 1)
+	rec169, err := schema.AsRecordOf(v, LabelStartService, 1)
 	if err != nil {
 		return zero, err
 	}
-	r.ServiceName = rec152.Fields[0]
+	r.ServiceName = rec169.Fields[0]
 	return r, nil
 }
 
@@ -3313,12 +3740,12 @@ type ServiceStopped struct {
 func ParseServiceStopped(v preserves.Value) (ServiceStopped, error) {
 	var r, zero ServiceStopped
 	var err error
-	rec153, err := schema.AsRecordOf(v, LabelServiceStopped, 2)
+	rec170, err := schema.AsRecordOf(v, LabelServiceStopped, 2)
 	if err != nil {
 		return zero, err
 	}
-	r.ServiceName = rec153.Fields[0]
-	if r.Since, err = schema.AsString(rec153.Fields[1]); err != nil {
+	r.ServiceName = rec170.Fields[0]
+	if r.Since, err = schema.AsString(rec170.Fields[1]); err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
@@ -3338,12 +3765,12 @@ type ServiceStarted struct {
 func ParseServiceStarted(v preserves.Value) (ServiceStarted, error) {
 	var r, zero ServiceStarted
 	var err error
-	rec154, err := schema.AsRecordOf(v, LabelServiceStarted, 2)
+	rec171, err := schema.AsRecordOf(v, LabelServiceStarted, 2)
 	if err != nil {
 		return zero, err
 	}
-	r.ServiceName = rec154.Fields[0]
-	if r.Since, err = schema.AsString(rec154.Fields[1]); err != nil {
+	r.ServiceName = rec171.Fields[0]
+	if r.Since, err = schema.AsString(rec171.Fields[1]); err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
@@ -3363,11 +3790,11 @@ type ServiceStopping struct {
 // ParseServiceStopping parses v as a ServiceStopping.
 func ParseServiceStopping(v preserves.Value) (ServiceStopping, error) {
 	var r, zero ServiceStopping
-	rec155, err := schema.AsRecordOf(v, LabelServiceStopping, 1)
+	rec172, err := schema.AsRecordOf(v, LabelServiceStopping, 1)
 	if err != nil {
 		return zero, err
 	}
-	r.ServiceName = rec155.Fields[0]
+	r.ServiceName = rec172.Fields[0]
 	return r, nil
 }
 
@@ -3387,12 +3814,12 @@ type SignalService struct {
 func ParseSignalService(v preserves.Value) (SignalService, error) {
 	var r, zero SignalService
 	var err error
-	rec156, err := schema.AsRecordOf(v, LabelSignalService, 2)
+	rec173, err := schema.AsRecordOf(v, LabelSignalService, 2)
 	if err != nil {
 		return zero, err
 	}
-	r.ServiceName = rec156.Fields[0]
-	if r.Signal, err = schema.AsInt(rec156.Fields[1]); err != nil {
+	r.ServiceName = rec173.Fields[0]
+	if r.Signal, err = schema.AsInt(rec173.Fields[1]); err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
@@ -3488,15 +3915,15 @@ func (StopTimeoutFieldPresent) isStopTimeoutField() {}
 func parseStopTimeoutFieldPresent(v preserves.Value) (StopTimeoutFieldPresent, error) {
 	var r, zero StopTimeoutFieldPresent
 	var err error
-	d157, err := schema.AsDict(v)
+	d174, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x158, err := schema.Entry(v, d157, preserves.Symbol("stopTimeout"))
+	x175, err := schema.Entry(v, d174, preserves.Symbol("stopTimeout"))
 	if err != nil {
 		return zero, err
 	}
-	if r.StopTimeout, err = ParseSeconds(x158); err != nil {
+	if r.StopTimeout, err = ParseSeconds(x175); err != nil {
 		return zero, schema.AtIn(err, v, "[stopTimeout]")
 	}
 	return r, nil
@@ -3515,15 +3942,15 @@ func (StopTimeoutFieldInvalid) isStopTimeoutField() {}
 
 func parseStopTimeoutFieldInvalid(v preserves.Value) (StopTimeoutFieldInvalid, error) {
 	var r, zero StopTimeoutFieldInvalid
-	d159, err := schema.AsDict(v)
+	d176, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x160, err := schema.Entry(v, d159, preserves.Symbol("stopTimeout"))
+	x177, err := schema.Entry(v, d176, preserves.Symbol("stopTimeout"))
 	if err != nil {
 		return zero, err
 	}
-	r.StopTimeout = x160
+	r.StopTimeout = x177
 	return r, nil
 }
 
@@ -3539,11 +3966,11 @@ func (StopTimeoutFieldAbsent) isStopTimeoutField() {}
 
 func parseStopTimeoutFieldAbsent(v preserves.Value) (StopTimeoutFieldAbsent, error) {
 	var r, zero StopTimeoutFieldAbsent
-	d161, err := schema.AsDict(v)
+	d178, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d161
+	_ = d178
 	return r, nil
 }
 
@@ -3602,15 +4029,15 @@ func (RestartDelayFieldPresent) isRestartDelayField() {}
 func parseRestartDelayFieldPresent(v preserves.Value) (RestartDelayFieldPresent, error) {
 	var r, zero RestartDelayFieldPresent
 	var err error
-	d162, err := schema.AsDict(v)
+	d179, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x163, err := schema.Entry(v, d162, preserves.Symbol("restartDelay"))
+	x180, err := schema.Entry(v, d179, preserves.Symbol("restartDelay"))
 	if err != nil {
 		return zero, err
 	}
-	if r.RestartDelay, err = ParseSeconds(x163); err != nil {
+	if r.RestartDelay, err = ParseSeconds(x180); err != nil {
 		return zero, schema.AtIn(err, v, "[restartDelay]")
 	}
 	return r, nil
@@ -3629,15 +4056,15 @@ func (RestartDelayFieldInvalid) isRestartDelayField() {}
 
 func parseRestartDelayFieldInvalid(v preserves.Value) (RestartDelayFieldInvalid, error) {
 	var r, zero RestartDelayFieldInvalid
-	d164, err := schema.AsDict(v)
+	d181, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x165, err := schema.Entry(v, d164, preserves.Symbol("restartDelay"))
+	x182, err := schema.Entry(v, d181, preserves.Symbol("restartDelay"))
 	if err != nil {
 		return zero, err
 	}
-	r.RestartDelay = x165
+	r.RestartDelay = x182
 	return r, nil
 }
 
@@ -3653,11 +4080,11 @@ func (RestartDelayFieldAbsent) isRestartDelayField() {}
 
 func parseRestartDelayFieldAbsent(v preserves.Value) (RestartDelayFieldAbsent, error) {
 	var r, zero RestartDelayFieldAbsent
-	d166, err := schema.AsDict(v)
+	d183, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d166
+	_ = d183
 	return r, nil
 }
 
@@ -3716,15 +4143,15 @@ func (RestartMaxDelayFieldPresent) isRestartMaxDelayField() {}
 func parseRestartMaxDelayFieldPresent(v preserves.Value) (RestartMaxDelayFieldPresent, error) {
 	var r, zero RestartMaxDelayFieldPresent
 	var err error
-	d167, err := schema.AsDict(v)
+	d184, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x168, err := schema.Entry(v, d167, preserves.Symbol("restartMaxDelay"))
+	x185, err := schema.Entry(v, d184, preserves.Symbol("restartMaxDelay"))
 	if err != nil {
 		return zero, err
 	}
-	if r.RestartMaxDelay, err = ParseSeconds(x168); err != nil {
+	if r.RestartMaxDelay, err = ParseSeconds(x185); err != nil {
 		return zero, schema.AtIn(err, v, "[restartMaxDelay]")
 	}
 	return r, nil
@@ -3743,15 +4170,15 @@ func (RestartMaxDelayFieldInvalid) isRestartMaxDelayField() {}
 
 func parseRestartMaxDelayFieldInvalid(v preserves.Value) (RestartMaxDelayFieldInvalid, error) {
 	var r, zero RestartMaxDelayFieldInvalid
-	d169, err := schema.AsDict(v)
+	d186, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x170, err := schema.Entry(v, d169, preserves.Symbol("restartMaxDelay"))
+	x187, err := schema.Entry(v, d186, preserves.Symbol("restartMaxDelay"))
 	if err != nil {
 		return zero, err
 	}
-	r.RestartMaxDelay = x170
+	r.RestartMaxDelay = x187
 	return r, nil
 }
 
@@ -3767,11 +4194,11 @@ func (RestartMaxDelayFieldAbsent) isRestartMaxDelayField() {}
 
 func parseRestartMaxDelayFieldAbsent(v preserves.Value) (RestartMaxDelayFieldAbsent, error) {
 	var r, zero RestartMaxDelayFieldAbsent
-	d171, err := schema.AsDict(v)
+	d188, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d171
+	_ = d188
 	return r, nil
 }
 
@@ -3830,15 +4257,15 @@ func (RestartWindowFieldPresent) isRestartWindowField() {}
 func parseRestartWindowFieldPresent(v preserves.Value) (RestartWindowFieldPresent, error) {
 	var r, zero RestartWindowFieldPresent
 	var err error
-	d172, err := schema.AsDict(v)
+	d189, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x173, err := schema.Entry(v, d172, preserves.Symbol("restartWindow"))
+	x190, err := schema.Entry(v, d189, preserves.Symbol("restartWindow"))
 	if err != nil {
 		return zero, err
 	}
-	if r.RestartWindow, err = ParseSeconds(x173); err != nil {
+	if r.RestartWindow, err = ParseSeconds(x190); err != nil {
 		return zero, schema.AtIn(err, v, "[restartWindow]")
 	}
 	return r, nil
@@ -3857,15 +4284,15 @@ func (RestartWindowFieldInvalid) isRestartWindowField() {}
 
 func parseRestartWindowFieldInvalid(v preserves.Value) (RestartWindowFieldInvalid, error) {
 	var r, zero RestartWindowFieldInvalid
-	d174, err := schema.AsDict(v)
+	d191, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x175, err := schema.Entry(v, d174, preserves.Symbol("restartWindow"))
+	x192, err := schema.Entry(v, d191, preserves.Symbol("restartWindow"))
 	if err != nil {
 		return zero, err
 	}
-	r.RestartWindow = x175
+	r.RestartWindow = x192
 	return r, nil
 }
 
@@ -3881,11 +4308,11 @@ func (RestartWindowFieldAbsent) isRestartWindowField() {}
 
 func parseRestartWindowFieldAbsent(v preserves.Value) (RestartWindowFieldAbsent, error) {
 	var r, zero RestartWindowFieldAbsent
-	d176, err := schema.AsDict(v)
+	d193, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d176
+	_ = d193
 	return r, nil
 }
 
@@ -3944,15 +4371,15 @@ func (RestartLimitFieldPresent) isRestartLimitField() {}
 func parseRestartLimitFieldPresent(v preserves.Value) (RestartLimitFieldPresent, error) {
 	var r, zero RestartLimitFieldPresent
 	var err error
-	d177, err := schema.AsDict(v)
+	d194, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x178, err := schema.Entry(v, d177, preserves.Symbol("restartLimit"))
+	x195, err := schema.Entry(v, d194, preserves.Symbol("restartLimit"))
 	if err != nil {
 		return zero, err
 	}
-	if r.RestartLimit, err = schema.AsInt(x178); err != nil {
+	if r.RestartLimit, err = schema.AsInt(x195); err != nil {
 		return zero, schema.AtIn(err, v, "[restartLimit]")
 	}
 	return r, nil
@@ -3971,15 +4398,15 @@ func (RestartLimitFieldInvalid) isRestartLimitField() {}
 
 func parseRestartLimitFieldInvalid(v preserves.Value) (RestartLimitFieldInvalid, error) {
 	var r, zero RestartLimitFieldInvalid
-	d179, err := schema.AsDict(v)
+	d196, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x180, err := schema.Entry(v, d179, preserves.Symbol("restartLimit"))
+	x197, err := schema.Entry(v, d196, preserves.Symbol("restartLimit"))
 	if err != nil {
 		return zero, err
 	}
-	r.RestartLimit = x180
+	r.RestartLimit = x197
 	return r, nil
 }
 
@@ -3995,11 +4422,11 @@ func (RestartLimitFieldAbsent) isRestartLimitField() {}
 
 func parseRestartLimitFieldAbsent(v preserves.Value) (RestartLimitFieldAbsent, error) {
 	var r, zero RestartLimitFieldAbsent
-	d181, err := schema.AsDict(v)
+	d198, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d181
+	_ = d198
 	return r, nil
 }
 
@@ -4058,15 +4485,15 @@ func (ReadinessFieldPresent) isReadinessField() {}
 func parseReadinessFieldPresent(v preserves.Value) (ReadinessFieldPresent, error) {
 	var r, zero ReadinessFieldPresent
 	var err error
-	d182, err := schema.AsDict(v)
+	d199, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x183, err := schema.Entry(v, d182, preserves.Symbol("readiness"))
+	x200, err := schema.Entry(v, d199, preserves.Symbol("readiness"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Readiness, err = ParseReadinessProtocol(x183); err != nil {
+	if r.Readiness, err = ParseReadinessProtocol(x200); err != nil {
 		return zero, schema.AtIn(err, v, "[readiness]")
 	}
 	return r, nil
@@ -4085,15 +4512,15 @@ func (ReadinessFieldInvalid) isReadinessField() {}
 
 func parseReadinessFieldInvalid(v preserves.Value) (ReadinessFieldInvalid, error) {
 	var r, zero ReadinessFieldInvalid
-	d184, err := schema.AsDict(v)
+	d201, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x185, err := schema.Entry(v, d184, preserves.Symbol("readiness"))
+	x202, err := schema.Entry(v, d201, preserves.Symbol("readiness"))
 	if err != nil {
 		return zero, err
 	}
-	r.Readiness = x185
+	r.Readiness = x202
 	return r, nil
 }
 
@@ -4109,11 +4536,11 @@ func (ReadinessFieldAbsent) isReadinessField() {}
 
 func parseReadinessFieldAbsent(v preserves.Value) (ReadinessFieldAbsent, error) {
 	var r, zero ReadinessFieldAbsent
-	d186, err := schema.AsDict(v)
+	d203, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d186
+	_ = d203
 	return r, nil
 }
 
@@ -4187,11 +4614,11 @@ func (ReadinessProtocolFd) isReadinessProtocol() {}
 func parseReadinessProtocolFd(v preserves.Value) (ReadinessProtocolFd, error) {
 	var r, zero ReadinessProtocolFd
 	var err error
-	rec187, err := schema.AsRecordOf(v, LabelNotificationFd, 1)
+	rec204, err := schema.AsRecordOf(v, LabelNotificationFd, 1)
 	if err != nil {
 		return zero, err
 	}
-	if r.Fd, err = schema.AsInt(rec187.Fields[0]); err != nil {
+	if r.Fd, err = schema.AsInt(rec204.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
@@ -4211,11 +4638,11 @@ func (ReadinessProtocolTcp) isReadinessProtocol() {}
 func parseReadinessProtocolTcp(v preserves.Value) (ReadinessProtocolTcp, error) {
 	var r, zero ReadinessProtocolTcp
 	var err error
-	rec188, err := schema.AsRecordOf(v, LabelTcp, 1)
+	rec205, err := schema.AsRecordOf(v, LabelTcp, 1)
 	if err != nil {
 		return zero, err
 	}
-	if r.Port, err = schema.AsInt(rec188.Fields[0]); err != nil {
+	if r.Port, err = schema.AsInt(rec205.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
@@ -4236,14 +4663,14 @@ func (ReadinessProtocolTcpHost) isReadinessProtocol() {}
 func parseReadinessProtocolTcpHost(v preserves.Value) (ReadinessProtocolTcpHost, error) {
 	var r, zero ReadinessProtocolTcpHost
 	var err error
-	rec189, err := schema.AsRecordOf(v, LabelTcp, 2)
+	rec206, err := schema.AsRecordOf(v, LabelTcp, 2)
 	if err != nil {
 		return zero, err
 	}
-	if r.Host, err = schema.AsString(rec189.Fields[0]); err != nil {
+	if r.Host, err = schema.AsString(rec206.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
-	if r.Port, err = schema.AsInt(rec189.Fields[1]); err != nil {
+	if r.Port, err = schema.AsInt(rec206.Fields[1]); err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
@@ -4263,11 +4690,11 @@ func (ReadinessProtocolUnix) isReadinessProtocol() {}
 func parseReadinessProtocolUnix(v preserves.Value) (ReadinessProtocolUnix, error) {
 	var r, zero ReadinessProtocolUnix
 	var err error
-	rec190, err := schema.AsRecordOf(v, LabelUnix, 1)
+	rec207, err := schema.AsRecordOf(v, LabelUnix, 1)
 	if err != nil {
 		return zero, err
 	}
-	if r.Path, err = schema.AsString(rec190.Fields[0]); err != nil {
+	if r.Path, err = schema.AsString(rec207.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
@@ -4350,15 +4777,15 @@ func (ReadyTimeoutFieldPresent) isReadyTimeoutField() {}
 func parseReadyTimeoutFieldPresent(v preserves.Value) (ReadyTimeoutFieldPresent, error) {
 	var r, zero ReadyTimeoutFieldPresent
 	var err error
-	d191, err := schema.AsDict(v)
+	d208, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x192, err := schema.Entry(v, d191, preserves.Symbol("readyTimeout"))
+	x209, err := schema.Entry(v, d208, preserves.Symbol("readyTimeout"))
 	if err != nil {
 		return zero, err
 	}
-	if r.ReadyTimeout, err = ParseSeconds(x192); err != nil {
+	if r.ReadyTimeout, err = ParseSeconds(x209); err != nil {
 		return zero, schema.AtIn(err, v, "[readyTimeout]")
 	}
 	return r, nil
@@ -4377,15 +4804,15 @@ func (ReadyTimeoutFieldInvalid) isReadyTimeoutField() {}
 
 func parseReadyTimeoutFieldInvalid(v preserves.Value) (ReadyTimeoutFieldInvalid, error) {
 	var r, zero ReadyTimeoutFieldInvalid
-	d193, err := schema.AsDict(v)
+	d210, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x194, err := schema.Entry(v, d193, preserves.Symbol("readyTimeout"))
+	x211, err := schema.Entry(v, d210, preserves.Symbol("readyTimeout"))
 	if err != nil {
 		return zero, err
 	}
-	r.ReadyTimeout = x194
+	r.ReadyTimeout = x211
 	return r, nil
 }
 
@@ -4401,11 +4828,11 @@ func (ReadyTimeoutFieldAbsent) isReadyTimeoutField() {}
 
 func parseReadyTimeoutFieldAbsent(v preserves.Value) (ReadyTimeoutFieldAbsent, error) {
 	var r, zero ReadyTimeoutFieldAbsent
-	d195, err := schema.AsDict(v)
+	d212, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d195
+	_ = d212
 	return r, nil
 }
 
@@ -4464,15 +4891,15 @@ func (WatchdogFieldPresent) isWatchdogField() {}
 func parseWatchdogFieldPresent(v preserves.Value) (WatchdogFieldPresent, error) {
 	var r, zero WatchdogFieldPresent
 	var err error
-	d196, err := schema.AsDict(v)
+	d213, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x197, err := schema.Entry(v, d196, preserves.Symbol("watchdog"))
+	x214, err := schema.Entry(v, d213, preserves.Symbol("watchdog"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Watchdog, err = ParseSeconds(x197); err != nil {
+	if r.Watchdog, err = ParseSeconds(x214); err != nil {
 		return zero, schema.AtIn(err, v, "[watchdog]")
 	}
 	return r, nil
@@ -4491,15 +4918,15 @@ func (WatchdogFieldInvalid) isWatchdogField() {}
 
 func parseWatchdogFieldInvalid(v preserves.Value) (WatchdogFieldInvalid, error) {
 	var r, zero WatchdogFieldInvalid
-	d198, err := schema.AsDict(v)
+	d215, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x199, err := schema.Entry(v, d198, preserves.Symbol("watchdog"))
+	x216, err := schema.Entry(v, d215, preserves.Symbol("watchdog"))
 	if err != nil {
 		return zero, err
 	}
-	r.Watchdog = x199
+	r.Watchdog = x216
 	return r, nil
 }
 
@@ -4515,11 +4942,11 @@ func (WatchdogFieldAbsent) isWatchdogField() {}
 
 func parseWatchdogFieldAbsent(v preserves.Value) (WatchdogFieldAbsent, error) {
 	var r, zero WatchdogFieldAbsent
-	d200, err := schema.AsDict(v)
+	d217, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d200
+	_ = d217
 	return r, nil
 }
 
@@ -4573,11 +5000,11 @@ type TimerDriver struct {
 func ParseTimerDriver(v preserves.Value) (TimerDriver, error) {
 	var r, zero TimerDriver
 	var err error
-	rec201, err := schema.AsRecordOf(v, LabelTimerDriver, 1)
+	rec218, err := schema.AsRecordOf(v, LabelTimerDriver, 1)
 	if err != nil {
 		return zero, err
 	}
-	if r.Dataspace, err = schema.AsEmbedded(rec201.Fields[0]); err != nil {
+	if r.Dataspace, err = schema.AsEmbedded(rec218.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
@@ -4605,15 +5032,15 @@ func (UserFieldPresent) isUserField() {}
 func parseUserFieldPresent(v preserves.Value) (UserFieldPresent, error) {
 	var r, zero UserFieldPresent
 	var err error
-	d202, err := schema.AsDict(v)
+	d219, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x203, err := schema.Entry(v, d202, preserves.Symbol("user"))
+	x220, err := schema.Entry(v, d219, preserves.Symbol("user"))
 	if err != nil {
 		return zero, err
 	}
-	if r.User, err = ParsePosixId(x203); err != nil {
+	if r.User, err = ParsePosixId(x220); err != nil {
 		return zero, schema.AtIn(err, v, "[user]")
 	}
 	return r, nil
@@ -4632,15 +5059,15 @@ func (UserFieldInvalid) isUserField() {}
 
 func parseUserFieldInvalid(v preserves.Value) (UserFieldInvalid, error) {
 	var r, zero UserFieldInvalid
-	d204, err := schema.AsDict(v)
+	d221, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x205, err := schema.Entry(v, d204, preserves.Symbol("user"))
+	x222, err := schema.Entry(v, d221, preserves.Symbol("user"))
 	if err != nil {
 		return zero, err
 	}
-	r.User = x205
+	r.User = x222
 	return r, nil
 }
 
@@ -4656,11 +5083,11 @@ func (UserFieldAbsent) isUserField() {}
 
 func parseUserFieldAbsent(v preserves.Value) (UserFieldAbsent, error) {
 	var r, zero UserFieldAbsent
-	d206, err := schema.AsDict(v)
+	d223, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d206
+	_ = d223
 	return r, nil
 }
 
@@ -4719,15 +5146,15 @@ func (GroupFieldPresent) isGroupField() {}
 func parseGroupFieldPresent(v preserves.Value) (GroupFieldPresent, error) {
 	var r, zero GroupFieldPresent
 	var err error
-	d207, err := schema.AsDict(v)
+	d224, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x208, err := schema.Entry(v, d207, preserves.Symbol("group"))
+	x225, err := schema.Entry(v, d224, preserves.Symbol("group"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Group, err = ParsePosixId(x208); err != nil {
+	if r.Group, err = ParsePosixId(x225); err != nil {
 		return zero, schema.AtIn(err, v, "[group]")
 	}
 	return r, nil
@@ -4746,15 +5173,15 @@ func (GroupFieldInvalid) isGroupField() {}
 
 func parseGroupFieldInvalid(v preserves.Value) (GroupFieldInvalid, error) {
 	var r, zero GroupFieldInvalid
-	d209, err := schema.AsDict(v)
+	d226, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x210, err := schema.Entry(v, d209, preserves.Symbol("group"))
+	x227, err := schema.Entry(v, d226, preserves.Symbol("group"))
 	if err != nil {
 		return zero, err
 	}
-	r.Group = x210
+	r.Group = x227
 	return r, nil
 }
 
@@ -4770,11 +5197,11 @@ func (GroupFieldAbsent) isGroupField() {}
 
 func parseGroupFieldAbsent(v preserves.Value) (GroupFieldAbsent, error) {
 	var r, zero GroupFieldAbsent
-	d211, err := schema.AsDict(v)
+	d228, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d211
+	_ = d228
 	return r, nil
 }
 
@@ -4833,29 +5260,29 @@ func (GroupsFieldPresent) isGroupsField() {}
 func parseGroupsFieldPresent(v preserves.Value) (GroupsFieldPresent, error) {
 	var r, zero GroupsFieldPresent
 	var err error
-	d212, err := schema.AsDict(v)
+	d229, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x213, err := schema.Entry(v, d212, preserves.Symbol("groups"))
+	x230, err := schema.Entry(v, d229, preserves.Symbol("groups"))
 	if err != nil {
 		return zero, err
 	}
-	s214, err := schema.AsSeq(x213, 0)
+	s231, err := schema.AsSeq(x230, 0)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[groups]")
 	}
-	r.Groups = make([]PosixId, len(s214))
-	for i215, e216 := range s214 {
-		if r.Groups[i215], err = ParsePosixId(e216); err != nil {
-			return zero, schema.AtIn(err, v, "[groups]", schema.Index(i215))
+	r.Groups = make([]PosixId, len(s231))
+	for i232, e233 := range s231 {
+		if r.Groups[i232], err = ParsePosixId(e233); err != nil {
+			return zero, schema.AtIn(err, v, "[groups]", schema.Index(i232))
 		}
 	}
 	return r, nil
 }
 
 func (r GroupsFieldPresent) ToValue() preserves.Value {
-	return preserves.Dict(preserves.Symbol("groups"), schema.SeqValue(r.Groups, func(x217 PosixId) preserves.Value { return x217.ToValue() }))
+	return preserves.Dict(preserves.Symbol("groups"), schema.SeqValue(r.Groups, func(x234 PosixId) preserves.Value { return x234.ToValue() }))
 }
 
 // GroupsFieldInvalid is the alternative "invalid" of GroupsField.
@@ -4867,15 +5294,15 @@ func (GroupsFieldInvalid) isGroupsField() {}
 
 func parseGroupsFieldInvalid(v preserves.Value) (GroupsFieldInvalid, error) {
 	var r, zero GroupsFieldInvalid
-	d218, err := schema.AsDict(v)
+	d235, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x219, err := schema.Entry(v, d218, preserves.Symbol("groups"))
+	x236, err := schema.Entry(v, d235, preserves.Symbol("groups"))
 	if err != nil {
 		return zero, err
 	}
-	r.Groups = x219
+	r.Groups = x236
 	return r, nil
 }
 
@@ -4891,11 +5318,11 @@ func (GroupsFieldAbsent) isGroupsField() {}
 
 func parseGroupsFieldAbsent(v preserves.Value) (GroupsFieldAbsent, error) {
 	var r, zero GroupsFieldAbsent
-	d220, err := schema.AsDict(v)
+	d237, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d220
+	_ = d237
 	return r, nil
 }
 
@@ -5019,15 +5446,15 @@ func (UmaskFieldPresent) isUmaskField() {}
 func parseUmaskFieldPresent(v preserves.Value) (UmaskFieldPresent, error) {
 	var r, zero UmaskFieldPresent
 	var err error
-	d221, err := schema.AsDict(v)
+	d238, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x222, err := schema.Entry(v, d221, preserves.Symbol("umask"))
+	x239, err := schema.Entry(v, d238, preserves.Symbol("umask"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Umask, err = schema.AsString(x222); err != nil {
+	if r.Umask, err = schema.AsString(x239); err != nil {
 		return zero, schema.AtIn(err, v, "[umask]")
 	}
 	return r, nil
@@ -5046,15 +5473,15 @@ func (UmaskFieldInvalid) isUmaskField() {}
 
 func parseUmaskFieldInvalid(v preserves.Value) (UmaskFieldInvalid, error) {
 	var r, zero UmaskFieldInvalid
-	d223, err := schema.AsDict(v)
+	d240, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x224, err := schema.Entry(v, d223, preserves.Symbol("umask"))
+	x241, err := schema.Entry(v, d240, preserves.Symbol("umask"))
 	if err != nil {
 		return zero, err
 	}
-	r.Umask = x224
+	r.Umask = x241
 	return r, nil
 }
 
@@ -5070,11 +5497,11 @@ func (UmaskFieldAbsent) isUmaskField() {}
 
 func parseUmaskFieldAbsent(v preserves.Value) (UmaskFieldAbsent, error) {
 	var r, zero UmaskFieldAbsent
-	d225, err := schema.AsDict(v)
+	d242, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d225
+	_ = d242
 	return r, nil
 }
 
@@ -5133,36 +5560,36 @@ func (LimitsFieldPresent) isLimitsField() {}
 func parseLimitsFieldPresent(v preserves.Value) (LimitsFieldPresent, error) {
 	var r, zero LimitsFieldPresent
 	var err error
-	d226, err := schema.AsDict(v)
+	d243, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x227, err := schema.Entry(v, d226, preserves.Symbol("limits"))
+	x244, err := schema.Entry(v, d243, preserves.Symbol("limits"))
 	if err != nil {
 		return zero, err
 	}
-	d228, err := schema.AsDict(x227)
+	d245, err := schema.AsDict(x244)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[limits]")
 	}
-	r.Limits = make(map[preserves.Symbol]RlimitValue, d228.Len())
-	for i229, e230 := range d228.Entries() {
-		_ = i229
-		var k231 preserves.Symbol
-		var v232 RlimitValue
-		if k231, err = schema.AsSymbol(e230.Key); err != nil {
-			return zero, schema.AtIn(err, v, "[limits]", schema.Key(e230.Key))
+	r.Limits = make(map[preserves.Symbol]RlimitValue, d245.Len())
+	for i246, e247 := range d245.Entries() {
+		_ = i246
+		var k248 preserves.Symbol
+		var v249 RlimitValue
+		if k248, err = schema.AsSymbol(e247.Key); err != nil {
+			return zero, schema.AtIn(err, v, "[limits]", schema.Key(e247.Key))
 		}
-		if v232, err = ParseRlimitValue(e230.Value); err != nil {
-			return zero, schema.AtIn(err, v, "[limits]", schema.Key(e230.Key))
+		if v249, err = ParseRlimitValue(e247.Value); err != nil {
+			return zero, schema.AtIn(err, v, "[limits]", schema.Key(e247.Key))
 		}
-		r.Limits[k231] = v232
+		r.Limits[k248] = v249
 	}
 	return r, nil
 }
 
 func (r LimitsFieldPresent) ToValue() preserves.Value {
-	return preserves.Dict(preserves.Symbol("limits"), schema.MapValue(r.Limits, func(x233 preserves.Symbol) preserves.Value { return x233 }, func(x234 RlimitValue) preserves.Value { return x234.ToValue() }))
+	return preserves.Dict(preserves.Symbol("limits"), schema.MapValue(r.Limits, func(x250 preserves.Symbol) preserves.Value { return x250 }, func(x251 RlimitValue) preserves.Value { return x251.ToValue() }))
 }
 
 // LimitsFieldInvalid is the alternative "invalid" of LimitsField.
@@ -5174,15 +5601,15 @@ func (LimitsFieldInvalid) isLimitsField() {}
 
 func parseLimitsFieldInvalid(v preserves.Value) (LimitsFieldInvalid, error) {
 	var r, zero LimitsFieldInvalid
-	d235, err := schema.AsDict(v)
+	d252, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x236, err := schema.Entry(v, d235, preserves.Symbol("limits"))
+	x253, err := schema.Entry(v, d252, preserves.Symbol("limits"))
 	if err != nil {
 		return zero, err
 	}
-	r.Limits = x236
+	r.Limits = x253
 	return r, nil
 }
 
@@ -5198,11 +5625,11 @@ func (LimitsFieldAbsent) isLimitsField() {}
 
 func parseLimitsFieldAbsent(v preserves.Value) (LimitsFieldAbsent, error) {
 	var r, zero LimitsFieldAbsent
-	d237, err := schema.AsDict(v)
+	d254, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d237
+	_ = d254
 	return r, nil
 }
 
@@ -5278,14 +5705,14 @@ func (RlimitValuePair) isRlimitValue() {}
 func parseRlimitValuePair(v preserves.Value) (RlimitValuePair, error) {
 	var r, zero RlimitValuePair
 	var err error
-	s238, err := schema.AsSeq(v, 2)
+	s255, err := schema.AsSeq(v, 2)
 	if err != nil {
 		return zero, err
 	}
-	if r.Soft, err = ParseRlimitBound(s238[0]); err != nil {
+	if r.Soft, err = ParseRlimitBound(s255[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
-	if r.Hard, err = ParseRlimitBound(s238[1]); err != nil {
+	if r.Hard, err = ParseRlimitBound(s255[1]); err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
@@ -5397,34 +5824,34 @@ func (CgroupFieldPresent) isCgroupField() {}
 func parseCgroupFieldPresent(v preserves.Value) (CgroupFieldPresent, error) {
 	var r, zero CgroupFieldPresent
 	var err error
-	d239, err := schema.AsDict(v)
+	d256, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x240, err := schema.Entry(v, d239, preserves.Symbol("cgroup"))
+	x257, err := schema.Entry(v, d256, preserves.Symbol("cgroup"))
 	if err != nil {
 		return zero, err
 	}
-	d241, err := schema.AsDict(x240)
+	d258, err := schema.AsDict(x257)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[cgroup]")
 	}
-	r.Cgroup = make(map[preserves.Symbol]preserves.Value, d241.Len())
-	for i242, e243 := range d241.Entries() {
-		_ = i242
-		var k244 preserves.Symbol
-		var v245 preserves.Value
-		if k244, err = schema.AsSymbol(e243.Key); err != nil {
-			return zero, schema.AtIn(err, v, "[cgroup]", schema.Key(e243.Key))
+	r.Cgroup = make(map[preserves.Symbol]preserves.Value, d258.Len())
+	for i259, e260 := range d258.Entries() {
+		_ = i259
+		var k261 preserves.Symbol
+		var v262 preserves.Value
+		if k261, err = schema.AsSymbol(e260.Key); err != nil {
+			return zero, schema.AtIn(err, v, "[cgroup]", schema.Key(e260.Key))
 		}
-		v245 = e243.Value
-		r.Cgroup[k244] = v245
+		v262 = e260.Value
+		r.Cgroup[k261] = v262
 	}
 	return r, nil
 }
 
 func (r CgroupFieldPresent) ToValue() preserves.Value {
-	return preserves.Dict(preserves.Symbol("cgroup"), schema.MapValue(r.Cgroup, func(x246 preserves.Symbol) preserves.Value { return x246 }, func(x247 preserves.Value) preserves.Value { return x247 }))
+	return preserves.Dict(preserves.Symbol("cgroup"), schema.MapValue(r.Cgroup, func(x263 preserves.Symbol) preserves.Value { return x263 }, func(x264 preserves.Value) preserves.Value { return x264 }))
 }
 
 // CgroupFieldInvalid is the alternative "invalid" of CgroupField.
@@ -5436,15 +5863,15 @@ func (CgroupFieldInvalid) isCgroupField() {}
 
 func parseCgroupFieldInvalid(v preserves.Value) (CgroupFieldInvalid, error) {
 	var r, zero CgroupFieldInvalid
-	d248, err := schema.AsDict(v)
+	d265, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x249, err := schema.Entry(v, d248, preserves.Symbol("cgroup"))
+	x266, err := schema.Entry(v, d265, preserves.Symbol("cgroup"))
 	if err != nil {
 		return zero, err
 	}
-	r.Cgroup = x249
+	r.Cgroup = x266
 	return r, nil
 }
 
@@ -5460,11 +5887,11 @@ func (CgroupFieldAbsent) isCgroupField() {}
 
 func parseCgroupFieldAbsent(v preserves.Value) (CgroupFieldAbsent, error) {
 	var r, zero CgroupFieldAbsent
-	d250, err := schema.AsDict(v)
+	d267, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d250
+	_ = d267
 	return r, nil
 }
 
@@ -5523,15 +5950,15 @@ func (MemoryMaxFieldPresent) isMemoryMaxField() {}
 func parseMemoryMaxFieldPresent(v preserves.Value) (MemoryMaxFieldPresent, error) {
 	var r, zero MemoryMaxFieldPresent
 	var err error
-	d251, err := schema.AsDict(v)
+	d268, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x252, err := schema.Entry(v, d251, preserves.Symbol("memoryMax"))
+	x269, err := schema.Entry(v, d268, preserves.Symbol("memoryMax"))
 	if err != nil {
 		return zero, err
 	}
-	if r.MemoryMax, err = schema.AsInt(x252); err != nil {
+	if r.MemoryMax, err = schema.AsInt(x269); err != nil {
 		return zero, schema.AtIn(err, v, "[memoryMax]")
 	}
 	return r, nil
@@ -5550,15 +5977,15 @@ func (MemoryMaxFieldInvalid) isMemoryMaxField() {}
 
 func parseMemoryMaxFieldInvalid(v preserves.Value) (MemoryMaxFieldInvalid, error) {
 	var r, zero MemoryMaxFieldInvalid
-	d253, err := schema.AsDict(v)
+	d270, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x254, err := schema.Entry(v, d253, preserves.Symbol("memoryMax"))
+	x271, err := schema.Entry(v, d270, preserves.Symbol("memoryMax"))
 	if err != nil {
 		return zero, err
 	}
-	r.MemoryMax = x254
+	r.MemoryMax = x271
 	return r, nil
 }
 
@@ -5574,11 +6001,11 @@ func (MemoryMaxFieldAbsent) isMemoryMaxField() {}
 
 func parseMemoryMaxFieldAbsent(v preserves.Value) (MemoryMaxFieldAbsent, error) {
 	var r, zero MemoryMaxFieldAbsent
-	d255, err := schema.AsDict(v)
+	d272, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d255
+	_ = d272
 	return r, nil
 }
 
@@ -5637,15 +6064,15 @@ func (PidsMaxFieldPresent) isPidsMaxField() {}
 func parsePidsMaxFieldPresent(v preserves.Value) (PidsMaxFieldPresent, error) {
 	var r, zero PidsMaxFieldPresent
 	var err error
-	d256, err := schema.AsDict(v)
+	d273, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x257, err := schema.Entry(v, d256, preserves.Symbol("pidsMax"))
+	x274, err := schema.Entry(v, d273, preserves.Symbol("pidsMax"))
 	if err != nil {
 		return zero, err
 	}
-	if r.PidsMax, err = schema.AsInt(x257); err != nil {
+	if r.PidsMax, err = schema.AsInt(x274); err != nil {
 		return zero, schema.AtIn(err, v, "[pidsMax]")
 	}
 	return r, nil
@@ -5664,15 +6091,15 @@ func (PidsMaxFieldInvalid) isPidsMaxField() {}
 
 func parsePidsMaxFieldInvalid(v preserves.Value) (PidsMaxFieldInvalid, error) {
 	var r, zero PidsMaxFieldInvalid
-	d258, err := schema.AsDict(v)
+	d275, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x259, err := schema.Entry(v, d258, preserves.Symbol("pidsMax"))
+	x276, err := schema.Entry(v, d275, preserves.Symbol("pidsMax"))
 	if err != nil {
 		return zero, err
 	}
-	r.PidsMax = x259
+	r.PidsMax = x276
 	return r, nil
 }
 
@@ -5688,11 +6115,11 @@ func (PidsMaxFieldAbsent) isPidsMaxField() {}
 
 func parsePidsMaxFieldAbsent(v preserves.Value) (PidsMaxFieldAbsent, error) {
 	var r, zero PidsMaxFieldAbsent
-	d260, err := schema.AsDict(v)
+	d277, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d260
+	_ = d277
 	return r, nil
 }
 
@@ -5751,15 +6178,15 @@ func (CpuMaxFieldPresent) isCpuMaxField() {}
 func parseCpuMaxFieldPresent(v preserves.Value) (CpuMaxFieldPresent, error) {
 	var r, zero CpuMaxFieldPresent
 	var err error
-	d261, err := schema.AsDict(v)
+	d278, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x262, err := schema.Entry(v, d261, preserves.Symbol("cpuMax"))
+	x279, err := schema.Entry(v, d278, preserves.Symbol("cpuMax"))
 	if err != nil {
 		return zero, err
 	}
-	if r.CpuMax, err = ParseSeconds(x262); err != nil {
+	if r.CpuMax, err = ParseSeconds(x279); err != nil {
 		return zero, schema.AtIn(err, v, "[cpuMax]")
 	}
 	return r, nil
@@ -5778,15 +6205,15 @@ func (CpuMaxFieldInvalid) isCpuMaxField() {}
 
 func parseCpuMaxFieldInvalid(v preserves.Value) (CpuMaxFieldInvalid, error) {
 	var r, zero CpuMaxFieldInvalid
-	d263, err := schema.AsDict(v)
+	d280, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x264, err := schema.Entry(v, d263, preserves.Symbol("cpuMax"))
+	x281, err := schema.Entry(v, d280, preserves.Symbol("cpuMax"))
 	if err != nil {
 		return zero, err
 	}
-	r.CpuMax = x264
+	r.CpuMax = x281
 	return r, nil
 }
 
@@ -5802,11 +6229,11 @@ func (CpuMaxFieldAbsent) isCpuMaxField() {}
 
 func parseCpuMaxFieldAbsent(v preserves.Value) (CpuMaxFieldAbsent, error) {
 	var r, zero CpuMaxFieldAbsent
-	d265, err := schema.AsDict(v)
+	d282, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d265
+	_ = d282
 	return r, nil
 }
 
@@ -5865,15 +6292,15 @@ func (CpuWeightFieldPresent) isCpuWeightField() {}
 func parseCpuWeightFieldPresent(v preserves.Value) (CpuWeightFieldPresent, error) {
 	var r, zero CpuWeightFieldPresent
 	var err error
-	d266, err := schema.AsDict(v)
+	d283, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x267, err := schema.Entry(v, d266, preserves.Symbol("cpuWeight"))
+	x284, err := schema.Entry(v, d283, preserves.Symbol("cpuWeight"))
 	if err != nil {
 		return zero, err
 	}
-	if r.CpuWeight, err = schema.AsInt(x267); err != nil {
+	if r.CpuWeight, err = schema.AsInt(x284); err != nil {
 		return zero, schema.AtIn(err, v, "[cpuWeight]")
 	}
 	return r, nil
@@ -5892,15 +6319,15 @@ func (CpuWeightFieldInvalid) isCpuWeightField() {}
 
 func parseCpuWeightFieldInvalid(v preserves.Value) (CpuWeightFieldInvalid, error) {
 	var r, zero CpuWeightFieldInvalid
-	d268, err := schema.AsDict(v)
+	d285, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x269, err := schema.Entry(v, d268, preserves.Symbol("cpuWeight"))
+	x286, err := schema.Entry(v, d285, preserves.Symbol("cpuWeight"))
 	if err != nil {
 		return zero, err
 	}
-	r.CpuWeight = x269
+	r.CpuWeight = x286
 	return r, nil
 }
 
@@ -5916,11 +6343,11 @@ func (CpuWeightFieldAbsent) isCpuWeightField() {}
 
 func parseCpuWeightFieldAbsent(v preserves.Value) (CpuWeightFieldAbsent, error) {
 	var r, zero CpuWeightFieldAbsent
-	d270, err := schema.AsDict(v)
+	d287, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d270
+	_ = d287
 	return r, nil
 }
 
@@ -5979,15 +6406,15 @@ func (NoNewPrivilegesFieldPresent) isNoNewPrivilegesField() {}
 func parseNoNewPrivilegesFieldPresent(v preserves.Value) (NoNewPrivilegesFieldPresent, error) {
 	var r, zero NoNewPrivilegesFieldPresent
 	var err error
-	d271, err := schema.AsDict(v)
+	d288, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x272, err := schema.Entry(v, d271, preserves.Symbol("noNewPrivileges"))
+	x289, err := schema.Entry(v, d288, preserves.Symbol("noNewPrivileges"))
 	if err != nil {
 		return zero, err
 	}
-	if r.NoNewPrivileges, err = schema.AsBool(x272); err != nil {
+	if r.NoNewPrivileges, err = schema.AsBool(x289); err != nil {
 		return zero, schema.AtIn(err, v, "[noNewPrivileges]")
 	}
 	return r, nil
@@ -6006,15 +6433,15 @@ func (NoNewPrivilegesFieldInvalid) isNoNewPrivilegesField() {}
 
 func parseNoNewPrivilegesFieldInvalid(v preserves.Value) (NoNewPrivilegesFieldInvalid, error) {
 	var r, zero NoNewPrivilegesFieldInvalid
-	d273, err := schema.AsDict(v)
+	d290, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x274, err := schema.Entry(v, d273, preserves.Symbol("noNewPrivileges"))
+	x291, err := schema.Entry(v, d290, preserves.Symbol("noNewPrivileges"))
 	if err != nil {
 		return zero, err
 	}
-	r.NoNewPrivileges = x274
+	r.NoNewPrivileges = x291
 	return r, nil
 }
 
@@ -6030,11 +6457,11 @@ func (NoNewPrivilegesFieldAbsent) isNoNewPrivilegesField() {}
 
 func parseNoNewPrivilegesFieldAbsent(v preserves.Value) (NoNewPrivilegesFieldAbsent, error) {
 	var r, zero NoNewPrivilegesFieldAbsent
-	d275, err := schema.AsDict(v)
+	d292, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d275
+	_ = d292
 	return r, nil
 }
 
@@ -6093,29 +6520,29 @@ func (CapabilitiesFieldPresent) isCapabilitiesField() {}
 func parseCapabilitiesFieldPresent(v preserves.Value) (CapabilitiesFieldPresent, error) {
 	var r, zero CapabilitiesFieldPresent
 	var err error
-	d276, err := schema.AsDict(v)
+	d293, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x277, err := schema.Entry(v, d276, preserves.Symbol("capabilities"))
+	x294, err := schema.Entry(v, d293, preserves.Symbol("capabilities"))
 	if err != nil {
 		return zero, err
 	}
-	s278, err := schema.AsSeq(x277, 0)
+	s295, err := schema.AsSeq(x294, 0)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[capabilities]")
 	}
-	r.Capabilities = make([]CapabilityName, len(s278))
-	for i279, e280 := range s278 {
-		if r.Capabilities[i279], err = ParseCapabilityName(e280); err != nil {
-			return zero, schema.AtIn(err, v, "[capabilities]", schema.Index(i279))
+	r.Capabilities = make([]CapabilityName, len(s295))
+	for i296, e297 := range s295 {
+		if r.Capabilities[i296], err = ParseCapabilityName(e297); err != nil {
+			return zero, schema.AtIn(err, v, "[capabilities]", schema.Index(i296))
 		}
 	}
 	return r, nil
 }
 
 func (r CapabilitiesFieldPresent) ToValue() preserves.Value {
-	return preserves.Dict(preserves.Symbol("capabilities"), schema.SeqValue(r.Capabilities, func(x281 CapabilityName) preserves.Value { return x281.ToValue() }))
+	return preserves.Dict(preserves.Symbol("capabilities"), schema.SeqValue(r.Capabilities, func(x298 CapabilityName) preserves.Value { return x298.ToValue() }))
 }
 
 // CapabilitiesFieldInvalid is the alternative "invalid" of CapabilitiesField.
@@ -6127,15 +6554,15 @@ func (CapabilitiesFieldInvalid) isCapabilitiesField() {}
 
 func parseCapabilitiesFieldInvalid(v preserves.Value) (CapabilitiesFieldInvalid, error) {
 	var r, zero CapabilitiesFieldInvalid
-	d282, err := schema.AsDict(v)
+	d299, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x283, err := schema.Entry(v, d282, preserves.Symbol("capabilities"))
+	x300, err := schema.Entry(v, d299, preserves.Symbol("capabilities"))
 	if err != nil {
 		return zero, err
 	}
-	r.Capabilities = x283
+	r.Capabilities = x300
 	return r, nil
 }
 
@@ -6151,11 +6578,11 @@ func (CapabilitiesFieldAbsent) isCapabilitiesField() {}
 
 func parseCapabilitiesFieldAbsent(v preserves.Value) (CapabilitiesFieldAbsent, error) {
 	var r, zero CapabilitiesFieldAbsent
-	d284, err := schema.AsDict(v)
+	d301, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d284
+	_ = d301
 	return r, nil
 }
 
@@ -6280,15 +6707,15 @@ func (EnvFileFieldPresent) isEnvFileField() {}
 func parseEnvFileFieldPresent(v preserves.Value) (EnvFileFieldPresent, error) {
 	var r, zero EnvFileFieldPresent
 	var err error
-	d285, err := schema.AsDict(v)
+	d302, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x286, err := schema.Entry(v, d285, preserves.Symbol("envFile"))
+	x303, err := schema.Entry(v, d302, preserves.Symbol("envFile"))
 	if err != nil {
 		return zero, err
 	}
-	if r.EnvFile, err = ParseEnvFiles(x286); err != nil {
+	if r.EnvFile, err = ParseEnvFiles(x303); err != nil {
 		return zero, schema.AtIn(err, v, "[envFile]")
 	}
 	return r, nil
@@ -6307,15 +6734,15 @@ func (EnvFileFieldInvalid) isEnvFileField() {}
 
 func parseEnvFileFieldInvalid(v preserves.Value) (EnvFileFieldInvalid, error) {
 	var r, zero EnvFileFieldInvalid
-	d287, err := schema.AsDict(v)
+	d304, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x288, err := schema.Entry(v, d287, preserves.Symbol("envFile"))
+	x305, err := schema.Entry(v, d304, preserves.Symbol("envFile"))
 	if err != nil {
 		return zero, err
 	}
-	r.EnvFile = x288
+	r.EnvFile = x305
 	return r, nil
 }
 
@@ -6331,11 +6758,11 @@ func (EnvFileFieldAbsent) isEnvFileField() {}
 
 func parseEnvFileFieldAbsent(v preserves.Value) (EnvFileFieldAbsent, error) {
 	var r, zero EnvFileFieldAbsent
-	d289, err := schema.AsDict(v)
+	d306, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d289
+	_ = d306
 	return r, nil
 }
 
@@ -6408,21 +6835,21 @@ func (EnvFilesMany) isEnvFiles() {}
 func parseEnvFilesMany(v preserves.Value) (EnvFilesMany, error) {
 	var r, zero EnvFilesMany
 	var err error
-	s290, err := schema.AsSeq(v, 0)
+	s307, err := schema.AsSeq(v, 0)
 	if err != nil {
 		return zero, err
 	}
-	r.Value = make([]string, len(s290))
-	for i291, e292 := range s290 {
-		if r.Value[i291], err = schema.AsString(e292); err != nil {
-			return zero, schema.AtIn(err, v, schema.Index(i291))
+	r.Value = make([]string, len(s307))
+	for i308, e309 := range s307 {
+		if r.Value[i308], err = schema.AsString(e309); err != nil {
+			return zero, schema.AtIn(err, v, schema.Index(i308))
 		}
 	}
 	return r, nil
 }
 
 func (r EnvFilesMany) ToValue() preserves.Value {
-	return schema.SeqValue(r.Value, func(x293 string) preserves.Value { return preserves.String(x293) })
+	return schema.SeqValue(r.Value, func(x310 string) preserves.Value { return preserves.String(x310) })
 }
 
 // ParseEnvFiles tries the alternatives of EnvFiles in order; the first that matches wins.
@@ -6470,15 +6897,15 @@ func (ScheduleFieldPresent) isScheduleField() {}
 func parseScheduleFieldPresent(v preserves.Value) (ScheduleFieldPresent, error) {
 	var r, zero ScheduleFieldPresent
 	var err error
-	d294, err := schema.AsDict(v)
+	d311, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x295, err := schema.Entry(v, d294, preserves.Symbol("schedule"))
+	x312, err := schema.Entry(v, d311, preserves.Symbol("schedule"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Schedule, err = schema.AsString(x295); err != nil {
+	if r.Schedule, err = schema.AsString(x312); err != nil {
 		return zero, schema.AtIn(err, v, "[schedule]")
 	}
 	return r, nil
@@ -6497,15 +6924,15 @@ func (ScheduleFieldInvalid) isScheduleField() {}
 
 func parseScheduleFieldInvalid(v preserves.Value) (ScheduleFieldInvalid, error) {
 	var r, zero ScheduleFieldInvalid
-	d296, err := schema.AsDict(v)
+	d313, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x297, err := schema.Entry(v, d296, preserves.Symbol("schedule"))
+	x314, err := schema.Entry(v, d313, preserves.Symbol("schedule"))
 	if err != nil {
 		return zero, err
 	}
-	r.Schedule = x297
+	r.Schedule = x314
 	return r, nil
 }
 
@@ -6521,11 +6948,11 @@ func (ScheduleFieldAbsent) isScheduleField() {}
 
 func parseScheduleFieldAbsent(v preserves.Value) (ScheduleFieldAbsent, error) {
 	var r, zero ScheduleFieldAbsent
-	d298, err := schema.AsDict(v)
+	d315, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d298
+	_ = d315
 	return r, nil
 }
 
@@ -6584,15 +7011,15 @@ func (CatchUpFieldPresent) isCatchUpField() {}
 func parseCatchUpFieldPresent(v preserves.Value) (CatchUpFieldPresent, error) {
 	var r, zero CatchUpFieldPresent
 	var err error
-	d299, err := schema.AsDict(v)
+	d316, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x300, err := schema.Entry(v, d299, preserves.Symbol("catchUp"))
+	x317, err := schema.Entry(v, d316, preserves.Symbol("catchUp"))
 	if err != nil {
 		return zero, err
 	}
-	if r.CatchUp, err = schema.AsBool(x300); err != nil {
+	if r.CatchUp, err = schema.AsBool(x317); err != nil {
 		return zero, schema.AtIn(err, v, "[catchUp]")
 	}
 	return r, nil
@@ -6611,15 +7038,15 @@ func (CatchUpFieldInvalid) isCatchUpField() {}
 
 func parseCatchUpFieldInvalid(v preserves.Value) (CatchUpFieldInvalid, error) {
 	var r, zero CatchUpFieldInvalid
-	d301, err := schema.AsDict(v)
+	d318, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x302, err := schema.Entry(v, d301, preserves.Symbol("catchUp"))
+	x319, err := schema.Entry(v, d318, preserves.Symbol("catchUp"))
 	if err != nil {
 		return zero, err
 	}
-	r.CatchUp = x302
+	r.CatchUp = x319
 	return r, nil
 }
 
@@ -6635,11 +7062,11 @@ func (CatchUpFieldAbsent) isCatchUpField() {}
 
 func parseCatchUpFieldAbsent(v preserves.Value) (CatchUpFieldAbsent, error) {
 	var r, zero CatchUpFieldAbsent
-	d303, err := schema.AsDict(v)
+	d320, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d303
+	_ = d320
 	return r, nil
 }
 
@@ -6699,27 +7126,27 @@ func (ListenFieldPresent) isListenField() {}
 
 func parseListenFieldPresent(v preserves.Value) (ListenFieldPresent, error) {
 	var r, zero ListenFieldPresent
-	d304, err := schema.AsDict(v)
+	d321, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x305, err := schema.Entry(v, d304, preserves.Symbol("listen"))
+	x322, err := schema.Entry(v, d321, preserves.Symbol("listen"))
 	if err != nil {
 		return zero, err
 	}
-	s306, err := schema.AsSeq(x305, 0)
+	s323, err := schema.AsSeq(x322, 0)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[listen]")
 	}
-	r.Listen = make([]preserves.Value, len(s306))
-	for i307, e308 := range s306 {
-		r.Listen[i307] = e308
+	r.Listen = make([]preserves.Value, len(s323))
+	for i324, e325 := range s323 {
+		r.Listen[i324] = e325
 	}
 	return r, nil
 }
 
 func (r ListenFieldPresent) ToValue() preserves.Value {
-	return preserves.Dict(preserves.Symbol("listen"), schema.SeqValue(r.Listen, func(x309 preserves.Value) preserves.Value { return x309 }))
+	return preserves.Dict(preserves.Symbol("listen"), schema.SeqValue(r.Listen, func(x326 preserves.Value) preserves.Value { return x326 }))
 }
 
 // ListenFieldInvalid is the alternative "invalid" of ListenField.
@@ -6731,15 +7158,15 @@ func (ListenFieldInvalid) isListenField() {}
 
 func parseListenFieldInvalid(v preserves.Value) (ListenFieldInvalid, error) {
 	var r, zero ListenFieldInvalid
-	d310, err := schema.AsDict(v)
+	d327, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x311, err := schema.Entry(v, d310, preserves.Symbol("listen"))
+	x328, err := schema.Entry(v, d327, preserves.Symbol("listen"))
 	if err != nil {
 		return zero, err
 	}
-	r.Listen = x311
+	r.Listen = x328
 	return r, nil
 }
 
@@ -6755,11 +7182,11 @@ func (ListenFieldAbsent) isListenField() {}
 
 func parseListenFieldAbsent(v preserves.Value) (ListenFieldAbsent, error) {
 	var r, zero ListenFieldAbsent
-	d312, err := schema.AsDict(v)
+	d329, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d312
+	_ = d329
 	return r, nil
 }
 
@@ -6818,15 +7245,15 @@ func (StartFieldPresent) isStartField() {}
 func parseStartFieldPresent(v preserves.Value) (StartFieldPresent, error) {
 	var r, zero StartFieldPresent
 	var err error
-	d313, err := schema.AsDict(v)
+	d330, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x314, err := schema.Entry(v, d313, preserves.Symbol("start"))
+	x331, err := schema.Entry(v, d330, preserves.Symbol("start"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Start, err = ParseStartMode(x314); err != nil {
+	if r.Start, err = ParseStartMode(x331); err != nil {
 		return zero, schema.AtIn(err, v, "[start]")
 	}
 	return r, nil
@@ -6845,15 +7272,15 @@ func (StartFieldInvalid) isStartField() {}
 
 func parseStartFieldInvalid(v preserves.Value) (StartFieldInvalid, error) {
 	var r, zero StartFieldInvalid
-	d315, err := schema.AsDict(v)
+	d332, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x316, err := schema.Entry(v, d315, preserves.Symbol("start"))
+	x333, err := schema.Entry(v, d332, preserves.Symbol("start"))
 	if err != nil {
 		return zero, err
 	}
-	r.Start = x316
+	r.Start = x333
 	return r, nil
 }
 
@@ -6869,11 +7296,11 @@ func (StartFieldAbsent) isStartField() {}
 
 func parseStartFieldAbsent(v preserves.Value) (StartFieldAbsent, error) {
 	var r, zero StartFieldAbsent
-	d317, err := schema.AsDict(v)
+	d334, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d317
+	_ = d334
 	return r, nil
 }
 

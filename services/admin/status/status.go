@@ -20,7 +20,9 @@
 //
 // `status NAME` (a service name, no wildcard) also asserts
 // `<output-request NAME>` and shows the `<service-output NAME LINES>` the
-// daemon service answers with.
+// daemon service answers with. It and `status --json` ask for the
+// figures of running daemons (`<stats-request NAME>`), answered with
+// `<process-stats NAME {pid memory tasks oomKills}>` per process.
 //
 // The first snapshot is printed after a sync round trip, so it is complete;
 // --watch then reprints whenever something changes (changes arriving
@@ -47,11 +49,16 @@ import (
 	"github.com/syndicate-go/syndicate/services"
 )
 
-// Process is one <process-status …> record.
+// Process is one <process-status …> record, with the figures of its
+// cgroup (<process-stats …>, when asked for): bytes of memory, tasks
+// (processes and threads) and OOM kills; nil when not known.
 type Process struct {
 	PID      int64     `json:"pid"`
 	Restarts int64     `json:"restarts"`
 	Since    time.Time `json:"since"`
+	Memory   *int64    `json:"memory,omitempty"`
+	Tasks    *int64    `json:"tasks,omitempty"`
+	OOMKills *int64    `json:"oomKills,omitempty"`
 }
 
 // Service is one line of the status table.
@@ -133,6 +140,7 @@ type Model struct {
 	mu          sync.Mutex
 	filter      pattern.Pattern           // nil: everything
 	procs       map[string]map[string]int // name → text of info → count
+	stats       map[string]map[string]int // name → text of figures → count
 	infos       map[string]map[string]int // name → text of service-info → count
 	outputs     map[string]preserves.Value
 	texts       map[string]map[string]int // name → status text → count
@@ -151,7 +159,7 @@ type Model struct {
 // (nil: every service).
 func NewModel(filter pattern.Pattern) *Model {
 	m := &Model{StatusModel: services.NewStatusModel(nil), filter: filter,
-		procs: map[string]map[string]int{}, infos: map[string]map[string]int{},
+		procs: map[string]map[string]int{}, stats: map[string]map[string]int{}, infos: map[string]map[string]int{},
 		outputs: map[string]preserves.Value{}, texts: map[string]map[string]int{}, dropped: map[string]int64{}, dropReasons: map[string]string{},
 		conns: map[string]map[string]int{}, connSubjects: map[string][2]preserves.Value{}}
 	m.Locker = &m.mu
@@ -185,6 +193,7 @@ func (m *Model) Subscribe(t *dataspace.Turn, cfg *dataspace.Ref, changed func(t 
 		m.Watch(t, cfg, label, 2, func(c []preserves.Value, d int) { apply(m.Key(c[0]), preserves.Strip(c[1]), d) })
 	}
 	watch(syndicatego.LabelProcessStatus, func(k string, v preserves.Value, d int) { services.Count2(m.procs, k, m.Text(v), d) })
+	watch(syndicatego.LabelProcessStats, func(k string, v preserves.Value, d int) { services.Count2(m.stats, k, m.Text(v), d) })
 	watch(services.LabelServiceInfo, func(k string, v preserves.Value, d int) { services.Count2(m.infos, k, m.Text(v), d) })
 	if m.all {
 		m.Watch(t, cfg, externalservices.LabelDaemon, 2, func(c []preserves.Value, d int) {
@@ -251,6 +260,7 @@ func (m *Model) Snapshot() []Service {
 			}
 		}
 		slices.SortFunc(s.Processes, func(a, b Process) int { return int(a.PID - b.PID) })
+		m.addFigures(s.Processes, k)
 		m.addInfo(&s, k)
 		if !s.Required && !s.Running && len(s.States) == 0 && s.Phase == "" && m.declared[k] > 0 {
 			s.Phase = PhaseInactive
@@ -262,6 +272,57 @@ func (m *Model) Snapshot() []Service {
 	slices.SortFunc(out, func(a, b Service) int { return preserves.Compare(a.name, b.name) })
 	return out
 }
+
+// FiguresPending reports whether a running daemon's figures have not
+// arrived yet: the one named (non-nil), or any.
+func (m *Model) FiguresPending(name preserves.Value) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if name != nil {
+		k := m.Key(name)
+		return len(m.procs[k]) > 0 && len(m.stats[k]) == 0
+	}
+	for k := range m.procs {
+		if r, ok := preserves.Unwrap(m.Names[k]).(*preserves.Record); ok && preserves.Equal(r.Label, externalservices.LabelDaemon) && len(m.stats[k]) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// addFigures joins the figures of service k to its processes by pid.
+// Called with m.mu held.
+func (m *Model) addFigures(procs []Process, k string) {
+	for text := range m.stats[k] {
+		v, err := preserves.ParseText(text)
+		if err != nil {
+			continue
+		}
+		f, err := syndicatego.ParseProcessFigures(v)
+		if err != nil {
+			continue
+		}
+		pid, ok := f.Pid.(syndicatego.ProcessPidPresent)
+		if !ok || !pid.Pid.IsInt64() {
+			continue
+		}
+		i := slices.IndexFunc(procs, func(p Process) bool { return p.PID == pid.Pid.Int64() })
+		if i < 0 {
+			continue
+		}
+		if x, ok := f.Memory.(syndicatego.ProcessMemoryPresent); ok && x.Memory.IsInt64() {
+			procs[i].Memory = ptr(x.Memory.Int64())
+		}
+		if x, ok := f.Tasks.(syndicatego.ProcessTasksPresent); ok && x.Tasks.IsInt64() {
+			procs[i].Tasks = ptr(x.Tasks.Int64())
+		}
+		if x, ok := f.OomKills.(syndicatego.ProcessOomKillsPresent); ok && x.OomKills.IsInt64() {
+			procs[i].OOMKills = ptr(x.OomKills.Int64())
+		}
+	}
+}
+
+func ptr(n int64) *int64 { return &n }
 
 // addInfo fills in what the service-info assertions and the dependencies
 // say about service k. Called with m.mu held.
@@ -504,6 +565,56 @@ func (s Service) pids() string {
 	return strings.Join(pids, ",")
 }
 
+// figures are the memory and task count of the service's processes
+// (summed over them): "12.5 MiB", with the OOM kills when there were
+// any, and "3"; "" when not known.
+func (s Service) figures() (mem, tasks string) {
+	var m, n, oom int64
+	var hasMem, hasTasks bool
+	for _, p := range s.Processes {
+		if p.Memory != nil {
+			m, hasMem = m+*p.Memory, true
+		}
+		if p.Tasks != nil {
+			n, hasTasks = n+*p.Tasks, true
+		}
+		if p.OOMKills != nil {
+			oom += *p.OOMKills
+		}
+	}
+	if hasMem {
+		mem = bytesText(m)
+		if oom > 0 {
+			mem += fmt.Sprintf(" (%d OOM kills)", oom)
+		}
+	}
+	if hasTasks {
+		tasks = strconv.FormatInt(n, 10)
+	}
+	return mem, tasks
+}
+
+func or(s, alt string) string {
+	if s == "" {
+		return alt
+	}
+	return s
+}
+
+// bytesText renders n bytes in binary units: 812 B, 12.5 MiB.
+func bytesText(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
 // restarts is "TOTAL" or "TOTAL (RECENT recent)".
 func (s Service) restarts() string {
 	if s.Restarts == 0 && s.Since == nil && len(s.Processes) == 0 {
@@ -612,6 +723,10 @@ func WriteDetail(w io.Writer, s Service, now time.Time) {
 	fmt.Fprintf(tw, "  wanted:\t%s\n", s.wanted())
 	fmt.Fprintf(tw, "  state:\t%s for %s\n", s.state(), s.held(now))
 	fmt.Fprintf(tw, "  pid:\t%s\n", s.pids())
+	if mem, tasks := s.figures(); mem != "" || tasks != "" {
+		fmt.Fprintf(tw, "  memory:\t%s\n", or(mem, "-"))
+		fmt.Fprintf(tw, "  tasks:\t%s\n", or(tasks, "-"))
+	}
 	fmt.Fprintf(tw, "  restarts:\t%s\n", s.restarts())
 	fmt.Fprintf(tw, "  last exit:\t%s\n", s.lastExit(now))
 	fmt.Fprintf(tw, "  reason:\t%s\n", s.reason(now))
