@@ -65,6 +65,10 @@ type Request[T any] struct {
 	Name preserves.Value // the service name, as asserted
 	Spec T               // what Parse made of it
 	Log  zerolog.Logger  // env.Logger naming the service
+	// Degrade, in Boot, is the worker's degrade capability (Supervise):
+	// an assertion there reports the service `failed` while the worker
+	// lives, without a crash loop.
+	Degrade *dataspace.Ref
 }
 
 // Serve observes the requests of r in env.Config (see Requests).
@@ -92,7 +96,9 @@ func Serve[T any](t *dataspace.Turn, env Env, r Requests[T]) {
 		if r.Run != nil {
 			return r.Run(t, req)
 		}
-		Supervise(t, env, name, Always, r.Worker(req), func(t *dataspace.Turn, _ *dataspace.Ref) error {
+		Supervise(t, env, name, Always, r.Worker(req), func(t *dataspace.Turn, degrade *dataspace.Ref) error {
+			req := req
+			req.Degrade = degrade
 			return r.Boot(t, req)
 		}, r.Supervise)
 		return nil

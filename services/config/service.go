@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/internalservices"
@@ -19,6 +20,10 @@ type Options struct {
 	// Supervise tunes the supervisor's restart delays (§2.3: 200 ms, or 10 s
 	// after repeated terminations).
 	Supervise services.SuperviseOptions
+	// PathPoll is how often a watcher whose PATH does not exist looks
+	// for it again. Default 1 s.
+	PathPoll time.Duration
+	polled   func() // tests: called after each look for a missing PATH
 }
 
 // ErrNoConfig is returned by Boot when env has no config dataspace.
@@ -57,13 +62,14 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
 		},
 		Boot: func(t *dataspace.Turn, req services.Request[watcherRequest]) error {
 			w := &worker{
-				name: req.Name,
-				path: req.Spec.path,
-				env:  req.Spec.env,
-				cfg:  env.Config,
-				svc:  env,
-				log:  req.Log,
-				opts: opts,
+				name:    req.Name,
+				path:    req.Spec.path,
+				env:     req.Spec.env,
+				cfg:     env.Config,
+				svc:     env,
+				log:     req.Log,
+				opts:    opts,
+				degrade: req.Degrade,
 			}
 			return w.boot(t)
 		},

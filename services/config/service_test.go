@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -223,6 +224,8 @@ func TestScenario21EditKeepsCommonAssertions(t *testing.T) {
 	}
 }
 
+// Q22: failed, and ready once created (without the reference's retries: see
+// TestMissingPathOneWarning).
 func TestScenario22MissingPathFailsAndRetries(t *testing.T) {
 	base := tempRoot(t)
 	dir := filepath.Join(base, "later")
@@ -230,7 +233,7 @@ func TestScenario22MissingPathFailsAndRetries(t *testing.T) {
 	name := watcherName(dir, w.env())
 	w.run(name)
 	w.waitSeen(stateText(name, "failed"))
-	w.waitLog("cannot canonicalise path")
+	w.waitLog("config path does not exist; it will be loaded when it is created")
 	writeAtomic(t, filepath.Join(dir, "a.pr"), "<late>")
 	w.waitHas(stateText(name, "ready"))
 	w.waitHas("<late>")
@@ -452,8 +455,14 @@ func TestRescanMessagePicksUpSymlinkTargets(t *testing.T) {
 	}
 }
 
+// Q22 with a missing path is TestMissingPathOneWarning (a Go deviation);
+// the reference's retries still apply to any other failure to
+// canonicalise PATH, here a symlink loop.
 func TestScenario22RetryGaps(t *testing.T) {
-	dir := filepath.Join(tempRoot(t), "missing")
+	dir := filepath.Join(tempRoot(t), "loop")
+	if err := os.Symlink(dir, dir); err != nil {
+		t.Fatal(err)
+	}
 	opts := testOptions()
 	opts.Supervise.Delay = 10 * time.Millisecond
 	opts.Supervise.Backoff = 500 * time.Millisecond
@@ -485,6 +494,40 @@ func TestScenario22RetryGaps(t *testing.T) {
 	}
 	if gaps[0] >= opts.Supervise.Backoff-100*time.Millisecond {
 		t.Fatalf("restart gaps %v; want the first ≈ %v", gaps[:2], opts.Supervise.Delay)
+	}
+}
+
+// Operator issue: a missing -c path is one warning naming the path, a
+// `failed` state with the reason in the status, and no crash loop; once
+// the directory is created, one info line and the scripts run.
+func TestMissingPathOneWarning(t *testing.T) {
+	dir := filepath.Join(tempRoot(t), "missing")
+	opts := testOptions()
+	opts.PathPoll = 5 * time.Millisecond
+	var polls atomic.Int32
+	opts.polled = func() { polls.Add(1) }
+	w := newWorld(t, opts)
+	name := watcherName(dir, w.env())
+	w.run(name)
+	w.waitHas(stateText(name, "failed"))
+	w.waitLog("config path does not exist; it will be loaded when it is created")
+	// Many polls later: still one warning, and no crash.
+	eventually(t, "twenty polls", func() bool { return polls.Load() >= 20 })
+	for _, bad := range []string{"actor crashed", "worker failed", "cannot canonicalise"} {
+		if w.logs.Has(bad) {
+			t.Fatalf("log has %q:\n%s", bad, w.logs.String())
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeAtomic(t, filepath.Join(dir, "a.pr"), "<here>")
+	w.waitHas("<here>")
+	w.waitHas(stateText(name, "ready"))
+	w.waitGone(stateText(name, "failed"))
+	w.waitLog("config path created; loading it")
+	if n := w.logs.Count("does not exist"); n != 1 {
+		t.Fatalf("%d warnings about the missing path:\n%s", n, w.logs.String())
 	}
 }
 

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -34,6 +36,9 @@ type worker struct {
 	log  zerolog.Logger
 	opts Options
 
+	degrade *dataspace.Ref // Supervise's: asserted while PATH is missing
+	waiting string         // the status reason while PATH is missing
+
 	files map[string]dataspace.FacetID // script path → facet running it
 	// broken holds, per file whose latest version does not compile, the
 	// status reason; info publishes them (services.Info).
@@ -49,9 +54,67 @@ func (w *worker) boot(t *dataspace.Turn) error {
 	services.StopOnRestart(t, w.svc, w.name)
 
 	abs, err := canonicalise(w.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		w.waitForPath(t)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
+	return w.start(t, abs)
+}
+
+// waitForPath is the worker's life while PATH does not exist (Go
+// deviation, operator issue, docs/operator.md): the reference fails the
+// worker and retries forever (§3.1 step 2, Q22), which logs an error and
+// a crash twice per retry. Here the worker stays, the service reports
+// `failed` with the reason in its status (through the degrade
+// capability), one warning names the path, and it is looked for again
+// every PathPoll (1 s: sooner than the reference's 10 s retries). When it
+// appears, one info line says so and the watcher starts in the same
+// worker.
+func (w *worker) waitForPath(t *dataspace.Turn) {
+	w.log.Warn().Str("path", w.path).Msg("config path does not exist; it will be loaded when it is created")
+	w.waiting = "config path " + w.path + " does not exist; waiting for it to be created"
+	w.publishInfo(t)
+	failed := t.Assert(w.degrade, preserves.Bool(true))
+	every := w.opts.PathPoll
+	if every <= 0 {
+		every = time.Second
+	}
+	fr := t.FacetRef()
+	t.LinkedTask("config-path", func(ctx context.Context) error {
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-tick.C:
+			}
+			abs, err := canonicalise(w.path)
+			if w.opts.polled != nil {
+				w.opts.polled()
+			}
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			fr.ActivateNow(func(t *dataspace.Turn) error {
+				t.Retract(failed)
+				w.waiting = ""
+				if err != nil {
+					return err // not a missing path: fail as the reference does
+				}
+				w.log.Info().Str("path", w.path).Msg("config path created; loading it")
+				return w.start(t, abs)
+			})
+			return dataspace.ErrKeepFacet
+		}
+	})
+}
+
+// start watches the canonical path abs, scans it and runs its scripts.
+func (w *worker) start(t *dataspace.Turn, abs string) error {
 	wopts := w.opts.Watch
 	wopts.Logger = w.log
 	wt, err := NewWatcher(abs, wopts)
@@ -178,7 +241,11 @@ func (w *worker) apply(t *dataspace.Turn, cs []Change) {
 // publishInfo asserts the watcher's `<service-info …>`: the files whose
 // latest version does not compile.
 func (w *worker) publishInfo(t *dataspace.Turn) {
-	w.info.Publish(t, w.cfg, w.name, services.Info{Reasons: slices.Sorted(maps.Values(w.broken))})
+	reasons := slices.Sorted(maps.Values(w.broken))
+	if w.waiting != "" {
+		reasons = append(reasons, w.waiting)
+	}
+	w.info.Publish(t, w.cfg, w.name, services.Info{Reasons: reasons})
 }
 
 // firstError is the first error of a list, with how many follow.
