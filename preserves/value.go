@@ -653,24 +653,10 @@ func Identity(x any) uintptr {
 func Equal(a, b Value) bool {
 	a, b = Unwrap(a), Unwrap(b)
 	switch x := a.(type) {
-	case String:
-		y, ok := b.(String)
-		return ok && x == y
-	case Symbol:
-		y, ok := b.(Symbol)
-		return ok && x == y
-	case Int:
-		y, ok := b.(Int)
-		return ok && x == y
-	case Bool:
-		y, ok := b.(Bool)
-		return ok && x == y
-	case Double:
-		y, ok := b.(Double)
-		return ok && x == y
-	case ByteString:
-		y, ok := b.(ByteString)
-		return ok && x == y
+	case String, Symbol, Int, Bool, Double, ByteString:
+		// Atoms of comparable Go types: the interfaces are equal when
+		// the kinds and the values are.
+		return a == b
 	case *Record:
 		y, ok := b.(*Record)
 		if !ok || len(x.Fields) != len(y.Fields) {
