@@ -159,6 +159,22 @@ func NewRunner(clock Clock) *Runner {
 	return r
 }
 
+// runOnce runs one process of s with ev's hooks. stopped is true when
+// ctx ended meanwhile: ev.Stopped has then been told of a process that
+// started, and the caller stops too.
+func (r *Runner) runOnce(ctx context.Context, s *Spec, ev Events, cleanups *sync.WaitGroup) (exit Exit, stopped bool) {
+	h := ev.hooks()
+	h.cgroups, h.ledger = r.cgroups, r.ledger
+	exit = r.run(ctx, s, h, cleanups)
+	if ctx.Err() != nil {
+		if ev.Stopped != nil && exit.Pid != 0 {
+			ev.Stopped(exit)
+		}
+		return exit, true
+	}
+	return exit, false
+}
+
 // Run runs s until its policy says it is completed or crashed, or ctx is
 // cancelled, restarting it after the delays of §5.5 in between. When it
 // returns, every process it started is gone, leftovers of their process
@@ -176,13 +192,8 @@ func (r *Runner) Run(ctx context.Context, s *Spec, ev Events) Outcome {
 			return Stopped
 		}
 		began := r.clock.Now()
-		h := ev.hooks()
-		h.cgroups, h.ledger = r.cgroups, r.ledger
-		exit := r.run(ctx, s, h, &cleanups)
-		if ctx.Err() != nil {
-			if ev.Stopped != nil && exit.Pid != 0 {
-				ev.Stopped(exit)
-			}
+		exit, stopped := r.runOnce(ctx, s, ev, &cleanups)
+		if stopped {
 			return Stopped
 		}
 		next := lim.next(Decide(s.Restart, exit), began, r.clock.Now())

@@ -122,13 +122,8 @@ func (r *Runner) RunScheduled(ctx context.Context, s *Spec, p *plan, runNow bool
 		runNow = false
 		began := r.clock.Now()
 		report(runReport{began: began, next: p.next, skipped: p.skipped, running: true})
-		h := ev.hooks()
-		h.cgroups, h.ledger = r.cgroups, r.ledger
-		exit := r.run(ctx, s, h, &cleanups)
-		if ctx.Err() != nil {
-			if ev.Stopped != nil && exit.Pid != 0 {
-				ev.Stopped(exit)
-			}
+		exit, stopped := r.runOnce(ctx, s, ev, &cleanups)
+		if stopped {
 			return Stopped
 		}
 		p.finished(r.clock.Now())
