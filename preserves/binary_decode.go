@@ -427,11 +427,10 @@ func (d *binDecoder) compoundInPlace(tag byte, start, depth, size int) (Value, e
 	slots, at := d.reserve(max(size, 0))
 	i := 0
 	for {
-		if d.pos >= len(d.buf) {
-			return nil, d.eof()
-		}
-		if d.buf[d.pos] == TagEnd {
-			d.pos++
+		if end, err := d.atEnd(); end || err != nil {
+			if err != nil {
+				return nil, err
+			}
 			break
 		}
 		if i == len(slots) {
@@ -467,15 +466,27 @@ func (d *binDecoder) compoundInPlace(tag byte, start, depth, size int) (Value, e
 	return boxIn(sequenceBox, unsafe.Pointer(h)), nil
 }
 
+// atEnd reports whether the next byte ends the compound being read, and
+// consumes it if so; running out of input is an error.
+func (d *binDecoder) atEnd() (bool, error) {
+	if d.pos >= len(d.buf) {
+		return false, d.eof()
+	}
+	if d.buf[d.pos] == TagEnd {
+		d.pos++
+		return true, nil
+	}
+	return false, nil
+}
+
 // collect gathers the items of a compound on the scratch stack (those
 // from mark on are already its own) up to its end marker, then builds it.
 func (d *binDecoder) collect(tag byte, start, depth, mark int) (Value, error) {
 	for {
-		if d.pos >= len(d.buf) {
-			return nil, d.eof()
-		}
-		if d.buf[d.pos] == TagEnd {
-			d.pos++
+		if end, err := d.atEnd(); end || err != nil {
+			if err != nil {
+				return nil, err
+			}
 			break
 		}
 		v, err := d.value(depth)
