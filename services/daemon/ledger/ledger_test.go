@@ -83,10 +83,12 @@ func TestRecoverStopsWhatTheRecordNames(t *testing.T) {
 	if _, ok := got["removed"]; ok {
 		t.Errorf("a removed entry was recovered: %v", got)
 	}
+	// Recover returns once the leftovers are dead; their Wait, in the
+	// goroutine that closes ch, may come a little later.
 	for _, ch := range []<-chan struct{}{politeDone, stubbornDone} {
 		select {
 		case <-ch:
-		default:
+		case <-time.After(10 * time.Second):
 			t.Errorf("a leftover still runs after Recover")
 		}
 	}
