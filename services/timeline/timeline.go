@@ -79,7 +79,7 @@ type Options struct {
 	Now         func() time.Time // time.Now
 	Head        int              // 16 first changes kept per service
 	Tail        int              // 48 last changes kept per service
-	MaxServices int              // 4096
+	MaxServices int              // 16384
 }
 
 // Boot installs the recorder with default options in the active facet.
@@ -117,6 +117,11 @@ type recorder struct {
 	held     map[dataspace.Handle]heldFact
 	rec      *services.Reconciler
 	full     bool // warned that MaxServices was reached
+	// allLive: the table is full and every history holds a fact, so a
+	// new service is not recorded without the scan for a victim (which
+	// made 10,000 services beyond a full table quadratic). A retraction
+	// that leaves a history without facts clears it.
+	allLive bool
 }
 
 type heldFact struct {
@@ -136,7 +141,7 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) {
 		opts.Tail = 48
 	}
 	if opts.MaxServices <= 0 {
-		opts.MaxServices = 4096
+		opts.MaxServices = 16384
 	}
 	r := &recorder{opts: opts, cfg: env.Config, log: env.Logger.With().Str("service", "timeline").Logger(),
 		services: map[string]*history{}, held: map[dataspace.Handle]heldFact{}}
@@ -207,6 +212,9 @@ func (r *recorder) Retract(t *dataspace.Turn, h dataspace.Handle) error {
 	hs.live[hf.fact]--
 	if hs.live[hf.fact] <= 0 {
 		delete(hs.live, hf.fact)
+		if len(hs.live) == 0 {
+			r.allLive = false
+		}
 		r.note(t, hs, Change{Time: r.opts.Now(), Asserted: false, Fact: hf.factVal})
 	}
 	return nil
@@ -219,6 +227,9 @@ func (r *recorder) lookup(t *dataspace.Turn, key string, name preserves.Value) *
 		return hs
 	}
 	if len(r.services) >= r.opts.MaxServices {
+		if r.allLive {
+			return nil
+		}
 		var victim *history
 		var vkey string
 		for k, hs := range r.services {
@@ -227,6 +238,7 @@ func (r *recorder) lookup(t *dataspace.Turn, key string, name preserves.Value) *
 			}
 		}
 		if victim == nil {
+			r.allLive = true
 			if !r.full {
 				r.full = true
 				r.log.Warn().Int("maxServices", r.opts.MaxServices).Str("name", key).

@@ -200,7 +200,7 @@ func TestBoundedServices(t *testing.T) {
 	r := newRig(t, Options{MaxServices: 2})
 	a, b, c, d := preserves.Symbol("a"), preserves.Symbol("b"), preserves.Symbol("c"), preserves.Symbol("d")
 	r.assert(services.RequireService(a))() // a is idle afterwards
-	r.assert(services.RequireService(b))
+	retractB := r.assert(services.RequireService(b))
 	r.waitHistory(t, b, "+require-service@04")
 	r.assert(services.RequireService(c)) // evicts a
 	testutil.WaitFor(t, "a evicted, c recorded", func() bool {
@@ -213,6 +213,16 @@ func TestBoundedServices(t *testing.T) {
 	if _, _, n := r.history(d); n != 0 {
 		t.Errorf("d recorded beyond MaxServices")
 	}
+	// Once b holds no fact, it makes room again (the full table is not
+	// taken for full for good).
+	retractB()
+	e := preserves.Symbol("e")
+	r.assert(services.RequireService(e))
+	testutil.WaitFor(t, "b evicted, e recorded", func() bool {
+		_, _, nb := r.history(b)
+		_, _, ne := r.history(e)
+		return nb == 0 && ne == 1
+	})
 }
 
 // Histories read back exactly what was recorded.
