@@ -5,6 +5,7 @@ package main
 // assertion (not only its captures) comes back.
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"slices"
@@ -121,10 +122,11 @@ func (cl *cli) dump(ctx context.Context, all bool, args []string) error {
 	}
 	defer s.Close()
 	slices.SortFunc(vals, preserves.Compare)
+	w := bufio.NewWriterSize(cl.stdout, 64<<10)
 	for _, v := range vals {
-		fmt.Fprintln(cl.stdout, render(v))
+		fmt.Fprintln(w, render(v))
 	}
-	return nil
+	return w.Flush()
 }
 
 func (cl *cli) observe(ctx context.Context, args []string) error {

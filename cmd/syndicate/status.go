@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -186,7 +187,10 @@ func (v *statusView) print() error {
 	if detail {
 		v.m.Detail(&svcs[0])
 	}
-	w := v.cl.stdout
+	// One write per screenful, not one per line (10,000 services).
+	bw := bufio.NewWriterSize(v.cl.stdout, 64<<10)
+	defer bw.Flush()
+	w := bw
 	switch {
 	case v.o.json:
 		b, err := json.Marshal(svcs)
