@@ -36,7 +36,9 @@ func (cl *cli) commands() []command {
 		st      statusOpts
 		dumpAll bool
 		lg      logsOpts
-		fm      fmtOpts
+		// logsFlags tells whether logs' -n was given.
+		logsFlags *pflag.FlagSet
+		fm        fmtOpts
 		// killSignal is kill's -s.
 		killSignal string
 	)
@@ -83,8 +85,13 @@ func (cl *cli) commands() []command {
 				fs.BoolVarP(&lg.follow, "follow", "f", false, "keep printing new lines until interrupted")
 				fs.IntVarP(&lg.lines, "lines", "n", 20, "number of recent lines")
 				fs.BoolVar(&lg.json, "json", false, "one JSON object per line")
+				fs.StringVar(&lg.since, "since", "", "only lines since DURATION ago (10m, 2d) or TIME (15:04, 2006-01-02, 2006-01-02 15:04:05, RFC 3339, today, yesterday); without -n, all of them")
+				logsFlags = fs
 			},
-			run: func(ctx context.Context, args []string) error { return cl.logs(ctx, lg, args) }, services: true},
+			run: func(ctx context.Context, args []string) error {
+				lg.linesSet = logsFlags.Changed("lines")
+				return cl.logs(ctx, lg, args)
+			}, services: true},
 		{use: "check FILE|DIR...", short: "compile and validate scripts (as syndicate-server --check)",
 			args: minArgs(1, "check needs FILE or DIR arguments"),
 			run:  cl.check},

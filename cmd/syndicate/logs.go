@@ -17,6 +17,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,12 +36,28 @@ import (
 type logsOpts struct {
 	follow, json bool
 	lines        int
+	linesSet     bool   // -n was given
+	since        string // --since DURATION|TIME
 }
+
+// sinceLines is how many lines the client asks the server for with
+// --since and no -n: all it has (the logger caps a request at 2^20).
+const sinceLines = 1 << 20
 
 func (cl *cli) logs(ctx context.Context, o logsOpts, args []string) error {
 	follow, n, asJSON := &o.follow, &o.lines, &o.json
 	if *n < 0 {
 		return usagef("logs: -n must not be negative")
+	}
+	var since time.Time
+	if o.since != "" {
+		var err error
+		if since, err = parseSince(o.since, time.Now()); err != nil {
+			return usagef("logs: --since: %v", err)
+		}
+		if !o.linesSet {
+			*n = sinceLines
+		}
 	}
 	var service preserves.Value = preserves.Bool(false)
 	var unknown error // the argument names no service the server runs
@@ -63,7 +81,7 @@ func (cl *cli) logs(ctx context.Context, o logsOpts, args []string) error {
 		// The log-dir assertion, if any, arrives before the answer to
 		// this sync, so it is known before the history comes in.
 		t.Sync(cfg, func(t *dataspace.Turn) error {
-			sink.dir, sink.service, sink.n = dir, service, *n
+			sink.dir, sink.service, sink.n, sink.since = dir, service, *n, since
 			t.Assert(cfg, syndicatego.LogTail{Service: service, Lines: big.NewInt(int64(*n)), Follow: *follow, Sink: t.Create(sink)}.ToValue())
 			return nil
 		})
@@ -83,7 +101,7 @@ func (cl *cli) logs(ctx context.Context, o logsOpts, args []string) error {
 		}
 		return err
 	}
-	if unknown != nil && p.count() == 0 {
+	if unknown != nil && p.count() == 0 && !sink.hadLines {
 		return unknown // nothing running, nothing logged: a typo
 	}
 	if !*follow {
@@ -131,11 +149,13 @@ type logSink struct {
 	caughtUp chan struct{}
 	done     bool
 	history  []logger.Event
+	hadLines bool // the server's history had lines, before --since filtered them; set before caughtUp closes
 
 	// Set before the request is made.
 	dir     string
 	service preserves.Value
 	n       int
+	since   time.Time // --since: no line before it (zero: no bound)
 }
 
 func (k *logSink) Message(_ *dataspace.Turn, v preserves.Value) error {
@@ -157,6 +177,7 @@ func (k *logSink) Message(_ *dataspace.Turn, v preserves.Value) error {
 	case r.Label == syndicatego.LabelLogCaughtUp:
 		if !k.done {
 			k.done = true
+			k.hadLines = len(k.history) > 0
 			k.printHistory()
 			close(k.caughtUp)
 		}
@@ -171,7 +192,11 @@ func (k *logSink) Message(_ *dataspace.Turn, v preserves.Value) error {
 // printHistory prints the server's history, preceded, when it is short
 // and there is a log directory, by older lines from the files.
 func (k *logSink) printHistory() {
-	if missing := k.n - len(k.history); missing > 0 && k.dir != "" {
+	// The files hold nothing newer than since that the server's history
+	// lacks when that history reaches back past since.
+	reached := len(k.history) > 0 && k.history[0].Time.Before(k.since)
+	k.history = slices.DeleteFunc(k.history, func(ev logger.Event) bool { return ev.Time.Before(k.since) })
+	if missing := k.n - len(k.history); missing > 0 && k.dir != "" && !reached {
 		before := time.Now()
 		if len(k.history) > 0 {
 			before = k.history[0].Time
@@ -179,13 +204,13 @@ func (k *logSink) printHistory() {
 		var older []logger.Event
 		if k.service != preserves.Bool(false) {
 			name := logger.DirName(preserves.FormatText(k.service))
-			older = olderLines(filepath.Join(k.dir, name), k.service, before, missing)
+			older = olderLines(filepath.Join(k.dir, name), k.service, k.since, before, missing)
 		} else {
 			// Every service: the files name it only by its directory.
 			entries, _ := os.ReadDir(k.dir)
 			for _, e := range entries {
 				if e.IsDir() {
-					older = append(older, olderLines(filepath.Join(k.dir, e.Name()), preserves.Symbol(e.Name()), before, missing)...)
+					older = append(older, olderLines(filepath.Join(k.dir, e.Name()), preserves.Symbol(e.Name()), k.since, before, missing)...)
 				}
 			}
 			slices.SortStableFunc(older, func(a, b logger.Event) int { return a.Time.Compare(b.Time) })
@@ -202,14 +227,20 @@ func (k *logSink) printHistory() {
 }
 
 // olderLines returns the last n lines of a service's log directory that
-// are older than before, oldest first, reading the newest files first.
-func olderLines(dir string, service preserves.Value, before time.Time, n int) []logger.Event {
+// are older than before and not older than since, oldest first, reading
+// the newest files first.
+func olderLines(dir string, service preserves.Value, since, before time.Time, n int) []logger.Event {
 	files, _ := logger.RotatedFiles(dir)
 	files = append(files, filepath.Join(dir, "current"))
 	var out []logger.Event // newest first while collecting
-	for i := len(files) - 1; i >= 0 && len(out) < n; i-- {
+	done := false
+	for i := len(files) - 1; i >= 0 && len(out) < n && !done; i-- {
 		evs := readLogFile(files[i], service)
 		for j := len(evs) - 1; j >= 0 && len(out) < n; j-- {
+			if evs[j].Time.Before(since) {
+				done = true
+				break
+			}
 			if evs[j].Time.Before(before) {
 				out = append(out, evs[j])
 			}
@@ -261,4 +292,58 @@ func (p *logPrinter) print(ev logger.Event) {
 		p.buf = logger.AppendConsole(p.buf[:0], ev, p.color)
 	}
 	_, _ = p.w.Write(p.buf)
+}
+
+// parseSince reads --since: a duration back from now (`10m`, `1h30m`,
+// `2d`, with or without a leading `-`), `today`, `yesterday`, a time of
+// today (`15:04`, `15:04:05`), a date (`2006-01-02`), a date and time
+// (`2006-01-02 15:04[:05]`, local) or RFC 3339 (`2006-01-02T15:04:05Z`).
+func parseSince(text string, now time.Time) (time.Time, error) {
+	s := strings.TrimSpace(text)
+	midnight := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, now.Location())
+	switch s {
+	case "today":
+		return midnight, nil
+	case "yesterday":
+		return midnight.AddDate(0, 0, -1), nil
+	case "now":
+		return now, nil
+	}
+	if d, ok := parseSinceDuration(strings.TrimPrefix(s, "-")); ok {
+		return now.Add(-d), nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	for _, layout := range []string{"2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, s, now.Location()); err == nil {
+			return t, nil
+		}
+	}
+	for _, layout := range []string{"15:04:05", "15:04"} {
+		if t, err := time.ParseInLocation(layout, s, now.Location()); err == nil {
+			return midnight.Add(time.Duration(t.Hour())*time.Hour + time.Duration(t.Minute())*time.Minute + time.Duration(t.Second())*time.Second), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q is neither a duration (10m, 1h30m, 2d) nor a time (15:04, 2006-01-02, 2006-01-02 15:04:05, RFC 3339, today, yesterday)", text)
+}
+
+// parseSinceDuration is time.ParseDuration with days (`2d`, `1d12h`).
+func parseSinceDuration(s string) (time.Duration, bool) {
+	var days time.Duration
+	if i := strings.IndexByte(s, 'd'); i > 0 {
+		n, err := strconv.Atoi(s[:i])
+		if err != nil || n < 0 {
+			return 0, false
+		}
+		days, s = time.Duration(n)*24*time.Hour, s[i+1:]
+		if s == "" {
+			return days, true
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, false
+	}
+	return days + d, true
 }

@@ -129,6 +129,72 @@ func TestLogsHistoryFilesAndFollow(t *testing.T) {
 	require.Equal(t, 2, strings.Count(b.out.String(), "\n"), b.out.String())
 }
 
+// Issue 26: --since takes a duration or a time; without -n it shows every
+// line since then (from the server's history and the log directory),
+// with -n the last n of them.
+func TestLogsSince(t *testing.T) {
+	s := newLogServer(t)
+	for i := 1; i <= 10; i++ {
+		s.line(s.web, fmt.Sprintf("web %d", i)) // at 03:04:05 + (2i-1) s
+		s.line(s.other, fmt.Sprintf("other %d", i))
+	}
+	waitFor(t, "the log directory", func() bool {
+		b, _ := os.ReadFile(filepath.Join(s.dir, "daemon-web", "current"))
+		return strings.Contains(string(b), "web 10\n")
+	})
+	// web 3 is at 03:04:10: three lines from the files, five from the history.
+	code, out, errs := cliRun(t, "--admin", s.path, "logs", "web", "--since", "2026-01-02T03:04:10Z")
+	require.Equal(t, 0, code, errs)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	require.Len(t, lines, 8, out)
+	for i, l := range lines {
+		require.True(t, strings.HasSuffix(l, fmt.Sprintf(" out: web %d", i+3)), "line %d: %q", i, l)
+	}
+	code, out, _ = cliRun(t, "--admin", s.path, "logs", "web", "--since", "2026-01-02T03:04:10Z", "-n", "2")
+	require.Equal(t, 0, code)
+	require.Regexp(t, `out: web 9\n.*out: web 10\n$`, out)
+	// Inside the history only: no file is read for older lines.
+	code, out, _ = cliRun(t, "--admin", s.path, "logs", "--since", "2026-01-02T03:04:24Z")
+	require.Equal(t, 0, code)
+	require.Regexp(t, `^[^\n]*out: web 10\n[^\n]*out: other 10\n$`, out)
+	// Durations count back from now: the lines are older than a minute,
+	// and younger than a hundred thousand hours.
+	code, out, _ = cliRun(t, "--admin", s.path, "logs", "web", "--since", "1m")
+	require.Equal(t, 0, code)
+	require.Empty(t, out)
+	code, out, _ = cliRun(t, "--admin", s.path, "logs", "web", "--since", "100000h")
+	require.Equal(t, 0, code)
+	require.Equal(t, 10, strings.Count(out, "\n"), out)
+	code, _, errs = cliRun(t, "--admin", s.path, "logs", "--since", "last tuesday")
+	require.Equal(t, 2, code)
+	require.Contains(t, errs, `"last tuesday" is neither a duration`)
+}
+
+func TestParseSince(t *testing.T) {
+	now := time.Date(2026, 11, 29, 6, 30, 0, 0, time.UTC)
+	for in, want := range map[string]time.Time{
+		"10m":                  now.Add(-10 * time.Minute),
+		"-1h30m":               now.Add(-90 * time.Minute),
+		"2d":                   now.Add(-48 * time.Hour),
+		"1d12h":                now.Add(-36 * time.Hour),
+		"today":                time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC),
+		"yesterday":            time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC),
+		"05:15":                time.Date(2026, 11, 29, 5, 15, 0, 0, time.UTC),
+		"05:15:07":             time.Date(2026, 11, 29, 5, 15, 7, 0, time.UTC),
+		"2026-11-01":           time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC),
+		"2026-11-01 12:00":     time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC),
+		"2026-11-01T12:00:00Z": time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC),
+	} {
+		got, err := parseSince(in, now)
+		require.NoError(t, err, in)
+		require.True(t, want.Equal(got), "%s: %v, want %v", in, got, want)
+	}
+	for _, bad := range []string{"", "d", "-5", "1x", "25:00", "2026-13-01"} {
+		_, err := parseSince(bad, now)
+		require.Error(t, err, bad)
+	}
+}
+
 // A name that is neither running nor logged is an error, with or without
 // -f (issue 26: `logs nosuch` printed nothing with status 0, and `logs -f
 // nosuch` waited for ever).
