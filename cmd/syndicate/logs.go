@@ -159,7 +159,7 @@ type logSink struct {
 }
 
 func (k *logSink) Message(_ *dataspace.Turn, v preserves.Value) error {
-	r, ok := preserves.Unwrap(v).(*preserves.Record)
+	r, ok := v.(*preserves.Record) // plain: from the server
 	if !ok {
 		return nil
 	}

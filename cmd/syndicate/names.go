@@ -29,15 +29,14 @@ type serviceArg struct {
 }
 
 func readServiceArg(text string) (serviceArg, error) {
-	v, err := readArg("service", text)
+	positioned, v, err := readArg("service", text)
 	if err != nil {
 		return serviceArg{}, err
 	}
-	p, err := toPattern(v)
+	p, err := toPattern(positioned)
 	if err != nil {
 		return serviceArg{}, err
 	}
-	v = preserves.Strip(v)
 	// A pattern with no `_` or capture matches one value: one name.
 	_, literal := pattern.Drop(p)
 	return serviceArg{text: text, v: v, p: p, wild: !literal}, nil

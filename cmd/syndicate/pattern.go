@@ -33,29 +33,39 @@ func (e *argError) Error() string {
 	return fmt.Sprintf("bad %s: %s", e.what, e.msg)
 }
 
-// readArg parses one Preserves value from a command-line argument, with
-// positions.
-func readArg(what, text string) (preserves.Value, error) {
+// readArg parses one Preserves value from a command-line argument. It
+// returns it twice: positioned (every value wrapped in *Annotated), for
+// the checks whose errors name line:col, and plain, as the command sends
+// or shows it. This is where the command strips annotations: values from
+// the server arrive plain, since the relay's decoders drop them.
+func readArg(what, text string) (positioned, plain preserves.Value, err error) {
 	v, err := preserves.ParseTextOptions([]byte(text), preserves.TextOptions{Positions: true})
 	if err != nil {
 		if pe, ok := err.(*preserves.Error); ok {
-			return nil, &argError{what: what, pos: pe.Pos, msg: pe.Detail()}
+			return nil, nil, &argError{what: what, pos: pe.Pos, msg: pe.Msg}
 		}
-		return nil, &argError{what: what, msg: err.Error()}
+		return nil, nil, &argError{what: what, msg: err.Error()}
 	}
-	return v, nil
+	return v, preserves.Strip(v), nil
+}
+
+// readValue reads a VALUE argument (no embedded values), positioned and
+// plain (readArg).
+func readValue(text string) (positioned, plain preserves.Value, err error) {
+	v, plain, err := readArg("value", text)
+	if err != nil {
+		return nil, nil, err
+	}
+	if p, ok := findEmbedded(v); ok {
+		return nil, nil, &argError{what: "value", pos: p, msg: "embedded values cannot be written on the command line"}
+	}
+	return v, plain, nil
 }
 
 // parseValue reads a VALUE argument (no embedded values).
 func parseValue(text string) (preserves.Value, error) {
-	v, err := readArg("value", text)
-	if err != nil {
-		return nil, err
-	}
-	if p, ok := findEmbedded(v); ok {
-		return nil, &argError{what: "value", pos: p, msg: "embedded values cannot be written on the command line"}
-	}
-	return preserves.Strip(v), nil
+	_, v, err := readValue(text)
+	return v, err
 }
 
 // findEmbedded returns the position of the first embedded value in v
@@ -83,7 +93,7 @@ func patternArg(args []string) (pattern.Pattern, error) {
 
 // parsePattern reads a PATTERN argument.
 func parsePattern(text string) (pattern.Pattern, error) {
-	v, err := readArg("pattern", text)
+	v, _, err := readArg("pattern", text)
 	if err != nil {
 		return nil, err
 	}

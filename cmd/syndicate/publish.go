@@ -20,10 +20,8 @@ import (
 
 // oneValue reads the VALUE argument, keeping it with positions as well.
 func (cl *cli) oneValue(arg string) (preserves.Value, error) {
-	v, err := parseValue(arg)
-	if err == nil {
-		cl.positioned, _ = readArg("value", arg)
-	}
+	positioned, v, err := readValue(arg)
+	cl.positioned = positioned
 	return v, err
 }
 
@@ -109,7 +107,7 @@ func (cl *cli) restartOne(ctx context.Context, name preserves.Value) error {
 	// so that a typo is an error rather than a message nobody hears.
 	found := 0
 	s, fr, err := session.StartSynced(ctx, cl.conn, "restart", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
-		subscribe(t, cfg, pattern.Rec(serviceschema.LabelRunService, services.Literal(preserves.Strip(name))), &observer{
+		subscribe(t, cfg, pattern.Rec(serviceschema.LabelRunService, services.Literal(name)), &observer{
 			onAssert: func(*dataspace.Turn, []preserves.Value) { found++ },
 		})
 		return nil
@@ -123,7 +121,7 @@ func (cl *cli) restartOne(ctx context.Context, name preserves.Value) error {
 	}
 	defer s.Close()
 	if found == 0 {
-		return fmt.Errorf("%w %s: it is not running (see syndicate status)", errNoSuchService, preserves.Show(preserves.Strip(name)))
+		return fmt.Errorf("%w %s: it is not running (see syndicate status)", errNoSuchService, preserves.Show(name))
 	}
 	// The round trip goes through the actor that sent the message: synced
 	// was closed inside that turn, before it committed, so a fresh actor's

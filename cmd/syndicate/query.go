@@ -27,8 +27,10 @@ type observer struct {
 	onMessage func(t *dataspace.Turn, caps []preserves.Value)
 }
 
+// captures are the captures of an event; like every value from the
+// server, they come without annotations (the relay drops them).
 func captures(v preserves.Value) []preserves.Value {
-	s, _ := preserves.Unwrap(v).(preserves.Sequence)
+	s, _ := v.(preserves.Sequence)
 	return s
 }
 
@@ -73,14 +75,14 @@ func subscribe(t *dataspace.Turn, ds *dataspace.Ref, p pattern.Pattern, o *obser
 
 // isObserve reports whether v is an `<Observe …>` subscription record.
 func isObserve(v preserves.Value) bool {
-	r, ok := preserves.Unwrap(v).(*preserves.Record)
+	r, ok := v.(*preserves.Record)
 	return ok && preserves.Equal(r.Label, dsschema.LabelObserve)
 }
 
 // observes reports whether v is the `<Observe PATTERN #:ref>` subscription
 // of ref (dump leaves its own subscription out).
 func observes(v preserves.Value, ref *dataspace.Ref) bool {
-	r, ok := preserves.Unwrap(v).(*preserves.Record)
+	r, ok := v.(*preserves.Record)
 	if !ok || !isObserve(r) || len(r.Fields) != 2 {
 		return false
 	}
@@ -91,7 +93,7 @@ func observes(v preserves.Value, ref *dataspace.Ref) bool {
 // render writes a value for people: indented text; capabilities appear as
 // `#:` followed by a description of the reference.
 func render(v preserves.Value) string {
-	return preserves.FormatTextIndent(preserves.Strip(v), "  ")
+	return preserves.FormatTextIndent(v, "  ")
 }
 
 func (cl *cli) dump(ctx context.Context, all bool, args []string) error {
@@ -136,7 +138,7 @@ func (cl *cli) observe(ctx context.Context, args []string) error {
 	}
 	line := func(sign string, caps []preserves.Value) {
 		if len(caps) > 0 {
-			fmt.Fprintf(cl.stdout, "%s %s\n", sign, preserves.FormatText(preserves.Strip(caps[0])))
+			fmt.Fprintf(cl.stdout, "%s %s\n", sign, preserves.FormatText(caps[0]))
 		}
 	}
 	// Closing the session, or losing the connection, retracts everything

@@ -126,7 +126,7 @@ func (v *statusView) subscribe(ctx context.Context, gotOutput, updates chan stru
 func requestFigures(t *dataspace.Turn, cfg *dataspace.Ref) {
 	p := pattern.Rec(syndicatego.LabelProcessStatus, pattern.Bind{Pattern: pattern.Rec(externalservices.LabelDaemon, pattern.Discard{})}, pattern.Discard{})
 	t.During(cfg, p, func(t *dataspace.Turn, caps []preserves.Value) error {
-		t.Assert(cfg, syndicatego.StatsRequest{ServiceName: preserves.Strip(caps[0])}.ToValue())
+		t.Assert(cfg, syndicatego.StatsRequest{ServiceName: caps[0]}.ToValue())
 		return nil
 	})
 }
