@@ -207,6 +207,47 @@ func (m *StatusModel) Cycle(k string) []string {
 	return validate.CycleThrough(k, func(n string) []string { return m.Dependees(n, true) })
 }
 
+// Order lists keys so that every service comes after the services it
+// depends on; ties, and services in a dependency cycle, go in Preserves
+// order of their names.
+func (m *StatusModel) Order(keys []string) []string {
+	rest := slices.Clone(keys)
+	slices.SortFunc(rest, func(a, b string) int { return preserves.Compare(m.Names[a], m.Names[b]) })
+	out := make([]string, 0, len(rest))
+	for len(rest) > 0 {
+		// The least service none of whose dependencies is still to come.
+		i := slices.IndexFunc(rest, func(k string) bool {
+			return !slices.ContainsFunc(m.Dependees(k, false), func(dep string) bool { return dep != k && slices.Contains(rest, dep) })
+		})
+		i = max(i, 0) // a cycle: take the least remaining service
+		out = append(out, rest[i])
+		rest = slices.Delete(rest, i, i+1)
+	}
+	return out
+}
+
+// Cycles returns the dependency cycles among keys (any dependency, met
+// or not, counts), each once, as Cycle spells them.
+func (m *StatusModel) Cycles(keys []string) [][]string {
+	var out [][]string
+	seen := map[string]bool{}
+	for _, start := range keys {
+		c := validate.CycleThrough(start, func(n string) []string {
+			return slices.DeleteFunc(m.Dependees(n, false), func(d string) bool { return !slices.Contains(keys, d) })
+		})
+		if c == nil {
+			continue
+		}
+		members := slices.Clone(c[:len(c)-1])
+		slices.Sort(members)
+		if id := strings.Join(members, "\x00"); !seen[id] {
+			seen[id] = true
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // Referenced reports whether anything in the model still refers to
 // service k (a long-running reader forgets the names that went).
 func (m *StatusModel) Referenced(k string) bool {

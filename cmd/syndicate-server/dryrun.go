@@ -13,7 +13,6 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/externalservices"
 	"github.com/syndicate-go/syndicate/preserves"
-	"github.com/syndicate-go/syndicate/script/validate"
 	"github.com/syndicate-go/syndicate/services"
 	"github.com/syndicate-go/syndicate/services/daemon"
 )
@@ -83,25 +82,6 @@ func (s *server) startDryRun(t *dataspace.Turn, cfg *dataspace.Ref, out io.Write
 	})
 }
 
-// order lists keys so that every service comes after the services it
-// depends on; ties, and services in a dependency cycle, go in Preserves
-// order of their names.
-func (m *dryRunModel) order(keys []string) []string {
-	rest := slices.Clone(keys)
-	slices.SortFunc(rest, func(a, b string) int { return preserves.Compare(m.Names[a], m.Names[b]) })
-	out := make([]string, 0, len(rest))
-	for len(rest) > 0 {
-		// The least service none of whose dependencies is still to come.
-		i := slices.IndexFunc(rest, func(k string) bool {
-			return !slices.ContainsFunc(m.Dependees(k, false), func(dep string) bool { return dep != k && slices.Contains(rest, dep) })
-		})
-		i = max(i, 0) // a cycle: take the least remaining service
-		out = append(out, rest[i])
-		rest = slices.Delete(rest, i, i+1)
-	}
-	return out
-}
-
 // report prints the summary and returns the exit status: 1 when a
 // service would fail or wait for ever (operator issue), else 0.
 func (m *dryRunModel) report(w io.Writer) int {
@@ -117,8 +97,8 @@ func (m *dryRunModel) report(w io.Writer) int {
 			waiting = append(waiting, k)
 		}
 	}
-	run = m.order(run)
-	waiting = m.order(waiting)
+	run = m.Order(run)
+	waiting = m.Order(waiting)
 	fmt.Fprintf(w, "dry run: %d service(s) would run, dependencies first:\n", len(run))
 	for _, k := range run {
 		fmt.Fprintf(w, "  %s%s\n", k, m.stateText(k))
@@ -139,7 +119,7 @@ func (m *dryRunModel) report(w io.Writer) int {
 			m.writeCommands(w, k)
 		}
 	}
-	cycles := m.cycles(waiting)
+	cycles := m.Cycles(waiting)
 	for _, c := range cycles {
 		fmt.Fprintf(w, "dependency cycle: %s\n", strings.Join(c, " → "))
 	}
@@ -177,27 +157,6 @@ func commandText(spec preserves.Value) string {
 		text += "  (in " + sp.Dir + ")"
 	}
 	return text
-}
-
-// cycles returns the dependency cycles among keys, each once.
-func (m *dryRunModel) cycles(keys []string) [][]string {
-	var out [][]string
-	seen := map[string]bool{}
-	for _, start := range keys {
-		c := validate.CycleThrough(start, func(n string) []string {
-			return slices.DeleteFunc(m.Dependees(n, false), func(d string) bool { return !slices.Contains(keys, d) })
-		})
-		if c == nil {
-			continue
-		}
-		members := slices.Clone(c[:len(c)-1])
-		slices.Sort(members)
-		if id := strings.Join(members, "\x00"); !seen[id] {
-			seen[id] = true
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 func (m *dryRunModel) stateText(k string) string {
