@@ -165,7 +165,7 @@ func (h *harness) settle() {
 		})
 		select {
 		case <-done:
-		case <-time.After(10 * time.Second):
+		case <-time.After(testutil.WaitPatience):
 			buf := make([]byte, 8<<20)
 			h.tb.Fatalf("sync timed out\n%s", buf[:runtime.Stack(buf, true)])
 		}
