@@ -2,6 +2,7 @@ package vm
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/syndicate-go/syndicate/preserves"
@@ -33,12 +34,14 @@ var (
 
 // RuntimeError is a script error found while running. It prints as
 // `file:line:col: message`; Trace lists the handlers (during, on-message,
-// on-stop) the failing code ran under, innermost last.
+// on-stop) the failing code ran under, innermost last: at most the 64
+// innermost, Outer counting those left out.
 type RuntimeError struct {
 	Pos   preserves.Pos
 	Msg   string
 	Err   error // the class (ErrUndefined, …); Unwrap returns it
 	Trace []preserves.Pos
+	Outer int
 }
 
 func (e *RuntimeError) Error() string { return e.Pos.String() + ": " + e.Msg }
@@ -53,6 +56,9 @@ func (e *RuntimeError) Backtrace() string {
 	for i := len(e.Trace) - 1; i >= 0; i-- {
 		b.WriteString("\n\tin handler at ")
 		b.WriteString(e.Trace[i].String())
+	}
+	if e.Outer > 0 {
+		fmt.Fprintf(&b, "\n\tin %d more handlers", e.Outer)
 	}
 	return b.String()
 }
