@@ -86,10 +86,23 @@ func (s *testServer) assert(tb testing.TB, text string) (retract func()) {
 	}
 }
 
-func (s *testServer) messages() []string {
+// messages are the messages the server received, but the admin
+// endpoint's `<request-origin …>` companions (origins).
+func (s *testServer) messages() []string { return s.messagesIf(false) }
+
+// origins are the `<request-origin …>` messages the server received.
+func (s *testServer) origins() []string { return s.messagesIf(true) }
+
+func (s *testServer) messagesIf(origin bool) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]string(nil), s.msgs...)
+	var out []string
+	for _, m := range s.msgs {
+		if strings.HasPrefix(m, "<request-origin ") == origin {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // cliRun runs the CLI to completion.

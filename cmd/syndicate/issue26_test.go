@@ -37,6 +37,10 @@ func TestBareNamesInEveryCommand(t *testing.T) {
 	require.Equal(t, 0, code, errs)
 	waitFor(t, "the restart", func() bool { return len(s.messages()) == 1 })
 	require.Equal(t, []string{"<restart-service <daemon db>>"}, s.messages())
+	// Sent before it by the admin endpoint: who asked (the lifecycle log
+	// says "restart requested by …").
+	require.Len(t, s.origins(), 1)
+	require.Regexp(t, `^<request-origin <restart-service <daemon db>> "uid \d+, pid \d+ \(.*\), over the admin socket">$`, s.origins()[0])
 
 	// Unknown names fail with a suggestion, in every command.
 	for _, args := range [][]string{{"status", "ap"}, {"restart", "ap"}} {

@@ -154,13 +154,15 @@ func ListenWith(t *dataspace.Turn, env services.Env, path string, opts Options) 
 // misbehaving client never disturbs the host facet.
 func serve(t *dataspace.Turn, c *net.UnixConn, env services.Env, log zerolog.Logger) {
 	pid := int32(-1)
-	if cred, err := services.PeerCred(c); err == nil {
+	cred, err := services.PeerCred(c)
+	if err == nil {
 		pid = cred.Pid
 	}
 	name := fmt.Sprintf("<admin %d>", pid)
 	clog := log.With().Int32("pid", pid).Logger()
 	t.Spawn(name, func(t *dataspace.Turn) error {
-		conn, _ := relay.Run(t, c, relay.Options{InitialRef: env.Config, Logger: clog})
+		cfg := t.Create(newOriginProxy(env.Config, cred)) // origin.go
+		conn, _ := relay.Run(t, c, relay.Options{InitialRef: cfg, Logger: clog})
 		clog.Debug().Msg("admin client connected")
 		t.OnStop(func(*dataspace.Turn) error {
 			ev := clog.Debug()

@@ -49,6 +49,9 @@ type daemonRun struct {
 	// restarts counts restart requests; only the latest one starts a
 	// supervisor once the old processes are gone.
 	restarts int
+	// restartBy is who asked for the restart request about to arrive
+	// (`<request-origin …>`), "" when unknown.
+	restartBy string
 	// specsSeen counts the specs declared, so that a second one is
 	// logged as a change.
 	specsSeen int
@@ -80,8 +83,15 @@ func runDaemon(t *dataspace.Turn, s *Service, env services.Env, req services.Req
 		d.logEvent(t, 0, logEvUnrequired, "no longer required: stopping")
 		return nil
 	})
-	t.OnMessage(env.Config, pattern.Rec(service.LabelRestartService, services.Literal(name)), func(t *dataspace.Turn, _ []preserves.Value) error {
-		d.restartRequested(t)
+	restart := pattern.Rec(service.LabelRestartService, services.Literal(name))
+	t.OnMessage(env.Config, pattern.Rec(syndicatego.LabelRequestOrigin, restart, pattern.Capture()), func(t *dataspace.Turn, caps []preserves.Value) error {
+		if by, ok := caps[0].(preserves.String); ok {
+			d.restartBy = string(by) // the admin endpoint's word, just before the request
+		}
+		return nil
+	})
+	t.OnMessage(env.Config, pattern.Bind{Pattern: restart}, func(t *dataspace.Turn, caps []preserves.Value) error {
+		d.restartRequested(t, caps[0])
 		return nil
 	})
 }
@@ -106,11 +116,24 @@ func (d *daemonRun) startSupervisor(t *dataspace.Turn) {
 // the reference starts it at once). Since dependents now stop first
 // (stop.go), starting at once would run two instances of the daemon side
 // by side for as long as the dependents take to stop.
-func (d *daemonRun) restartRequested(t *dataspace.Turn) {
-	d.log.Info().Msg("restart requested")
-	// A message names no sender: the operator's `syndicate restart` and
-	// a script's `<restart-service …>` look the same.
-	d.logEvent(t, 0, logEvRestart, "restart requested (a <restart-service> message)")
+//
+// The request names no sender; what is known of it is told: the admin
+// endpoint's `<request-origin …>` (the operator's uid, pid and command),
+// else where a script wrote the message (the position side table).
+func (d *daemonRun) restartRequested(t *dataspace.Turn, msg preserves.Value) {
+	by := d.restartBy
+	d.restartBy = ""
+	if by == "" {
+		if p := preserves.PosOf(msg); p.IsValid() {
+			by = "the script at " + p.String()
+		}
+	}
+	line := "restart requested (a <restart-service> message)"
+	if by != "" {
+		line = "restart requested by " + by
+	}
+	d.log.Info().Str("by", by).Msg("restart requested")
+	d.logEvent(t, 0, logEvRestart, line)
 	t.StopFacet(d.sup)
 	d.restarts++
 	gen := d.restarts

@@ -59,6 +59,8 @@ const (
 	LabelServiceStopping = preserves.Symbol("service-stopping")
 	// LabelSignalService is the label of SignalService.
 	LabelSignalService = preserves.Symbol("signal-service")
+	// LabelRequestOrigin is the label of RequestOrigin.
+	LabelRequestOrigin = preserves.Symbol("request-origin")
 	// LabelNotificationFd is the label of ReadinessProtocolFd.
 	LabelNotificationFd = preserves.Symbol("notification-fd")
 	// LabelTcp is the label of ReadinessProtocolTcp, ReadinessProtocolTcpHost.
@@ -3829,6 +3831,34 @@ func (r SignalService) ToValue() preserves.Value {
 	return preserves.NewRecord(LabelSignalService, r.ServiceName, schema.IntValue(r.Signal))
 }
 
+// A message sent just before an operator's request (restart-service,
+// stop-service, start-service, signal-service) by the admin endpoint,
+// which knows who asked: the peer's uid and pid and its command line.
+// A message names no sender, so this is how the lifecycle log says who.
+type RequestOrigin struct {
+	Request preserves.Value
+	By      string
+}
+
+// ParseRequestOrigin parses v as a RequestOrigin.
+func ParseRequestOrigin(v preserves.Value) (RequestOrigin, error) {
+	var r, zero RequestOrigin
+	var err error
+	rec174, err := schema.AsRecordOf(v, LabelRequestOrigin, 2)
+	if err != nil {
+		return zero, err
+	}
+	r.Request = rec174.Fields[0]
+	if r.By, err = schema.AsString(rec174.Fields[1]); err != nil {
+		return zero, schema.AtIn(err, v, "[1]")
+	}
+	return r, nil
+}
+
+func (r RequestOrigin) ToValue() preserves.Value {
+	return preserves.NewRecord(LabelRequestOrigin, r.Request, preserves.String(r.By))
+}
+
 // Our extension keys of the daemon spec's dictionary form (the
 // reference's FullDaemonProcess, externalServices.prs; docs/protocol.md
 // "Extra daemon-spec keys" and "Readiness"), in the reference's idiom:
@@ -3915,15 +3945,15 @@ func (StopTimeoutFieldPresent) isStopTimeoutField() {}
 func parseStopTimeoutFieldPresent(v preserves.Value) (StopTimeoutFieldPresent, error) {
 	var r, zero StopTimeoutFieldPresent
 	var err error
-	d174, err := schema.AsDict(v)
+	d175, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x175, err := schema.Entry(v, d174, preserves.Symbol("stopTimeout"))
+	x176, err := schema.Entry(v, d175, preserves.Symbol("stopTimeout"))
 	if err != nil {
 		return zero, err
 	}
-	if r.StopTimeout, err = ParseSeconds(x175); err != nil {
+	if r.StopTimeout, err = ParseSeconds(x176); err != nil {
 		return zero, schema.AtIn(err, v, "[stopTimeout]")
 	}
 	return r, nil
@@ -3942,15 +3972,15 @@ func (StopTimeoutFieldInvalid) isStopTimeoutField() {}
 
 func parseStopTimeoutFieldInvalid(v preserves.Value) (StopTimeoutFieldInvalid, error) {
 	var r, zero StopTimeoutFieldInvalid
-	d176, err := schema.AsDict(v)
+	d177, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x177, err := schema.Entry(v, d176, preserves.Symbol("stopTimeout"))
+	x178, err := schema.Entry(v, d177, preserves.Symbol("stopTimeout"))
 	if err != nil {
 		return zero, err
 	}
-	r.StopTimeout = x177
+	r.StopTimeout = x178
 	return r, nil
 }
 
@@ -3966,11 +3996,11 @@ func (StopTimeoutFieldAbsent) isStopTimeoutField() {}
 
 func parseStopTimeoutFieldAbsent(v preserves.Value) (StopTimeoutFieldAbsent, error) {
 	var r, zero StopTimeoutFieldAbsent
-	d178, err := schema.AsDict(v)
+	d179, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d178
+	_ = d179
 	return r, nil
 }
 
@@ -4029,15 +4059,15 @@ func (RestartDelayFieldPresent) isRestartDelayField() {}
 func parseRestartDelayFieldPresent(v preserves.Value) (RestartDelayFieldPresent, error) {
 	var r, zero RestartDelayFieldPresent
 	var err error
-	d179, err := schema.AsDict(v)
+	d180, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x180, err := schema.Entry(v, d179, preserves.Symbol("restartDelay"))
+	x181, err := schema.Entry(v, d180, preserves.Symbol("restartDelay"))
 	if err != nil {
 		return zero, err
 	}
-	if r.RestartDelay, err = ParseSeconds(x180); err != nil {
+	if r.RestartDelay, err = ParseSeconds(x181); err != nil {
 		return zero, schema.AtIn(err, v, "[restartDelay]")
 	}
 	return r, nil
@@ -4056,15 +4086,15 @@ func (RestartDelayFieldInvalid) isRestartDelayField() {}
 
 func parseRestartDelayFieldInvalid(v preserves.Value) (RestartDelayFieldInvalid, error) {
 	var r, zero RestartDelayFieldInvalid
-	d181, err := schema.AsDict(v)
+	d182, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x182, err := schema.Entry(v, d181, preserves.Symbol("restartDelay"))
+	x183, err := schema.Entry(v, d182, preserves.Symbol("restartDelay"))
 	if err != nil {
 		return zero, err
 	}
-	r.RestartDelay = x182
+	r.RestartDelay = x183
 	return r, nil
 }
 
@@ -4080,11 +4110,11 @@ func (RestartDelayFieldAbsent) isRestartDelayField() {}
 
 func parseRestartDelayFieldAbsent(v preserves.Value) (RestartDelayFieldAbsent, error) {
 	var r, zero RestartDelayFieldAbsent
-	d183, err := schema.AsDict(v)
+	d184, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d183
+	_ = d184
 	return r, nil
 }
 
@@ -4143,15 +4173,15 @@ func (RestartMaxDelayFieldPresent) isRestartMaxDelayField() {}
 func parseRestartMaxDelayFieldPresent(v preserves.Value) (RestartMaxDelayFieldPresent, error) {
 	var r, zero RestartMaxDelayFieldPresent
 	var err error
-	d184, err := schema.AsDict(v)
+	d185, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x185, err := schema.Entry(v, d184, preserves.Symbol("restartMaxDelay"))
+	x186, err := schema.Entry(v, d185, preserves.Symbol("restartMaxDelay"))
 	if err != nil {
 		return zero, err
 	}
-	if r.RestartMaxDelay, err = ParseSeconds(x185); err != nil {
+	if r.RestartMaxDelay, err = ParseSeconds(x186); err != nil {
 		return zero, schema.AtIn(err, v, "[restartMaxDelay]")
 	}
 	return r, nil
@@ -4170,15 +4200,15 @@ func (RestartMaxDelayFieldInvalid) isRestartMaxDelayField() {}
 
 func parseRestartMaxDelayFieldInvalid(v preserves.Value) (RestartMaxDelayFieldInvalid, error) {
 	var r, zero RestartMaxDelayFieldInvalid
-	d186, err := schema.AsDict(v)
+	d187, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x187, err := schema.Entry(v, d186, preserves.Symbol("restartMaxDelay"))
+	x188, err := schema.Entry(v, d187, preserves.Symbol("restartMaxDelay"))
 	if err != nil {
 		return zero, err
 	}
-	r.RestartMaxDelay = x187
+	r.RestartMaxDelay = x188
 	return r, nil
 }
 
@@ -4194,11 +4224,11 @@ func (RestartMaxDelayFieldAbsent) isRestartMaxDelayField() {}
 
 func parseRestartMaxDelayFieldAbsent(v preserves.Value) (RestartMaxDelayFieldAbsent, error) {
 	var r, zero RestartMaxDelayFieldAbsent
-	d188, err := schema.AsDict(v)
+	d189, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d188
+	_ = d189
 	return r, nil
 }
 
@@ -4257,15 +4287,15 @@ func (RestartWindowFieldPresent) isRestartWindowField() {}
 func parseRestartWindowFieldPresent(v preserves.Value) (RestartWindowFieldPresent, error) {
 	var r, zero RestartWindowFieldPresent
 	var err error
-	d189, err := schema.AsDict(v)
+	d190, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x190, err := schema.Entry(v, d189, preserves.Symbol("restartWindow"))
+	x191, err := schema.Entry(v, d190, preserves.Symbol("restartWindow"))
 	if err != nil {
 		return zero, err
 	}
-	if r.RestartWindow, err = ParseSeconds(x190); err != nil {
+	if r.RestartWindow, err = ParseSeconds(x191); err != nil {
 		return zero, schema.AtIn(err, v, "[restartWindow]")
 	}
 	return r, nil
@@ -4284,15 +4314,15 @@ func (RestartWindowFieldInvalid) isRestartWindowField() {}
 
 func parseRestartWindowFieldInvalid(v preserves.Value) (RestartWindowFieldInvalid, error) {
 	var r, zero RestartWindowFieldInvalid
-	d191, err := schema.AsDict(v)
+	d192, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x192, err := schema.Entry(v, d191, preserves.Symbol("restartWindow"))
+	x193, err := schema.Entry(v, d192, preserves.Symbol("restartWindow"))
 	if err != nil {
 		return zero, err
 	}
-	r.RestartWindow = x192
+	r.RestartWindow = x193
 	return r, nil
 }
 
@@ -4308,11 +4338,11 @@ func (RestartWindowFieldAbsent) isRestartWindowField() {}
 
 func parseRestartWindowFieldAbsent(v preserves.Value) (RestartWindowFieldAbsent, error) {
 	var r, zero RestartWindowFieldAbsent
-	d193, err := schema.AsDict(v)
+	d194, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d193
+	_ = d194
 	return r, nil
 }
 
@@ -4371,15 +4401,15 @@ func (RestartLimitFieldPresent) isRestartLimitField() {}
 func parseRestartLimitFieldPresent(v preserves.Value) (RestartLimitFieldPresent, error) {
 	var r, zero RestartLimitFieldPresent
 	var err error
-	d194, err := schema.AsDict(v)
+	d195, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x195, err := schema.Entry(v, d194, preserves.Symbol("restartLimit"))
+	x196, err := schema.Entry(v, d195, preserves.Symbol("restartLimit"))
 	if err != nil {
 		return zero, err
 	}
-	if r.RestartLimit, err = schema.AsInt(x195); err != nil {
+	if r.RestartLimit, err = schema.AsInt(x196); err != nil {
 		return zero, schema.AtIn(err, v, "[restartLimit]")
 	}
 	return r, nil
@@ -4398,15 +4428,15 @@ func (RestartLimitFieldInvalid) isRestartLimitField() {}
 
 func parseRestartLimitFieldInvalid(v preserves.Value) (RestartLimitFieldInvalid, error) {
 	var r, zero RestartLimitFieldInvalid
-	d196, err := schema.AsDict(v)
+	d197, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x197, err := schema.Entry(v, d196, preserves.Symbol("restartLimit"))
+	x198, err := schema.Entry(v, d197, preserves.Symbol("restartLimit"))
 	if err != nil {
 		return zero, err
 	}
-	r.RestartLimit = x197
+	r.RestartLimit = x198
 	return r, nil
 }
 
@@ -4422,11 +4452,11 @@ func (RestartLimitFieldAbsent) isRestartLimitField() {}
 
 func parseRestartLimitFieldAbsent(v preserves.Value) (RestartLimitFieldAbsent, error) {
 	var r, zero RestartLimitFieldAbsent
-	d198, err := schema.AsDict(v)
+	d199, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d198
+	_ = d199
 	return r, nil
 }
 
@@ -4485,15 +4515,15 @@ func (ReadinessFieldPresent) isReadinessField() {}
 func parseReadinessFieldPresent(v preserves.Value) (ReadinessFieldPresent, error) {
 	var r, zero ReadinessFieldPresent
 	var err error
-	d199, err := schema.AsDict(v)
+	d200, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x200, err := schema.Entry(v, d199, preserves.Symbol("readiness"))
+	x201, err := schema.Entry(v, d200, preserves.Symbol("readiness"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Readiness, err = ParseReadinessProtocol(x200); err != nil {
+	if r.Readiness, err = ParseReadinessProtocol(x201); err != nil {
 		return zero, schema.AtIn(err, v, "[readiness]")
 	}
 	return r, nil
@@ -4512,15 +4542,15 @@ func (ReadinessFieldInvalid) isReadinessField() {}
 
 func parseReadinessFieldInvalid(v preserves.Value) (ReadinessFieldInvalid, error) {
 	var r, zero ReadinessFieldInvalid
-	d201, err := schema.AsDict(v)
+	d202, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x202, err := schema.Entry(v, d201, preserves.Symbol("readiness"))
+	x203, err := schema.Entry(v, d202, preserves.Symbol("readiness"))
 	if err != nil {
 		return zero, err
 	}
-	r.Readiness = x202
+	r.Readiness = x203
 	return r, nil
 }
 
@@ -4536,11 +4566,11 @@ func (ReadinessFieldAbsent) isReadinessField() {}
 
 func parseReadinessFieldAbsent(v preserves.Value) (ReadinessFieldAbsent, error) {
 	var r, zero ReadinessFieldAbsent
-	d203, err := schema.AsDict(v)
+	d204, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d203
+	_ = d204
 	return r, nil
 }
 
@@ -4614,11 +4644,11 @@ func (ReadinessProtocolFd) isReadinessProtocol() {}
 func parseReadinessProtocolFd(v preserves.Value) (ReadinessProtocolFd, error) {
 	var r, zero ReadinessProtocolFd
 	var err error
-	rec204, err := schema.AsRecordOf(v, LabelNotificationFd, 1)
+	rec205, err := schema.AsRecordOf(v, LabelNotificationFd, 1)
 	if err != nil {
 		return zero, err
 	}
-	if r.Fd, err = schema.AsInt(rec204.Fields[0]); err != nil {
+	if r.Fd, err = schema.AsInt(rec205.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
@@ -4638,11 +4668,11 @@ func (ReadinessProtocolTcp) isReadinessProtocol() {}
 func parseReadinessProtocolTcp(v preserves.Value) (ReadinessProtocolTcp, error) {
 	var r, zero ReadinessProtocolTcp
 	var err error
-	rec205, err := schema.AsRecordOf(v, LabelTcp, 1)
+	rec206, err := schema.AsRecordOf(v, LabelTcp, 1)
 	if err != nil {
 		return zero, err
 	}
-	if r.Port, err = schema.AsInt(rec205.Fields[0]); err != nil {
+	if r.Port, err = schema.AsInt(rec206.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
@@ -4663,14 +4693,14 @@ func (ReadinessProtocolTcpHost) isReadinessProtocol() {}
 func parseReadinessProtocolTcpHost(v preserves.Value) (ReadinessProtocolTcpHost, error) {
 	var r, zero ReadinessProtocolTcpHost
 	var err error
-	rec206, err := schema.AsRecordOf(v, LabelTcp, 2)
+	rec207, err := schema.AsRecordOf(v, LabelTcp, 2)
 	if err != nil {
 		return zero, err
 	}
-	if r.Host, err = schema.AsString(rec206.Fields[0]); err != nil {
+	if r.Host, err = schema.AsString(rec207.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
-	if r.Port, err = schema.AsInt(rec206.Fields[1]); err != nil {
+	if r.Port, err = schema.AsInt(rec207.Fields[1]); err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
@@ -4690,11 +4720,11 @@ func (ReadinessProtocolUnix) isReadinessProtocol() {}
 func parseReadinessProtocolUnix(v preserves.Value) (ReadinessProtocolUnix, error) {
 	var r, zero ReadinessProtocolUnix
 	var err error
-	rec207, err := schema.AsRecordOf(v, LabelUnix, 1)
+	rec208, err := schema.AsRecordOf(v, LabelUnix, 1)
 	if err != nil {
 		return zero, err
 	}
-	if r.Path, err = schema.AsString(rec207.Fields[0]); err != nil {
+	if r.Path, err = schema.AsString(rec208.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
@@ -4777,15 +4807,15 @@ func (ReadyTimeoutFieldPresent) isReadyTimeoutField() {}
 func parseReadyTimeoutFieldPresent(v preserves.Value) (ReadyTimeoutFieldPresent, error) {
 	var r, zero ReadyTimeoutFieldPresent
 	var err error
-	d208, err := schema.AsDict(v)
+	d209, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x209, err := schema.Entry(v, d208, preserves.Symbol("readyTimeout"))
+	x210, err := schema.Entry(v, d209, preserves.Symbol("readyTimeout"))
 	if err != nil {
 		return zero, err
 	}
-	if r.ReadyTimeout, err = ParseSeconds(x209); err != nil {
+	if r.ReadyTimeout, err = ParseSeconds(x210); err != nil {
 		return zero, schema.AtIn(err, v, "[readyTimeout]")
 	}
 	return r, nil
@@ -4804,15 +4834,15 @@ func (ReadyTimeoutFieldInvalid) isReadyTimeoutField() {}
 
 func parseReadyTimeoutFieldInvalid(v preserves.Value) (ReadyTimeoutFieldInvalid, error) {
 	var r, zero ReadyTimeoutFieldInvalid
-	d210, err := schema.AsDict(v)
+	d211, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x211, err := schema.Entry(v, d210, preserves.Symbol("readyTimeout"))
+	x212, err := schema.Entry(v, d211, preserves.Symbol("readyTimeout"))
 	if err != nil {
 		return zero, err
 	}
-	r.ReadyTimeout = x211
+	r.ReadyTimeout = x212
 	return r, nil
 }
 
@@ -4828,11 +4858,11 @@ func (ReadyTimeoutFieldAbsent) isReadyTimeoutField() {}
 
 func parseReadyTimeoutFieldAbsent(v preserves.Value) (ReadyTimeoutFieldAbsent, error) {
 	var r, zero ReadyTimeoutFieldAbsent
-	d212, err := schema.AsDict(v)
+	d213, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d212
+	_ = d213
 	return r, nil
 }
 
@@ -4891,15 +4921,15 @@ func (WatchdogFieldPresent) isWatchdogField() {}
 func parseWatchdogFieldPresent(v preserves.Value) (WatchdogFieldPresent, error) {
 	var r, zero WatchdogFieldPresent
 	var err error
-	d213, err := schema.AsDict(v)
+	d214, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x214, err := schema.Entry(v, d213, preserves.Symbol("watchdog"))
+	x215, err := schema.Entry(v, d214, preserves.Symbol("watchdog"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Watchdog, err = ParseSeconds(x214); err != nil {
+	if r.Watchdog, err = ParseSeconds(x215); err != nil {
 		return zero, schema.AtIn(err, v, "[watchdog]")
 	}
 	return r, nil
@@ -4918,15 +4948,15 @@ func (WatchdogFieldInvalid) isWatchdogField() {}
 
 func parseWatchdogFieldInvalid(v preserves.Value) (WatchdogFieldInvalid, error) {
 	var r, zero WatchdogFieldInvalid
-	d215, err := schema.AsDict(v)
+	d216, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x216, err := schema.Entry(v, d215, preserves.Symbol("watchdog"))
+	x217, err := schema.Entry(v, d216, preserves.Symbol("watchdog"))
 	if err != nil {
 		return zero, err
 	}
-	r.Watchdog = x216
+	r.Watchdog = x217
 	return r, nil
 }
 
@@ -4942,11 +4972,11 @@ func (WatchdogFieldAbsent) isWatchdogField() {}
 
 func parseWatchdogFieldAbsent(v preserves.Value) (WatchdogFieldAbsent, error) {
 	var r, zero WatchdogFieldAbsent
-	d217, err := schema.AsDict(v)
+	d218, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d217
+	_ = d218
 	return r, nil
 }
 
@@ -5000,11 +5030,11 @@ type TimerDriver struct {
 func ParseTimerDriver(v preserves.Value) (TimerDriver, error) {
 	var r, zero TimerDriver
 	var err error
-	rec218, err := schema.AsRecordOf(v, LabelTimerDriver, 1)
+	rec219, err := schema.AsRecordOf(v, LabelTimerDriver, 1)
 	if err != nil {
 		return zero, err
 	}
-	if r.Dataspace, err = schema.AsEmbedded(rec218.Fields[0]); err != nil {
+	if r.Dataspace, err = schema.AsEmbedded(rec219.Fields[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
 	return r, nil
@@ -5032,15 +5062,15 @@ func (UserFieldPresent) isUserField() {}
 func parseUserFieldPresent(v preserves.Value) (UserFieldPresent, error) {
 	var r, zero UserFieldPresent
 	var err error
-	d219, err := schema.AsDict(v)
+	d220, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x220, err := schema.Entry(v, d219, preserves.Symbol("user"))
+	x221, err := schema.Entry(v, d220, preserves.Symbol("user"))
 	if err != nil {
 		return zero, err
 	}
-	if r.User, err = ParsePosixId(x220); err != nil {
+	if r.User, err = ParsePosixId(x221); err != nil {
 		return zero, schema.AtIn(err, v, "[user]")
 	}
 	return r, nil
@@ -5059,15 +5089,15 @@ func (UserFieldInvalid) isUserField() {}
 
 func parseUserFieldInvalid(v preserves.Value) (UserFieldInvalid, error) {
 	var r, zero UserFieldInvalid
-	d221, err := schema.AsDict(v)
+	d222, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x222, err := schema.Entry(v, d221, preserves.Symbol("user"))
+	x223, err := schema.Entry(v, d222, preserves.Symbol("user"))
 	if err != nil {
 		return zero, err
 	}
-	r.User = x222
+	r.User = x223
 	return r, nil
 }
 
@@ -5083,11 +5113,11 @@ func (UserFieldAbsent) isUserField() {}
 
 func parseUserFieldAbsent(v preserves.Value) (UserFieldAbsent, error) {
 	var r, zero UserFieldAbsent
-	d223, err := schema.AsDict(v)
+	d224, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d223
+	_ = d224
 	return r, nil
 }
 
@@ -5146,15 +5176,15 @@ func (GroupFieldPresent) isGroupField() {}
 func parseGroupFieldPresent(v preserves.Value) (GroupFieldPresent, error) {
 	var r, zero GroupFieldPresent
 	var err error
-	d224, err := schema.AsDict(v)
+	d225, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x225, err := schema.Entry(v, d224, preserves.Symbol("group"))
+	x226, err := schema.Entry(v, d225, preserves.Symbol("group"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Group, err = ParsePosixId(x225); err != nil {
+	if r.Group, err = ParsePosixId(x226); err != nil {
 		return zero, schema.AtIn(err, v, "[group]")
 	}
 	return r, nil
@@ -5173,15 +5203,15 @@ func (GroupFieldInvalid) isGroupField() {}
 
 func parseGroupFieldInvalid(v preserves.Value) (GroupFieldInvalid, error) {
 	var r, zero GroupFieldInvalid
-	d226, err := schema.AsDict(v)
+	d227, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x227, err := schema.Entry(v, d226, preserves.Symbol("group"))
+	x228, err := schema.Entry(v, d227, preserves.Symbol("group"))
 	if err != nil {
 		return zero, err
 	}
-	r.Group = x227
+	r.Group = x228
 	return r, nil
 }
 
@@ -5197,11 +5227,11 @@ func (GroupFieldAbsent) isGroupField() {}
 
 func parseGroupFieldAbsent(v preserves.Value) (GroupFieldAbsent, error) {
 	var r, zero GroupFieldAbsent
-	d228, err := schema.AsDict(v)
+	d229, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d228
+	_ = d229
 	return r, nil
 }
 
@@ -5260,29 +5290,29 @@ func (GroupsFieldPresent) isGroupsField() {}
 func parseGroupsFieldPresent(v preserves.Value) (GroupsFieldPresent, error) {
 	var r, zero GroupsFieldPresent
 	var err error
-	d229, err := schema.AsDict(v)
+	d230, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x230, err := schema.Entry(v, d229, preserves.Symbol("groups"))
+	x231, err := schema.Entry(v, d230, preserves.Symbol("groups"))
 	if err != nil {
 		return zero, err
 	}
-	s231, err := schema.AsSeq(x230, 0)
+	s232, err := schema.AsSeq(x231, 0)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[groups]")
 	}
-	r.Groups = make([]PosixId, len(s231))
-	for i232, e233 := range s231 {
-		if r.Groups[i232], err = ParsePosixId(e233); err != nil {
-			return zero, schema.AtIn(err, v, "[groups]", schema.Index(i232))
+	r.Groups = make([]PosixId, len(s232))
+	for i233, e234 := range s232 {
+		if r.Groups[i233], err = ParsePosixId(e234); err != nil {
+			return zero, schema.AtIn(err, v, "[groups]", schema.Index(i233))
 		}
 	}
 	return r, nil
 }
 
 func (r GroupsFieldPresent) ToValue() preserves.Value {
-	return preserves.Dict(preserves.Symbol("groups"), schema.SeqValue(r.Groups, func(x234 PosixId) preserves.Value { return x234.ToValue() }))
+	return preserves.Dict(preserves.Symbol("groups"), schema.SeqValue(r.Groups, func(x235 PosixId) preserves.Value { return x235.ToValue() }))
 }
 
 // GroupsFieldInvalid is the alternative "invalid" of GroupsField.
@@ -5294,15 +5324,15 @@ func (GroupsFieldInvalid) isGroupsField() {}
 
 func parseGroupsFieldInvalid(v preserves.Value) (GroupsFieldInvalid, error) {
 	var r, zero GroupsFieldInvalid
-	d235, err := schema.AsDict(v)
+	d236, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x236, err := schema.Entry(v, d235, preserves.Symbol("groups"))
+	x237, err := schema.Entry(v, d236, preserves.Symbol("groups"))
 	if err != nil {
 		return zero, err
 	}
-	r.Groups = x236
+	r.Groups = x237
 	return r, nil
 }
 
@@ -5318,11 +5348,11 @@ func (GroupsFieldAbsent) isGroupsField() {}
 
 func parseGroupsFieldAbsent(v preserves.Value) (GroupsFieldAbsent, error) {
 	var r, zero GroupsFieldAbsent
-	d237, err := schema.AsDict(v)
+	d238, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d237
+	_ = d238
 	return r, nil
 }
 
@@ -5446,15 +5476,15 @@ func (UmaskFieldPresent) isUmaskField() {}
 func parseUmaskFieldPresent(v preserves.Value) (UmaskFieldPresent, error) {
 	var r, zero UmaskFieldPresent
 	var err error
-	d238, err := schema.AsDict(v)
+	d239, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x239, err := schema.Entry(v, d238, preserves.Symbol("umask"))
+	x240, err := schema.Entry(v, d239, preserves.Symbol("umask"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Umask, err = schema.AsString(x239); err != nil {
+	if r.Umask, err = schema.AsString(x240); err != nil {
 		return zero, schema.AtIn(err, v, "[umask]")
 	}
 	return r, nil
@@ -5473,15 +5503,15 @@ func (UmaskFieldInvalid) isUmaskField() {}
 
 func parseUmaskFieldInvalid(v preserves.Value) (UmaskFieldInvalid, error) {
 	var r, zero UmaskFieldInvalid
-	d240, err := schema.AsDict(v)
+	d241, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x241, err := schema.Entry(v, d240, preserves.Symbol("umask"))
+	x242, err := schema.Entry(v, d241, preserves.Symbol("umask"))
 	if err != nil {
 		return zero, err
 	}
-	r.Umask = x241
+	r.Umask = x242
 	return r, nil
 }
 
@@ -5497,11 +5527,11 @@ func (UmaskFieldAbsent) isUmaskField() {}
 
 func parseUmaskFieldAbsent(v preserves.Value) (UmaskFieldAbsent, error) {
 	var r, zero UmaskFieldAbsent
-	d242, err := schema.AsDict(v)
+	d243, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d242
+	_ = d243
 	return r, nil
 }
 
@@ -5560,36 +5590,36 @@ func (LimitsFieldPresent) isLimitsField() {}
 func parseLimitsFieldPresent(v preserves.Value) (LimitsFieldPresent, error) {
 	var r, zero LimitsFieldPresent
 	var err error
-	d243, err := schema.AsDict(v)
+	d244, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x244, err := schema.Entry(v, d243, preserves.Symbol("limits"))
+	x245, err := schema.Entry(v, d244, preserves.Symbol("limits"))
 	if err != nil {
 		return zero, err
 	}
-	d245, err := schema.AsDict(x244)
+	d246, err := schema.AsDict(x245)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[limits]")
 	}
-	r.Limits = make(map[preserves.Symbol]RlimitValue, d245.Len())
-	for i246, e247 := range d245.Entries() {
-		_ = i246
-		var k248 preserves.Symbol
-		var v249 RlimitValue
-		if k248, err = schema.AsSymbol(e247.Key); err != nil {
-			return zero, schema.AtIn(err, v, "[limits]", schema.Key(e247.Key))
+	r.Limits = make(map[preserves.Symbol]RlimitValue, d246.Len())
+	for i247, e248 := range d246.Entries() {
+		_ = i247
+		var k249 preserves.Symbol
+		var v250 RlimitValue
+		if k249, err = schema.AsSymbol(e248.Key); err != nil {
+			return zero, schema.AtIn(err, v, "[limits]", schema.Key(e248.Key))
 		}
-		if v249, err = ParseRlimitValue(e247.Value); err != nil {
-			return zero, schema.AtIn(err, v, "[limits]", schema.Key(e247.Key))
+		if v250, err = ParseRlimitValue(e248.Value); err != nil {
+			return zero, schema.AtIn(err, v, "[limits]", schema.Key(e248.Key))
 		}
-		r.Limits[k248] = v249
+		r.Limits[k249] = v250
 	}
 	return r, nil
 }
 
 func (r LimitsFieldPresent) ToValue() preserves.Value {
-	return preserves.Dict(preserves.Symbol("limits"), schema.MapValue(r.Limits, func(x250 preserves.Symbol) preserves.Value { return x250 }, func(x251 RlimitValue) preserves.Value { return x251.ToValue() }))
+	return preserves.Dict(preserves.Symbol("limits"), schema.MapValue(r.Limits, func(x251 preserves.Symbol) preserves.Value { return x251 }, func(x252 RlimitValue) preserves.Value { return x252.ToValue() }))
 }
 
 // LimitsFieldInvalid is the alternative "invalid" of LimitsField.
@@ -5601,15 +5631,15 @@ func (LimitsFieldInvalid) isLimitsField() {}
 
 func parseLimitsFieldInvalid(v preserves.Value) (LimitsFieldInvalid, error) {
 	var r, zero LimitsFieldInvalid
-	d252, err := schema.AsDict(v)
+	d253, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x253, err := schema.Entry(v, d252, preserves.Symbol("limits"))
+	x254, err := schema.Entry(v, d253, preserves.Symbol("limits"))
 	if err != nil {
 		return zero, err
 	}
-	r.Limits = x253
+	r.Limits = x254
 	return r, nil
 }
 
@@ -5625,11 +5655,11 @@ func (LimitsFieldAbsent) isLimitsField() {}
 
 func parseLimitsFieldAbsent(v preserves.Value) (LimitsFieldAbsent, error) {
 	var r, zero LimitsFieldAbsent
-	d254, err := schema.AsDict(v)
+	d255, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d254
+	_ = d255
 	return r, nil
 }
 
@@ -5705,14 +5735,14 @@ func (RlimitValuePair) isRlimitValue() {}
 func parseRlimitValuePair(v preserves.Value) (RlimitValuePair, error) {
 	var r, zero RlimitValuePair
 	var err error
-	s255, err := schema.AsSeq(v, 2)
+	s256, err := schema.AsSeq(v, 2)
 	if err != nil {
 		return zero, err
 	}
-	if r.Soft, err = ParseRlimitBound(s255[0]); err != nil {
+	if r.Soft, err = ParseRlimitBound(s256[0]); err != nil {
 		return zero, schema.AtIn(err, v, "[0]")
 	}
-	if r.Hard, err = ParseRlimitBound(s255[1]); err != nil {
+	if r.Hard, err = ParseRlimitBound(s256[1]); err != nil {
 		return zero, schema.AtIn(err, v, "[1]")
 	}
 	return r, nil
@@ -5824,34 +5854,34 @@ func (CgroupFieldPresent) isCgroupField() {}
 func parseCgroupFieldPresent(v preserves.Value) (CgroupFieldPresent, error) {
 	var r, zero CgroupFieldPresent
 	var err error
-	d256, err := schema.AsDict(v)
+	d257, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x257, err := schema.Entry(v, d256, preserves.Symbol("cgroup"))
+	x258, err := schema.Entry(v, d257, preserves.Symbol("cgroup"))
 	if err != nil {
 		return zero, err
 	}
-	d258, err := schema.AsDict(x257)
+	d259, err := schema.AsDict(x258)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[cgroup]")
 	}
-	r.Cgroup = make(map[preserves.Symbol]preserves.Value, d258.Len())
-	for i259, e260 := range d258.Entries() {
-		_ = i259
-		var k261 preserves.Symbol
-		var v262 preserves.Value
-		if k261, err = schema.AsSymbol(e260.Key); err != nil {
-			return zero, schema.AtIn(err, v, "[cgroup]", schema.Key(e260.Key))
+	r.Cgroup = make(map[preserves.Symbol]preserves.Value, d259.Len())
+	for i260, e261 := range d259.Entries() {
+		_ = i260
+		var k262 preserves.Symbol
+		var v263 preserves.Value
+		if k262, err = schema.AsSymbol(e261.Key); err != nil {
+			return zero, schema.AtIn(err, v, "[cgroup]", schema.Key(e261.Key))
 		}
-		v262 = e260.Value
-		r.Cgroup[k261] = v262
+		v263 = e261.Value
+		r.Cgroup[k262] = v263
 	}
 	return r, nil
 }
 
 func (r CgroupFieldPresent) ToValue() preserves.Value {
-	return preserves.Dict(preserves.Symbol("cgroup"), schema.MapValue(r.Cgroup, func(x263 preserves.Symbol) preserves.Value { return x263 }, func(x264 preserves.Value) preserves.Value { return x264 }))
+	return preserves.Dict(preserves.Symbol("cgroup"), schema.MapValue(r.Cgroup, func(x264 preserves.Symbol) preserves.Value { return x264 }, func(x265 preserves.Value) preserves.Value { return x265 }))
 }
 
 // CgroupFieldInvalid is the alternative "invalid" of CgroupField.
@@ -5863,15 +5893,15 @@ func (CgroupFieldInvalid) isCgroupField() {}
 
 func parseCgroupFieldInvalid(v preserves.Value) (CgroupFieldInvalid, error) {
 	var r, zero CgroupFieldInvalid
-	d265, err := schema.AsDict(v)
+	d266, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x266, err := schema.Entry(v, d265, preserves.Symbol("cgroup"))
+	x267, err := schema.Entry(v, d266, preserves.Symbol("cgroup"))
 	if err != nil {
 		return zero, err
 	}
-	r.Cgroup = x266
+	r.Cgroup = x267
 	return r, nil
 }
 
@@ -5887,11 +5917,11 @@ func (CgroupFieldAbsent) isCgroupField() {}
 
 func parseCgroupFieldAbsent(v preserves.Value) (CgroupFieldAbsent, error) {
 	var r, zero CgroupFieldAbsent
-	d267, err := schema.AsDict(v)
+	d268, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d267
+	_ = d268
 	return r, nil
 }
 
@@ -5950,15 +5980,15 @@ func (MemoryMaxFieldPresent) isMemoryMaxField() {}
 func parseMemoryMaxFieldPresent(v preserves.Value) (MemoryMaxFieldPresent, error) {
 	var r, zero MemoryMaxFieldPresent
 	var err error
-	d268, err := schema.AsDict(v)
+	d269, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x269, err := schema.Entry(v, d268, preserves.Symbol("memoryMax"))
+	x270, err := schema.Entry(v, d269, preserves.Symbol("memoryMax"))
 	if err != nil {
 		return zero, err
 	}
-	if r.MemoryMax, err = schema.AsInt(x269); err != nil {
+	if r.MemoryMax, err = schema.AsInt(x270); err != nil {
 		return zero, schema.AtIn(err, v, "[memoryMax]")
 	}
 	return r, nil
@@ -5977,15 +6007,15 @@ func (MemoryMaxFieldInvalid) isMemoryMaxField() {}
 
 func parseMemoryMaxFieldInvalid(v preserves.Value) (MemoryMaxFieldInvalid, error) {
 	var r, zero MemoryMaxFieldInvalid
-	d270, err := schema.AsDict(v)
+	d271, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x271, err := schema.Entry(v, d270, preserves.Symbol("memoryMax"))
+	x272, err := schema.Entry(v, d271, preserves.Symbol("memoryMax"))
 	if err != nil {
 		return zero, err
 	}
-	r.MemoryMax = x271
+	r.MemoryMax = x272
 	return r, nil
 }
 
@@ -6001,11 +6031,11 @@ func (MemoryMaxFieldAbsent) isMemoryMaxField() {}
 
 func parseMemoryMaxFieldAbsent(v preserves.Value) (MemoryMaxFieldAbsent, error) {
 	var r, zero MemoryMaxFieldAbsent
-	d272, err := schema.AsDict(v)
+	d273, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d272
+	_ = d273
 	return r, nil
 }
 
@@ -6064,15 +6094,15 @@ func (PidsMaxFieldPresent) isPidsMaxField() {}
 func parsePidsMaxFieldPresent(v preserves.Value) (PidsMaxFieldPresent, error) {
 	var r, zero PidsMaxFieldPresent
 	var err error
-	d273, err := schema.AsDict(v)
+	d274, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x274, err := schema.Entry(v, d273, preserves.Symbol("pidsMax"))
+	x275, err := schema.Entry(v, d274, preserves.Symbol("pidsMax"))
 	if err != nil {
 		return zero, err
 	}
-	if r.PidsMax, err = schema.AsInt(x274); err != nil {
+	if r.PidsMax, err = schema.AsInt(x275); err != nil {
 		return zero, schema.AtIn(err, v, "[pidsMax]")
 	}
 	return r, nil
@@ -6091,15 +6121,15 @@ func (PidsMaxFieldInvalid) isPidsMaxField() {}
 
 func parsePidsMaxFieldInvalid(v preserves.Value) (PidsMaxFieldInvalid, error) {
 	var r, zero PidsMaxFieldInvalid
-	d275, err := schema.AsDict(v)
+	d276, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x276, err := schema.Entry(v, d275, preserves.Symbol("pidsMax"))
+	x277, err := schema.Entry(v, d276, preserves.Symbol("pidsMax"))
 	if err != nil {
 		return zero, err
 	}
-	r.PidsMax = x276
+	r.PidsMax = x277
 	return r, nil
 }
 
@@ -6115,11 +6145,11 @@ func (PidsMaxFieldAbsent) isPidsMaxField() {}
 
 func parsePidsMaxFieldAbsent(v preserves.Value) (PidsMaxFieldAbsent, error) {
 	var r, zero PidsMaxFieldAbsent
-	d277, err := schema.AsDict(v)
+	d278, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d277
+	_ = d278
 	return r, nil
 }
 
@@ -6178,15 +6208,15 @@ func (CpuMaxFieldPresent) isCpuMaxField() {}
 func parseCpuMaxFieldPresent(v preserves.Value) (CpuMaxFieldPresent, error) {
 	var r, zero CpuMaxFieldPresent
 	var err error
-	d278, err := schema.AsDict(v)
+	d279, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x279, err := schema.Entry(v, d278, preserves.Symbol("cpuMax"))
+	x280, err := schema.Entry(v, d279, preserves.Symbol("cpuMax"))
 	if err != nil {
 		return zero, err
 	}
-	if r.CpuMax, err = ParseSeconds(x279); err != nil {
+	if r.CpuMax, err = ParseSeconds(x280); err != nil {
 		return zero, schema.AtIn(err, v, "[cpuMax]")
 	}
 	return r, nil
@@ -6205,15 +6235,15 @@ func (CpuMaxFieldInvalid) isCpuMaxField() {}
 
 func parseCpuMaxFieldInvalid(v preserves.Value) (CpuMaxFieldInvalid, error) {
 	var r, zero CpuMaxFieldInvalid
-	d280, err := schema.AsDict(v)
+	d281, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x281, err := schema.Entry(v, d280, preserves.Symbol("cpuMax"))
+	x282, err := schema.Entry(v, d281, preserves.Symbol("cpuMax"))
 	if err != nil {
 		return zero, err
 	}
-	r.CpuMax = x281
+	r.CpuMax = x282
 	return r, nil
 }
 
@@ -6229,11 +6259,11 @@ func (CpuMaxFieldAbsent) isCpuMaxField() {}
 
 func parseCpuMaxFieldAbsent(v preserves.Value) (CpuMaxFieldAbsent, error) {
 	var r, zero CpuMaxFieldAbsent
-	d282, err := schema.AsDict(v)
+	d283, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d282
+	_ = d283
 	return r, nil
 }
 
@@ -6292,15 +6322,15 @@ func (CpuWeightFieldPresent) isCpuWeightField() {}
 func parseCpuWeightFieldPresent(v preserves.Value) (CpuWeightFieldPresent, error) {
 	var r, zero CpuWeightFieldPresent
 	var err error
-	d283, err := schema.AsDict(v)
+	d284, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x284, err := schema.Entry(v, d283, preserves.Symbol("cpuWeight"))
+	x285, err := schema.Entry(v, d284, preserves.Symbol("cpuWeight"))
 	if err != nil {
 		return zero, err
 	}
-	if r.CpuWeight, err = schema.AsInt(x284); err != nil {
+	if r.CpuWeight, err = schema.AsInt(x285); err != nil {
 		return zero, schema.AtIn(err, v, "[cpuWeight]")
 	}
 	return r, nil
@@ -6319,15 +6349,15 @@ func (CpuWeightFieldInvalid) isCpuWeightField() {}
 
 func parseCpuWeightFieldInvalid(v preserves.Value) (CpuWeightFieldInvalid, error) {
 	var r, zero CpuWeightFieldInvalid
-	d285, err := schema.AsDict(v)
+	d286, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x286, err := schema.Entry(v, d285, preserves.Symbol("cpuWeight"))
+	x287, err := schema.Entry(v, d286, preserves.Symbol("cpuWeight"))
 	if err != nil {
 		return zero, err
 	}
-	r.CpuWeight = x286
+	r.CpuWeight = x287
 	return r, nil
 }
 
@@ -6343,11 +6373,11 @@ func (CpuWeightFieldAbsent) isCpuWeightField() {}
 
 func parseCpuWeightFieldAbsent(v preserves.Value) (CpuWeightFieldAbsent, error) {
 	var r, zero CpuWeightFieldAbsent
-	d287, err := schema.AsDict(v)
+	d288, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d287
+	_ = d288
 	return r, nil
 }
 
@@ -6406,15 +6436,15 @@ func (NoNewPrivilegesFieldPresent) isNoNewPrivilegesField() {}
 func parseNoNewPrivilegesFieldPresent(v preserves.Value) (NoNewPrivilegesFieldPresent, error) {
 	var r, zero NoNewPrivilegesFieldPresent
 	var err error
-	d288, err := schema.AsDict(v)
+	d289, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x289, err := schema.Entry(v, d288, preserves.Symbol("noNewPrivileges"))
+	x290, err := schema.Entry(v, d289, preserves.Symbol("noNewPrivileges"))
 	if err != nil {
 		return zero, err
 	}
-	if r.NoNewPrivileges, err = schema.AsBool(x289); err != nil {
+	if r.NoNewPrivileges, err = schema.AsBool(x290); err != nil {
 		return zero, schema.AtIn(err, v, "[noNewPrivileges]")
 	}
 	return r, nil
@@ -6433,15 +6463,15 @@ func (NoNewPrivilegesFieldInvalid) isNoNewPrivilegesField() {}
 
 func parseNoNewPrivilegesFieldInvalid(v preserves.Value) (NoNewPrivilegesFieldInvalid, error) {
 	var r, zero NoNewPrivilegesFieldInvalid
-	d290, err := schema.AsDict(v)
+	d291, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x291, err := schema.Entry(v, d290, preserves.Symbol("noNewPrivileges"))
+	x292, err := schema.Entry(v, d291, preserves.Symbol("noNewPrivileges"))
 	if err != nil {
 		return zero, err
 	}
-	r.NoNewPrivileges = x291
+	r.NoNewPrivileges = x292
 	return r, nil
 }
 
@@ -6457,11 +6487,11 @@ func (NoNewPrivilegesFieldAbsent) isNoNewPrivilegesField() {}
 
 func parseNoNewPrivilegesFieldAbsent(v preserves.Value) (NoNewPrivilegesFieldAbsent, error) {
 	var r, zero NoNewPrivilegesFieldAbsent
-	d292, err := schema.AsDict(v)
+	d293, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d292
+	_ = d293
 	return r, nil
 }
 
@@ -6520,29 +6550,29 @@ func (CapabilitiesFieldPresent) isCapabilitiesField() {}
 func parseCapabilitiesFieldPresent(v preserves.Value) (CapabilitiesFieldPresent, error) {
 	var r, zero CapabilitiesFieldPresent
 	var err error
-	d293, err := schema.AsDict(v)
+	d294, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x294, err := schema.Entry(v, d293, preserves.Symbol("capabilities"))
+	x295, err := schema.Entry(v, d294, preserves.Symbol("capabilities"))
 	if err != nil {
 		return zero, err
 	}
-	s295, err := schema.AsSeq(x294, 0)
+	s296, err := schema.AsSeq(x295, 0)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[capabilities]")
 	}
-	r.Capabilities = make([]CapabilityName, len(s295))
-	for i296, e297 := range s295 {
-		if r.Capabilities[i296], err = ParseCapabilityName(e297); err != nil {
-			return zero, schema.AtIn(err, v, "[capabilities]", schema.Index(i296))
+	r.Capabilities = make([]CapabilityName, len(s296))
+	for i297, e298 := range s296 {
+		if r.Capabilities[i297], err = ParseCapabilityName(e298); err != nil {
+			return zero, schema.AtIn(err, v, "[capabilities]", schema.Index(i297))
 		}
 	}
 	return r, nil
 }
 
 func (r CapabilitiesFieldPresent) ToValue() preserves.Value {
-	return preserves.Dict(preserves.Symbol("capabilities"), schema.SeqValue(r.Capabilities, func(x298 CapabilityName) preserves.Value { return x298.ToValue() }))
+	return preserves.Dict(preserves.Symbol("capabilities"), schema.SeqValue(r.Capabilities, func(x299 CapabilityName) preserves.Value { return x299.ToValue() }))
 }
 
 // CapabilitiesFieldInvalid is the alternative "invalid" of CapabilitiesField.
@@ -6554,15 +6584,15 @@ func (CapabilitiesFieldInvalid) isCapabilitiesField() {}
 
 func parseCapabilitiesFieldInvalid(v preserves.Value) (CapabilitiesFieldInvalid, error) {
 	var r, zero CapabilitiesFieldInvalid
-	d299, err := schema.AsDict(v)
+	d300, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x300, err := schema.Entry(v, d299, preserves.Symbol("capabilities"))
+	x301, err := schema.Entry(v, d300, preserves.Symbol("capabilities"))
 	if err != nil {
 		return zero, err
 	}
-	r.Capabilities = x300
+	r.Capabilities = x301
 	return r, nil
 }
 
@@ -6578,11 +6608,11 @@ func (CapabilitiesFieldAbsent) isCapabilitiesField() {}
 
 func parseCapabilitiesFieldAbsent(v preserves.Value) (CapabilitiesFieldAbsent, error) {
 	var r, zero CapabilitiesFieldAbsent
-	d301, err := schema.AsDict(v)
+	d302, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d301
+	_ = d302
 	return r, nil
 }
 
@@ -6707,15 +6737,15 @@ func (EnvFileFieldPresent) isEnvFileField() {}
 func parseEnvFileFieldPresent(v preserves.Value) (EnvFileFieldPresent, error) {
 	var r, zero EnvFileFieldPresent
 	var err error
-	d302, err := schema.AsDict(v)
+	d303, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x303, err := schema.Entry(v, d302, preserves.Symbol("envFile"))
+	x304, err := schema.Entry(v, d303, preserves.Symbol("envFile"))
 	if err != nil {
 		return zero, err
 	}
-	if r.EnvFile, err = ParseEnvFiles(x303); err != nil {
+	if r.EnvFile, err = ParseEnvFiles(x304); err != nil {
 		return zero, schema.AtIn(err, v, "[envFile]")
 	}
 	return r, nil
@@ -6734,15 +6764,15 @@ func (EnvFileFieldInvalid) isEnvFileField() {}
 
 func parseEnvFileFieldInvalid(v preserves.Value) (EnvFileFieldInvalid, error) {
 	var r, zero EnvFileFieldInvalid
-	d304, err := schema.AsDict(v)
+	d305, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x305, err := schema.Entry(v, d304, preserves.Symbol("envFile"))
+	x306, err := schema.Entry(v, d305, preserves.Symbol("envFile"))
 	if err != nil {
 		return zero, err
 	}
-	r.EnvFile = x305
+	r.EnvFile = x306
 	return r, nil
 }
 
@@ -6758,11 +6788,11 @@ func (EnvFileFieldAbsent) isEnvFileField() {}
 
 func parseEnvFileFieldAbsent(v preserves.Value) (EnvFileFieldAbsent, error) {
 	var r, zero EnvFileFieldAbsent
-	d306, err := schema.AsDict(v)
+	d307, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d306
+	_ = d307
 	return r, nil
 }
 
@@ -6835,21 +6865,21 @@ func (EnvFilesMany) isEnvFiles() {}
 func parseEnvFilesMany(v preserves.Value) (EnvFilesMany, error) {
 	var r, zero EnvFilesMany
 	var err error
-	s307, err := schema.AsSeq(v, 0)
+	s308, err := schema.AsSeq(v, 0)
 	if err != nil {
 		return zero, err
 	}
-	r.Value = make([]string, len(s307))
-	for i308, e309 := range s307 {
-		if r.Value[i308], err = schema.AsString(e309); err != nil {
-			return zero, schema.AtIn(err, v, schema.Index(i308))
+	r.Value = make([]string, len(s308))
+	for i309, e310 := range s308 {
+		if r.Value[i309], err = schema.AsString(e310); err != nil {
+			return zero, schema.AtIn(err, v, schema.Index(i309))
 		}
 	}
 	return r, nil
 }
 
 func (r EnvFilesMany) ToValue() preserves.Value {
-	return schema.SeqValue(r.Value, func(x310 string) preserves.Value { return preserves.String(x310) })
+	return schema.SeqValue(r.Value, func(x311 string) preserves.Value { return preserves.String(x311) })
 }
 
 // ParseEnvFiles tries the alternatives of EnvFiles in order; the first that matches wins.
@@ -6897,15 +6927,15 @@ func (ScheduleFieldPresent) isScheduleField() {}
 func parseScheduleFieldPresent(v preserves.Value) (ScheduleFieldPresent, error) {
 	var r, zero ScheduleFieldPresent
 	var err error
-	d311, err := schema.AsDict(v)
+	d312, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x312, err := schema.Entry(v, d311, preserves.Symbol("schedule"))
+	x313, err := schema.Entry(v, d312, preserves.Symbol("schedule"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Schedule, err = schema.AsString(x312); err != nil {
+	if r.Schedule, err = schema.AsString(x313); err != nil {
 		return zero, schema.AtIn(err, v, "[schedule]")
 	}
 	return r, nil
@@ -6924,15 +6954,15 @@ func (ScheduleFieldInvalid) isScheduleField() {}
 
 func parseScheduleFieldInvalid(v preserves.Value) (ScheduleFieldInvalid, error) {
 	var r, zero ScheduleFieldInvalid
-	d313, err := schema.AsDict(v)
+	d314, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x314, err := schema.Entry(v, d313, preserves.Symbol("schedule"))
+	x315, err := schema.Entry(v, d314, preserves.Symbol("schedule"))
 	if err != nil {
 		return zero, err
 	}
-	r.Schedule = x314
+	r.Schedule = x315
 	return r, nil
 }
 
@@ -6948,11 +6978,11 @@ func (ScheduleFieldAbsent) isScheduleField() {}
 
 func parseScheduleFieldAbsent(v preserves.Value) (ScheduleFieldAbsent, error) {
 	var r, zero ScheduleFieldAbsent
-	d315, err := schema.AsDict(v)
+	d316, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d315
+	_ = d316
 	return r, nil
 }
 
@@ -7011,15 +7041,15 @@ func (CatchUpFieldPresent) isCatchUpField() {}
 func parseCatchUpFieldPresent(v preserves.Value) (CatchUpFieldPresent, error) {
 	var r, zero CatchUpFieldPresent
 	var err error
-	d316, err := schema.AsDict(v)
+	d317, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x317, err := schema.Entry(v, d316, preserves.Symbol("catchUp"))
+	x318, err := schema.Entry(v, d317, preserves.Symbol("catchUp"))
 	if err != nil {
 		return zero, err
 	}
-	if r.CatchUp, err = schema.AsBool(x317); err != nil {
+	if r.CatchUp, err = schema.AsBool(x318); err != nil {
 		return zero, schema.AtIn(err, v, "[catchUp]")
 	}
 	return r, nil
@@ -7038,15 +7068,15 @@ func (CatchUpFieldInvalid) isCatchUpField() {}
 
 func parseCatchUpFieldInvalid(v preserves.Value) (CatchUpFieldInvalid, error) {
 	var r, zero CatchUpFieldInvalid
-	d318, err := schema.AsDict(v)
+	d319, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x319, err := schema.Entry(v, d318, preserves.Symbol("catchUp"))
+	x320, err := schema.Entry(v, d319, preserves.Symbol("catchUp"))
 	if err != nil {
 		return zero, err
 	}
-	r.CatchUp = x319
+	r.CatchUp = x320
 	return r, nil
 }
 
@@ -7062,11 +7092,11 @@ func (CatchUpFieldAbsent) isCatchUpField() {}
 
 func parseCatchUpFieldAbsent(v preserves.Value) (CatchUpFieldAbsent, error) {
 	var r, zero CatchUpFieldAbsent
-	d320, err := schema.AsDict(v)
+	d321, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d320
+	_ = d321
 	return r, nil
 }
 
@@ -7126,27 +7156,27 @@ func (ListenFieldPresent) isListenField() {}
 
 func parseListenFieldPresent(v preserves.Value) (ListenFieldPresent, error) {
 	var r, zero ListenFieldPresent
-	d321, err := schema.AsDict(v)
+	d322, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x322, err := schema.Entry(v, d321, preserves.Symbol("listen"))
+	x323, err := schema.Entry(v, d322, preserves.Symbol("listen"))
 	if err != nil {
 		return zero, err
 	}
-	s323, err := schema.AsSeq(x322, 0)
+	s324, err := schema.AsSeq(x323, 0)
 	if err != nil {
 		return zero, schema.AtIn(err, v, "[listen]")
 	}
-	r.Listen = make([]preserves.Value, len(s323))
-	for i324, e325 := range s323 {
-		r.Listen[i324] = e325
+	r.Listen = make([]preserves.Value, len(s324))
+	for i325, e326 := range s324 {
+		r.Listen[i325] = e326
 	}
 	return r, nil
 }
 
 func (r ListenFieldPresent) ToValue() preserves.Value {
-	return preserves.Dict(preserves.Symbol("listen"), schema.SeqValue(r.Listen, func(x326 preserves.Value) preserves.Value { return x326 }))
+	return preserves.Dict(preserves.Symbol("listen"), schema.SeqValue(r.Listen, func(x327 preserves.Value) preserves.Value { return x327 }))
 }
 
 // ListenFieldInvalid is the alternative "invalid" of ListenField.
@@ -7158,15 +7188,15 @@ func (ListenFieldInvalid) isListenField() {}
 
 func parseListenFieldInvalid(v preserves.Value) (ListenFieldInvalid, error) {
 	var r, zero ListenFieldInvalid
-	d327, err := schema.AsDict(v)
+	d328, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x328, err := schema.Entry(v, d327, preserves.Symbol("listen"))
+	x329, err := schema.Entry(v, d328, preserves.Symbol("listen"))
 	if err != nil {
 		return zero, err
 	}
-	r.Listen = x328
+	r.Listen = x329
 	return r, nil
 }
 
@@ -7182,11 +7212,11 @@ func (ListenFieldAbsent) isListenField() {}
 
 func parseListenFieldAbsent(v preserves.Value) (ListenFieldAbsent, error) {
 	var r, zero ListenFieldAbsent
-	d329, err := schema.AsDict(v)
+	d330, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d329
+	_ = d330
 	return r, nil
 }
 
@@ -7245,15 +7275,15 @@ func (StartFieldPresent) isStartField() {}
 func parseStartFieldPresent(v preserves.Value) (StartFieldPresent, error) {
 	var r, zero StartFieldPresent
 	var err error
-	d330, err := schema.AsDict(v)
+	d331, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x331, err := schema.Entry(v, d330, preserves.Symbol("start"))
+	x332, err := schema.Entry(v, d331, preserves.Symbol("start"))
 	if err != nil {
 		return zero, err
 	}
-	if r.Start, err = ParseStartMode(x331); err != nil {
+	if r.Start, err = ParseStartMode(x332); err != nil {
 		return zero, schema.AtIn(err, v, "[start]")
 	}
 	return r, nil
@@ -7272,15 +7302,15 @@ func (StartFieldInvalid) isStartField() {}
 
 func parseStartFieldInvalid(v preserves.Value) (StartFieldInvalid, error) {
 	var r, zero StartFieldInvalid
-	d332, err := schema.AsDict(v)
+	d333, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	x333, err := schema.Entry(v, d332, preserves.Symbol("start"))
+	x334, err := schema.Entry(v, d333, preserves.Symbol("start"))
 	if err != nil {
 		return zero, err
 	}
-	r.Start = x333
+	r.Start = x334
 	return r, nil
 }
 
@@ -7296,11 +7326,11 @@ func (StartFieldAbsent) isStartField() {}
 
 func parseStartFieldAbsent(v preserves.Value) (StartFieldAbsent, error) {
 	var r, zero StartFieldAbsent
-	d334, err := schema.AsDict(v)
+	d335, err := schema.AsDict(v)
 	if err != nil {
 		return zero, err
 	}
-	_ = d334
+	_ = d335
 	return r, nil
 }
 
