@@ -44,7 +44,8 @@ type Unit struct {
 	UpState                    string    // "ready" or "complete", when Up is set
 	State                      string    // the state now (see currentState)
 	Deps                       []Dep
-	Dropped                    int // changes the server left out of the history
+	Dropped                    int   // changes the server left out of the history
+	Runs                       *Runs // a scheduled daemon's runs (runs.go); nil for others
 }
 
 // Dep is one `depends-on` edge: the service waits for Key to be in Awaits.
@@ -303,6 +304,7 @@ func WriteBlame(w io.Writer, b *Boot) {
 	for _, r := range rows {
 		fmt.Fprintf(w, "%*s  %*s  %-*s  %s\n", wd[0], r[0], wd[1], r[1], wd[2], r[2], r[3])
 	}
+	writeRuns(w, b)
 }
 
 // JSONUnit is a service in `analyze blame --json` and `critical-chain
@@ -323,6 +325,8 @@ type JSONUnit struct {
 	UpAt        *float64 `json:"upAt,omitempty"`
 	Depth       int      `json:"depth,omitempty"`
 	Dropped     int      `json:"droppedChanges,omitempty"`
+	// Runs, for a scheduled daemon: its last and next runs.
+	Runs *JSONRuns `json:"scheduledRuns,omitempty"`
 }
 
 // JSONOf is u as JSON shows it.
@@ -338,6 +342,9 @@ func (b *Boot) JSONOf(u *Unit) JSONUnit {
 		Up: opt(u.Up), Failed: opt(u.Failed), Dropped: u.Dropped}
 	if !u.Up.IsZero() {
 		j.RequestToUp, j.RunToUp, j.UpAt = secs(u.Up.Sub(u.requested())), secs(u.Up.Sub(u.start())), secs(b.since(u.Up))
+	}
+	if u.Runs != nil {
+		j.Runs = u.Runs.json()
 	}
 	return j
 }

@@ -23,6 +23,7 @@ var ErrNoHistory = errors.New("no service history (no <history-origin …>)")
 type Collector struct {
 	origins, hists []preserves.Value
 	deps           [][]preserves.Value
+	infos          [][]preserves.Value // <service-info NAME INFO>: scheduled runs
 }
 
 // Collect subscribes, from t's facet, to what the analysis needs in cfg.
@@ -36,6 +37,7 @@ func Collect(t *dataspace.Turn, cfg *dataspace.Ref) *Collector {
 	sub(pattern.Bind{Pattern: pattern.Rec(syndicatego.LabelHistoryOrigin, d)}, func(v []preserves.Value) { c.origins = append(c.origins, v[0]) })
 	sub(pattern.Bind{Pattern: pattern.Rec(syndicatego.LabelServiceHistory, d, d, d)}, func(v []preserves.Value) { c.hists = append(c.hists, v[0]) })
 	sub(pattern.Rec(serviceschema.LabelDependsOn, capt, capt), func(v []preserves.Value) { c.deps = append(c.deps, v) })
+	sub(pattern.Rec(syndicatego.LabelServiceInfo, capt, capt), func(v []preserves.Value) { c.infos = append(c.infos, v) })
 	return c
 }
 
@@ -62,6 +64,11 @@ func (c *Collector) Boot(now time.Time) (*Boot, error) {
 	for _, d := range c.deps {
 		if len(d) == 2 {
 			b.AddDep(d[0], d[1])
+		}
+	}
+	for _, i := range c.infos {
+		if len(i) == 2 {
+			b.addInfo(i[0], i[1])
 		}
 	}
 	return b, nil
