@@ -53,45 +53,8 @@ func TestE2ETenThousandServices(t *testing.T) {
 `)
 	r := start(t, "-c", cfg, "--admin-socket", sock)
 
-	cli := func(t *testing.T, args ...string) string {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, client, append([]string{"--admin", sock, "--timeout", "2m"}, args...)...)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		require.NoError(t, err, "syndicate %s: %s", strings.Join(args, " "), stderr.String())
-		return string(out)
-	}
-	type svc struct {
-		Name     string   `json:"name"`
-		Required bool     `json:"required"`
-		States   []string `json:"states"`
-	}
-	statusJSON := func(t *testing.T, args ...string) []svc {
-		var out []svc
-		require.NoError(t, json.Unmarshal([]byte(cli(t, append([]string{"status", "--json"}, args...)...)), &out))
-		return out
-	}
-	milestones := func(ss []svc) int {
-		n := 0
-		for _, s := range ss {
-			if strings.HasPrefix(s.Name, "<milestone ") {
-				n++
-			}
-		}
-		return n
-	}
-	ready := func(ss []svc) int {
-		n := 0
-		for _, s := range ss {
-			if s.Required && slices.Contains(s.States, "ready") {
-				n++
-			}
-		}
-		return n
-	}
+	c := scaleCLI{client: client, sock: sock}
+	cli, statusJSON, ready := c.run, c.statusJSON, scaleReady
 	// Cheap polls (one service) until the last file's service is up, then
 	// the whole status until every one is.
 	began := time.Now()
@@ -103,11 +66,88 @@ func TestE2ETenThousandServices(t *testing.T) {
 	})
 	t.Logf("every service ready after %v", time.Since(began).Round(time.Millisecond))
 
+	tests := scaleChecks(c)
+	// The commands are independent clients: run them side by side, as
+	// operators and scripts would.
+	t.Run("commands", func(t *testing.T) {
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				began := time.Now()
+				tc.check(t)
+				t.Logf("%v", time.Since(began).Round(time.Millisecond))
+			})
+		}
+	})
+	require.Equal(t, 0, r.stop(t))
+	require.NotContains(t, r.stderr.String(), `"level":"error"`)
+}
+
+// scaleCLI runs the client against the scale test's server.
+type scaleCLI struct{ client, sock string }
+
+// run runs `syndicate ARGS…` and returns its output; it must succeed.
+func (c scaleCLI) run(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.client, append([]string{"--admin", c.sock, "--timeout", "2m"}, args...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "syndicate %s: %s", strings.Join(args, " "), stderr.String())
+	return string(out)
+}
+
+// scaleSvc is the part of a `status --json` row the test reads.
+type scaleSvc struct {
+	Name     string   `json:"name"`
+	Required bool     `json:"required"`
+	States   []string `json:"states"`
+}
+
+func (c scaleCLI) statusJSON(t *testing.T, args ...string) []scaleSvc {
+	var out []scaleSvc
+	require.NoError(t, json.Unmarshal([]byte(c.run(t, append([]string{"status", "--json"}, args...)...)), &out))
+	return out
+}
+
+// scaleMilestones counts the milestones among ss.
+func scaleMilestones(ss []scaleSvc) int {
+	n := 0
+	for _, s := range ss {
+		if strings.HasPrefix(s.Name, "<milestone ") {
+			n++
+		}
+	}
+	return n
+}
+
+// scaleReady counts the required services of ss that are ready.
+func scaleReady(ss []scaleSvc) int {
+	n := 0
+	for _, s := range ss {
+		if s.Required && slices.Contains(s.States, "ready") {
+			n++
+		}
+	}
+	return n
+}
+
+// scaleCheck is one admin command of the scale test, with its check.
+type scaleCheck struct {
+	name  string
+	check func(t *testing.T)
+}
+
+// scaleChecks are the admin commands the scale test runs once every
+// service is ready.
+func scaleChecks(c scaleCLI) []scaleCheck {
+	cli, statusJSON := c.run, c.statusJSON
+	milestones, ready := scaleMilestones, scaleReady
+	client, sock := c.client, c.sock
 	milestoneRow := regexp.MustCompile(`(?m)^<milestone m\d+>\s`)
-	tests := []struct {
-		name  string
-		check func(t *testing.T)
-	}{
+	return []scaleCheck{
 		{"status", func(t *testing.T) {
 			out := cli(t, "status")
 			require.Equal(t, scaleServices, len(milestoneRow.FindAllString(out, -1)))
@@ -174,18 +214,4 @@ func TestE2ETenThousandServices(t *testing.T) {
 			require.Contains(t, cli(t, "analyze", "graph"), "m9999")
 		}},
 	}
-	// The commands are independent clients: run them side by side, as
-	// operators and scripts would.
-	t.Run("commands", func(t *testing.T) {
-		for _, tc := range tests {
-			t.Run(tc.name, func(t *testing.T) {
-				t.Parallel()
-				began := time.Now()
-				tc.check(t)
-				t.Logf("%v", time.Since(began).Round(time.Millisecond))
-			})
-		}
-	})
-	require.Equal(t, 0, r.stop(t))
-	require.NotContains(t, r.stderr.String(), `"level":"error"`)
 }
