@@ -3,6 +3,7 @@ package services
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"syscall"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/relay"
 )
 
 // Accept back-off bounds (as net/http's Server.Serve).
@@ -119,4 +121,20 @@ func TemporaryAcceptError(err error) bool {
 	}
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// RunRelay runs a relay over an accepted connection c in the active facet
+// (relay.Run) and, when the facet stops, logs msg on the event end makes,
+// with the connection's error if it failed.
+func RunRelay(t *dataspace.Turn, c io.ReadWriteCloser, opts relay.Options, end func() *zerolog.Event, msg string) *relay.Conn {
+	conn, _ := relay.Run(t, c, opts)
+	t.OnStop(func(*dataspace.Turn) error {
+		ev := end()
+		if err := conn.Err(); err != nil {
+			ev = ev.Err(err)
+		}
+		ev.Msg(msg)
+		return nil
+	})
+	return conn
 }

@@ -162,16 +162,8 @@ func serve(t *dataspace.Turn, c *net.UnixConn, env services.Env, log zerolog.Log
 	clog := log.With().Int32("pid", pid).Logger()
 	t.Spawn(name, func(t *dataspace.Turn) error {
 		cfg := t.Create(newOriginProxy(env.Config, cred)) // origin.go
-		conn, _ := relay.Run(t, c, relay.Options{InitialRef: cfg, Logger: clog})
+		services.RunRelay(t, c, relay.Options{InitialRef: cfg, Logger: clog}, clog.Debug, "admin client disconnected")
 		clog.Debug().Msg("admin client connected")
-		t.OnStop(func(*dataspace.Turn) error {
-			ev := clog.Debug()
-			if err := conn.Err(); err != nil {
-				ev = ev.Err(err)
-			}
-			ev.Msg("admin client disconnected")
-			return nil
-		})
 		return nil
 	})
 }

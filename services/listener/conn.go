@@ -95,15 +95,7 @@ func (s *spec) spawnConn(t *dataspace.Turn, c net.Conn, httpd *dataspace.Ref) {
 }
 
 func startRelay(t *dataspace.Turn, c io.ReadWriteCloser, opts relay.Options, log zerolog.Logger) {
-	conn, _ := relay.Run(t, c, opts)
-	t.OnStop(func(*dataspace.Turn) error {
-		ev := log.Info()
-		if err := conn.Err(); err != nil {
-			ev = ev.Err(err)
-		}
-		ev.Msg("disconnect")
-		return nil
-	})
+	services.RunRelay(t, c, opts, log.Info, "disconnect")
 }
 
 // connSubject is `<tcp "IP:PORT">` or `<unix PID UID>` (PID -1 if
