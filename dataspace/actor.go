@@ -131,14 +131,17 @@ type Actor struct {
 
 	mu sync.Mutex // the turn lock: held while running any turn
 	// Guarded by mu:
-	root      *facet
-	facets    map[FacetID]*facet
-	outbound  map[Handle]outRec
-	exitHooks []func(t *Turn, err error)
-	df        *dataflow // fields and dataflow state; nil until first used
-	turn      Turn
-	status    ExitStatus // final once dead is set
-	err       error      // final once dead is set
+	root     *facet
+	facets   map[FacetID]*facet
+	outbound map[Handle]outRec
+	// outboundPeak is outbound's largest size since it was last rebuilt
+	// (shrinkMap).
+	outboundPeak int
+	exitHooks    []func(t *Turn, err error)
+	df           *dataflow // fields and dataflow state; nil until first used
+	turn         Turn
+	status       ExitStatus // final once dead is set
+	err          error      // final once dead is set
 }
 
 // outRec is the actor's record of one outbound assertion: where its

@@ -51,7 +51,10 @@ type dataspace struct {
 	BaseEntity // Sync
 	idx        observerIndex
 	handles    map[Handle]preserves.Value
-	t          *Turn // the turn of the callback in progress (emitter)
+	// handlesPeak is handles' largest size since it was last rebuilt
+	// (shrinkMap).
+	handlesPeak int
+	t           *Turn // the turn of the callback in progress (emitter)
 
 	// observers maps each observer capability to one canonical *Ref,
 	// which is what the index sees: equal Refs may be distinct pointers
@@ -118,6 +121,7 @@ func (d *dataspace) Retract(t *Turn, h Handle) error {
 		return nil
 	}
 	delete(d.handles, h)
+	d.handles = shrinkMap(d.handles, &d.handlesPeak)
 	d.t = t
 	if d.idx.Remove(v, d) {
 		if p, obs, ok := ParseObserve(v); ok {

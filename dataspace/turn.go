@@ -247,8 +247,7 @@ func (t *Turn) runPreCommit() error {
 // supervisor made in the same turn, and a message for it be lost.
 // (Batches for a child not yet started wait in its mailbox.)
 func (t *Turn) commit() {
-	clear(t.undo)
-	t.undo = t.undo[:0]
+	t.undo = resetUndo(t.undo)
 	t.pre = t.pre[:0]
 	t.deliver()
 	if len(t.spawns) > 0 {
@@ -331,9 +330,20 @@ func (t *Turn) rollback() {
 			out[u.h] = u.rec
 		}
 	}
-	clear(t.undo)
-	t.undo = t.undo[:0]
+	t.undo = resetUndo(t.undo)
 	t.discard()
+}
+
+// resetUndo empties a turn's undo log for the next turn, dropping it
+// when one large turn grew it: the actor's Turn lives as long as the
+// actor, and a config file asserting 300,000 facts would otherwise pin
+// its 10 MB log for good (issue 28).
+func resetUndo(u []undoRec) []undoRec {
+	if cap(u) > 4096 {
+		return nil
+	}
+	clear(u)
+	return u[:0]
 }
 
 // enqueue buffers ev for dest's actor, in the one batch this turn sends it.
@@ -434,6 +444,7 @@ func (t *Turn) Retract(h Handle) {
 // owning facet's handle list is the caller's business.
 func (t *Turn) withdraw(h Handle, rec outRec) {
 	delete(t.a.outbound, h)
+	t.a.outbound = shrinkMap(t.a.outbound, &t.a.outboundPeak)
 	t.undo = append(t.undo, undoRec{h: h, rec: rec})
 	t.enqueue(rec.to.actor, event{kind: evRetract, to: rec.to, h: h})
 }
