@@ -1,6 +1,7 @@
 package preserves
 
 import (
+	"math"
 	"runtime"
 	"sort"
 	"sync"
@@ -38,8 +39,45 @@ import (
 type posEntry struct {
 	ref   weak.Pointer[byte] // the value's own, or its Owner's
 	owned bool               // ref is an Owner's
-	at    Pos
-	items []Pos
+	pos   []packedPos        // the value's, then its items'
+}
+
+// packedPos is a Pos in 16 bytes rather than 40, its file named by its
+// number in the table's list of file names: a config file of 300,000
+// small facts keeps two positions for each (issue 28). Offsets, lines and
+// columns beyond 2^32-1 are kept as that (no script is that long).
+type packedPos struct{ file, off, line, col uint32 }
+
+// pack and unpack convert positions; the table's lock is held.
+func pack(p Pos) packedPos {
+	id, ok := positions.fileIDs[p.File]
+	if !ok {
+		if positions.fileIDs == nil {
+			positions.fileIDs = map[string]uint32{"": 0}
+			positions.files = []string{""}
+			id, ok = positions.fileIDs[p.File]
+		}
+		if !ok {
+			id = uint32(len(positions.files))
+			positions.fileIDs[p.File] = id
+			positions.files = append(positions.files, p.File)
+		}
+	}
+	u32 := func(n int) uint32 { return uint32(min(max(n, 0), math.MaxUint32)) }
+	return packedPos{file: id, off: u32(p.Offset), line: u32(p.Line), col: u32(p.Col)}
+}
+
+func (p packedPos) unpack() Pos {
+	return Pos{File: positions.files[p.file], Offset: int(p.off), Line: int(p.line), Col: int(p.col)}
+}
+
+func packAll(at Pos, items []Pos) []packedPos {
+	ps := make([]packedPos, 1+len(items))
+	ps[0] = pack(at)
+	for i, p := range items {
+		ps[1+i] = pack(p)
+	}
+	return ps
 }
 
 // live reports whether e still describes the value at address p.
@@ -62,16 +100,36 @@ type Owner struct{ ref weak.Pointer[byte] }
 // OwnerOf returns the Owner for o. Whatever is remembered through it must
 // stay reachable from o while o is (Owner.NewSetAt and NewDictionaryAt
 // forget the duplicates they drop).
-func OwnerOf[T any](o *T) Owner { return Owner{weak.Make((*byte)(unsafe.Pointer(o)))} }
+//
+// When o is collected, its entries are swept at once: a table at rest is
+// otherwise not swept, and a removed config file of 300,000 facts would
+// leave their positions behind until the next script changes it (issue
+// 28).
+func OwnerOf[T any](o *T) Owner {
+	runtime.AddCleanup(o, func(struct{}) { ownerGone() }, struct{}{})
+	return Owner{weak.Make((*byte)(unsafe.Pointer(o)))}
+}
+
+// ownerGone sweeps the table after an Owner was collected.
+func ownerGone() {
+	positions.mu.Lock()
+	defer positions.mu.Unlock()
+	sweepLocked()
+}
 
 var positions struct {
 	mu    sync.Mutex
 	m     map[uintptr]*posEntry
 	n     atomic.Int64 // len(m), for the lock-free test in lookup
 	sweep int          // len(m) that triggers the next sweep
-	armed bool         // a GC sentinel is waiting (armSweep)
-	added int          // entries added since the last sweep
-	dying bool         // the last sweep dropped entries: values are being collected
+	// files lists the file names of packed positions, fileIDs numbers
+	// them; both only grow (one entry per script file ever compiled).
+	files   []string
+	fileIDs map[string]uint32
+	peak    int  // len(m) at most since m was last rebuilt
+	armed   bool // a GC sentinel is waiting (armSweep)
+	added   int  // entries added since the last sweep
+	dying   bool // the last sweep dropped entries: values are being collected
 }
 
 // sweepMin is the table size below which dead entries are not worth a
@@ -100,8 +158,7 @@ func identityOf(v Value) unsafe.Pointer {
 // were written at items: a record's label then its fields, a sequence's or
 // set's elements, a dictionary's key and value of each entry, all in the
 // value's own order (Entries, Elems). items may be nil or shorter than the
-// value, and is kept, not copied. Atoms, *Annotated and empty sequences are
-// ignored. Remembering a compound again replaces what was known.
+// value. Atoms, *Annotated and empty sequences are ignored. Remembering a compound again replaces what was known.
 func Remember(v Value, at Pos, items []Pos) { Owner{}.Remember(v, at, items) }
 
 // Remember is Remember for a value owned by o.
@@ -114,7 +171,7 @@ func (o Owner) Remember(v Value, at Pos, items []Pos) {
 	positions.mu.Lock()
 	defer positions.mu.Unlock()
 	if e := positions.m[key]; e != nil && e.live(p) {
-		e.at, e.items = at, items
+		e.pos = packAll(at, items)
 		return
 	}
 	if positions.m == nil {
@@ -122,7 +179,7 @@ func (o Owner) Remember(v Value, at Pos, items []Pos) {
 	}
 	// A dead entry at this address is replaced: the weak pointer tells
 	// the new value from the collected one.
-	e := &posEntry{ref: o.ref, owned: true, at: at, items: items}
+	e := &posEntry{ref: o.ref, owned: true, pos: packAll(at, items)}
 	if o == (Owner{}) {
 		e.ref, e.owned = weak.Make((*byte)(p)), false
 	}
@@ -143,12 +200,23 @@ func (o Owner) Remember(v Value, at Pos, items []Pos) {
 // within twice the values it describes (plus sweepMin) and the sweeps
 // cost O(1) amortised per entry.
 func sweepLocked() {
+	before := len(positions.m)
 	positions.dying = false
 	for k, e := range positions.m {
 		if e.ref.Value() == nil {
 			delete(positions.m, k)
 			positions.dying = true
 		}
+	}
+	// A Go map keeps the room it grew to: rebuild it once it is down to
+	// a quarter of its peak.
+	positions.peak = max(positions.peak, before)
+	if n := len(positions.m); positions.peak >= sweepMin && n <= positions.peak/4 {
+		m := make(map[uintptr]*posEntry, n)
+		for k, e := range positions.m {
+			m[k] = e
+		}
+		positions.m, positions.peak = m, n
 	}
 	positions.sweep = 2 * len(positions.m)
 	positions.added = 0
@@ -201,6 +269,17 @@ func lookup(v Value) *posEntry {
 	return nil
 }
 
+// entryPos is position i of e (0 the value's, i+1 its item i's), the zero
+// Pos if e knows none.
+func entryPos(e *posEntry, i int) Pos {
+	positions.mu.Lock()
+	defer positions.mu.Unlock()
+	if i < 0 || i >= len(e.pos) {
+		return Pos{}
+	}
+	return e.pos[i].unpack()
+}
+
 // PosOf returns the source position of v: an *Annotated's own, else the
 // one remembered for compound v, else the zero Pos. An atom's position is
 // known only to its parent: see ItemPos.
@@ -209,7 +288,7 @@ func PosOf(v Value) Pos {
 		return a.Pos
 	}
 	if e := lookup(v); e != nil {
-		return e.at
+		return entryPos(e, 0)
 	}
 	return Pos{}
 }
@@ -225,8 +304,8 @@ func ItemPos(parent Value, i int) Pos {
 			return p
 		}
 	}
-	if e := lookup(parent); e != nil && i >= 0 && i < len(e.items) {
-		return e.items[i]
+	if e := lookup(parent); e != nil {
+		return entryPos(e, i+1)
 	}
 	return Pos{}
 }

@@ -167,3 +167,38 @@ func TestOwnerForgetsDroppedDuplicates(t *testing.T) {
 	}
 	runtime.KeepAlive(prog)
 }
+
+// A table at rest (swept, nothing added since) is swept again when an
+// owner goes: a removed config file's positions do not wait for the next
+// script to change the table (issue 28).
+func TestOwnerGoneSweepsTableAtRest(t *testing.T) {
+	before := rememberedCount()
+	type program struct{ consts []Value }
+	prog := &program{}
+	o := OwnerOf(prog)
+	for i := 0; i < 100; i++ {
+		prog.consts = append(prog.consts, o.StripRemembering(readPositioned(t, "<a [1 2]>")))
+	}
+	atRest := func() bool {
+		positions.mu.Lock()
+		defer positions.mu.Unlock()
+		return positions.added == 0 && !positions.dying
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !atRest() {
+		if time.Now().After(deadline) {
+			t.Fatal("the table never came to rest")
+		}
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	runtime.KeepAlive(prog)
+	prog = nil
+	for rememberedCount() > before {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d entries still held after their owner went", rememberedCount()-before)
+		}
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+}
