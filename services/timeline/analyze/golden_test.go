@@ -35,8 +35,10 @@ func goldenBoot(t *testing.T) *Boot {
 }
 
 // The pictures match their golden files (go test -update rewrites them);
-// each is also rendered to PNG where Chromium is installed, so that it can
-// be looked at (testdata/*.png with -update).
+// with -update each is also rendered to PNG by Chromium, so that it can be
+// looked at (testdata/*.png). Without -update nothing would keep the
+// rendering, and starting Chromium twice was most of the suite's time in
+// this package.
 func TestGoldenPictures(t *testing.T) {
 	b := goldenBoot(t)
 	for name, doc := range map[string]string{"plot.svg": PlotSVG(b), "graph.svg": GraphSVG(b)} {
@@ -78,10 +80,12 @@ func TestPlotLabelsFit(t *testing.T) {
 	require.Contains(t, doc, "…", "the long name is cut")
 }
 
-// renderPNG draws the SVG with Chromium, when there is one (under CI it
-// must be: .ci/run installs it), and checks a PNG came out; with -update
-// the PNG is kept at png.
+// renderPNG, under -update, draws the SVG with Chromium (under CI=true it
+// must be there) and keeps the PNG at png.
 func renderPNG(t *testing.T, doc, png string) {
+	if !*update {
+		return
+	}
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
 		if os.Getenv("CI") == "true" {
@@ -104,9 +108,7 @@ func renderPNG(t *testing.T, doc, png string) {
 	data, err := os.ReadFile(out)
 	require.NoError(t, err)
 	require.True(t, bytes.HasPrefix(data, []byte("\x89PNG")), "a PNG")
-	if *update {
-		require.NoError(t, os.WriteFile(png, data, 0o644))
-	}
+	require.NoError(t, os.WriteFile(png, data, 0o644))
 }
 
 // svgSize reads the root element's width and height.
