@@ -204,7 +204,7 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 	}
 }
 
-func writeFile(t *testing.T, path, content string) {
+func writeFile(t testing.TB, path, content string) {
 	t.Helper()
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
 	tmp := path + ".tmp~"
@@ -524,7 +524,7 @@ func TestE2EDryRunShippedConfig(t *testing.T) {
 }
 
 // buildClient builds cmd/syndicate next to the server binary.
-func buildClient(t *testing.T) string {
+func buildClient(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(filepath.Dir(serverBin), "syndicate")
 	if !fileExists(bin) {
