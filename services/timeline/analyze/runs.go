@@ -61,7 +61,7 @@ func (r *Runs) describe(now time.Time) string {
 	var parts []string
 	at := func(t time.Time) string { return t.Local().Format("15:04:05") }
 	if !r.Last.IsZero() {
-		s := fmt.Sprintf("last run %s (%s ago)", at(r.Last), fmtDur(now.Sub(r.Last).Truncate(time.Second)))
+		s := fmt.Sprintf("last run %s (%s ago)", at(r.Last), now.Sub(r.Last).Truncate(time.Second))
 		if r.Ended.IsZero() {
 			s += ", running"
 		} else {
@@ -75,7 +75,7 @@ func (r *Runs) describe(now time.Time) string {
 		parts = append(parts, "no run yet")
 	}
 	if !r.Next.IsZero() {
-		parts = append(parts, fmt.Sprintf("next run %s (in %s)", at(r.Next), fmtDur(r.Next.Sub(now).Truncate(time.Second))))
+		parts = append(parts, fmt.Sprintf("next run %s (in %s)", at(r.Next), r.Next.Sub(now).Truncate(time.Second)))
 	}
 	if r.Skipped > 0 {
 		parts = append(parts, fmt.Sprintf("%d skipped", r.Skipped))
