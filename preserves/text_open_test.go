@@ -62,3 +62,18 @@ func TestUnclosedCompoundOpenPos(t *testing.T) {
 	require.Equal(t, preserves.Pos{File: "f.pr", Offset: 5, Line: 3, Col: 4}, pe.Open)
 	require.Equal(t, "record", pe.OpenWhat)
 }
+
+// SourceOrder writes a dictionary's entries in the order the reader found
+// them (Positions mode), and canonically otherwise.
+func TestWriterSourceOrder(t *testing.T) {
+	t.Parallel()
+	src := []byte("{z: 1, a: {y: 2 b: 3}, m: 4}")
+	pos, err := preserves.ParseTextOptions(src, preserves.TextOptions{Annotations: true, Positions: true})
+	require.NoError(t, err)
+	plain, err := preserves.ParseText(string(src))
+	require.NoError(t, err)
+	keep := preserves.WriterOptions{Indent: "  ", SourceOrder: true}
+	require.Equal(t, "{z: 1, a: {y: 2, b: 3}, m: 4}", string(preserves.AppendIndented(nil, pos, 0, keep)))
+	require.Equal(t, "{a: {b: 3, y: 2}, m: 4, z: 1}", string(preserves.AppendIndented(nil, pos, 0, preserves.WriterOptions{Indent: "  "})))
+	require.Equal(t, "{a: {b: 3, y: 2}, m: 4, z: 1}", string(preserves.AppendIndented(nil, plain, 0, keep)), "no positions: canonical")
+}

@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -52,6 +53,12 @@ type WriterOptions struct {
 	// atoms on one line whatever its length (an argv list reads better
 	// whole).
 	AtomLists bool
+	// SourceOrder writes a dictionary's entries in the order their keys
+	// were written, when every key carries its place (an *Annotated with
+	// a valid Pos, as the reader's Positions mode gives them): a
+	// formatter then keeps the author's grouping of keys. Otherwise, and
+	// without it, entries are written in the canonical order.
+	SourceOrder bool
 }
 
 // textWidth is the line width the indented layout aims for.
@@ -264,7 +271,7 @@ func (w *textWriter) pretty(v Value, depth int) {
 			return
 		}
 		w.buf = append(w.buf, '{')
-		for _, e := range x.entries {
+		for _, e := range w.entries(x) {
 			w.newline(depth + 1)
 			w.pretty(e.Key, depth+1)
 			w.buf = append(w.buf, ": "...)
@@ -422,7 +429,7 @@ func (w *textWriter) compact(v Value) bool {
 		return w.compactItems("#{", x.elems, "}")
 	case *Dictionary:
 		w.buf = append(w.buf, '{')
-		for i, e := range x.entries {
+		for i, e := range w.entries(x) {
 			if i > 0 {
 				w.buf = append(w.buf, ", "...)
 			}
@@ -679,3 +686,37 @@ func (s *Set) String() string        { return FormatText(s) }
 func (d *Dictionary) String() string { return FormatText(d) }
 func (e *Embedded) String() string   { return FormatText(e) }
 func (a *Annotated) String() string  { return FormatText(a) }
+
+// entries are d's entries in the order to write them (SourceOrder).
+func (w *textWriter) entries(d *Dictionary) []DictEntry {
+	if !w.opts.SourceOrder || len(d.entries) < 2 {
+		return d.entries
+	}
+	offset := func(e DictEntry) (int, bool) {
+		a, ok := e.Key.(*Annotated)
+		if !ok || !a.Pos.IsValid() {
+			return 0, false
+		}
+		return a.Pos.Offset, true
+	}
+	prev := -1
+	inOrder := true
+	for _, e := range d.entries {
+		off, ok := offset(e)
+		if !ok {
+			return d.entries
+		}
+		inOrder = inOrder && off > prev
+		prev = off
+	}
+	if inOrder {
+		return d.entries
+	}
+	out := slices.Clone(d.entries)
+	slices.SortStableFunc(out, func(a, b DictEntry) int {
+		oa, _ := offset(a)
+		ob, _ := offset(b)
+		return oa - ob
+	})
+	return out
+}

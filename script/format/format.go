@@ -321,7 +321,7 @@ func onlyLineAnnotations(v preserves.Value) bool {
 // layout, the one layout of values (preserves.AppendIndented), with argv
 // lists kept whole; depth is the indentation level of the line it starts on.
 func (f *formatter) data(v preserves.Value, depth int) {
-	f.buf = preserves.AppendIndented(f.buf, v, depth, preserves.WriterOptions{Indent: indentUnit, Annotations: true, AtomLists: true})
+	f.buf = preserves.AppendIndented(f.buf, v, depth, preserves.WriterOptions{Indent: indentUnit, Annotations: true, AtomLists: true, SourceOrder: true})
 }
 
 // valueEnd returns the offset just past the value that starts at src[i],
