@@ -3,15 +3,20 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/syndicate-go/syndicate/services/admin/status"
 )
 
 // Issue 22's rows on logs, one test each: what a daemon says while it is
@@ -72,11 +77,25 @@ func TestE2ELogDirRefusesSymlinks(t *testing.T) {
 <require-service <daemon sd>>
 <daemon sd <one-shot "echo to-elsewhere">>
 `)
-	r := start(t, "--log-dir", logs, "-c", dir)
+	sock := filepath.Join(dir, "admin.sock")
+	r := start(t, "--log-dir", logs, "-c", dir, "--admin-socket", sock)
 	eventually(t, 10*time.Second, "both refusals", func() bool {
 		return r.stderr.Has(`cannot write service log`, `daemon-sym/current: a symbolic link`) &&
 			r.stderr.Has(`cannot write service log`, `daemon-sd: not a directory`)
 	})
+	// The operator sees why in status: the line lost and the refusal.
+	client := buildClient(t)
+	eventually(t, 10*time.Second, "the refusal in status", func() bool {
+		out, err := exec.Command(client, "--admin", sock, "status", "<daemon sym>").CombinedOutput()
+		return err == nil && regexp.MustCompile(`(?m)^  log: +1 log lines dropped \(refused: .*a symbolic link`).Match(out)
+	})
+	out, err := exec.Command(client, "--admin", sock, "status", "--json").Output()
+	require.NoError(t, err)
+	var svcs []status.Service
+	require.NoError(t, json.Unmarshal(out, &svcs))
+	i := slices.IndexFunc(svcs, func(s status.Service) bool { return s.Name == "<daemon sd>" })
+	require.GreaterOrEqual(t, i, 0, "%s", out)
+	require.Regexp(t, `^refused: .*not a directory`, svcs[i].LogDropReason)
 	require.Equal(t, 0, r.stop(t))
 	require.Empty(t, readFile(victim))
 	es, _ := os.ReadDir(elsewhere)
