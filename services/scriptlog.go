@@ -19,36 +19,14 @@ import (
 // dictionary), so it cannot fail on any value: it may live in the
 // top-level actor.
 func NewScriptLog(t *dataspace.Turn, logds *dataspace.Ref) *dataspace.Ref {
-	return t.Create(&scriptLog{target: logds, held: map[dataspace.Handle]dataspace.Handle{}})
+	return t.Create(&scriptLog{Proxy{Target: logds}})
 }
 
-type scriptLog struct {
-	dataspace.BaseEntity
-	target *dataspace.Ref
-	held   map[dataspace.Handle]dataspace.Handle
-}
-
-func (s *scriptLog) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
-	s.held[h] = t.Assert(s.target, v)
-	return nil
-}
-
-func (s *scriptLog) Retract(t *dataspace.Turn, h dataspace.Handle) error {
-	if out, ok := s.held[h]; ok {
-		delete(s.held, h)
-		t.Retract(out)
-	}
-	return nil
-}
+// scriptLog is a Proxy that marks the messages.
+type scriptLog struct{ Proxy }
 
 func (s *scriptLog) Message(t *dataspace.Turn, v preserves.Value) error {
-	t.Message(s.target, MarkScript(v))
-	return nil
-}
-
-func (s *scriptLog) Sync(t *dataspace.Turn, peer *dataspace.Ref) error {
-	t.SyncPeer(s.target, peer)
-	return nil
+	return s.Proxy.Message(t, MarkScript(v))
 }
 
 // MarkScript returns v with the source of a `<log TIMESTAMP DETAIL>`

@@ -11,6 +11,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/syndicatego"
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services"
 )
 
 // Who asked (operator issue: "restart requested, and by whom"). A message
@@ -25,10 +26,8 @@ import (
 // originProxy is one admin connection's view of the config dataspace. It
 // lives in the connection's actor; its fields belong to that actor.
 type originProxy struct {
-	dataspace.BaseEntity
-	cfg  *dataspace.Ref
-	by   string
-	held map[dataspace.Handle]dataspace.Handle // peer's handle → ours at cfg
+	services.Proxy // to cfg
+	by             string
 }
 
 // operatorRequests are the labels of the messages whose origin is told.
@@ -40,7 +39,7 @@ var operatorRequests = map[preserves.Value]bool{
 }
 
 func newOriginProxy(cfg *dataspace.Ref, cred *unix.Ucred) *originProxy {
-	return &originProxy{cfg: cfg, by: describePeer(cred), held: map[dataspace.Handle]dataspace.Handle{}}
+	return &originProxy{Proxy: services.Proxy{Target: cfg}, by: describePeer(cred)}
 }
 
 // describePeer is who is at the other end: "uid 0, pid 4242 (syndicate
@@ -64,28 +63,9 @@ func describePeer(cred *unix.Ucred) string {
 	return who + ", over the admin socket"
 }
 
-func (p *originProxy) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
-	p.held[h] = t.Assert(p.cfg, v)
-	return nil
-}
-
-func (p *originProxy) Retract(t *dataspace.Turn, h dataspace.Handle) error {
-	if out, ok := p.held[h]; ok {
-		delete(p.held, h)
-		t.Retract(out)
-	}
-	return nil
-}
-
 func (p *originProxy) Message(t *dataspace.Turn, v preserves.Value) error {
 	if r, ok := v.(*preserves.Record); ok && len(r.Fields) > 0 && operatorRequests[r.Label] {
-		t.Message(p.cfg, syndicatego.RequestOrigin{Request: v, By: p.by}.ToValue())
+		t.Message(p.Target, syndicatego.RequestOrigin{Request: v, By: p.by}.ToValue())
 	}
-	t.Message(p.cfg, v)
-	return nil
-}
-
-func (p *originProxy) Sync(t *dataspace.Turn, peer *dataspace.Ref) error {
-	t.SyncPeer(p.cfg, peer)
-	return nil
+	return p.Proxy.Message(t, v)
 }

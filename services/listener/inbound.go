@@ -24,49 +24,30 @@ import (
 // It lives in the connection actor's root facet, so the record goes with
 // the connection.
 type gatekeeperTap struct {
-	gk      *dataspace.Ref
-	cfg     *dataspace.Ref
-	subject preserves.Value
-	now     func() time.Time
-	fwd     map[dataspace.Handle]dataspace.Handle
-	granted map[*answerTap]preserves.Value // taps holding an ok answer → their step
-	since   time.Time
-	pub     services.ConnPublisher
+	services.Proxy // to the gatekeeper
+	cfg            *dataspace.Ref
+	subject        preserves.Value
+	now            func() time.Time
+	granted        map[*answerTap]preserves.Value // taps holding an ok answer → their step
+	since          time.Time
+	pub            services.ConnPublisher
 }
 
 func newGatekeeperTap(gk, cfg *dataspace.Ref, subject preserves.Value) *gatekeeperTap {
-	return &gatekeeperTap{gk: gk, cfg: cfg, subject: subject, now: time.Now,
-		fwd: make(map[dataspace.Handle]dataspace.Handle), granted: make(map[*answerTap]preserves.Value)}
+	return &gatekeeperTap{Proxy: services.Proxy{Target: gk}, cfg: cfg, subject: subject, now: time.Now,
+		granted: make(map[*answerTap]preserves.Value)}
 }
 
 func (g *gatekeeperTap) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
 	if r, err := gkschema.ParseResolve(v); err == nil {
 		if obs, isRef := r.Observer.(*dataspace.Ref); isRef {
-			tap := &answerTap{g: g, obs: obs, step: services.RedactStep(r.Step.StepType, r.Step.Detail),
-				fwd: make(map[dataspace.Handle]dataspace.Handle), oks: make(map[dataspace.Handle]bool)}
+			tap := &answerTap{Proxy: services.Proxy{Target: obs}, g: g, step: services.RedactStep(r.Step.StepType, r.Step.Detail),
+				oks: make(map[dataspace.Handle]bool)}
 			r.Observer = t.Create(tap)
 			v = r.ToValue()
 		}
 	}
-	g.fwd[h] = t.Assert(g.gk, v)
-	return nil
-}
-
-func (g *gatekeeperTap) Retract(t *dataspace.Turn, h dataspace.Handle) error {
-	if fh, ok := g.fwd[h]; ok {
-		delete(g.fwd, h)
-		t.Retract(fh)
-	}
-	return nil
-}
-
-func (g *gatekeeperTap) Message(t *dataspace.Turn, v preserves.Value) error {
-	t.Message(g.gk, v)
-	return nil
-}
-
-func (g *gatekeeperTap) Sync(t *dataspace.Turn, peer *dataspace.Ref) error {
-	t.SyncPeer(g.gk, peer)
+	g.Pass(t, v, h)
 	return nil
 }
 
@@ -93,16 +74,14 @@ func (g *gatekeeperTap) publish(t *dataspace.Turn) {
 // answerTap passes the gatekeeper's answers to the peer's observer, noting
 // the grants.
 type answerTap struct {
-	dataspace.BaseEntity
-	g    *gatekeeperTap
-	obs  *dataspace.Ref
-	step preserves.Value
-	fwd  map[dataspace.Handle]dataspace.Handle
-	oks  map[dataspace.Handle]bool // the answers that granted
+	services.Proxy // to the peer's observer
+	g              *gatekeeperTap
+	step           preserves.Value
+	oks            map[dataspace.Handle]bool // the answers that granted
 }
 
 func (a *answerTap) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
-	a.fwd[h] = t.Assert(a.obs, v)
+	a.Pass(t, v, h)
 	if r, _ := rpc.ParseResult(v); r != nil {
 		if _, isOk := r.(rpc.ResultOk); isOk {
 			a.oks[h] = true
@@ -114,10 +93,7 @@ func (a *answerTap) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Han
 }
 
 func (a *answerTap) Retract(t *dataspace.Turn, h dataspace.Handle) error {
-	if fh, ok := a.fwd[h]; ok {
-		delete(a.fwd, h)
-		t.Retract(fh)
-	}
+	_ = a.Proxy.Retract(t, h)
 	if a.oks[h] {
 		delete(a.oks, h)
 		if len(a.oks) == 0 {
@@ -128,7 +104,8 @@ func (a *answerTap) Retract(t *dataspace.Turn, h dataspace.Handle) error {
 	return nil
 }
 
-func (a *answerTap) Message(t *dataspace.Turn, v preserves.Value) error {
-	t.Message(a.obs, v)
-	return nil
+// Sync is answered by the tap itself (BaseEntity's), not forwarded to
+// the observer.
+func (a *answerTap) Sync(t *dataspace.Turn, peer *dataspace.Ref) error {
+	return dataspace.BaseEntity{}.Sync(t, peer)
 }
