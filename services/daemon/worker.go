@@ -52,6 +52,9 @@ type daemonRun struct {
 	// restartBy is who asked for the restart request about to arrive
 	// (`<request-origin …>`), "" when unknown.
 	restartBy string
+	// lastSpec is the text of the spec declared last, so that the same
+	// spec declared again (a new worker's) is not logged as a change.
+	lastSpec string
 	// specsSeen counts the specs declared, so that a second one is
 	// logged as a change.
 	specsSeen int
@@ -302,11 +305,17 @@ func (w *worker) specAsserted(t *dataspace.Turn, raw preserves.Value, at preserv
 	}
 	r.spec = spec
 	w.d.specsSeen++
-	if w.d.specsSeen > 1 {
+	text := preserves.FormatText(raw)
+	switch {
+	case w.d.specsSeen > 1 && text == w.d.lastSpec:
+		// The same spec again, after a restart-service or a worker
+		// crash: nothing changed, and the restart is logged already.
+	case w.d.specsSeen > 1:
 		w.d.logEvent(t, 0, logEvSpecChanged, "spec changed: "+preserves.Show(raw))
-	} else {
+	default:
 		w.d.logEvent(t, 0, logEvDeclared, "declared: "+preserves.Show(raw))
 	}
+	w.d.lastSpec = text
 	// Misspelt keys are ignored, as by the reference, but not silently.
 	for _, msg := range spec.Unknown {
 		w.d.log.Warn().Str("pos", at.String()).Msg(msg)
