@@ -124,6 +124,10 @@ type dirWriter struct {
 	now     func() time.Time
 	rootFD  *os.File            // the root, opened once it exists
 	failing map[string]*lostRun // directories whose last write failed
+	// rotated caches each directory's rotated files, oldest first, so
+	// that a rotation does not list the directory (it is listed again
+	// every relistEvery rotations, in case someone else changed it).
+	rotated map[string]*rotatedList
 	// lost, when set, is told of each failing spell of a directory and of
 	// its end (the logger shows the count in `syndicate status`). It is
 	// called on the writer's goroutine.
@@ -148,7 +152,7 @@ type openFile struct {
 
 func newDirWriter(root string, size int64, count int, queueBytes int64, log zerolog.Logger, now func() time.Time) *dirWriter {
 	return &dirWriter{root: root, size: size, count: count, queueBytes: queueBytes, log: log,
-		queue: make(chan fileChunk, 1024), space: make(chan struct{}, 1), free: make(chan []byte, 8), done: make(chan struct{}), open: map[string]*openFile{}, now: now, failing: map[string]*lostRun{}}
+		queue: make(chan fileChunk, 1024), space: make(chan struct{}, 1), free: make(chan []byte, 8), done: make(chan struct{}), open: map[string]*openFile{}, now: now, failing: map[string]*lostRun{}, rotated: map[string]*rotatedList{}}
 }
 
 // buffer returns an empty buffer of at least size bytes for a chunk,
@@ -501,18 +505,42 @@ func (w *dirWriter) rotate(dir string, of *openFile) error {
 		return &os.PathError{Op: "rename", Path: filepath.Join(of.dir.Name(), "current"), Err: err}
 	}
 	_ = of.dir.Sync() // the rename itself survives a crash
-	old, err := rotatedNames(of.dir)
-	if err != nil {
-		return err
-	}
-	for len(old) > w.count {
-		if err := unix.Unlinkat(dfd, old[0], 0); err != nil {
-			return fmt.Errorf("removing an old log: %w", &os.PathError{Op: "unlink", Path: filepath.Join(of.dir.Name(), old[0]), Err: err})
+	rl := w.rotated[dir]
+	if rl == nil || rl.since >= relistEvery {
+		names, err := rotatedNames(of.dir)
+		if err != nil {
+			delete(w.rotated, dir)
+			return err
 		}
-		old = old[1:]
+		if len(w.rotated) >= 4*maxOpenFiles {
+			clear(w.rotated) // bounded: the lists are only a cache
+		}
+		rl = &rotatedList{names: names}
+		w.rotated[dir] = rl
+	} else {
+		rl.names = append(rl.names, name)
+		rl.since++
+	}
+	for len(rl.names) > w.count {
+		// Gone already (someone else removed it) is as good as removed.
+		if err := unix.Unlinkat(dfd, rl.names[0], 0); err != nil && err != unix.ENOENT {
+			delete(w.rotated, dir)
+			return fmt.Errorf("removing an old log: %w", &os.PathError{Op: "unlink", Path: filepath.Join(of.dir.Name(), rl.names[0]), Err: err})
+		}
+		rl.names = rl.names[1:]
 	}
 	return nil
 }
+
+// rotatedList is a directory's rotated files, oldest first, as the writer
+// made them since it last listed the directory.
+type rotatedList struct {
+	names []string
+	since int // rotations since the listing
+}
+
+// relistEvery is how many rotations trust the cached list.
+const relistEvery = 16
 
 // rotatedNames lists the rotated files of the open directory d, oldest
 // first.
