@@ -63,6 +63,7 @@ package preserves
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"hash/maphash"
 	"math"
@@ -504,7 +505,7 @@ func Compare(a, b Value) int {
 		}
 		return 1
 	case Double:
-		return cmpUint(doubleKey(x.bits), doubleKey(b.(Double).bits))
+		return cmp.Compare(doubleKey(x.bits), doubleKey(b.(Double).bits))
 	case Int:
 		if y, ok := b.(Int); ok {
 			switch {
@@ -558,7 +559,7 @@ func Compare(a, b Value) int {
 				return c
 			}
 		}
-		return cmpInt(len(x.entries), len(y.entries))
+		return cmp.Compare(len(x.entries), len(y.entries))
 	case *Embedded:
 		return compareEmbedded(x.Payload, b.(*Embedded).Payload)
 	}
@@ -572,26 +573,6 @@ func doubleKey(bits uint64) uint64 {
 	return bits | 1<<63
 }
 
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func cmpInt(a, b int) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 func compareSlices(xs, ys []Value) int {
 	n := min(len(xs), len(ys))
 	for i := 0; i < n; i++ {
@@ -599,7 +580,7 @@ func compareSlices(xs, ys []Value) int {
 			return c
 		}
 	}
-	return cmpInt(len(xs), len(ys))
+	return cmp.Compare(len(xs), len(ys))
 }
 
 func compareEmbedded(a, b any) int {
@@ -623,7 +604,7 @@ func compareEmbedded(a, b any) int {
 		return 0
 	}
 	// Identity order for opaque payloads: stable within one process.
-	return cmpUint(uint64(Identity(a)), uint64(Identity(b)))
+	return cmp.Compare(uint64(Identity(a)), uint64(Identity(b)))
 }
 
 func typeName(t reflect.Type) string {
