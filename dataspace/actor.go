@@ -441,11 +441,20 @@ func (m *mailbox) kick() {
 
 // take returns the queued batches, recycling done (the previous take's,
 // handled) as the next queue. On an empty queue it returns nil and the
-// drain must end: it no longer counts as running.
+// drain must end: it no longer counts as running; unless the actor is
+// dead: then it returns an empty queue, and the drain, still running,
+// finishes the actor.
 func (m *mailbox) take(done []*batch) []*batch {
 	m.mu.Lock()
 	q := m.q
 	if len(q) == 0 {
+		if m.a.dead.Load() {
+			// Keep the drain running: it must finish the actor. Checked
+			// under m.mu, so a terminate whose kick found the drain
+			// running (and so started none) is seen here.
+			m.mu.Unlock()
+			return []*batch{}
+		}
 		m.running = false
 		if done != nil {
 			m.spare = done[:0]

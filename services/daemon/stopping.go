@@ -16,7 +16,7 @@ import (
 // "stopping".
 //
 // The assertion is made by an actor of its own, the board, through a
-// synchronous Activate from the worker's turn that withdraws the
+// synchronous ActivateNow from the worker's turn that withdraws the
 // process-status: the board's turn commits first, so the config
 // dataspace never shows the daemon with neither. The board only ever
 // takes its own turn lock, so activating it cannot deadlock.
@@ -46,7 +46,10 @@ func (b *stoppingBoard) activate(fn func(t *dataspace.Turn)) {
 	fr, ready := b.fr, b.ready
 	b.mu.Unlock()
 	if ready {
-		fr.Activate(func(t *dataspace.Turn) error { fn(t); return nil })
+		// ActivateNow: begin runs inside the worker's turn, where Activate
+		// must not be called (it may wait for debt on the board's outside
+		// account, which a turn must never do).
+		fr.ActivateNow(func(t *dataspace.Turn) error { fn(t); return nil })
 	}
 }
 
