@@ -290,6 +290,9 @@ func (a *Actor) handle(b *batch) {
 // f active, or the events of b. On success the turn commits; on failure it
 // rolls back and the actor crashes. Caller holds mu.
 func (a *Actor) runTurn(f *facet, fn func(t *Turn) error, b *batch, acct *Account) {
+	if checkTurns {
+		defer enterTurn(a)()
+	}
 	t := &a.turn
 	t.begin(f)
 	t.acct = acct

@@ -124,7 +124,11 @@
 //   - timers ([Turn.After], [Turn.Every], the timer driver, retries);
 //   - anything already inside a turn: a turn must not call Activate at all
 //     (use the Turn's methods, or ActivateNow for another actor), since a
-//     turn waiting for debt may be the one that would repay it.
+//     turn waiting for debt may be the one that would repay it. Race
+//     builds (go test -race) check this: the paced Activate from inside
+//     any turn, and any activation of the turn's own actor, panic with an
+//     [ActivateInTurnError], which crashes the calling actor instead of
+//     deadlocking it (turncheck.go).
 //
 // # Tracing and statistics
 //

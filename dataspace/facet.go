@@ -257,6 +257,9 @@ func (r FacetRef) ActivateContext(ctx context.Context, fn func(t *Turn) error) (
 	if a == nil || a.dead.Load() {
 		return false, nil
 	}
+	if checkTurns {
+		checkNotInTurn("Activate", a, true)
+	}
 	if a.ext.Debt() > ActivateHighWater {
 		// The slow path: also stop waiting when the actor ends.
 		wctx, cancel := context.WithCancel(ctx)
@@ -292,6 +295,9 @@ func (r FacetRef) ActivateAccount(acct *Account, fn func(t *Turn) error) bool {
 	a := r.a
 	if a == nil || a.dead.Load() {
 		return false
+	}
+	if checkTurns {
+		checkNotInTurn("ActivateNow (or ActivateAccount)", a, false)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -1,0 +1,5 @@
+//go:build !race
+
+package dataspace
+
+const checkTurns = false
