@@ -66,6 +66,13 @@ func (m *Manager) New(name string, l Limits) (*Group, error) {
 			return nil, fmt.Errorf("cgroup: %w", err)
 		}
 		g.v1[c] = dir
+		if c == "memory" {
+			// On the direct path the daemon joins its v1 groups just
+			// after fork; its charges so far move with it, so that its
+			// figures in status are not zero. Best effort: kernels that
+			// dropped the knob have v2 memory instead.
+			_ = os.WriteFile(filepath.Join(dir, "memory.move_charge_at_immigrate"), []byte("3"), 0)
+		}
 	}
 	g.apply(l)
 	return g, nil

@@ -27,11 +27,13 @@ func (g *Group) Stats() Stats {
 		s.Memory = readInt(filepath.Join(d, "memory.usage_in_bytes"))
 		s.OOMKills = readKey(filepath.Join(d, "memory.oom_control"), "oom_kill")
 	}
+	// The v2 group is joined at fork, so its membership is exact; a v1
+	// pids group may be joined just after fork on the direct path, and
+	// would miss what the daemon forked first. So v1 counts only where
+	// there is no v2 group.
 	switch d, ok := g.v1["pids"]; {
 	case g.m.v2ctl["pids"]:
 		s.Tasks = readInt(filepath.Join(g.v2, "pids.current"))
-	case ok:
-		s.Tasks = readInt(filepath.Join(d, "pids.current"))
 	case g.v2 != "":
 		// Without a pids controller, the threads listed are the count.
 		if t := readString(filepath.Join(g.v2, "cgroup.threads")); t == "" {
@@ -39,6 +41,8 @@ func (g *Group) Stats() Stats {
 		} else {
 			s.Tasks = int64(strings.Count(t, "\n") + 1)
 		}
+	case ok:
+		s.Tasks = readInt(filepath.Join(d, "pids.current"))
 	}
 	return s
 }
