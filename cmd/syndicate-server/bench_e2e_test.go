@@ -29,15 +29,8 @@ $log ! <log "-" {line: "first script"}>
 	}
 	var samples []time.Duration
 	for i := 0; i < b.N; i++ {
-		out := &testutil.Buffer{}
-		cmd := exec.Command(serverBin, "--no-banner", "--log-format", "json", "--admin-socket", "-", "-c", dir)
-		cmd.Stderr = out
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		begin := time.Now()
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		stopOnFailure(b, cmd)
+		cmd, out := startBenchServer(b, "-c", dir)
 		for !strings.Contains(out.String(), "first script") {
 			if time.Since(begin) > 10*time.Second {
 				b.Fatalf("no output: %s", out.String())
@@ -60,14 +53,7 @@ $log ! <log "-" {line: "first script"}>
 func BenchmarkIdleRSS(b *testing.B) {
 	var total float64
 	for i := 0; i < b.N; i++ {
-		out := &testutil.Buffer{}
-		cmd := exec.Command(serverBin, "--no-banner", "--log-format", "json", "--admin-socket", "-", "-c", "../../etc/syndicate")
-		cmd.Stderr = out
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		stopOnFailure(b, cmd)
+		cmd, out := startBenchServer(b, "-c", "../../etc/syndicate")
 		begin := time.Now()
 		for !strings.Contains(out.String(), "heartbeat daemon is ready") {
 			if time.Since(begin) > 10*time.Second {
@@ -87,6 +73,22 @@ func BenchmarkIdleRSS(b *testing.B) {
 // stopOnFailure makes sure a server started by a benchmark never outlives it,
 // even when the benchmark fails before stopping it: the whole process group
 // is killed at cleanup (a no-op when it already exited).
+// startBenchServer starts the server for a benchmark with JSON logs on
+// its stderr (returned) and no admin socket, in a process group of its
+// own that is killed when the benchmark ends.
+func startBenchServer(b *testing.B, args ...string) (*exec.Cmd, *testutil.Buffer) {
+	b.Helper()
+	out := &testutil.Buffer{}
+	cmd := exec.Command(serverBin, append([]string{"--no-banner", "--log-format", "json", "--admin-socket", "-"}, args...)...)
+	cmd.Stderr = out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	stopOnFailure(b, cmd)
+	return cmd, out
+}
+
 func stopOnFailure(b *testing.B, cmd *exec.Cmd) {
 	b.Cleanup(func() {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)

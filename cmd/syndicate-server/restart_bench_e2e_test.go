@@ -5,7 +5,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -56,13 +55,7 @@ func restartDeltas(b *testing.B, keys string, n int) []time.Duration {
 	if err := os.WriteFile(filepath.Join(dir, "flap.pr"), []byte(script), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	cmd := exec.Command(serverBin, "--no-banner", "--log-format", "json", "--admin-socket", "-", "-c", filepath.Join(dir, "flap.pr"))
-	cmd.Stderr = &testutil.Buffer{}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	stopOnFailure(b, cmd)
+	cmd, _ := startBenchServer(b, "-c", filepath.Join(dir, "flap.pr"))
 	var d []time.Duration
 	// Restarts take long by design here (a loaded machine, the helper's
 	// extra exec): a patience of its own.

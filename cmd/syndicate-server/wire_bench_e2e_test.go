@@ -50,14 +50,7 @@ func startWireServer(b *testing.B) *wireServer {
 		b.Fatal(err)
 	}
 	port := freePort(b)
-	stderr := &testutil.Buffer{}
-	cmd := exec.Command(serverBin, "--no-banner", "--log-format", "json", "--admin-socket", "-", "-p", strconv.Itoa(port), "-c", dir)
-	cmd.Stderr = stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	stopOnFailure(b, cmd)
+	cmd, stderr := startBenchServer(b, "-p", strconv.Itoa(port), "-c", dir)
 	testutil.WaitFor(b, "the listener", func() bool { return strings.Contains(stderr.String(), `"message":"listening"`) })
 	if f := os.Getenv("WIRE_SERVER_PID_FILE"); f != "" {
 		os.WriteFile(f, []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644)
@@ -403,14 +396,7 @@ func BenchmarkDaemonPSS(b *testing.B) {
 	n := envInt("DAEMONS", 1000)
 	for range b.N {
 		dir := b.TempDir()
-		stderr := &testutil.Buffer{}
-		cmd := exec.Command(serverBin, "--no-banner", "--log-format", "json", "--admin-socket", "-", "-c", dir)
-		cmd.Stderr = stderr
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		stopOnFailure(b, cmd)
+		cmd, _ := startBenchServer(b, "-c", dir)
 		pid := cmd.Process.Pid
 		time.Sleep(2 * time.Second)
 		before := smapsPss(b, pid)
@@ -490,13 +476,7 @@ func BenchmarkDaemonRestart(b *testing.B) {
 		if err := os.WriteFile(filepath.Join(dir, "flap.pr"), []byte(script), 0o644); err != nil {
 			b.Fatal(err)
 		}
-		cmd := exec.Command(serverBin, "--no-banner", "--log-format", "json", "--admin-socket", "-", "-c", filepath.Join(dir, "flap.pr"))
-		cmd.Stderr = &testutil.Buffer{}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		stopOnFailure(b, cmd)
+		cmd, _ := startBenchServer(b, "-c", filepath.Join(dir, "flap.pr"))
 		var ts []int64
 		testutil.WaitFor(b, "the restarts", func() bool {
 			data, _ := os.ReadFile(stamps)
