@@ -6,7 +6,7 @@ package dataspace
 // receive lasts: run a facet (a During, a gatekeeper's resolution, a
 // static file request), or hold an assertion of their own elsewhere (a
 // mirror). Retract names only the handle, so they keep a map from it;
-// these two maps hold the Retract side once.
+// these maps hold the Retract side once.
 
 // HandleFacets maps the handles of the assertions an entity holds to the
 // facets it runs for them.
@@ -39,4 +39,17 @@ func (m HandleAssertions) Retract(t *Turn, h Handle) {
 		delete(m, h)
 		t.Retract(x)
 	}
+}
+
+// Held maps the handles of the assertions an entity holds to what it
+// keeps of each, for its Retract.
+type Held[T any] map[Handle]T
+
+// Take removes and returns what was kept for h; ok is false when nothing
+// was (an assertion the entity ignored). Call it from Retract.
+func (m Held[T]) Take(h Handle) (v T, ok bool) {
+	if v, ok = m[h]; ok {
+		delete(m, h)
+	}
+	return v, ok
 }

@@ -23,7 +23,7 @@ import (
 // The forwarder does nothing with the values but store and pass them on,
 // so it cannot fail on any value: it may live in the top-level actor.
 func NewForwarder(t *dataspace.Turn) (public, control *dataspace.Ref) {
-	f := &forwarder{held: make(map[dataspace.Handle]*forwarded)}
+	f := &forwarder{held: dataspace.Held[*forwarded]{}}
 	return t.Create(f), t.Create(&forwardControl{f: f})
 }
 
@@ -36,7 +36,7 @@ type forwarder struct {
 	dataspace.BaseEntity
 	target  *dataspace.Ref
 	targetH dataspace.Handle // the control assertion that named target
-	held    map[dataspace.Handle]*forwarded
+	held    dataspace.Held[*forwarded]
 }
 
 func (f *forwarder) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
@@ -49,8 +49,7 @@ func (f *forwarder) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Han
 }
 
 func (f *forwarder) Retract(t *dataspace.Turn, h dataspace.Handle) error {
-	if x, ok := f.held[h]; ok {
-		delete(f.held, h)
+	if x, ok := f.held.Take(h); ok {
 		if x.out != 0 {
 			t.Retract(x.out)
 		}

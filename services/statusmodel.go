@@ -128,7 +128,7 @@ func (m *StatusModel) Watch(t *dataspace.Turn, cfg *dataspace.Ref, label preserv
 	for i := range fields {
 		fields[i] = pattern.Capture()
 	}
-	w := &watcher{n: n, held: map[dataspace.Handle][]preserves.Value{}, change: func(t *dataspace.Turn, caps []preserves.Value, d int) {
+	w := &watcher{n: n, held: dataspace.Held[[]preserves.Value]{}, change: func(t *dataspace.Turn, caps []preserves.Value, d int) {
 		if m.Locker != nil {
 			m.Locker.Lock()
 		}
@@ -147,7 +147,7 @@ func (m *StatusModel) Watch(t *dataspace.Turn, cfg *dataspace.Ref, label preserv
 type watcher struct {
 	dataspace.BaseEntity
 	n      int
-	held   map[dataspace.Handle][]preserves.Value
+	held   dataspace.Held[[]preserves.Value]
 	change func(t *dataspace.Turn, caps []preserves.Value, d int)
 }
 
@@ -162,8 +162,7 @@ func (w *watcher) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handl
 }
 
 func (w *watcher) Retract(t *dataspace.Turn, h dataspace.Handle) error {
-	if caps, ok := w.held[h]; ok {
-		delete(w.held, h)
+	if caps, ok := w.held.Take(h); ok {
 		w.change(t, caps, -1)
 	}
 	return nil

@@ -21,7 +21,7 @@ import (
 // observer is an entity receiving the captures of one subscription.
 type observer struct {
 	dataspace.BaseEntity
-	held      map[dataspace.Handle][]preserves.Value
+	held      dataspace.Held[[]preserves.Value]
 	onAssert  func(t *dataspace.Turn, caps []preserves.Value)
 	onRetract func(t *dataspace.Turn, caps []preserves.Value)
 	onMessage func(t *dataspace.Turn, caps []preserves.Value)
@@ -37,7 +37,7 @@ func captures(v preserves.Value) []preserves.Value {
 func (o *observer) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
 	caps := captures(v)
 	if o.held == nil {
-		o.held = map[dataspace.Handle][]preserves.Value{}
+		o.held = dataspace.Held[[]preserves.Value]{}
 	}
 	o.held[h] = caps
 	if o.onAssert != nil {
@@ -47,11 +47,10 @@ func (o *observer) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Hand
 }
 
 func (o *observer) Retract(t *dataspace.Turn, h dataspace.Handle) error {
-	caps, ok := o.held[h]
+	caps, ok := o.held.Take(h)
 	if !ok {
 		return nil
 	}
-	delete(o.held, h)
 	if o.onRetract != nil {
 		o.onRetract(t, caps)
 	}

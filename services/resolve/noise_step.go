@@ -32,7 +32,7 @@ func (s *svc) noiseStep(t *dataspace.Turn, originv, specv preserves.Value) {
 		t.Assert(s.cfg, answer(req, fail(preserves.String(err.Error()))))
 		return
 	}
-	obs := t.Create(&noiseObserver{s: s, req: req, spec: spec, out: make(map[dataspace.Handle]noiseAnswer)})
+	obs := t.Create(&noiseObserver{s: s, req: req, spec: spec, out: dataspace.Held[noiseAnswer]{}})
 	t.Assert(origin, gkschema.Resolve{Step: gkschema.Step{StepType: noisesession.SymNoise, Detail: spec.Service}, Observer: obs}.ToValue())
 }
 
@@ -49,7 +49,7 @@ type noiseObserver struct {
 	s    *svc
 	req  preserves.Value
 	spec *noisesession.Spec
-	out  map[dataspace.Handle]noiseAnswer
+	out  dataspace.Held[noiseAnswer]
 	// failed is the `<error "…">` answer of the latest failed session. It
 	// belongs to the question, not to the `<ok>` it came from (a responder
 	// withdraws its `<ok>` as soon as the session ends), and goes when a
@@ -70,11 +70,10 @@ func (o *noiseObserver) Assert(t *dataspace.Turn, v preserves.Value, h dataspace
 }
 
 func (o *noiseObserver) Retract(t *dataspace.Turn, h dataspace.Handle) error {
-	a, ok := o.out[h]
+	a, ok := o.out.Take(h)
 	if !ok {
 		return nil
 	}
-	delete(o.out, h)
 	t.Retract(a.relayed)
 	if a.facet != 0 {
 		t.StopFacet(a.facet) // the responder withdrew: the session ends

@@ -114,7 +114,7 @@ type recorder struct {
 	cfg      *dataspace.Ref
 	log      zerolog.Logger
 	services map[string]*history
-	held     map[dataspace.Handle]heldFact
+	held     dataspace.Held[heldFact]
 	rec      *services.Reconciler
 	full     bool // warned that MaxServices was reached
 	// allLive: the table is full and every history holds a fact, so a
@@ -144,7 +144,7 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) {
 		opts.MaxServices = 16384
 	}
 	r := &recorder{opts: opts, cfg: env.Config, log: env.Logger.With().Str("service", "timeline").Logger(),
-		services: map[string]*history{}, held: map[dataspace.Handle]heldFact{}}
+		services: map[string]*history{}, held: dataspace.Held[heldFact]{}}
 	r.rec = services.NewReconciler(t, r.flush)
 	t.Assert(env.Config, syndicatego.HistoryOrigin{At: services.StatusTime(opts.Now())}.ToValue())
 	ref := t.Create(r)
@@ -200,11 +200,10 @@ func (r *recorder) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Hand
 
 // Retract notes a fact disappearing.
 func (r *recorder) Retract(t *dataspace.Turn, h dataspace.Handle) error {
-	hf, ok := r.held[h]
+	hf, ok := r.held.Take(h)
 	if !ok {
 		return nil
 	}
-	delete(r.held, h)
 	hs := r.services[hf.key]
 	if hs == nil {
 		return nil

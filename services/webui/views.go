@@ -314,8 +314,7 @@ type observer struct {
 	dataspace.BaseEntity
 	f      *feed
 	synced bool // the first "matches" went: changes follow it
-	held   map[dataspace.Handle]string
-	ids    map[dataspace.Handle]uint64
+	held   dataspace.Held[shownAssertion]
 	next   uint64
 }
 
@@ -329,11 +328,11 @@ func (o *observer) render(v preserves.Value) string {
 
 func (o *observer) snapshot() map[string]any {
 	out := make([]shownAssertion, 0, min(len(o.held), maxShown))
-	for h, text := range o.held {
+	for _, a := range o.held {
 		if len(out) == maxShown {
 			break
 		}
-		out = append(out, shownAssertion{ID: o.ids[h], Text: text})
+		out = append(out, a)
 	}
 	slices.SortFunc(out, func(a, b shownAssertion) int { return int(a.ID) - int(b.ID) })
 	return map[string]any{"assertions": out, "total": len(o.held)}
@@ -342,7 +341,7 @@ func (o *observer) snapshot() map[string]any {
 func (o *observer) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle) error {
 	o.next++
 	text := o.render(v)
-	o.held[h], o.ids[h] = text, o.next
+	o.held[h] = shownAssertion{ID: o.next, Text: text}
 	if !o.synced {
 		return nil
 	}
@@ -353,16 +352,14 @@ func (o *observer) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Hand
 }
 
 func (o *observer) Retract(t *dataspace.Turn, h dataspace.Handle) error {
-	id, ok := o.ids[h]
+	a, ok := o.held.Take(h)
 	if !ok {
 		return nil
 	}
-	delete(o.held, h)
-	delete(o.ids, h)
 	if !o.synced {
 		return nil
 	}
-	if !o.f.push("change", observeChange{Op: "-", ID: id}) {
+	if !o.f.push("change", observeChange{Op: "-", ID: a.ID}) {
 		o.f.resync("matches", o.snapshot())
 	}
 	return nil
@@ -381,7 +378,7 @@ func (o *observer) Message(t *dataspace.Turn, v preserves.Value) error {
 // then "change" events), as `syndicate observe` prints them.
 func observeView(p pattern.Pattern) viewBoot {
 	return func(t *dataspace.Turn, cfg *dataspace.Ref, f *feed) error {
-		o := &observer{f: f, held: map[dataspace.Handle]string{}, ids: map[dataspace.Handle]uint64{}}
+		o := &observer{f: f, held: dataspace.Held[shownAssertion]{}}
 		ref := t.Create(o)
 		t.Assert(cfg, dataspace.Observe(pattern.Bind{Pattern: p}, ref))
 		t.Sync(cfg, func(*dataspace.Turn) error {
