@@ -118,15 +118,7 @@ func (cl *cli) logs(ctx context.Context, o logsOpts, args []string) error {
 // web>`), with unknown set to the error to report if it has no lines
 // either.
 func (cl *cli) logService(ctx context.Context, text string) (service preserves.Value, unknown, err error) {
-	a, err := readServiceArg(text)
-	if err != nil {
-		return nil, nil, err
-	}
-	names, err := cl.serviceNames(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	sel, err := a.selectFrom(names)
+	a, sel, err := cl.resolve(ctx, text)
 	var none *status.NoServiceError
 	switch {
 	case err == nil && len(sel) == 1:
