@@ -10,8 +10,6 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
-	"github.com/syndicate-go/syndicate/dataspace/schemas/externalservices"
-	"github.com/syndicate-go/syndicate/dataspace/schemas/syndicatego"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services/admin/cmdline"
 	"github.com/syndicate-go/syndicate/services/admin/session"
@@ -108,27 +106,10 @@ func (v *statusView) subscribe(ctx context.Context, gotOutput, updates chan stru
 				return nil
 			})
 		})
-		if v.literal != nil {
-			// Only the daemon service answers; for anything else this
-			// assertion is harmless and goes with the connection.
-			t.Assert(cfg, syndicatego.OutputRequest{ServiceName: v.literal}.ToValue())
-			t.Assert(cfg, syndicatego.StatsRequest{ServiceName: v.literal}.ToValue())
-		} else if v.o.json {
-			requestFigures(t, cfg)
-		}
+		v.m.Request(t, cfg, v.literal, v.o.json)
 		return nil
 	}, func(*dataspace.Turn, *dataspace.Ref) { live = true })
 	return s, err
-}
-
-// requestFigures asks for the figures of every running daemon, for as
-// long as it runs (`status --json`; the table has no room for them).
-func requestFigures(t *dataspace.Turn, cfg *dataspace.Ref) {
-	p := pattern.Rec(syndicatego.LabelProcessStatus, pattern.Bind{Pattern: pattern.Rec(externalservices.LabelDaemon, pattern.Discard{})}, pattern.Discard{})
-	t.During(cfg, p, func(t *dataspace.Turn, caps []preserves.Value) error {
-		t.Assert(cfg, syndicatego.StatsRequest{ServiceName: caps[0]}.ToValue())
-		return nil
-	})
 }
 
 func notify(ch chan struct{}) {
@@ -139,25 +120,14 @@ func notify(ch chan struct{}) {
 }
 
 // answered reports whether the daemon service has answered what the view
-// asked for: the output and figures of the one daemon named, the
-// figures of every running daemon for --json.
-func (v *statusView) answered() bool {
-	switch {
-	case v.literal != nil:
-		return v.m.HasOutput(v.literal) && !v.m.FiguresPending(v.literal)
-	case v.o.json:
-		return !v.m.FiguresPending(nil)
-	}
-	return true
-}
+// asked for.
+func (v *statusView) answered() bool { return v.m.Answered(v.literal, v.o.json) }
 
 // awaitOutput gives the daemon service a moment to answer the output and
 // figures requests (in turns of its own) when the one service named is
 // a running daemon, or (--json) any daemon runs.
 func (v *statusView) awaitOutput(ctx context.Context, gotOutput chan struct{}) {
-	r, ok := v.literal.(*preserves.Record)
-	daemon := ok && preserves.Equal(r.Label, externalservices.LabelDaemon) && v.m.IsRunning(v.literal)
-	if !daemon && !(v.literal == nil && v.o.json) {
+	if !v.m.AwaitsAnswer(v.literal, v.o.json) {
 		return
 	}
 	// A notice may be stale (answered before a process appeared): each

@@ -290,6 +290,48 @@ func (m *Model) FiguresPending(name preserves.Value) bool {
 	return false
 }
 
+// Request asks the daemon service for what it gives only on request, for
+// as long as the active facet lasts: the output and figures of the one
+// service named (for anything but a daemon the assertions are harmless),
+// else, with figures set, the figures of every running daemon (`status
+// --json`; the table has no room for them).
+func (m *Model) Request(t *dataspace.Turn, cfg *dataspace.Ref, name preserves.Value, figures bool) {
+	switch {
+	case name != nil:
+		t.Assert(cfg, syndicatego.OutputRequest{ServiceName: name}.ToValue())
+		t.Assert(cfg, syndicatego.StatsRequest{ServiceName: name}.ToValue())
+	case figures:
+		p := pattern.Rec(syndicatego.LabelProcessStatus, pattern.Bind{Pattern: pattern.Rec(externalservices.LabelDaemon, pattern.Discard{})}, pattern.Discard{})
+		t.During(cfg, p, func(t *dataspace.Turn, caps []preserves.Value) error {
+			t.Assert(cfg, syndicatego.StatsRequest{ServiceName: caps[0]}.ToValue())
+			return nil
+		})
+	}
+}
+
+// AwaitsAnswer reports whether a daemon service will answer Request with the
+// same arguments: the service named is a running daemon, or (no name,
+// figures set) any daemon may run.
+func (m *Model) AwaitsAnswer(name preserves.Value, figures bool) bool {
+	if name == nil {
+		return figures
+	}
+	r, ok := name.(*preserves.Record)
+	return ok && preserves.Equal(r.Label, externalservices.LabelDaemon) && m.IsRunning(name)
+}
+
+// Answered reports whether the daemon service has answered Request with
+// the same arguments.
+func (m *Model) Answered(name preserves.Value, figures bool) bool {
+	switch {
+	case name != nil:
+		return m.HasOutput(name) && !m.FiguresPending(name)
+	case figures:
+		return !m.FiguresPending(nil)
+	}
+	return true
+}
+
 // addFigures joins the figures of service k to its processes by pid.
 // Called with m.mu held.
 func (m *Model) addFigures(procs []Process, k string) {
