@@ -827,31 +827,26 @@ func textNewRecord(label Value, fields []Value) *Record {
 	case 0:
 		return &Record{Label: label}
 	case 1:
-		x := &struct {
-			r Record
-			f [1]Value
-		}{}
-		copy(x.f[:], fields)
-		x.r = Record{label, x.f[:]}
-		return &x.r
+		return recordWithArray(label, fields, func(a *[1]Value) []Value { return a[:] })
 	case 2:
-		x := &struct {
-			r Record
-			f [2]Value
-		}{}
-		copy(x.f[:], fields)
-		x.r = Record{label, x.f[:]}
-		return &x.r
+		return recordWithArray(label, fields, func(a *[2]Value) []Value { return a[:] })
 	case 3:
-		x := &struct {
-			r Record
-			f [3]Value
-		}{}
-		copy(x.f[:], fields)
-		x.r = Record{label, x.f[:]}
-		return &x.r
+		return recordWithArray(label, fields, func(a *[3]Value) []Value { return a[:] })
 	}
 	return &Record{Label: label, Fields: slices.Clone(fields)}
+}
+
+// recordWithArray allocates a record and its field array A (a [N]Value,
+// which slice views) in one object, with a copy of fields.
+func recordWithArray[A any](label Value, fields []Value, slice func(*A) []Value) *Record {
+	x := &struct {
+		r Record
+		f A
+	}{}
+	fs := slice(&x.f)
+	copy(fs, fields)
+	x.r = Record{label, fs}
+	return &x.r
 }
 
 func (r *TextReader) readSet(start int) Value {
