@@ -365,18 +365,16 @@ type errRefused struct{ path, why string }
 
 func (e *errRefused) Error() string { return e.path + ": " + e.why }
 
-// reasonOf is err as a short reason for `syndicate status`.
+// reasonOf is err as a short reason for `syndicate status`: for a full
+// disk, quota or file the system's own words, without the path.
 func reasonOf(err error) string {
 	var r *errRefused
+	var errno syscall.Errno
 	switch {
 	case errors.As(err, &r):
 		return "refused: " + r.Error()
-	case errors.Is(err, syscall.ENOSPC):
-		return "no space left on device"
-	case errors.Is(err, syscall.EDQUOT):
-		return "disk quota exceeded"
-	case errors.Is(err, syscall.EFBIG):
-		return "file too large"
+	case errors.As(err, &errno) && (errno == syscall.ENOSPC || errno == syscall.EDQUOT || errno == syscall.EFBIG):
+		return errno.Error()
 	}
 	return err.Error()
 }
