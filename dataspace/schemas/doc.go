@@ -11,9 +11,9 @@
 // protocol extensions (docs/protocol.md), `<process-status …>`,
 // `<service-info …>`, `<service-output …>`, `<status-text …>`,
 // `<service-history …>`, the logger's `<log-tail …>` family,
-// `<config-rescan>`, the `<timer-driver …>` service name and the shapes
-// of the daemon spec's extension keys. The services that
-// assert them and `syndicate` that reads them use its types and labels, so
+// `<config-rescan>`, `syndicate bench`'s messages, the `<timer-driver …>`
+// service name and the shapes of the daemon spec's extension keys. The
+// services that assert them and `syndicate` that reads them use its types and labels, so
 // a key or a field is written down once. Where a reader must tolerate
 // older or newer servers, the schema makes the key optional with the
 // `@present / @invalid / @absent` idiom (the daemon spec's).

@@ -69,6 +69,12 @@ const (
 	LabelUnix = preserves.Symbol("unix")
 	// LabelTimerDriver is the label of TimerDriver.
 	LabelTimerDriver = preserves.Symbol("timer-driver")
+	// LabelSyndicateBench is the label of Bench.
+	LabelSyndicateBench = preserves.Symbol("syndicate-bench")
+	// LabelSyndicateBenchRequest is the label of BenchRequest.
+	LabelSyndicateBenchRequest = preserves.Symbol("syndicate-bench-request")
+	// LabelSyndicateBenchReply is the label of BenchReply.
+	LabelSyndicateBenchReply = preserves.Symbol("syndicate-bench-reply")
 )
 
 // One per running daemon process, by the daemon service, withdrawn when
@@ -7397,4 +7403,94 @@ func (r StartMode) String() string {
 		return preserves.FormatText(startModeValues[r])
 	}
 	return "StartMode(" + strconv.Itoa(int(r)) + ")"
+}
+
+// `syndicate bench` (services/admin/bench), in the dataspace the bench's
+// sessions reach: a publisher's message, with the nanoseconds since the
+// run began, and a request and its reply through a responder. run, a
+// random id, keeps runs apart.
+type Bench struct {
+	Run     string
+	T       *big.Int
+	Payload preserves.Value
+}
+
+// ParseBench parses v as a Bench.
+func ParseBench(v preserves.Value) (Bench, error) {
+	var r, zero Bench
+	var err error
+	rec336, err := schema.AsRecordOf(v, LabelSyndicateBench, 3)
+	if err != nil {
+		return zero, err
+	}
+	if r.Run, err = schema.AsString(rec336.Fields[0]); err != nil {
+		return zero, schema.AtIn(err, v, "[0]")
+	}
+	if r.T, err = schema.AsInt(rec336.Fields[1]); err != nil {
+		return zero, schema.AtIn(err, v, "[1]")
+	}
+	r.Payload = rec336.Fields[2]
+	return r, nil
+}
+
+func (r Bench) ToValue() preserves.Value {
+	return preserves.NewRecord(LabelSyndicateBench, preserves.String(r.Run), schema.IntValue(r.T), r.Payload)
+}
+
+// BenchRequest is the record or collection pattern BenchRequest.
+type BenchRequest struct {
+	Run     string
+	Seq     *big.Int
+	Payload preserves.Value
+}
+
+// ParseBenchRequest parses v as a BenchRequest.
+func ParseBenchRequest(v preserves.Value) (BenchRequest, error) {
+	var r, zero BenchRequest
+	var err error
+	rec337, err := schema.AsRecordOf(v, LabelSyndicateBenchRequest, 3)
+	if err != nil {
+		return zero, err
+	}
+	if r.Run, err = schema.AsString(rec337.Fields[0]); err != nil {
+		return zero, schema.AtIn(err, v, "[0]")
+	}
+	if r.Seq, err = schema.AsInt(rec337.Fields[1]); err != nil {
+		return zero, schema.AtIn(err, v, "[1]")
+	}
+	r.Payload = rec337.Fields[2]
+	return r, nil
+}
+
+func (r BenchRequest) ToValue() preserves.Value {
+	return preserves.NewRecord(LabelSyndicateBenchRequest, preserves.String(r.Run), schema.IntValue(r.Seq), r.Payload)
+}
+
+// BenchReply is the record or collection pattern BenchReply.
+type BenchReply struct {
+	Run     string
+	Seq     *big.Int
+	Payload preserves.Value
+}
+
+// ParseBenchReply parses v as a BenchReply.
+func ParseBenchReply(v preserves.Value) (BenchReply, error) {
+	var r, zero BenchReply
+	var err error
+	rec338, err := schema.AsRecordOf(v, LabelSyndicateBenchReply, 3)
+	if err != nil {
+		return zero, err
+	}
+	if r.Run, err = schema.AsString(rec338.Fields[0]); err != nil {
+		return zero, schema.AtIn(err, v, "[0]")
+	}
+	if r.Seq, err = schema.AsInt(rec338.Fields[1]); err != nil {
+		return zero, schema.AtIn(err, v, "[1]")
+	}
+	r.Payload = rec338.Fields[2]
+	return r, nil
+}
+
+func (r BenchReply) ToValue() preserves.Value {
+	return preserves.NewRecord(LabelSyndicateBenchReply, preserves.String(r.Run), schema.IntValue(r.Seq), r.Payload)
 }

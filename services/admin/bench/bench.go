@@ -41,16 +41,11 @@ import (
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
+	"github.com/syndicate-go/syndicate/dataspace/schemas/syndicatego"
 	"github.com/syndicate-go/syndicate/dataspace/transport"
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/services/admin"
 	"github.com/syndicate-go/syndicate/services/admin/session"
-)
-
-var (
-	symBench      = preserves.Symbol("syndicate-bench")
-	symBenchReq   = preserves.Symbol("syndicate-bench-request")
-	symBenchReply = preserves.Symbol("syndicate-bench-reply")
 )
 
 // Options describe one run.
@@ -216,7 +211,7 @@ func (b *bench) subscribers(ctx context.Context, base time.Time, hist *histogram
 	o := b.o
 	for i := 0; i < o.Subs; i++ {
 		_, _, err := b.actor(ctx, fmt.Sprintf("bench-sub-%d", i), func(t *dataspace.Turn, cfg *dataspace.Ref) error {
-			p := pattern.Rec(symBench, pattern.Lit{Value: b.run}, pattern.Capture(), pattern.Discard{})
+			p := pattern.Rec(syndicatego.LabelSyndicateBench, pattern.Lit{Value: b.run}, pattern.Capture(), pattern.Discard{})
 			t.OnMessage(cfg, p, func(_ *dataspace.Turn, caps []preserves.Value) error {
 				now := time.Since(base)
 				if ts, ok := caps[0].(preserves.Int); ok {
@@ -291,7 +286,7 @@ func (b *bench) pubsub(ctx context.Context) (*pubsubResult, error) {
 			acct := dataspace.NewAccount()
 			for pctx.Err() == nil {
 				alive, err := p.fr.ActivatePaced(pctx, acct, o.Credit, func(t *dataspace.Turn) error {
-					m := preserves.NewRecord(symBench, b.run, preserves.Int(time.Since(base)), payload)
+					m := preserves.NewRecord(syndicatego.LabelSyndicateBench, b.run, preserves.Int(time.Since(base)), payload)
 					for k := 0; k < o.PerTurn; k++ {
 						t.Message(p.s.Cfg, m)
 					}
@@ -387,9 +382,9 @@ type reqrepResult struct {
 func (b *bench) reqrep(ctx context.Context) (*reqrepResult, error) {
 	o := b.o
 	rs, _, err := b.actor(ctx, "bench-responder", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
-		p := pattern.Rec(symBenchReq, pattern.Lit{Value: b.run}, pattern.Capture(), pattern.Capture())
+		p := pattern.Rec(syndicatego.LabelSyndicateBenchRequest, pattern.Lit{Value: b.run}, pattern.Capture(), pattern.Capture())
 		t.OnMessage(cfg, p, func(t *dataspace.Turn, caps []preserves.Value) error {
-			t.Message(cfg, preserves.NewRecord(symBenchReply, b.run, caps[0], caps[1]))
+			t.Message(cfg, preserves.NewRecord(syndicatego.LabelSyndicateBenchReply, b.run, caps[0], caps[1]))
 			return nil
 		})
 		return nil
@@ -410,10 +405,10 @@ func (b *bench) reqrep(ctx context.Context) (*reqrepResult, error) {
 			measureStart = time.Now()
 		}
 		sentAt = time.Now()
-		t.Message(cfg, preserves.NewRecord(symBenchReq, b.run, preserves.Int(seq), payload))
+		t.Message(cfg, preserves.NewRecord(syndicatego.LabelSyndicateBenchRequest, b.run, preserves.Int(seq), payload))
 	}
 	qs, qfr, err := b.actor(ctx, "bench-requester", func(t *dataspace.Turn, cfg *dataspace.Ref) error {
-		p := pattern.Rec(symBenchReply, pattern.Lit{Value: b.run}, pattern.Capture(), pattern.Discard{})
+		p := pattern.Rec(syndicatego.LabelSyndicateBenchReply, pattern.Lit{Value: b.run}, pattern.Capture(), pattern.Discard{})
 		t.OnMessage(cfg, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 			rtt := time.Since(sentAt)
 			seq, ok := caps[0].(preserves.Int)
