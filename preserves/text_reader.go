@@ -460,6 +460,21 @@ func textBareRune(c rune) bool {
 
 func textIsWS(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
+// textEscapes maps the letter of a one-letter escape to the byte it
+// stands for, in strings, symbols and byte strings alike;
+// textEscapeLetters is the inverse, for the writer.
+var (
+	textEscapes       = [256]byte{'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+	textEscapeLetters = func() (l [256]byte) {
+		for c, b := range textEscapes {
+			if b != 0 {
+				l[b] = byte(c)
+			}
+		}
+		return l
+	}()
+)
+
 func textHexVal(c byte) int {
 	switch {
 	case '0' <= c && c <= '9':
@@ -1198,16 +1213,8 @@ func (r *TextReader) readQuoted(quote byte, start int, what string) []byte {
 		switch e {
 		case '\\', '/':
 			out = append(out, e)
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
+		case 'b', 'f', 'n', 'r', 't':
+			out = append(out, textEscapes[e])
 		case 'u':
 			var ru rune
 			ru, i = r.readUnicodeEscape(i, what)
@@ -1279,16 +1286,8 @@ func (r *TextReader) readByteString(start int) []byte {
 		switch e {
 		case '\\', '/', '"':
 			out = append(out, e)
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
+		case 'b', 'f', 'n', 'r', 't':
+			out = append(out, textEscapes[e])
 		case 'x':
 			var b byte
 			for k := 2; k < 4; k++ {

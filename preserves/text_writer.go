@@ -606,16 +606,8 @@ func textAppendQuoted(buf []byte, s string, quote byte) []byte {
 		switch c {
 		case quote, '\\':
 			buf = append(buf, '\\', c)
-		case '\b':
-			buf = append(buf, `\b`...)
-		case '\f':
-			buf = append(buf, `\f`...)
-		case '\n':
-			buf = append(buf, `\n`...)
-		case '\r':
-			buf = append(buf, `\r`...)
-		case '\t':
-			buf = append(buf, `\t`...)
+		case '\b', '\f', '\n', '\r', '\t':
+			buf = append(buf, '\\', textEscapeLetters[c])
 		default:
 			if c < 0x20 || c == 0x7f {
 				buf = append(buf, `\u00`...)
