@@ -56,13 +56,16 @@ import (
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
-// The states of service.prs (its labels are service.Label…).
-const (
-	StateStarted  = preserves.Symbol("started")
-	StateReady    = preserves.Symbol("ready")
-	StateFailed   = preserves.Symbol("failed")
-	StateComplete = preserves.Symbol("complete")
+// The states of service.prs (its labels are service.Label…), as the
+// symbols they are on the wire.
+var (
+	StateStarted  = stateSymbol(service.StateStarted{})
+	StateReady    = stateSymbol(service.StateReady{})
+	StateFailed   = stateSymbol(service.StateFailed{})
+	StateComplete = stateSymbol(service.StateComplete{})
 )
+
+func stateSymbol(s service.State) preserves.Symbol { return s.ToValue().(preserves.Symbol) }
 
 // RequireService returns `<require-service name>`.
 func RequireService(name preserves.Value) preserves.Value {
