@@ -190,40 +190,35 @@ func (cl *cli) benchCommand() command {
 		fs.BoolVar(&jsonF, "json", false, "print the result as one JSON object")
 		fs.BoolVar(&quiet, "quiet", false, "no live progress on stderr")
 	}
-	run := func(workload string) func(ctx context.Context, args []string) error {
-		return func(ctx context.Context, _ []string) error { return cl.bench(ctx, workload, o, jsonF, quiet) }
+	// workload is the subcommand of one workload, named once.
+	workload := func(name, short string, flags func(fs *pflag.FlagSet)) command {
+		return command{use: name, short: short,
+			args: maxArgs(0, "bench "+name+" takes no arguments"),
+			flags: func(fs *pflag.FlagSet) {
+				common(fs)
+				flags(fs)
+			},
+			run: func(ctx context.Context, _ []string) error { return cl.bench(ctx, name, o, jsonF, quiet) }}
 	}
 	return command{use: "bench", short: "measure the server: msg/s and MB/s, round-trip latency, memory per session",
 		args: subcommand("bench needs a workload: pubsub, reqrep or idle"),
 		sub: []command{
-			{use: "pubsub", short: "publishers and subscribers: messages and bytes per second, delivery latency",
-				args: maxArgs(0, "bench pubsub takes no arguments"),
-				flags: func(fs *pflag.FlagSet) {
-					common(fs)
-					fs.IntVar(&o.Pubs, "pub", 1, "publisher sessions")
-					fs.IntVar(&o.Subs, "sub", 1, "subscriber sessions")
-					fs.IntVar(&o.PerTurn, "per-turn", 1, "messages each publisher sends per turn")
-					fs.DurationVar(&o.Duration, "duration", 5*time.Second, "publishing time")
-					fs.Int64Var(&o.Credit, "credit", 8192, "a publisher's account limit (events plus KiB queued) before it waits")
-				},
-				run: run("pubsub")},
-			{use: "reqrep", short: "request and reply through a responder: round trips per second, latency",
-				args: maxArgs(0, "bench reqrep takes no arguments"),
-				flags: func(fs *pflag.FlagSet) {
-					common(fs)
-					fs.IntVarP(&o.N, "n", "n", 20000, "measured round trips")
-					fs.IntVar(&o.Warmup, "warmup", 2000, "unmeasured round trips first")
-				},
-				run: run("reqrep")},
-			{use: "idle", short: "idle sessions: the server's memory per session",
-				args: maxArgs(0, "bench idle takes no arguments"),
-				flags: func(fs *pflag.FlagSet) {
-					common(fs)
-					fs.IntVar(&o.Sessions, "sessions", 1000, "idle sessions to open")
-					fs.DurationVar(&o.Settle, "settle", 2*time.Second, "wait after opening before reading the server's memory")
-					fs.IntVar(&o.ServerPID, "server-pid", 0, "the server's `PID`, if it cannot be found from the connection")
-				},
-				run: run("idle")},
+			workload("pubsub", "publishers and subscribers: messages and bytes per second, delivery latency", func(fs *pflag.FlagSet) {
+				fs.IntVar(&o.Pubs, "pub", 1, "publisher sessions")
+				fs.IntVar(&o.Subs, "sub", 1, "subscriber sessions")
+				fs.IntVar(&o.PerTurn, "per-turn", 1, "messages each publisher sends per turn")
+				fs.DurationVar(&o.Duration, "duration", 5*time.Second, "publishing time")
+				fs.Int64Var(&o.Credit, "credit", 8192, "a publisher's account limit (events plus KiB queued) before it waits")
+			}),
+			workload("reqrep", "request and reply through a responder: round trips per second, latency", func(fs *pflag.FlagSet) {
+				fs.IntVarP(&o.N, "n", "n", 20000, "measured round trips")
+				fs.IntVar(&o.Warmup, "warmup", 2000, "unmeasured round trips first")
+			}),
+			workload("idle", "idle sessions: the server's memory per session", func(fs *pflag.FlagSet) {
+				fs.IntVar(&o.Sessions, "sessions", 1000, "idle sessions to open")
+				fs.DurationVar(&o.Settle, "settle", 2*time.Second, "wait after opening before reading the server's memory")
+				fs.IntVar(&o.ServerPID, "server-pid", 0, "the server's `PID`, if it cannot be found from the connection")
+			}),
 		}}
 }
 
