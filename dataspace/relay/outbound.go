@@ -23,10 +23,8 @@ func (p *proxy) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle)
 	if c.stopped {
 		return nil
 	}
-	wv, pins, err := c.encodeValue(v, nil)
-	if err != nil {
-		c.release(pins)
-		c.log.Warn().Err(err).Msg("relay: assertion not sent")
+	wv, pins, ok := c.encodeOut(v, "assertion")
+	if !ok {
 		return nil
 	}
 	if c.live(p.sym) {
@@ -52,6 +50,19 @@ func (p *proxy) Assert(t *dataspace.Turn, v preserves.Value, h dataspace.Handle)
 	return nil
 }
 
+// encodeOut encodes v for an event to the peer. A value that cannot go
+// (what: "assertion" or "message") is logged and dropped, its pins
+// released: the sender's turn goes on.
+func (c *Conn) encodeOut(v preserves.Value, what string) (preserves.Value, []*symbol, bool) {
+	wv, pins, err := c.encodeValue(v, nil)
+	if err != nil {
+		c.release(pins)
+		c.log.Warn().Err(err).Msg("relay: " + what + " not sent")
+		return nil, nil, false
+	}
+	return wv, pins, true
+}
+
 func (p *proxy) Retract(t *dataspace.Turn, h dataspace.Handle) error {
 	c := p.c
 	if c.stopped {
@@ -75,10 +86,8 @@ func (p *proxy) Message(t *dataspace.Turn, v preserves.Value) error {
 	if c.queuePlainMessage(t, p.oid, v) {
 		return nil
 	}
-	wv, pins, err := c.encodeValue(v, nil)
-	if err != nil {
-		c.release(pins)
-		c.log.Warn().Err(err).Msg("relay: message not sent")
+	wv, pins, ok := c.encodeOut(v, "message")
+	if !ok {
 		return nil
 	}
 	c.queue(t, Event{Oid: p.oid, Kind: EvMessage, Value: wv})
