@@ -273,13 +273,7 @@ func (t *tree) reconcile(p string, out *[]Change) {
 		return
 	}
 	fi, err := os.Stat(p)
-	if err != nil {
-		if gone(err) {
-			t.forget(p, out)
-			return
-		}
-		// An I/O failure keeps whatever is running (§3.5 step 1).
-		t.log.Warn().Err(err).Str("path", p).Msg("cannot stat")
+	if t.stopsAt(err, p, out, zerolog.WarnLevel, "cannot stat") {
 		return
 	}
 	switch {
@@ -294,6 +288,21 @@ func (t *tree) reconcile(p string, out *[]Change) {
 	default:
 		t.forget(p, out)
 	}
+}
+
+// stopsAt reports whether reconciling p stops at err: a path gone is
+// forgotten, and any other I/O failure keeps whatever is running (§3.5
+// step 1), logged at level with msg.
+func (t *tree) stopsAt(err error, p string, out *[]Change, level zerolog.Level, msg string) bool {
+	switch {
+	case err == nil:
+		return false
+	case gone(err):
+		t.forget(p, out)
+	default:
+		t.log.WithLevel(level).Err(err).Str("path", p).Msg(msg)
+	}
+	return true
 }
 
 func gone(err error) bool {
@@ -314,12 +323,7 @@ func (t *tree) reconcileDir(p string, fi fs.FileInfo, out *[]Change) {
 	// listed or reported by an event (then reconciled again, harmlessly).
 	_ = t.ensureWatched(p, fi)    // logged; a full scan retries
 	entries, err := os.ReadDir(p) // sorted by name, byte-wise (§3.3)
-	if err != nil {
-		if gone(err) {
-			t.forget(p, out)
-			return
-		}
-		t.log.Warn().Err(err).Str("dir", p).Msg("cannot list directory")
+	if t.stopsAt(err, p, out, zerolog.WarnLevel, "cannot list directory") {
 		return
 	}
 	present := make(map[string]bool, len(entries))
@@ -353,12 +357,7 @@ func firstComponent(p, dir string) string {
 
 func (t *tree) reconcileFile(p string, out *[]Change) {
 	src, err := os.ReadFile(p)
-	if err != nil {
-		if gone(err) {
-			t.forget(p, out)
-			return
-		}
-		t.log.Error().Err(err).Str("path", p).Msg("cannot read script; keeping the running version")
+	if t.stopsAt(err, p, out, zerolog.ErrorLevel, "cannot read script; keeping the running version") {
 		return
 	}
 	h := sha256.Sum256(src)
