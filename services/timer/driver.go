@@ -208,11 +208,7 @@ func (d *driver) observeLater(t *dataspace.Turn, v preserves.Value) {
 			d.arm()
 		}
 	}
-	l.observers++
-	t.OnStop(func(t *dataspace.Turn) error {
-		if l.observers--; l.observers > 0 {
-			return nil
-		}
+	d.observe(t, &l.observers, func(t *dataspace.Turn) {
 		d.laters.delete(v)
 		if l.it != nil {
 			d.cancel(l.it)
@@ -220,6 +216,19 @@ func (d *driver) observeLater(t *dataspace.Turn, v preserves.Value) {
 		if l.h != 0 {
 			t.Retract(l.h)
 		}
+	})
+}
+
+// observe counts one more observer of a timer the observers share (in
+// *observers) until the active facet stops; when the last one goes, drop
+// removes the timer and the driver rearms.
+func (d *driver) observe(t *dataspace.Turn, observers *int, drop func(t *dataspace.Turn)) {
+	*observers++
+	t.OnStop(func(t *dataspace.Turn) error {
+		if *observers--; *observers > 0 {
+			return nil
+		}
+		drop(t)
 		d.arm()
 		return nil
 	})
@@ -255,15 +264,9 @@ func (d *driver) observeTick(t *dataspace.Turn, v preserves.Value) {
 		d.schedule(tk.it)
 		d.arm()
 	}
-	tk.observers++
-	t.OnStop(func(t *dataspace.Turn) error {
-		if tk.observers--; tk.observers > 0 {
-			return nil
-		}
+	d.observe(t, &tk.observers, func(*dataspace.Turn) {
 		d.ticks.delete(v)
 		d.cancel(tk.it)
-		d.arm()
-		return nil
 	})
 }
 
