@@ -128,6 +128,13 @@ func (s *Scanner) valueEnd() bool {
 	return false
 }
 
+// leaveAtom returns to normal mode at the end of a string, a base64
+// byte string or a bare token, reporting whether that ended a value.
+func (s *Scanner) leaveAtom() bool {
+	s.mode = smNormal
+	return s.valueEnd()
+}
+
 // scanBinary advances over binary syntax (spec §4).
 func (s *Scanner) scanBinary(b []byte, p int) (int, bool, error) {
 	maxDepth := s.maxDepth()
@@ -270,8 +277,7 @@ func (s *Scanner) scanText(b []byte, p int) (int, bool, error) {
 			case c == '\\':
 				s.esc = true
 			case c == s.quote:
-				s.mode = smNormal
-				if s.valueEnd() {
+				if s.leaveAtom() {
 					return p, true, nil
 				}
 			}
@@ -279,8 +285,7 @@ func (s *Scanner) scanText(b []byte, p int) (int, bool, error) {
 		case smBase64:
 			p++
 			if c == ']' {
-				s.mode = smNormal
-				if s.valueEnd() {
+				if s.leaveAtom() {
 					return p, true, nil
 				}
 			}
@@ -293,8 +298,7 @@ func (s *Scanner) scanText(b []byte, p int) (int, bool, error) {
 			continue
 		case smToken:
 			if isTextDelim(c) {
-				s.mode = smNormal
-				if s.valueEnd() {
+				if s.leaveAtom() {
 					return p, true, nil
 				}
 				continue // re-examine c in normal mode
