@@ -2,8 +2,10 @@ package listener
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -126,4 +128,19 @@ func (p *prefixed) Read(b []byte) (int, error) {
 		return n, nil
 	}
 	return p.Conn.Read(b)
+}
+
+// errPrefixPending: the sniffed byte has not been read yet, so the
+// connection's own descriptor is not where the next bytes are.
+var errPrefixPending = errors.New("listener: sniffed byte not read yet")
+
+// SyscallConn exposes the connection's descriptor once the sniffed byte
+// has been read, so that the relay can wait for input holding no buffer
+// (relay's framer, readIdle).
+func (p *prefixed) SyscallConn() (syscall.RawConn, error) {
+	sc, ok := p.Conn.(syscall.Conn)
+	if len(p.first) > 0 || !ok {
+		return nil, errPrefixPending
+	}
+	return sc.SyscallConn()
 }
