@@ -153,11 +153,30 @@ func reapOrphans() []int {
 	return reaped
 }
 
-// zombieChildren lists the zombie processes whose parent is ppid.
+// zombieChildren lists the zombie processes whose parent is ppid. It
+// reads only ppid's children, from each of its threads' children lists
+// (an orphan is re-parented to one of them), not every process's stat:
+// the backstop pass runs every two seconds, and on a busy machine a scan
+// of all of /proc cost CPU and garbage in proportion to every process on
+// it, while the server itself was idle. Kernels without the children
+// lists (CONFIG_PROC_CHILDREN) get the whole scan.
 func zombieChildren(ppid int) []int {
-	paths, _ := filepath.Glob("/proc/[0-9]*/stat")
+	lists, _ := filepath.Glob("/proc/" + strconv.Itoa(ppid) + "/task/*/children")
+	var stats []string
+	for _, l := range lists {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			stats = append(stats, "/proc/"+f+"/stat")
+		}
+	}
+	if len(lists) == 0 {
+		stats, _ = filepath.Glob("/proc/[0-9]*/stat")
+	}
 	var out []int
-	for _, p := range paths {
+	for _, p := range stats {
 		pid, st, parent, ok := readStat(p)
 		if ok && parent == ppid && st == 'Z' {
 			out = append(out, pid)
