@@ -46,7 +46,9 @@ type Requests[T any] struct {
 	// of its own, named Worker(req), supervised with policy Always
 	// (§2.3): a crashing worker is reported `failed` and restarted, with
 	// Supervise's delays. The worker lives as long as the request.
-	Boot      func(t *dataspace.Turn, req Request[T]) error
+	Boot func(t *dataspace.Turn, req Request[T]) error
+	// Worker names the worker actor (default: `<LABEL NAME>`, WorkerName
+	// of Label and the request's name).
 	Worker    func(req Request[T]) string
 	Supervise SuperviseOptions
 	// Run, for a service that wants more than one supervised worker,
@@ -96,7 +98,11 @@ func Serve[T any](t *dataspace.Turn, env Env, r Requests[T]) {
 		if r.Run != nil {
 			return r.Run(t, req)
 		}
-		Supervise(t, env, name, Always, r.Worker(req), func(t *dataspace.Turn, degrade *dataspace.Ref) error {
+		worker := WorkerName(r.Label, name)
+		if r.Worker != nil {
+			worker = r.Worker(req)
+		}
+		Supervise(t, env, name, Always, worker, func(t *dataspace.Turn, degrade *dataspace.Ref) error {
 			req := req
 			req.Degrade = degrade
 			return r.Boot(t, req)

@@ -379,9 +379,6 @@ func Boot(t *dataspace.Turn, env services.Env) error {
 		Parse:     services.CapabilityName(internalservices.ParseGatekeeper, func(g internalservices.Gatekeeper) any { return g.Bindspace }),
 		Malformed: "gatekeeper: malformed <gatekeeper #:bindspace> request",
 		// A crashing gatekeeper restarts with a new service object.
-		Worker: func(req services.Request[*dataspace.Ref]) string {
-			return services.WorkerName(internalservices.LabelGatekeeper, req.Name)
-		},
 		Boot: func(t *dataspace.Turn, req services.Request[*dataspace.Ref]) error {
 			t.PreventInertCheck()
 			gk := New(t, req.Spec, req.Log)

@@ -38,9 +38,6 @@ func BootWith(t *dataspace.Turn, env services.Env, opts Options) error {
 		Label:     syndicatego.LabelTimerDriver,
 		Parse:     services.CapabilityName(syndicatego.ParseTimerDriver, func(d syndicatego.TimerDriver) any { return d.Dataspace }),
 		Malformed: "timer: malformed <timer-driver #:dataspace> request",
-		Worker: func(req services.Request[*dataspace.Ref]) string {
-			return services.WorkerName(syndicatego.LabelTimerDriver, req.Name)
-		},
 		Boot: func(t *dataspace.Turn, req services.Request[*dataspace.Ref]) error {
 			t.PreventInertCheck()
 			Serve(t, req.Spec, clock, req.Log)
