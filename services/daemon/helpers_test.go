@@ -28,6 +28,8 @@ func TestMain(m *testing.M) {
 		os.Exit(helperMain(mode))
 	}
 	flag.Parse()
+	// The parallel tests mostly wait for children, sockets and timers.
+	testutil.WaitingParallelism(8)
 	g0, fd0 := ownGoroutines(), countFDs()
 	code := m.Run()
 	if code == 0 {
