@@ -47,6 +47,7 @@ func TestBenchPubSub(t *testing.T) {
 
 // Live progress goes to stderr once a second, the result to stdout.
 func TestBenchProgressAndText(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, admin.Options{})
 	code, out, errs := cliRun(t, "--admin", s.path, "bench", "pubsub", "--duration", "1500ms")
 	require.Equal(t, 0, code, errs)

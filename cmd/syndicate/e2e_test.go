@@ -230,6 +230,7 @@ func TestRestartIsNeverLost(t *testing.T) {
 }
 
 func TestStatus(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, admin.Options{})
 	s.assert(t, "<require-service <milestone boot>>")
 	s.assert(t, "<require-service <daemon web>>")
@@ -283,6 +284,7 @@ func TestStatus(t *testing.T) {
 // reason with its position, status exits 1 while a required service has
 // failed, a dependency cycle is named, and --json carries every field.
 func TestStatusFailureReasonsAndExitCode(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, admin.Options{})
 	exitAt := time.Now().Add(-5 * time.Second).UTC().Format(time.RFC3339Nano)
 	since := time.Now().Add(-7 * time.Second).UTC().Format(time.RFC3339Nano)

@@ -23,6 +23,7 @@ import (
 // A bare word names `<daemon word>`: `status app` showed an empty table
 // and `no service matches app`; `restart db` said db was not running.
 func TestBareNamesInEveryCommand(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, admin.Options{})
 	s.assert(t, "<require-service <daemon app>>")
 	s.assert(t, "<run-service <daemon app>>")
@@ -115,6 +116,7 @@ func TestRestartCountersAreConsistent(t *testing.T) {
 // changes (issue 26: it appended a new table on every change, and FOR
 // stood still).
 func TestStatusWatchRedrawsInPlace(t *testing.T) {
+	t.Parallel()
 	master, tty := cmdlinetest.OpenPTY(t)
 	s := newTestServer(t, admin.Options{})
 	s.assert(t, "<run-service <daemon web>>")

@@ -24,6 +24,7 @@ func silentServer(t *testing.T) string {
 // answer gives up after --timeout with one line naming the server and the
 // time, and exits 1.
 func TestSilentServerTimesOut(t *testing.T) {
+	t.Parallel()
 	path := silentServer(t)
 	for _, args := range [][]string{
 		{"dump"},
@@ -33,6 +34,7 @@ func TestSilentServerTimesOut(t *testing.T) {
 		{"analyze", "blame"},
 	} {
 		t.Run(args[0], func(t *testing.T) {
+			t.Parallel()
 			code, _, errs := cliRun(t, append([]string{"--admin", path, "--timeout", "200ms"}, args...)...)
 			require.Equal(t, 1, code, errs)
 			require.Equal(t, "syndicate: no answer from admin socket "+path+" within 200ms\n", errs)

@@ -15,6 +15,7 @@ import (
 // daemon service as <status-text NAME TEXT>) is shown by status: in the
 // REASON column when there is no reason, in the NAME view, and in JSON.
 func TestStatusShowsStatusText(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, admin.Options{})
 	s.assert(t, "<run-service <daemon db>>")
 	s.assert(t, "<service-state <daemon db> ready>")
@@ -48,6 +49,7 @@ func TestStatusShowsStatusText(t *testing.T) {
 // some keys, a service-info with ill-typed keys, and an output line the
 // schema rejects among good ones are shown as far as they make sense.
 func TestStatusToleratesPartialRecords(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, admin.Options{})
 	s.assert(t, "<run-service <daemon old>>")
 	s.assert(t, "<process-status <daemon old> {pid: 7 extra: #t}>")
