@@ -18,11 +18,11 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
 	"sync"
 	"syscall"
 
 	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/idleread"
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
@@ -229,25 +229,8 @@ func (f *framer) readIdle(rc syscall.RawConn) (int, error) {
 		}
 		f.buf = nil
 	}
-	var bp *[]byte
-	var n int
-	var rerr error
-	err := rc.Read(func(fd uintptr) bool {
-		bp = idleBufs.Get().(*[]byte)
-		for {
-			n, rerr = syscall.Read(int(fd), *bp)
-			if rerr != syscall.EINTR {
-				break
-			}
-		}
-		if rerr == syscall.EAGAIN {
-			idleBufs.Put(bp)
-			bp = nil
-			return false // wait for input
-		}
-		return true
-	})
-	if bp != nil && n > 0 {
+	bp, n, err := idleread.Read(rc, &idleBufs)
+	if n > 0 {
 		f.buf = (*bp)[:n]
 		if n == idleRead && f.readSize < maxRead {
 			f.readSize *= 2
@@ -257,13 +240,7 @@ func (f *framer) readIdle(rc syscall.RawConn) (int, error) {
 	if bp != nil {
 		idleBufs.Put(bp)
 	}
-	switch {
-	case err != nil: // a deadline, or the connection closed
-		return 0, err
-	case rerr != nil:
-		return 0, os.NewSyscallError("read", rerr)
-	}
-	return 0, io.EOF
+	return 0, err
 }
 
 // pending reports whether a partial packet (not just whitespace) is buffered.

@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"os"
 	"sync"
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/syndicate-go/syndicate/dataspace/idleread"
 )
 
 // readLines delivers r's content line by line until EOF, error or a read
@@ -85,31 +84,5 @@ func readPooled(r io.Reader) (*[]byte, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	var bp *[]byte
-	var n int
-	var rerr error
-	err = rc.Read(func(fd uintptr) bool {
-		bp = readBufPool.Get().(*[]byte)
-		for {
-			n, rerr = unix.Read(int(fd), *bp)
-			if rerr != unix.EINTR {
-				break
-			}
-		}
-		if rerr == unix.EAGAIN {
-			readBufPool.Put(bp)
-			bp = nil
-			return false // wait for input
-		}
-		return true
-	})
-	switch {
-	case err != nil: // a deadline, or the file closed
-		return bp, 0, err
-	case rerr != nil:
-		return bp, 0, os.NewSyscallError("read", rerr)
-	case n == 0:
-		return bp, 0, io.EOF
-	}
-	return bp, n, nil
+	return idleread.Read(rc, &readBufPool)
 }
