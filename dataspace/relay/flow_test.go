@@ -225,6 +225,7 @@ func TestFlowClientActivatePaced(t *testing.T) {
 // "Peer is not reading" means exactly that: a peer that reads nothing for
 // WriteTimeout while output waits is disconnected, and the error says so.
 func TestFlowPeerReadingNothingDisconnected(t *testing.T) {
+	t.Parallel()
 	h := newWire(t, Options{WriteTimeout: 300 * time.Millisecond, MaxOutbound: 1 << 30})
 	big := preserves.String(strings.Repeat("x", 256<<10))
 	begin := time.Now()
@@ -250,6 +251,7 @@ func TestFlowPeerReadingNothingDisconnected(t *testing.T) {
 // A peer that reads slowly but steadily is never called "not reading",
 // however much is queued for it.
 func TestFlowSlowReaderKeptConnected(t *testing.T) {
+	t.Parallel()
 	h := newWire(t, Options{WriteTimeout: 2 * time.Second, MaxOutbound: 1 << 30})
 	const n = 32
 	big := preserves.String(strings.Repeat("x", 64<<10))

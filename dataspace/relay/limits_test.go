@@ -182,6 +182,7 @@ func TestLimitHugeIntegerErrorAbbreviated(t *testing.T) {
 // its first byte the connection is closed. Time between complete packets
 // does not count.
 func TestLimitPacketTimeout(t *testing.T) {
+	t.Parallel()
 	h := newWire(t, Options{PacketTimeout: 300 * time.Millisecond})
 	h.send(`[[0 <A <one> 1>]]`)
 	waitFor(t, "the first assertion", func() bool { return h.rec.count() == 1 })
@@ -203,6 +204,7 @@ func TestLimitPacketTimeout(t *testing.T) {
 // A peer that sends no event after connecting (for a gatekeeper: no
 // resolve) is disconnected after FirstEventTimeout; one that does is not.
 func TestLimitFirstEventTimeout(t *testing.T) {
+	t.Parallel()
 	idle := newWire(t, Options{FirstEventTimeout: 200 * time.Millisecond})
 	idle.send(`[]`) // an empty Turn is no event
 	if err := idle.closed(); !errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), "no event within 200ms") {
@@ -249,6 +251,7 @@ func (r *recorder) messages() int {
 // nothing, until another's packet completes, and every reservation is
 // returned in the end.
 func TestLimitBufferBudgetShared(t *testing.T) {
+	t.Parallel()
 	budget := NewBufferBudget(64<<10, 512<<10)
 	a := newWire(t, Options{BufferBudget: budget})
 	// b's packet waits for the budget longer than its packet timeout:
