@@ -42,10 +42,12 @@ type diagnosis struct {
 // BootDiagnostics starts the diagnostics in an actor of their own, linked
 // to the active facet, so that their bookkeeping stays off the path from
 // a requirement to its service's start (the dependency tracker's actor).
-func BootDiagnostics(t *dataspace.Turn, env Env) {
+func BootDiagnostics(t *dataspace.Turn, env Env) { bootDiagnostics(t, env, DiagnosisGrace) }
+
+func bootDiagnostics(t *dataspace.Turn, env Env, grace time.Duration) {
 	t.SpawnLink("service-diagnostics", func(t *dataspace.Turn) error {
 		t.PreventInertCheck()
-		d := &diagnosis{StatusModel: NewStatusModel(nil), env: env, grace: DiagnosisGrace,
+		d := &diagnosis{StatusModel: NewStatusModel(nil), env: env, grace: grace,
 			since: map[string]time.Time{}, published: map[string]*InfoPublisher{}, reported: map[string]string{}}
 		d.Changed = d.changed
 		d.Track(t, env.Config)

@@ -2,7 +2,9 @@ package services
 
 import (
 	"testing"
+	"time"
 
+	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
@@ -10,7 +12,10 @@ import (
 // for, and a dependency cycle, become warnings and status reasons after
 // the grace period; the reason goes when the condition does.
 func TestDiagnoseUnservedAndCycle(t *testing.T) {
-	h := newHarness(t, Boot)
+	// A short grace: the conditions below last until the test ends them.
+	h := newHarness(t, func(t *dataspace.Turn, env Env) error {
+		return BootWith(t, env, BootOptions{DiagnosisGrace: 200 * time.Millisecond})
+	})
 	typo := preserves.Rec("deamon", sym("x"))
 	h.assert(RequireService(typo))
 	a, b := preserves.Rec("daemon", sym("a")), preserves.Rec("daemon", sym("b"))

@@ -53,6 +53,9 @@ type BootOptions struct {
 	StateDir string
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// DiagnosisGrace is how long a condition lasts before the diagnostics
+	// report it; 0 means DiagnosisGrace.
+	DiagnosisGrace time.Duration
 }
 
 // override is one stop or start the server holds.

@@ -50,6 +50,7 @@
 package services
 
 import (
+	"cmp"
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
@@ -107,7 +108,7 @@ func BootWith(t *dataspace.Turn, env Env, opts BootOptions) error {
 	bootOverrides(t, env, opts)
 	BootDependencies(t, env)
 	BootMilestones(t, env)
-	BootDiagnostics(t, env)
+	bootDiagnostics(t, env, cmp.Or(opts.DiagnosisGrace, DiagnosisGrace))
 	return nil
 }
 
