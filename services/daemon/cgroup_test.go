@@ -57,9 +57,12 @@ func TestSignalServiceReachesTheCgroup(t *testing.T) {
 	h, _ := bootDaemons(t, Options{Cgroups: m})
 	dir := t.TempDir()
 	log, up := filepath.Join(dir, "log"), filepath.Join(dir, "up")
+	// The leader traps HUP before it starts the grandchild, whose pid
+	// file says both are ready for the signal.
 	h.assert(preserves.Rec("daemon", preserves.Symbol("hup"), pv(t, `{argv: "`+
+		`trap 'echo leader >> `+log+`' HUP; `+
 		`setsid sh -c 'trap \"echo grandchild >> `+log+`\" HUP; echo $$ > `+up+`; while :; do sleep 0.02; done' & `+
-		`trap 'echo leader >> `+log+`' HUP; while :; do sleep 0.02; done", stopTimeout: 2}`)))
+		`while :; do sleep 0.02; done", stopTimeout: 2}`)))
 	h.assert(services.RequireService(dname("hup")))
 	readPid(t, up)
 	h.send(h.env.Config, syndicatego.SignalService{ServiceName: dname("hup"), Signal: big.NewInt(int64(syscall.SIGHUP))}.ToValue())
