@@ -15,10 +15,13 @@ import (
 )
 
 // recClock uses real timers but records every restart delay requested, so
-// tests check the delays exactly without timing anything.
+// tests check the delays exactly without timing anything. A quick one
+// lets every restart delay pass after a millisecond: for tests that check
+// the delays requested or count restarts, never how long they took.
 type recClock struct {
 	mu     sync.Mutex
 	delays []time.Duration
+	quick  bool
 }
 
 func (c *recClock) Now() time.Time { return time.Now() }
@@ -26,6 +29,9 @@ func (c *recClock) After(d time.Duration) (<-chan time.Time, func()) {
 	c.mu.Lock()
 	c.delays = append(c.delays, d)
 	c.mu.Unlock()
+	if c.quick {
+		d = time.Millisecond
+	}
 	return RealClock.After(d)
 }
 func (c *recClock) AfterFunc(d time.Duration, f func()) func() bool {
@@ -39,7 +45,18 @@ func (c *recClock) got() []time.Duration {
 
 func bootDaemons(t testing.TB, opts Options) (*harness, *recClock) {
 	t.Helper()
-	clock := &recClock{}
+	return bootDaemonsClock(t, opts, &recClock{})
+}
+
+// bootDaemonsQuick is bootDaemons with a quick recClock: restarts follow
+// at once, and the delays they asked for are recorded.
+func bootDaemonsQuick(t testing.TB, opts Options) (*harness, *recClock) {
+	t.Helper()
+	return bootDaemonsClock(t, opts, &recClock{quick: true})
+}
+
+func bootDaemonsClock(t testing.TB, opts Options, clock *recClock) (*harness, *recClock) {
+	t.Helper()
 	opts.Clock = clock
 	var svc *Service
 	// Registered first, so it runs after the harness has shut the system
@@ -207,7 +224,7 @@ func TestScenario40OnErrorExit0Completes(t *testing.T) {
 
 func TestScenario41OnErrorExit1Restarts(t *testing.T) {
 	parallel(t)
-	h, clock := bootDaemons(t, Options{})
+	h, clock := bootDaemonsQuick(t, Options{})
 	require(h, "d", pv(t, `{argv: "echo x; exit 1", restart: on-error}`))
 	h.waitOutput("d", 2)
 	for _, d := range clock.got() {
@@ -362,7 +379,7 @@ func TestScenario47UnrequireKillsAndWithdrawsStates(t *testing.T) {
 // then 2 s, 4 s… up to MaxSpawnDelay, instead of every second.
 func TestSpawnErrorBacksOff(t *testing.T) {
 	parallel(t)
-	h, clock := bootDaemons(t, Options{})
+	h, clock := bootDaemonsQuick(t, Options{})
 	require(h, "d", pv(t, `["/nonexistent"]`))
 	eventually(t, func() bool { return len(clock.got()) >= 3 }, "three retries")
 	want := []time.Duration{DelayAfterError, 2 * DelayAfterError, 4 * DelayAfterError}

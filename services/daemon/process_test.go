@@ -136,6 +136,7 @@ func TestProcessNonUTF8Bytes(t *testing.T) {
 }
 
 func TestProcessStopTermsWholeGroup(t *testing.T) {
+	parallel(t)
 	leakCheck(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var pid atomic.Int64
@@ -199,6 +200,7 @@ func TestProcessStopEscalatesToKill(t *testing.T) {
 }
 
 func TestProcessLeftoverGroupTerminatedAfterLeaderExit(t *testing.T) {
+	parallel(t)
 	leakCheck(t)
 	// The shell exits at once, leaving a background sleep holding the
 	// pipes: the exit is still reported promptly and the sleep is killed.

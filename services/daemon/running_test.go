@@ -437,7 +437,7 @@ func TestRestartLimitFailsDaemon(t *testing.T) {
 // Without the extra keys the reference's delays apply exactly.
 func TestNoRestartKeysReferenceDelays(t *testing.T) {
 	parallel(t)
-	h, clock := bootDaemons(t, Options{})
+	h, clock := bootDaemonsQuick(t, Options{})
 	require(h, "d", pv(t, `"exit 0"`))
 	eventually(t, func() bool { return len(clock.got()) >= 2 }, "two restarts")
 	for _, d := range clock.got()[:2] {

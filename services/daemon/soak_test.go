@@ -28,6 +28,9 @@ var soak = flag.Duration("soak", 0, "run TestSoak with 200 daemons for this long
 // or file descriptor may leak (checked by the harness cleanup). Every
 // restart delay must be one of the spec's: a crash loop never spins.
 func TestSoak(t *testing.T) {
+	// Beside the other tests, whose children Len counts too: TestMain
+	// checks that none is left once all have ended (checkNoLeaks).
+	parallel(t)
 	// Every test run soaks briefly: the whole suite has to stay fast on
 	// CI's two cores, where starting and stopping 200 shells costs the
 	// most. -soak runs the full size for as long as asked.
@@ -111,7 +114,7 @@ func TestSoak(t *testing.T) {
 				return false
 			}
 		}
-		return Len() == 0
+		return isParallel(t) || Len() == 0
 	}, "process groups or children left")
 	var ru1 syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)

@@ -84,7 +84,7 @@ func TestStatusCannotStart(t *testing.T) {
 
 func TestStatusRestartsAndLastExit(t *testing.T) {
 	parallel(t)
-	h, _ := bootDaemons(t, Options{})
+	h, _ := bootDaemonsQuick(t, Options{})
 	require(h, "d", pv(t, `"echo $$; exit 3"`))
 	i := h.waitInfo(t, "d", func(i services.Info) bool { return i.Restarts >= 2 }, "two restarts")
 	if i.Exit != "exit status: 3" || i.Recent < 2 {
@@ -94,7 +94,7 @@ func TestStatusRestartsAndLastExit(t *testing.T) {
 
 func TestStatusGaveUp(t *testing.T) {
 	parallel(t)
-	h, _ := bootDaemons(t, Options{})
+	h, _ := bootDaemonsQuick(t, Options{})
 	require(h, "d", pv(t, `{argv: "exit 1", restartLimit: 1, restartWindow: 60}`))
 	h.waitHas(state("d", services.StateFailed), true)
 	i := h.waitInfo(t, "d", func(i services.Info) bool { return i.Phase == services.PhaseGaveUp }, "gave up")
