@@ -61,7 +61,10 @@ type Options struct {
 	// PacketTimeout bounds the time from an inbound packet's first byte
 	// to its last, so a peer cannot pin a partial packet's buffer (up to
 	// MaxPacketSize) forever; past it the connection is closed with
-	// ErrLimit. 0 means DefaultPacketTimeout; negative, no limit.
+	// ErrLimit. Only the time the relay spends waiting for the packet's
+	// bytes counts, not the time it takes to handle earlier packets or
+	// holds off reading (flow control). 0 means DefaultPacketTimeout;
+	// negative, no limit.
 	PacketTimeout time.Duration
 
 	// BufferBudget bounds the memory spent on packets still arriving,

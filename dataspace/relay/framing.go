@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math/bits"
 	"sync"
 	"syscall"
 
@@ -55,6 +56,7 @@ type framer struct {
 
 	budget   *BufferBudget // shared by the connections of a process
 	onWait   func()        // called before waiting for the budget
+	onResume func()        // called after that wait
 	reserved int64         // bytes of budget held for buf beyond budget.free
 
 	err error // sticky
@@ -132,11 +134,15 @@ func (f *framer) reserve(ctx context.Context, nc int) error {
 		return nil
 	}
 	limit := max(f.budget.Limit-need, 0)
-	if f.budget.used.Debt() > limit && f.onWait != nil {
+	waits := f.budget.used.Debt() > limit
+	if waits && f.onWait != nil {
 		f.onWait()
 	}
 	if err := f.budget.used.Wait(ctx, limit); err != nil {
 		return err
+	}
+	if waits && f.onResume != nil {
+		f.onResume()
 	}
 	f.budget.used.Borrow(need)
 	f.reserved += need
@@ -168,7 +174,7 @@ func (f *framer) readFrom(ctx context.Context, r io.Reader) (int, error) {
 	if f.readSize == 0 {
 		f.readSize = minRead
 	}
-	if len(f.buf) == 0 && f.reserved == 0 && cap(f.buf) <= idleRead && (f.budget == nil || f.budget.Free >= idleRead) {
+	if len(f.buf) == 0 && f.reserved == 0 && cap(f.buf) <= maxRead && (f.budget == nil || f.budget.Free >= maxRead) {
 		if sc, ok := r.(syscall.Conn); ok {
 			if rc, err := sc.SyscallConn(); err == nil {
 				return f.readIdle(rc)
@@ -204,41 +210,54 @@ func (f *framer) readFrom(ctx context.Context, r io.Reader) (int, error) {
 	return n, err
 }
 
-// idleRead is the size of the buffers an idle connection borrows for its
-// next read (readIdle).
-const idleRead = 4 << 10
+// readBufs are the pools of read buffers, one per read size (minRead,
+// 2×minRead, … maxRead), borrowed by connections with nothing pending.
+var readBufs [6]sync.Pool
 
-// idleBufs holds the buffers of connections that have nothing pending.
-var idleBufs = sync.Pool{New: func() any { b := make([]byte, idleRead); return &b }}
+func init() {
+	for i := range readBufs {
+		size := minRead << i
+		readBufs[i].New = func() any { b := make([]byte, size); return &b }
+	}
+}
 
-// readIdle reads into a buffer borrowed from idleBufs only once input
-// has arrived: a connection with nothing pending waits in the runtime's
-// poller holding no buffer of its own (issue 28, memory per idle
-// session: a thousand idle peers held 3 MB of read buffers). The bytes
-// read stay in that buffer while they are handled; the next readFrom
-// finds it empty again and returns it. Handled packets are dead by then:
-// compact overwrites them in place already, so nothing decoded aliases
-// the buffer. Read deadlines apply as for a plain Read. A stream whose
-// SyscallConn fails (one that still holds bytes of its own, say) is read
-// the plain way.
+// readPool returns the pool of buffers of size (a power of two from
+// minRead to maxRead).
+func readPool(size int) *sync.Pool {
+	return &readBufs[bits.Len(uint(size/minRead))-1]
+}
+
+// readIdle reads with a buffer borrowed from readBufs only while input is
+// there: a connection with nothing pending waits in the runtime's poller
+// holding no buffer of its own (issue 28, memory per idle session: a
+// thousand idle peers held 3 MB of read buffers). A busy connection keeps
+// its read size, so it reads as much per call as before; the buffer it
+// borrowed goes back to the pool and, on the same processor, comes
+// straight out again for the next read. The bytes read stay in the buffer
+// while they are handled; the next readFrom finds it empty again. Handled
+// packets are dead by then: compact overwrites them in place already, so
+// nothing decoded aliases the buffer. Read deadlines apply as for a plain
+// Read. A stream whose SyscallConn fails (one that still holds bytes of
+// its own, say) is read the plain way.
 func (f *framer) readIdle(rc syscall.RawConn) (int, error) {
-	if cap(f.buf) > 0 {
-		if cap(f.buf) == idleRead {
-			b := f.buf[:idleRead]
-			idleBufs.Put(&b)
+	if c := cap(f.buf); c > 0 {
+		if c >= minRead && c <= maxRead && c&(c-1) == 0 {
+			b := f.buf[:c]
+			readPool(c).Put(&b)
 		}
 		f.buf = nil
 	}
-	bp, n, err := idleread.Read(rc, &idleBufs)
+	pool := readPool(f.readSize)
+	bp, n, err := idleread.Read(rc, pool)
 	if n > 0 {
 		f.buf = (*bp)[:n]
-		if n == idleRead && f.readSize < maxRead {
+		if n == f.readSize && f.readSize < maxRead {
 			f.readSize *= 2
 		}
 		return n, nil
 	}
 	if bp != nil {
-		idleBufs.Put(bp)
+		pool.Put(bp)
 	}
 	return 0, err
 }

@@ -31,7 +31,9 @@ func (c *Conn) readLoop(ctx context.Context) error {
 		if r.wait() != nil {
 			return ctx.Err()
 		}
+		r.pt.arm()
 		n, rerr := r.f.readFrom(ctx, c.r)
+		r.pt.hold()
 		if n > 0 {
 			if err := r.drain(); err != nil {
 				return err
@@ -58,7 +60,7 @@ func (c *Conn) newReader(ctx context.Context) *reader {
 	r := &reader{c: c, ctx: ctx, pt: c.packetTimer()}
 	r.f = newFramer(c.opts.MaxPacketSize, c.opts.MaxDepth, c.opts.MaxPacketValues)
 	r.f.budget = c.opts.BufferBudget
-	r.f.onWait = r.pt.hold
+	r.f.onWait, r.f.onResume = r.pt.hold, r.pt.arm
 	if d := c.opts.FirstEventTimeout; d > 0 {
 		r.first = time.AfterFunc(d, func() {
 			c.limitClose(protoErr(-1, ErrLimit, nil, "no event within %v of connecting", d))
@@ -196,21 +198,32 @@ func (c *Conn) limitClose(err error) {
 	c.closeStream()
 }
 
-// packetTimer enforces PacketTimeout: it runs from the first byte of a
-// partial packet until the packet is complete. The reader re-arms it only
-// when a different packet is pending, so a steady stream of complete
-// packets costs no timer operations.
+// packetTimer enforces PacketTimeout. It counts the time the reader
+// spends waiting for the rest of a partial packet, from its first byte to
+// its last, and only that: while the relay handles the packets before it,
+// waits for flow control or for the buffer budget, the clock is paused,
+// since none of that is the peer's delay. (It once ran from the packet's
+// first byte whatever the reader did, so a reader busy with the packets
+// of one large read, or starved of CPU on a loaded machine, cut off a
+// peer that had sent everything.) A peer trickling a packet still runs
+// out of time: the waits add up. The timer is touched only around reads
+// that wait for a partial packet, so a stream of whole packets costs none.
 type packetTimer struct {
-	c       *Conn
-	d       time.Duration
-	tm      *time.Timer
-	pending atomic.Int64 // stream offset+1 of the partial packet timed, 0: none
+	c     *Conn
+	d     time.Duration
+	tm    *time.Timer
+	off   int64         // stream offset+1 of the partial packet timed, 0: none
+	left  time.Duration // what remains of its time
+	since time.Time     // when the current wait began (armed)
+	armed atomic.Int64  // off while a wait is being timed, 0 otherwise
 }
 
 func (c *Conn) packetTimer() *packetTimer {
 	return &packetTimer{c: c, d: c.opts.PacketTimeout}
 }
 
+// track notes which packet is partial after the reader handled what it
+// read: a different one gets the whole PacketTimeout.
 func (p *packetTimer) track(f *framer) {
 	if p.d <= 0 {
 		return
@@ -219,38 +232,44 @@ func (p *packetTimer) track(f *framer) {
 	if f.pending() {
 		off = f.base + int64(f.start) + 1
 	}
-	if p.pending.Load() == off {
+	if off != p.off {
+		p.off, p.left = off, p.d
+	}
+}
+
+// arm starts timing the wait for input about to begin, if a packet is
+// partial.
+func (p *packetTimer) arm() {
+	if p.off == 0 || p.d <= 0 {
 		return
 	}
-	p.pending.Store(off)
-	if off == 0 {
-		p.tm.Stop()
-		return
-	}
+	p.since = time.Now()
+	p.armed.Store(p.off)
 	if p.tm == nil {
-		p.tm = time.AfterFunc(p.d, p.fire)
+		p.tm = time.AfterFunc(max(p.left, 0), p.fire)
 	} else {
-		p.tm.Reset(p.d)
+		p.tm.Reset(max(p.left, 0))
+	}
+}
+
+// hold pauses the clock: the wait for input is over, or the relay is
+// about to stop reading for its own reasons (flow control, the buffer
+// budget).
+func (p *packetTimer) hold() {
+	if p.armed.Swap(0) != 0 {
+		p.tm.Stop()
+		p.left -= time.Since(p.since)
 	}
 }
 
 func (p *packetTimer) fire() {
-	if off := p.pending.Load(); off != 0 {
+	if off := p.armed.Load(); off != 0 {
 		p.c.limitClose(protoErr(off-1, ErrLimit, nil, "packet incomplete after %v", p.d))
 	}
 }
 
-// hold stops timing the pending packet: the relay is about to stop
-// reading for its own reasons (flow control, the buffer budget). The next
-// track after the wait times the packet afresh.
-func (p *packetTimer) hold() {
-	if p.pending.Swap(0) != 0 {
-		p.tm.Stop()
-	}
-}
-
 func (p *packetTimer) stop() {
-	p.pending.Store(0)
+	p.armed.Store(0)
 	if p.tm != nil {
 		p.tm.Stop()
 	}
