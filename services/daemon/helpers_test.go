@@ -224,6 +224,24 @@ func (l *lineLog) texts(s Stream) []string {
 	return out
 }
 
+// fastClock is the wall clock running k times faster: its timers fire
+// and its time passes k times sooner, so a test of a bound made of
+// timeouts checks it, on the clock, without waiting it out.
+type fastClock struct {
+	start time.Time
+	k     time.Duration
+}
+
+func newFastClock(k int) fastClock { return fastClock{start: time.Now(), k: time.Duration(k)} }
+
+func (c fastClock) Now() time.Time { return c.start.Add(time.Since(c.start) * c.k) }
+func (c fastClock) After(d time.Duration) (<-chan time.Time, func()) {
+	return RealClock.After(d / c.k)
+}
+func (c fastClock) AfterFunc(d time.Duration, f func()) func() bool {
+	return RealClock.AfterFunc(d/c.k, f)
+}
+
 // fakeClock hands every requested delay to the test, which fires it.
 type fakeClock struct {
 	reqs chan fakeTimer

@@ -227,13 +227,13 @@ func TestReadinessSDNotifyNeverReady(t *testing.T) {
 // when they stop, the process is stopped with the reason.
 func TestReadinessWatchdogMissed(t *testing.T) {
 	parallel(t)
-	run := runReadiness(t, Readiness{Kind: ReadySDNotify, Timeout: time.Minute, Watchdog: 1500 * time.Millisecond}, RestartNever,
-		"env:WATCHDOG_USEC", "notify:READY=1", "watchdog:100ms:25", "say:pings stopped")
-	e := run.waitFailure(t, ErrWatchdog, "no WATCHDOG=1 within 1.5s")
+	run := runReadiness(t, Readiness{Kind: ReadySDNotify, Timeout: time.Minute, Watchdog: time.Second}, RestartNever,
+		"env:WATCHDOG_USEC", "notify:READY=1", "watchdog:100ms:15", "say:pings stopped")
+	e := run.waitFailure(t, ErrWatchdog, "no WATCHDOG=1 within 1s")
 	_, _, _, lines, _, _ := run.get()
-	// 25 pings 100 ms apart span 2.5 s, longer than the interval: the
+	// 15 pings 100 ms apart span 1.5 s, longer than the interval: the
 	// watchdog fired only after they stopped.
-	if strings.Join(lines, "|") != "WATCHDOG_USEC=1500000|pings stopped" {
+	if strings.Join(lines, "|") != "WATCHDOG_USEC=1000000|pings stopped" {
 		t.Errorf("lines %q (exit %v)", lines, e)
 	}
 }
