@@ -229,7 +229,9 @@ func TestScenario21EditKeepsCommonAssertions(t *testing.T) {
 func TestScenario22MissingPathFailsAndRetries(t *testing.T) {
 	base := tempRoot(t)
 	dir := filepath.Join(base, "later")
-	w := newWorld(t, testOptions())
+	opts := testOptions()
+	opts.PathPoll = 20 * time.Millisecond // looked for again soon: no 1 s tick to wait out
+	w := newWorld(t, opts)
 	name := watcherName(dir, w.env())
 	w.run(name)
 	w.waitSeen(stateText(name, "failed"))
