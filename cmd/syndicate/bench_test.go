@@ -29,6 +29,7 @@ func requireOrdered(t *testing.T, m map[string]any) {
 // Every message every publisher sends reaches every subscriber, and the
 // result says how fast.
 func TestBenchPubSub(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, admin.Options{})
 	m := benchJSON(t, "--admin", s.path, "bench", "pubsub", "--pub", "2", "--sub", "3", "--per-turn", "4", "--size", "100", "--duration", "300ms")
 	sent, received := int64(m["sent"].(float64)), int64(m["received"].(float64))
@@ -58,6 +59,7 @@ func TestBenchProgressAndText(t *testing.T) {
 }
 
 func TestBenchReqRep(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, admin.Options{})
 	m := benchJSON(t, "--admin", s.path, "bench", "reqrep", "--n", "300", "--warmup", "20")
 	require.Equal(t, 300.0, m["round_trips"])
@@ -72,6 +74,7 @@ func TestBenchReqRep(t *testing.T) {
 // The admin socket's peer credentials name the server (here this very
 // process), whose memory is read before and after.
 func TestBenchIdleSessions(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, admin.Options{})
 	m := benchJSON(t, "--admin", s.path, "bench", "idle", "--sessions", "30", "--settle", "0s")
 	require.Equal(t, 30.0, m["sessions"])
@@ -83,6 +86,7 @@ func TestBenchIdleSessions(t *testing.T) {
 
 // Through a relay listener and a sturdy ref instead of the admin socket.
 func TestBenchThroughRelayListener(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, admin.Options{})
 	addr, ref := relayListener(t, s)
 	m := benchJSON(t, "--connect", addr, "--ref", ref, "bench", "reqrep", "--n", "50", "--warmup", "5")
