@@ -10,7 +10,7 @@ import (
 // TestMain fails the run when goroutines of this module outlive the tests
 // (see testutil.LeakCheckMain). The parallel tests mostly wait out
 // timeouts and slow peers, so eight run at once; the tests that push
-// tens of megabytes through a relay stay sequential.
+// megabytes through a relay stay sequential.
 func TestMain(m *testing.M) {
 	flag.Parse()
 	testutil.WaitingParallelism(8)

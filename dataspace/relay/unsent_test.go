@@ -99,7 +99,6 @@ func readPackets(t *testing.T, nc net.Conn, pause time.Duration) int {
 // A relay that must stop with output queued (here: overflowed by a
 // producer outside flow control) sends its queue to a reading peer whole.
 func TestOverflowFlushesWholePackets(t *testing.T) {
-	t.Parallel()
 	c, nc := overflow(t, false)
 	if n := readPackets(t, nc, 0); n == 0 {
 		t.Fatal("nothing arrived")
@@ -113,7 +112,6 @@ func TestOverflowFlushesWholePackets(t *testing.T) {
 // A peer too slow for the final flush gets whole packets up to where the
 // relay stopped, and the rest is counted as unsent.
 func TestOverflowToSlowPeerStopsBetweenPackets(t *testing.T) {
-	t.Parallel()
 	c, nc := overflow(t, true)
 	readPackets(t, nc, 2*time.Millisecond)
 	<-c.Done()
