@@ -122,8 +122,8 @@ func TestPacketTimeoutCountsOnlyWaitsForInput(t *testing.T) {
 		t.Fatalf("half a packet framed: %q, %v", raw, err)
 	}
 	p.track(f)
-	p.arm()  // waiting for input...
-	p.hold() // ...which arrived; handling it and earlier packets:
+	p.arm()           // waiting for input...
+	p.hold()          // ...which arrived; handling it and earlier packets:
 	time.Sleep(3 * d) // time passing outside any wait for input, not synchronisation
 	select {
 	case <-c.Done():
