@@ -52,7 +52,8 @@ func TestBenchProgressAndText(t *testing.T) {
 	s := newTestServer(t, admin.Options{})
 	code, out, errs := cliRun(t, "--admin", s.path, "bench", "pubsub", "--duration", "1500ms")
 	require.Equal(t, 0, code, errs)
-	require.Regexp(t, `(?m)^\s+1\.\ds  sent \S+  received \S+  \(\S+ msg/s received\)$`, errs)
+	// About a second in, or later on a loaded machine.
+	require.Regexp(t, `(?m)^\s+\d+\.\ds  sent \S+  received \S+  \(\S+ msg/s received\)$`, errs)
 	require.Regexp(t, `(?m)^  received +\d+ msgs in \S+s  \S+ msg/s  \S+ MB/s$`, out)
 	require.Regexp(t, `(?m)^  latency   p50 \S+  p90 \S+  p99 \S+  max \S+`, out)
 	require.NotContains(t, out, "MISSING")
