@@ -127,7 +127,7 @@ func (p *process) signalAll(sig syscall.Signal) {
 	if sig == unix.SIGKILL {
 		_ = p.group.Kill()
 	} else {
-		_ = p.group.Signal(sig)
+		_ = p.group.Signal(sig, p.pid) // its process group has it
 	}
 }
 

@@ -271,14 +271,22 @@ func (g *Group) Populated() bool {
 	return len(g.Procs()) > 0
 }
 
-// Signal sends sig to every process in the group (`syndicate kill`, and
-// the SIGTERM of a stop); a process forked meanwhile may miss it, which
-// Kill does not.
-func (g *Group) Signal(sig syscall.Signal) error {
+// Signal sends sig to every process in the group, except the members of
+// process group pgid (0: none), which the caller has signalled as a
+// group already: a daemon's process must get an operator's HUP once, not
+// once per way of reaching it (a shell's HUP trap ran twice). It serves
+// `syndicate kill` and the SIGTERM of a stop; a process forked meanwhile
+// may miss it, which Kill does not.
+func (g *Group) Signal(sig syscall.Signal, pgid int) error {
 	if !g.Confined() {
 		return ErrNotConfined
 	}
 	for _, pid := range g.Procs() {
+		if pgid > 0 {
+			if pg, err := unix.Getpgid(pid); err == nil && pg == pgid {
+				continue
+			}
+		}
 		_ = unix.Kill(pid, sig)
 	}
 	return nil
@@ -297,7 +305,7 @@ func (g *Group) Kill() error {
 			return nil
 		}
 	}
-	return g.Signal(unix.SIGKILL)
+	return g.Signal(unix.SIGKILL, 0)
 }
 
 // Remove deletes the group's directories; they must be empty (wait for

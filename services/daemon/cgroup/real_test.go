@@ -99,7 +99,7 @@ func TestSignalReachesTheGroup(t *testing.T) {
 		b, _ := os.ReadFile(out.Name())
 		return strings.Contains(string(b), "up")
 	})
-	require.NoError(t, g.Signal(syscall.SIGHUP))
+	require.NoError(t, g.Signal(syscall.SIGHUP, 0))
 	testutil.WaitFor(t, "the grandchild to see SIGHUP", func() bool {
 		b, _ := os.ReadFile(out.Name())
 		return strings.Contains(string(b), "hup") && strings.Contains(string(b), "outer")

@@ -112,17 +112,22 @@ func begin(srv int, e Entry, owned bool) *leftover {
 }
 
 // signal sends sig to the leader's process group (Setpgid made its id
-// the leader's pid) and to the cgroup.
+// the leader's pid), or to the leader alone if it left that group, and to
+// the cgroup's other processes: each gets it once.
 func (l *leftover) signal(sig unix.Signal) {
+	pgid := 0
 	if l.leader && running(l.Pid, l.Start) {
-		_ = unix.Kill(-l.Pid, sig)
-		_ = unix.Kill(l.Pid, sig)
+		if unix.Kill(-l.Pid, sig) == nil {
+			pgid = l.Pid
+		} else {
+			_ = unix.Kill(l.Pid, sig)
+		}
 	}
 	if l.group != nil {
 		if sig == unix.SIGKILL {
 			_ = l.group.Kill()
 		} else {
-			_ = l.group.Signal(sig)
+			_ = l.group.Signal(sig, pgid)
 		}
 	}
 }
