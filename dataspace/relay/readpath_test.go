@@ -12,18 +12,23 @@ import (
 	"github.com/syndicate-go/syndicate/preserves/testutil"
 )
 
+// framerOverPipe returns a fresh framer and the two ends of a pipe, a
+// pollable stream like a socket; the pipe is closed when the test ends.
+func framerOverPipe(t *testing.T) (*framer, *os.File, *os.File) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pr.Close(); pw.Close() })
+	return newFramer(0, 0, 0), pr, pw
+}
+
 // TestIdleConnectionBorrowsItsReadBuffer: a framer reading from a pollable
 // stream with nothing pending gives its buffer back before it waits, and
 // a packet split across reads still arrives whole (the second read
 // appends to the borrowed buffer rather than replacing it).
 func TestIdleConnectionBorrowsItsReadBuffer(t *testing.T) {
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pr.Close()
-	defer pw.Close()
-	f := newFramer(0, 0, 0)
+	f, pr, pw := framerOverPipe(t)
 	ctx := context.Background()
 	whole, err := preserves.EncodeBinary(preserves.NewRecord(preserves.Symbol("x"), preserves.String("hello")), preserves.EncodeOptions{})
 	if err != nil {
@@ -71,13 +76,7 @@ func TestIdleConnectionBorrowsItsReadBuffer(t *testing.T) {
 // much a busy connection reads per call; the read size still doubles
 // while reads fill the buffer, up to maxRead.
 func TestBusyConnectionKeepsItsReadSize(t *testing.T) {
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pr.Close()
-	defer pw.Close()
-	f := newFramer(0, 0, 0)
+	f, pr, pw := framerOverPipe(t)
 	// Whitespace between packets: every read is handled whole.
 	chunk := bytes.Repeat([]byte{' '}, maxRead)
 	for size := minRead; ; size *= 2 {
