@@ -36,22 +36,36 @@ func greet(network, addr string) (string, error) {
 	return bufio.NewReader(c).ReadString('\n')
 }
 
+// echoServer is a server whose <daemon echo> (the listen-fds helper)
+// listens on a TCP port and writes its pid to pidFile.
+type echoServer struct {
+	r                     *running
+	client, sock, pidFile string
+	port                  int
+}
+
+// startEcho starts an echoServer whose daemon declaration ends with extra
+// (more keys of the spec).
+func startEcho(t *testing.T, extra string) echoServer {
+	helper, client := buildListenFDs(t), buildClient(t)
+	dir := t.TempDir()
+	e := echoServer{client: client, sock: filepath.Join(dir, "admin.sock"), pidFile: filepath.Join(dir, "pid"), port: freePort(t)}
+	cfg := filepath.Join(dir, "config")
+	writeFile(t, filepath.Join(cfg, "echo.pr"), fmt.Sprintf(`<require-service <daemon echo>>
+<daemon echo {argv: [%q %q], listen: [<tcp "127.0.0.1" %d>]%s}>
+`, helper, e.pidFile, e.port, extra))
+	e.r = start(t, "-c", cfg, "--admin-socket", e.sock)
+	return e
+}
+
 // start: on-demand. The daemon is ready while no process runs; a client
 // that connects before the process exists is served by it (the daemon
 // checks LISTEN_PID as sd_listen_fds does); the status shows the socket
 // and whether the process was started.
 func TestE2ESocketOnDemand(t *testing.T) {
 	t.Parallel()
-	helper, client := buildListenFDs(t), buildClient(t)
-	dir := t.TempDir()
-	sock := filepath.Join(dir, "admin.sock")
-	port := freePort(t)
-	pidFile := filepath.Join(dir, "pid")
-	cfg := filepath.Join(dir, "config")
-	writeFile(t, filepath.Join(cfg, "echo.pr"), fmt.Sprintf(`<require-service <daemon echo>>
-<daemon echo {argv: [%q %q], listen: [<tcp "127.0.0.1" %d>], start: on-demand}>
-`, helper, pidFile, port))
-	r := start(t, "-c", cfg, "--admin-socket", sock)
+	e := startEcho(t, ", start: on-demand")
+	r, client, sock, port, pidFile := e.r, e.client, e.sock, e.port, e.pidFile
 	eventually(t, 20*time.Second, "echo ready, not started", func() bool {
 		st := statusOf(t, client, sock, "<daemon echo>")
 		return st != nil && fmt.Sprint(st["states"]) == "[started ready]" &&
@@ -129,16 +143,8 @@ func TestE2ESocketPathInUse(t *testing.T) {
 // is refused or reset.
 func TestE2ESocketConnectionsDuringRestartService(t *testing.T) {
 	t.Parallel()
-	helper, client := buildListenFDs(t), buildClient(t)
-	dir := t.TempDir()
-	sock := filepath.Join(dir, "admin.sock")
-	port := freePort(t)
-	pidFile := filepath.Join(dir, "pid")
-	cfg := filepath.Join(dir, "config")
-	writeFile(t, filepath.Join(cfg, "echo.pr"), fmt.Sprintf(`<require-service <daemon echo>>
-<daemon echo {argv: [%q %q], listen: [<tcp "127.0.0.1" %d>]}>
-`, helper, pidFile, port))
-	r := start(t, "-c", cfg, "--admin-socket", sock)
+	e := startEcho(t, "")
+	r, client, sock, port, pidFile := e.r, e.client, e.sock, e.port, e.pidFile
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	eventually(t, 20*time.Second, "the first process", func() bool { return fileExists(pidFile) })
 

@@ -68,17 +68,23 @@ func (s *logServer) line(service preserves.Value, text string) {
 	})
 }
 
+// waitFiled waits for line to be written to the log directory of
+// <daemon name>.
+func (s *logServer) waitFiled(t *testing.T, name, line string) {
+	t.Helper()
+	waitFor(t, "the log directory of "+name, func() bool {
+		b, _ := os.ReadFile(filepath.Join(s.dir, "daemon-"+name, "current"))
+		return strings.Contains(string(b), line+"\n")
+	})
+}
+
 func TestLogsHistoryFilesAndFollow(t *testing.T) {
 	s := newLogServer(t)
 	for i := 1; i <= 10; i++ {
 		s.line(s.web, fmt.Sprintf("web %d", i))
 		s.line(s.other, fmt.Sprintf("other %d", i))
 	}
-	current := filepath.Join(s.dir, "daemon-web", "current")
-	waitFor(t, "the log directory", func() bool {
-		b, _ := os.ReadFile(current)
-		return strings.Contains(string(b), "web 10\n")
-	})
+	s.waitFiled(t, "web", "web 10")
 
 	// 8 lines: 5 from the server's history, 3 older ones from the files.
 	code, out, errs := cliRun(t, "--admin", s.path, "logs", "web", "-n", "8")
@@ -96,10 +102,7 @@ func TestLogsHistoryFilesAndFollow(t *testing.T) {
 	require.Regexp(t, `<daemon web>\[42\] out: web 10\n.*<daemon other>\[42\] out: other 10\n$`, out)
 	// More than the history holds: the older ones from every service's
 	// files, in time order, named by their directories.
-	waitFor(t, "the other log directory", func() bool {
-		b, _ := os.ReadFile(filepath.Join(s.dir, "daemon-other", "current"))
-		return strings.Contains(string(b), "other 10\n")
-	})
+	s.waitFiled(t, "other", "other 10")
 	code, out, _ = cliRun(t, "--admin", s.path, "logs", "-n", "13")
 	require.Equal(t, 0, code)
 	lines = strings.Split(strings.TrimSuffix(out, "\n"), "\n")
@@ -138,10 +141,7 @@ func TestLogsSince(t *testing.T) {
 		s.line(s.web, fmt.Sprintf("web %d", i)) // at 03:04:05 + (2i-1) s
 		s.line(s.other, fmt.Sprintf("other %d", i))
 	}
-	waitFor(t, "the log directory", func() bool {
-		b, _ := os.ReadFile(filepath.Join(s.dir, "daemon-web", "current"))
-		return strings.Contains(string(b), "web 10\n")
-	})
+	s.waitFiled(t, "web", "web 10")
 	// web 3 is at 03:04:10: three lines from the files, five from the history.
 	code, out, errs := cliRun(t, "--admin", s.path, "logs", "web", "--since", "2026-01-02T03:04:10Z")
 	require.Equal(t, 0, code, errs)

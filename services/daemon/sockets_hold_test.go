@@ -57,15 +57,7 @@ func TestSocketsHeldAcrossRestartService(t *testing.T) {
 	spec, mark := secondRunGreets(t, path, "exec sleep 100", "")
 	require(h, "d", spec)
 	eventually(t, func() bool { return inode(mark) != 0 }, "the first run")
-	c, err := net.Dial("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	h.send(h.env.Config, services.RestartService(dname("d")))
-	if line := readGreeting(t, c); !strings.HasPrefix(line, "hello ") {
-		t.Errorf("greeting %q", line)
-	}
+	greetedAfter(t, path, func() { h.send(h.env.Config, services.RestartService(dname("d"))) })
 }
 
 // A worker crash (restart: all, the process failed) restarts the worker;
@@ -79,17 +71,11 @@ func TestSocketsHeldAcrossWorkerCrash(t *testing.T) {
 	spec, mark := secondRunGreets(t, path, first, ", restart: all")
 	require(h, "d", spec)
 	eventually(t, func() bool { return inode(mark) != 0 }, "the first run")
-	c, err := net.Dial("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := os.WriteFile(trigger, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if line := readGreeting(t, c); !strings.HasPrefix(line, "hello ") {
-		t.Errorf("greeting %q", line)
-	}
+	greetedAfter(t, path, func() {
+		if err := os.WriteFile(trigger, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // Withdrawing the declaration closes the sockets and removes their files,
@@ -115,18 +101,11 @@ func TestSocketsHandedOverOnEdit(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "d.sock")
 	_, unspec := require(h, "d", pv(t, fmt.Sprintf(`{argv: "echo old; exec sleep 100", listen: [<unix %q>]}`, path)))
 	h.waitOutput("d", 1)
-	c, err := net.Dial("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	greeter := fmt.Sprintf(`{argv: [%q "-test.run=^$"], env: {GO_WANT_HELPER_PROCESS: "greet"}, listen: [<unix %q>]}`, os.Args[0], path)
-	undo := h.assert(preserves.Rec("daemon", preserves.Symbol("d"), pv(t, greeter)))
-	defer undo()
-	unspec[0]()
-	if line := readGreeting(t, c); !strings.HasPrefix(line, "hello ") {
-		t.Errorf("greeting %q", line)
-	}
+	greetedAfter(t, path, func() {
+		t.Cleanup(h.assert(preserves.Rec("daemon", preserves.Symbol("d"), pv(t, greeter))))
+		unspec[0]()
+	})
 }
 
 // Issue 27: a Unix socket file belongs to the daemon's user and group,
@@ -151,5 +130,21 @@ func TestSocketFileOwnedByTheDaemonsUser(t *testing.T) {
 	}
 	if fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o666 {
 		t.Errorf("socket file mode %v, want a socket with 0666", fi.Mode())
+	}
+}
+
+// greetedAfter connects to the socket at path, runs act, and checks that
+// the connection made before it is served by a greeter (a process started
+// after act, on the sockets the server held meanwhile).
+func greetedAfter(t *testing.T, path string, act func()) {
+	t.Helper()
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	act()
+	if line := readGreeting(t, c); !strings.HasPrefix(line, "hello ") {
+		t.Errorf("greeting %q", line)
 	}
 }
