@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"errors"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -292,6 +293,9 @@ func RunSplit(t *dataspace.Turn, r io.Reader, w io.Writer, closer io.Closer, opt
 	})
 	return c, c.peer
 }
+
+// ErrClosed: the connection ended before the operation completed.
+var ErrClosed = errors.New("relay: connection closed")
 
 // Spawn runs a relay over rw in a new top-level actor of sys and waits for
 // it to boot. It returns ErrClosed if the actor could not start.

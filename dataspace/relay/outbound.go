@@ -78,6 +78,10 @@ func (p *proxy) Retract(t *dataspace.Turn, h dataspace.Handle) error {
 	return nil
 }
 
+// ErrTransient: a message tried to send a reference nothing else pins
+// (runtime spec §15.5, sender side).
+var ErrTransient = errors.New("relay: sent transient reference")
+
 func (p *proxy) Message(t *dataspace.Turn, v preserves.Value) error {
 	c := p.c
 	if c.stopped {
@@ -207,6 +211,10 @@ func (c *Conn) splitAt() int {
 	return min(c.opts.PeerMaxPacketSize, c.opts.PeerMaxPacketValues)
 }
 
+// ErrTooLarge: an event was too large for any packet the peer takes
+// (Options.PeerMaxPacketSize, PeerMaxPacketValues); it was not sent.
+var ErrTooLarge = errors.New("relay: event too large for the peer")
+
 // tooLarge reports an event (its encoded bytes) that no packet within the
 // peer's limits can hold.
 func (c *Conn) tooLarge(ev []byte) error {
@@ -274,6 +282,10 @@ func (c *Conn) flush(t *dataspace.Turn) error {
 	}
 	return nil
 }
+
+// ErrOutboundFull: more than Options.MaxOutbound bytes were queued for
+// the peer (only producers outside flow control can get there).
+var ErrOutboundFull = errors.New("relay: output queue for the peer is full")
 
 // sendPending ends the pending packet and hands it to the writer.
 func (c *Conn) sendPending(t *dataspace.Turn) {

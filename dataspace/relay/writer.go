@@ -326,6 +326,10 @@ func (c *Conn) write(buf []byte) error {
 	return nil
 }
 
+// ErrSlowPeer: the peer read nothing for Options.WriteTimeout while
+// output waited for it.
+var ErrSlowPeer = errors.New("relay: peer is not reading")
+
 func (c *Conn) slowPeer() error {
 	return fmt.Errorf("%w: it has read nothing for %v", ErrSlowPeer, c.opts.WriteTimeout)
 }
