@@ -59,30 +59,17 @@ import (
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
-// Sentinel errors. Every error this package returns wraps one of them (via
-// *Error), so callers test with errors.Is.
-var (
-	// ErrUnboundRef: a template's `<ref n>` names no binding of its pattern.
-	ErrUnboundRef = errors.New("caveat: unbound reference")
-	// ErrBindingUnderNegation: a rewrite pattern has a `bind` inside `not`.
-	ErrBindingUnderNegation = errors.New("caveat: binding under negation")
-	// ErrInvalidSignature: a sturdy ref's signature does not match its
-	// contents under the given key.
-	ErrInvalidSignature = errors.New("caveat: invalid sturdy ref signature")
-	// ErrMalformedRef: a sturdy ref parsed but cannot be validated or
-	// attenuated, e.g. its `caveats` field is present but not a sequence,
-	// or it contains a value that cannot be signed.
-	ErrMalformedRef = errors.New("caveat: malformed sturdy ref")
-	// ErrNotSturdyRef: a value does not have the shape `<ref {oid: _, sig:
-	// #[..] …}>`.
-	ErrNotSturdyRef = errors.New("caveat: not a sturdy ref")
-	// ErrNilValue: a nil Value was given where a Preserves value is needed.
-	ErrNilValue = errors.New("caveat: nil value")
-)
+// ErrNilValue: a nil Value was given where a Preserves value is needed.
+var ErrNilValue = errors.New("caveat: nil value")
 
 // Error is the error type of this package: a sentinel class plus detail.
+// Every error this package returns is one, so callers test the class with
+// errors.Is. The classes stand beside the code that returns them:
+// ErrNilValue above, ErrBindingUnderNegation and ErrUnboundRef in
+// validate.go, ErrInvalidSignature, ErrMalformedRef and ErrNotSturdyRef in
+// sturdy.go.
 type Error struct {
-	Err error  // one of the sentinel errors above
+	Err error  // the class: one of the sentinel errors named above
 	Msg string // what exactly went wrong
 
 	named bool // Msg already quotes the offending rewrite

@@ -92,6 +92,10 @@ func (sr *SturdyRef) Attenuate(cs ...Caveat) (*SturdyRef, error) {
 	}, nil
 }
 
+// ErrInvalidSignature: a sturdy ref's signature does not match its
+// contents under the given key.
+var ErrInvalidSignature = errors.New("caveat: invalid sturdy ref signature")
+
 // Validate checks sr against key: the signature recomputed from the key,
 // the oid and every caveat must equal Sig byte for byte
 // (ErrInvalidSignature otherwise). A ref whose caveats field is not a
@@ -119,6 +123,11 @@ func (sr *SturdyRef) Validate(key []byte) error {
 	}
 	return nil
 }
+
+// ErrMalformedRef: a sturdy ref parsed but cannot be validated or
+// attenuated, e.g. its `caveats` field is present but not a sequence,
+// or it contains a value that cannot be signed.
+var ErrMalformedRef = errors.New("caveat: malformed sturdy ref")
 
 func (sr *SturdyRef) wellFormed() error {
 	switch {
@@ -207,6 +216,10 @@ func parseRef[T any](v preserves.Value, what string, parse func(preserves.Value)
 	}
 	return fromParameters(params(x)), nil
 }
+
+// ErrNotSturdyRef: a value does not have the shape `<ref {oid: _, sig:
+// #[..] …}>`.
+var ErrNotSturdyRef = errors.New("caveat: not a sturdy ref")
 
 // notSturdy classes a parse error, which names the path and position.
 func notSturdy(err error) error {

@@ -63,6 +63,9 @@ func validateRewrite(r Rewrite, where string) error {
 	return err
 }
 
+// ErrBindingUnderNegation: a rewrite pattern has a `bind` inside `not`.
+var ErrBindingUnderNegation = errors.New("caveat: binding under negation")
+
 // countBinds returns the number of binds in p. With strict, a bind under a
 // negation is an error. Hand-built patterns with nil parts are refused with
 // ErrNilValue, so that ToValue and Apply never meet them.
@@ -123,6 +126,9 @@ func countAll(ps []Pattern, negated, strict bool, where string) (int, error) {
 	}
 	return total, nil
 }
+
+// ErrUnboundRef: a template's `<ref n>` names no binding of its pattern.
+var ErrUnboundRef = errors.New("caveat: unbound reference")
 
 func validateTemplate(t Template, binds int, where string) error {
 	switch x := t.(type) {
