@@ -1,7 +1,6 @@
 package vm
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -9,33 +8,15 @@ import (
 	"github.com/syndicate-go/syndicate/script"
 )
 
-// Run-time error classes; test with errors.Is on a *RuntimeError.
-var (
-	// ErrUndefined: a variable (or target) is not bound.
-	ErrUndefined = errors.New("vm: undefined variable")
-	// ErrNotCapability: a target or attenuation subject is not a capability.
-	ErrNotCapability = errors.New("vm: not a capability")
-	// ErrNoMatch: a let pattern did not match its value.
-	ErrNoMatch = errors.New("vm: pattern did not match")
-	// ErrAttenuation: caveats could not be attached to a capability.
-	ErrAttenuation = errors.New("vm: bad attenuation")
-	// ErrPattern: a pattern could not be built from a variable's value.
-	ErrPattern = errors.New("vm: bad pattern")
-	// ErrStringify: a capability cannot be rendered as text.
-	ErrStringify = script.ErrStringify
-	// ErrBudget: an activation exceeded Options.MaxSteps.
-	ErrBudget = errors.New("vm: step budget exceeded")
-	// ErrCancelled: Options.Context was cancelled.
-	ErrCancelled = errors.New("vm: cancelled")
-	// ErrNilProgram is returned by Run (not a RuntimeError) when given no
-	// program.
-	ErrNilProgram = errors.New("vm: nil program")
-)
-
 // RuntimeError is a script error found while running. It prints as
 // `file:line:col: message`; Trace lists the handlers (during, on-message,
 // on-stop) the failing code ran under, innermost last: at most the 64
 // innermost, Outer counting those left out.
+//
+// Its class, tested with errors.Is, is one of the sentinel errors declared
+// beside the code that raises them: ErrBudget, ErrCancelled and ErrNoMatch
+// (exec), ErrUndefined and ErrNotCapability (target), ErrAttenuation
+// (attenuate), ErrPattern (pattern), all in vm.go, or ErrStringify below.
 type RuntimeError struct {
 	Pos   preserves.Pos
 	Msg   string
@@ -45,6 +26,9 @@ type RuntimeError struct {
 }
 
 func (e *RuntimeError) Error() string { return e.Pos.String() + ": " + e.Msg }
+
+// ErrStringify: a capability cannot be rendered as text.
+var ErrStringify = script.ErrStringify
 
 // Unwrap returns the error class.
 func (e *RuntimeError) Unwrap() error { return e.Err }

@@ -45,6 +45,7 @@ package vm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -87,6 +88,10 @@ type Options struct {
 func Run(t *dataspace.Turn, prog *compile.Program, env map[string]preserves.Value, log zerolog.Logger) (dataspace.FacetID, error) {
 	return RunOptions(t, prog, env, Options{Logger: log})
 }
+
+// ErrNilProgram is returned by Run (not a RuntimeError) when given no
+// program.
+var ErrNilProgram = errors.New("vm: nil program")
 
 // RunOptions is Run with options.
 func RunOptions(t *dataspace.Turn, prog *compile.Program, env map[string]preserves.Value, opts Options) (dataspace.FacetID, error) {
@@ -263,6 +268,16 @@ func (a *activation) child(at preserves.Pos) *activation {
 	return &activation{m: a.m, trace: f}
 }
 
+// The classes of the errors exec raises itself.
+var (
+	// ErrBudget: an activation exceeded Options.MaxSteps.
+	ErrBudget = errors.New("vm: step budget exceeded")
+	// ErrCancelled: Options.Context was cancelled.
+	ErrCancelled = errors.New("vm: cancelled")
+	// ErrNoMatch: a let pattern did not match its value.
+	ErrNoMatch = errors.New("vm: pattern did not match")
+)
+
 func (a *activation) exec(t *dataspace.Turn, in compile.Instr, sc *scope) *RuntimeError {
 	a.steps++
 	if max := a.m.opts.MaxSteps; max > 0 && a.steps > max {
@@ -398,6 +413,13 @@ func (a *activation) subscription(t *dataspace.Turn, at preserves.Pos, target st
 	}, nil
 }
 
+var (
+	// ErrUndefined: a variable (or target) is not bound.
+	ErrUndefined = errors.New("vm: undefined variable")
+	// ErrNotCapability: a target or attenuation subject is not a capability.
+	ErrNotCapability = errors.New("vm: not a capability")
+)
+
 func (a *activation) target(at preserves.Pos, name string, sc *scope) (*dataspace.Ref, *RuntimeError) {
 	v, ok := sc.lookup(name)
 	if !ok {
@@ -523,6 +545,9 @@ func (a *activation) evalAll(t *dataspace.Turn, es []compile.Expr, sc *scope) ([
 	return out, nil
 }
 
+// ErrAttenuation: caveats could not be attached to a capability.
+var ErrAttenuation = errors.New("vm: bad attenuation")
+
 func (a *activation) attenuate(t *dataspace.Turn, x *compile.MkAttenuate, sc *scope) (preserves.Value, *RuntimeError) {
 	v, ok := sc.lookup(x.Var)
 	if !ok {
@@ -565,6 +590,9 @@ func (c builtinContext) FacetHandle() preserves.Value {
 
 // ---------------------------------------------------------------------------
 // Patterns
+
+// ErrPattern: a pattern could not be built from a variable's value.
+var ErrPattern = errors.New("vm: bad pattern")
 
 func (a *activation) pattern(t *dataspace.Turn, p compile.Pat, sc *scope) (pattern.Pattern, *RuntimeError) {
 	switch x := p.(type) {
