@@ -61,18 +61,6 @@ import (
 	"github.com/syndicate-go/syndicate/services"
 )
 
-var (
-	// ErrInUse: a live server already listens on the admin socket path, or
-	// the path exists and is not a socket.
-	ErrInUse = errors.New("admin: socket in use")
-	// ErrUnsafeDir: the socket's directory is not a directory owned by the
-	// server's user.
-	ErrUnsafeDir = errors.New("admin: unsafe socket directory")
-	// ErrPermission: a peer of another user tried to connect (the peer sees
-	// it as a protocol error packet with this message).
-	ErrPermission = errors.New("admin: permission denied")
-)
-
 // Options tunes Listen. The zero value is the production behaviour.
 type Options struct {
 	// UID is the only peer uid accepted; nil means the server's own
@@ -168,6 +156,10 @@ func serve(t *dataspace.Turn, c *net.UnixConn, env services.Env, log zerolog.Log
 	})
 }
 
+// ErrPermission: a peer of another user tried to connect (the peer sees
+// it as a protocol error packet with this message).
+var ErrPermission = errors.New("admin: permission denied")
+
 // refuse tells a foreign peer why it is being disconnected, in the protocol
 // (`<error MESSAGE DETAIL>`), and closes the connection.
 func refuse(c *net.UnixConn, cred *unix.Ucred, err error, log zerolog.Logger) {
@@ -190,6 +182,10 @@ func refuse(c *net.UnixConn, cred *unix.Ucred, err error, log zerolog.Logger) {
 		c.Close()
 	}()
 }
+
+// ErrInUse: a live server already listens on the admin socket path, or
+// the path exists and is not a socket.
+var ErrInUse = errors.New("admin: socket in use")
 
 // bind creates the socket file as described in the package doc.
 func bind(path string, log zerolog.Logger) (*net.UnixListener, error) {

@@ -67,6 +67,10 @@ func PeerPID(c *net.UnixConn) (int, error) {
 	return int(cred.Pid), nil
 }
 
+// ErrUnsafeDir: the socket's directory is not a directory owned by the
+// server's user.
+var ErrUnsafeDir = errors.New("admin: unsafe socket directory")
+
 // checkDir fails with ErrUnsafeDir unless dir, the socket's directory, is
 // a directory owned by uid or root.
 func checkDir(dir string, uid int) error {

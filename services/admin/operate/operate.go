@@ -37,15 +37,6 @@ import (
 	"github.com/syndicate-go/syndicate/services/admin/session"
 )
 
-var (
-	// ErrUnknown: nothing declares, requires or runs the service.
-	ErrUnknown = errors.New("no such service")
-	// ErrNotRunning: kill found no process of the service.
-	ErrNotRunning = errors.New("not running")
-	// ErrBadSignal: the signal is neither a name nor a number of one.
-	ErrBadSignal = errors.New("not a signal")
-)
-
 // watch is what a command learns of one service.
 type watch struct {
 	*services.StatusModel
@@ -144,6 +135,9 @@ func Start(ctx context.Context, o session.Options, name preserves.Value) error {
 		func(w *watch) bool { return w.stopped == 0 && w.Required[w.key] > 0 })
 }
 
+// ErrNotRunning: kill found no process of the service.
+var ErrNotRunning = errors.New("not running")
+
 // Kill sends sig to every process of name (its cgroup, else its process
 // group).
 func Kill(ctx context.Context, o session.Options, name preserves.Value, sig syscall.Signal) error {
@@ -157,6 +151,9 @@ func Kill(ctx context.Context, o session.Options, name preserves.Value, sig sysc
 	}, nil)
 }
 
+// ErrUnknown: nothing declares, requires or runs the service.
+var ErrUnknown = errors.New("no such service")
+
 func known(name preserves.Value) func(*watch) error {
 	return func(w *watch) error {
 		if !w.known() {
@@ -165,6 +162,9 @@ func known(name preserves.Value) func(*watch) error {
 		return nil
 	}
 }
+
+// ErrBadSignal: the signal is neither a name nor a number of one.
+var ErrBadSignal = errors.New("not a signal")
 
 // ParseSignal reads a signal as kill(1) does: a name with or without SIG
 // (HUP, SIGHUP, any case) or a number.
