@@ -15,13 +15,6 @@ import (
 // reported with its exact cause, and retried with a growing delay, since
 // retrying a missing program every second only fills the log.
 
-// Causes of a spawn failure (test with errors.Is).
-var (
-	ErrProgramMissing = errors.New("program not found")
-	ErrNotExecutable  = errors.New("program is not executable")
-	ErrDirMissing     = errors.New("working directory does not exist")
-)
-
 // SpawnError is why a process could not be started.
 type SpawnError struct {
 	Cause error  // ErrProgramMissing, ErrNotExecutable, ErrDirMissing, or nil
@@ -37,6 +30,13 @@ func (e *SpawnError) Error() string {
 }
 
 func (e *SpawnError) Unwrap() []error { return []error{e.Cause, e.Err} }
+
+// Causes of a spawn failure (test with errors.Is).
+var (
+	ErrProgramMissing = errors.New("program not found")
+	ErrNotExecutable  = errors.New("program is not executable")
+	ErrDirMissing     = errors.New("working directory does not exist")
+)
 
 // spawnCause explains err, the failure to start s: fork/exec reports a
 // missing working directory and a missing program alike (ENOENT), so the
