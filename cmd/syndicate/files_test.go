@@ -121,7 +121,7 @@ func TestDisasm(t *testing.T) {
 	require.NoError(t, os.WriteFile(good, []byte("? <a ?x> [\n  $config ! <b $x>\n]\n"), 0o644))
 	code, out, errs := cliRun(t, "disasm", good)
 	require.Equal(t, 0, code, errs)
-	require.Equal(t, `program "`+good+`" version 2 instructions 4
+	require.Equal(t, `program "`+good+`" version 3 instructions 4
 1:1     during $config <group <rec a> {0: <bind <_>>}> -> [x]
 1:10      seq
 2:11        send $config <b $x>

@@ -23,14 +23,13 @@ import (
 
 // arena holds the compiler's slabs, one per frequent node type.
 type arena struct {
-	seqs    script.Slab[Seq]
-	asserts script.Slab[Assert]
-	sends   script.Slab[Send]
-	durings script.Slab[During]
-	onMsgs  script.Slab[OnMessage]
-	lets    script.Slab[Let]
-	conds   script.Slab[Cond]
-	instrs  script.Slab[Instr]
+	seqs     script.Slab[Seq]
+	asserts  script.Slab[Assert]
+	sends    script.Slab[Send]
+	handlers script.Slab[Handler]
+	lets     script.Slab[Let]
+	conds    script.Slab[Cond]
+	instrs   script.Slab[Instr]
 
 	konsts  script.Slab[Const]
 	refs    script.Slab[Ref]

@@ -10,7 +10,7 @@
 //     register is purely compile-time: `$x INSTR` compiles INSTR with target
 //     x and outer target equal to the previous target, `=~` tests the
 //     variable named by the current target and compiles both branches with
-//     the outer target. Every Assert, Send, During and OnMessage instruction
+//     the outer target. Every Assert, Send and Handler instruction
 //     therefore names its target variable explicitly, and the VM never tracks
 //     a register.
 //   - It folds constants. Value expressions without variables become Const,
@@ -136,13 +136,9 @@ func (c *compiler) instr(in script.Instr, target, outer string) Instr {
 		sd.At, sd.Target, sd.Value = x.At, target, c.value(x.Value)
 		return sd
 	case *script.During:
-		d := c.durings.New()
-		d.At, d.Target, d.Pat, d.Binders, d.Body = c.handler(x.At, x.Pat, x.Body, target, outer)
-		return d
+		return c.handler(During, x.At, x.Pat, x.Body, target, outer)
 	case *script.OnMessage:
-		m := c.onMsgs.New()
-		m.At, m.Target, m.Pat, m.Binders, m.Body = c.handler(x.At, x.Pat, x.Body, target, outer)
-		return m
+		return c.handler(OnMessage, x.At, x.Pat, x.Body, target, outer)
 	case *script.OnStop:
 		c.n++
 		return &OnStop{At: x.At, Body: c.instr(x.Body, target, outer)}
@@ -170,11 +166,14 @@ func (c *compiler) instr(in script.Instr, target, outer string) Instr {
 	return &Seq{At: in.Pos()}
 }
 
-// handler compiles the parts shared by `?` and `??`: the pattern, its
-// binders and the body, on target.
-func (c *compiler) handler(at preserves.Pos, pat script.Expr, body script.Instr, target, outer string) (preserves.Pos, string, Pat, []string, Instr) {
+// handler compiles `?` and `??`: the pattern, its binders and the body, on
+// target.
+func (c *compiler) handler(kind HandlerKind, at preserves.Pos, pat script.Expr, body script.Instr, target, outer string) *Handler {
 	c.n++
-	return at, target, c.pattern(pat), c.bindersOf(pat), c.instr(body, target, outer)
+	h := c.handlers.New()
+	h.At, h.Kind, h.Target = at, kind, target
+	h.Pat, h.Binders, h.Body = c.pattern(pat), c.bindersOf(pat), c.instr(body, target, outer)
+	return h
 }
 
 // ---------------------------------------------------------------------------

@@ -125,7 +125,7 @@ func TestConstantFolding(t *testing.T) {
 	if _, ok := as.Value.(*compile.Const); !ok {
 		t.Errorf("value not folded: %T", as.Value)
 	}
-	d := prog.Body.Body[1].(*compile.During)
+	d := prog.Body.Body[1].(*compile.Handler)
 	if _, ok := d.Pat.(*compile.PConst); !ok {
 		t.Errorf("pattern not folded: %T", d.Pat)
 	}

@@ -54,11 +54,8 @@ func (d *disasm) instr(in Instr, depth int) {
 		d.line(x.At, depth, "assert $%s %s", x.Target, ExprString(x.Value))
 	case *Send:
 		d.line(x.At, depth, "send $%s %s", x.Target, ExprString(x.Value))
-	case *During:
-		d.line(x.At, depth, "during $%s %s%s", x.Target, PatString(x.Pat), binders(x.Binders))
-		d.instr(x.Body, depth+1)
-	case *OnMessage:
-		d.line(x.At, depth, "on-message $%s %s%s", x.Target, PatString(x.Pat), binders(x.Binders))
+	case *Handler:
+		d.line(x.At, depth, "%s $%s %s%s", x.Kind, x.Target, PatString(x.Pat), binders(x.Binders))
 		d.instr(x.Body, depth+1)
 	case *OnStop:
 		d.line(x.At, depth, "on-stop")

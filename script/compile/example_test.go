@@ -18,7 +18,7 @@ $ds ? <Present ?who> [ $log ! <log "-" {line: "present", who: $who}> ]
 	}
 	fmt.Print(compile.Disassemble(prog))
 	// Output:
-	// program "ex.pr" version 2 instructions 6
+	// program "ex.pr" version 3 instructions 6
 	// 2:1     let <bind <_>> -> [ds] = dataspace
 	// 3:5     during $ds <group <rec Present> {0: <bind <_>>}> -> [who]
 	// 3:22      seq

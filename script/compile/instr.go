@@ -9,7 +9,7 @@ import (
 // Version identifies the shape of the instruction tree. It changes whenever
 // an instruction or expression node changes meaning, so cached or serialised
 // programs from another version are never mistaken for current ones.
-const Version = 2
+const Version = 3
 
 // Program is a compiled script file.
 type Program struct {
@@ -58,24 +58,34 @@ type Send struct {
 	Value  Expr
 }
 
-// During subscribes to Pat at Target; for each distinct capture tuple Body
-// runs in a fresh facet that stops when the tuple is retracted. Binders names
-// the captures in order.
-type During struct {
+// Handler subscribes to Pat at Target and runs Body in a fresh facet for
+// each match: `?` (During) for each distinct capture tuple asserted, the
+// facet stopping when the tuple is retracted; `??` (OnMessage) for each
+// message. Binders names the captures in order. The two differ only in the
+// subscription the VM makes, so they are one instruction.
+type Handler struct {
 	script.At
+	Kind    HandlerKind
 	Target  string
 	Pat     Pat
 	Binders []string
 	Body    Instr
 }
 
-// OnMessage runs Body in a fresh facet for each message matching Pat.
-type OnMessage struct {
-	script.At
-	Target  string
-	Pat     Pat
-	Binders []string
-	Body    Instr
+// HandlerKind is what a Handler reacts to.
+type HandlerKind uint8
+
+const (
+	During    HandlerKind = iota // assertions: `? PAT INSTR`
+	OnMessage                    // messages: `?? PAT INSTR`
+)
+
+// String is the kind's name in the disassembly.
+func (k HandlerKind) String() string {
+	if k == OnMessage {
+		return "on-message"
+	}
+	return "during"
 }
 
 // OnStop runs Body, in the parent facet, when the current facet stops.
@@ -104,14 +114,13 @@ type Cond struct {
 	Else    *Seq
 }
 
-func (*Seq) isInstr()       {}
-func (*Assert) isInstr()    {}
-func (*Send) isInstr()      {}
-func (*During) isInstr()    {}
-func (*OnMessage) isInstr() {}
-func (*OnStop) isInstr()    {}
-func (*Let) isInstr()       {}
-func (*Cond) isInstr()      {}
+func (*Seq) isInstr()     {}
+func (*Assert) isInstr()  {}
+func (*Send) isInstr()    {}
+func (*Handler) isInstr() {}
+func (*OnStop) isInstr()  {}
+func (*Let) isInstr()     {}
+func (*Cond) isInstr()    {}
 
 // ---------------------------------------------------------------------------
 // Value expressions
@@ -231,9 +240,7 @@ func EachSubInstr(in Instr, fn func(Instr)) {
 		for _, i := range x.Body {
 			fn(i)
 		}
-	case *During:
-		fn(x.Body)
-	case *OnMessage:
+	case *Handler:
 		fn(x.Body)
 	case *OnStop:
 		fn(x.Body)

@@ -186,10 +186,8 @@ func (s *fileScan) instr(in compile.Instr, sc scope) {
 	case *compile.Send:
 		s.useTarget(x.Target, x.At, sc)
 		s.expr(x.Value, sc)
-	case *compile.During:
-		s.handler(x.Target, x.At, x.Pat, x.Binders, x.Body, sc)
-	case *compile.OnMessage:
-		s.handler(x.Target, x.At, x.Pat, x.Binders, x.Body, sc)
+	case *compile.Handler:
+		s.handler(x, sc)
 	case *compile.OnStop:
 		s.instr(x.Body, sc)
 	case *compile.Let:
@@ -205,13 +203,13 @@ func (s *fileScan) instr(in compile.Instr, sc scope) {
 	}
 }
 
-func (s *fileScan) handler(target string, at preserves.Pos, p compile.Pat, binders []string, body compile.Instr, sc scope) {
-	s.useTarget(target, at, sc)
-	if s.toConfig(target) {
-		s.tr.patterns = append(s.tr.patterns, patternOf(p))
+func (s *fileScan) handler(h *compile.Handler, sc scope) {
+	s.useTarget(h.Target, h.At, sc)
+	if s.toConfig(h.Target) {
+		s.tr.patterns = append(s.tr.patterns, patternOf(h.Pat))
 	}
-	s.pat(p, sc)
-	s.instr(body, sc.with(binders))
+	s.pat(h.Pat, sc)
+	s.instr(h.Body, sc.with(h.Binders))
 }
 
 func (s *fileScan) expr(e compile.Expr, sc scope) {

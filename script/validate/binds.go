@@ -122,10 +122,7 @@ func (s *bindScan) locals(in compile.Instr) {
 		for _, i := range x.Body {
 			s.locals(i)
 		}
-	case *compile.During:
-		mark(x.Binders)
-		s.locals(x.Body)
-	case *compile.OnMessage:
+	case *compile.Handler:
 		mark(x.Binders)
 		s.locals(x.Body)
 	case *compile.OnStop:
@@ -154,9 +151,7 @@ func (s *bindScan) instr(in compile.Instr, target string) {
 		}
 	case *compile.Send:
 		s.expr(x.Value)
-	case *compile.During:
-		s.instr(x.Body, x.Target)
-	case *compile.OnMessage:
+	case *compile.Handler:
 		s.instr(x.Body, x.Target)
 	case *compile.OnStop:
 		s.instr(x.Body, target)

@@ -305,16 +305,14 @@ func (a *activation) exec(t *dataspace.Turn, in compile.Instr, sc *scope) *Runti
 			return err
 		}
 		t.Message(r, v)
-	case *compile.During:
-		r, p, run, err := a.subscription(t, x.At, x.Target, x.Pat, x.Binders, x.Body, sc)
+	case *compile.Handler:
+		r, p, run, err := a.subscription(t, x, sc)
 		if err != nil {
 			return err
 		}
-		t.During(r, p, run)
-	case *compile.OnMessage:
-		r, p, run, err := a.subscription(t, x.At, x.Target, x.Pat, x.Binders, x.Body, sc)
-		if err != nil {
-			return err
+		if x.Kind == compile.During {
+			t.During(r, p, run)
+			break
 		}
 		t.OnMessage(r, p, func(t *dataspace.Turn, caps []preserves.Value) error {
 			_, err := t.Facet(func(t *dataspace.Turn) error { return run(t, caps) })
@@ -387,25 +385,24 @@ func (a *activation) valueAndTarget(t *dataspace.Turn, at preserves.Pos, value c
 	return r, v, nil
 }
 
-// subscription evaluates the pattern and target of a During or OnMessage
-// and returns them with the handler that runs body, in a child activation
-// with the captures bound, for each match; a failing body is logged and
-// stops its facet.
-func (a *activation) subscription(t *dataspace.Turn, at preserves.Pos, target string, pat compile.Pat, binders []string, body compile.Instr, sc *scope) (*dataspace.Ref, pattern.Pattern, func(*dataspace.Turn, []preserves.Value) error, *RuntimeError) {
-	p, err := a.pattern(t, pat, sc)
+// subscription evaluates the pattern and target of h and returns them with
+// the callback that runs h's body, in a child activation with the captures
+// bound, for each match; a failing body is logged and stops its facet.
+func (a *activation) subscription(t *dataspace.Turn, h *compile.Handler, sc *scope) (*dataspace.Ref, pattern.Pattern, func(*dataspace.Turn, []preserves.Value) error, *RuntimeError) {
+	p, err := a.pattern(t, h.Pat, sc)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	r, err := a.target(at, target, sc)
+	r, err := a.target(h.At, h.Target, sc)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	snap := *sc
 	return r, p, func(t *dataspace.Turn, caps []preserves.Value) error {
-		b := a.child(at)
+		b := a.child(h.At)
 		s := snap
-		s.bindAll(binders, caps)
-		if err := b.exec(t, body, &s); err != nil {
+		s.bindAll(h.Binders, caps)
+		if err := b.exec(t, h.Body, &s); err != nil {
 			a.m.fail(t, err)
 			t.Stop()
 		}
