@@ -499,7 +499,7 @@ func Pattern(e script.Expr) (pattern.Pattern, error) {
 }
 
 // firstVariable is the first node of the pattern e, in pre-order, that
-// needs an environment (isConstPat fails on it), or nil.
+// needs an environment, or nil.
 func firstVariable(e script.Expr) script.Expr {
 	switch x := e.(type) {
 	case *script.Discard, *script.Lit:
@@ -546,26 +546,7 @@ func bindOf(sub pattern.Pattern) pattern.Pattern {
 
 // isConstPat reports whether the pattern e mentions no variable, so that
 // constPattern can build it in one go.
-func isConstPat(e script.Expr) bool {
-	switch x := e.(type) {
-	case *script.Discard, *script.Lit:
-		return true
-	case *script.Bind:
-		return isConstPat(x.Pat)
-	case *script.RecordExpr:
-		return isConst(x.Label) && all(x.Fields, isConstPat)
-	case *script.SeqExpr:
-		return all(x.Elems, isConstPat)
-	case *script.DictExpr:
-		for _, en := range x.Entries {
-			if !isConstPat(en.Value) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
-}
+func isConstPat(e script.Expr) bool { return firstVariable(e) == nil }
 
 // constPattern builds the pattern of an expression for which isConstPat
 // holds, without intermediate nodes. It fails only when a literal holds a
