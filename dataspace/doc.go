@@ -23,29 +23,111 @@
 //
 // # Goroutines and ownership
 //
-// An actor has a goroutine only while it has work: the push that makes
-// its mailbox non-empty starts one (drain), which swaps out the whole
-// queue, handles many batches (one turn each) per swap, and ends when it
-// finds the mailbox empty. At most one drain runs per actor (the mailbox's
-// running flag, under the mailbox lock); the drain that sees the actor
-// dead finishes it. The mailbox is a mutex-protected slice of batches;
-// senders append under the mailbox lock only, so sending never waits for
-// the receiver's turn. An idle actor so costs its state and no stack: a
-// server with thousands of idle sessions and daemons holds no goroutine
-// for their actors (issue 16; starting a goroutine costs about what
-// waking a parked one does).
+// An actor has no goroutine of its own. Its mailbox is a mutex-protected
+// FIFO of batches; senders append under the mailbox lock only, so sending
+// never waits for the receiver's turn. The right to handle the mailbox
+// (the drain) belongs to at most one goroutine at a time: the mailbox's
+// running flag, set under the mailbox lock by the push that finds the
+// actor idle (the claim) and cleared by the take that finds the mailbox
+// empty. An idle actor so costs its state and no stack: a server with
+// thousands of idle sessions and daemons holds no goroutine for their
+// actors (issue 16).
 //
 // The turn lock (Actor.mu) guards all actor state: the facet tree and every
 // facet field except the atomic preventer counter, the outbound assertion
 // table, exit hooks, the reusable Turn, exit status, and the state of every
-// entity living in the actor. Whoever holds it owns the actor: the actor
-// goroutine while it handles batches, or a goroutine calling
-// [FacetRef.Activate] (linked tasks, timers, I/O loops), which runs its turn
-// on the calling goroutine. So at most one goroutine touches an actor's
-// state at a time, and turns of one actor never overlap. Activate must not
-// be called from inside a turn of the same actor (the lock is not
-// reentrant; use [Turn.Later]), and [System.Shutdown] must not be called
-// from inside any turn (it waits for every actor).
+// entity living in the actor. Whoever holds it owns the actor: the
+// goroutine draining its mailbox while it handles a batch, or a goroutine
+// calling [FacetRef.Activate] (linked tasks, timers, I/O loops), which runs
+// its turn on the calling goroutine. So at most one goroutine touches an
+// actor's state at a time, and turns of one actor never overlap. Activate
+// must not be called from inside a turn of any actor (the lock is not
+// reentrant, the caller may wait for debt, and the caller runs the turns
+// handed to it: see below; use [Turn.Later], or [FacetRef.ActivateNow] for
+// another actor), and [System.Shutdown] must not be called from inside any
+// turn (it waits for every actor).
+//
+// # Running a turn where the data is (hand-off)
+//
+// A turn that sends to an idle actor claims that actor's drain at commit.
+// Where the turn was started by a scheduler entry point (a drain, or
+// Activate, ActivateContext, ActivatePaced, ActivateAccount, but not
+// ActivateNow, which may run inside another actor's turn), the claim is
+// handed to the goroutine that ran the turn instead of to a fresh
+// goroutine: the sender's goroutine then runs the receiver's turns, while
+// the data they touch is still in its cache, and no goroutine is started
+// or woken. A message from a socket through a relay, a dataspace and a
+// subscriber's relay so crosses one goroutine, the reader's, and is handed
+// off once, to the subscriber connection's writer, as in NATS.
+//
+// The goroutine keeps the drains handed to it in a runner: a FIFO of
+// claimed actors, each with the batches already taken from its mailbox.
+// The runner visits them in turn; a visit handles one swap of the actor's
+// mailbox (one turn per batch, taking and releasing the turn lock per
+// batch) and queues the actor again if more has arrived, or gives up the
+// claim if its mailbox is empty. Turns handled in a visit may claim further
+// idle actors, which join the back of the FIFO. The entry point runs its
+// runner only after it has released the turn lock it took.
+//
+// Proof obligations, and why they hold:
+//
+//  1. One turn at a time per actor. A batch is handled only by the holder
+//     of the actor's drain claim, under the actor's turn lock; the claim
+//     has one holder (it moves from the mailbox's flag to exactly one
+//     runner entry, or to one fresh goroutine), and Activate takes the
+//     same turn lock. Hand-off moves the claim, never copies it.
+//  2. Causal order between any two actors. Every batch, handed off or
+//     not, goes through the destination's mailbox in commit order, and the
+//     claim holder handles a mailbox's batches in FIFO order (a runner
+//     keeps a taken swap with its actor's entry and finishes it before it
+//     takes again). Hand-off changes which goroutine handles a batch,
+//     never the order of batches at one actor, so the per-pair order of
+//     runtime spec §5 (and with it Sync, and commit-before-spawn) is the
+//     order it was.
+//  3. No deadlock. A runner runs another actor's turn only while it holds
+//     no turn lock: the entry point first commits and unlocks, and a
+//     visit holds one actor's lock for one batch. Inside a visit it takes
+//     the turn lock with TryLock; when another goroutine holds it (an
+//     Activate in progress, or, after a misuse, a turn further up this
+//     very stack), the rest of the swap and the claim go to a fresh
+//     goroutine instead of waiting. Only a goroutine started for drains
+//     with nothing else queued waits for a turn lock, as a drain always
+//     did. Re-entrancy: A's turn runs on goroutine G and sends to idle B,
+//     and B's turn sends to A. If A's turn came from A's drain, A is
+//     claimed and the batch just queues; if it came from Activate (A was
+//     idle), B's push claims A for G's runner, which runs A's turn after
+//     B's batch has released B's lock, never inside it. Nothing recurses.
+//     A turn that calls ActivateNow on another actor runs that actor's
+//     turn nested, as before, but such a turn hands nothing off: what it
+//     claims gets fresh goroutines, so the nested caller never runs a turn
+//     that might need the lock it holds.
+//  4. Bounded stack depth. Hand-off is a trampoline, not a call: a turn
+//     only appends to the runner's FIFO, and the runner's loop runs the
+//     next turn after the previous one returned. The stack depth is that of
+//     one turn whatever the length of the chain of actors.
+//  5. Fairness under load. A runner handles at most handoffBudget batches
+//     of the actors handed to it; past that it stops claiming, gives every
+//     actor still queued (and the rest of a swap) a goroutine of its own
+//     and returns. So an Activate caller (a relay's reader) returns to its
+//     own work after a bounded number of turns, a ping-pong between two
+//     actors cannot hold a goroutine forever, and a goroutine that exists
+//     only for one actor's drain (nothing else queued) renews its budget
+//     and goes on, as a drain always did. Within the budget the FIFO
+//     gives every claimed actor a visit in turn. A visit of a dead actor
+//     hands its burial (which waits for its linked tasks) to a goroutine
+//     of its own unless the runner has nothing else to do.
+//  6. Flow control unchanged. Accounts are charged at commit and repaid
+//     when a batch is handled or dropped, wherever that happens; an
+//     Activate that waits for its account waits before it takes the turn
+//     lock and before it runs any hand-off, and hand-offs never wait for an
+//     account. Hand-off only makes repayment come sooner.
+//
+// Activate therefore returns once its turn and the turns handed to its
+// goroutine (at most handoffBudget batches) have run. A goroutine calling
+// Activate must hold no lock that some turn might need. model_test.go
+// checks the hand-off against a naive model (chains of forwarding actors,
+// ping-pongs past the budget, misused nesting), and FuzzRuntimeModel
+// explores it.
 //
 // Linked tasks and timers each run on a goroutine registered in the
 // actor's WaitGroup; they observe cancellation through their context
