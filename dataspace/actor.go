@@ -207,66 +207,45 @@ func (a *Actor) Alive() bool { return !a.dead.Load() }
 func (a *Actor) release() {
 	b := getBatch()
 	b.kind = batchRelease
-	if !a.mb.push(b) {
+	ok, start := a.mb.push(b)
+	switch {
+	case !ok:
 		putBatch(b)
+	case start:
+		go drainGo(a, nil)
 	}
 }
 
 // run boots the actor on a fresh goroutine, which then drains the
-// mailbox (see drain).
+// mailbox (claimed since newActor) and runs what the boot turn handed off.
 func (a *Actor) run(boot func(t *Turn) error) {
+	r := getRunner(true)
+	r.ready = append(r.ready, runEntry{a: a})
 	a.mu.Lock()
 	if !a.dead.Load() {
 		if a.tr != nil {
 			a.tr.started()
 		}
+		a.turn.handoff = true
 		a.runTurn(a.root, func(t *Turn) error {
 			_, err := t.Facet(boot)
 			return err
 		}, nil, nil)
+		a.turn.handoff = false
+		r.adopt(&a.turn)
 	}
 	a.mu.Unlock()
-	a.drain()
+	r.run()
+	putRunner(r)
 }
 
-// drain handles queued batches, many per mailbox swap, until the mailbox
-// is empty; then the goroutine ends, and the next push starts another
-// (mailbox.push). An idle actor so holds no goroutine and no stack: a
-// server with thousands of idle sessions and daemons keeps only their
-// state (issue 16). At most one drain runs at a time; the one that sees
-// the actor dead discards what is queued and finishes it.
-func (a *Actor) drain() {
-	var q []*batch
-	for {
-		if a.dead.Load() {
-			for _, b := range a.mb.close() {
-				putBatch(b)
-			}
-			a.finish()
-			return
-		}
-		q = a.mb.take(q)
-		if q == nil {
-			return
-		}
-		for i, b := range q {
-			// The lock is taken per batch, not per drain, so that a
-			// goroutine waiting in Activate gets in between batches
-			// instead of after a whole backlog.
-			a.mu.Lock()
-			if !a.dead.Load() {
-				a.handle(b)
-			}
-			a.mu.Unlock()
-			putBatch(b)
-			q[i] = nil
-		}
+// bury runs on the drain that sees the actor dead: discard what is
+// queued, wait for linked tasks, then announce termination. The drain
+// claim is never given back, so bury runs once and no drain follows.
+func (a *Actor) bury() {
+	for _, b := range a.mb.close() {
+		putBatch(b)
 	}
-}
-
-// finish runs on the drain that sees the actor dead: wait for linked
-// tasks, then announce termination.
-func (a *Actor) finish() {
 	a.wg.Done()
 	a.wg.Wait()
 	a.sys.forget(a)
@@ -399,7 +378,8 @@ func (a *Actor) drop() {
 // mailbox is an unbounded FIFO of batches. Senders append under its own
 // lock (never the actor's turn lock, so a send never waits for a turn); a
 // drain swaps the whole queue out in one step. No goroutine waits on an
-// empty mailbox: the push that makes it non-empty starts a drain.
+// empty mailbox: the push that makes it non-empty claims the drain, which
+// its sender's goroutine runs or hands to a fresh one (runner.go).
 type mailbox struct {
 	mu      sync.Mutex
 	q       []*batch
@@ -413,22 +393,20 @@ type mailbox struct {
 // init readies an actor's mailbox; until run starts, pushes only queue.
 func (m *mailbox) init(a *Actor) { m.a, m.running = a, true }
 
-// push appends b, starting a drain if none runs; false if the mailbox is
-// closed (the actor is gone).
-func (m *mailbox) push(b *batch) bool {
+// push appends b; ok is false if the mailbox is closed (the actor is
+// gone). start reports that the actor was idle: the caller now holds its
+// drain claim and must run the drain (drainGo) or hand it to a runner.
+func (m *mailbox) push(b *batch) (ok, start bool) {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
-		return false
+		return false, false
 	}
 	m.q = append(m.q, b)
-	start := !m.running
+	start = !m.running
 	m.running = true
 	m.mu.Unlock()
-	if start {
-		go m.a.drain()
-	}
-	return true
+	return true, start
 }
 
 // kick starts a drain if none runs, so that a terminated actor finishes.
@@ -438,23 +416,23 @@ func (m *mailbox) kick() {
 	m.running = true
 	m.mu.Unlock()
 	if start {
-		go m.a.drain()
+		go drainGo(m.a, nil)
 	}
 }
 
 // take returns the queued batches, recycling done (the previous take's,
 // handled) as the next queue. On an empty queue it returns nil and the
-// drain must end: it no longer counts as running; unless the actor is
-// dead: then it returns an empty queue, and the drain, still running,
-// finishes the actor.
+// claim is given up (the drain no longer counts as running), unless the
+// actor is dead: then it returns an empty queue and the caller, still
+// holding the claim, buries the actor.
 func (m *mailbox) take(done []*batch) []*batch {
 	m.mu.Lock()
 	q := m.q
 	if len(q) == 0 {
 		if m.a.dead.Load() {
-			// Keep the drain running: it must finish the actor. Checked
+			// Keep the claim: its holder must bury the actor. Checked
 			// under m.mu, so a terminate whose kick found the drain
-			// running (and so started none) is seen here.
+			// running is seen here.
 			m.mu.Unlock()
 			return []*batch{}
 		}

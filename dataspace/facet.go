@@ -281,17 +281,28 @@ func (r FacetRef) ActivateContext(ctx context.Context, fn func(t *Turn) error) (
 // the actor's outside account, but runs at once. It is for activations
 // that must never wait because waiting could deadlock or lose a report:
 // stopping and closing, exit and crash reports, timers, calls from inside
-// a turn of another actor. See the package doc for the list.
+// a turn of another actor. See the package doc for the list. Since it may
+// run inside another turn, the idle actors its turn sends to get
+// goroutines of their own: it never runs their turns itself.
 func (r FacetRef) ActivateNow(fn func(t *Turn) error) bool {
 	if r.a == nil {
 		return false
 	}
-	return r.ActivateAccount(&r.a.ext, fn)
+	return r.activate(&r.a.ext, fn, false)
 }
 
 // ActivateAccount is Activate with the turn's output charged to acct
-// (runtime spec §9); nil means no accounting.
+// (runtime spec §9); nil means no accounting. Like Activate, it must not
+// be called from inside a turn, and it runs the turns of idle actors its
+// turn sends to before it returns (at most handoffBudget batches; see the
+// package doc).
 func (r FacetRef) ActivateAccount(acct *Account, fn func(t *Turn) error) bool {
+	return r.activate(acct, fn, true)
+}
+
+// activate runs fn as a turn under the turn lock; with handoff, it then
+// runs the drains that turn claimed, after the lock is released.
+func (r FacetRef) activate(acct *Account, fn func(t *Turn) error, handoff bool) bool {
 	a := r.a
 	if a == nil || a.dead.Load() {
 		return false
@@ -299,13 +310,32 @@ func (r FacetRef) ActivateAccount(acct *Account, fn func(t *Turn) error) bool {
 	if checkTurns {
 		checkNotInTurn("ActivateNow (or ActivateAccount)", a, false)
 	}
+	alive, rn := r.activateLocked(acct, fn, handoff)
+	if rn != nil {
+		rn.run()
+		putRunner(rn)
+	}
+	return alive
+}
+
+// activateLocked is activate's turn, under the turn lock; it returns the
+// runner holding the drains the turn claimed (nil if none).
+func (r FacetRef) activateLocked(acct *Account, fn func(t *Turn) error, handoff bool) (alive bool, rn *runner) {
+	a := r.a
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.dead.Load() {
-		return false
+		return false, nil
 	}
 	if r.f.alive {
+		t := &a.turn
+		t.handoff = handoff
 		a.runTurn(r.f, fn, nil, acct)
+		t.handoff = false
+		if len(t.claimed) > 0 {
+			rn = getRunner(false)
+			rn.adopt(t)
+		}
 	}
-	return !a.dead.Load()
+	return !a.dead.Load(), rn
 }

@@ -18,7 +18,10 @@ import (
 // The model-based test of the runtime. A program of random steps (spawns,
 // nested facets, bulk asserts and retracts across every size threshold of
 // the facet and index tables, messages, syncs, links, crashes and stops,
-// including stop actions that stop siblings) runs against the real runtime
+// including stop actions that stop siblings, and the scheduling of turn
+// hand-offs: chains of forwarding actors longer than the hand-off budget,
+// ping-pongs that re-enter the actor that started them, ActivateNow nested
+// in a turn) runs against the real runtime
 // and against a deliberately naive model: a set of live facts per facet and
 // the facet tree. After every step each observer of the dataspace must see
 // exactly the facts the model says are live, and exactly the messages sent.
@@ -81,6 +84,9 @@ type modelRun struct {
 	prog   []byte
 	pc     int
 	steps  []string // what ran, for failure messages
+
+	chains map[int]*Ref // the head of a chain of n forwarding actors to ds
+	echo   *Ref         // a bouncer in an actor of its own
 }
 
 const modelLabels = 6 // more than index.fewLabels
@@ -311,7 +317,7 @@ func (m *modelRun) step() bool {
 	if m.pc >= len(m.prog) {
 		return false
 	}
-	op := m.next() % 12
+	op := m.next() % 15
 	facets := m.liveFacets()
 	if len(facets) == 0 {
 		m.spawn()
@@ -343,11 +349,7 @@ func (m *modelRun) step() bool {
 		_, v := m.factValue(a, 0)
 		v = preserves.Rec("msg", v.(*preserves.Record).Fields...)
 		do(m.tb, f.fr, func(t *Turn) error { t.Message(m.ds, v); return nil })
-		for i := range m.obs {
-			if w, ok := m.obs[i].want(v); ok && m.obs[i].h != 0 {
-				m.obs[i].msgLog = append(m.obs[i].msgLog, w)
-			}
-		}
+		m.sent(v)
 		m.steps = append(m.steps, "message")
 	case 9: // a sync whose continuation asserts a fact
 		s, v := m.factValue(a, m.pick(modelLabels))
@@ -376,6 +378,12 @@ func (m *modelRun) step() bool {
 			do(m.tb, m.obsFR, func(t *Turn) error { o.h = t.Assert(m.ds, Observe(o.p, o.ref)); return nil })
 			m.steps = append(m.steps, "observe again")
 		}
+	case 12: // messages and a fact through a chain of forwarding actors
+		m.viaChain(f)
+	case 13: // a ping-pong between this actor and another, then a message
+		m.pingPong(f)
+	case 14: // ActivateNow of another actor nested in a turn
+		m.nested(f, facets)
 	}
 	return true
 }
@@ -423,6 +431,164 @@ func (m *modelRun) crash(f *mFacet) {
 	})
 	m.terminate(a)
 	m.steps = append(m.steps, fmt.Sprintf("crash after %d churned", n))
+}
+
+// chainLengths are the chain lengths a step can pick: short ones, and
+// both sides of the hand-off budget (a runner gives the rest of a longer
+// chain goroutines of their own).
+var chainLengths = []int{1, 2, 3, 8, handoffBudget - 1, handoffBudget, handoffBudget + 1, 2*handoffBudget + 5}
+
+// chain returns the head of a chain of n forwarding actors ending at the
+// dataspace, building it the first time.
+func (m *modelRun) chain(n int) *Ref {
+	if r := m.chains[n]; r != nil {
+		return r
+	}
+	if m.chains == nil {
+		m.chains = map[int]*Ref{}
+	}
+	next := m.ds
+	for i := range n {
+		_, next = hold(m.tb, m.s, fmt.Sprintf("fw%d.%d", n, i), &modelForwarder{next: next, out: map[Handle]Handle{}})
+	}
+	m.chains[n] = next
+	return next
+}
+
+// messageValue makes a fresh message the model expects every interested
+// observer to receive, in order.
+func (m *modelRun) messageValue(a *mActor) preserves.Value {
+	_, v := m.factValue(a, 0)
+	v = preserves.Rec("msg", v.(*preserves.Record).Fields...)
+	m.sent(v)
+	return v
+}
+
+func (m *modelRun) sent(v preserves.Value) {
+	for i := range m.obs {
+		if w, ok := m.obs[i].want(v); ok && m.obs[i].h != 0 {
+			m.obs[i].msgLog = append(m.obs[i].msgLog, w)
+		}
+	}
+}
+
+// viaChain sends 1–4 messages, in one turn or one turn each, and asserts
+// one fact, all through one chain: per-pair order along the chain keeps
+// the messages in order, and the fact is retracted through the chain
+// when f's facet retracts or stops.
+func (m *modelRun) viaChain(f *mFacet) {
+	n := chainLengths[m.pick(len(chainLengths))]
+	k := 1 + m.pick(4)
+	oneTurn := m.next()%2 == 0
+	head := m.chain(n)
+	vs := make([]preserves.Value, k)
+	for i := range vs {
+		vs[i] = m.messageValue(f.actor)
+	}
+	s, fact := m.factValue(f.actor, m.pick(modelLabels))
+	if oneTurn {
+		do(m.tb, f.fr, func(t *Turn) error {
+			for _, v := range vs {
+				t.Message(head, v)
+			}
+			f.facts[s] = t.Assert(head, fact)
+			return nil
+		})
+	} else {
+		for _, v := range vs {
+			do(m.tb, f.fr, func(t *Turn) error { t.Message(head, v); return nil })
+		}
+		do(m.tb, f.fr, func(t *Turn) error { f.facts[s] = t.Assert(head, fact); return nil })
+	}
+	m.steps = append(m.steps, fmt.Sprintf("chain(%d actors, %d messages, one turn %v)", n, k, oneTurn))
+}
+
+// pingPong bounces a counter between a bouncer in f's actor and one in an
+// actor of its own, past the hand-off budget for long counts; the last
+// bounce sends a message to the dataspace. f's actor is re-entered by
+// turns its own activation handed off.
+func (m *modelRun) pingPong(f *mFacet) {
+	counts := []int{0, 1, 2, handoffBudget / 2, handoffBudget, 3 * handoffBudget}
+	n := counts[m.pick(len(counts))]
+	if m.echo == nil {
+		e := &bouncer{ds: m.ds}
+		_, e.self = hold(m.tb, m.s, "echo", e)
+		m.echo = e.self
+	}
+	final := m.messageValue(f.actor)
+	do(m.tb, f.fr, func(t *Turn) error {
+		b := &bouncer{ds: m.ds}
+		b.self = t.Create(b)
+		t.Message(m.echo, preserves.Sequence{preserves.Int(int64(n)), Embed(b.self), final})
+		return nil
+	})
+	m.steps = append(m.steps, fmt.Sprintf("ping-pong %d", n))
+}
+
+// nested runs, inside a turn of f's actor, an ActivateNow of another
+// actor's facet that sends a message, then sends one itself: the nested
+// turn commits first, so its message reaches the dataspace first.
+func (m *modelRun) nested(f *mFacet, facets []*mFacet) {
+	var other *mFacet
+	for _, g := range facets[m.pick(len(facets)):] {
+		if g.actor != f.actor {
+			other = g
+			break
+		}
+	}
+	if other == nil {
+		m.steps = append(m.steps, "nested (no other actor)")
+		return
+	}
+	inner, outer := m.messageValue(other.actor), m.messageValue(f.actor)
+	do(m.tb, f.fr, func(t *Turn) error {
+		other.fr.ActivateNow(func(t *Turn) error { t.Message(m.ds, inner); return nil })
+		t.Message(m.ds, outer)
+		return nil
+	})
+	m.steps = append(m.steps, "nested ActivateNow")
+}
+
+// modelForwarder passes messages, assertions and retractions on to next.
+type modelForwarder struct {
+	BaseEntity
+	next *Ref
+	out  map[Handle]Handle // its actor's turns only
+}
+
+func (w *modelForwarder) Message(t *Turn, v preserves.Value) error {
+	t.Message(w.next, v)
+	return nil
+}
+
+func (w *modelForwarder) Assert(t *Turn, v preserves.Value, h Handle) error {
+	w.out[h] = t.Assert(w.next, v)
+	return nil
+}
+
+func (w *modelForwarder) Retract(t *Turn, h Handle) error {
+	t.Retract(w.out[h])
+	delete(w.out, h)
+	return nil
+}
+
+// bouncer answers [N peer final] with [N-1 self final] to peer, or sends
+// final to the dataspace when N is 0.
+type bouncer struct {
+	BaseEntity
+	self, ds *Ref
+}
+
+func (b *bouncer) Message(t *Turn, v preserves.Value) error {
+	xs := v.(preserves.Sequence)
+	n := xs[0].(preserves.Int)
+	if n == 0 {
+		t.Message(b.ds, xs[2])
+		return nil
+	}
+	peer, _ := RefOf(xs[1])
+	t.Message(peer, preserves.Sequence{n - 1, Embed(b.self), xs[2]})
+	return nil
 }
 
 func (m *modelRun) factsBelow(f *mFacet) int {
@@ -720,6 +886,13 @@ func modelSeeds() map[string][]byte {
 	seeds["observers"] = []byte{10, 3, 0, idx(33), 0, 11, 0, 0, 11, 0, 5, 8, 0, 11, 0, 0, 4, 0, 1, 5, 0}
 	seeds["linked"] = []byte{0, 10, 0, 1, idx(65), 0, 5, 0}
 	seeds["messages-syncs"] = []byte{0, 8, 0, 9, 0, 0, 8, 0, 3, 0, idx(33), 0, 5, 0}
+	// Hand-off scheduling: chains on both sides of the budget, in one turn
+	// and turn by turn, then stopping the facet that asserted through them;
+	// ping-pongs past the budget; a nested ActivateNow.
+	chain := func(i int) byte { return byte(i) }
+	seeds["handoff-chains"] = []byte{0, 12, 0, chain(5), 3, 0, 0, 12, 0, chain(7), 0, 1, 0, 12, 0, chain(3), 2, 0, 0, 5, 0}
+	seeds["handoff-pingpong"] = []byte{0, 13, 0, 5, 13, 0, 4, 13, 0, 0, 0, 1, 0, 0, 0, 13, 1, 2}
+	seeds["handoff-nested"] = []byte{0, 0, 0, 14, 0, 0, 14, 1, 0, 12, 1, chain(6), 1, 1, 14, 0, 1}
 	return seeds
 }
 

@@ -755,8 +755,7 @@ func stuckChain(t *testing.T) (c *blocker, fw *forwarder, bref *Ref, fr FacetRef
 	fw = &forwarder{next: cref}
 	_, bref = hold(t, s, "b", fw)
 	fr, _, _ = client(t, s, "a")
-	do(t, fr, func(t *Turn) error { t.Message(cref, sym("block")); return nil })
-	<-c.entered
+	c.block(fr, cref)
 	return c, fw, bref, fr
 }
 

@@ -781,6 +781,15 @@ func (b *blocker) Message(t *Turn, v preserves.Value) error {
 	return b.recorder.Message(t, v)
 }
 
+// block makes fr's actor send "block" to ref, b's entity, and returns
+// once b's actor is blocked in that turn. The send uses ActivateNow: a
+// plain Activate would run b's turn on this goroutine (hand-off), which
+// would then block the test itself.
+func (b *blocker) block(fr FacetRef, ref *Ref) {
+	fr.ActivateNow(func(t *Turn) error { t.Message(ref, sym("block")); return nil })
+	<-b.entered
+}
+
 func TestScenario26_ExitHooksAfterRetractions(t *testing.T) {
 	s := newSys(t)
 	b := &blocker{entered: make(chan struct{}), release: make(chan struct{})}
@@ -814,8 +823,7 @@ func TestScenario26_ExitHooksAfterRetractions(t *testing.T) {
 	<-ready
 	waitFor(t, "assertions", func() bool { return b.len() == 2 })
 	cfr, _, _ := client(t, s, "c")
-	do(t, cfr, func(t *Turn) error { t.Message(bref, sym("block")); return nil })
-	<-b.entered
+	b.block(cfr, bref)
 	do(t, cfr, func(t *Turn) error { t.Message(xref, sym("fail")); return nil })
 	waitDone(t, a)
 	close(b.release)

@@ -42,7 +42,9 @@ func TestStatsCountsAndBacklog(t *testing.T) {
 	if before.Spawned < 2 {
 		t.Fatalf("spawned %d < 2", before.Spawned)
 	}
-	do(t, fr, func(t *Turn) error { t.Message(ref, preserves.Int(0)); return nil })
+	// ActivateNow: the gate's turn must block a goroutine of its own, not
+	// this one (Activate would run it here, a hand-off).
+	fr.ActivateNow(func(t *Turn) error { t.Message(ref, preserves.Int(0)); return nil })
 	<-g.entered
 	const n = 30
 	for i := 0; i < n; i++ { // one turn, so one batch, each

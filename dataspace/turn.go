@@ -120,6 +120,12 @@ type Turn struct {
 	undo         []undoRec
 
 	serial uint64 // counts turns of this actor (tests use it)
+
+	// handoff: the goroutine running this turn has a runner, which takes
+	// the drains of the idle actors this turn's commit claims (claimed)
+	// once the turn lock is released. Otherwise each gets a goroutine.
+	handoff bool
+	claimed []*Actor
 }
 
 const outScanLimit = 8
@@ -284,8 +290,16 @@ func (t *Turn) deliver() {
 		}
 	}
 	for _, b := range t.outs {
-		if !b.dest.mb.push(b) {
+		dest := b.dest // b is the receiver's once pushed
+		ok, start := dest.mb.push(b)
+		switch {
+		case !ok:
 			putBatch(b)
+		case !start:
+		case t.handoff:
+			t.claimed = append(t.claimed, dest)
+		default:
+			go drainGo(dest, nil)
 		}
 	}
 	t.forgetOuts()

@@ -280,18 +280,25 @@ func TestFlowSlowReaderKeptConnected(t *testing.T) {
 	}
 }
 
-// blockingEntity holds its actor in its first Message until released.
-type blockingEntity struct {
+// countingEntity counts the messages it receives.
+type countingEntity struct {
 	dataspace.BaseEntity
-	entered, release chan struct{}
-	once             sync.Once
-	n                atomic.Int32
+	n atomic.Int32
 }
 
-func (b *blockingEntity) Message(*dataspace.Turn, preserves.Value) error {
-	b.once.Do(func() { close(b.entered); <-b.release })
-	b.n.Add(1)
+func (c *countingEntity) Message(*dataspace.Turn, preserves.Value) error {
+	c.n.Add(1)
 	return nil
+}
+
+// stall holds fr's actor in a turn on a goroutine of its own until the
+// returned function is called, as a stuck local subscriber would be.
+func stall(fr dataspace.FacetRef) (release func()) {
+	entered, ch := make(chan struct{}), make(chan struct{})
+	go fr.ActivateNow(func(*dataspace.Turn) error { close(entered); <-ch; return nil })
+	<-entered
+	var once sync.Once
+	return func() { once.Do(func() { close(ch) }) }
 }
 
 // Large messages are charged by size all the way down: a producer whose
@@ -299,25 +306,26 @@ func (b *blockingEntity) Message(*dataspace.Turn, preserves.Value) error {
 // KiB, not just their number, so credit bounds the memory they hold.
 func TestFlowLargeMessagesChargedBySizeDownstream(t *testing.T) {
 	s := newFlowServer(t)
-	sub := &blockingEntity{entered: make(chan struct{}), release: make(chan struct{})}
+	sub := &countingEntity{}
 	drv := newDriver(t, s.sys, "subscriber")
 	drv.do(func(t *dataspace.Turn) {
 		t.Assert(s.ds, dataspace.Observe(pattern.Rec(preserves.Symbol("m"), pattern.Discard{}), t.Create(sub)))
 	})
 	prod, pnc := s.connect(t, Options{Credit: 1000})
 	big := binPacket(t, `[[0 <M <m #"`+strings.Repeat("z", 64<<10)+`">>]]`)
-	if _, err := pnc.Write(big); err != nil {
-		t.Fatal(err)
-	}
-	<-sub.entered // the first is being handled; the subscriber is stuck
-	go pnc.Write(bytes.Repeat(big, 40))
+	// The subscriber is stuck in a turn (on a goroutine of its own, so
+	// the relay's reader, which runs the turns its input causes, hands
+	// its turns on instead of waiting).
+	release := stall(drv.fr)
+	defer release()
+	go pnc.Write(bytes.Repeat(big, 41))
 	// Each 64 KiB message costs 65 units in the subscriber's mailbox: the
 	// relay stops reading after about credit/65 of them.
 	waitFor(t, "the producer to be held back", func() bool { return prod.Account().Debt() > 1000 })
 	if d := prod.Account().Debt(); d > 1000+2*65 {
 		t.Fatalf("debt %d: the relay read on past its credit", d)
 	}
-	close(sub.release)
+	release()
 	waitFor(t, "every message", func() bool { return sub.n.Load() == 41 })
 	waitFor(t, "the debt to be settled", func() bool { return prod.Account().Debt() == 0 })
 }

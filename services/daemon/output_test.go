@@ -12,22 +12,20 @@ import (
 	"github.com/syndicate-go/syndicate/preserves/testutil"
 )
 
-// slowLog is a `<log …>` observer that stops at its first message until
-// released: a log that has fallen behind.
+// slowLog is a `<log …>` observer in an actor that a turn holds up until
+// released (stall): a log that has fallen behind. The stalled turn has a
+// goroutine of its own, so the daemon's pipe reader, which runs the turns
+// its output causes where it can (hand-off), hands the log's on instead.
 type slowLog struct {
 	dataspace.BaseEntity
-	gate    chan struct{}
-	stopped chan struct{}
-	first   bool
+	gate chan struct{}
 }
 
-func (s *slowLog) Message(*dataspace.Turn, preserves.Value) error {
-	if !s.first {
-		s.first = true
-		close(s.stopped)
-		<-s.gate
-	}
-	return nil
+// stall holds fr's actor in a turn until s.gate is closed.
+func (s *slowLog) stall(fr dataspace.FacetRef) {
+	entered := make(chan struct{})
+	go fr.ActivateNow(func(*dataspace.Turn) error { close(entered); <-s.gate; return nil })
+	<-entered
 }
 
 // blockedOnPipe reports whether pid sleeps writing to a pipe.
@@ -46,7 +44,7 @@ func blockedOnPipe(pid int) bool {
 func TestOutputBackPressure(t *testing.T) {
 	parallel(t)
 	h, _ := bootDaemons(t, Options{})
-	slow := &slowLog{gate: make(chan struct{}), stopped: make(chan struct{})}
+	slow := &slowLog{gate: make(chan struct{})}
 	released := false
 	release := func() {
 		if !released {
@@ -56,16 +54,16 @@ func TestOutputBackPressure(t *testing.T) {
 	}
 	defer release()
 	// The observer is in place once the dataspace has answered its sync.
-	subscribed := make(chan struct{})
+	subscribed := make(chan dataspace.FacetRef)
 	h.sys.Spawn("slow log", func(t *dataspace.Turn) error {
 		t.Assert(h.env.Log, dataspace.Observe(pattern.Rec(preserves.Symbol("log"), pattern.Discard{}, pattern.Discard{}), t.Create(slow)))
-		t.Sync(h.env.Log, func(*dataspace.Turn) error { close(subscribed); return nil })
+		fr := t.FacetRef()
+		t.Sync(h.env.Log, func(*dataspace.Turn) error { subscribed <- fr; return nil })
 		t.PreventInertCheck()
 		return nil
 	})
-	<-subscribed
+	slow.stall(<-subscribed)
 	require(h, "chatty", pv(t, `["yes" "x"]`))
-	<-slow.stopped
 	pid := pidOf(t, h.waitOutput("chatty", 1)[0])
 	// The reader waits for the log instead of reading on, and yes ends
 	// up blocked on its pipe.

@@ -47,8 +47,8 @@ func (b *stoppingBoard) activate(fn func(t *dataspace.Turn)) {
 	b.mu.Unlock()
 	if ready {
 		// ActivateNow: begin runs inside the worker's turn, where Activate
-		// must not be called (it may wait for debt on the board's outside
-		// account, which a turn must never do).
+		// must not be called (it may wait for debt, and it would run the
+		// turns its turn hands off while the worker's lock is held).
 		fr.ActivateNow(func(t *dataspace.Turn) error { fn(t); return nil })
 	}
 }

@@ -247,7 +247,9 @@ func TestBacklogIsReported(t *testing.T) {
 			close(b.release)
 		}
 	}()
-	w.do(func(t *dataspace.Turn) { t.Message(ref, preserves.Int(0)) })
+	// ActivateNow: the blocked turn must hold a goroutine of its own, not
+	// this one (Activate would run it here, a hand-off).
+	w.driver.ActivateNow(func(t *dataspace.Turn) error { t.Message(ref, preserves.Int(0)); return nil })
 	<-b.entered
 	// One turn per message, so one batch each.
 	for i := 1; i <= BacklogThreshold+20; i++ {

@@ -1,0 +1,146 @@
+package dataspace
+
+import "sync"
+
+// The hand-off scheduler (see the package doc, "Running a turn where the
+// data is"): a runner is the set of actor drains one goroutine holds.
+
+// handoffBudget is how many batches a runner handles before it gives the
+// actors still queued goroutines of their own (fairness: an Activate
+// caller returns to its own work, a ping-pong does not keep a goroutine).
+// A relay's message crosses three actors; 64 leaves room for fan-out.
+const handoffBudget = 64
+
+// runEntry is one claimed actor in a runner's FIFO, with the batches
+// already taken from its mailbox and not yet handled (nil: take first).
+type runEntry struct {
+	a *Actor
+	q []*batch
+}
+
+// runner runs the drains handed to one goroutine. It lives on that
+// goroutine only (pooled between uses), so it needs no lock.
+type runner struct {
+	ready  []runEntry
+	head   int
+	budget int
+	// owned: the goroutine exists for these drains (drainGo), so it may
+	// wait for a turn lock when it has nothing else to do.
+	owned bool
+}
+
+var runnerPool = sync.Pool{New: func() any { return new(runner) }}
+
+func getRunner(owned bool) *runner {
+	r := runnerPool.Get().(*runner)
+	r.owned, r.budget = owned, handoffBudget
+	return r
+}
+
+func putRunner(r *runner) {
+	clear(r.ready)
+	r.ready, r.head = r.ready[:0], 0
+	runnerPool.Put(r)
+}
+
+// drainGo is a goroutine started for a's drain (claimed by the caller) and
+// whatever that drain hands off; q holds batches already taken from a's
+// mailbox (nil: none).
+func drainGo(a *Actor, q []*batch) {
+	r := getRunner(true)
+	r.ready = append(r.ready, runEntry{a: a, q: q})
+	r.run()
+	putRunner(r)
+}
+
+// adopt takes over the drains t claimed at commit. Caller holds t's turn
+// lock.
+func (r *runner) adopt(t *Turn) {
+	for _, a := range t.claimed {
+		r.ready = append(r.ready, runEntry{a: a})
+	}
+	clear(t.claimed)
+	t.claimed = t.claimed[:0]
+}
+
+// alone reports whether the actor being visited is all this runner has to
+// do: then its goroutine is that actor's drain, and may wait as one.
+func (r *runner) alone() bool { return r.owned && r.head == len(r.ready) }
+
+// run visits the queued actors in FIFO order until none is left, or its
+// budget is spent (then the rest get goroutines of their own).
+func (r *runner) run() {
+	for r.head < len(r.ready) {
+		e := r.ready[r.head]
+		r.ready[r.head] = runEntry{}
+		r.head++
+		if r.budget <= 0 {
+			if !r.alone() {
+				go drainGo(e.a, e.q)
+				continue
+			}
+			r.budget = handoffBudget // a drain of its own, as always
+		}
+		r.visit(e)
+		if r.head >= 32 && r.head*2 >= len(r.ready) {
+			n := copy(r.ready, r.ready[r.head:])
+			clear(r.ready[n:])
+			r.ready, r.head = r.ready[:n], 0
+		}
+	}
+}
+
+// visit handles one swap of e.a's mailbox, then queues the actor again
+// with its next swap, or gives up the claim when the mailbox is empty.
+func (r *runner) visit(e runEntry) {
+	a, q := e.a, e.q
+	if a.dead.Load() {
+		for _, b := range q {
+			putBatch(b)
+		}
+		if r.alone() {
+			a.bury()
+		} else {
+			go a.bury() // it waits for the actor's linked tasks
+		}
+		return
+	}
+	if q == nil {
+		if q = a.mb.take(nil); q == nil {
+			return
+		}
+	}
+	for i, b := range q {
+		if r.budget <= 0 && !r.alone() {
+			go drainGo(a, q[i:])
+			return
+		}
+		if !a.mu.TryLock() {
+			if !r.alone() {
+				go drainGo(a, q[i:]) // never wait with others queued behind
+				return
+			}
+			a.mu.Lock()
+		}
+		// The lock is taken per batch, not per swap, so that a goroutine
+		// waiting in Activate gets in between batches instead of after a
+		// whole backlog.
+		if !a.dead.Load() {
+			t := &a.turn
+			t.handoff = true
+			a.handle(b)
+			t.handoff = false
+			r.adopt(t)
+		}
+		a.mu.Unlock()
+		putBatch(b)
+		q[i] = nil
+		r.budget--
+	}
+	if a.dead.Load() {
+		q = nil // handled; the next visit buries the actor
+	} else if q = a.mb.take(q); q == nil {
+		return // the claim is given up
+	}
+	r.ready = append(r.ready, runEntry{a: a, q: q})
+}
