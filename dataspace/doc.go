@@ -62,12 +62,13 @@
 //
 // The goroutine keeps the drains handed to it in a runner: a FIFO of
 // claimed actors, each with the batches already taken from its mailbox.
-// The runner visits them in turn; a visit handles one swap of the actor's
-// mailbox (one turn per batch, taking and releasing the turn lock per
-// batch) and queues the actor again if more has arrived, or gives up the
-// claim if its mailbox is empty. Turns handled in a visit may claim further
-// idle actors, which join the back of the FIFO. The entry point runs its
-// runner only after it has released the turn lock it took.
+// The runner visits them in turn; a visit drains the actor as a drain
+// always did (one turn per batch, taking and releasing the turn lock per
+// batch, swap after swap) until its mailbox is empty and the claim is
+// given up, so that a busy actor such as a dataspace everybody sends to
+// keeps its pace. Turns handled in a visit may claim further idle actors,
+// which join the back of the FIFO. The entry point runs its runner only
+// after it has released the turn lock it took.
 //
 // Proof obligations, and why they hold:
 //
@@ -106,16 +107,16 @@
 //     next turn after the previous one returned. The stack depth is that of
 //     one turn whatever the length of the chain of actors.
 //  5. Fairness under load. A runner handles at most handoffBudget batches
-//     of the actors handed to it; past that it stops claiming, gives every
-//     actor still queued (and the rest of a swap) a goroutine of its own
-//     and returns. So an Activate caller (a relay's reader) returns to its
-//     own work after a bounded number of turns, a ping-pong between two
-//     actors cannot hold a goroutine forever, and a goroutine that exists
-//     only for one actor's drain (nothing else queued) renews its budget
-//     and goes on, as a drain always did. Within the budget the FIFO
-//     gives every claimed actor a visit in turn. A visit of a dead actor
-//     hands its burial (which waits for its linked tasks) to a goroutine
-//     of its own unless the runner has nothing else to do.
+//     before it gives every actor still queued a goroutine of its own: an
+//     Activate caller (a relay's reader) also hands on the actor it is
+//     draining and returns to its own work, and a goroutine started for
+//     drains goes on with the actor it is draining, renewing its budget,
+//     as a drain always did. So a claimed actor waits at most
+//     handoffBudget batches for its visit, an Activate caller returns
+//     after a bounded number of turns, and a ping-pong between two actors
+//     cannot hold a goroutine forever. A visit of a dead actor hands its
+//     burial (which waits for its linked tasks) to a goroutine of its own
+//     unless the runner has nothing else to do.
 //  6. Flow control unchanged. Accounts are charged at commit and repaid
 //     when a batch is handled or dropped, wherever that happens; an
 //     Activate that waits for its account waits before it takes the turn
@@ -124,7 +125,12 @@
 //
 // Activate therefore returns once its turn and the turns handed to its
 // goroutine (at most handoffBudget batches) have run. A goroutine calling
-// Activate must hold no lock that some turn might need. model_test.go
+// Activate must hold no lock that some turn might need, and must not wait,
+// after Activate, for something a turn it causes waits for. A turn that
+// blocks (always a bug: turns must not wait) now also holds up the actors
+// queued behind it in the same runner, not only its own actor; tests that
+// stall an actor on purpose do so in a turn on a goroutine of its own
+// (ActivateNow from a fresh goroutine), which runners then hand around. model_test.go
 // checks the hand-off against a naive model (chains of forwarding actors,
 // ping-pongs past the budget, misused nesting), and FuzzRuntimeModel
 // explores it.

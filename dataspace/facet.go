@@ -235,10 +235,13 @@ func (r FacetRef) Actor() *Actor { return r.a }
 // gives up when its context ends. Activations that must never wait use
 // ActivateNow (see the package doc's list).
 //
-// Activate blocks while the actor runs another turn. It must not be called
-// from inside a turn of any actor (the turn lock is not reentrant, and a
-// turn that waits for debt may be the one that would repay it): use
-// t.Later, t.Message, or ActivateNow for another actor.
+// Activate blocks while the actor runs another turn. After its turn it
+// runs the turns of the idle actors that turn sent to (hand-off, at most
+// handoffBudget batches; see the package doc), so it returns once they
+// have run. It must not be called from inside a turn of any actor (the
+// turn lock is not reentrant, a turn that waits for debt may be the one
+// that would repay it, and the hand-offs would run under the caller's
+// lock): use t.Later, t.Message, or ActivateNow for another actor.
 func (r FacetRef) Activate(fn func(t *Turn) error) bool {
 	alive, _ := r.ActivateContext(context.Background(), fn)
 	return alive

@@ -67,19 +67,20 @@ func (r *runner) adopt(t *Turn) {
 // do: then its goroutine is that actor's drain, and may wait as one.
 func (r *runner) alone() bool { return r.owned && r.head == len(r.ready) }
 
-// run visits the queued actors in FIFO order until none is left, or its
-// budget is spent (then the rest get goroutines of their own).
+// run visits the queued actors in FIFO order until none is left. A runner
+// that does not own its goroutine (Activate's) gives the rest goroutines
+// of their own once its budget is spent.
 func (r *runner) run() {
 	for r.head < len(r.ready) {
 		e := r.ready[r.head]
 		r.ready[r.head] = runEntry{}
 		r.head++
 		if r.budget <= 0 {
-			if !r.alone() {
+			if !r.owned {
 				go drainGo(e.a, e.q)
 				continue
 			}
-			r.budget = handoffBudget // a drain of its own, as always
+			r.budget = handoffBudget
 		}
 		r.visit(e)
 		if r.head >= 32 && r.head*2 >= len(r.ready) {
@@ -90,35 +91,67 @@ func (r *runner) run() {
 	}
 }
 
-// visit handles one swap of e.a's mailbox, then queues the actor again
-// with its next swap, or gives up the claim when the mailbox is empty.
+// spillQueued gives every actor still queued a goroutine of its own.
+func (r *runner) spillQueued() {
+	for _, e := range r.ready[r.head:] {
+		go drainGo(e.a, e.q)
+	}
+	clear(r.ready)
+	r.ready, r.head = r.ready[:0], 0
+}
+
+// visit drains e.a until its mailbox is empty, as a drain always did, so
+// that a busy actor (a dataspace everybody sends to) keeps its pace; the
+// actors its turns claim wait in the FIFO meanwhile, for at most the
+// budget: then they get goroutines of their own (an owned runner goes on
+// with e.a; Activate's gives e.a one too and returns).
 func (r *runner) visit(e runEntry) {
 	a, q := e.a, e.q
-	if a.dead.Load() {
-		for _, b := range q {
-			putBatch(b)
-		}
-		if r.alone() {
-			a.bury()
-		} else {
-			go a.bury() // it waits for the actor's linked tasks
-		}
-		return
-	}
-	if q == nil {
-		if q = a.mb.take(nil); q == nil {
+	for {
+		if a.dead.Load() {
+			for _, b := range q {
+				putBatch(b)
+			}
+			if r.alone() {
+				a.bury()
+			} else {
+				go a.bury() // it waits for the actor's linked tasks
+			}
 			return
 		}
+		if q == nil {
+			if q = a.mb.take(nil); q == nil {
+				return // the claim is given up
+			}
+		}
+		if !r.handleSwap(a, q) {
+			return
+		}
+		if a.dead.Load() {
+			q = nil // handled; bury it
+		} else if q = a.mb.take(q); q == nil {
+			return // the claim is given up
+		}
 	}
+}
+
+// handleSwap handles the batches of one swap of a's mailbox, one turn
+// each, under a's turn lock. It returns false if it handed the rest (and
+// the claim) to a goroutine of its own.
+func (r *runner) handleSwap(a *Actor, q []*batch) bool {
 	for i, b := range q {
-		if r.budget <= 0 && !r.alone() {
-			go drainGo(a, q[i:])
-			return
+		if r.budget <= 0 {
+			if !r.owned {
+				go drainGo(a, q[i:])
+				return false
+			}
+			r.spillQueued()
+			r.budget = handoffBudget
 		}
 		if !a.mu.TryLock() {
 			if !r.alone() {
 				go drainGo(a, q[i:]) // never wait with others queued behind
-				return
+				return false
 			}
 			a.mu.Lock()
 		}
@@ -137,10 +170,5 @@ func (r *runner) visit(e runEntry) {
 		q[i] = nil
 		r.budget--
 	}
-	if a.dead.Load() {
-		q = nil // handled; the next visit buries the actor
-	} else if q = a.mb.take(q); q == nil {
-		return // the claim is given up
-	}
-	r.ready = append(r.ready, runEntry{a: a, q: q})
+	return true
 }
