@@ -118,14 +118,6 @@ func TestFlowProducerSlowedToConsumer(t *testing.T) {
 	s := newFlowServer(t)
 	const credit = 256
 	cons, cnc := s.connect(t, Options{MaxOutbound: 1 << 20}) // no flow control would overflow it
-	// A small receive buffer: the consumer's queue, not the kernel's
-	// autotuned buffers (megabytes, taking long to fill under -race and
-	// load), is what must hold the producer back. The producer's reader
-	// runs the consumer's turns itself (hand-off), so its debt grows with
-	// the bytes the consumer's relay cannot write.
-	if err := cnc.(*net.TCPConn).SetReadBuffer(16 << 10); err != nil {
-		t.Fatal(err)
-	}
 	// A short packet timeout: packets the relay stops reading half-way for
 	// flow control are not late by the peer's fault.
 	prod, pnc := s.connect(t, Options{Credit: credit, PacketTimeout: 200 * time.Millisecond})
