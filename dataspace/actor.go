@@ -220,7 +220,7 @@ func (a *Actor) release() {
 // mailbox (claimed since newActor) and runs what the boot turn handed off.
 func (a *Actor) run(boot func(t *Turn) error) {
 	r := getRunner(true)
-	r.ready = append(r.ready, runEntry{a: a})
+	r.ready = append(r.ready, runEntry{a: a, own: true})
 	a.mu.Lock()
 	if !a.dead.Load() {
 		if a.tr != nil {

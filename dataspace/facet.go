@@ -306,6 +306,12 @@ func (r FacetRef) ActivateAccount(acct *Account, fn func(t *Turn) error) bool {
 // activate runs fn as a turn under the turn lock; with handoff, it then
 // runs the drains that turn claimed, after the lock is released.
 func (r FacetRef) activate(acct *Account, fn func(t *Turn) error, handoff bool) bool {
+	return r.activateIn(acct, fn, handoff, nil)
+}
+
+// activateIn is activate with the runner of a Burst (nil: one of its own
+// if the turn hands anything off, given back at the end).
+func (r FacetRef) activateIn(acct *Account, fn func(t *Turn) error, handoff bool, burst *runner) bool {
 	a := r.a
 	if a == nil || a.dead.Load() {
 		return false
@@ -313,17 +319,20 @@ func (r FacetRef) activate(acct *Account, fn func(t *Turn) error, handoff bool) 
 	if checkTurns {
 		checkNotInTurn("ActivateNow (or ActivateAccount)", a, false)
 	}
-	alive, rn := r.activateLocked(acct, fn, handoff)
+	alive, rn := r.activateLocked(acct, fn, handoff, burst)
 	if rn != nil {
 		rn.run()
-		putRunner(rn)
+		if rn != burst {
+			putRunner(rn)
+		}
 	}
 	return alive
 }
 
 // activateLocked is activate's turn, under the turn lock; it returns the
-// runner holding the drains the turn claimed (nil if none).
-func (r FacetRef) activateLocked(acct *Account, fn func(t *Turn) error, handoff bool) (alive bool, rn *runner) {
+// runner holding the drains and wake-ups the turn handed off (nil if
+// none): burst if not nil.
+func (r FacetRef) activateLocked(acct *Account, fn func(t *Turn) error, handoff bool, burst *runner) (alive bool, rn *runner) {
 	a := r.a
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -335,8 +344,10 @@ func (r FacetRef) activateLocked(acct *Account, fn func(t *Turn) error, handoff 
 		t.handoff = handoff
 		a.runTurn(r.f, fn, nil, acct)
 		t.handoff = false
-		if len(t.claimed) > 0 {
-			rn = getRunner(false)
+		if len(t.claimed) > 0 || len(t.wakes) > 0 {
+			if rn = burst; rn == nil {
+				rn = getRunner(false)
+			}
 			rn.adopt(t)
 		}
 	}

@@ -16,6 +16,10 @@ const handoffBudget = 64
 type runEntry struct {
 	a *Actor
 	q []*batch
+	// own: the goroutine was started for this actor's drain (drainGo,
+	// an actor's boot), so a visit drains it until empty. Any other
+	// visit handles one swap and gives a backlog a goroutine of its own.
+	own bool
 }
 
 // runner runs the drains handed to one goroutine. It lives on that
@@ -27,6 +31,8 @@ type runner struct {
 	// owned: the goroutine exists for these drains (drainGo), so it may
 	// wait for a turn lock when it has nothing else to do.
 	owned bool
+	// wakes: Turn.WakeLater's, run by flushWakes.
+	wakes []Waker
 }
 
 var runnerPool = sync.Pool{New: func() any { return new(runner) }}
@@ -38,6 +44,7 @@ func getRunner(owned bool) *runner {
 }
 
 func putRunner(r *runner) {
+	r.flushWakes()
 	clear(r.ready)
 	r.ready, r.head = r.ready[:0], 0
 	runnerPool.Put(r)
@@ -48,7 +55,7 @@ func putRunner(r *runner) {
 // mailbox (nil: none).
 func drainGo(a *Actor, q []*batch) {
 	r := getRunner(true)
-	r.ready = append(r.ready, runEntry{a: a, q: q})
+	r.ready = append(r.ready, runEntry{a: a, q: q, own: true})
 	r.run()
 	putRunner(r)
 }
@@ -61,6 +68,21 @@ func (r *runner) adopt(t *Turn) {
 	}
 	clear(t.claimed)
 	t.claimed = t.claimed[:0]
+	r.wakes = append(r.wakes, t.wakes...)
+	clear(t.wakes)
+	t.wakes = t.wakes[:0]
+}
+
+// flushWakes runs the wake-ups the turns run so far asked for
+// (Turn.WakeLater). Called when the runner's work ends, when an owned
+// runner renews its budget, and before it waits for a turn lock, so that
+// no wake-up waits on something that waits for it.
+func (r *runner) flushWakes() {
+	for i, w := range r.wakes {
+		w.Wake()
+		r.wakes[i] = nil
+	}
+	r.wakes = r.wakes[:0]
 }
 
 // alone reports whether the actor being visited is all this runner has to
@@ -81,6 +103,7 @@ func (r *runner) run() {
 				continue
 			}
 			r.budget = handoffBudget
+			r.flushWakes()
 		}
 		r.visit(e)
 		if r.head >= 32 && r.head*2 >= len(r.ready) {
@@ -131,6 +154,13 @@ func (r *runner) visit(e runEntry) {
 			q = nil // handled; bury it
 		} else if q = a.mb.take(q); q == nil {
 			return // the claim is given up
+		} else if !e.own {
+			// A backlog: others send to a faster than this visit
+			// handles it (a hub: the dataspace everybody sends to).
+			// It gets a goroutine of its own instead of holding up
+			// this runner's own work (a relay's reading).
+			go drainGo(a, q)
+			return
 		}
 	}
 }
@@ -147,12 +177,14 @@ func (r *runner) handleSwap(a *Actor, q []*batch) bool {
 			}
 			r.spillQueued()
 			r.budget = handoffBudget
+			r.flushWakes()
 		}
 		if !a.mu.TryLock() {
 			if !r.alone() {
 				go drainGo(a, q[i:]) // never wait with others queued behind
 				return false
 			}
+			r.flushWakes()
 			a.mu.Lock()
 		}
 		// The lock is taken per batch, not per swap, so that a goroutine
@@ -171,4 +203,34 @@ func (r *runner) handleSwap(a *Actor, q []*batch) bool {
 		r.budget--
 	}
 	return true
+}
+
+// A Burst runs the activations one goroutine makes in a row (a relay's
+// reader handling the packets of one read) with one runner: each
+// activation runs the turns it hands off before it returns, as Activate
+// does, but the wake-ups those turns ask for (Turn.WakeLater) wait for
+// End. A writer so wakes once for everything a read caused, and writes it
+// in one system call. The zero Burst is ready to use; a Burst belongs to
+// one goroutine, which must call End before it waits for anything (a
+// read, an account's credit) and when it is done.
+type Burst struct {
+	rn *runner
+}
+
+// ActivateAccount is FacetRef.ActivateAccount within the burst.
+func (b *Burst) ActivateAccount(r FacetRef, acct *Account, fn func(t *Turn) error) bool {
+	if b.rn == nil {
+		b.rn = getRunner(false)
+	}
+	b.rn.budget = handoffBudget
+	return r.activateIn(acct, fn, true, b.rn)
+}
+
+// End runs the wake-ups the burst's turns asked for, and gives back its
+// runner.
+func (b *Burst) End() {
+	if b.rn != nil {
+		putRunner(b.rn)
+		b.rn = nil
+	}
 }

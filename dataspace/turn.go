@@ -126,6 +126,7 @@ type Turn struct {
 	// once the turn lock is released. Otherwise each gets a goroutine.
 	handoff bool
 	claimed []*Actor
+	wakes   []Waker // WakeLater's, for the runner (handoff only)
 }
 
 const outScanLimit = 8
@@ -620,6 +621,26 @@ func (t *Turn) AddExitHook(fn func(t *Turn, err error)) {
 // facet active. It may fail the turn.
 func (t *Turn) PreCommit(fn func(t *Turn) error) {
 	t.pre = append(t.pre, preAction{fn: fn, f: t.active})
+}
+
+// A Waker is woken once the goroutine that ran a turn has run the turns
+// handed to it (see [Turn.WakeLater]).
+type Waker interface{ Wake() }
+
+// WakeLater asks for w.Wake to be called once the goroutine running this
+// turn has run the turns handed off to it: at the end of its activation,
+// of its [Burst], or of its drain's budget, and before it waits for
+// anything. A relay's outbound side uses it to wake its writer once for
+// all the packets one read caused, not once per packet. It reports false,
+// having kept nothing, when the turn runs outside the hand-off scheduler
+// (ActivateNow): then the caller wakes w itself. w.Wake must not block,
+// nor call into a turn.
+func (t *Turn) WakeLater(w Waker) bool {
+	if !t.handoff {
+		return false
+	}
+	t.wakes = append(t.wakes, w)
+	return true
 }
 
 // Later runs fn in a later turn of this actor, after batches already in its
