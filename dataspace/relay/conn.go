@@ -180,7 +180,9 @@ type Conn struct {
 	writes, seenWrites, writerGen uint64
 	lingerT                       *time.Timer
 	wake                          chan struct{}
-	spare                         []byte // the last written buffer, reused for the next output
+	ww                            writerWake // wakes the writer after a burst (enqueueRaw)
+	wakeDeferred                  bool       // ww is due: no need to wake the writer now
+	spare                         []byte     // the last written buffer, reused for the next output
 	spareL                        []loan
 	final                         bool          // the final write has begun: no writer starts again
 	wdone                         chan struct{} // closed once the final write has closed the stream
@@ -269,6 +271,7 @@ func RunSplit(t *dataspace.Turn, r io.Reader, w io.Writer, closer io.Closer, opt
 		acct:     dataspace.NewAccount(),
 	}
 	c.flushFn = c.flush
+	c.ww.c = c
 	if opts.TextOutput {
 		c.syntax = Text
 	}

@@ -294,7 +294,7 @@ func (c *Conn) sendPending(t *dataspace.Turn) {
 	} else {
 		c.pending = append(c.pending, preserves.TagEnd)
 	}
-	ok := c.enqueueRaw(c.pending, false, t.Account(), outputCost(c.pendingN, len(c.pending)))
+	ok := c.enqueueRaw(t, c.pending, false, outputCost(c.pendingN, len(c.pending)))
 	c.pendingN = 0
 	c.pending = c.pending[:0]
 	if cap(c.pending) > 1<<20 {

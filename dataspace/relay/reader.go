@@ -54,6 +54,9 @@ type reader struct {
 	pt    *packetTimer
 	first *time.Timer // FirstEventTimeout, until the first event
 	evBuf []Event     // reused for each packet's events
+	// burst: the packets of one read run their turns through one
+	// runner, which wakes the writers they fed once, at its End.
+	burst dataspace.Burst
 }
 
 func (c *Conn) newReader(ctx context.Context) *reader {
@@ -86,6 +89,7 @@ func (r *reader) wait() error {
 	if r.c.acct.Debt() <= credit {
 		return nil
 	}
+	r.burst.End() // the writers it holds back may be what repays the debt
 	r.pt.hold()
 	return r.c.acct.Wait(r.ctx, credit)
 }
@@ -94,6 +98,7 @@ func (r *reader) wait() error {
 // reader (the facet is being stopped or the context ended).
 func (r *reader) drain() error {
 	c := r.c
+	defer r.burst.End()
 	for {
 		raw, syn, off, err := r.f.next()
 		if err == nil && raw == nil {
@@ -149,7 +154,7 @@ func (r *reader) deliver(pkt Packet, size int, syn Syntax, off int64) bool {
 		r.first = nil
 	}
 	cost := eventCost(size, pkt)
-	alive := c.fr.ActivateAccount(c.acct, func(t *dataspace.Turn) error {
+	alive := r.burst.ActivateAccount(c.fr, c.acct, func(t *dataspace.Turn) error {
 		t.SetEventCost(cost)
 		c.handle(t, pkt, syn, off)
 		return nil

@@ -66,8 +66,12 @@ func (c *Conn) kicked(start, wake bool) {
 const writerLinger = 250 * time.Millisecond
 
 // enqueueRaw hands encoded packet bytes to the writer, as enqueueBytes,
-// charging cost to acct (if not nil) until they are written.
-func (c *Conn) enqueueRaw(b []byte, force bool, acct *dataspace.Account, cost int64) bool {
+// charging cost to t's account (if any) until they are written. The
+// writer is woken when the goroutine running t has run the turns handed
+// to it (Turn.WakeLater): a reader's whole read, through the dataspace to
+// this connection, then costs one wake-up and one write, not one per
+// packet.
+func (c *Conn) enqueueRaw(t *dataspace.Turn, b []byte, force bool, cost int64) bool {
 	c.mu.Lock()
 	if c.closing {
 		c.mu.Unlock()
@@ -78,7 +82,7 @@ func (c *Conn) enqueueRaw(b []byte, force bool, acct *dataspace.Account, cost in
 		return false
 	}
 	c.out = append(c.out, b...)
-	if acct != nil {
+	if acct := t.Account(); acct != nil {
 		acct.Borrow(cost)
 		if n := len(c.loans); n > 0 && c.loans[n-1].acct == acct {
 			c.loans[n-1].n += cost
@@ -86,10 +90,31 @@ func (c *Conn) enqueueRaw(b []byte, force bool, acct *dataspace.Account, cost in
 			c.loans = append(c.loans, loan{acct, cost})
 		}
 	}
+	if c.wakeDeferred {
+		c.mu.Unlock()
+		return true
+	}
+	if t.WakeLater(&c.ww) {
+		c.wakeDeferred = true
+		c.mu.Unlock()
+		return true
+	}
 	start, wake := c.kickLocked()
 	c.mu.Unlock()
 	c.kicked(start, wake)
 	return true
+}
+
+// writerWake is the writer's deferred wake-up (enqueueRaw).
+type writerWake struct{ c *Conn }
+
+func (w *writerWake) Wake() {
+	c := w.c
+	c.mu.Lock()
+	c.wakeDeferred = false
+	start, wake := c.kickLocked()
+	c.mu.Unlock()
+	c.kicked(start, wake)
 }
 
 // enqueueBytes encodes v in the current output syntax and hands it to the
