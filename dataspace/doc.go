@@ -62,13 +62,31 @@
 //
 // The goroutine keeps the drains handed to it in a runner: a FIFO of
 // claimed actors, each with the batches already taken from its mailbox.
-// The runner visits them in turn; a visit drains the actor as a drain
-// always did (one turn per batch, taking and releasing the turn lock per
-// batch, swap after swap) until its mailbox is empty and the claim is
-// given up, so that a busy actor such as a dataspace everybody sends to
-// keeps its pace. Turns handled in a visit may claim further idle actors,
-// which join the back of the FIFO. The entry point runs its runner only
-// after it has released the turn lock it took.
+// The runner visits them in turn; a visit handles one swap of the actor's
+// mailbox (one turn per batch, taking and releasing the turn lock per
+// batch). If the mailbox is then empty, the claim is given up; if not,
+// others send to the actor faster than this runner visits it (a hub: the
+// dataspace everybody sends to), and the actor gets a goroutine of its own
+// that drains it as a drain always did, swap after swap, so that a busy hub
+// keeps its pace and is not serialized behind one reader, and the reader
+// goes back to its socket. A goroutine started for an actor's drain
+// (drainGo, an actor's boot) drains that actor until empty. Turns handled
+// in a visit may claim further idle actors, which join the back of the
+// FIFO. The entry point runs its runner only after it has released the
+// turn lock it took.
+//
+// Wake-ups after the hand-offs. Where the work a message causes ends in a
+// hand-off to another goroutine (a relay's writer), that goroutine should
+// wake once for a burst of messages, not once for each: NATS's reader
+// flushes its subscribers once per read. A turn asks for this with
+// [Turn.WakeLater]: its runner wakes the [Waker] once it has run the turns
+// handed to it: at the end of the activation, of an owned drain's budget,
+// before it waits for a turn lock, or, for a [Burst] (the activations a
+// relay's reader makes for the packets of one read), at [Burst.End], which
+// the reader calls after the read's last packet and before it waits for
+// credit or input. A relay's writer so writes everything one read caused
+// in one system call. A wake-up is never held across a wait, so no
+// goroutine waits for a writer whose wake-up it holds.
 //
 // Proof obligations, and why they hold:
 //
@@ -106,9 +124,10 @@
 //     only appends to the runner's FIFO, and the runner's loop runs the
 //     next turn after the previous one returned. The stack depth is that of
 //     one turn whatever the length of the chain of actors.
-//  5. Fairness under load. A runner handles at most handoffBudget batches
-//     before it gives every actor still queued a goroutine of its own: an
-//     Activate caller (a relay's reader) also hands on the actor it is
+//  5. Fairness under load. A visit handles one swap of any actor but the
+//     runner's own, and hands a backlog to a goroutine of its own. A
+//     runner handles at most handoffBudget batches before it gives every
+//     actor still queued a goroutine of its own: an Activate caller (a relay's reader) also hands on the actor it is
 //     draining and returns to its own work, and a goroutine started for
 //     drains goes on with the actor it is draining, renewing its budget,
 //     as a drain always did. So a claimed actor waits at most
@@ -122,6 +141,14 @@
 //     Activate that waits for its account waits before it takes the turn
 //     lock and before it runs any hand-off, and hand-offs never wait for an
 //     account. Hand-off only makes repayment come sooner.
+//  7. No wake-up is lost or held across a wait. A runner runs the
+//     wake-ups it holds before it goes back to the pool (the end of every
+//     activation, drain and Burst), when an owned runner renews its
+//     budget, and before it blocks on a turn lock; a Burst's goroutine
+//     ends it before it reads or waits for credit (the writer's writes are
+//     what repay that credit). A turn outside the scheduler (ActivateNow)
+//     gets no deferral: WakeLater reports false and its caller wakes at
+//     once.
 //
 // Activate therefore returns once its turn and the turns handed to its
 // goroutine (at most handoffBudget batches) have run. A goroutine calling
