@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -61,7 +62,8 @@ func floodServer(tb testing.TB, sys *dataspace.System, ln net.Listener) {
 // connection ends, and fails if the producer never had to wait.
 func flood(tb testing.TB, total int) {
 	srv, cli := newSys(tb), newSys(tb)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	lc := net.ListenConfig{Control: smallSocketBuffers}
+	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -70,7 +72,7 @@ func flood(tb testing.TB, total int) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	cconn, cds, err := Dial(ctx, cli, addr)
+	cconn, cds, err := dialSmall(ctx, cli, addr)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -78,7 +80,12 @@ func flood(tb testing.TB, total int) {
 	synced := make(chan struct{})
 	cli.Spawn("consumer", func(t *dataspace.Turn) error {
 		t.PreventInertCheck()
-		pat := pattern.Rec(preserves.Symbol("flood"), pattern.Discard{}, pattern.Discard{})
+		// The payload is captured, so the consumer's connection carries
+		// it too: with both fields discarded, the dataspace forwards an
+		// empty capture list of a few bytes, and a few hundred kilobytes
+		// of buffered input hold the whole flood with nothing left to
+		// slow the producer.
+		pat := pattern.Rec(preserves.Symbol("flood"), pattern.Discard{}, pattern.Bind{Pattern: pattern.Discard{}})
 		t.Assert(cds, dataspace.Observe(pat, t.Create(counter)))
 		// The sync answers once the server has the observer.
 		t.Sync(cds, func(*dataspace.Turn) error { close(synced); return nil })
@@ -86,7 +93,7 @@ func flood(tb testing.TB, total int) {
 	})
 	<-synced
 
-	pconn, pds, err := Dial(ctx, cli, addr)
+	pconn, pds, err := dialSmall(ctx, cli, addr)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -129,6 +136,40 @@ func flood(tb testing.TB, total int) {
 	tb.Logf("%d of %d activations found the producer past its high-water mark", paced, total/perTurn)
 }
 
+// floodSocketBuffer is the kernel's buffer size on each side of the
+// flood's connections. Autotuned, loopback buffers grow to tens of
+// megabytes here (tcp_rmem's maximum is 32 MiB), enough to hold the whole
+// default flood without the producer ever waiting, so the test would
+// check no pacing; small ones make the relays' accounts what holds the
+// producer back. They are set before connecting, so that TCP's window
+// scale fits them (set afterwards, they stalled on zero-window probes).
+const floodSocketBuffer = 64 << 10
+
+func smallSocketBuffers(_, _ string, rc syscall.RawConn) error {
+	var serr error
+	err := rc.Control(func(fd uintptr) {
+		for _, opt := range []int{syscall.SO_RCVBUF, syscall.SO_SNDBUF} {
+			if e := syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, opt, floodSocketBuffer); e != nil {
+				serr = e
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return serr
+}
+
+// dialSmall is Dial over a connection with small socket buffers.
+func dialSmall(ctx context.Context, sys *dataspace.System, addr string) (*relay.Conn, *dataspace.Ref, error) {
+	d := net.Dialer{Control: smallSocketBuffers}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	return relay.Spawn(sys, addr, nc, relay.Options{ImportInitial: true})
+}
+
 func ended(c *relay.Conn) bool {
 	select {
 	case <-c.Done():
@@ -140,8 +181,9 @@ func ended(c *relay.Conn) bool {
 
 // floodSize is the flood's size in messages. The default, 20,000 (20 MB,
 // about a second at the consumer's pace), is several times what the
-// producer may have in flight, so its Activate must wait, and the test
-// checks that it did. Issue 23's full flood, 200,000 messages, is for
+// producer may have in flight (its account's high-water mark, the
+// relays' accounts and the small socket buffers), so its Activate must
+// wait, and the test checks that it did. Issue 23's full flood, 200,000 messages, is for
 // soaks: SYNDICATE_FLOOD_MESSAGES=200000; only at that size does the
 // memory bound of checkFloodMemory tell a paced producer from one queueing
 // everything (148 MiB before pacing).
