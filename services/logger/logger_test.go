@@ -128,14 +128,14 @@ func TestDirName(t *testing.T) {
 
 // logHarness runs the logger in an actor of a test system.
 type logHarness struct {
-	t      *testing.T
+	t      testing.TB
 	sys    *dataspace.System
 	fr     dataspace.FacetRef
 	env    services.Env
 	server *testutil.Buffer
 }
 
-func bootLogger(t *testing.T, o Options) *logHarness {
+func bootLogger(t testing.TB, o Options) *logHarness {
 	h := &logHarness{t: t, server: &testutil.Buffer{}}
 	h.sys = dataspacetest.NewSystem(t, dataspace.Options{Logger: zerolog.New(h.server)})
 	ready := make(chan struct{})
