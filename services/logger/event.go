@@ -404,12 +404,7 @@ func appendJSON(b []byte, ev Event, tc *timeCache) []byte {
 		b = appendJSONString(b, text(ev.Source))
 	}
 	if ev.Line != nil {
-		b = append(b, `,"line":`...)
-		if s, ok := ev.Line.(preserves.String); ok && utf8.ValidString(string(s)) {
-			b = appendJSONString(b, strings.TrimSuffix(string(s), "\n"))
-		} else {
-			b = appendJSONString(b, preserves.FormatText(ev.Line))
-		}
+		b = appendJSONLine(append(b, `,"line":`...), ev.Line)
 	}
 	for _, e := range ev.Extra {
 		k := text(e.Key)
@@ -423,6 +418,15 @@ func appendJSON(b []byte, ev Event, tc *timeCache) []byte {
 		b = appendJSONValue(b, e.Value)
 	}
 	return append(b, "}\n"...)
+}
+
+// appendJSONLine appends the JSON of a line: its text when it is a UTF-8
+// string (one trailing newline dropped), its Preserves text otherwise.
+func appendJSONLine(b []byte, line preserves.Value) []byte {
+	if s, ok := line.(preserves.String); ok && utf8.ValidString(string(s)) {
+		return appendJSONString(b, strings.TrimSuffix(string(s), "\n"))
+	}
+	return appendJSONString(b, preserves.FormatText(line))
 }
 
 func appendJSONValue(b []byte, v preserves.Value) []byte {

@@ -1,6 +1,7 @@
 package logger
 
 import (
+	"math"
 	"math/big"
 	"sort"
 
@@ -31,12 +32,51 @@ const (
 	followBatch       = 256  // lines sent before each sync round trip
 )
 
-// ring is a service's recent lines, bounded in count and bytes.
+// ring is a service's recent lines, bounded in count and bytes. A slot
+// holds a daemon's line as its text and a pointer to what the lines of
+// its read share (time, pid, stream), and becomes an Event only when it
+// is read (issue 28): 40 bytes and no allocation per line, where a whole
+// Event was 150 bytes and a boxed string. Any other event is a run of
+// its own.
 type ring struct {
-	evs   []Event
+	slots []slot
 	head  int // index of the oldest
 	n     int
 	bytes int
+}
+
+// slot is one line of a ring.
+type slot struct {
+	seq    uint64
+	text   string // a daemon's line, when run.daemon
+	run    *lineRun
+	size   int32 // evSize of its event
+	binary bool  // text is not UTF-8: its line is a byte string
+}
+
+// lineRun is an event, or, when daemon, what consecutive lines of a
+// daemon share: all of their Event but Seq and Line.
+type lineRun struct {
+	ev     Event
+	daemon bool
+}
+
+// event is the slot's line as an Event.
+func (sl *slot) event() Event {
+	ev := sl.run.ev
+	if sl.run.daemon {
+		ev.Seq, ev.Line = sl.seq, daemonLine(sl.text, sl.binary)
+	}
+	return ev
+}
+
+// daemonLine is the `line` of a daemon's output line (services.OutputLine.
+// LineValue): a string, or a byte string when the text is not UTF-8.
+func daemonLine(text string, binary bool) preserves.Value {
+	if binary {
+		return preserves.ByteString(text)
+	}
+	return preserves.String(text)
 }
 
 func evSize(ev Event) int {
@@ -46,26 +86,39 @@ func evSize(ev Event) int {
 	return 128
 }
 
-// add appends ev, dropping the oldest lines beyond max lines or
-// historyBytes; it returns the change in the ring's bytes.
-func (r *ring) add(ev Event, max int) int {
-	before := r.bytes
-	if r.evs == nil {
-		r.evs = make([]Event, min(max, 64))
+// daemonLineSize is evSize of a daemon line's event.
+func daemonLineSize(text string, binary bool) int {
+	if binary {
+		return 128
 	}
-	size := evSize(ev)
+	return len(text) + 64
+}
+
+// eventSlot is the slot of an event that is not one of a daemon's lines.
+func eventSlot(ev Event) slot {
+	return slot{seq: ev.Seq, run: &lineRun{ev: ev}, size: int32(min(evSize(ev), math.MaxInt32))}
+}
+
+// add appends sl, dropping the oldest lines beyond max lines or
+// historyBytes; it returns the change in the ring's bytes.
+func (r *ring) add(sl slot, max int) int {
+	before := r.bytes
+	if r.slots == nil {
+		r.slots = make([]slot, min(max, 64))
+	}
+	size := int(sl.size)
 	for r.n > 0 && (r.n >= max || r.bytes+size > historyBytes) {
 		r.dropOldest()
 	}
-	if r.n == len(r.evs) {
+	if r.n == len(r.slots) {
 		// Grow (up to max): unroll into a bigger slice.
-		grown := make([]Event, min(max, 2*len(r.evs)+1))
+		grown := make([]slot, min(max, 2*len(r.slots)+1))
 		for i := 0; i < r.n; i++ {
-			grown[i] = r.evs[(r.head+i)%len(r.evs)]
+			grown[i] = r.slots[(r.head+i)%len(r.slots)]
 		}
-		r.evs, r.head = grown, 0
+		r.slots, r.head = grown, 0
 	}
-	r.evs[(r.head+r.n)%len(r.evs)] = ev
+	r.slots[(r.head+r.n)%len(r.slots)] = sl
 	r.n++
 	r.bytes += size
 	return r.bytes - before
@@ -73,19 +126,19 @@ func (r *ring) add(ev Event, max int) int {
 
 // dropOldest forgets the oldest line and returns its size.
 func (r *ring) dropOldest() int {
-	size := evSize(r.evs[r.head])
+	size := int(r.slots[r.head].size)
 	r.bytes -= size
-	r.evs[r.head] = Event{}
-	r.head = (r.head + 1) % len(r.evs)
+	r.slots[r.head] = slot{}
+	r.head = (r.head + 1) % len(r.slots)
 	r.n--
 	return size
 }
 
-// remember keeps ev in s's ring, then trims the histories of all services
+// remember keeps sl in s's ring, then trims the histories of all services
 // to totalHistoryBytes, taking the oldest lines of the least recently
 // heard services first.
-func (l *logger) remember(s *svcState, ev Event) {
-	l.histBytes += s.ring.add(ev, l.o.History)
+func (l *logger) remember(s *svcState, sl slot) {
+	l.histBytes += s.ring.add(sl, l.o.History)
 	for l.histBytes > totalHistoryBytes {
 		var victim *svcState
 		for _, c := range l.svcs {
@@ -106,7 +159,7 @@ func (l *logger) remember(s *svcState, ev Event) {
 // last appends the newest n lines, oldest first.
 func (r *ring) last(out []Event, n int) []Event {
 	for i := r.n - min(n, r.n); i < r.n; i++ {
-		out = append(out, r.evs[(r.head+i)%len(r.evs)])
+		out = append(out, r.slots[(r.head+i)%len(r.slots)].event())
 	}
 	return out
 }

@@ -208,6 +208,9 @@ type logger struct {
 	conTime   timeCache
 	fileTime  timeCache
 	times     timeParser
+	// pre is the part before the text of the lines of a daemon's run
+	// (daemonLines), in the console and file forms.
+	pre struct{ console, file []byte }
 }
 
 // svcState is what the logger keeps about one service.
@@ -245,7 +248,7 @@ func (l *logger) log(t *dataspace.Turn, ev Event) {
 	s := l.state(ev.Service)
 	ev.serviceText = s.text
 	s.used = l.seq
-	l.remember(s, ev)
+	l.remember(s, eventSlot(ev))
 	if l.console != nil {
 		if l.o.JSON {
 			l.conBuf = appendJSON(l.conBuf, ev, &l.conTime)

@@ -495,7 +495,7 @@ func TestHistoryBoundedAcrossServices(t *testing.T) {
 			l.seq++
 			s := l.state(svc)
 			s.used = l.seq
-			l.remember(s, Event{Seq: l.seq, Service: svc, Line: preserves.String(big)})
+			l.remember(s, eventSlot(Event{Seq: l.seq, Service: svc, Line: preserves.String(big)}))
 		}
 	}
 	sum := 0
