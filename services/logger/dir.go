@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -117,8 +118,12 @@ type dirWriter struct {
 	// free holds written chunks' buffers for the logger to fill again:
 	// without it every chunk is a large allocation, and the garbage
 	// collector and the scavenger returning those pages cost more than
-	// the writes.
-	free    chan []byte
+	// the writes. A pool, not a short list: while the writer fsyncs a
+	// rotation the logger fills the queue with dozens of chunks, all of
+	// which come back once it catches up (a list of 8 dropped the rest,
+	// and the next rotation allocated them again, issue 28); the pool
+	// lets them go once the logs are quiet for two collections.
+	free    sync.Pool     // of *[]byte
 	done    chan struct{} // closed when run returns
 	open    map[string]*openFile
 	now     func() time.Time
@@ -152,22 +157,21 @@ type openFile struct {
 
 func newDirWriter(root string, size int64, count int, queueBytes int64, log zerolog.Logger, now func() time.Time) *dirWriter {
 	return &dirWriter{root: root, size: size, count: count, queueBytes: queueBytes, log: log,
-		queue: make(chan fileChunk, 1024), space: make(chan struct{}, 1), free: make(chan []byte, 8), done: make(chan struct{}), open: map[string]*openFile{}, now: now, failing: map[string]*lostRun{}, rotated: map[string]*rotatedList{}}
+		queue: make(chan fileChunk, 1024), space: make(chan struct{}, 1), done: make(chan struct{}), open: map[string]*openFile{}, now: now, failing: map[string]*lostRun{}, rotated: map[string]*rotatedList{}}
 }
 
 // buffer returns an empty buffer of at least size bytes for a chunk,
 // one already written if there is one.
 func (w *dirWriter) buffer(size int) []byte {
 	for {
-		select {
-		case b := <-w.free:
-			if cap(b) >= size {
-				return b[:0]
-			}
-			continue // too small: a late line's, say
-		default:
+		bp, _ := w.free.Get().(*[]byte)
+		if bp == nil {
+			return make([]byte, 0, size)
 		}
-		return make([]byte, 0, size)
+		if cap(*bp) >= size {
+			return (*bp)[:0]
+		}
+		// Too small (a late line's, say): left to the collector.
 	}
 }
 
@@ -268,10 +272,8 @@ func (w *dirWriter) write(c fileChunk, tick uint64) {
 		case w.space <- struct{}{}:
 		default:
 		}
-		select {
-		case w.free <- c.data[:0]:
-		default:
-		}
+		b := c.data[:0]
+		w.free.Put(&b)
 	}()
 	if w.gate != nil {
 		<-w.gate
