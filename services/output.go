@@ -44,7 +44,8 @@ func (l OutputLine) LineValue() preserves.Value {
 // logs`). DaemonOutput reports false when it did not take the lines: no
 // logger runs, or something else observes `<log …>` there (a script, a
 // client), which must see them as messages; the caller then sends them as
-// usual. It owns lines once it took them.
+// usual. It runs the logger's turn before it returns and keeps nothing
+// of the slice but the texts, so the caller may reuse it afterwards.
 type LogDirect interface {
 	DaemonOutput(acct *dataspace.Account, service preserves.Value, lines []OutputLine) bool
 }

@@ -2,7 +2,9 @@ package daemon
 
 import (
 	"context"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -58,7 +60,15 @@ func (d *daemonRun) outputBatch(ctx context.Context, acct *dataspace.Account, ba
 		_ = acct.Wait(ctx, 0)
 		outputWaiting.Add(-1)
 	}
-	lines := make([]services.OutputLine, len(batch))
+	lp := outputLinesPool.Get().(*[]services.OutputLine)
+	defer func() {
+		if cap(*lp) <= 4096 { // a read of 16k empty lines is not kept
+			clear(*lp) // the pool pins no text
+			outputLinesPool.Put(lp)
+		}
+	}()
+	lines := slices.Grow((*lp)[:0], len(batch))[:len(batch)]
+	*lp = lines
 	for i, l := range batch {
 		at := l.Time
 		if at.IsZero() {
@@ -112,6 +122,12 @@ func logRecord(l services.OutputLine, service, timestamp, pid preserves.Value) p
 		preserves.DictEntry{Key: services.LogKeyStream, Value: l.Stream},
 	))
 }
+
+// outputLinesPool holds the slices outputBatch hands its lines over in:
+// every taker is done with the slice when its call returns (the logger's
+// turn and the messages' turn run before ActivateAccount returns, and
+// keep only the texts), so it is reused rather than allocated per read.
+var outputLinesPool = sync.Pool{New: func() any { return new([]services.OutputLine) }}
 
 // streamSymbol names each stream in the $log vocabulary.
 var streamSymbol = [...]preserves.Symbol{Stdout: services.StreamStdout, Stderr: services.StreamStderr}
