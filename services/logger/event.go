@@ -458,6 +458,14 @@ func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		// Eight bytes at a time while none needs a look (the console's
+		// JSON lines are mostly plain ASCII).
+		for i+8 <= len(s) && jsonPlainWord(s[i:]) {
+			i += 8
+		}
+		if i == len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {
@@ -493,6 +501,17 @@ func appendJSONString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// jsonPlainWord reports whether the first eight bytes of s go into a JSON
+// string as they are: ASCII from 0x20 up but for '"' and '\\'.
+func jsonPlainWord(s string) bool {
+	w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	hasZero := func(v uint64) uint64 { return (v - ones) &^ v }
+	below := (w - 0x20*ones) &^ w // a byte below 0x20
+	return (below|w|hasZero(w^'"'*ones)|hasZero(w^'\\'*ones))&highs == 0
 }
 
 // ParseFileLine reads back a line written by AppendFile for service: the

@@ -84,6 +84,29 @@ func TestAppendJSONStringIsJSON(t *testing.T) {
 	}
 }
 
+// appendJSONString's eight-bytes-at-a-time scan escapes every byte that
+// needs it at every position of a word, across words and in the tail, and
+// leaves the others as they are.
+func TestAppendJSONStringWordScan(t *testing.T) {
+	const text = "plain ascii text, longer!"
+	for n := 1; n <= len(text); n++ {
+		for c := 0; c < 256; c++ {
+			for pos := 0; pos < n; pos++ {
+				line := []byte(text[:n])
+				line[pos] = byte(c)
+				s := string(line)
+				b := appendJSONString(nil, s)
+				var back string
+				require.NoError(t, json.Unmarshal(b, &back), "%q → %s", s, b)
+				require.Equal(t, strings.ToValidUTF8(s, "\ufffd"), back)
+				if c >= 0x20 && c < 0x80 && c != '"' && c != '\\' {
+					require.Equal(t, `"`+s+`"`, string(b))
+				}
+			}
+		}
+	}
+}
+
 func TestConsoleShape(t *testing.T) {
 	local := time.Date(2025, 1, 2, 3, 4, 5, 678901000, time.UTC)
 	hhmm := local.Local().Format("15:04:05.000")
