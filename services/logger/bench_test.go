@@ -54,6 +54,7 @@ func BenchmarkDaemonLines(b *testing.B) {
 					preserves.DictEntry{Key: services.LogKeyLine, Value: preserves.String(fmt.Sprintf("line %08d of the benchmark stream, with short text\n", j))},
 					preserves.DictEntry{Key: services.LogKeyPid, Value: preserves.Int(4242)},
 					preserves.DictEntry{Key: services.LogKeyService, Value: name},
+					preserves.DictEntry{Key: services.LogKeySource, Value: services.SourceDaemon},
 					preserves.DictEntry{Key: services.LogKeyStream, Value: preserves.Symbol("stdout")},
 				)))
 			}

@@ -54,7 +54,8 @@ func TestDaemonOutputShortWay(t *testing.T) {
 			{Time: at, Pid: 42, Stream: services.StreamStderr, Text: "bad \xff\n"},
 			{Time: at, Pid: 42, Stream: services.StreamStderr, Text: "\x1b[31mred\x1b[0m\n"},
 			{Time: at, Pid: 43, Stream: services.StreamStderr, Text: "\n"},
-			{Time: later, Pid: 43, Stream: services.StreamStdout, Text: "later\n"},
+			{Time: later, Pid: 43, Stream: services.StreamStderr, Text: "later\n"},
+			{Time: later, Pid: 43, Stream: services.StreamStdout, Text: "out again\n"},
 			{Time: later, Stream: services.StreamStdout, Text: "no pid"},
 		}
 		n := len(lines)

@@ -8,6 +8,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/syndicatego"
 	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/services"
 )
 
 // `syndicate logs` over the admin socket (our protocol extension,
@@ -97,6 +98,40 @@ func daemonLineSize(text string, binary bool) int {
 // eventSlot is the slot of an event that is not one of a daemon's lines.
 func eventSlot(ev Event) slot {
 	return slot{seq: ev.Seq, run: &lineRun{ev: ev}, size: int32(min(evSize(ev), math.MaxInt32))}
+}
+
+// slotOf is ev's slot in s's ring. A daemon's line that came as a
+// `<log …>` message (while something observes the log) shares the run of
+// the line before it when their time, pid and stream are the same, as the
+// lines of one read do on the short way; any other event is a run of its
+// own.
+func (l *logger) slotOf(s *svcState, ev Event) slot {
+	var text string
+	var binary bool
+	switch line := ev.Line.(type) {
+	case preserves.String:
+		text = string(line)
+	case preserves.ByteString:
+		text, binary = string(line), true
+	default:
+		return eventSlot(ev)
+	}
+	if ev.Source != services.SourceDaemon || len(ev.Extra) > 0 {
+		return eventSlot(ev)
+	}
+	r := l.lastRun
+	if r == nil || l.lastRunSvc != s || !r.ev.Time.Equal(ev.Time) || !sameValue(r.ev.Pid, ev.Pid) || !sameValue(r.ev.Stream, ev.Stream) {
+		shared := ev
+		shared.Seq, shared.Line = 0, nil
+		r = &lineRun{ev: shared, daemon: true}
+		l.lastRun, l.lastRunSvc = r, s
+	}
+	return slot{seq: ev.Seq, text: text, run: r, size: int32(daemonLineSize(text, binary)), binary: binary}
+}
+
+// sameValue is preserves.Equal, nil included.
+func sameValue(a, b preserves.Value) bool {
+	return (a == nil) == (b == nil) && (a == nil || preserves.Equal(a, b))
 }
 
 // add appends sl, dropping the oldest lines beyond max lines or

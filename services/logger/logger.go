@@ -211,6 +211,10 @@ type logger struct {
 	// pre is the part before the text of the lines of a daemon's run
 	// (daemonLines), in the console and file forms.
 	pre struct{ console, file []byte }
+	// lastRun is the run of the last daemon line that came as a message,
+	// in lastRunSvc's ring (slotOf).
+	lastRun    *lineRun
+	lastRunSvc *svcState
 }
 
 // svcState is what the logger keeps about one service.
@@ -248,7 +252,7 @@ func (l *logger) log(t *dataspace.Turn, ev Event) {
 	s := l.state(ev.Service)
 	ev.serviceText = s.text
 	s.used = l.seq
-	l.remember(s, eventSlot(ev))
+	l.remember(s, l.slotOf(s, ev))
 	if l.console != nil {
 		if l.o.JSON {
 			l.conBuf = appendJSON(l.conBuf, ev, &l.conTime)
