@@ -151,6 +151,7 @@ type textWriter struct {
 	err   error // first error from the Embedded hook
 	limit int   // compact output must end by this buffer length
 	short bool  // FormatTextLimit: atoms are cut to the limit too
+	keep  int   // newline trims no byte before this: a comment's own spaces
 }
 
 func (w *textWriter) write(v Value) {
@@ -166,10 +167,14 @@ func (w *textWriter) indented() bool { return w.opts.Indent != "" }
 // --- indented layout ---
 
 // newline starts a new line indented to depth, trimming the current
-// line's trailing spaces.
+// line's trailing spaces, but not those of a comment's text, which are
+// part of its value.
 func (w *textWriter) newline(depth int) {
-	w.buf = bytes.TrimRight(w.buf, " ")
-	w.buf = append(w.buf, '\n')
+	end := len(w.buf)
+	for end > w.keep && w.buf[end-1] == ' ' {
+		end--
+	}
+	w.buf = append(w.buf[:end], '\n')
 	for range depth {
 		w.buf = append(w.buf, w.opts.Indent...)
 	}
@@ -230,6 +235,7 @@ func (w *textWriter) pretty(v Value, depth int) {
 						w.newline(depth)
 					}
 					w.buf = append(w.buf, text...)
+					w.keep = len(w.buf)
 					w.newline(depth)
 					continue
 				}
