@@ -104,7 +104,11 @@ type Actor struct {
 	id   uint64
 	name string
 	sys  *System
-	log  zerolog.Logger
+	// log carries the actor's name; built on first use (logger), under
+	// mu: most actors never log, and each logger's context costs 512
+	// bytes (issue 28, memory per idle session).
+	log    zerolog.Logger
+	logSet bool
 
 	mb mailbox
 
@@ -160,7 +164,6 @@ func (s *System) newActor(name string) *Actor {
 		facets:   make(map[FacetID]*facet),
 		outbound: make(map[Handle]outRec),
 	}
-	a.log = s.log.With().Str("actor", name).Logger()
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	a.mb.init(a)
 	a.root = a.newFacet(nil)
@@ -299,6 +302,15 @@ func (a *Actor) runTurn(f *facet, fn func(t *Turn) error, b *batch, acct *Accoun
 	}
 }
 
+// logger returns the actor's logger. Caller holds mu.
+func (a *Actor) logger() *zerolog.Logger {
+	if !a.logSet {
+		a.log = a.sys.log.With().Str("actor", a.name).Logger()
+		a.logSet = true
+	}
+	return &a.log
+}
+
 // terminate runs the cleanup procedure of runtime spec §3.4 exactly once.
 // Caller holds mu.
 func (a *Actor) terminate(status ExitStatus, err error) {
@@ -308,7 +320,7 @@ func (a *Actor) terminate(status ExitStatus, err error) {
 	a.status, a.err = status, err
 	a.dead.Store(true)
 	if err != nil {
-		a.log.Error().Err(err).Uint64("actor_id", a.id).Msg("actor crashed")
+		a.logger().Error().Err(err).Uint64("actor_id", a.id).Msg("actor crashed")
 	}
 	// 2. Retract every remaining outbound assertion, newest first.
 	t := &a.turn

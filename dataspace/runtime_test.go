@@ -919,3 +919,72 @@ func TestExitHookRegisteredByExitHookRuns(t *testing.T) {
 		t.Fatalf("hooks ran %d, want 11 (both hooks once)", got)
 	}
 }
+
+// A resumable task that gave up its goroutine still counts: the actor's
+// Done waits for it, and its final return, on the resumed goroutine, is
+// its outcome (here nil: the facet stops, and with it the actor).
+func TestResumableTaskSuspendsAndResumes(t *testing.T) {
+	s := newSys(t)
+	resumeCh := make(chan func(), 1)
+	var runs atomic.Int32
+	a := s.Spawn("a", func(t *Turn) error {
+		t.ResumableTask("parks", func(ctx context.Context, resume func()) error {
+			if runs.Add(1) == 1 {
+				resumeCh <- resume
+				return ErrSuspended
+			}
+			return nil
+		})
+		return nil
+	})
+	resume := <-resumeCh
+	select {
+	case <-a.Done():
+		t.Fatal("the actor ended while its task was suspended")
+	default:
+	}
+	if !a.Alive() {
+		t.Fatal("a suspended task did not keep its facet")
+	}
+	resume()
+	waitDone(t, a)
+	if runs.Load() != 2 || a.Status() != Normal {
+		t.Fatalf("runs %d, status %v, err %v; want 2, a normal end", runs.Load(), a.Status(), a.Err())
+	}
+}
+
+// Stopping the facet of a suspended task cancels its context; Done waits
+// until the task, resumed, returns.
+func TestResumableTaskCancelledWhileSuspended(t *testing.T) {
+	s := newSys(t)
+	resumeCh := make(chan func(), 1)
+	var fr FacetRef
+	var sawCancel atomic.Bool
+	a := s.Spawn("a", func(t *Turn) error {
+		fr = t.FacetRef()
+		t.ResumableTask("parks", func(ctx context.Context, resume func()) error {
+			if ctx.Err() != nil {
+				sawCancel.Store(true)
+				return ctx.Err()
+			}
+			resumeCh <- resume
+			return ErrSuspended
+		})
+		return nil
+	})
+	resume := <-resumeCh
+	fr.Activate(func(t *Turn) error { t.StopRoot(); return nil })
+	if a.Alive() {
+		t.Fatal("actor still alive after StopRoot")
+	}
+	select {
+	case <-a.Done():
+		t.Fatal("Done closed while a task was suspended")
+	default:
+	}
+	resume()
+	waitDone(t, a)
+	if !sawCancel.Load() {
+		t.Fatal("the resumed task did not see its context cancelled")
+	}
+}

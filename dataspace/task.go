@@ -17,37 +17,71 @@ import (
 //   - another error (or a panic): the actor crashes with it;
 //   - after cancellation: nothing further happens.
 func (t *Turn) LinkedTask(name string, task func(ctx context.Context) error) {
+	t.ResumableTask(name, func(ctx context.Context, _ func()) error { return task(ctx) })
+}
+
+// ResumableTask is LinkedTask for a task that may give up its goroutine
+// while it waits, so that a thousand idle tasks hold no stacks (a relay
+// connection waiting for input; issue 28, memory per idle session). The
+// task does so by arranging for resume to be called once, from anywhere,
+// and returning ErrSuspended: its goroutine ends, but the task has not,
+// and the facet and actor wait for it as for a running one. resume runs
+// the task again on a new goroutine, with the same context; the task keeps
+// what it needs to go on in its own state. Only its final return is an
+// outcome, as for LinkedTask. A task that suspends must make sure resume
+// is called however the facet ends (cancellation included).
+func (t *Turn) ResumableTask(name string, task func(ctx context.Context, resume func()) error) {
 	f := t.active
 	if !f.alive {
 		return
 	}
 	a := t.a
-	ctx := f.context()
+	lt := &linkedTask{a: a, f: f, name: name, ctx: f.context(), task: task}
 	f.nTasks++
-	var tid uint64 // trace id of the task; 0 when not tracing
 	if a.tr != nil {
-		tid = a.tr.taskStart(name)
+		lt.tid = a.tr.taskStart(name)
 	}
 	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
-		err := runTask(ctx, task)
-		if ctx.Err() != nil {
-			return
-		}
-		a.taskDone(f, name, tid, err)
-	}()
+	go lt.run()
 }
+
+// ErrSuspended, returned by a ResumableTask, means the task gave up its
+// goroutine and will be resumed; it is not an outcome.
+var ErrSuspended = errors.New("dataspace: task suspended")
+
+// linkedTask is a running (or suspended) ResumableTask.
+type linkedTask struct {
+	a    *Actor
+	f    *facet
+	name string
+	tid  uint64 // trace id of the task; 0 when not tracing
+	ctx  context.Context
+	task func(ctx context.Context, resume func()) error
+}
+
+func (lt *linkedTask) run() {
+	err := runTask(lt.ctx, lt.task, lt.resume)
+	if errors.Is(err, ErrSuspended) {
+		return // resume goes on with it; the actor still counts it
+	}
+	defer lt.a.wg.Done()
+	if lt.ctx.Err() != nil {
+		return
+	}
+	lt.a.taskDone(lt.f, lt.name, lt.tid, err)
+}
+
+func (lt *linkedTask) resume() { go lt.run() }
 
 // runTask runs task, turning a panic into an error so that a panicking
 // task crashes its actor rather than the process.
-func runTask(ctx context.Context, task func(ctx context.Context) error) (err error) {
+func runTask(ctx context.Context, task func(ctx context.Context, resume func()) error, resume func()) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = &PanicError{Value: r, Stack: debug.Stack()}
 		}
 	}()
-	return task(ctx)
+	return task(ctx, resume)
 }
 
 // taskDone applies a finished task's outcome, under the turn lock.
@@ -66,7 +100,7 @@ func (a *Actor) taskDone(f *facet, name string, tid uint64, err error) {
 		a.runTurn(f, func(t *Turn) error { t.Stop(); return nil }, nil, nil)
 	case errors.Is(err, ErrKeepFacet):
 	default:
-		a.log.Debug().Str("task", name).Err(err).Msg("linked task failed")
+		a.logger().Debug().Str("task", name).Err(err).Msg("linked task failed")
 		a.terminate(Failed, err)
 	}
 }

@@ -413,7 +413,7 @@ func (t *Turn) batchFor(dest *Actor) *batch {
 func (t *Turn) Actor() *Actor { return t.a }
 
 // Log returns the actor's logger (tagged with the actor name).
-func (t *Turn) Log() *zerolog.Logger { return &t.a.log }
+func (t *Turn) Log() *zerolog.Logger { return t.a.logger() }
 
 // ActiveFacet returns the id of the active facet.
 func (t *Turn) ActiveFacet() FacetID { return t.active.id }
