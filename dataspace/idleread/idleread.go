@@ -5,6 +5,13 @@
 // in the runtime's poller (syscall.RawConn) and takes a buffer from a
 // pool only once input is there. The relay's framer and the daemon's
 // output pipes read this way.
+//
+// A waiting goroutine still holds its stack, though. A relay's reader
+// therefore goes further: once its wait has lasted one to two LingerTicks
+// (an Idler, linger.go), it parks the stream with a Waiter and ends its
+// goroutine; the package's one poller goroutine (running only while some
+// stream is parked) starts the reader again when input arrives
+// (park_linux.go).
 package idleread
 
 import (

@@ -1,0 +1,168 @@
+package idleread
+
+import (
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+// socketPair returns both ends of a loopback TCP connection.
+func socketPair(t *testing.T) (a, b *net.TCPConn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(); s.Close() })
+	return c.(*net.TCPConn), s.(*net.TCPConn)
+}
+
+// resumed returns a resume function and the channel it signals.
+func resumed() (func(), chan struct{}) {
+	ch := make(chan struct{}, 4)
+	return func() { ch <- struct{}{} }, ch
+}
+
+func waitResumed(t *testing.T, ch chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("not resumed: %s", what)
+	}
+}
+
+func notResumed(t *testing.T, ch chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+		t.Fatalf("resumed: %s", what)
+	default:
+	}
+}
+
+// A parked stream is resumed by input, by its peer's close, and (after a
+// local close) by Unpark, once each park; while parked it is counted.
+func TestParkResumesOnInputEndAndUnpark(t *testing.T) {
+	a, b := socketPair(t)
+	rc, err := a.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := NewWaiter(rc)
+	resume, ch := resumed()
+
+	if err := w.Park(resume); err != nil {
+		t.Fatal(err)
+	}
+	if Parked() < 1 {
+		t.Fatal("a parked stream is not counted")
+	}
+	notResumed(t, ch, "with no input")
+	if _, err := b.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	waitResumed(t, ch, "by input")
+	if w.Unpark() {
+		t.Fatal("Unpark resumed a stream input had resumed already")
+	}
+	var buf [1]byte
+	if _, err := a.Read(buf[:]); err != nil {
+		t.Fatal(err)
+	}
+
+	// Parked again (the registration is re-armed), the peer's close
+	// resumes it.
+	if err := w.Park(resume); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	waitResumed(t, ch, "by the peer's close")
+
+	// A local close removes the stream from the set silently: Unpark
+	// resumes it, and a later Park fails.
+	a2, _ := socketPair(t)
+	rc2, _ := a2.SyscallConn()
+	w2 := NewWaiter(rc2)
+	resume2, ch2 := resumed()
+	if err := w2.Park(resume2); err != nil {
+		t.Fatal(err)
+	}
+	a2.Close()
+	if !w2.Unpark() {
+		t.Fatal("Unpark of a parked stream reported nothing to do")
+	}
+	waitResumed(t, ch2, "by Unpark")
+	if err := w2.Park(resume2); err == nil {
+		t.Fatal("a closed stream parked")
+	}
+	notResumed(t, ch2, "after a failed Park")
+}
+
+// With nothing parked, the poller's goroutine ends.
+func TestPollerGoroutineEndsWhenNothingIsParked(t *testing.T) {
+	a, _ := socketPair(t)
+	rc, _ := a.SyscallConn()
+	w := NewWaiter(rc)
+	resume, ch := resumed()
+	if err := w.Park(resume); err != nil {
+		t.Fatal(err)
+	}
+	w.Unpark()
+	waitResumed(t, ch, "by Unpark")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		thePoller.mu.Lock()
+		running := thePoller.running
+		thePoller.mu.Unlock()
+		if !running {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the poller's goroutine still runs with nothing parked")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func newPool() *sync.Pool {
+	return &sync.Pool{New: func() any { b := make([]byte, 64); return &b }}
+}
+
+// A wait for input longer than two LingerTicks is interrupted, and Leave
+// reports it; the deadline is cleared, so the next read waits again.
+func TestIdlerInterruptsALongWait(t *testing.T) {
+	a, b := socketPair(t)
+	rc, _ := a.SyscallConn()
+	i := NewIdler(a)
+	defer i.Close()
+	pool := newPool()
+	start := time.Now()
+	i.Enter()
+	_, _, err := Read(rc, pool)
+	if !Lingered(i.Leave(), err) {
+		t.Fatalf("read ended with %v and no interruption", err)
+	}
+	if d := time.Since(start); d < LingerTick {
+		t.Fatalf("interrupted after %v, before one LingerTick", d)
+	}
+	if _, err := b.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	i.Enter()
+	bp, n, err := Read(rc, pool)
+	if Lingered(i.Leave(), err) || err != nil || n != 1 {
+		t.Fatalf("read after the interruption = %d, %v; want the input", n, err)
+	}
+	pool.Put(bp)
+}
