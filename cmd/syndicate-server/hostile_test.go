@@ -39,6 +39,7 @@ import (
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/dataspace/caveat"
 	"github.com/syndicate-go/syndicate/dataspace/dataspacetest"
+	"github.com/syndicate-go/syndicate/dataspace/idleread"
 	"github.com/syndicate-go/syndicate/dataspace/pattern"
 	"github.com/syndicate-go/syndicate/dataspace/schemas/service"
 	"github.com/syndicate-go/syndicate/dataspace/transport"
@@ -214,6 +215,7 @@ func (h *inproc) settleBaseline(tb testing.TB) {
 }
 
 func openFDs(tb testing.TB) int {
+	_ = idleread.OpenPoller() // opened once for the process's life, not leaked
 	es, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		return 0 // not Linux: descriptors are not checked

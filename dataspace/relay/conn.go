@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/idleread"
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
@@ -132,8 +133,13 @@ func (q *Quota) give(n int) { q.used.Add(-int64(n)) }
 
 // Conn is one relay connection: a facet of its host actor holding the
 // membrane, the proxies for imported objects, and the assertions made on
-// the peer's behalf, plus a reader and a writer goroutine (linked tasks of
-// that facet).
+// the peer's behalf, plus a reader task (a resumable linked task of that
+// facet) and a writer goroutine. Neither holds a goroutine while the
+// connection is idle: the writer ends after writerLinger, and the reader
+// of a socket or pipe idle for 0.5–1 s parks its stream with the shared
+// poller (idleread.Waiter). The relay owns its stream: close it with Close or by
+// stopping the facet. A stream closed behind its back while parked is
+// noticed by the poller's sweep, within seconds, not at once.
 //
 // Everything but the outbound byte queue is owned by the host actor and
 // touched only in its turns.
@@ -191,6 +197,11 @@ type Conn struct {
 
 	unsentPackets, unsentBytes atomic.Int64 // dropped at close (Unsent)
 	refused                    atomic.Int64 // events too large for the peer (Refused)
+
+	// Owned by the reader task.
+	rd *reader
+	// parker parks the idle stream (reader.park); closeStream unparks it.
+	parker atomic.Pointer[idleread.Waiter]
 
 	errv   atomic.Pointer[error]
 	done   chan struct{}
@@ -291,7 +302,7 @@ func RunSplit(t *dataspace.Turn, r io.Reader, w io.Writer, closer io.Closer, opt
 			return nil
 		})
 		c.nTasks.Store(2)
-		t.LinkedTask("relay-reader", c.readLoop)
+		t.ResumableTask("relay-reader", c.readLoop)
 		return nil
 	})
 	return c, c.peer
@@ -404,10 +415,16 @@ func (c *Conn) shutdown() {
 	c.kick()
 }
 
+// closeStream closes the stream once. A parked reader is resumed after
+// the close (the close took the stream out of the poller's set): it
+// finds the stream closed, and ends.
 func (c *Conn) closeStream() {
 	c.closed.Do(func() {
 		if c.cl != nil {
 			_ = c.cl.Close()
+		}
+		if w := c.parker.Load(); w != nil {
+			w.Unpark()
 		}
 	})
 }

@@ -16,9 +16,14 @@
 // decodes packets and hands each to one turn of the facet
 // ([dataspace.FacetRef.Activate]), and a writer that writes queued bytes.
 // The writer runs only while there is output, lingering 250 ms before it
-// ends, so an idle connection holds one goroutine; its last run writes
-// what is left and closes the stream, and the reader waits for that, so
-// the actor still outlives every write. The host actor never crashes
+// ends; its last run writes what is left and closes the stream, and the
+// reader waits for that, so the actor still outlives every write. The
+// reader (a [dataspace.Turn.ResumableTask]) of a socket or pipe that has
+// waited for input for 0.5–1 s parks the stream with the shared poller
+// (idleread.Waiter) and ends its goroutine, to be started again when
+// input arrives or the stream is closed (closeStream unparks it): an idle
+// connection holds no goroutine at all (issue 28, memory per idle
+// session). The host actor never crashes
 // because of the peer: connection errors stop the relay facet only.
 //
 // # Batching

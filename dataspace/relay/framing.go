@@ -53,6 +53,13 @@ type framer struct {
 	sc     preserves.Scanner // where the pending packet ends
 
 	readSize int // current read size (readFrom)
+	// idle: with nothing pending, readFrom waits for input for a while
+	// (idleread.Idler: one to two LingerTicks), then returns errWouldBlock
+	// with the stream's RawConn in idleRC, so that the reader can park it
+	// (idleread.Waiter) and give up its goroutine.
+	idle   bool
+	idler  *idleread.Idler
+	idleRC syscall.RawConn
 
 	budget   *BufferBudget // shared by the connections of a process
 	onWait   func()        // called before waiting for the budget
@@ -163,6 +170,9 @@ func (f *framer) release() {
 
 // close returns the whole reservation (the connection has ended).
 func (f *framer) close() {
+	if f.idler != nil {
+		f.idler.Close()
+	}
 	f.buf = nil
 	f.release()
 }
@@ -177,7 +187,7 @@ func (f *framer) readFrom(ctx context.Context, r io.Reader) (int, error) {
 	if len(f.buf) == 0 && f.reserved == 0 && cap(f.buf) <= maxRead && (f.budget == nil || f.budget.Free >= maxRead) {
 		if sc, ok := r.(syscall.Conn); ok {
 			if rc, err := sc.SyscallConn(); err == nil {
-				return f.readIdle(rc)
+				return f.readIdle(rc, r)
 			}
 		}
 	}
@@ -239,7 +249,7 @@ func readPool(size int) *sync.Pool {
 // nothing decoded aliases the buffer. Read deadlines apply as for a plain
 // Read. A stream whose SyscallConn fails (one that still holds bytes of
 // its own, say) is read the plain way.
-func (f *framer) readIdle(rc syscall.RawConn) (int, error) {
+func (f *framer) readIdle(rc syscall.RawConn, src io.Reader) (int, error) {
 	if c := cap(f.buf); c > 0 {
 		if c >= minRead && c <= maxRead && c&(c-1) == 0 {
 			b := f.buf[:c]
@@ -248,7 +258,26 @@ func (f *framer) readIdle(rc syscall.RawConn) (int, error) {
 		f.buf = nil
 	}
 	pool := readPool(f.readSize)
-	bp, n, err := idleread.Read(rc, pool)
+	var bp *[]byte
+	var n int
+	var err error
+	if f.idle && f.idler == nil {
+		if d, ok := src.(idleread.Deadliner); ok {
+			f.idler = idleread.NewIdler(d)
+		} else {
+			f.idle = false
+		}
+	}
+	if f.idle {
+		f.idler.Enter()
+		bp, n, err = idleread.Read(rc, pool)
+		if idleread.Lingered(f.idler.Leave(), err) {
+			f.idleRC = rc
+			return 0, errWouldBlock
+		}
+	} else {
+		bp, n, err = idleread.Read(rc, pool)
+	}
 	if n > 0 {
 		f.buf = (*bp)[:n]
 		if n == f.readSize && f.readSize < maxRead {
@@ -261,6 +290,9 @@ func (f *framer) readIdle(rc syscall.RawConn) (int, error) {
 	}
 	return 0, err
 }
+
+// errWouldBlock: an idle framer's stream has nothing to read (framer.idle).
+var errWouldBlock = errors.New("relay: nothing to read")
 
 // pending reports whether a partial packet (not just whitespace) is buffered.
 func (f *framer) pending() bool { return f.active }

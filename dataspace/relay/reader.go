@@ -8,32 +8,53 @@ import (
 	"time"
 
 	"github.com/syndicate-go/syndicate/dataspace"
+	"github.com/syndicate-go/syndicate/dataspace/idleread"
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
-// readLoop is the reader goroutine: it reads, frames (framer), decodes
+// readLoop is the reader task: it reads, frames (framer), decodes
 // (reader.decode) and handles each packet in one turn of the relay facet
-// (reader.deliver), pausing for flow control (reader.wait).
-func (c *Conn) readLoop(ctx context.Context) error {
-	defer c.taskDone()
-	// The writer closes the stream when the facet ends, however it ends;
-	// the reader, a linked task, ends after it.
-	stop := context.AfterFunc(ctx, c.stopWriting)
-	defer func() {
-		if stop() { // not cancelled: this connection is over all the same
-			c.stopWriting()
-		}
-		<-c.wdone
-	}()
-	r := c.newReader(ctx)
-	defer r.close()
+// (reader.deliver), pausing for flow control (reader.wait). With nothing
+// pending and nothing to read it parks the stream (reader.park) and gives
+// up its goroutine; resume runs it again, on a new one, when input
+// arrives or the stream is closed.
+func (c *Conn) readLoop(ctx context.Context, resume func()) error {
+	r := c.rd
+	if r == nil {
+		r = c.newReader(ctx)
+		c.rd = r
+		// The writer closes the stream when the facet ends, however it
+		// ends; the reader, a linked task, ends after it.
+		r.stop = context.AfterFunc(ctx, c.stopWriting)
+	}
+	err := r.loop(resume)
+	if errors.Is(err, dataspace.ErrSuspended) {
+		return err
+	}
+	r.close()
+	if r.stop() { // not cancelled: this connection is over all the same
+		c.stopWriting()
+	}
+	<-c.wdone
+	c.taskDone()
+	return err
+}
+
+func (r *reader) loop(resume func()) error {
+	c := r.c
 	for {
 		if r.wait() != nil {
-			return ctx.Err()
+			return r.ctx.Err()
 		}
 		r.pt.arm()
-		n, rerr := r.f.readFrom(ctx, c.r)
+		n, rerr := r.f.readFrom(r.ctx, c.r)
 		r.pt.hold()
+		if rerr == errWouldBlock {
+			if r.park(resume) {
+				return dataspace.ErrSuspended
+			}
+			continue // read the plain way from now on
+		}
 		if n > 0 {
 			if err := r.drain(); err != nil {
 				return err
@@ -43,7 +64,34 @@ func (c *Conn) readLoop(ctx context.Context) error {
 		if rerr != nil {
 			return r.end(rerr)
 		}
+		if n > 0 && r.f.idle && !r.f.pending() {
+			// Handling input ran turns, which grew this goroutine's
+			// stack to several kilobytes; the wait for the next input
+			// goes on on a fresh goroutine, whose stack is the small
+			// one a wait needs (issue 28, memory per idle session).
+			resume()
+			return dataspace.ErrSuspended
+		}
 	}
+}
+
+// park registers the idle stream with the shared poller (idleread.Waiter),
+// to be resumed when input arrives or closeStream unparks it. False: the
+// stream cannot be parked (or is closed), and the framer waits for input
+// in its reads instead.
+func (r *reader) park(resume func()) bool {
+	c := r.c
+	w := c.parker.Load()
+	if w == nil {
+		w = idleread.NewWaiter(r.f.idleRC)
+		c.parker.Store(w)
+	}
+	r.f.idleRC = nil
+	if err := w.Park(resume); err != nil {
+		r.f.idle = false
+		return false
+	}
+	return true
 }
 
 // reader is the reader goroutine's state.
@@ -57,6 +105,7 @@ type reader struct {
 	// burst: the packets of one read run their turns through one
 	// runner, which wakes the writers they fed once, at its End.
 	burst dataspace.Burst
+	stop  func() bool // stops the context's AfterFunc (readLoop)
 }
 
 func (c *Conn) newReader(ctx context.Context) *reader {
@@ -64,6 +113,7 @@ func (c *Conn) newReader(ctx context.Context) *reader {
 	r.f = newFramer(c.opts.MaxPacketSize, c.opts.MaxDepth, c.opts.MaxPacketValues)
 	r.f.budget = c.opts.BufferBudget
 	r.f.onWait, r.f.onResume = r.pt.hold, r.pt.arm
+	r.f.idle = true
 	if d := c.opts.FirstEventTimeout; d > 0 {
 		r.first = time.AfterFunc(d, func() {
 			c.limitClose(protoErr(-1, ErrLimit, nil, "no event within %v of connecting", d))

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/syndicate-go/syndicate/dataspace/idleread"
 	"github.com/syndicate-go/syndicate/preserves/testutil"
 	"github.com/syndicate-go/syndicate/services/daemon/exechelper"
 )
@@ -175,6 +176,7 @@ func countFDs() int {
 			r.Close()
 			w.Close()
 		}
+		_ = idleread.OpenPoller() // the relays' poller: its descriptors stay open too
 	})
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
