@@ -25,12 +25,15 @@ func TestE2EStatusShowsDaemonFigures(t *testing.T) {
 	dir := t.TempDir()
 	sock, cfg, pid := filepath.Join(dir, "admin.sock"), filepath.Join(dir, "cfg"), filepath.Join(dir, "pid")
 	writeFile(t, filepath.Join(cfg, "busy.pr"), `<require-service <daemon busy>>
-<daemon busy "sleep 300 & sleep 300 & echo $$ > `+pid+`; wait">
+<daemon busy "x=$(seq 100000); sleep 300 & sleep 300 & echo $$ > `+pid+`; wait">
 `)
 	r := start(t, "-c", cfg, "--admin-socket", sock)
 	waitPid(t, pid, "the daemon")
 	var one status.Service
-	eventually(t, 10*time.Second, "three tasks in status --json", func() bool {
+	// The shell holds a few hundred kB of its own (the output of seq)
+	// before it starts the sleeps: a group holding only a shell and two
+	// sleeps read 0 bytes of memory about one run in eight.
+	eventually(t, 10*time.Second, "three tasks and some memory in status --json", func() bool {
 		out, err := exec.Command(client, "--admin", sock, "status", "--json", "<daemon busy>").Output()
 		var arr []status.Service
 		if err != nil || json.Unmarshal(out, &arr) != nil || len(arr) != 1 || len(arr[0].Processes) != 1 {
@@ -38,7 +41,7 @@ func TestE2EStatusShowsDaemonFigures(t *testing.T) {
 		}
 		one = arr[0]
 		p := one.Processes[0]
-		return p.Tasks != nil && *p.Tasks >= 3
+		return p.Tasks != nil && *p.Tasks >= 3 && p.Memory != nil && *p.Memory > 0
 	})
 	if m := one.Processes[0].Memory; m == nil || *m <= 0 {
 		t.Errorf("no memory figure: %+v", one.Processes[0])
