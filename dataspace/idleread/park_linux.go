@@ -81,7 +81,12 @@ func (p *poller) loop() {
 			last = time.Now()
 		}
 		if err != nil {
-			n = 0 // EINTR; nothing else can fail on a valid set
+			n = 0
+			if !errors.Is(err, unix.EINTR) {
+				// Nothing else can fail on a valid set; should it ever,
+				// the loop must not spin on a core of a PID 1.
+				time.Sleep(10 * time.Millisecond)
+			}
 		}
 		var resume []*Waiter
 		p.mu.Lock()
