@@ -35,6 +35,7 @@ type Idler struct {
 	// reader is not waiting.
 	since       uint64
 	interrupted bool // the sweeper set a deadline in the past
+	cut         bool // Cut: the past deadline stays
 }
 
 type sweeper struct {
@@ -93,12 +94,33 @@ func (i *Idler) Leave() (lingered bool) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	i.since = 0
-	if !i.interrupted {
+	if !i.interrupted || i.cut {
 		return false
 	}
 	i.interrupted = false
 	_ = i.d.SetReadDeadline(time.Time{})
 	return true
+}
+
+// Cut ends the reader's reads for good, as a read deadline in the past
+// would, but one that neither Leave nor the sweeper clears (a plain
+// SetReadDeadline may be undone by Leave when it races the sweeper's).
+// From now on Leave reports no linger, so the reader sees the deadline's
+// error and ends. A reader that may be parked must be unparked after Cut
+// (Waiter.Unpark), and one that parks must check WasCut after Park.
+func (i *Idler) Cut() error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.cut = true
+	i.interrupted = false
+	return i.d.SetReadDeadline(time.Unix(1, 0))
+}
+
+// WasCut reports whether Cut has been called.
+func (i *Idler) WasCut() bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.cut
 }
 
 // Lingered reports whether err is what an interrupted wait returns.
@@ -133,7 +155,7 @@ func (s *sweeper) loop() {
 			i.mu.Lock()
 			// since is the tick after the one current at Enter, so a
 			// wait of two ticks or more has since+1 <= now.
-			if i.since != 0 && !i.interrupted && i.since+1 <= now {
+			if i.since != 0 && !i.interrupted && !i.cut && i.since+1 <= now {
 				i.interrupted = true
 				_ = i.d.SetReadDeadline(time.Unix(1, 0))
 			}

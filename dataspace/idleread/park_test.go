@@ -1,7 +1,10 @@
 package idleread
 
 import (
+	"errors"
+	"io"
 	"net"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -165,4 +168,54 @@ func TestIdlerInterruptsALongWait(t *testing.T) {
 		t.Fatalf("read after the interruption = %d, %v; want the input", n, err)
 	}
 	pool.Put(bp)
+}
+
+// Cut's deadline stays: a Leave after a wait the sweeper interrupted
+// reports no linger and leaves the deadline, so every later read fails.
+func TestIdlerCutIsNotClearedByLeave(t *testing.T) {
+	a, _ := socketPair(t)
+	rc, _ := a.SyscallConn()
+	i := NewIdler(a)
+	defer i.Close()
+	pool := newPool()
+	i.Enter()
+	_, _, err := Read(rc, pool) // the sweeper interrupts it
+	if err := i.Cut(); err != nil {
+		t.Fatal(err)
+	}
+	if Lingered(i.Leave(), err) {
+		t.Fatal("Leave after Cut reported a linger")
+	}
+	if !i.WasCut() {
+		t.Fatal("WasCut after Cut is false")
+	}
+	for range 2 {
+		i.Enter()
+		_, _, err = Read(rc, pool)
+		if Lingered(i.Leave(), err) || !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("read after Cut = %v, want the deadline's error", err)
+		}
+	}
+}
+
+// A parked pipe is resumed when its write end closes (EPOLLHUP, as when
+// a daemon exits), and then reads the end of input.
+func TestParkedPipeResumesOnWriterClose(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rc, _ := r.SyscallConn()
+	wt := NewWaiter(rc)
+	resume, ch := resumed()
+	if err := wt.Park(resume); err != nil {
+		t.Fatal(err)
+	}
+	notResumed(t, ch, "with the writer open")
+	w.Close()
+	waitResumed(t, ch, "by the writer's close")
+	if _, _, err := Read(rc, newPool()); err != io.EOF {
+		t.Fatalf("read after the writer's close = %v, want EOF", err)
+	}
 }
