@@ -17,7 +17,7 @@
 //     differently; unknown keys are warnings ([Spec].Unknown).
 //   - process.go runs one process, a value of type process: its own
 //     process group (Setpgid), stdin from /dev/null, stdout/stderr read
-//     line by line by two goroutines (pipes.go), exactly one goroutine
+//     line by line by two readers (pipes.go), exactly one goroutine
 //     calling Wait. Its phases (starting, running, stopping, killed,
 //     exited) and the signals each event sends are lifecycle.go's, a plain
 //     value tested with a transition table: stopping sends SIGTERM to the
@@ -92,7 +92,11 @@
 //
 // Per running process: one goroutine runs [Runner.Run] (a linked task of the
 // spec's facet) and is the only caller of Wait for the child; two read its
-// pipes. Stopping is armed with context.AfterFunc and Clock.AfterFunc, so
+// pipes while they have input. A pipe idle for 0.5–1 s is parked with the
+// shared poller of dataspace/idleread and its reader's goroutine ends;
+// input or the end of input starts a new one (so a quiet daemon's output
+// costs no goroutine), and the drain's cut unparks a parked reader, which
+// then ends as a cut one does. Stopping is armed with context.AfterFunc and Clock.AfterFunc, so
 // it costs no goroutine until it happens. They report to the worker actor
 // only by activating its facets, so all dataspace state is owned by the
 // actor. Per daemon there is also the worker actor's goroutine

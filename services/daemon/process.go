@@ -208,7 +208,8 @@ func runProcess(ctx context.Context, s *Spec, h procHooks, clock Clock, cleanups
 // child. Stopping is armed with context.AfterFunc and Clock.AfterFunc
 // rather than a goroutine selecting on the context, so that a running
 // process costs no goroutine besides this one (blocked in Wait) and its
-// two readers.
+// two readers, which park their pipes and end while the pipes are idle
+// (pipeReader).
 type process struct {
 	spec     *Spec
 	hooks    procHooks
@@ -230,7 +231,9 @@ type process struct {
 	notes           []string // cgroup trouble and limits not in force (cgroup.go)
 	recorded        uint64   // its entry in the ledger (leftover.go)
 
-	readers   sync.WaitGroup
+	readers   sync.WaitGroup // running or parked (pipeReader)
+	outRd     *pipeReader    // nil when proto
+	errRd     *pipeReader
 	cut       context.CancelFunc // ends the readers' patience with the log
 	relayDone <-chan struct{}
 
@@ -371,9 +374,13 @@ func (p *process) startReaders() {
 	}
 	var readCtx context.Context
 	readCtx, p.cut = context.WithCancel(context.Background())
-	p.readers.Go(func() { readLines(readCtx, p.errR, Stderr, p.pid, p.clock.Now, emit) })
+	p.readers.Add(1)
+	p.errRd = newPipeReader(readCtx, p.errR, Stderr, p.pid, p.clock.Now, emit, p.readers.Done)
+	go p.errRd.run()
 	if !p.proto {
-		p.readers.Go(func() { readLines(readCtx, p.outR, Stdout, p.pid, p.clock.Now, emit) })
+		p.readers.Add(1)
+		p.outRd = newPipeReader(readCtx, p.outR, Stdout, p.pid, p.clock.Now, emit, p.readers.Done)
+		go p.outRd.run()
 	}
 }
 
@@ -462,7 +469,8 @@ var pastDeadline = time.Unix(1, 0)
 
 // drain gives the readers a short while to reach EOF, then cuts the
 // pipes so that a straggler holding them cannot stall us; the readers
-// still deliver whatever partial line they hold.
+// (parked ones too: pipeReader.cut) still deliver whatever partial line
+// they hold.
 func (p *process) drain() {
 	drained := make(chan struct{})
 	go func() { p.readers.Wait(); close(drained) }()
@@ -480,10 +488,10 @@ func (p *process) drain() {
 		}
 	case <-grace:
 		p.cut()
-		if !p.proto {
-			_ = p.outR.SetReadDeadline(pastDeadline)
+		if p.outRd != nil {
+			p.outRd.cut()
 		}
-		_ = p.errR.SetReadDeadline(pastDeadline)
+		p.errRd.cut()
 		<-drained
 	}
 	if !p.proto {
