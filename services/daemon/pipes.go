@@ -49,7 +49,7 @@ type pipeReader struct {
 	parks bool
 }
 
-// newPipeReader prepares a reader of r; start it with go pr.run().
+// newPipeReader prepares a reader of r; start it with start.
 func newPipeReader(ctx context.Context, r io.Reader, stream Stream, pid int, now func() time.Time, emit func(context.Context, []Line), done func()) *pipeReader {
 	pr := &pipeReader{ctx: ctx, r: r, stream: stream, pid: pid, now: now, emit: emit, done: done}
 	sc, ok := r.(syscall.Conn)
@@ -63,6 +63,17 @@ func newPipeReader(ctx context.Context, r io.Reader, stream Stream, pid int, now
 	}
 	pr.rc, pr.idler, pr.waiter, pr.parks = rc, idleread.NewIdler(d), idleread.NewWaiter(rc), true
 	return pr
+}
+
+// start starts the reader parked: a child has printed nothing yet, and
+// most daemons print little, so the reader's first goroutine starts with
+// the first input. Otherwise a burst of daemons starting together would
+// hold a waiting goroutine per pipe for the linger, a peak of stacks the
+// runtime keeps long after they end.
+func (pr *pipeReader) start() {
+	if pr.rc == nil || !pr.park() {
+		go pr.run()
+	}
 }
 
 // run reads until the end, or until the pipe is parked (then resume

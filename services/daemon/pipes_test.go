@@ -62,7 +62,7 @@ func startPipeReader(t *testing.T) *pipeRun {
 	run.pr = newPipeReader(context.Background(), r, Stdout, 1, time.Now, emit, func() {
 		once.Do(func() { close(run.done) })
 	})
-	go run.pr.run()
+	run.pr.start()
 	t.Cleanup(func() {
 		w.Close()
 		<-run.done

@@ -376,11 +376,11 @@ func (p *process) startReaders() {
 	readCtx, p.cut = context.WithCancel(context.Background())
 	p.readers.Add(1)
 	p.errRd = newPipeReader(readCtx, p.errR, Stderr, p.pid, p.clock.Now, emit, p.readers.Done)
-	go p.errRd.run()
+	p.errRd.start()
 	if !p.proto {
 		p.readers.Add(1)
 		p.outRd = newPipeReader(readCtx, p.outR, Stdout, p.pid, p.clock.Now, emit, p.readers.Done)
-		go p.outRd.run()
+		p.outRd.start()
 	}
 }
 
