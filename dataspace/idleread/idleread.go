@@ -6,12 +6,15 @@
 // pool only once input is there. The relay's framer and the daemon's
 // output pipes read this way.
 //
-// A waiting goroutine still holds its stack, though. A relay's reader
-// therefore goes further: once its wait has lasted one to two LingerTicks
-// (an Idler, linger.go), it parks the stream with a Waiter and ends its
-// goroutine; the package's one poller goroutine (running only while some
-// stream is parked) starts the reader again when input arrives
-// (park_linux.go).
+// A waiting goroutine still holds its stack, though. A relay's reader and
+// a daemon's pipe readers therefore go further: once a wait has lasted
+// one to two LingerTicks (an Idler, linger.go), the reader parks the
+// stream with a Waiter and ends its goroutine; the package's one poller
+// goroutine (running only while some stream is parked) starts the reader
+// again when input or the end of input arrives (park_linux.go). A reader
+// that others may cut with a read deadline (the daemon's drain) is cut
+// with Idler.Cut and then unparked, so that Leave cannot clear the
+// deadline and a parked reader sees it.
 package idleread
 
 import (
