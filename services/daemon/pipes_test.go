@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/syndicate-go/syndicate/dataspace/idleread"
 )
 
@@ -194,4 +196,45 @@ func TestProcessIdleReadersParkAndResume(t *testing.T) {
 	if n := idleread.Parked(); n != 0 {
 		t.Errorf("%d streams parked after the exit", n)
 	}
+}
+
+// A cut at any moment after the reader took its input (while it waits in
+// the poller, as it parks, while it is parked) ends it with its partial
+// line flushed, whatever the sweeper was doing. (What is still in the
+// pipe at the cut stays there, as it always did.)
+func TestPipeReaderCutAtAnyMoment(t *testing.T) {
+	leakCheck(t)
+	const n = 40
+	runs := make([]*pipeRun, n)
+	for i := range runs {
+		runs[i] = startPipeReader(t)
+		runs[i].write(t, "part")
+	}
+	for _, p := range runs {
+		eventually(t, func() bool { return unread(p.w) == 0 }, "%d bytes unread", unread(p.w))
+	}
+	start := time.Now()
+	for i, p := range runs {
+		// Spread the cuts over two LingerTicks, across the linger and
+		// the park.
+		at := start.Add(time.Duration(i) * 2 * idleread.LingerTick / n)
+		time.Sleep(time.Until(at))
+		p.pr.cut()
+	}
+	for _, p := range runs {
+		p.waitDone(t)
+		p.waitLines(t, "part")
+	}
+	eventually(t, idleReaders(0), "parked %d after the cuts, readers running %d", idleread.Parked(), readersRunning())
+}
+
+// unread returns how many bytes the pipe of w holds.
+func unread(w *os.File) int {
+	rc, err := w.SyscallConn()
+	if err != nil {
+		return -1
+	}
+	n := -1
+	_ = rc.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.TIOCINQ) }) // FIONREAD
+	return n
 }
