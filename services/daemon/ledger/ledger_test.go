@@ -3,11 +3,14 @@ package ledger
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/syndicate-go/syndicate/preserves/testutil"
 )
 
 // start runs argv in a process group of its own, as the daemon service
@@ -48,7 +51,11 @@ func TestRecoverStopsWhatTheRecordNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	polite, politeDone := start(t, "sleep", "300")
-	stubborn, stubbornDone := start(t, "sh", "-c", "trap '' TERM; while :; do sleep 0.05; done")
+	// The shell says when its trap is set: a TERM before that would end
+	// it as it ends the polite one (seen under load).
+	trapped := filepath.Join(dir, "trapped")
+	stubborn, stubbornDone := start(t, "sh", "-c", "trap '' TERM; : > "+trapped+"; while :; do sleep 0.05; done")
+	testutil.WaitFor(t, "the stubborn shell's trap", func() bool { _, err := os.Stat(trapped); return err == nil })
 	gone, goneDone := start(t, "true")
 	<-goneDone
 	stranger, strangerDone := start(t, "sleep", "300")
