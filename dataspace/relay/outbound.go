@@ -57,7 +57,7 @@ func (c *Conn) encodeOut(v preserves.Value, what string) (preserves.Value, []*sy
 	wv, pins, err := c.encodeValue(v, nil)
 	if err != nil {
 		c.release(pins)
-		c.log.Warn().Err(err).Msg("relay: " + what + " not sent")
+		c.logger().Warn().Err(err).Msg("relay: " + what + " not sent")
 		return nil, nil, false
 	}
 	return wv, pins, true
@@ -153,7 +153,7 @@ func (c *Conn) queue(t *dataspace.Turn, ev Event) bool {
 	out, err := appendEvent(c.pending, &ev, c.syntax)
 	if err != nil {
 		c.pending = c.trimSep(c.pending[:n])
-		c.log.Error().Err(err).Msg("relay: cannot encode event")
+		c.logger().Error().Err(err).Msg("relay: cannot encode event")
 		return false
 	}
 	c.pending = out
@@ -192,7 +192,7 @@ func (c *Conn) fit(t *dataspace.Turn, start int) bool {
 	if err := c.tooLarge(c.pending[start:]); err != nil {
 		c.pending = c.trimSep(c.pending[:start])
 		c.refused.Add(1)
-		c.log.Warn().Err(err).Msg("relay: event refused")
+		c.logger().Warn().Err(err).Msg("relay: event refused")
 		return false
 	}
 	if c.pendingN > 0 && len(c.pending)+packetTail > c.splitAt() {

@@ -229,7 +229,7 @@ func (r *reader) end(rerr error) error {
 	if !errors.Is(rerr, io.EOF) {
 		err = rerr
 	} else if r.f.pending() {
-		c.log.Debug().Msg("relay: input ended inside a packet")
+		c.logger().Debug().Msg("relay: input ended inside a packet")
 	}
 	c.fr.ActivateNow(func(t *dataspace.Turn) error {
 		c.stopIn(t, err, false)
@@ -352,7 +352,7 @@ func (c *Conn) handle(t *dataspace.Turn, pkt Packet, syn Syntax, off int64) {
 		err := &PeerError{Message: pkt.Msg, Detail: preserves.Show(pkt.Detail)}
 		c.stopIn(t, err, true)
 	case ExtensionPacket:
-		c.log.Debug().Str("packet", preserves.Show(pkt.Detail)).Msg("relay: ignoring extension packet")
+		c.logger().Debug().Str("packet", preserves.Show(pkt.Detail)).Msg("relay: ignoring extension packet")
 	case NopPacket:
 	}
 }
@@ -363,7 +363,7 @@ func (c *Conn) handleEvent(t *dataspace.Turn, ev *Event) error {
 		if ev.Oid >= c.nextOid || ev.Oid < 0 {
 			return protoErr(-1, ErrProtocol, nil, "event for oid %d, never issued", ev.Oid)
 		}
-		c.log.Debug().Int64("oid", ev.Oid).Msg("relay: event for a released oid ignored")
+		c.logger().Debug().Int64("oid", ev.Oid).Msg("relay: event for a released oid ignored")
 		return nil
 	}
 	switch ev.Kind {

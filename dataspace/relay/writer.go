@@ -130,7 +130,7 @@ func (c *Conn) enqueueBytes(v preserves.Value, force bool) bool {
 	out, err := AppendPacket(c.out, v, c.syntax)
 	if err != nil {
 		c.mu.Unlock()
-		c.log.Error().Err(err).Msg("relay: cannot encode packet")
+		c.logger().Error().Err(err).Msg("relay: cannot encode packet")
 		return true
 	}
 	if !force && len(out) > c.opts.MaxOutbound && n > 0 {
@@ -263,7 +263,7 @@ func (c *Conn) noteUnsent(b []byte) {
 	}
 	c.unsentPackets.Add(packets)
 	c.unsentBytes.Add(int64(len(b)))
-	c.log.Warn().Err(c.Err()).Int64("packets", packets).Int("bytes", len(b)).Msg("relay: connection closed with output unsent")
+	c.logger().Warn().Err(c.Err()).Int64("packets", packets).Int("bytes", len(b)).Msg("relay: connection closed with output unsent")
 }
 
 // Unsent returns what the connection had accepted for its peer but

@@ -40,7 +40,11 @@ const (
 func (s *spec) spawnConn(t *dataspace.Turn, c net.Conn, httpd *dataspace.Ref) {
 	subject := s.connSubject(c)
 	name := preserves.FormatText(subject)
-	log := s.log.With().Str("conn", name).Logger()
+	// The connection's fields are added to the log when it first logs:
+	// a logger built here would hold a 512-byte context for as long as
+	// the connection is idle (issue 28, memory per idle session).
+	withConn := func(c zerolog.Context) zerolog.Context { return c.Str("conn", name) }
+	connLog := func() zerolog.Logger { return withConn(s.log.With()).Logger() }
 	gk, cfg := s.gk, s.env.Config
 	firstEvent := s.firstEvent
 	sniff := s.addr.Network == transport.TCP
@@ -48,7 +52,8 @@ func (s *spec) spawnConn(t *dataspace.Turn, c net.Conn, httpd *dataspace.Ref) {
 		fr := t.FacetRef()
 		opts := relay.Options{
 			InitialRef:           t.Create(newGatekeeperTap(gk, cfg, subject)),
-			Logger:               log,
+			Logger:               s.log,
+			LogWith:              withConn,
 			FirstEventTimeout:    firstEvent,
 			MaxInitialAssertions: s.maxInitial,
 			InitialQuota:         s.quota,
@@ -56,7 +61,7 @@ func (s *spec) spawnConn(t *dataspace.Turn, c net.Conn, httpd *dataspace.Ref) {
 		if !sniff {
 			// Unix sockets carry only the Syndicate protocol (no sniffing;
 			// syntax detected per packet by the relay).
-			startRelay(t, c, opts, log)
+			startRelay(t, c, opts)
 			return nil
 		}
 		t.LinkedTask("sniff", func(ctx context.Context) error {
@@ -74,19 +79,20 @@ func (s *spec) spawnConn(t *dataspace.Turn, c net.Conn, httpd *dataspace.Ref) {
 				// Health checks and port scanners do this all the time: an
 				// ordinary end of the connection, not an actor crash.
 				c.Close()
+				log := connLog()
 				log.Debug().Err(err).Msg(ErrClosedEarly.Error())
 				return nil
 			}
 			if b[0] == '[' || b[0] == '<' || b[0] >= 0x80 {
 				fr.ActivateNow(func(t *dataspace.Turn) error {
-					startRelay(t, &prefixed{Conn: c, first: b[:]}, opts, log)
+					startRelay(t, &prefixed{Conn: c, first: b[:]}, opts)
 					return nil
 				})
 				return dataspace.ErrKeepFacet
 			}
 			// HTTP (§7.2): served until the connection closes, unless it
 			// becomes a WebSocket relay, which keeps the actor going.
-			h := &httpHandler{fr: fr, httpd: httpd, port: int64(s.addr.Port), relayOpts: opts, log: log}
+			h := &httpHandler{fr: fr, httpd: httpd, port: int64(s.addr.Port), relayOpts: opts, log: connLog()}
 			if serveHTTP(ctx, &prefixed{Conn: c, first: b[:]}, h) {
 				return dataspace.ErrKeepFacet
 			}
@@ -96,8 +102,17 @@ func (s *spec) spawnConn(t *dataspace.Turn, c net.Conn, httpd *dataspace.Ref) {
 	})
 }
 
-func startRelay(t *dataspace.Turn, c io.ReadWriteCloser, opts relay.Options, log zerolog.Logger) {
-	services.RunRelay(t, c, opts, log.Info, "disconnect")
+// startRelay runs the relay; its end is logged with the connection's
+// fields (opts.LogWith).
+func startRelay(t *dataspace.Turn, c io.ReadWriteCloser, opts relay.Options) {
+	end := func() *zerolog.Event {
+		log := opts.Logger
+		if opts.LogWith != nil {
+			log = opts.LogWith(log.With()).Logger()
+		}
+		return log.Info()
+	}
+	services.RunRelay(t, c, opts, end, "disconnect")
 }
 
 // connSubject is `<tcp "IP:PORT">` or `<unix PID UID>` (PID -1 if

@@ -180,7 +180,7 @@ func (h *httpHandler) upgrade(w http.ResponseWriter, r *http.Request) {
 	started := false
 	h.fr.ActivateNow(func(t *dataspace.Turn) error {
 		started = true
-		startRelay(t, ws, h.relayOpts, h.log)
+		startRelay(t, ws, h.relayOpts)
 		return nil
 	})
 	if !started {
