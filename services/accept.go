@@ -123,17 +123,30 @@ func TemporaryAcceptError(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// RunRelay runs a relay over an accepted connection c in the active facet
-// (relay.Run) and, when the facet stops, logs msg on the event end makes,
-// with the connection's error if it failed.
+// RunRelay runs a relay over an accepted connection c (relay.Run) in a
+// facet of its own under the active one, the connection's. When the relay
+// ends, it logs msg on the event end makes (with the connection's error if
+// it failed) and stops the connection's facet: the connection is over.
+// Waiting for that facet to become inert would not do: what the
+// connection's own entities (a gatekeeper tap, an origin proxy) asserted
+// for the peer is still held when the relay's facet stops, and inertness
+// is not checked again when those retractions complete (runtime spec §19,
+// quirk 6), so the connection's actor lived on until shutdown, one per
+// connection a peer ever made.
 func RunRelay(t *dataspace.Turn, c io.ReadWriteCloser, opts relay.Options, end func() *zerolog.Event, msg string) *relay.Conn {
-	conn, _ := relay.Run(t, c, opts)
-	t.OnStop(func(*dataspace.Turn) error {
-		ev := end()
-		if err := conn.Err(); err != nil {
-			ev = ev.Err(err)
-		}
-		ev.Msg(msg)
+	var conn *relay.Conn
+	_, _ = t.Facet(func(t *dataspace.Turn) error {
+		conn, _ = relay.Run(t, c, opts)
+		// Runs with the connection's facet active (runtime spec §4.6).
+		t.OnStop(func(t *dataspace.Turn) error {
+			ev := end()
+			if err := conn.Err(); err != nil {
+				ev = ev.Err(err)
+			}
+			ev.Msg(msg)
+			t.Stop()
+			return nil
+		})
 		return nil
 	})
 	return conn

@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -425,7 +426,7 @@ func TestE2ETCPListenerAndSturdyRef(t *testing.T) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, gk, err := client.Dial(ctx, sys, preserves.Rec("tcp", preserves.String("127.0.0.1"), preserves.Int(int64(port))))
+	conn, gk, err := client.Dial(ctx, sys, preserves.Rec("tcp", preserves.String("127.0.0.1"), preserves.Int(int64(port))))
 	require.NoError(t, err)
 
 	bad := caveat.Mint(preserves.String("e2e"), []byte("wrong key"))
@@ -442,6 +443,13 @@ func TestE2ETCPListenerAndSturdyRef(t *testing.T) {
 	})
 	eventually(t, 10*time.Second, "the message to reach the script", func() bool {
 		return strings.Contains(r.stderr.String(), `"line":"over tcp"`)
+	})
+	// The disconnect is logged when the client goes (not at shutdown: the
+	// connection's actor used to outlive it), with the connection's name
+	// (its fields are added only when it logs).
+	conn.Close()
+	eventually(t, 10*time.Second, "the disconnect, naming the connection", func() bool {
+		return regexp.MustCompile(`"conn":"<tcp \\"127\.0\.0\.1:\d+\\">".*"message":"disconnect"`).MatchString(r.stderr.String())
 	})
 	require.Equal(t, 0, r.stop(t))
 }

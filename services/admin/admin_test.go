@@ -104,6 +104,7 @@ func TestAdminServesConfigDataspace(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o700), di.Mode().Perm(), "created directory is private")
 
+	base := h.sys.Stats(0).Actors
 	csys := dataspace.NewSystem(dataspace.Options{})
 	defer csys.Shutdown(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -123,8 +124,18 @@ func TestAdminServesConfigDataspace(t *testing.T) {
 	waitFor(t, "assertion through the admin socket", func() bool { return h.has(`"hello"`) })
 	fr.Activate(func(t *dataspace.Turn) error { t.Retract(hd); return nil })
 	waitFor(t, "retraction through the admin socket", func() bool { return !h.has(`"hello"`) })
+	// A client that ends while it still asserts something: its
+	// assertion goes, and so does the connection's actor (it lived on
+	// until shutdown, one per `syndicate` command ever run).
+	fr.Activate(func(t *dataspace.Turn) error {
+		t.Assert(cfg, preserves.Rec("probe", preserves.String("held")))
+		return nil
+	})
+	waitFor(t, "a held assertion", func() bool { return h.has(`"held"`) })
 	conn.Close()
 	<-conn.Done()
+	waitFor(t, "the held assertion to go with the client", func() bool { return !h.has(`"held"`) })
+	waitFor(t, "the connection's actor to end", func() bool { return h.sys.Stats(0).Actors == base })
 }
 
 func TestAdminRefusesForeignUID(t *testing.T) {

@@ -76,3 +76,50 @@ func TestInboundConnectionStatus(t *testing.T) {
 	})
 	waitFor(t, "the record to go with the connection", func() bool { return len(inbound()) == 0 })
 }
+
+// A connection's actor ends with its relay, whether or not the peer
+// asserted anything through the gatekeeper tap or resolved something:
+// before, what the tap held when the relay stopped kept the actor alive
+// until shutdown, one per connection a peer ever made.
+func TestConnectionActorEndsWithItsRelay(t *testing.T) {
+	s := newServer(t)
+	port := freePort(t)
+	name := tcpName(s.gk, port)
+	s.do(func(t *dataspace.Turn) { t.Assert(s.cfg, preserves.NewRecord(preserves.Symbol("run-service"), name)) })
+	s.do(func(t *dataspace.Turn) {
+		t.Assert(s.cfg, preserves.Rec("bind",
+			preserves.Rec("ref", preserves.NewDictionary(
+				preserves.DictEntry{Key: preserves.Symbol("oid"), Value: preserves.String("x")},
+				preserves.DictEntry{Key: preserves.Symbol("key"), Value: preserves.ByteString("k")})),
+			dataspace.Embed(t.Create(&sink{})), preserves.Bool(false)))
+	})
+	waitFor(t, "ready", func() bool { return s.has(state(name, "ready")) })
+	base := s.sys.Stats(0).Actors
+	cli := dataspace.NewSystem(dataspace.Options{})
+	defer cli.Shutdown(context.Background())
+	for _, resolve := range []bool{false, true} {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		conn, gk, err := client.Dial(ctx, cli, preserves.Rec("tcp", preserves.String("127.0.0.1"), preserves.Int(port)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resolve {
+			ref := caveat.Mint(preserves.String("x"), []byte("k"))
+			if _, _, err := client.Resolve(ctx, cli, gk, ref.ToValue()); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			synced := make(chan struct{})
+			cli.Spawn("asserter", func(t *dataspace.Turn) error {
+				t.Assert(gk, preserves.Symbol("hello"))
+				t.Sync(gk, func(*dataspace.Turn) error { close(synced); return nil })
+				return nil
+			})
+			<-synced
+		}
+		waitFor(t, "the connection's actor", func() bool { return s.sys.Stats(0).Actors > base })
+		conn.Close()
+		waitFor(t, "the connection's actor to end with its relay", func() bool { return s.sys.Stats(0).Actors == base })
+		cancel()
+	}
+}
