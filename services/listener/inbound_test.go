@@ -12,13 +12,11 @@ import (
 	"github.com/syndicate-go/syndicate/preserves"
 )
 
-// TestInboundConnectionStatus (federation issue): an accepted connection
-// shows as `<connection-status inbound …>` once its peer has resolved
-// something, without the credential it presented, and goes with the
-// connection.
-func TestInboundConnectionStatus(t *testing.T) {
-	s := newServer(t)
-	port := freePort(t)
+// boundListener is a server running a TCP listener on a free port, with
+// the sturdy ref {oid: "x", key: #"k"} bound.
+func boundListener(tb testing.TB) (*server, int) {
+	s := newServer(tb)
+	port := freePort(tb)
 	name := tcpName(s.gk, port)
 	s.do(func(t *dataspace.Turn) { t.Assert(s.cfg, preserves.NewRecord(preserves.Symbol("run-service"), name)) })
 	s.do(func(t *dataspace.Turn) {
@@ -28,7 +26,16 @@ func TestInboundConnectionStatus(t *testing.T) {
 				preserves.DictEntry{Key: preserves.Symbol("key"), Value: preserves.ByteString("k")})),
 			dataspace.Embed(t.Create(&sink{})), preserves.Bool(false)))
 	})
-	waitFor(t, "ready", func() bool { return s.has(state(name, "ready")) })
+	waitFor(tb, "ready", func() bool { return s.has(state(name, "ready")) })
+	return s, port
+}
+
+// TestInboundConnectionStatus (federation issue): an accepted connection
+// shows as `<connection-status inbound …>` once its peer has resolved
+// something, without the credential it presented, and goes with the
+// connection.
+func TestInboundConnectionStatus(t *testing.T) {
+	s, port := boundListener(t)
 	inbound := func() []string {
 		var out []string
 		s.mu.Lock()
@@ -82,18 +89,7 @@ func TestInboundConnectionStatus(t *testing.T) {
 // before, what the tap held when the relay stopped kept the actor alive
 // until shutdown, one per connection a peer ever made.
 func TestConnectionActorEndsWithItsRelay(t *testing.T) {
-	s := newServer(t)
-	port := freePort(t)
-	name := tcpName(s.gk, port)
-	s.do(func(t *dataspace.Turn) { t.Assert(s.cfg, preserves.NewRecord(preserves.Symbol("run-service"), name)) })
-	s.do(func(t *dataspace.Turn) {
-		t.Assert(s.cfg, preserves.Rec("bind",
-			preserves.Rec("ref", preserves.NewDictionary(
-				preserves.DictEntry{Key: preserves.Symbol("oid"), Value: preserves.String("x")},
-				preserves.DictEntry{Key: preserves.Symbol("key"), Value: preserves.ByteString("k")})),
-			dataspace.Embed(t.Create(&sink{})), preserves.Bool(false)))
-	})
-	waitFor(t, "ready", func() bool { return s.has(state(name, "ready")) })
+	s, port := boundListener(t)
 	base := s.sys.Stats(0).Actors
 	cli := dataspace.NewSystem(dataspace.Options{})
 	defer cli.Shutdown(context.Background())
