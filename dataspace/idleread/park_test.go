@@ -30,6 +30,24 @@ func socketPair(t *testing.T) (a, b *net.TCPConn) {
 	return c.(*net.TCPConn), s.(*net.TCPConn)
 }
 
+// parkedStream parks one end of a fresh socket pair, returning both ends,
+// its Waiter, the resume function given to Park and the channel that
+// function signals.
+func parkedStream(t *testing.T) (a, b *net.TCPConn, w *Waiter, resume func(), ch chan struct{}) {
+	t.Helper()
+	a, b = socketPair(t)
+	rc, err := a.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w = NewWaiter(rc)
+	resume, ch = resumed()
+	if err := w.Park(resume); err != nil {
+		t.Fatal(err)
+	}
+	return a, b, w, resume, ch
+}
+
 // resumed returns a resume function and the channel it signals.
 func resumed() (func(), chan struct{}) {
 	ch := make(chan struct{}, 4)
@@ -57,17 +75,7 @@ func notResumed(t *testing.T, ch chan struct{}, what string) {
 // A parked stream is resumed by input, by its peer's close, and (after a
 // local close) by Unpark, once each park; while parked it is counted.
 func TestParkResumesOnInputEndAndUnpark(t *testing.T) {
-	a, b := socketPair(t)
-	rc, err := a.SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := NewWaiter(rc)
-	resume, ch := resumed()
-
-	if err := w.Park(resume); err != nil {
-		t.Fatal(err)
-	}
+	a, b, w, resume, ch := parkedStream(t)
 	if Parked() < 1 {
 		t.Fatal("a parked stream is not counted")
 	}
@@ -94,13 +102,7 @@ func TestParkResumesOnInputEndAndUnpark(t *testing.T) {
 
 	// A local close removes the stream from the set silently: Unpark
 	// resumes it, and a later Park fails.
-	a2, _ := socketPair(t)
-	rc2, _ := a2.SyscallConn()
-	w2 := NewWaiter(rc2)
-	resume2, ch2 := resumed()
-	if err := w2.Park(resume2); err != nil {
-		t.Fatal(err)
-	}
+	a2, _, w2, resume2, ch2 := parkedStream(t)
 	a2.Close()
 	if !w2.Unpark() {
 		t.Fatal("Unpark of a parked stream reported nothing to do")
@@ -114,13 +116,7 @@ func TestParkResumesOnInputEndAndUnpark(t *testing.T) {
 
 // With nothing parked, the poller's goroutine ends.
 func TestPollerGoroutineEndsWhenNothingIsParked(t *testing.T) {
-	a, _ := socketPair(t)
-	rc, _ := a.SyscallConn()
-	w := NewWaiter(rc)
-	resume, ch := resumed()
-	if err := w.Park(resume); err != nil {
-		t.Fatal(err)
-	}
+	_, _, w, _, ch := parkedStream(t)
 	w.Unpark()
 	waitResumed(t, ch, "by Unpark")
 	deadline := time.Now().Add(20 * time.Second)

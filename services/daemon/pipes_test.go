@@ -34,8 +34,12 @@ func readersRunning() int {
 }
 
 // idleReaders reports whether n pipes are parked and no reader runs.
-func idleReaders(n int) func() bool {
-	return func() bool { return idleread.Parked() == n && readersRunning() == 0 }
+// waitIdleReaders waits until n pipes are parked and no reader
+// goroutine runs.
+func waitIdleReaders(t testing.TB, n int, what string) {
+	t.Helper()
+	eventually(t, func() bool { return idleread.Parked() == n && readersRunning() == 0 },
+		"%s (%d parked, no reader running)", what, n)
 }
 
 type pipeRun struct {
@@ -103,7 +107,7 @@ func TestPipeReaderParksWhenIdle(t *testing.T) {
 	p := startPipeReader(t)
 	p.write(t, "one\ntw")
 	p.waitLines(t, "one\n")
-	eventually(t, idleReaders(1), "parked %d, readers running %d", idleread.Parked(), readersRunning())
+	waitIdleReaders(t, 1, "the reader to park")
 
 	p.write(t, "o\nthree\n")
 	p.waitLines(t, "one\n", "two\n", "three\n")
@@ -113,12 +117,12 @@ func TestPipeReaderParksWhenIdle(t *testing.T) {
 	if !same {
 		t.Error("the lines of one read do not share a timestamp")
 	}
-	eventually(t, idleReaders(1), "parked again %d, readers running %d", idleread.Parked(), readersRunning())
+	waitIdleReaders(t, 1, "the reader to park again")
 
 	p.w.Close()
 	p.waitDone(t)
 	p.waitLines(t, "one\n", "two\n", "three\n")
-	eventually(t, idleReaders(0), "parked %d after the end, readers running %d", idleread.Parked(), readersRunning())
+	waitIdleReaders(t, 0, "no reader after the end")
 }
 
 // The writer's close (a daemon's exit) resumes a parked reader, which
@@ -127,7 +131,7 @@ func TestPipeReaderFlushesPartialLineAtEOFAfterParking(t *testing.T) {
 	leakCheck(t)
 	p := startPipeReader(t)
 	p.write(t, "tail")
-	eventually(t, idleReaders(1), "parked %d, readers running %d", idleread.Parked(), readersRunning())
+	waitIdleReaders(t, 1, "the reader to park")
 	p.w.Close()
 	p.waitDone(t)
 	p.waitLines(t, "tail")
@@ -141,7 +145,7 @@ func TestPipeReaderCutEndsAParkedReader(t *testing.T) {
 	p := startPipeReader(t)
 	p.write(t, "done\nheld")
 	p.waitLines(t, "done\n")
-	eventually(t, idleReaders(1), "parked %d, readers running %d", idleread.Parked(), readersRunning())
+	waitIdleReaders(t, 1, "the reader to park")
 	p.pr.cut()
 	p.waitDone(t)
 	p.waitLines(t, "done\n", "held")
@@ -169,7 +173,7 @@ func TestProcessIdleReadersParkAndResume(t *testing.T) {
 	}()
 	eventually(t, func() bool { return len(log.texts(Stdout)) == 1 && len(log.texts(Stderr)) == 1 },
 		"first lines %q %q", log.texts(Stdout), log.texts(Stderr))
-	eventually(t, idleReaders(2), "parked %d, readers running %d", idleread.Parked(), readersRunning())
+	waitIdleReaders(t, 2, "both readers to park")
 
 	f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
 	if err != nil {
@@ -225,7 +229,7 @@ func TestPipeReaderCutAtAnyMoment(t *testing.T) {
 		p.waitDone(t)
 		p.waitLines(t, "part")
 	}
-	eventually(t, idleReaders(0), "parked %d after the cuts, readers running %d", idleread.Parked(), readersRunning())
+	waitIdleReaders(t, 0, "no reader after the cuts")
 }
 
 // unread returns how many bytes the pipe of w holds.
