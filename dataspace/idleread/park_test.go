@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -46,6 +47,20 @@ func parkedStream(t *testing.T) (a, b *net.TCPConn, w *Waiter, resume func(), ch
 		t.Fatal(err)
 	}
 	return a, b, w, resume, ch
+}
+
+// idledStream registers an Idler for one end of a fresh socket pair,
+// returning the other end, the first's RawConn, the Idler and a pool.
+func idledStream(t *testing.T) (b *net.TCPConn, rc syscall.RawConn, i *Idler, pool *sync.Pool) {
+	t.Helper()
+	a, b := socketPair(t)
+	rc, err := a.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	i = NewIdler(a)
+	t.Cleanup(i.Close)
+	return b, rc, i, newPool()
 }
 
 // resumed returns a resume function and the channel it signals.
@@ -141,11 +156,7 @@ func newPool() *sync.Pool {
 // A wait for input longer than two LingerTicks is interrupted, and Leave
 // reports it; the deadline is cleared, so the next read waits again.
 func TestIdlerInterruptsALongWait(t *testing.T) {
-	a, b := socketPair(t)
-	rc, _ := a.SyscallConn()
-	i := NewIdler(a)
-	defer i.Close()
-	pool := newPool()
+	b, rc, i, pool := idledStream(t)
 	start := time.Now()
 	i.Enter()
 	_, _, err := Read(rc, pool)
@@ -169,11 +180,7 @@ func TestIdlerInterruptsALongWait(t *testing.T) {
 // Cut's deadline stays: a Leave after a wait the sweeper interrupted
 // reports no linger and leaves the deadline, so every later read fails.
 func TestIdlerCutIsNotClearedByLeave(t *testing.T) {
-	a, _ := socketPair(t)
-	rc, _ := a.SyscallConn()
-	i := NewIdler(a)
-	defer i.Close()
-	pool := newPool()
+	_, rc, i, pool := idledStream(t)
 	i.Enter()
 	_, _, err := Read(rc, pool) // the sweeper interrupts it
 	if err := i.Cut(); err != nil {
