@@ -93,7 +93,11 @@ func (r *reader) park(resume func()) bool {
 	}
 	r.f.idleRC = nil
 	if err := w.Park(resume); err != nil {
+		// Waits stay in the runtime's poller from now on; the sweeper
+		// need not watch them.
 		r.f.idle = false
+		r.f.idler.Close()
+		r.f.idler = nil
 		return false
 	}
 	return true
