@@ -145,6 +145,37 @@ func TestForwarderFollowsRestarts(t *testing.T) {
 	}
 }
 
+// Messages sent before the first target came reach it, in order, once;
+// messages sent while a later target is replaced are still dropped.
+func TestForwarderKeepsMessagesForItsFirstTarget(t *testing.T) {
+	var pub, ctl *dataspace.Ref
+	h := newHarness(t, func(t *dataspace.Turn, env Env) error {
+		pub, ctl = NewForwarder(t)
+		return nil
+	})
+	var t1, t2 *dataspace.Ref
+	var c1 dataspace.Handle
+	h.driver.Activate(func(t *dataspace.Turn) error {
+		t1 = t.Create(&held{h: h, name: "t1"})
+		t2 = t.Create(&held{h: h, name: "t2"})
+		t.Message(pub, sym("first"))
+		t.Message(pub, sym("second"))
+		return nil
+	})
+	h.driver.Activate(func(t *dataspace.Turn) error { c1 = t.Assert(ctl, dataspace.Embed(t1)); return nil })
+	testutil.WaitFor(t, "t1 gets the early messages", func() bool { return h.countHistory("t1!second") == 1 })
+	if hist := strings.Join(h.rec.History(), " "); h.countHistory("t1!first") != 1 || strings.Index(hist, "t1!first") > strings.Index(hist, "t1!second") {
+		t.Errorf("early messages lost, repeated or out of order: %s", hist)
+	}
+	h.driver.Activate(func(t *dataspace.Turn) error { t.Retract(c1); t.Message(pub, sym("between")); return nil })
+	h.driver.Activate(func(t *dataspace.Turn) error { t.Assert(ctl, dataspace.Embed(t2)); return nil })
+	h.driver.Activate(func(t *dataspace.Turn) error { t.Message(pub, sym("later")); return nil })
+	testutil.WaitFor(t, "t2 gets a later message", func() bool { return h.countHistory("t2!later") == 1 })
+	if h.countHistory("t2!between") != 0 || h.countHistory("t2!first") != 0 {
+		t.Errorf("a message from between targets, or an early one, reached t2: %v", h.rec.History())
+	}
+}
+
 // TestSuperviseFailuresOnly: a silent service (§2.5) reports no state
 // while it runs, `failed` after a crash, and none again once restarted;
 // the failure's summary names the offending value and its position.
