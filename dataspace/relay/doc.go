@@ -13,8 +13,8 @@
 // reason: end of input, a protocol error, a local decision — retracts all of
 // them. [Spawn] does the same in a fresh top-level actor. Two goroutines
 // do the I/O: a reader, a linked task of the relay facet, that frames and
-// decodes packets and hands each to one turn of the facet
-// ([dataspace.FacetRef.Activate]), and a writer that writes queued bytes.
+// decodes packets and hands them to turns of the facet
+// ([dataspace.FacetRef.Activate]; see Batching), and a writer that writes queued bytes.
 // The writer runs only while there is output, lingering 250 ms before it
 // ends; its last run writes what is left and closes the stream, and the
 // reader waits for that, so the actor still outlives every write. The
@@ -35,7 +35,15 @@
 // writer swaps out everything queued since its last write and writes it in
 // one call, so a burst of turns becomes one system call. Inbound, one Turn
 // packet is one local turn (§15.7), so its effects on each local actor
-// arrive as one batch.
+// arrive as one batch; and consecutive packets of one read that carry
+// only messages share one turn (at most 64 KiB or 1,024 events of one
+// event cost), so that a stream of small messages costs the dataspace and
+// each subscriber's relay one turn per read rather than one per packet
+// (issue 28). The reference handles a whole read in one activation but
+// commits after each packet; messages carry no state, so the coarser
+// batches lose nothing an observer could rely on, and packets that
+// assert, retract or sync keep a turn each (docs/protocol.md, "Messages
+// of one read: one turn").
 //
 // # Flow control
 //
@@ -47,7 +55,7 @@
 // Events of large packets cost their share of the packet's size
 // (dataspace.Turn.SetEventCost), and so does everything they cause
 // downstream, so that a slow local actor cannot hoard them either.
-// The reader waits before each read and each packet while its account's
+// The reader waits before each read and each turn while its account's
 // debt exceeds Options.Credit. A fast producer is thereby slowed to the
 // pace of the slowest consumer it feeds, and a flood costs the server a
 // few MiB per producer instead of everything the consumers have not read.

@@ -154,17 +154,32 @@ const turnFraming = 3
 // share allocation chunks and boxed labels instead of costing each a
 // decoder round trip and chunks of their own.
 func fastTurn(evs []Event, raw []byte, maxDepth, maxSize int) ([]Event, bool) {
-	if len(raw) < 2 || raw[0] != preserves.TagSequence || raw[len(raw)-1] != preserves.TagEnd || maxDepth <= turnFraming {
-		return nil, false
-	}
 	bd := batchDecoders.Get().(*preserves.BatchDecoder)
 	// Payloads are decoded with the depth the general decoder would have
 	// left them, so the fast path is never more lenient than it.
-	bd.Reset(raw, preserves.DecodeOptions{MaxDepth: maxDepth - turnFraming, MaxLength: maxSize})
-	n0 := len(evs)
-	evs, ok := fastEvents(bd, evs, raw)
+	bd.Reset(raw, turnDecodeOptions(maxDepth, maxSize))
+	evs, ok := fastTurnAt(bd, evs, raw, 0, len(raw), maxDepth)
 	bd.Reset(nil, preserves.DecodeOptions{})
 	batchDecoders.Put(bd)
+	return evs, ok
+}
+
+// turnDecodeOptions are the options of a BatchDecoder for the payloads of
+// Turn packets: the depth the general decoder would have left them, so
+// that the fast path is never more lenient than it.
+func turnDecodeOptions(maxDepth, maxSize int) preserves.DecodeOptions {
+	return preserves.DecodeOptions{MaxDepth: maxDepth - turnFraming, MaxLength: maxSize}
+}
+
+// fastTurnAt is fastTurn for the packet buf[start:end], with bd reset over
+// buf (turnDecodeOptions): the reader decodes the packets of one read by
+// one decoder, whose allocation chunks they then share.
+func fastTurnAt(bd *preserves.BatchDecoder, evs []Event, buf []byte, start, end, maxDepth int) ([]Event, bool) {
+	if end-start < 2 || buf[start] != preserves.TagSequence || buf[end-1] != preserves.TagEnd || maxDepth <= turnFraming {
+		return nil, false
+	}
+	n0 := len(evs)
+	evs, ok := fastEvents(bd, evs, buf[:end], start)
 	if !ok {
 		clear(evs[n0:]) // pin no values in the caller's reused slice
 		return nil, false
@@ -172,8 +187,10 @@ func fastTurn(evs []Event, raw []byte, maxDepth, maxSize int) ([]Event, bool) {
 	return evs, true
 }
 
-func fastEvents(bd *preserves.BatchDecoder, evs []Event, raw []byte) ([]Event, bool) {
-	p := 1
+// fastEvents parses the events of the Turn packet raw[start:] (whose
+// payloads bd decodes at their positions in raw).
+func fastEvents(bd *preserves.BatchDecoder, evs []Event, raw []byte, start int) ([]Event, bool) {
+	p := start + 1
 	for p < len(raw)-1 {
 		if raw[p] != preserves.TagSequence {
 			return evs, false
@@ -188,7 +205,7 @@ func fastEvents(bd *preserves.BatchDecoder, evs []Event, raw []byte) ([]Event, b
 		p = q + 4
 		if label == 'A' || label == 'M' || label == 'S' {
 			v, end, err := bd.DecodeAt(p)
-			if err != nil {
+			if err != nil || end > len(raw) {
 				return evs, false
 			}
 			ev.Value, p = v, end
@@ -249,13 +266,4 @@ func readBinInt(b []byte, p int) (int64, int, bool) {
 		v = v<<8 | int64(c)
 	}
 	return v, p + 2 + n, true
-}
-
-// fastTurnIf appends the events of a binary Turn packet to dst (which the
-// reader reuses from packet to packet).
-func fastTurnIf(dst []Event, raw []byte, syn Syntax, maxDepth, maxSize int) ([]Event, bool) {
-	if syn != Binary {
-		return nil, false
-	}
-	return fastTurn(dst, raw, maxDepth, maxSize)
 }

@@ -43,6 +43,7 @@ const (
 type framer struct {
 	buf   []byte
 	start int   // start of the pending packet (or of skipped whitespace)
+	last  int   // start of the packet next returned last
 	base  int64 // stream offset of buf[0]
 
 	maxSize int
@@ -345,9 +346,17 @@ func (f *framer) next() (raw []byte, syn Syntax, off int64, err error) {
 	}
 	raw = f.buf[f.start:f.scan]
 	syn = f.syn
+	f.last = f.start
 	f.start = f.scan
 	f.active = false
 	return raw, syn, off, nil
+}
+
+// unread gives back raw, the packet next just returned, so that the
+// next call returns it again (scanned anew).
+func (f *framer) unread(raw []byte) {
+	f.start -= len(raw)
+	f.scan = f.start
 }
 
 // scanErr makes a scanner's error a connection error: a limit at the

@@ -53,7 +53,7 @@ func frameAll(pieces [][]byte) ([]framed, bool) {
 			// Decoding must never panic, whatever the scanner let through,
 			// and the fast Turn parser must agree with the general one.
 			v, derr := decodePacket(raw, syn, off, 64, 1<<16)
-			if evs, ok := fastTurnIf(nil, raw, syn, 64, 1<<16); ok {
+			if evs, ok := fastTurn(nil, raw, 64, 1<<16); ok && syn == Binary {
 				if derr != nil {
 					panic(fmt.Sprintf("fast path accepted undecodable %q: %v", raw, derr))
 				}

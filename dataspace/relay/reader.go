@@ -109,8 +109,10 @@ type reader struct {
 	ctx   context.Context
 	f     *framer
 	pt    *packetTimer
-	first *time.Timer // FirstEventTimeout, until the first event
-	evBuf []Event     // reused for each packet's events
+	first *time.Timer  // FirstEventTimeout, until the first event
+	evBuf []Event      // the gathered packets' events (fast path), reused
+	pend  []pendPacket // the packets gathered for the next turn
+	cost  int64        // their events' cost (eventCost)
 	// burst: the packets of one read run their turns through one
 	// runner, which wakes the writers they fed once, at its End.
 	burst dataspace.Burst
@@ -158,19 +160,27 @@ func (r *reader) wait() error {
 	return r.c.acct.Wait(r.ctx, credit)
 }
 
-// drain handles every complete packet buffered. A non-nil error ends the
-// reader (the facet is being stopped or the context ended).
+// drain handles every complete packet buffered. A run of consecutive
+// packets of one read that carry only messages is handled in one turn of
+// the relay facet (gather), so that the dataspace and the subscribers'
+// relays take them as one batch each: one turn per read instead of three
+// per packet (issue 28; docs/protocol.md, "Messages of one read: one
+// turn"). Any other packet is a turn of its own, as runtime spec §15.7
+// says. A non-nil error ends the reader (the facet is being stopped or
+// the context ended).
 func (r *reader) drain() error {
 	c := r.c
 	defer r.burst.End()
 	for {
-		raw, syn, off, err := r.f.next()
-		if err == nil && raw == nil {
-			return nil
-		}
-		var pkt Packet
-		if err == nil {
-			pkt, err = r.decode(raw, syn, off)
+		more, err := r.gather()
+		if len(r.pend) > 0 {
+			if r.wait() != nil {
+				r.forget()
+				return r.ctx.Err()
+			}
+			if !r.deliver() || r.ctx.Err() != nil {
+				return r.ctx.Err()
+			}
 		}
 		if err != nil {
 			c.fr.ActivateNow(func(t *dataspace.Turn) error {
@@ -179,24 +189,123 @@ func (r *reader) drain() error {
 			})
 			return dataspace.ErrKeepFacet
 		}
-		if r.wait() != nil {
-			return r.ctx.Err()
-		}
-		if !r.deliver(pkt, len(raw), syn, off) || r.ctx.Err() != nil {
-			return r.ctx.Err()
+		if !more {
+			return nil
 		}
 	}
 }
 
-// decode takes one packet apart: binary Turn packets by the fast path
-// (fastpath.go), anything else by the general decoder, which is
-// authoritative for errors.
+// A turn takes at most mergeBytes of packets, or mergeEvents events: a
+// large read becomes several turns, so that decoded values wait for their
+// turn in bounded numbers and flow control (wait) looks at the account
+// between them.
+const (
+	mergeBytes  = 64 << 10
+	mergeEvents = 1024
+)
+
+// pendPacket is a decoded packet waiting for its turn (gather).
+type pendPacket struct {
+	pkt      Packet
+	syn      Syntax
+	off      int64
+	from, to int // its events in evBuf, for a fast-path Turn packet
+	fast     bool
+}
+
+// gather decodes the buffered packets of the next turn into r.pend: one
+// packet, or as many consecutive packets of messages only (mergeable) as
+// the merge limits allow, all of one event cost (so that the turn's
+// SetEventCost charges each event what its own packet costs). more is
+// false once the buffer holds no complete packet; err is a decoding or
+// framing error, which ends the connection after the packets before it
+// are handled.
+func (r *reader) gather() (more bool, err error) {
+	var bytes, events int
+	opts := r.c.opts
+	var bd *preserves.BatchDecoder // the binary payloads' decoder (fastTurnAt)
+	defer func() {
+		if bd != nil {
+			bd.Reset(nil, preserves.DecodeOptions{})
+			batchDecoders.Put(bd)
+		}
+	}()
+	for bytes < mergeBytes && events < mergeEvents && len(r.pend) < mergeEvents {
+		raw, syn, off, err := r.f.next()
+		if err != nil {
+			return false, err
+		}
+		if raw == nil {
+			return false, nil
+		}
+		n0 := len(r.evBuf)
+		p := pendPacket{syn: syn, off: off, from: n0}
+		if syn == Binary {
+			if bd == nil {
+				bd = batchDecoders.Get().(*preserves.BatchDecoder)
+				bd.Reset(r.f.buf, turnDecodeOptions(opts.MaxDepth, opts.MaxPacketSize))
+			}
+			var evs []Event
+			if evs, p.fast = fastTurnAt(bd, r.evBuf, r.f.buf, r.f.last, r.f.last+len(raw), opts.MaxDepth); p.fast {
+				r.evBuf, p.to = evs, len(evs)
+				p.pkt.Kind = TurnPacket
+			}
+		}
+		evn := p.to - p.from
+		if !p.fast {
+			if p.pkt, err = r.decode(raw, syn, off); err != nil {
+				return false, err
+			}
+			evn = len(p.pkt.Events)
+		}
+		cost := eventCost(len(raw), evn)
+		merge := p.mergeable(r.evBuf)
+		if len(r.pend) > 0 && (!merge || cost != r.cost) {
+			// It starts the next turn: read it again then.
+			clear(r.evBuf[n0:])
+			r.evBuf = r.evBuf[:n0]
+			r.f.unread(raw)
+			return true, nil
+		}
+		r.cost = cost
+		r.pend = append(r.pend, p)
+		if !merge {
+			return true, nil // a turn of its own
+		}
+		bytes += len(raw)
+		events += evn
+	}
+	return true, nil
+}
+
+// mergeable reports whether p may share a turn with the packets around
+// it: it carries messages only (or nothing the turn acts on: Nop,
+// Extension). Assertions, retractions and syncs keep a turn per packet,
+// so that the state a peer's turn leaves is seen by local observers as
+// the reference shows it.
+func (p *pendPacket) mergeable(evBuf []Event) bool {
+	evs := p.pkt.Events
+	if p.fast {
+		evs = evBuf[p.from:p.to]
+	}
+	switch p.pkt.Kind {
+	case NopPacket, ExtensionPacket:
+		return true
+	case TurnPacket:
+		for i := range evs {
+			if evs[i].Kind != EvMessage {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// decode takes one packet apart by the general decoder, which is
+// authoritative for errors (gather tries the fast path first).
 func (r *reader) decode(raw []byte, syn Syntax, off int64) (Packet, error) {
 	c := r.c
-	if evs, ok := fastTurnIf(r.evBuf[:0], raw, syn, c.opts.MaxDepth, c.opts.MaxPacketSize); ok {
-		r.evBuf = evs
-		return Packet{Kind: TurnPacket, Events: evs}, nil
-	}
 	v, err := decodePacket(raw, syn, off, c.opts.MaxDepth, c.opts.MaxPacketSize)
 	if err != nil {
 		return Packet{}, err
@@ -209,27 +318,43 @@ func (r *reader) decode(raw []byte, syn Syntax, off int64) (Packet, error) {
 	return pkt, err
 }
 
-// deliver handles pkt in one turn of the relay facet on the connection's
-// account; false once the facet is gone.
-func (r *reader) deliver(pkt Packet, size int, syn Syntax, off int64) bool {
+// deliver handles the gathered packets in one turn of the relay facet on
+// the connection's account; false once the facet is gone.
+func (r *reader) deliver() bool {
 	c := r.c
-	if r.first != nil && pkt.Kind == TurnPacket && len(pkt.Events) > 0 {
-		r.first.Stop()
-		r.first = nil
+	for i := range r.pend {
+		p := &r.pend[i]
+		if p.fast {
+			p.pkt.Events = r.evBuf[p.from:p.to:p.to]
+		}
+		if r.first != nil && p.pkt.Kind == TurnPacket && len(p.pkt.Events) > 0 {
+			r.first.Stop()
+			r.first = nil
+		}
 	}
-	cost := eventCost(size, pkt)
+	cost := r.cost
 	alive := r.burst.ActivateAccount(c.fr, c.acct, func(t *dataspace.Turn) error {
 		t.SetEventCost(cost)
-		c.handle(t, pkt, syn, off)
+		for i := range r.pend {
+			p := &r.pend[i]
+			c.handle(t, p.pkt, p.syn, p.off)
+		}
 		return nil
 	})
-	// The events are not retained past their turn: reuse the slice,
-	// without pinning the values.
+	r.forget()
+	return alive
+}
+
+// forget drops the gathered packets. Their events are not retained past
+// their turn: the slices are reused, without pinning the values.
+func (r *reader) forget() {
+	clear(r.pend)
+	r.pend = r.pend[:0]
 	clear(r.evBuf)
+	r.evBuf = r.evBuf[:0]
 	if cap(r.evBuf) > 4096 {
 		r.evBuf = nil
 	}
-	return alive
 }
 
 // end stops the relay facet once reading failed: cleanly at EOF, else
@@ -252,11 +377,12 @@ func (r *reader) end(rerr error) error {
 	return dataspace.ErrKeepFacet
 }
 
-// eventCost is what each event a packet causes costs the connection's
-// account: one unit, plus one per KiB of the packet per event, so that
-// large messages are charged by size wherever they wait downstream.
-func eventCost(size int, pkt Packet) int64 {
-	return 1 + int64(size>>10)/int64(max(len(pkt.Events), 1))
+// eventCost is what each of the events of a packet of size bytes costs
+// the connection's account: one unit, plus one per KiB of the packet per
+// event, so that large messages are charged by size wherever they wait
+// downstream.
+func eventCost(size, events int) int64 {
+	return 1 + int64(size>>10)/int64(max(events, 1))
 }
 
 // limitClose ends the connection from a timer: err becomes the
