@@ -21,7 +21,9 @@ import (
 //
 //	go test -tags e2e -run '^$' -bench FactsMemory -benchtime 1x ./cmd/syndicate-server/
 //
-// FACTS overrides the count. Memory figures are meant without -race.
+// FACTS overrides the count; WIRE_HOLD=30s holds the loaded server that
+// long before the removal, to profile it (SYNDICATE_PPROF). Memory figures
+// are meant without -race.
 func BenchmarkFactsMemory(b *testing.B) {
 	facts := 300_000
 	if s := os.Getenv("FACTS"); s != "" {
@@ -65,6 +67,10 @@ func BenchmarkFactsMemory(b *testing.B) {
 	// has moved by less than 2% for 3 s.
 	steady := settledRSS(b, pid)
 	peak := procStatus(b, pid, "VmHWM")
+	if d, err := time.ParseDuration(os.Getenv("WIRE_HOLD")); err == nil {
+		fmt.Fprintln(os.Stderr, "holding", d)
+		time.Sleep(d) // time to profile the server (see SYNDICATE_PPROF)
+	}
 
 	if err := os.Remove(path); err != nil {
 		b.Fatal(err)

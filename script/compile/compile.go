@@ -80,9 +80,10 @@ func CompileOptions(f *script.File, opts Options) *Program {
 	p := &Program{File: f.Name, Version: Version, Positions: opts.Positions, Warnings: f.Warnings}
 	c := &compiler{pos: opts.Positions}
 	if opts.Positions {
-		// The program owns its constants: their positions live as long
-		// as it does, on one weak pointer.
-		c.owner = preserves.OwnerOf(p)
+		// The program's Consts own its constants: their positions live
+		// as long as it does, on one weak pointer.
+		p.Consts = &Constants{}
+		c.kept, c.owner = p.Consts, preserves.OwnerOf(p.Consts)
 	}
 	p.Body = c.block(f.Body, preserves.Pos{File: f.Name, Line: 1, Col: 1}, DefaultTarget, DefaultTarget)
 	p.Instrs = c.n
@@ -93,7 +94,8 @@ type compiler struct {
 	arena
 	n     int             // instructions emitted
 	pos   bool            // Options.Positions, switched off inside caveats
-	owner preserves.Owner // with Options.Positions, the program being compiled
+	owner preserves.Owner // with Options.Positions, the program's Consts
+	kept  *Constants      // p.Consts
 }
 
 func (c *compiler) block(body []script.Instr, at preserves.Pos, target, outer string) *Seq {
@@ -187,7 +189,11 @@ func (c *compiler) handler(kind HandlerKind, at preserves.Pos, pat script.Expr, 
 func (c *compiler) value(e script.Expr) Expr {
 	if isConst(e) {
 		if c.pos {
-			return c.konst(e.Pos(), c.constRemembering(e))
+			v := c.constRemembering(e)
+			if !isAtom(v) {
+				c.kept.vals = append(c.kept.vals, v)
+			}
+			return c.konst(e.Pos(), v)
 		}
 		return c.konst(e.Pos(), c.constValue(e))
 	}
@@ -217,6 +223,16 @@ func (c *compiler) value(e script.Expr) Expr {
 		return &Call{At: x.At, Builtin: x.Builtin, Args: c.values(x.Args)}
 	}
 	return c.konst(e.Pos(), preserves.Sequence{})
+}
+
+// isAtom reports whether v has no parts whose positions could be
+// remembered.
+func isAtom(v preserves.Value) bool {
+	switch v.(type) {
+	case *preserves.Record, preserves.Sequence, *preserves.Set, *preserves.Dictionary, *preserves.Embedded:
+		return false
+	}
+	return true
 }
 
 // isConst reports whether e mentions no variable: a literal, or a compound

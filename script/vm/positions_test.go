@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"weak"
 
 	"github.com/syndicate-go/syndicate/dataspace"
 	"github.com/syndicate-go/syndicate/preserves"
@@ -23,11 +24,16 @@ func TestPositionsInAssertedValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.runProg(prog, nil)
-	// Only the running facet holds the program now: its constants'
-	// positions must survive collections (the program owns them).
+	// Only the running facet holds the program's constants now: their
+	// positions must survive collections (the program's Consts own
+	// them), while the top level's instructions, which ran once, go.
+	body := weak.Make(prog.Body)
 	prog = nil
 	runtime.GC()
 	runtime.GC()
+	if body.Value() != nil {
+		t.Error("the running facet keeps the top level's instructions")
+	}
 	w.wantContents(`<daemon d {argv: "x", restart: sometimes}>`, `<daemon e {restart: [1], x: on-error, y: #{on-error}}>`)
 	found := 0
 	for _, v := range w.values() {

@@ -3,8 +3,12 @@
 //
 // # Design
 //
-// A run is one *machine: the program, the injected logger and options, and
-// the shared error reporting. It belongs to the actor that called Run: every
+// A run is one *machine: the program's name and the owner of its constants'
+// positions, the injected logger and options, and the shared error
+// reporting. It holds no reference to the program's instructions: the
+// top-level body runs once, and each handler it installs keeps only its own
+// instructions, so what a config file asserts at its top level does not keep
+// its instructions alive while the file's facet runs (issue 28). It belongs to the actor that called Run: every
 // activation of the script (the top-level body, each During facet, each
 // message handler, each stop handler) executes inside a turn of that actor,
 // so the machine is only ever touched by the goroutine holding that actor's
@@ -101,22 +105,29 @@ func RunOptions(t *dataspace.Turn, prog *compile.Program, env map[string]preserv
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	m := &machine{prog: prog, opts: opts, log: opts.Logger}
+	m := &machine{file: prog.File, positions: prog.Positions, opts: opts, log: opts.Logger}
 	if s, ok := env["scriptdir"].(preserves.String); ok {
 		m.envDir = string(s)
 	}
 	base := make(map[string]preserves.Value, len(env))
 	maps.Copy(base, env)
-	return t.Facet(func(t *dataspace.Turn) error {
-		// The program owns the positions of its constants
+	body := prog.Body
+	if consts := prog.Consts; consts != nil {
+		// The program's Consts own the positions of its constants
 		// (preserves.Owner), which this facet may assert long after
-		// the caller has dropped prog: the facet keeps it alive.
-		if prog.Positions {
-			t.OnStop(func(*dataspace.Turn) error { runtime.KeepAlive(prog); return nil })
+		// the caller has dropped prog: the facet keeps them alive.
+		// It keeps nothing else of prog: the handlers it installs
+		// hold their own instructions, and the top level runs once,
+		// so a config file's facts do not keep their instructions.
+		m.keep = consts
+	}
+	return t.Facet(func(t *dataspace.Turn) error {
+		if m.keep != nil {
+			t.OnStop(func(*dataspace.Turn) error { runtime.KeepAlive(m.keep); return nil })
 		}
 		a := &activation{m: m}
 		sc := &scope{base: base}
-		if err := a.exec(t, prog.Body, sc); err != nil {
+		if err := a.exec(t, body, sc); err != nil {
 			m.fail(t, err)
 			t.Stop()
 		}
@@ -124,12 +135,16 @@ func RunOptions(t *dataspace.Turn, prog *compile.Program, env map[string]preserv
 	})
 }
 
+// A machine holds no reference to its program, only what later
+// activations need: handlers keep the instructions they run.
 type machine struct {
-	prog   *compile.Program
-	opts   Options
-	log    zerolog.Logger
-	envDir string // the environment's scriptdir, used when the program has no file
-	dir    string // computed on first use: filepath.Abs asks the OS
+	file      string             // the program's File
+	positions bool               // the program's Positions
+	keep      *compile.Constants // the program's Consts
+	opts      Options
+	log       zerolog.Logger
+	envDir    string // the environment's scriptdir, used when the program has no file
+	dir       string // computed on first use: filepath.Abs asks the OS
 }
 
 // scriptDir is the value of `scriptdir`: the absolute directory of the
@@ -137,11 +152,11 @@ type machine struct {
 func (m *machine) scriptDir() string {
 	if m.dir == "" {
 		switch {
-		case m.prog.File != "":
-			if abs, err := filepath.Abs(m.prog.File); err == nil {
+		case m.file != "":
+			if abs, err := filepath.Abs(m.file); err == nil {
 				m.dir = filepath.Dir(abs)
 			} else {
-				m.dir = filepath.Dir(m.prog.File)
+				m.dir = filepath.Dir(m.file)
 			}
 		case m.envDir != "":
 			m.dir = m.envDir
@@ -153,7 +168,7 @@ func (m *machine) scriptDir() string {
 }
 
 func (m *machine) fail(t *dataspace.Turn, err *RuntimeError) {
-	ev := m.log.Error().Str("file", m.prog.File)
+	ev := m.log.Error().Str("file", m.file)
 	if len(err.Trace) > 0 {
 		ev = ev.Str("backtrace", err.Backtrace())
 	}
@@ -461,7 +476,7 @@ func (a *activation) eval(t *dataspace.Turn, e compile.Expr, sc *scope) (preserv
 			return nil, err
 		}
 		r := preserves.NewRecord(l, fs...)
-		if a.m.prog.Positions {
+		if a.m.positions {
 			items := make([]preserves.Pos, 1+len(x.Fields))
 			items[0] = x.Label.Pos()
 			exprPositions(items[1:], x.Fields)
@@ -473,7 +488,7 @@ func (a *activation) eval(t *dataspace.Turn, e compile.Expr, sc *scope) (preserv
 		if err != nil {
 			return nil, err
 		}
-		if a.m.prog.Positions {
+		if a.m.positions {
 			preserves.Remember(preserves.Sequence(fs), x.At, exprPositions(make([]preserves.Pos, len(fs)), x.Elems))
 		}
 		return preserves.Sequence(fs), nil
@@ -482,7 +497,7 @@ func (a *activation) eval(t *dataspace.Turn, e compile.Expr, sc *scope) (preserv
 		if err != nil {
 			return nil, err
 		}
-		if a.m.prog.Positions {
+		if a.m.positions {
 			return preserves.NewSetAt(x.At, fs, exprPositions(make([]preserves.Pos, len(fs)), x.Elems)), nil
 		}
 		return preserves.NewSet(fs...), nil
@@ -499,7 +514,7 @@ func (a *activation) eval(t *dataspace.Turn, e compile.Expr, sc *scope) (preserv
 			}
 			es[i] = preserves.DictEntry{Key: k, Value: v}
 		}
-		if a.m.prog.Positions {
+		if a.m.positions {
 			return preserves.NewDictionaryAt(x.At, es, exprPositions(make([]preserves.Pos, len(es)), x.Keys),
 				exprPositions(make([]preserves.Pos, len(es)), x.Vals)), nil
 		}
@@ -663,7 +678,7 @@ func (e *facetEntity) Message(t *dataspace.Turn, v preserves.Value) error {
 		t.StopFacet(e.id)
 		return nil
 	}
-	e.m.log.Warn().Str("file", e.m.prog.File).
+	e.m.log.Warn().Str("file", e.m.file).
 		Msgf("%s: facet handle ignores message %s (only stop is understood)", e.at, short(v))
 	return nil
 }
