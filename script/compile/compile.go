@@ -69,14 +69,21 @@ func CompileFileOptions(file string, src []byte, opts Options) (*Program, error)
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	return CompileOptions(f, opts), nil
+	// The file is ours: compile lets go of each top-level instruction
+	// (and the reader's annotated values it holds) once compiled, so a
+	// big file's syntax tree and program are not both live at the end
+	// (issue 28: the peak while loading a config file).
+	return compileFile(f, opts, true), nil
 }
 
 // Compile compiles a parsed file. The file must be free of errors.
 func Compile(f *script.File) *Program { return CompileOptions(f, Options{}) }
 
 // CompileOptions is Compile with options.
-func CompileOptions(f *script.File, opts Options) *Program {
+func CompileOptions(f *script.File, opts Options) *Program { return compileFile(f, opts, false) }
+
+// compileFile is CompileOptions; with consume, it clears f.Body as it goes.
+func compileFile(f *script.File, opts Options, consume bool) *Program {
 	p := &Program{File: f.Name, Version: Version, Positions: opts.Positions, Warnings: f.Warnings}
 	c := &compiler{pos: opts.Positions}
 	if opts.Positions {
@@ -85,6 +92,7 @@ func CompileOptions(f *script.File, opts Options) *Program {
 		p.Consts = &Constants{}
 		c.kept, c.owner = p.Consts, preserves.OwnerOf(p.Consts)
 	}
+	c.consume = consume
 	p.Body = c.block(f.Body, preserves.Pos{File: f.Name, Line: 1, Col: 1}, DefaultTarget, DefaultTarget)
 	p.Instrs = c.n
 	return p
@@ -96,6 +104,8 @@ type compiler struct {
 	pos   bool            // Options.Positions, switched off inside caveats
 	owner preserves.Owner // with Options.Positions, the program's Consts
 	kept  *Constants      // p.Consts
+	// consume: the next block is the file's, to be cleared as compiled.
+	consume bool
 }
 
 func (c *compiler) block(body []script.Instr, at preserves.Pos, target, outer string) *Seq {
@@ -107,8 +117,13 @@ func (c *compiler) block(body []script.Instr, at preserves.Pos, target, outer st
 	} else {
 		s.Body = []Instr{}
 	}
+	consume := c.consume
+	c.consume = false // the top level only: the rest goes with it
 	for i, in := range body {
 		s.Body[i] = c.instr(in, target, outer)
+		if consume {
+			body[i] = nil
+		}
 	}
 	return s
 }
