@@ -23,28 +23,74 @@ const (
 	memoryIdleLimit = 16 << 20
 )
 
+// Garbage at rest (issue 28 item 3). A large retraction (a config file of
+// 300,000 facts removed) turns most of the heap into garbage at once, but
+// the collector runs only when the heap grows to twice what was live at
+// its last cycle: a server that goes quiet afterwards keeps the garbage,
+// and its pages, until the forced collection two minutes later, and the
+// idle-heap check above sees none of it (it is not free yet). So each
+// interval the returner also compares the heap's objects with what the
+// last cycle found live: when no cycle has run since the last look, the
+// objects have not grown by more than a sixteenth of the limit (the
+// server is quiet, not busy allocating), and more than the limit of them
+// is garbage, it collects and returns the pages at once. A busy server
+// is left to its collector; a quiet one returns its garbage within two
+// intervals.
+
+// heapFigures are the runtime's counters the returner looks at.
+type heapFigures struct {
+	idle    uint64 // resident free spans (what FreeOSMemory can return now)
+	objects uint64 // bytes of heap objects, live or garbage
+	live    uint64 // bytes found live by the last completed cycle
+	cycles  uint64 // completed collections
+}
+
+func readHeapFigures() heapFigures {
+	s := []metrics.Sample{
+		{Name: "/memory/classes/heap/free:bytes"},
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/gc/heap/live:bytes"},
+		{Name: "/gc/cycles/total:gc-cycles"},
+	}
+	metrics.Read(s)
+	u := func(i int) uint64 {
+		if s[i].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return s[i].Value.Uint64()
+	}
+	return heapFigures{idle: u(0), objects: u(1), live: u(2), cycles: u(3)}
+}
+
 // idleHeap is the resident memory of the heap's free spans: what
 // FreeOSMemory can return. (Free room inside spans that still hold
 // objects does not count: returning memory cannot shrink it, and a large
 // live heap would then be collected every interval for nothing.)
-func idleHeap() uint64 {
-	s := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
+func idleHeap() uint64 { return readHeapFigures().idle }
+
+// shouldReturn decides, from the figures at the last look and now,
+// whether to collect and return memory: the idle heap exceeds limit, or
+// more than limit of garbage has been at rest since the last look.
+func shouldReturn(prev, now heapFigures, limit uint64) bool {
+	if now.idle > limit {
+		return true
 	}
-	return s[0].Value.Uint64()
+	quiet := now.cycles == prev.cycles && now.objects <= prev.objects+limit/16
+	return quiet && now.objects > now.live+limit
 }
 
-// returnMemory releases the idle heap if it exceeds limit, reporting
-// whether it did.
-func returnMemory(limit uint64, log zerolog.Logger) bool {
-	idle := idleHeap()
-	if idle <= limit {
+// returnMemory collects and releases the idle heap if shouldReturn says
+// so, reporting whether it did.
+func returnMemory(prev *heapFigures, limit uint64, log zerolog.Logger) bool {
+	now := readHeapFigures()
+	if !shouldReturn(*prev, now, limit) {
+		*prev = now
 		return false
 	}
 	debug.FreeOSMemory()
-	log.Debug().Uint64("idle_bytes", idle).Uint64("after_bytes", idleHeap()).Msg("returned idle memory to the OS")
+	*prev = readHeapFigures()
+	log.Debug().Uint64("idle_bytes", now.idle).Uint64("garbage_bytes", now.objects-min(now.live, now.objects)).
+		Uint64("after_bytes", prev.idle).Msg("returned idle memory to the OS")
 	return true
 }
 
@@ -57,12 +103,13 @@ func startMemoryReturner(log zerolog.Logger) (stop func()) {
 		defer close(finished)
 		tick := time.NewTicker(memoryInterval)
 		defer tick.Stop()
+		prev := readHeapFigures()
 		for {
 			select {
 			case <-done:
 				return
 			case <-tick.C:
-				returnMemory(memoryIdleLimit, log)
+				returnMemory(&prev, memoryIdleLimit, log)
 			}
 		}
 	}()
