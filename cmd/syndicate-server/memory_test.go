@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rs/zerolog"
+	"github.com/syndicate-go/syndicate/preserves/testutil"
 )
 
 var sink [][]byte
@@ -38,7 +39,7 @@ func TestReturnMemoryAfterBurst(t *testing.T) {
 // server that then goes quiet) is collected and returned once it has been
 // at rest for an interval.
 func TestReturnMemoryCollectsGarbageAtRest(t *testing.T) {
-	debug.FreeOSMemory() // nothing idle to begin with
+	debug.FreeOSMemory()                             // nothing idle to begin with
 	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // no cycle but ours
 	prev := readHeapFigures()
 	for range 64 {
@@ -76,9 +77,89 @@ func TestShouldReturn(t *testing.T) {
 		{"allocating", rest, heapFigures{objects: rest.objects + limit, live: rest.live, cycles: 7}, false},
 		{"a cycle ran", rest, heapFigures{objects: rest.objects, live: rest.live, cycles: 8}, false},
 		{"little garbage", heapFigures{objects: 70 << 20, live: 60 << 20}, heapFigures{objects: 70 << 20, live: 60 << 20}, false},
+		{"allocating after a busy spell", heapFigures{allocs: 10 << 20}, heapFigures{allocs: 10<<20 + memoryQuietAlloc}, false},
+		{"quiet after a busy spell", heapFigures{allocs: 10 << 20, collected: 1 << 20}, heapFigures{allocs: 10<<20 + 1}, true},
+		{"quiet, little allocated since the last collection", heapFigures{allocs: 10 << 20, collected: 8 << 20}, heapFigures{allocs: 10<<20 + 1}, false},
 	} {
 		if got := shouldReturn(c.prev, c.now, limit); got != c.wantReturn {
 			t.Errorf("%s: shouldReturn = %v, want %v", c.name, got, c.wantReturn)
 		}
+	}
+}
+
+func TestGCPercentFor(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct {
+		live uint64
+		want int
+	}{
+		{0, 800}, {1 * mib, 800}, {2 * mib, 800}, {4 * mib, 400}, {8 * mib, 200},
+		{16 * mib, 100}, {100 * mib, 100},
+	} {
+		if got := gcPercentFor(c.live, 16*mib); got != c.want {
+			t.Errorf("gcPercentFor(%d MiB) = %d, want %d", c.live/mib, got, c.want)
+		}
+	}
+}
+
+// The pacer sets the percent for the live heap after every collection,
+// and stopping it restores the default.
+func TestGCPacerFollowsCollections(t *testing.T) {
+	t.Setenv("GOGC", "")
+	p, stop := startGCPacer(gcHeadroom)
+	if p == nil {
+		t.Fatal("no pacer without GOGC in the environment")
+	}
+	testutil.WaitFor(t, "the pacer to see collections", func() bool {
+		runtime.GC()
+		return p.cycles.Load() >= 2
+	})
+	if got := p.percent.Load(); got < 100 || got > 800 {
+		t.Fatalf("percent %d outside [100, 800]", got)
+	}
+	stop()
+	if prev := debug.SetGCPercent(100); prev != 100 {
+		t.Fatalf("stopping the pacer left GOGC at %d", prev)
+	}
+	n := p.cycles.Load()
+	runtime.GC()
+	runtime.GC()
+	if p.cycles.Load() > n+1 { // a finalizer queued before stop may still run once
+		t.Fatalf("a stopped pacer still follows collections")
+	}
+}
+
+func TestGCPacerLeavesAnOperatorsGOGC(t *testing.T) {
+	t.Setenv("GOGC", "150")
+	if p, stop := startGCPacer(gcHeadroom); p != nil {
+		stop()
+		t.Fatal("the pacer ran although GOGC was set")
+	}
+}
+
+// The garbage of a busy spell is collected once the server is quiet, once,
+// and not while it allocates; a collection during the spell does not hide
+// it (it counts what was allocated meanwhile as live).
+func TestReturnMemoryAfterABusySpell(t *testing.T) {
+	debug.FreeOSMemory()
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	prev := readHeapFigures()
+	prev.collected = prev.allocs
+	for range 8 {
+		sink = append(sink, make([]byte, 1<<20))
+	}
+	sink = nil
+	if returnMemory(&prev, memoryIdleLimit, zerolog.Nop()) {
+		t.Fatal("collected while 8 MiB had just been allocated")
+	}
+	cycles := prev.cycles
+	if !returnMemory(&prev, memoryIdleLimit, zerolog.Nop()) {
+		t.Fatal("the busy spell's garbage left uncollected in a quiet spell")
+	}
+	if prev.cycles == cycles {
+		t.Fatal("no collection ran")
+	}
+	if returnMemory(&prev, memoryIdleLimit, zerolog.Nop()) {
+		t.Fatal("collected again with nothing allocated since")
 	}
 }

@@ -219,6 +219,8 @@ func runServer(o *options, stdout, stderr io.Writer) int {
 	stopReaper := daemon.StartReaper(log)
 	defer stopReaper()
 	defer startMemoryReturner(log)()
+	_, stopPacer := startGCPacer(gcHeadroom)
+	defer stopPacer()
 
 	s := newServer(o, log, stdout)
 	s.stderr = stderr // service output (logger options)
