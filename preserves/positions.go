@@ -1,8 +1,10 @@
 package preserves
 
 import (
+	"cmp"
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -30,6 +32,12 @@ import (
 // per entry would do the same at twice the cost per remembered value). An
 // address reused by a new value is told apart by the weak pointer, which
 // no longer resolves to the old one.
+//
+// Values remembered through an Owner (a compiled program's constants) are
+// not in that map: their Owned keeps them in a packed table of its own,
+// sorted by address, about 50 bytes for a config file's fact `<x N>` where
+// the map took 125 (issue 28), and freed with the Owned. A lookup tries
+// the map, then each live Owned's table (a binary search).
 //
 // Writes happen when a script is compiled and when it builds values; reads
 // only on error paths. A mutex is enough; and while nothing has ever been
@@ -90,27 +98,161 @@ func (e *posEntry) live(p unsafe.Pointer) bool {
 	return e.ref.Value() == (*byte)(p)
 }
 
-// An Owner remembers the positions of values that stay reachable from it
-// for as long as it lives: the constants of a compiled program, owned by
-// the program. Its entries share one weak pointer, the owner's, where
-// Remember makes one per value (the bulk of remembering's cost), and go
-// when the owner goes. The zero Owner is no owner: each value its own.
-type Owner struct{ ref weak.Pointer[byte] }
-
-// OwnerOf returns the Owner for o. Whatever is remembered through it must
-// stay reachable from o while o is (Owner.NewSetAt and NewDictionaryAt
-// forget the duplicates they drop).
-//
-// When o is collected, its entries are swept at once: a table at rest is
-// otherwise not swept, and a removed config file of 300,000 facts would
-// leave their positions behind until the next script changes it (issue
-// 28).
-func OwnerOf[T any](o *T) Owner {
-	runtime.AddCleanup(o, func(struct{}) { ownerGone() }, struct{}{})
-	return Owner{weak.Make((*byte)(unsafe.Pointer(o)))}
+// An Owner remembers the positions of values that stay reachable from its
+// Owned for as long as that lives: the constants of a compiled program,
+// whose Owned the program keeps. Its entries share one weak pointer, the
+// Owned's, where Remember makes one per value (the bulk of remembering's
+// cost), and go when the Owned goes. The zero Owner is no owner: each value
+// its own.
+type Owner struct {
+	ref weak.Pointer[byte]
+	tab *ownedTab
 }
 
-// ownerGone sweeps the table after an Owner was collected.
+// Owned holds the positions remembered through its Owner: they are known
+// while it lives, and the memory they take goes with it, in the same
+// collection (issue 28: a removed config file's positions).
+type Owned struct{ tab ownedTab }
+
+// NewOwned returns an Owned. Whatever is remembered through its Owner
+// must stay reachable from it while it is (Owner.NewSetAt and
+// NewDictionaryAt forget the duplicates they drop).
+//
+// When it is collected, the table's entries are swept at once: a table at
+// rest is otherwise not swept, and a removed config file of 300,000 facts
+// would leave their entries behind until the next script changes it.
+func NewOwned() *Owned {
+	o := &Owned{}
+	runtime.AddCleanup(o, func(struct{}) { ownerGone() }, struct{}{})
+	o.tab.ref = weak.Make((*byte)(unsafe.Pointer(o)))
+	o.tab.sorted = true
+	positions.mu.Lock()
+	positions.tabs = append(positions.tabs, weak.Make(o))
+	positions.mu.Unlock()
+	return o
+}
+
+// Owner returns the Owner that remembers positions for o.
+func (o *Owned) Owner() Owner { return Owner{ref: o.tab.ref, tab: &o.tab} }
+
+// ownedTab holds what an Owner remembered, packed: 16 bytes a value and 12
+// a position, all in one file, where a map entry, its posEntry and its
+// 16-byte positions took about 125 bytes for a config file's fact `<x N>`
+// (issue 28). Keys are appended as values are remembered, and sorted by
+// address (Owner.Compact, or the first lookup after a change); the last
+// of equal addresses wins, and a dropped key makes its value forgotten.
+// A value with a position in another file goes to the map as before.
+type ownedTab struct {
+	ref    weak.Pointer[byte] // its Owned's
+	file   string             // of every valid position in pos
+	named  bool               // file is set
+	keys   []ownedKey
+	pos    []ownedPos
+	sorted bool
+}
+
+type ownedKey struct {
+	addr     uintptr
+	start, n uint32 // the value's positions are pos[start:start+n]
+}
+
+// ownedPos is a Pos of the table's file; the zero ownedPos is the zero Pos.
+type ownedPos struct{ off, line, col uint32 }
+
+// droppedKey is the n of a key that forgets its value (Owner.drop).
+const droppedKey = math.MaxUint32
+
+// fits reports whether at and items can be packed into t: each is the zero
+// Pos or a valid one of t's file (the first valid position names it).
+func (t *ownedTab) fits(at Pos, items []Pos) bool {
+	ok := func(p Pos) bool {
+		if p == (Pos{}) {
+			return true
+		}
+		if !p.IsValid() {
+			return false
+		}
+		if !t.named {
+			t.file, t.named = p.File, true
+		}
+		return p.File == t.file
+	}
+	if !ok(at) {
+		return false
+	}
+	for _, p := range items {
+		if !ok(p) {
+			return false
+		}
+	}
+	return true
+}
+
+func (t *ownedTab) add(addr uintptr, at Pos, items []Pos) {
+	u32 := func(n int) uint32 { return uint32(min(max(n, 0), math.MaxUint32)) }
+	pk := func(p Pos) ownedPos { return ownedPos{off: u32(p.Offset), line: u32(p.Line), col: u32(p.Col)} }
+	start := len(t.pos)
+	t.pos = append(t.pos, pk(at))
+	for _, p := range items {
+		t.pos = append(t.pos, pk(p))
+	}
+	t.keys = append(t.keys, ownedKey{addr: addr, start: uint32(start), n: uint32(1 + len(items))})
+	t.sorted = false
+}
+
+func (t *ownedTab) unpack(p ownedPos) Pos {
+	if p == (ownedPos{}) {
+		return Pos{}
+	}
+	return Pos{File: t.file, Offset: int(p.off), Line: int(p.line), Col: int(p.col)}
+}
+
+// sort sorts t's keys by address, keeping the last of equal ones and
+// dropping the forgotten; with trim, it also gives back spare capacity.
+func (t *ownedTab) sort(trim bool) {
+	if !t.sorted {
+		slices.SortStableFunc(t.keys, func(a, b ownedKey) int { return cmp.Compare(a.addr, b.addr) })
+		out := t.keys[:0]
+		for i, k := range t.keys {
+			if (i+1 < len(t.keys) && t.keys[i+1].addr == k.addr) || k.n == droppedKey {
+				continue
+			}
+			out = append(out, k)
+		}
+		positions.owned -= len(t.keys) - len(out)
+		t.keys, t.sorted = out, true
+	}
+	if trim {
+		t.keys = slices.Clone(t.keys)
+		t.pos = slices.Clone(t.pos)
+	}
+}
+
+// find returns the positions of the value at addr, if t knows it.
+func (t *ownedTab) find(addr uintptr) ([]ownedPos, bool) {
+	t.sort(false)
+	i, ok := slices.BinarySearchFunc(t.keys, addr, func(k ownedKey, a uintptr) int { return cmp.Compare(k.addr, a) })
+	if !ok {
+		return nil, false
+	}
+	k := t.keys[i]
+	return t.pos[k.start : k.start+k.n], true
+}
+
+// Compact packs what o remembered into as little memory as it can: call it
+// once done remembering (a compiler, at the end of a program). Remembering
+// more afterwards still works.
+func (o Owner) Compact() {
+	if o.tab == nil {
+		return
+	}
+	positions.mu.Lock()
+	defer positions.mu.Unlock()
+	o.tab.sort(true)
+	positions.n.Store(int64(len(positions.m) + positions.owned))
+}
+
+// ownerGone sweeps the table after an Owned was collected.
 func ownerGone() {
 	positions.mu.Lock()
 	defer positions.mu.Unlock()
@@ -118,10 +260,14 @@ func ownerGone() {
 }
 
 var positions struct {
-	mu    sync.Mutex
-	m     map[uintptr]*posEntry
-	n     atomic.Int64 // len(m), for the lock-free test in lookup
-	sweep int          // len(m) that triggers the next sweep
+	mu sync.Mutex
+	m  map[uintptr]*posEntry
+	n  atomic.Int64 // len(m) + owned, for the lock-free test in lookup
+	// tabs are the Owneds (until swept after they went), owned the keys
+	// their tables hold.
+	tabs  []weak.Pointer[Owned]
+	owned int
+	sweep int // len(m) that triggers the next sweep
 	// files lists the file names of packed positions, fileIDs numbers
 	// them; both only grow (one entry per script file ever compiled).
 	files   []string
@@ -170,6 +316,14 @@ func (o Owner) Remember(v Value, at Pos, items []Pos) {
 	key := uintptr(p)
 	positions.mu.Lock()
 	defer positions.mu.Unlock()
+	if o.tab != nil && o.tab.fits(at, items) {
+		// An entry in the map is older (or dead): the table's wins.
+		delete(positions.m, key)
+		o.tab.add(key, at, items)
+		positions.owned++
+		positions.n.Store(int64(len(positions.m) + positions.owned))
+		return
+	}
 	if e := positions.m[key]; e != nil && e.live(p) {
 		e.pos = packAll(at, items)
 		return
@@ -185,7 +339,7 @@ func (o Owner) Remember(v Value, at Pos, items []Pos) {
 	}
 	positions.m[key] = e
 	positions.added++
-	positions.n.Store(int64(len(positions.m)))
+	positions.n.Store(int64(len(positions.m) + positions.owned))
 	if len(positions.m) >= max(positions.sweep, sweepMin) {
 		sweepLocked()
 	}
@@ -208,6 +362,20 @@ func sweepLocked() {
 			positions.dying = true
 		}
 	}
+	tabs := positions.tabs[:0]
+	for _, w := range positions.tabs {
+		if w.Value() != nil {
+			tabs = append(tabs, w)
+		}
+	}
+	clear(positions.tabs[len(tabs):])
+	positions.tabs = tabs
+	positions.owned = 0
+	for _, w := range positions.tabs {
+		if o := w.Value(); o != nil {
+			positions.owned += len(o.tab.keys)
+		}
+	}
 	// A Go map keeps the room it grew to: rebuild it once it is down to
 	// a quarter of its peak.
 	positions.peak = max(positions.peak, before)
@@ -220,7 +388,7 @@ func sweepLocked() {
 	}
 	positions.sweep = 2 * len(positions.m)
 	positions.added = 0
-	positions.n.Store(int64(len(positions.m)))
+	positions.n.Store(int64(len(positions.m) + positions.owned))
 }
 
 // armSweep sweeps once after the next garbage collection, and re-arms while
@@ -252,32 +420,37 @@ type sentinel struct {
 	_ [8]int
 }
 
-// lookup returns the live entry of v, or nil.
-func lookup(v Value) *posEntry {
+// lookup returns position i remembered for v (0 the value's, i+1 its item
+// i's), the zero Pos if the entry has none, and whether v has an entry.
+func lookup(v Value, i int) (Pos, bool) {
 	if positions.n.Load() == 0 {
-		return nil
+		return Pos{}, false
 	}
 	p := identityOf(v)
 	if p == nil {
-		return nil
+		return Pos{}, false
 	}
 	positions.mu.Lock()
 	defer positions.mu.Unlock()
 	if e := positions.m[uintptr(p)]; e != nil && e.live(p) {
-		return e
+		if i < 0 || i >= len(e.pos) {
+			return Pos{}, true
+		}
+		return e.pos[i].unpack(), true
 	}
-	return nil
-}
-
-// entryPos is position i of e (0 the value's, i+1 its item i's), the zero
-// Pos if e knows none.
-func entryPos(e *posEntry, i int) Pos {
-	positions.mu.Lock()
-	defer positions.mu.Unlock()
-	if i < 0 || i >= len(e.pos) {
-		return Pos{}
+	for _, w := range positions.tabs {
+		o := w.Value()
+		if o == nil {
+			continue
+		}
+		if ps, ok := o.tab.find(uintptr(p)); ok {
+			if i < 0 || i >= len(ps) {
+				return Pos{}, true
+			}
+			return o.tab.unpack(ps[i]), true
+		}
 	}
-	return e.pos[i].unpack()
+	return Pos{}, false
 }
 
 // PosOf returns the source position of v: an *Annotated's own, else the
@@ -287,10 +460,8 @@ func PosOf(v Value) Pos {
 	if a, ok := v.(*Annotated); ok {
 		return a.Pos
 	}
-	if e := lookup(v); e != nil {
-		return entryPos(e, 0)
-	}
-	return Pos{}
+	p, _ := lookup(v, 0)
+	return p
 }
 
 // ItemPos returns the source position of item i of compound parent (the
@@ -304,10 +475,8 @@ func ItemPos(parent Value, i int) Pos {
 			return p
 		}
 	}
-	if e := lookup(parent); e != nil {
-		return entryPos(e, i+1)
-	}
-	return Pos{}
+	p, _ := lookup(parent, i+1)
+	return p
 }
 
 // FieldPos is ItemPos of field i of record r (item i+1).
@@ -524,8 +693,13 @@ func (o Owner) drop(v Value) {
 		positions.mu.Lock()
 		if e := positions.m[uintptr(p)]; e != nil && e.owned && e.ref == o.ref {
 			delete(positions.m, uintptr(p))
-			positions.n.Store(int64(len(positions.m)))
 		}
+		if o.tab != nil && len(o.tab.keys) > 0 {
+			o.tab.keys = append(o.tab.keys, ownedKey{addr: uintptr(p), n: droppedKey})
+			o.tab.sorted = false
+			positions.owned++
+		}
+		positions.n.Store(int64(len(positions.m) + positions.owned))
 		positions.mu.Unlock()
 	}
 	for i := 0; ; i++ {

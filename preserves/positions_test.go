@@ -122,9 +122,12 @@ func TestPositionsAreReclaimed(t *testing.T) {
 // known while it lives and forgotten with it.
 func TestOwnerRemembers(t *testing.T) {
 	before := rememberedCount()
-	type program struct{ consts []Value }
-	prog := &program{}
-	o := OwnerOf(prog)
+	type program struct {
+		*Owned
+		consts []Value
+	}
+	prog := &program{Owned: NewOwned()}
+	o := prog.Owner()
 	for i := 0; i < 100; i++ {
 		v := o.StripRemembering(readPositioned(t, "<a [1 2]>"))
 		prog.consts = append(prog.consts, v)
@@ -151,9 +154,12 @@ func TestOwnerRemembers(t *testing.T) {
 // Duplicates that an owned set or dictionary drops are forgotten: their
 // owner would otherwise keep claiming their addresses after they go.
 func TestOwnerForgetsDroppedDuplicates(t *testing.T) {
-	type program struct{ v Value }
-	prog := &program{}
-	o := OwnerOf(prog)
+	type program struct {
+		*Owned
+		v Value
+	}
+	prog := &program{Owned: NewOwned()}
+	o := prog.Owner()
 	a, b := o.StripRemembering(readPositioned(t, "[1]")), o.StripRemembering(readPositioned(t, "[1]"))
 	s := o.NewSetAt(Pos{Line: 9}, []Value{a, b}, nil)
 	prog.v = s
@@ -173,9 +179,12 @@ func TestOwnerForgetsDroppedDuplicates(t *testing.T) {
 // script to change the table (issue 28).
 func TestOwnerGoneSweepsTableAtRest(t *testing.T) {
 	before := rememberedCount()
-	type program struct{ consts []Value }
-	prog := &program{}
-	o := OwnerOf(prog)
+	type program struct {
+		*Owned
+		consts []Value
+	}
+	prog := &program{Owned: NewOwned()}
+	o := prog.Owner()
 	for i := 0; i < 100; i++ {
 		prog.consts = append(prog.consts, o.StripRemembering(readPositioned(t, "<a [1 2]>")))
 	}
@@ -201,4 +210,54 @@ func TestOwnerGoneSweepsTableAtRest(t *testing.T) {
 		runtime.GC()
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// An Owner's table gives back exactly what was remembered (offsets, zero
+// positions among items included), before and after Compact; a value with
+// a position in another file is remembered all the same, and remembering
+// a value again replaces what was known.
+func TestOwnerPacksPositions(t *testing.T) {
+	type program struct {
+		*Owned
+		consts []Value
+	}
+	prog := &program{Owned: NewOwned()}
+	o := prog.Owner()
+	at := func(file string, line int) Pos { return Pos{File: file, Offset: 10 * line, Line: line, Col: line + 1} }
+	var recs []*Record
+	for i := range 50 {
+		r := NewRecord(Symbol("x"), Int(i), Int(-i))
+		o.Remember(r, at("a.pr", i+1), []Pos{at("a.pr", i+2), {}, at("a.pr", i+3)})
+		recs = append(recs, r)
+		prog.consts = append(prog.consts, r)
+	}
+	other := NewRecord(Symbol("y"), Int(1))
+	o.Remember(other, at("a.pr", 7), []Pos{at("b.pr", 8), at("a.pr", 9)})
+	again := NewRecord(Symbol("z"))
+	o.Remember(again, at("a.pr", 1), nil)
+	o.Remember(again, at("a.pr", 2), []Pos{at("a.pr", 3)})
+	prog.consts = append(prog.consts, other, again)
+	check := func(when string) {
+		for i, r := range recs {
+			got := [...]Pos{PosOf(r), ItemPos(r, 0), ItemPos(r, 1), ItemPos(r, 2), ItemPos(r, 3)}
+			want := [...]Pos{at("a.pr", i+1), at("a.pr", i+2), {}, at("a.pr", i+3), {}}
+			if got != want {
+				t.Fatalf("%s: record %d: positions %v, want %v", when, i, got, want)
+			}
+		}
+		if got := [...]Pos{PosOf(other), ItemPos(other, 0), ItemPos(other, 1)}; got != [...]Pos{at("a.pr", 7), at("b.pr", 8), at("a.pr", 9)} {
+			t.Errorf("%s: the value with another file: %v", when, got)
+		}
+		if got := [...]Pos{PosOf(again), ItemPos(again, 0)}; got != [...]Pos{at("a.pr", 2), at("a.pr", 3)} {
+			t.Errorf("%s: the value remembered again: %v", when, got)
+		}
+	}
+	check("before Compact")
+	o.Compact()
+	check("after Compact")
+	o.drop(recs[3])
+	if PosOf(recs[3]).IsValid() || !PosOf(recs[4]).IsValid() {
+		t.Errorf("after drop: %v and %v", PosOf(recs[3]), PosOf(recs[4]))
+	}
+	runtime.KeepAlive(prog)
 }

@@ -89,12 +89,13 @@ func compileFile(f *script.File, opts Options, consume bool) *Program {
 	if opts.Positions {
 		// The program's Consts own its constants: their positions live
 		// as long as it does, on one weak pointer.
-		p.Consts = &Constants{}
-		c.kept, c.owner = p.Consts, preserves.OwnerOf(p.Consts)
+		p.Consts = &Constants{owned: preserves.NewOwned()}
+		c.kept, c.owner = p.Consts, p.Consts.owned.Owner()
 	}
 	c.consume = consume
 	p.Body = c.block(f.Body, preserves.Pos{File: f.Name, Line: 1, Col: 1}, DefaultTarget, DefaultTarget)
 	p.Instrs = c.n
+	c.owner.Compact()
 	return p
 }
 

@@ -37,9 +37,12 @@ type Program struct {
 	Consts *Constants
 }
 
-// Constants holds the compounds among a program's constants, owner of
-// their positions (Program.Consts).
-type Constants struct{ vals []preserves.Value }
+// Constants holds the compounds among a program's constants and the
+// owner of their positions (Program.Consts).
+type Constants struct {
+	vals  []preserves.Value
+	owned *preserves.Owned
+}
 
 // Instr is one instruction. Every instruction carries the source position of
 // the token it was compiled from, so run-time errors read file:line:col. The
