@@ -45,9 +45,8 @@ import (
 // load.
 
 type posEntry struct {
-	ref   weak.Pointer[byte] // the value's own, or its Owner's
-	owned bool               // ref is an Owner's
-	pos   []packedPos        // the value's, then its items'
+	ref weak.Pointer[byte] // the value's own
+	pos []packedPos        // the value's, then its items'
 }
 
 // packedPos is a Pos in 16 bytes rather than 40, its file named by its
@@ -89,34 +88,22 @@ func packAll(at Pos, items []Pos) []packedPos {
 }
 
 // live reports whether e still describes the value at address p.
-func (e *posEntry) live(p unsafe.Pointer) bool {
-	if e.owned {
-		// The owner keeps its values alive: while it lives, no other
-		// value can have taken the address.
-		return e.ref.Value() != nil
-	}
-	return e.ref.Value() == (*byte)(p)
-}
+func (e *posEntry) live(p unsafe.Pointer) bool { return e.ref.Value() == (*byte)(p) }
 
-// An Owner remembers the positions of values that stay reachable from its
-// Owned for as long as that lives: the constants of a compiled program,
-// whose Owned the program keeps. Its entries share one weak pointer, the
-// Owned's, where Remember makes one per value (the bulk of remembering's
-// cost), and go when the Owned goes. The zero Owner is no owner: each value
-// its own.
-type Owner struct {
-	ref weak.Pointer[byte]
-	tab *ownedTab
-}
+// An Owner remembers the positions of a program's constants in the table
+// of its Owned, which the program keeps: packed, without a weak pointer
+// per value (the bulk of Remember's cost), and gone with the Owned. The
+// zero Owner is no owner: each value on its own weak pointer.
+type Owner struct{ tab *ownedTab }
 
 // Owned holds the positions remembered through its Owner: they are known
 // while it lives, and the memory they take goes with it, in the same
 // collection (issue 28: a removed config file's positions).
 type Owned struct{ tab ownedTab }
 
-// NewOwned returns an Owned. Whatever is remembered through its Owner
-// must stay reachable from it while it is (Owner.NewSetAt and
-// NewDictionaryAt forget the duplicates they drop).
+// NewOwned returns an Owned. Its table holds the values remembered
+// through its Owner (Owner.NewSetAt and NewDictionaryAt forget, and let
+// go of, the duplicates they drop).
 //
 // When it is collected, the table's entries are swept at once: a table at
 // rest is otherwise not swept, and a removed config file of 300,000 facts
@@ -124,7 +111,6 @@ type Owned struct{ tab ownedTab }
 func NewOwned() *Owned {
 	o := &Owned{}
 	runtime.AddCleanup(o, func(struct{}) { ownerGone() }, struct{}{})
-	o.tab.ref = weak.Make((*byte)(unsafe.Pointer(o)))
 	o.tab.sorted = true
 	positions.mu.Lock()
 	positions.tabs = append(positions.tabs, weak.Make(o))
@@ -133,7 +119,7 @@ func NewOwned() *Owned {
 }
 
 // Owner returns the Owner that remembers positions for o.
-func (o *Owned) Owner() Owner { return Owner{ref: o.tab.ref, tab: &o.tab} }
+func (o *Owned) Owner() Owner { return Owner{tab: &o.tab} }
 
 // ownedTab holds what an Owner remembered, packed: 16 bytes a value and 12
 // a position, all in one file, where a map entry, its posEntry and its
@@ -143,18 +129,23 @@ func (o *Owned) Owner() Owner { return Owner{ref: o.tab.ref, tab: &o.tab} }
 // of equal addresses wins, and a dropped key makes its value forgotten.
 // A value with a position in another file goes to the map as before.
 type ownedTab struct {
-	ref    weak.Pointer[byte] // its Owned's
-	file   string             // of every valid position in pos
-	named  bool               // file is set
+	file   string // of every valid position in pos
+	named  bool   // file is set
 	keys   []ownedKey
 	pos    []ownedPos
 	sorted bool
 }
 
+// An ownedKey holds its value's identity as a pointer, so the table
+// keeps each value it describes alive: no address it knows can be taken
+// by another value while it lives. (The collector does not move objects,
+// so the addresses it is sorted by stay put.)
 type ownedKey struct {
-	addr     uintptr
-	start, n uint32 // the value's positions are pos[start:start+n]
+	ref      unsafe.Pointer // identityOf the value
+	start, n uint32         // the value's positions are pos[start:start+n]
 }
+
+func (k ownedKey) addr() uintptr { return uintptr(k.ref) }
 
 // ownedPos is a Pos of the table's file; the zero ownedPos is the zero Pos.
 type ownedPos struct{ off, line, col uint32 }
@@ -188,7 +179,7 @@ func (t *ownedTab) fits(at Pos, items []Pos) bool {
 	return true
 }
 
-func (t *ownedTab) add(addr uintptr, at Pos, items []Pos) {
+func (t *ownedTab) add(ref unsafe.Pointer, at Pos, items []Pos) {
 	u32 := func(n int) uint32 { return uint32(min(max(n, 0), math.MaxUint32)) }
 	pk := func(p Pos) ownedPos { return ownedPos{off: u32(p.Offset), line: u32(p.Line), col: u32(p.Col)} }
 	start := len(t.pos)
@@ -196,7 +187,7 @@ func (t *ownedTab) add(addr uintptr, at Pos, items []Pos) {
 	for _, p := range items {
 		t.pos = append(t.pos, pk(p))
 	}
-	t.keys = append(t.keys, ownedKey{addr: addr, start: uint32(start), n: uint32(1 + len(items))})
+	t.keys = append(t.keys, ownedKey{ref: ref, start: uint32(start), n: uint32(1 + len(items))})
 	t.sorted = false
 }
 
@@ -211,14 +202,15 @@ func (t *ownedTab) unpack(p ownedPos) Pos {
 // dropping the forgotten; with trim, it also gives back spare capacity.
 func (t *ownedTab) sort(trim bool) {
 	if !t.sorted {
-		slices.SortStableFunc(t.keys, func(a, b ownedKey) int { return cmp.Compare(a.addr, b.addr) })
+		slices.SortStableFunc(t.keys, func(a, b ownedKey) int { return cmp.Compare(a.addr(), b.addr()) })
 		out := t.keys[:0]
 		for i, k := range t.keys {
-			if (i+1 < len(t.keys) && t.keys[i+1].addr == k.addr) || k.n == droppedKey {
+			if (i+1 < len(t.keys) && t.keys[i+1].ref == k.ref) || k.n == droppedKey {
 				continue
 			}
 			out = append(out, k)
 		}
+		clear(t.keys[len(out):])
 		positions.owned -= len(t.keys) - len(out)
 		t.keys, t.sorted = out, true
 	}
@@ -231,7 +223,7 @@ func (t *ownedTab) sort(trim bool) {
 // find returns the positions of the value at addr, if t knows it.
 func (t *ownedTab) find(addr uintptr) ([]ownedPos, bool) {
 	t.sort(false)
-	i, ok := slices.BinarySearchFunc(t.keys, addr, func(k ownedKey, a uintptr) int { return cmp.Compare(k.addr, a) })
+	i, ok := slices.BinarySearchFunc(t.keys, addr, func(k ownedKey, a uintptr) int { return cmp.Compare(k.addr(), a) })
 	if !ok {
 		return nil, false
 	}
@@ -319,7 +311,7 @@ func (o Owner) Remember(v Value, at Pos, items []Pos) {
 	if o.tab != nil && o.tab.fits(at, items) {
 		// An entry in the map is older (or dead): the table's wins.
 		delete(positions.m, key)
-		o.tab.add(key, at, items)
+		o.tab.add(p, at, items)
 		positions.owned++
 		positions.n.Store(int64(len(positions.m) + positions.owned))
 		return
@@ -333,10 +325,9 @@ func (o Owner) Remember(v Value, at Pos, items []Pos) {
 	}
 	// A dead entry at this address is replaced: the weak pointer tells
 	// the new value from the collected one.
-	e := &posEntry{ref: o.ref, owned: true, pos: packAll(at, items)}
-	if o == (Owner{}) {
-		e.ref, e.owned = weak.Make((*byte)(p)), false
-	}
+	// Unowned, or with a position the Owned's table cannot hold: the
+	// value's own weak pointer.
+	e := &posEntry{ref: weak.Make((*byte)(p)), pos: packAll(at, items)}
 	positions.m[key] = e
 	positions.added++
 	positions.n.Store(int64(len(positions.m) + positions.owned))
@@ -681,25 +672,21 @@ func (o Owner) NewDictionaryAt(at Pos, entries []DictEntry, keyPos, valPos []Pos
 	return d
 }
 
-// drop forgets what o remembered of v, which its caller is dropping: o
-// would keep claiming v's address once v is collected (its entries are
-// live while o is). Values remembered on their own weak pointers need
-// nothing.
+// drop forgets what o remembered of v, which its caller is dropping, and
+// lets go of v at the table's next sort. Values remembered on their own
+// weak pointers need nothing.
 func (o Owner) drop(v Value) {
-	if o == (Owner{}) {
+	if o.tab == nil {
 		return
 	}
 	if p := identityOf(v); p != nil {
 		positions.mu.Lock()
-		if e := positions.m[uintptr(p)]; e != nil && e.owned && e.ref == o.ref {
-			delete(positions.m, uintptr(p))
-		}
-		if o.tab != nil && len(o.tab.keys) > 0 {
-			o.tab.keys = append(o.tab.keys, ownedKey{addr: uintptr(p), n: droppedKey})
+		if len(o.tab.keys) > 0 {
+			o.tab.keys = append(o.tab.keys, ownedKey{ref: p, n: droppedKey})
 			o.tab.sorted = false
 			positions.owned++
+			positions.n.Store(int64(len(positions.m) + positions.owned))
 		}
-		positions.n.Store(int64(len(positions.m) + positions.owned))
 		positions.mu.Unlock()
 	}
 	for i := 0; ; i++ {
