@@ -44,7 +44,7 @@ func ReadValues(file string, src []byte) ([]preserves.Value, *Error) {
 }
 
 func readValues(file string, src []byte) ([]preserves.Value, *Error) {
-	vals, err := preserves.ReadAllText(src, preserves.TextOptions{File: file, Positions: true, Annotations: true, Embedded: noEmbedded})
+	vals, err := preserves.ReadAllText(src, textOptions(file))
 	if err == nil {
 		return vals, nil
 	}
@@ -79,6 +79,11 @@ func SyntaxError(file string, src []byte, err error) *Error {
 var ErrEmbeddedSyntax = errors.New("script: embedded-value syntax is not allowed in scripts")
 
 func noEmbedded(preserves.Value) (any, error) { return nil, ErrEmbeddedSyntax }
+
+// textOptions are the options scripts are read with.
+func textOptions(file string) preserves.TextOptions {
+	return preserves.TextOptions{File: file, Positions: true, Annotations: true, Embedded: noEmbedded}
+}
 
 // Check parses and statically checks every script named by paths without
 // running anything. A directory is searched recursively for *.pr files

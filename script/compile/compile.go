@@ -64,36 +64,62 @@ func CompileFile(file string, src []byte) (*Program, error) {
 }
 
 // CompileFileOptions is CompileFile with options.
+//
+// It compiles each top-level instruction as the parser hands it over
+// (script.ParseFileEach), so that a big file's tokens and syntax tree are
+// never live whole beside its program (issue 28: the peak while loading a
+// config file of 300,000 facts was the reader's annotated values, 300 B
+// a fact). The program is the one Compile makes of ParseFile's tree.
 func CompileFileOptions(file string, src []byte, opts Options) (*Program, error) {
-	f, errs := script.ParseFile(file, src)
+	p, c := newCompiler(file, opts)
+	at := preserves.Pos{File: file, Line: 1, Col: 1}
+	var body []Instr
+	f, errs := script.ParseFileEach(file, src, func(in script.Instr) {
+		if body == nil {
+			at = in.Pos()
+		}
+		body = append(body, c.instr(in, DefaultTarget, DefaultTarget))
+	})
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	// The file is ours: compile lets go of each top-level instruction
-	// (and the reader's annotated values it holds) once compiled, so a
-	// big file's syntax tree and program are not both live at the end
-	// (issue 28: the peak while loading a config file).
-	return compileFile(f, opts, true), nil
+	c.n++ // the top-level Seq, as block counts it
+	s := c.seqs.New()
+	s.At, s.Body = at, c.instrs.Slice(len(body))
+	if len(body) == 0 {
+		s.Body = []Instr{}
+	}
+	copy(s.Body, body)
+	p.Warnings = f.Warnings
+	return c.finish(p, s), nil
 }
 
 // Compile compiles a parsed file. The file must be free of errors.
 func Compile(f *script.File) *Program { return CompileOptions(f, Options{}) }
 
 // CompileOptions is Compile with options.
-func CompileOptions(f *script.File, opts Options) *Program { return compileFile(f, opts, false) }
+func CompileOptions(f *script.File, opts Options) *Program {
+	p, c := newCompiler(f.Name, opts)
+	p.Warnings = f.Warnings
+	return c.finish(p, c.block(f.Body, preserves.Pos{File: f.Name, Line: 1, Col: 1}, DefaultTarget, DefaultTarget))
+}
 
-// compileFile is CompileOptions; with consume, it clears f.Body as it goes.
-func compileFile(f *script.File, opts Options, consume bool) *Program {
-	p := &Program{File: f.Name, Version: Version, Positions: opts.Positions, Warnings: f.Warnings}
+// newCompiler returns an empty program for file and its compiler.
+func newCompiler(file string, opts Options) (*Program, *compiler) {
+	p := &Program{File: file, Version: Version, Positions: opts.Positions}
 	c := &compiler{pos: opts.Positions}
 	if opts.Positions {
 		// The program's Consts own its constants: their positions live
 		// as long as it does, on one weak pointer.
 		p.Consts = &Constants{owned: preserves.NewOwned()}
-		c.kept, c.owner = p.Consts, p.Consts.owned.Owner()
+		c.owner = p.Consts.owned.Owner()
 	}
-	c.consume = consume
-	p.Body = c.block(f.Body, preserves.Pos{File: f.Name, Line: 1, Col: 1}, DefaultTarget, DefaultTarget)
+	return p, c
+}
+
+// finish completes p with its top-level body.
+func (c *compiler) finish(p *Program, body *Seq) *Program {
+	p.Body = body
 	p.Instrs = c.n
 	c.owner.Compact()
 	return p
@@ -104,9 +130,6 @@ type compiler struct {
 	n     int             // instructions emitted
 	pos   bool            // Options.Positions, switched off inside caveats
 	owner preserves.Owner // with Options.Positions, the program's Consts
-	kept  *Constants      // p.Consts
-	// consume: the next block is the file's, to be cleared as compiled.
-	consume bool
 }
 
 func (c *compiler) block(body []script.Instr, at preserves.Pos, target, outer string) *Seq {
@@ -118,13 +141,8 @@ func (c *compiler) block(body []script.Instr, at preserves.Pos, target, outer st
 	} else {
 		s.Body = []Instr{}
 	}
-	consume := c.consume
-	c.consume = false // the top level only: the rest goes with it
 	for i, in := range body {
 		s.Body[i] = c.instr(in, target, outer)
-		if consume {
-			body[i] = nil
-		}
 	}
 	return s
 }
@@ -205,11 +223,7 @@ func (c *compiler) handler(kind HandlerKind, at preserves.Pos, pat script.Expr, 
 func (c *compiler) value(e script.Expr) Expr {
 	if isConst(e) {
 		if c.pos {
-			v := c.constRemembering(e)
-			if !isAtom(v) {
-				c.kept.vals = append(c.kept.vals, v)
-			}
-			return c.konst(e.Pos(), v)
+			return c.konst(e.Pos(), c.constRemembering(e))
 		}
 		return c.konst(e.Pos(), c.constValue(e))
 	}
@@ -239,16 +253,6 @@ func (c *compiler) value(e script.Expr) Expr {
 		return &Call{At: x.At, Builtin: x.Builtin, Args: c.values(x.Args)}
 	}
 	return c.konst(e.Pos(), preserves.Sequence{})
-}
-
-// isAtom reports whether v has no parts whose positions could be
-// remembered.
-func isAtom(v preserves.Value) bool {
-	switch v.(type) {
-	case *preserves.Record, preserves.Sequence, *preserves.Set, *preserves.Dictionary, *preserves.Embedded:
-		return false
-	}
-	return true
 }
 
 // isConst reports whether e mentions no variable: a literal, or a compound

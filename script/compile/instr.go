@@ -29,20 +29,16 @@ type Program struct {
 	// loads it should show them (the config watcher logs them).
 	Warnings script.ErrorList
 	// Consts, with Positions, owns the positions of the program's
-	// constant values (preserves.Owner) and keeps each of them reachable,
-	// as an Owner's contract asks. It is what a facet running the
-	// program must keep alive for those positions to stay known; the
-	// instructions it ran once (the top level's) it may let go (issue 28:
-	// they were a quarter of a big config file's memory).
+	// constant values (preserves.Owned, whose table also holds the
+	// values). It is what a facet running the program must keep alive
+	// for those positions to stay known; the instructions it ran once
+	// (the top level's) it may let go (issue 28: they were a quarter of a
+	// big config file's memory).
 	Consts *Constants
 }
 
-// Constants holds the compounds among a program's constants and the
-// owner of their positions (Program.Consts).
-type Constants struct {
-	vals  []preserves.Value
-	owned *preserves.Owned
-}
+// Constants owns the positions of a program's constants (Program.Consts).
+type Constants struct{ owned *preserves.Owned }
 
 // Instr is one instruction. Every instruction carries the source position of
 // the token it was compiled from, so run-time errors read file:line:col. The

@@ -1,0 +1,90 @@
+package compile_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/syndicate-go/syndicate/preserves"
+	"github.com/syndicate-go/syndicate/script"
+	"github.com/syndicate-go/syndicate/script/compile"
+)
+
+// CompileFile, which compiles each top-level instruction as it is parsed,
+// makes the program CompileOptions makes of ParseFile's tree: the same
+// instructions at the same places, and with positions the same places
+// remembered for the constants.
+func TestCompileFileAgreesWithCompile(t *testing.T) {
+	type source struct{ name, src string }
+	var srcs []source
+	for _, glob := range []string{"testdata/*.pr", "../testdata/*.pr", "../vm/testdata/*.pr", "../../etc/syndicate/*.pr"} {
+		files, _ := filepath.Glob(glob)
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srcs = append(srcs, source{f, string(b)})
+		}
+	}
+	srcs = append(srcs, source{"big", string(bigScript(3000))}, source{"empty", ""}, source{"facts", "<x 1>\n<x [2 {a: 3}]>\n# end\n"})
+	compared := 0
+	for _, s := range srcs {
+		for _, opts := range []compile.Options{{}, {Positions: true}} {
+			f, errs := script.ParseFile(s.name, []byte(s.src))
+			got, err := compile.CompileFileOptions(s.name, []byte(s.src), opts)
+			if len(errs) > 0 {
+				if err == nil || err.Error() != errs.Error() {
+					t.Errorf("%s: error %v, want %v", s.name, err, errs)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", s.name, err)
+			}
+			want := compile.CompileOptions(f, opts)
+			if g, w := compile.Disassemble(got), compile.Disassemble(want); g != w || got.Body.At != want.Body.At {
+				t.Errorf("%s (positions %v): program at %v\n%s\nwant at %v\n%s", s.name, opts.Positions, got.Body.At, g, want.Body.At, w)
+			}
+			if fmt.Sprint(got.Warnings) != fmt.Sprint(want.Warnings) {
+				t.Errorf("%s: warnings %v, want %v", s.name, got.Warnings, want.Warnings)
+			}
+			if opts.Positions {
+				if g, w := constPositions(got), constPositions(want); g != w {
+					t.Errorf("%s: constants' positions\n%s\nwant\n%s", s.name, g, w)
+				}
+			}
+			compared++
+		}
+	}
+	if compared < 20 {
+		t.Fatalf("only %d programs compared", compared)
+	}
+}
+
+// constPositions lists the remembered positions of the top-level asserted
+// constants' parts.
+func constPositions(p *compile.Program) string {
+	var b strings.Builder
+	for _, in := range p.Body.Body {
+		a, ok := in.(*compile.Assert)
+		if !ok {
+			continue
+		}
+		k, ok := a.Value.(*compile.Const)
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(&b, "%v", preserves.PosOf(k.Value))
+		for i := 0; ; i++ {
+			if _, ok := preserves.ItemOf(k.Value, i); !ok {
+				break
+			}
+			fmt.Fprintf(&b, " %v", preserves.ItemPos(k.Value, i))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
