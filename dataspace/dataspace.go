@@ -149,15 +149,7 @@ func (d *dataspace) AssertTo(obs index.Observer, captures preserves.Sequence) (u
 // RetractFrom implements index.Emitter.
 func (d *dataspace) RetractFrom(_ index.Observer, h uint64) { d.t.Retract(Handle(h)) }
 
-// noCaptures is the message a pattern without bindings delivers, boxed
-// once: boxing a fresh empty tuple per message would cost an allocation.
-var noCaptures preserves.Value = preserves.Sequence{}
-
 // SendTo implements index.Emitter.
-func (d *dataspace) SendTo(obs index.Observer, captures preserves.Sequence) {
-	if len(captures) == 0 {
-		d.t.Message(obs.(*Ref), noCaptures)
-		return
-	}
+func (d *dataspace) SendTo(obs index.Observer, captures preserves.Value) {
 	d.t.Message(obs.(*Ref), captures)
 }

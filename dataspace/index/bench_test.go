@@ -26,8 +26,8 @@ func (c *countEmitter) AssertTo(Observer, preserves.Sequence) (uint64, bool) {
 	c.asserts++
 	return c.next, true
 }
-func (c *countEmitter) RetractFrom(Observer, uint64)        { c.retracts++ }
-func (c *countEmitter) SendTo(Observer, preserves.Sequence) { c.ms++ }
+func (c *countEmitter) RetractFrom(Observer, uint64)     { c.retracts++ }
+func (c *countEmitter) SendTo(Observer, preserves.Value) { c.ms++ }
 
 var itemLabel = preserves.Symbol("item")
 

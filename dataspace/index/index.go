@@ -64,8 +64,11 @@ type Emitter interface {
 	AssertTo(obs Observer, captures preserves.Sequence) (handle uint64, ok bool)
 	// RetractFrom retracts a tuple previously asserted to obs.
 	RetractFrom(obs Observer, handle uint64)
-	// SendTo delivers a message's capture tuple to obs.
-	SendTo(obs Observer, captures preserves.Sequence)
+	// SendTo delivers a message's capture tuple to obs: a
+	// preserves.Sequence, boxed as a Value by the index (from a
+	// preserves.SequenceSlab, so that routing a message allocates
+	// nothing of its own), shared by the observers of one pattern.
+	SendTo(obs Observer, captures preserves.Value)
 }
 
 // noHandle marks a tuple an observer rejected.
@@ -86,6 +89,8 @@ type Index struct {
 	stack   []preserves.Value
 	keyBuf  []preserves.Value
 	capBuf  []preserves.Value
+	// caps boxes the capture tuples of messages (Emitter.SendTo).
+	caps preserves.SequenceSlab
 }
 
 // entry is one distinct asserted value, shared by every cache holding it.

@@ -218,8 +218,9 @@ func TestSendAllocations(t *testing.T) {
 		t.Errorf("non-matching Send allocates %v times", a)
 	}
 	hit := parse(t, `<foo 1000>`)
-	if a := testing.AllocsPerRun(100, func() { ix.Send(hit, nopEmitter{}) }); a != 1 {
-		t.Errorf("matching Send allocates %v times, want 1 (the capture tuple)", a)
+	// The capture tuples come from a slab: one allocation per chunk.
+	if a := testing.AllocsPerRun(1000, func() { ix.Send(hit, nopEmitter{}) }); a > 0.05 {
+		t.Errorf("matching Send allocates %v times, want under 0.05 (a slab chunk now and then)", a)
 	}
 }
 
@@ -227,4 +228,4 @@ type nopEmitter struct{}
 
 func (nopEmitter) AssertTo(Observer, preserves.Sequence) (uint64, bool) { return 1, true }
 func (nopEmitter) RetractFrom(Observer, uint64)                         {}
-func (nopEmitter) SendTo(Observer, preserves.Sequence)                  {}
+func (nopEmitter) SendTo(Observer, preserves.Value)                     {}

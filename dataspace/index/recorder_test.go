@@ -68,9 +68,10 @@ func (r *recorder) RetractFrom(obs Observer, h uint64) {
 	r.events = append(r.events, event{obs, '-', l.tuple})
 }
 
-func (r *recorder) SendTo(obs Observer, caps preserves.Sequence) {
-	if caps == nil {
-		r.t.Fatalf("SendTo(%v): nil captures", obs)
+func (r *recorder) SendTo(obs Observer, v preserves.Value) {
+	caps, ok := v.(preserves.Sequence)
+	if !ok || caps == nil {
+		r.t.Fatalf("SendTo(%v): captures %#v, want a non-nil Sequence", obs, v)
 	}
 	r.events = append(r.events, event{obs, '!', text(caps)})
 }

@@ -802,7 +802,7 @@ func (ix *Index) endpoint(ep *endpoints, o op, v preserves.Value, e Emitter) {
 		return
 	}
 	if o == opMessage {
-		msg := append(make(preserves.Sequence, 0, len(tuple)), tuple...)
+		msg := ix.caps.Make(tuple)
 		for i := range ep.obs {
 			e.SendTo(ep.obs[i].key, msg)
 		}
