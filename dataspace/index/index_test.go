@@ -91,6 +91,54 @@ func TestMessages(t *testing.T) {
 	}
 }
 
+// The last label and constant key a message took are remembered (issue
+// 28), and forgotten with their node or leaf: removing the observers and
+// adding others routes to the new ones, never to what was removed.
+func TestMessagesAfterTheirRouteChanged(t *testing.T) {
+	ix, r := New(), newRecorder(t)
+	for _, l := range []string{"a", "b", "c", "d", "e", "f"} { // past fewLabels: a map
+		ix.AddObserver(pat(t, `<group <rec `+l+`> {0: <lit 1>, 1: <bind <_>>}>`), l, r)
+	}
+	ix.Send(parse(t, `<c 1 x>`), r)
+	ix.Send(parse(t, `<c 1 y>`), r)
+	expect(t, r, "the same route twice", `c![x]`, `c![y]`)
+	ix.Send(parse(t, `<c 2 y>`), r)
+	expect(t, r, "another constant")
+	ix.RemoveObserver(pat(t, `<group <rec c> {0: <lit 1>, 1: <bind <_>>}>`), "c", r)
+	ix.Send(parse(t, `<c 1 z>`), r)
+	expect(t, r, "after its observer left")
+	ix.AddObserver(pat(t, `<group <rec c> {0: <lit 2>, 1: <bind <_>>}>`), "c2", r)
+	ix.AddObserver(pat(t, `<group <rec c> {1: <bind <_>>}>`), "any", r)
+	ix.Send(parse(t, `<c 1 z>`), r)
+	expect(t, r, "a new node for the label", `any![z]`)
+	ix.Send(parse(t, `<c 2 w>`), r)
+	expect(t, r, "a new leaf", `c2![w]`, `any![w]`)
+	ix.RemoveObserver(pat(t, `<group <rec c> {0: <lit 2>, 1: <bind <_>>}>`), "c2", r)
+	ix.AddObserver(pat(t, `<group <rec c> {0: <lit 2>, 1: <bind <_>>}>`), "c3", r)
+	ix.Send(parse(t, `<c 2 v>`), r)
+	expect(t, r, "a leaf removed and made again", `c3![v]`, `any![v]`)
+	// Other routes in between: each lookup finds what the index holds.
+	for _, m := range []string{`<c 1 q>`, `<a 1 q>`, `<c 2 q>`, `<c 2 q>`} {
+		ix.Send(parse(t, m), r)
+	}
+	expect(t, r, "routes taken in turn", `any![q]`, `a![q]`, `c3![q]`, `any![q]`, `c3![q]`, `any![q]`)
+	ix.RemoveObserver(pat(t, `<group <rec c> {0: <lit 2>, 1: <bind <_>>}>`), "c3", r)
+	ix.RemoveObserver(pat(t, `<group <rec c> {1: <bind <_>>}>`), "any", r)
+	ix.Send(parse(t, `<c 2 u>`), r)
+	ix.AddObserver(pat(t, `<group <rec c> {0: <lit 2>, 1: <bind <_>>}>`), "c4", r)
+	ix.Send(parse(t, `<a 1 u>`), r)
+	ix.Send(parse(t, `<c 2 u>`), r)
+	expect(t, r, "a label removed and made again", `a![u]`, `c4![u]`)
+	// A leaf removed while its map stays (another constant keeps it).
+	ix.AddObserver(pat(t, `<group <rec c> {0: <lit 1>, 1: <bind <_>>}>`), "c5", r)
+	ix.Send(parse(t, `<c 2 s>`), r)
+	ix.RemoveObserver(pat(t, `<group <rec c> {0: <lit 2>, 1: <bind <_>>}>`), "c4", r)
+	ix.AddObserver(pat(t, `<group <rec c> {0: <lit 2>, 1: <bind <_>>}>`), "c6", r)
+	ix.Send(parse(t, `<c 1 s>`), r)
+	ix.Send(parse(t, `<c 2 s>`), r)
+	expect(t, r, "a leaf removed and made again beside another", `c4![s]`, `c5![s]`, `c6![s]`)
+}
+
 // Scenarios 34–38 through the index.
 func TestPatternScenarios(t *testing.T) {
 	ix, r := New(), newRecorder(t)

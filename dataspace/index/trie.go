@@ -226,6 +226,11 @@ type edge struct {
 	many    bool
 	bySym   map[preserves.Symbol]*node
 	byOther table[*node]
+	// hot is the child bySym gave last, and hotSym its label: a stream
+	// of messages mostly repeats its label, and comparing it costs less
+	// than hashing it (issue 28). removeChild forgets it.
+	hot    *node
+	hotSym preserves.Symbol
 }
 
 const fewLabels = 4
@@ -255,7 +260,14 @@ func (ed *edge) recChild(label preserves.Value) *node {
 	}
 	label = preserves.Unwrap(label)
 	if s, ok := label.(preserves.Symbol); ok {
-		return ed.bySym[s]
+		if ed.hot != nil && s == ed.hotSym {
+			return ed.hot
+		}
+		n := ed.bySym[s]
+		if n != nil {
+			ed.hot, ed.hotSym = n, s
+		}
+		return n
 	}
 	n, _ := ed.byOther.get(preserves.Hash(label), func(n *node) bool { return preserves.Equal(n.cls.label, label) })
 	return n
@@ -315,6 +327,9 @@ func (ed *edge) removeChild(n *node) {
 		}
 		if s, ok := preserves.Unwrap(n.cls.label).(preserves.Symbol); ok {
 			delete(ed.bySym, s)
+			if ed.hot == n {
+				ed.hot, ed.hotSym = nil, ""
+			}
 			return
 		}
 		ed.byOther.del(labelHash(n), func(m *node) bool { return m == n }, labelHash)
@@ -336,6 +351,9 @@ type leafMap struct {
 	alias bool
 	only  *leaf        // the leaf, when there are no constant positions
 	byKey table[*leaf] // leaves by hash of their constant tuple
+	// hot is the leaf byKey gave last (see edge.hot); removeLeaf
+	// forgets it.
+	hot *leaf
 }
 
 type leaf struct {
@@ -496,11 +514,17 @@ func (lm *leafMap) leafFor(key []preserves.Value, create bool) *leaf {
 		}
 		return lm.only
 	}
+	if lf := lm.hot; lf != nil && tupleEqual(lf.key, key) {
+		return lf
+	}
 	h := hashTuple(key)
 	lf, ok := lm.byKey.get(h, func(l *leaf) bool { return tupleEqual(l.key, key) })
 	if !ok && create {
 		lf = &leaf{key: append([]preserves.Value(nil), key...), hash: h}
 		lm.byKey.add(h, lf, leafHash)
+	}
+	if lf != nil {
+		lm.hot = lf
 	}
 	return lf
 }
@@ -511,6 +535,9 @@ func (lm *leafMap) removeLeaf(lf *leaf) {
 		return
 	}
 	lm.byKey.del(lf.hash, func(l *leaf) bool { return l == lf }, leafHash)
+	if lm.hot == lf {
+		lm.hot = nil
+	}
 }
 
 func leafHash(l *leaf) uint64 { return l.hash }
