@@ -21,8 +21,9 @@ import (
 //
 //	go test -tags e2e -run '^$' -bench FactsMemory -benchtime 1x ./cmd/syndicate-server/
 //
-// FACTS overrides the count; WIRE_HOLD=30s holds the loaded server that
-// long before the removal, to profile it (SYNDICATE_PPROF). Memory figures
+// FACTS overrides the count; WIRE_HOLD=30s holds the server that long
+// once loaded and again once settled after the removal, to profile it
+// (SYNDICATE_PPROF). Memory figures
 // are meant without -race.
 func BenchmarkFactsMemory(b *testing.B) {
 	facts := 300_000
@@ -80,6 +81,10 @@ func BenchmarkFactsMemory(b *testing.B) {
 	after := procStatus(b, pid, "VmRSS")
 	afterAnon := procStatus(b, pid, "RssAnon")
 	settled := settledRSS(b, pid)
+	if d, err := time.ParseDuration(os.Getenv("WIRE_HOLD")); err == nil {
+		fmt.Fprintln(os.Stderr, "holding after the removal", d)
+		time.Sleep(d)
+	}
 	r.stop(b)
 
 	b.ReportMetric((steady-idle)*(1<<20)/float64(facts), "B/fact")
