@@ -80,6 +80,9 @@ func TestShouldReturn(t *testing.T) {
 		{"allocating after a busy spell", heapFigures{allocs: 10 << 20}, heapFigures{allocs: 10<<20 + memoryQuietAlloc}, false},
 		{"quiet after a busy spell", heapFigures{allocs: 10 << 20, collected: 1 << 20}, heapFigures{allocs: 10<<20 + 1}, true},
 		{"quiet, little allocated since the last collection", heapFigures{allocs: 10 << 20, collected: 8 << 20}, heapFigures{allocs: 10<<20 + 1}, false},
+		{"quiet after a large retraction", heapFigures{allocs: 10 << 20, collected: 10 << 20, shrunk: 5, shrunkAt: 5}, heapFigures{allocs: 10<<20 + 1, shrunk: 5 + memoryRetracted}, true},
+		{"busy during a large retraction", heapFigures{allocs: 10 << 20, collected: 10 << 20}, heapFigures{allocs: 10<<20 + memoryQuietAlloc, shrunk: memoryRetracted}, false},
+		{"quiet after a small retraction", heapFigures{allocs: 10 << 20, collected: 10 << 20}, heapFigures{allocs: 10<<20 + 1, shrunk: memoryRetracted - 1}, false},
 	} {
 		if got := shouldReturn(c.prev, c.now, limit); got != c.wantReturn {
 			t.Errorf("%s: shouldReturn = %v, want %v", c.name, got, c.wantReturn)
