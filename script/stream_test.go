@@ -2,8 +2,6 @@ package script_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -17,28 +15,18 @@ import (
 // instructions. Windows of one to three tokens cut every instruction of
 // the test data at every place.
 func TestParseFileEachAgreesWithParseFile(t *testing.T) {
-	type source struct{ name, src string }
-	var srcs []source
+	var srcs []scripttest.Source
 	for _, data := range []string{"testdata/errors.pr", "testdata/dialects.pr"} {
 		chunks, err := scripttest.Read(data)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range chunks {
-			srcs = append(srcs, source{c.File + "/" + c.Name(), c.Src})
+			srcs = append(srcs, scripttest.Source{Name: c.File + "/" + c.Name(), Src: c.Src})
 		}
 	}
-	for _, glob := range []string{"testdata/*.pr", "compile/testdata/*.pr", "vm/testdata/*.pr",
-		"validate/testdata/*.pr", "../etc/syndicate/*.pr", "../etc/services/*.pr"} {
-		files, _ := filepath.Glob(glob)
-		for _, f := range files {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			srcs = append(srcs, source{f, string(b)})
-		}
-	}
+	srcs = append(srcs, scripttest.Files(t, "testdata/*.pr", "compile/testdata/*.pr", "vm/testdata/*.pr",
+		"validate/testdata/*.pr", "../etc/syndicate/*.pr", "../etc/services/*.pr")...)
 	var big strings.Builder
 	for i := range 300 {
 		fmt.Fprintf(&big, "<x %d>\n$log ! <log %d>\nlet ?v%d = stringify <a %d>\n? <s ?y> [ <t $y> ]\n", i, i, i, i)
@@ -47,23 +35,23 @@ func TestParseFileEachAgreesWithParseFile(t *testing.T) {
 		}
 	}
 	srcs = append(srcs,
-		source{"big", big.String()},
-		source{"trailing comments", big.String() + "# the end\n# really\n"},
-		source{"trailing annotation", "<x>\n@a"},
-		source{"cut record", big.String() + "<x 1"},
-		source{"syntax error", "<x>\n<y ;>\n<z>\n"},
-		source{"dialect", "dialect sturdy-caveats\n<x>\n"},
-		source{"dialect only", "dialect"},
-		source{"empty", ""},
-		source{"comments only", "# nothing\n"},
+		scripttest.Source{Name: "big", Src: big.String()},
+		scripttest.Source{Name: "trailing comments", Src: big.String() + "# the end\n# really\n"},
+		scripttest.Source{Name: "trailing annotation", Src: "<x>\n@a"},
+		scripttest.Source{Name: "cut record", Src: big.String() + "<x 1"},
+		scripttest.Source{Name: "syntax error", Src: "<x>\n<y ;>\n<z>\n"},
+		scripttest.Source{Name: "dialect", Src: "dialect sturdy-caveats\n<x>\n"},
+		scripttest.Source{Name: "dialect only", Src: "dialect"},
+		scripttest.Source{Name: "empty", Src: ""},
+		scripttest.Source{Name: "comments only", Src: "# nothing\n"},
 	)
 	for _, w := range []int{1, 2, 3, 256} {
 		restore := script.SetStreamWindow(w)
 		for _, s := range srcs {
-			want, wantErrs := script.ParseFile(s.name, []byte(s.src))
+			want, wantErrs := script.ParseFile(s.Name, []byte(s.Src))
 			var body []script.Instr
-			got, gotErrs := script.ParseFileEach(s.name, []byte(s.src), func(in script.Instr) { body = append(body, in) })
-			where := fmt.Sprintf("window %d, %s", w, s.name)
+			got, gotErrs := script.ParseFileEach(s.Name, []byte(s.Src), func(in script.Instr) { body = append(body, in) })
+			where := fmt.Sprintf("window %d, %s", w, s.Name)
 			if fmt.Sprint(gotErrs) != fmt.Sprint(wantErrs) {
 				t.Errorf("%s: errors\n%v\nwant\n%v", where, gotErrs, wantErrs)
 				continue

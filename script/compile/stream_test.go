@@ -2,14 +2,13 @@ package compile_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/syndicate-go/syndicate/preserves"
 	"github.com/syndicate-go/syndicate/script"
 	"github.com/syndicate-go/syndicate/script/compile"
+	"github.com/syndicate-go/syndicate/script/scripttest"
 )
 
 // CompileFile, which compiles each top-level instruction as it is parsed,
@@ -17,43 +16,33 @@ import (
 // instructions at the same places, and with positions the same places
 // remembered for the constants.
 func TestCompileFileAgreesWithCompile(t *testing.T) {
-	type source struct{ name, src string }
-	var srcs []source
-	for _, glob := range []string{"testdata/*.pr", "../testdata/*.pr", "../vm/testdata/*.pr", "../../etc/syndicate/*.pr"} {
-		files, _ := filepath.Glob(glob)
-		for _, f := range files {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			srcs = append(srcs, source{f, string(b)})
-		}
-	}
-	srcs = append(srcs, source{"big", string(bigScript(3000))}, source{"empty", ""}, source{"facts", "<x 1>\n<x [2 {a: 3}]>\n# end\n"})
+	srcs := scripttest.Files(t, "testdata/*.pr", "../testdata/*.pr", "../vm/testdata/*.pr", "../../etc/syndicate/*.pr")
+	srcs = append(srcs, scripttest.Source{Name: "big", Src: string(bigScript(3000))}, scripttest.Source{Name: "empty"},
+		scripttest.Source{Name: "facts", Src: "<x 1>\n<x [2 {a: 3}]>\n# end\n"})
 	compared := 0
 	for _, s := range srcs {
 		for _, opts := range []compile.Options{{}, {Positions: true}} {
-			f, errs := script.ParseFile(s.name, []byte(s.src))
-			got, err := compile.CompileFileOptions(s.name, []byte(s.src), opts)
+			f, errs := script.ParseFile(s.Name, []byte(s.Src))
+			got, err := compile.CompileFileOptions(s.Name, []byte(s.Src), opts)
 			if len(errs) > 0 {
 				if err == nil || err.Error() != errs.Error() {
-					t.Errorf("%s: error %v, want %v", s.name, err, errs)
+					t.Errorf("%s: error %v, want %v", s.Name, err, errs)
 				}
 				continue
 			}
 			if err != nil {
-				t.Fatalf("%s: %v", s.name, err)
+				t.Fatalf("%s: %v", s.Name, err)
 			}
 			want := compile.CompileOptions(f, opts)
 			if g, w := compile.Disassemble(got), compile.Disassemble(want); g != w || got.Body.At != want.Body.At {
-				t.Errorf("%s (positions %v): program at %v\n%s\nwant at %v\n%s", s.name, opts.Positions, got.Body.At, g, want.Body.At, w)
+				t.Errorf("%s (positions %v): program at %v\n%s\nwant at %v\n%s", s.Name, opts.Positions, got.Body.At, g, want.Body.At, w)
 			}
 			if fmt.Sprint(got.Warnings) != fmt.Sprint(want.Warnings) {
-				t.Errorf("%s: warnings %v, want %v", s.name, got.Warnings, want.Warnings)
+				t.Errorf("%s: warnings %v, want %v", s.Name, got.Warnings, want.Warnings)
 			}
 			if opts.Positions {
 				if g, w := constPositions(got), constPositions(want); g != w {
-					t.Errorf("%s: constants' positions\n%s\nwant\n%s", s.name, g, w)
+					t.Errorf("%s: constants' positions\n%s\nwant\n%s", s.Name, g, w)
 				}
 			}
 			compared++
