@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 
 	"github.com/syndicate-go/syndicate/dataspace"
 )
@@ -23,9 +24,12 @@ import (
 const (
 	memoryInterval  = 500 * time.Millisecond
 	memoryIdleLimit = 16 << 20
-	// The server is quiet when it allocated less than memoryQuietAlloc
-	// in the last interval (under 512 KiB/s).
+	// The server is quiet when, in the last interval, it allocated less
+	// than memoryQuietAlloc (under 512 KiB/s) and used less than
+	// memoryQuietCPU of CPU time (1 %): a busy logger allocates little,
+	// and must not be collected under.
 	memoryQuietAlloc = 256 << 10
+	memoryQuietCPU   = 5 * time.Millisecond
 	// A busy spell: more than this allocated since the returner last
 	// collected.
 	memoryBusySpell = 4 << 20
@@ -59,11 +63,12 @@ const (
 
 // heapFigures are the runtime's counters the returner looks at.
 type heapFigures struct {
-	idle    uint64 // resident free spans (what FreeOSMemory can return now)
-	objects uint64 // bytes of heap objects, live or garbage
-	live    uint64 // bytes found live by the last completed cycle
-	cycles  uint64 // completed collections
-	allocs  uint64 // bytes allocated since the start
+	idle    uint64        // resident free spans (what FreeOSMemory can return now)
+	objects uint64        // bytes of heap objects, live or garbage
+	live    uint64        // bytes found live by the last completed cycle
+	cycles  uint64        // completed collections
+	allocs  uint64        // bytes allocated since the start
+	cpu     time.Duration // the process's CPU time (user and system)
 	// collected: allocs when the returner last collected (carried from
 	// look to look by returnMemory).
 	collected uint64
@@ -88,7 +93,17 @@ func readHeapFigures() heapFigures {
 		}
 		return s[i].Value.Uint64()
 	}
-	return heapFigures{idle: u(0), objects: u(1), live: u(2), cycles: u(3), allocs: u(4), shrunk: dataspace.Shrunk()}
+	return heapFigures{idle: u(0), objects: u(1), live: u(2), cycles: u(3), allocs: u(4),
+		shrunk: dataspace.Shrunk(), cpu: processCPU()}
+}
+
+// processCPU is the CPU time the process has used (0 if unknown).
+func processCPU() time.Duration {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // idleHeap is the resident memory of the heap's free spans: what
@@ -113,7 +128,7 @@ func shouldReturn(prev, now heapFigures, limit uint64) bool {
 	if now.idle > limit {
 		return true
 	}
-	if now.allocs-prev.allocs >= memoryQuietAlloc {
+	if now.allocs-prev.allocs >= memoryQuietAlloc || now.cpu-prev.cpu >= memoryQuietCPU {
 		return false // busy
 	}
 	atRest := now.cycles == prev.cycles && now.objects <= prev.objects+limit/16 && now.objects > now.live+limit

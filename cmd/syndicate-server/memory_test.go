@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/syndicate-go/syndicate/preserves/testutil"
@@ -79,6 +80,7 @@ func TestShouldReturn(t *testing.T) {
 		{"little garbage", heapFigures{objects: 70 << 20, live: 60 << 20}, heapFigures{objects: 70 << 20, live: 60 << 20}, false},
 		{"allocating after a busy spell", heapFigures{allocs: 10 << 20}, heapFigures{allocs: 10<<20 + memoryQuietAlloc}, false},
 		{"quiet after a busy spell", heapFigures{allocs: 10 << 20, collected: 1 << 20}, heapFigures{allocs: 10<<20 + 1}, true},
+		{"busy without allocating", heapFigures{allocs: 10 << 20, collected: 1 << 20, cpu: time.Second}, heapFigures{allocs: 10<<20 + 1, cpu: time.Second + memoryQuietCPU}, false},
 		{"quiet, little allocated since the last collection", heapFigures{allocs: 10 << 20, collected: 8 << 20}, heapFigures{allocs: 10<<20 + 1}, false},
 		{"quiet after a large retraction", heapFigures{allocs: 10 << 20, collected: 10 << 20, shrunk: 5, shrunkAt: 5}, heapFigures{allocs: 10<<20 + 1, shrunk: 5 + memoryRetracted}, true},
 		{"busy during a large retraction", heapFigures{allocs: 10 << 20, collected: 10 << 20}, heapFigures{allocs: 10<<20 + memoryQuietAlloc, shrunk: memoryRetracted}, false},
