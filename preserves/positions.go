@@ -36,8 +36,9 @@ import (
 // Values remembered through an Owner (a compiled program's constants) are
 // not in that map: their Owned keeps them in a packed table of its own,
 // sorted by address, about 50 bytes for a config file's fact `<x N>` where
-// the map took 125 (issue 28), and freed with the Owned. A lookup tries
-// the map, then each live Owned's table (a binary search).
+// the map took 125 (issue 28). That table holds its values (no address it
+// knows can be reused while it lives) and goes with the Owned. A lookup
+// tries the map, then each live Owned's table (a binary search).
 //
 // Writes happen when a script is compiled and when it builds values; reads
 // only on error paths. A mutex is enough; and while nothing has ever been
@@ -105,9 +106,9 @@ type Owned struct{ tab ownedTab }
 // through its Owner (Owner.NewSetAt and NewDictionaryAt forget, and let
 // go of, the duplicates they drop).
 //
-// When it is collected, the table's entries are swept at once: a table at
-// rest is otherwise not swept, and a removed config file of 300,000 facts
-// would leave their entries behind until the next script changes it.
+// When it is collected its table goes in the same collection, and the
+// list of tables is swept at once (the map's sweeps wait for changes, and
+// a removed config file of 300,000 facts changes nothing after it).
 func NewOwned() *Owned {
 	o := &Owned{}
 	runtime.AddCleanup(o, func(struct{}) { ownerGone() }, struct{}{})
