@@ -2,6 +2,7 @@ package script_test
 
 import (
 	"fmt"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -48,21 +49,48 @@ func TestParseFileEachAgreesWithParseFile(t *testing.T) {
 	for _, w := range []int{1, 2, 3, 256} {
 		restore := script.SetStreamWindow(w)
 		for _, s := range srcs {
-			want, wantErrs := script.ParseFile(s.Name, []byte(s.Src))
-			var body []script.Instr
-			got, gotErrs := script.ParseFileEach(s.Name, []byte(s.Src), func(in script.Instr) { body = append(body, in) })
-			where := fmt.Sprintf("window %d, %s", w, s.Name)
-			if fmt.Sprint(gotErrs) != fmt.Sprint(wantErrs) {
-				t.Errorf("%s: errors\n%v\nwant\n%v", where, gotErrs, wantErrs)
-				continue
-			}
-			if fmt.Sprint(got.Warnings) != fmt.Sprint(want.Warnings) || got.Dialect != want.Dialect {
-				t.Errorf("%s: warnings %v, dialect %q; want %v, %q", where, got.Warnings, got.Dialect, want.Warnings, want.Dialect)
-			}
-			if len(wantErrs) == 0 && !reflect.DeepEqual(body, want.Body) {
-				t.Errorf("%s: %d instructions differ from ParseFile's %d", where, len(body), len(want.Body))
+			if msg := eachDiffers(s.Name, s.Src); msg != "" {
+				t.Errorf("window %d, %s: %s", w, s.Name, msg)
 			}
 		}
 		restore()
 	}
+}
+
+// FuzzParseFileEach: on any input, ParseFileEach with a window of one,
+// two or the default tokens agrees with ParseFile.
+func FuzzParseFileEach(f *testing.F) {
+	for _, name := range []string{"testdata/errors.pr", "testdata/dialects.pr"} {
+		if src, err := os.ReadFile(name); err == nil {
+			for _, chunk := range strings.Split(string(src), "\n---\n") {
+				f.Add([]byte(chunk), uint8(1))
+			}
+		}
+	}
+	f.Add([]byte("<x>\n$v =~ <a ?z> [ <z $z> ] <y>\n# end"), uint8(2))
+	f.Fuzz(func(t *testing.T, src []byte, w uint8) {
+		defer script.SetStreamWindow(int(w%3) + 1)()
+		if msg := eachDiffers("z.pr", string(src)); msg != "" {
+			t.Fatal(msg)
+		}
+	})
+}
+
+// eachDiffers says how ParseFileEach's result on src differs from
+// ParseFile's: errors and warnings, the dialect, and when there are no
+// errors the top-level instructions; "" if it does not.
+func eachDiffers(name, src string) string {
+	want, wantErrs := script.ParseFile(name, []byte(src))
+	var body []script.Instr
+	got, gotErrs := script.ParseFileEach(name, []byte(src), func(in script.Instr) { body = append(body, in) })
+	if fmt.Sprint(gotErrs) != fmt.Sprint(wantErrs) {
+		return fmt.Sprintf("errors\n%v\nwant\n%v", gotErrs, wantErrs)
+	}
+	if fmt.Sprint(got.Warnings) != fmt.Sprint(want.Warnings) || got.Dialect != want.Dialect {
+		return fmt.Sprintf("warnings %v, dialect %q; want %v, %q", got.Warnings, got.Dialect, want.Warnings, want.Dialect)
+	}
+	if len(wantErrs) == 0 && !reflect.DeepEqual(body, want.Body) {
+		return fmt.Sprintf("%d instructions differ from ParseFile's %d", len(body), len(want.Body))
+	}
+	return ""
 }
