@@ -20,6 +20,12 @@ type Env struct {
 	// LogDirect, when set, takes daemon output to the logger without a
 	// message while nobody else observes the log dataspace.
 	LogDirect LogDirect
+	// LogListening, when set, is the control Ref of the forwarder
+	// (NewForwarder) in front of the scripts' `$log`: the logger asserts
+	// #:Log there once it listens to Log, so that the lines a script
+	// sends while the logger is still booting wait for it instead of
+	// reaching a dataspace nobody observes yet.
+	LogListening *dataspace.Ref
 }
 
 // The `$log` vocabulary (services spec §1.9, §5.6): the message

@@ -9,7 +9,8 @@ import (
 // entity that lives in a restartable worker actor: the primordial
 // gatekeeper and `$control` are handed out once (to listeners, to every
 // script's environment), but the actor behind them is replaced whenever
-// it crashes.
+// it crashes. Scripts' `$log` goes through one too, whose target the
+// logger names once it listens (Env.LogListening).
 //
 // It returns the public Ref and a control Ref. A worker asserts
 // `#:TARGET` at the control Ref (any value whose embedded capability is

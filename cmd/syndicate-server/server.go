@@ -311,6 +311,10 @@ func (s *server) boot(t *dataspace.Turn) error {
 		env.LogLate = s.sink.Late
 		env.LogDirect = s.sink
 	}
+	// Scripts reach the log through a forwarder that holds their lines
+	// until the logger listens (services.Env.LogListening).
+	scriptLogTarget, logListening := services.NewForwarder(t)
+	env.LogListening = logListening
 	defer func() { s.env = env }()
 	var wiring primordial
 	env.Gatekeeper, wiring.gatekeeper = services.NewForwarder(t)
@@ -332,7 +336,7 @@ func (s *server) boot(t *dataspace.Turn) error {
 		s.spawnParent(t, env)
 	}
 	// Scripts hold a $log that marks their lines as theirs (issue 22).
-	scriptLog := services.NewScriptLog(t, logds)
+	scriptLog := services.NewScriptLog(t, scriptLogTarget)
 	for _, path := range o.configs {
 		name := preserves.Rec("config-watcher", preserves.String(path), primordialEnv(env, scriptLog))
 		t.Assert(cfg, services.RunService(name))

@@ -180,6 +180,11 @@ func BootWith(t *dataspace.Turn, env services.Env, o Options) error {
 		t.Assert(env.Config, LogDir(sink.root))
 	}
 	t.OnMessage(env.Log, pattern.Rec(services.LabelLog, pattern.Capture(), pattern.Capture()), l.handle)
+	if env.LogListening != nil {
+		// After the subscription in this turn: the forwarder's held
+		// lines then reach Log behind it.
+		t.Assert(env.LogListening, dataspace.Embed(env.Log))
+	}
 	l.offerDirect(t, env, sink)
 	t.During(env.Config, pattern.Rec(syndicatego.LabelLogTail, pattern.Capture(), pattern.Capture(), pattern.Capture(), pattern.Capture()), l.tail)
 	return nil

@@ -557,3 +557,29 @@ func TestMalformedTailIgnored(t *testing.T) {
 		require.Empty(t, b.texts(), "bad request %d", i)
 	}
 }
+
+// A script's line sent before the logger listens (the config watcher ran
+// its script first) waits in the forwarder of Env.LogListening and is
+// printed once the logger has booted, instead of reaching a dataspace
+// nobody observes yet.
+func TestLinesSentBeforeTheLoggerListensArePrinted(t *testing.T) {
+	out := &testutil.Buffer{}
+	server := &testutil.Buffer{}
+	sys := dataspacetest.NewSystem(t, dataspace.Options{Logger: zerolog.New(server)})
+	envs := make(chan services.Env, 1)
+	sys.Spawn("server", func(t *dataspace.Turn) error {
+		t.PreventInertCheck()
+		env := services.Env{Config: t.Create(dataspace.NewDataspace()), Log: t.Create(dataspace.NewDataspace()), Logger: zerolog.New(server)}
+		var early *dataspace.Ref
+		early, env.LogListening = services.NewForwarder(t)
+		t.Message(early, logMsg(nil, "sent before the logger"))
+		envs <- env
+		return nil
+	})
+	env := <-envs
+	sys.Spawn("logger", func(t *dataspace.Turn) error {
+		t.PreventInertCheck()
+		return BootWith(t, env, Options{Console: out})
+	})
+	testutil.WaitFor(t, "the early line", func() bool { return out.Has("sent before the logger") })
+}
