@@ -99,7 +99,7 @@ func TestGCPercentFor(t *testing.T) {
 		want int
 	}{
 		{0, 800}, {1 * mib, 800}, {2 * mib, 800}, {4 * mib, 400}, {8 * mib, 200},
-		{16 * mib, 100}, {100 * mib, 100},
+		{16 * mib, 100}, {64 * mib, 100}, {100 * mib, 64}, {128 * mib, 50}, {1024 * mib, 50},
 	} {
 		if got := gcPercentFor(c.live, 16*mib); got != c.want {
 			t.Errorf("gcPercentFor(%d MiB) = %d, want %d", c.live/mib, got, c.want)
