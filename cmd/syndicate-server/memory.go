@@ -22,8 +22,12 @@ import (
 // released). Under steady load the free part stays small and nothing
 // happens; the check itself reads a few runtime counters.
 const (
-	memoryInterval  = 500 * time.Millisecond
-	memoryIdleLimit = 16 << 20
+	memoryInterval = 500 * time.Millisecond
+	// memorySettledInterval is the check's period once nothing is left
+	// to collect: a settled server wakes for it every 2 s, not twice a
+	// second.
+	memorySettledInterval = 2 * time.Second
+	memoryIdleLimit       = 16 << 20
 	// The server is quiet when, in the last interval, it allocated less
 	// than memoryQuietAlloc (under 512 KiB/s) and used less than
 	// memoryQuietCPU of CPU time (1 %): a busy logger allocates little,
@@ -157,14 +161,25 @@ func returnMemory(prev *heapFigures, limit uint64, log zerolog.Logger) bool {
 	return true
 }
 
-// startMemoryReturner runs returnMemory every memoryInterval until stop is
-// called.
+// nextMemoryCheck is how long to wait before the next look: the short
+// interval while a quiet spell could find something to collect (a busy
+// spell or a large retraction since the last collection), the settled
+// one otherwise.
+func nextMemoryCheck(prev heapFigures) time.Duration {
+	if prev.allocs-prev.collected > memoryBusySpell || prev.shrunk-prev.shrunkAt >= memoryRetracted {
+		return memoryInterval
+	}
+	return memorySettledInterval
+}
+
+// startMemoryReturner runs returnMemory every memoryInterval (or
+// memorySettledInterval, see nextMemoryCheck) until stop is called.
 func startMemoryReturner(log zerolog.Logger) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		tick := time.NewTicker(memoryInterval)
+		tick := time.NewTimer(memoryInterval)
 		defer tick.Stop()
 		prev := readHeapFigures()
 		for {
@@ -173,6 +188,7 @@ func startMemoryReturner(log zerolog.Logger) (stop func()) {
 				return
 			case <-tick.C:
 				returnMemory(&prev, memoryIdleLimit, log)
+				tick.Reset(nextMemoryCheck(prev))
 			}
 		}
 	}()

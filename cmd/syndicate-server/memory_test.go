@@ -168,3 +168,20 @@ func TestReturnMemoryAfterABusySpell(t *testing.T) {
 		t.Fatal("collected again with nothing allocated since")
 	}
 }
+
+// The returner looks often while something could be collected, and
+// rarely once the server has settled.
+func TestNextMemoryCheck(t *testing.T) {
+	settled := heapFigures{allocs: 10 << 20, collected: 10 << 20}
+	if d := nextMemoryCheck(settled); d != memorySettledInterval {
+		t.Errorf("settled: %v", d)
+	}
+	busy := heapFigures{allocs: 10<<20 + memoryBusySpell + 1, collected: 10 << 20}
+	if d := nextMemoryCheck(busy); d != memoryInterval {
+		t.Errorf("after a busy spell: %v", d)
+	}
+	retracted := heapFigures{allocs: 10 << 20, collected: 10 << 20, shrunk: memoryRetracted}
+	if d := nextMemoryCheck(retracted); d != memoryInterval {
+		t.Errorf("after a large retraction: %v", d)
+	}
+}
