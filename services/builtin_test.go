@@ -105,20 +105,28 @@ func (x *held) Message(_ *dataspace.Turn, v preserves.Value) error {
 	return nil
 }
 
+// forwarderHarness runs a forwarder (its public and control Refs) and two
+// recording targets, t1 and t2, for it.
+func forwarderHarness(tb testing.TB) (h *harness, pub, ctl, t1, t2 *dataspace.Ref) {
+	h = newHarness(tb, func(t *dataspace.Turn, env Env) error {
+		pub, ctl = NewForwarder(t)
+		return nil
+	})
+	h.driver.Activate(func(t *dataspace.Turn) error {
+		t1 = t.Create(&held{h: h, name: "t1"})
+		t2 = t.Create(&held{h: h, name: "t2"})
+		return nil
+	})
+	return h, pub, ctl, t1, t2
+}
+
 // TestForwarderFollowsRestarts: assertions made at a forwarder reach each
 // target in turn, survive a target's death, and messages reach the current
 // target; a sync with no target is answered.
 func TestForwarderFollowsRestarts(t *testing.T) {
-	var pub, ctl *dataspace.Ref
-	h := newHarness(t, func(t *dataspace.Turn, env Env) error {
-		pub, ctl = NewForwarder(t)
-		return nil
-	})
-	var t1, t2 *dataspace.Ref
+	h, pub, ctl, t1, t2 := forwarderHarness(t)
 	var c1 dataspace.Handle
 	h.driver.Activate(func(t *dataspace.Turn) error {
-		t1 = t.Create(&held{h: h, name: "t1"})
-		t2 = t.Create(&held{h: h, name: "t2"})
 		t.Assert(pub, sym("early")) // before any target
 		return nil
 	})
@@ -148,16 +156,9 @@ func TestForwarderFollowsRestarts(t *testing.T) {
 // Messages sent before the first target came reach it, in order, once;
 // messages sent while a later target is replaced are still dropped.
 func TestForwarderKeepsMessagesForItsFirstTarget(t *testing.T) {
-	var pub, ctl *dataspace.Ref
-	h := newHarness(t, func(t *dataspace.Turn, env Env) error {
-		pub, ctl = NewForwarder(t)
-		return nil
-	})
-	var t1, t2 *dataspace.Ref
+	h, pub, ctl, t1, t2 := forwarderHarness(t)
 	var c1 dataspace.Handle
 	h.driver.Activate(func(t *dataspace.Turn) error {
-		t1 = t.Create(&held{h: h, name: "t1"})
-		t2 = t.Create(&held{h: h, name: "t2"})
 		t.Message(pub, sym("first"))
 		t.Message(pub, sym("second"))
 		return nil
