@@ -91,3 +91,66 @@ func TestGoodPacketsBeforeABadOneAreHandled(t *testing.T) {
 		t.Fatalf("the good packets before the bad one were lost: %v", got)
 	}
 }
+
+// A read holding more messages than one turn takes (mergeEvents, or
+// mergeBytes of packets) is cut into several turns, none past either
+// limit, that take every packet once and in order.
+func TestALargeReadIsCutIntoBoundedTurns(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		body string // payload of each message
+		n    int
+	}{
+		{"events", "", 2000},                      // 2,000 small packets, under 64 KiB: the event limit binds
+		{"bytes", strings.Repeat("z", 200), 1000}, // 1,000 of about 220 bytes: the byte limit binds
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var buf []byte
+			for i := range c.n {
+				ev := Event{Kind: EvMessage, Value: rec("m", preserves.Int(i), preserves.String(c.body))}
+				var err error
+				if buf, err = AppendPacket(buf, Packet{Kind: TurnPacket, Events: []Event{ev}}.ToValue(), Binary); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := &reader{c: &Conn{opts: Options{MaxDepth: DefaultMaxDepth, MaxPacketSize: DefaultMaxPacketSize}}, f: newFramer(0, 0, 0)}
+			if c.name == "events" && len(buf) >= 64<<10 || c.name == "bytes" && len(buf) <= 64<<10 {
+				t.Fatalf("%d bytes of packets do not test the %s limit", len(buf), c.name)
+			}
+			r.f.feed(buf)
+			next, turns := 0, 0
+			for more := true; more; {
+				var err error
+				if more, err = r.gather(); err != nil {
+					t.Fatal(err)
+				}
+				if len(r.pend) == 0 {
+					continue
+				}
+				turns++
+				if len(r.pend) > 1024 { // the documented limits, not the constants
+					t.Fatalf("a turn of %d packets", len(r.pend))
+				}
+				bytes := 0
+				for _, p := range r.pend {
+					evs := r.evBuf[p.from:p.to]
+					if !p.fast || len(evs) != 1 {
+						t.Fatalf("packet %d: fast %v, %d events", next, p.fast, len(evs))
+					}
+					if got := evs[0].Value.(*preserves.Record).Fields[0]; !preserves.Equal(got, preserves.Int(next)) {
+						t.Fatalf("packet %d carries %v", next, got)
+					}
+					next++
+					bytes += len(buf) / c.n
+				}
+				if bytes > 64<<10+len(buf)/c.n {
+					t.Fatalf("a turn of about %d bytes", bytes)
+				}
+				r.forget()
+			}
+			if next != c.n || turns < 2 {
+				t.Fatalf("%d of %d packets in %d turns", next, c.n, turns)
+			}
+		})
+	}
+}
