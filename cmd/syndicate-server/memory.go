@@ -110,12 +110,6 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// idleHeap is the resident memory of the heap's free spans: what
-// FreeOSMemory can return. (Free room inside spans that still hold
-// objects does not count: returning memory cannot shrink it, and a large
-// live heap would then be collected every interval for nothing.)
-func idleHeap() uint64 { return readHeapFigures().idle }
-
 // shouldReturn decides, from the figures at the last look and now,
 // whether to collect and return memory: the idle heap exceeds limit; or
 // the server is quiet and either more than limit of garbage has been at

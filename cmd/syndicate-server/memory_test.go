@@ -12,6 +12,10 @@ import (
 
 var sink [][]byte
 
+// idleHeap is the resident memory of the heap's free spans: what
+// FreeOSMemory can return.
+func idleHeap() uint64 { return readHeapFigures().idle }
+
 // After a burst of garbage, returnMemory hands the idle heap back to the
 // OS in one go instead of leaving it to the runtime's slow scavenger.
 func TestReturnMemoryAfterBurst(t *testing.T) {

@@ -148,22 +148,6 @@ var batchDecoders = sync.Pool{New: func() any { return new(preserves.BatchDecode
 // the packet's sequence, the event's pair and the event record.
 const turnFraming = 3
 
-// fastTurn parses a binary Turn packet made of well-formed events. ok is
-// false when anything is unusual; the caller then uses the general path.
-// The payloads of one packet are decoded by one BatchDecoder, so they
-// share allocation chunks and boxed labels instead of costing each a
-// decoder round trip and chunks of their own.
-func fastTurn(evs []Event, raw []byte, maxDepth, maxSize int) ([]Event, bool) {
-	bd := batchDecoders.Get().(*preserves.BatchDecoder)
-	// Payloads are decoded with the depth the general decoder would have
-	// left them, so the fast path is never more lenient than it.
-	bd.Reset(raw, turnDecodeOptions(maxDepth, maxSize))
-	evs, ok := fastTurnAt(bd, evs, raw, 0, len(raw), maxDepth)
-	bd.Reset(nil, preserves.DecodeOptions{})
-	batchDecoders.Put(bd)
-	return evs, ok
-}
-
 // turnDecodeOptions are the options of a BatchDecoder for the payloads of
 // Turn packets: the depth the general decoder would have left them, so
 // that the fast path is never more lenient than it.
@@ -171,9 +155,11 @@ func turnDecodeOptions(maxDepth, maxSize int) preserves.DecodeOptions {
 	return preserves.DecodeOptions{MaxDepth: maxDepth - turnFraming, MaxLength: maxSize}
 }
 
-// fastTurnAt is fastTurn for the packet buf[start:end], with bd reset over
+// fastTurnAt parses the binary Turn packet buf[start:end], made of
+// well-formed events, appending them to evs; ok is false when anything is
+// unusual, and the caller then uses the general path. bd is reset over
 // buf (turnDecodeOptions): the reader decodes the packets of one read by
-// one decoder, whose allocation chunks they then share.
+// one decoder, whose allocation chunks and boxed labels they then share.
 func fastTurnAt(bd *preserves.BatchDecoder, evs []Event, buf []byte, start, end, maxDepth int) ([]Event, bool) {
 	if end-start < 2 || buf[start] != preserves.TagSequence || buf[end-1] != preserves.TagEnd || maxDepth <= turnFraming {
 		return nil, false

@@ -65,3 +65,14 @@ func FuzzAppendValue(f *testing.F) {
 		}
 	})
 }
+
+// fastTurn is fastTurnAt for one packet on its own, as the fuzz target and
+// the decoding benchmark use it.
+func fastTurn(evs []Event, raw []byte, maxDepth, maxSize int) ([]Event, bool) {
+	bd := batchDecoders.Get().(*preserves.BatchDecoder)
+	bd.Reset(raw, turnDecodeOptions(maxDepth, maxSize))
+	evs, ok := fastTurnAt(bd, evs, raw, 0, len(raw), maxDepth)
+	bd.Reset(nil, preserves.DecodeOptions{})
+	batchDecoders.Put(bd)
+	return evs, ok
+}
