@@ -1,6 +1,7 @@
 package services
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -235,5 +236,26 @@ func TestFailureSummary(t *testing.T) {
 	preserves.Remember(short, preserves.Pos{}, at)
 	if got := FailureSummary(&dataspace.PanicError{Value: "boom", Event: short}); got != "dataspace: panic in actor: boom (handling [1] from f.pr:3:4)" {
 		t.Errorf("summary %q", got)
+	}
+}
+
+// Past maxEarly, messages sent before the first target are dropped, and
+// the drop is logged (once), not silent.
+func TestForwarderLogsEarlyMessagesItDrops(t *testing.T) {
+	h, pub, ctl, t1, _ := forwarderHarness(t)
+	h.driver.Activate(func(t *dataspace.Turn) error {
+		for i := range maxEarly + 5 {
+			t.Message(pub, preserves.Int(i))
+		}
+		return nil
+	})
+	h.driver.Activate(func(t *dataspace.Turn) error { t.Assert(ctl, dataspace.Embed(t1)); return nil })
+	last := fmt.Sprintf("t1!%d", maxEarly-1)
+	testutil.WaitFor(t, "the kept messages", func() bool { return h.countHistory(last) == 1 })
+	if n := h.countHistory(fmt.Sprintf("t1!%d", maxEarly)); n != 0 {
+		t.Errorf("a message past maxEarly was delivered")
+	}
+	if n := strings.Count(h.warns.String(), "dropped past the first ones kept"); n != 1 {
+		t.Errorf("the drop was logged %d times, want once: %s", n, h.warns.String())
 	}
 }

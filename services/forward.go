@@ -46,6 +46,7 @@ type forwarder struct {
 	// (and never used again) once it has.
 	early   []preserves.Value
 	started bool
+	lost    int // early messages dropped past maxEarly (logged once)
 }
 
 // maxEarly bounds the messages kept for the first target: a script
@@ -77,6 +78,11 @@ func (f *forwarder) Message(t *dataspace.Turn, v preserves.Value) error {
 		t.Message(f.target, v)
 	case !f.started && len(f.early) < maxEarly:
 		f.early = append(f.early, v)
+	case !f.started:
+		f.lost++
+		if f.lost == 1 {
+			t.Log().Warn().Int("kept", maxEarly).Msg("messages sent before the service started are dropped past the first ones kept")
+		}
 	}
 	return nil
 }

@@ -37,7 +37,7 @@ func newHarness(tb testing.TB, boots ...func(t *dataspace.Turn, env Env) error) 
 	tb.Helper()
 	g0 := runtime.NumGoroutine()
 	h := &harness{tb: tb, rec: dataspacetest.NewCaptureRecorder(), warns: &testutil.Buffer{}}
-	h.sys = dataspace.NewSystem(dataspace.Options{})
+	h.sys = dataspace.NewSystem(dataspace.Options{Logger: zerolog.New(h.warns)})
 	ready := make(chan struct{})
 	h.sys.Spawn("harness", func(t *dataspace.Turn) error {
 		t.PreventInertCheck()
